@@ -1,0 +1,165 @@
+#include "common/tensor_codec.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace hpt {
+namespace {
+
+std::string ShapeToString(const google::protobuf::RepeatedField<int64_t>& s) {
+  return "[" + absl::StrJoin(s, ", ") + "]";
+}
+
+absl::Status CheckShape(const google::protobuf::RepeatedField<int64_t>& shape,
+                        const std::string& field, int64_t* elements) {
+  *elements = 1;
+  for (int64_t d : shape) {
+    if (d < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".shape ", ShapeToString(shape), " has a negative dimension"));
+    }
+    *elements *= d;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateTensorProto(const Tensor& proto,
+                                 const std::string& field) {
+  if (proto.dtype() != FLOAT32) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".dtype must be FLOAT32, got ",
+                     DType_Name(proto.dtype())));
+  }
+  int64_t elements = 0;
+  absl::Status shape_ok = CheckShape(proto.shape(), field, &elements);
+  if (!shape_ok.ok()) return shape_ok;
+  const int64_t expected = elements * static_cast<int64_t>(sizeof(float));
+  if (static_cast<int64_t>(proto.data().size()) != expected) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".data has ", proto.data().size(), " bytes but shape ",
+        ShapeToString(proto.shape()), " needs ", expected));
+  }
+  return absl::OkStatus();
+}
+
+void FloatsToProto(const float* data, const std::vector<int64_t>& shape,
+                   const std::string& name, Tensor* proto) {
+  proto->Clear();
+  proto->set_name(name);
+  proto->set_dtype(FLOAT32);
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    proto->add_shape(d);
+    n *= d;
+  }
+  proto->set_data(reinterpret_cast<const char*>(data), n * sizeof(float));
+}
+
+void ToProto(const HostTensor& tensor, const std::string& name, Tensor* proto) {
+  FloatsToProto(tensor.data.data(), tensor.shape, name, proto);
+}
+
+absl::StatusOr<HostTensor> FromProto(const Tensor& proto,
+                                     const std::string& field) {
+  absl::Status valid = ValidateTensorProto(proto, field);
+  if (!valid.ok()) return valid;
+  HostTensor tensor(
+      std::vector<int64_t>(proto.shape().begin(), proto.shape().end()));
+  if (!tensor.data.empty()) {
+    std::memcpy(tensor.data.data(), proto.data().data(), proto.data().size());
+  }
+  return tensor;
+}
+
+std::vector<TensorChunk> SplitIntoChunks(const std::string& name,
+                                         const std::vector<int64_t>& shape,
+                                         const float* data,
+                                         int64_t max_chunk_bytes) {
+  if (max_chunk_bytes <= 0) max_chunk_bytes = kDefaultChunkBytes;
+  // Keep chunks float-aligned so a receiver could decode each on its own.
+  max_chunk_bytes = std::max<int64_t>(
+      sizeof(float), max_chunk_bytes / sizeof(float) * sizeof(float));
+  const int64_t total = HostTensor::NumElements(shape) * sizeof(float);
+  const char* bytes = reinterpret_cast<const char*>(data);
+  std::vector<TensorChunk> chunks;
+  int64_t offset = 0;
+  do {
+    const int64_t size = std::min(max_chunk_bytes, total - offset);
+    TensorChunk& chunk = chunks.emplace_back();
+    chunk.set_name(name);
+    for (int64_t d : shape) chunk.add_shape(d);
+    chunk.set_dtype(FLOAT32);
+    chunk.set_offset_bytes(offset);
+    chunk.set_total_bytes(total);
+    chunk.set_data(bytes + offset, size);
+    offset += size;
+  } while (offset < total);
+  return chunks;
+}
+
+absl::Status ChunkAssembler::Add(const TensorChunk& chunk) {
+  const std::string field = absl::StrCat("chunk of tensor '", chunk.name(), "'");
+  if (chunk.name().empty()) {
+    return absl::InvalidArgumentError("TensorChunk.name is empty");
+  }
+  if (chunk.dtype() != FLOAT32) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": dtype must be FLOAT32"));
+  }
+  int64_t elements = 0;
+  absl::Status shape_ok = CheckShape(chunk.shape(), field, &elements);
+  if (!shape_ok.ok()) return shape_ok;
+  const int64_t total = elements * static_cast<int64_t>(sizeof(float));
+  if (chunk.total_bytes() != total) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": total_bytes ", chunk.total_bytes(),
+                     " does not match shape ", ShapeToString(chunk.shape())));
+  }
+  auto [it, inserted] = partial_.try_emplace(chunk.name());
+  Partial& partial = it->second;
+  if (inserted) {
+    partial.tensor = HostTensor(
+        std::vector<int64_t>(chunk.shape().begin(), chunk.shape().end()));
+  } else if (partial.tensor.shape !=
+             std::vector<int64_t>(chunk.shape().begin(), chunk.shape().end())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": shape changed between chunks"));
+  }
+  if (chunk.offset_bytes() != partial.received_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": expected offset ", partial.received_bytes,
+                     ", got ", chunk.offset_bytes()));
+  }
+  if (partial.received_bytes + static_cast<int64_t>(chunk.data().size()) >
+      total) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": chunk runs past total_bytes ", total));
+  }
+  std::memcpy(reinterpret_cast<char*>(partial.tensor.data.data()) +
+                  partial.received_bytes,
+              chunk.data().data(), chunk.data().size());
+  partial.received_bytes += chunk.data().size();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::map<std::string, HostTensor>> ChunkAssembler::Finish() {
+  std::map<std::string, HostTensor> out;
+  for (auto& [name, partial] : partial_) {
+    const int64_t total = partial.tensor.num_elements() * sizeof(float);
+    if (partial.received_bytes != total) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor '", name, "' is incomplete: received ",
+                       partial.received_bytes, " of ", total, " bytes"));
+    }
+    out.emplace(name, std::move(partial.tensor));
+  }
+  partial_.clear();
+  return out;
+}
+
+}  // namespace hpt

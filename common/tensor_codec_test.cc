@@ -1,0 +1,75 @@
+#include "common/tensor_codec.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace hpt {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(TensorCodecTest, RoundTripsThroughProto) {
+  HostTensor t({2, 3});
+  for (int i = 0; i < 6; ++i) t.data[i] = i * 0.5f - 1.0f;
+  Tensor proto;
+  ToProto(t, "x", &proto);
+  EXPECT_EQ(proto.data().size(), 24u);
+  auto back = FromProto(proto, "req.x");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->shape, t.shape);
+  EXPECT_EQ(back->data, t.data);
+}
+
+TEST(TensorCodecTest, WrongByteCountNamesTheField) {
+  Tensor proto;
+  proto.set_dtype(FLOAT32);
+  proto.add_shape(4);
+  proto.set_data(std::string(12, '\0'));
+  auto back = FromProto(proto, "ForwardRequest.inputs");
+  ASSERT_FALSE(back.ok());
+  EXPECT_EQ(back.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(back.status().message(),
+              HasSubstr("ForwardRequest.inputs.data has 12 bytes"));
+}
+
+TEST(TensorCodecTest, ChunksReassembleAcrossUnevenBoundaries) {
+  HostTensor t({1000, 3});
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.data[i] = i * 1.25f;
+  // 998 bytes is not a multiple of 4: chunks are cut to 996.
+  std::vector<TensorChunk> chunks =
+      SplitIntoChunks("w", t.shape, t.data.data(), 998);
+  ASSERT_EQ(chunks.size(), 13u);  // 12000 bytes / 996 rounded up
+  ChunkAssembler assembler;
+  for (const TensorChunk& c : chunks) ASSERT_TRUE(assembler.Add(c).ok());
+  auto tensors = assembler.Finish();
+  ASSERT_TRUE(tensors.ok()) << tensors.status();
+  EXPECT_EQ(tensors->at("w").data, t.data);
+}
+
+TEST(TensorCodecTest, MissingChunkIsReported) {
+  HostTensor t({100});
+  std::vector<TensorChunk> chunks =
+      SplitIntoChunks("w", t.shape, t.data.data(), 100);
+  ChunkAssembler assembler;
+  ASSERT_TRUE(assembler.Add(chunks[0]).ok());
+  absl::Status skipped = assembler.Add(chunks[2]);
+  EXPECT_THAT(skipped.message(), HasSubstr("expected offset 100, got 200"));
+  ChunkAssembler partial;
+  ASSERT_TRUE(partial.Add(chunks[0]).ok());
+  auto done = partial.Finish();
+  ASSERT_FALSE(done.ok());
+  EXPECT_THAT(done.status().message(), HasSubstr("received 100 of 400"));
+}
+
+TEST(TensorCodecTest, EmptyTensorIsOneChunk) {
+  std::vector<TensorChunk> chunks = SplitIntoChunks("e", {0, 5}, nullptr, 0);
+  ASSERT_EQ(chunks.size(), 1u);
+  ChunkAssembler assembler;
+  ASSERT_TRUE(assembler.Add(chunks[0]).ok());
+  auto tensors = assembler.Finish();
+  ASSERT_TRUE(tensors.ok());
+  EXPECT_EQ(tensors->at("e").num_elements(), 0);
+}
+
+}  // namespace
+}  // namespace hpt

@@ -1,0 +1,25 @@
+// TimeSeriesMatrix: values of S stations over T time steps, row-major
+// (row = time step). The common form of every data source before windowing.
+#ifndef HPT_DATA_SERIES_H_
+#define HPT_DATA_SERIES_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hpt {
+
+struct TimeSeriesMatrix {
+  int64_t rows = 0;     // time steps
+  int64_t columns = 0;  // stations
+  std::vector<float> values;  // rows * columns
+  std::vector<std::string> column_names;  // empty when the source had none
+
+  float at(int64_t row, int64_t column) const {
+    return values[row * columns + column];
+  }
+};
+
+}  // namespace hpt
+
+#endif  // HPT_DATA_SERIES_H_

@@ -1,0 +1,82 @@
+#include "data/wide_csv.h"
+
+#include <cstdio>
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace hpt {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(WideCsvTest, ParsesHeaderlessRows) {
+  auto m = ParseWideCsv("1,2,3\n4,5,6\n", "x.csv", {});
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->rows, 2);
+  EXPECT_EQ(m->columns, 3);
+  EXPECT_TRUE(m->column_names.empty());
+  EXPECT_FLOAT_EQ(m->at(1, 2), 6.0f);
+  EXPECT_FLOAT_EQ(m->at(0, 1), 2.0f);
+}
+
+TEST(WideCsvTest, DetectsHeaderAndCrlf) {
+  auto m = ParseWideCsv("a, b\r\n1.5,2\r\n-3e1,4\r\n", "x.csv", {});
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->rows, 2);
+  EXPECT_THAT(m->column_names, ::testing::ElementsAre("a", "b"));
+  EXPECT_FLOAT_EQ(m->at(1, 0), -30.0f);
+}
+
+TEST(WideCsvTest, ForcedAbsentHeaderReportsTheCell) {
+  WideCsvOptions options;
+  options.header = CsvHeader::kAbsent;
+  auto m = ParseWideCsv("a,b\n1,2\n", "x.csv", options);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(m.status().message(), HasSubstr("x.csv:1:1: 'a' is not"));
+}
+
+TEST(WideCsvTest, WrongColumnCountNamesLine) {
+  auto m = ParseWideCsv("1,2,3\n4,5,6\n7,8\n", "winds.dat", {});
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(m.status().message(),
+            "winds.dat:3: expected 3 columns, got 2");
+}
+
+TEST(WideCsvTest, MissingCellNamesLineAndColumn) {
+  auto m = ParseWideCsv("h1,h2\n1,2\n3,\n", "w.csv", {});
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().message(), "w.csv:3:2: missing value");
+}
+
+TEST(WideCsvTest, NonFiniteCellIsRejected) {
+  auto m = ParseWideCsv("1,2\n3,nan\n", "w.csv", {});
+  ASSERT_FALSE(m.ok());
+  EXPECT_THAT(m.status().message(), HasSubstr("w.csv:2:2: 'nan'"));
+}
+
+TEST(WideCsvTest, MissingFileIsNotFound) {
+  auto m = LoadWideCsv("/nonexistent/dir/file.csv", {});
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(m.status().message(), HasSubstr("/nonexistent/dir/file.csv"));
+}
+
+TEST(WideCsvTest, LoadsFileFromDisk) {
+  const std::string path = ::testing::TempDir() + "/wide_csv_test.csv";
+  {
+    std::ofstream out(path);
+    out << "0.5,1.5\n2.5,3.5\n4.5,5.5";  // no final newline
+  }
+  auto m = LoadWideCsv(path, {});
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->rows, 3);
+  EXPECT_FLOAT_EQ(m->at(2, 1), 5.5f);
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace hpt

@@ -1,0 +1,96 @@
+#include "data/window_dataset.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace hpt {
+namespace {
+
+std::vector<int64_t> StartsWithin(const RowRange& range, int64_t span) {
+  std::vector<int64_t> starts;
+  for (int64_t r = range.begin; r + span <= range.end; ++r) starts.push_back(r);
+  return starts;
+}
+
+}  // namespace
+
+absl::StatusOr<WindowDataset> WindowDataset::Create(
+    TimeSeriesMatrix series, const WindowOptions& options) {
+  if (options.window < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data.window must be at least 1, got ", options.window));
+  }
+  if (options.horizon < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data.horizon must be at least 1, got ", options.horizon));
+  }
+  auto check_range = [&](const RowRange& r, const char* name) -> absl::Status {
+    if (r.begin < 0 || r.end < r.begin || r.end > series.rows) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "data ", name, " rows [", r.begin, ", ", r.end,
+          ") do not lie within the ", series.rows, " data rows"));
+    }
+    return absl::OkStatus();
+  };
+  if (absl::Status s = check_range(options.train, "train"); !s.ok()) return s;
+  if (absl::Status s = check_range(options.test, "test"); !s.ok()) return s;
+
+  WindowDataset ds;
+  ds.options_ = options;
+  const int64_t span = options.window + options.horizon;
+  ds.train_starts_ = StartsWithin(options.train, span);
+  ds.test_starts_ = StartsWithin(options.test, span);
+  if (ds.train_starts_.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "data: the training rows [", options.train.begin, ", ",
+        options.train.end, ") hold no window of ", options.window,
+        " steps plus a horizon of ", options.horizon));
+  }
+  // Per-station z-score fitted on the training rows only.
+  const int64_t columns = series.columns;
+  ds.mean_.assign(columns, 0.0f);
+  ds.std_.assign(columns, 1.0f);
+  for (int64_t c = 0; c < columns; ++c) {
+    double sum = 0, sum_sq = 0;
+    const int64_t n = options.train.end - options.train.begin;
+    for (int64_t r = options.train.begin; r < options.train.end; ++r) {
+      const double v = series.at(r, c);
+      sum += v;
+      sum_sq += v * v;
+    }
+    const double mean = sum / n;
+    const double var = std::max(0.0, sum_sq / n - mean * mean);
+    ds.mean_[c] = static_cast<float>(mean);
+    ds.std_[c] = var > 1e-12 ? static_cast<float>(std::sqrt(var)) : 1.0f;
+  }
+  for (int64_t r = 0; r < series.rows; ++r) {
+    for (int64_t c = 0; c < columns; ++c) {
+      float& v = series.values[r * columns + c];
+      v = (v - ds.mean_[c]) / ds.std_[c];
+    }
+  }
+  ds.series_ = std::move(series);
+  return ds;
+}
+
+void WindowDataset::Gather(const std::vector<int64_t>& starts,
+                           const std::vector<int64_t>& indices,
+                           HostTensor* inputs, HostTensor* targets) const {
+  const int64_t n = static_cast<int64_t>(indices.size());
+  const int64_t tokens = series_.columns;
+  const int64_t window = options_.window;
+  *inputs = HostTensor({n, tokens, window});
+  *targets = HostTensor({n, tokens, 1});
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t start = starts[indices[i]];
+    for (int64_t s = 0; s < tokens; ++s) {
+      float* row = &inputs->data[(i * tokens + s) * window];
+      for (int64_t w = 0; w < window; ++w) row[w] = series_.at(start + w, s);
+      targets->data[i * tokens + s] =
+          series_.at(start + window - 1 + options_.horizon, s);
+    }
+  }
+}
+
+}  // namespace hpt

@@ -1,0 +1,65 @@
+// Sliding-window samples over a TimeSeriesMatrix: a sample starting at row r
+// has one token per station whose features are the `window` values in rows
+// [r, r + window), and its target is each station's value at row
+// r + window - 1 + horizon. Values are z-scored per station with statistics
+// fitted on the training rows only.
+//
+//   ASSIGN_OR_RETURN(WindowDataset ds, WindowDataset::Create(m, options));
+//   HostTensor x, y;
+//   ds.Gather(ds.train_starts(), {0, 1, 2}, &x, &y);
+#ifndef HPT_DATA_WINDOW_DATASET_H_
+#define HPT_DATA_WINDOW_DATASET_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/host_tensor.h"
+#include "data/series.h"
+
+namespace hpt {
+
+struct RowRange {
+  int64_t begin = 0;
+  int64_t end = 0;  // exclusive
+};
+
+struct WindowOptions {
+  int64_t window = 12;
+  int64_t horizon = 1;
+  RowRange train;          // rows a training sample may touch
+  RowRange test;           // empty range: no test split
+};
+
+class WindowDataset {
+ public:
+  static absl::StatusOr<WindowDataset> Create(TimeSeriesMatrix series,
+                                              const WindowOptions& options);
+
+  int64_t num_tokens() const { return series_.columns; }
+  int64_t input_features() const { return options_.window; }
+  int64_t output_features() const { return 1; }
+  const std::vector<int64_t>& train_starts() const { return train_starts_; }
+  const std::vector<int64_t>& test_starts() const { return test_starts_; }
+
+  // Fills inputs [n, tokens, window] and targets [n, tokens, 1] with the
+  // samples starts[indices[i]].
+  void Gather(const std::vector<int64_t>& starts,
+              const std::vector<int64_t>& indices, HostTensor* inputs,
+              HostTensor* targets) const;
+
+  float mean(int64_t station) const { return mean_[station]; }
+  float stddev(int64_t station) const { return std_[station]; }
+
+ private:
+  WindowDataset() = default;
+
+  TimeSeriesMatrix series_;  // normalised
+  WindowOptions options_;
+  std::vector<float> mean_, std_;
+  std::vector<int64_t> train_starts_, test_starts_;
+};
+
+}  // namespace hpt
+
+#endif  // HPT_DATA_WINDOW_DATASET_H_

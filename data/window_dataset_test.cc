@@ -1,0 +1,108 @@
+#include "data/window_dataset.h"
+
+#include <cmath>
+
+#include "data/synthetic.h"
+#include "gtest/gtest.h"
+
+namespace hpt {
+namespace {
+
+TimeSeriesMatrix Ramp(int64_t rows, int64_t columns) {
+  TimeSeriesMatrix m;
+  m.rows = rows;
+  m.columns = columns;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < columns; ++c) m.values.push_back(r * 10.0f + c);
+  }
+  return m;
+}
+
+TEST(WindowDatasetTest, WindowsStayInsideTheirSplit) {
+  WindowOptions o;
+  o.window = 3;
+  o.horizon = 2;
+  o.train = {0, 10};
+  o.test = {10, 16};
+  auto ds = WindowDataset::Create(Ramp(16, 2), o);
+  ASSERT_TRUE(ds.ok()) << ds.status();
+  // A sample spans window + horizon = 5 rows.
+  EXPECT_EQ(ds->train_starts().size(), 6u);  // starts 0..5
+  EXPECT_EQ(ds->test_starts().size(), 2u);   // starts 10, 11
+  EXPECT_EQ(ds->test_starts()[0], 10);
+}
+
+TEST(WindowDatasetTest, GatherLaysOutTokensAndTargets) {
+  WindowOptions o;
+  o.window = 3;
+  o.horizon = 2;
+  o.train = {0, 10};
+  auto ds = WindowDataset::Create(Ramp(10, 2), o);
+  ASSERT_TRUE(ds.ok());
+  HostTensor x, y;
+  ds->Gather(ds->train_starts(), {4}, &x, &y);
+  ASSERT_EQ(x.shape, (std::vector<int64_t>{1, 2, 3}));
+  ASSERT_EQ(y.shape, (std::vector<int64_t>{1, 2, 1}));
+  // Station 1, rows 4..6, target row 4 + 3 - 1 + 2 = 8; undo the z-score.
+  auto raw = [&](float v, int s) { return v * ds->stddev(s) + ds->mean(s); };
+  EXPECT_NEAR(raw(x.data[3 + 0], 1), 41.0f, 1e-3);
+  EXPECT_NEAR(raw(x.data[3 + 2], 1), 61.0f, 1e-3);
+  EXPECT_NEAR(raw(y.data[1], 1), 81.0f, 1e-3);
+}
+
+TEST(WindowDatasetTest, NormalisationUsesTrainingRowsOnly) {
+  WindowOptions o;
+  o.window = 2;
+  o.horizon = 1;
+  o.train = {0, 4};  // rows 0..3 of column 0: 0, 10, 20, 30
+  o.test = {4, 8};
+  auto ds = WindowDataset::Create(Ramp(8, 1), o);
+  ASSERT_TRUE(ds.ok());
+  EXPECT_FLOAT_EQ(ds->mean(0), 15.0f);
+  EXPECT_NEAR(ds->stddev(0), std::sqrt(125.0f), 1e-4);
+}
+
+TEST(WindowDatasetTest, RejectsRangesOutsideTheData) {
+  WindowOptions o;
+  o.train = {0, 50};
+  auto ds = WindowDataset::Create(Ramp(10, 1), o);
+  ASSERT_FALSE(ds.ok());
+  EXPECT_EQ(ds.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(ds.status().message().find("[0, 50)"), std::string::npos);
+}
+
+TEST(SyntheticTest, SameSeedSameSeriesOtherSeedDiffers) {
+  SyntheticOptions o;
+  o.stations = 5;
+  o.time_steps = 64;
+  TimeSeriesMatrix a = MakeSyntheticSeries(o);
+  TimeSeriesMatrix b = MakeSyntheticSeries(o);
+  o.seed = 8;
+  TimeSeriesMatrix c = MakeSyntheticSeries(o);
+  ASSERT_EQ(a.values.size(), 5u * 64u);
+  EXPECT_EQ(a.values, b.values);
+  EXPECT_NE(a.values, c.values);
+}
+
+TEST(SyntheticTest, SignalDominatesNoise) {
+  SyntheticOptions o;
+  o.stations = 4;
+  o.time_steps = 480;
+  o.noise = 0.05;
+  TimeSeriesMatrix m = MakeSyntheticSeries(o);
+  // Lag-1 autocorrelation of a smooth signal with small noise is high.
+  for (int64_t s = 0; s < m.columns; ++s) {
+    double mean = 0;
+    for (int64_t t = 0; t < m.rows; ++t) mean += m.at(t, s);
+    mean /= m.rows;
+    double num = 0, den = 0;
+    for (int64_t t = 0; t < m.rows; ++t) {
+      den += (m.at(t, s) - mean) * (m.at(t, s) - mean);
+      if (t > 0) num += (m.at(t, s) - mean) * (m.at(t - 1, s) - mean);
+    }
+    EXPECT_GT(num / den, 0.9) << "station " << s;
+  }
+}
+
+}  // namespace
+}  // namespace hpt

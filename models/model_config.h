@@ -1,0 +1,29 @@
+// Presets of the spatio-temporal encoder transformer (DESIGN §3) and their
+// validation. Torch-free: the coordinator resolves presets without LibTorch.
+//
+//   ASSIGN_OR_RETURN(ModelConfig config, PresetModelConfig("wind"));
+//   config.set_input_features(12);
+#ifndef HPT_MODELS_MODEL_CONFIG_H_
+#define HPT_MODELS_MODEL_CONFIG_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/common.pb.h"
+
+namespace hpt {
+
+// The paper's four applications (12 layers, d_model 512; 16 heads and
+// FF x4 for swe and weather, 8 heads for covid and wind, FF x2 for wind)
+// and "tiny" for tests and the demo. input/output_features are left 0:
+// they come from the data.
+absl::StatusOr<ModelConfig> PresetModelConfig(const std::string& preset);
+std::vector<std::string> PresetNames();
+
+// Checks every field; messages name the field ("model.num_heads") and value.
+absl::Status ValidateModelConfig(const ModelConfig& config);
+
+}  // namespace hpt
+
+#endif  // HPT_MODELS_MODEL_CONFIG_H_

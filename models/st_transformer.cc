@@ -1,0 +1,106 @@
+#include "models/st_transformer.h"
+
+#include <cmath>
+#include <string>
+
+namespace hpt {
+
+MultiHeadSelfAttentionImpl::MultiHeadSelfAttentionImpl(int64_t d_model,
+                                                       int64_t num_heads,
+                                                       double dropout)
+    : num_heads_(num_heads), head_dim_(d_model / num_heads) {
+  q_proj = register_module("q_proj", torch::nn::Linear(d_model, d_model));
+  k_proj = register_module("k_proj", torch::nn::Linear(d_model, d_model));
+  v_proj = register_module("v_proj", torch::nn::Linear(d_model, d_model));
+  o_proj = register_module("o_proj", torch::nn::Linear(d_model, d_model));
+  attn_dropout_ = register_module("attn_dropout", torch::nn::Dropout(dropout));
+}
+
+torch::Tensor MultiHeadSelfAttentionImpl::forward(const torch::Tensor& x) {
+  const int64_t batch = x.size(0), tokens = x.size(1);
+  // [batch, tokens, d] -> [batch, heads, tokens, head_dim]
+  auto split = [&](const torch::Tensor& t) {
+    return t.view({batch, tokens, num_heads_, head_dim_}).transpose(1, 2);
+  };
+  torch::Tensor q = split(q_proj(x));
+  torch::Tensor k = split(k_proj(x));
+  torch::Tensor v = split(v_proj(x));
+  // Scores over token pairs: [batch, heads, tokens, tokens].
+  torch::Tensor scores =
+      torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(head_dim_));
+  torch::Tensor weights = attn_dropout_(torch::softmax(scores, -1));
+  torch::Tensor context = torch::matmul(weights, v)
+                              .transpose(1, 2)
+                              .reshape({batch, tokens, num_heads_ * head_dim_});
+  return o_proj(context);
+}
+
+EncoderLayerImpl::EncoderLayerImpl(int64_t d_model, int64_t num_heads,
+                                   int64_t ff_dim, double dropout) {
+  self_attn = register_module(
+      "self_attn", MultiHeadSelfAttention(d_model, num_heads, dropout));
+  ff1 = register_module("ff1", torch::nn::Linear(d_model, ff_dim));
+  ff2 = register_module("ff2", torch::nn::Linear(ff_dim, d_model));
+  norm1 = register_module(
+      "norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model})));
+  norm2 = register_module(
+      "norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model})));
+  dropout_ = register_module("dropout", torch::nn::Dropout(dropout));
+}
+
+torch::Tensor EncoderLayerImpl::forward(const torch::Tensor& x) {
+  // Post-norm, as in the original transformer encoder.
+  torch::Tensor h = norm1(x + dropout_(self_attn(x)));
+  torch::Tensor ff = ff2(dropout_(torch::relu(ff1(h))));
+  return norm2(h + dropout_(ff));
+}
+
+SpatioTemporalTransformerImpl::SpatioTemporalTransformerImpl(
+    const ModelConfig& config)
+    : config_(config) {
+  const int64_t d = config.d_model();
+  embedding = register_module(
+      "embedding",
+      torch::nn::Sequential(torch::nn::Linear(config.input_features(), d),
+                            torch::nn::ReLU(), torch::nn::Linear(d, d)));
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int i = 0; i < config.num_layers(); ++i) {
+    layers->push_back(EncoderLayer(d, config.num_heads(),
+                                   int64_t(config.ff_multiplier()) * d,
+                                   config.dropout()));
+  }
+  reduction = register_module(
+      "reduction",
+      torch::nn::Sequential(torch::nn::Linear(d, config.reduction_dim()),
+                            torch::nn::ReLU()));
+  head = register_module(
+      "head",
+      torch::nn::Linear(config.reduction_dim(), config.output_features()));
+}
+
+torch::Tensor SpatioTemporalTransformerImpl::forward(const torch::Tensor& x) {
+  torch::Tensor h = embedding->forward(x);
+  h = h + TokenEncoding(x.size(1), config_.d_model()).to(h.device());
+  for (const auto& layer : *layers) h = layer->as<EncoderLayer>()->forward(h);
+  return head(reduction->forward(h));
+}
+
+torch::Tensor TokenEncoding(int64_t tokens, int64_t d_model) {
+  torch::Tensor position =
+      torch::arange(tokens, torch::kFloat32).unsqueeze(1);  // [T, 1]
+  torch::Tensor div = torch::exp(torch::arange(0, d_model, 2, torch::kFloat32) *
+                                 (-std::log(10000.0) / d_model));
+  torch::Tensor enc = torch::zeros({tokens, d_model});
+  enc.index_put_({torch::indexing::Slice(), torch::indexing::Slice(0, torch::indexing::None, 2)},
+                 torch::sin(position * div));
+  enc.index_put_({torch::indexing::Slice(), torch::indexing::Slice(1, torch::indexing::None, 2)},
+                 torch::cos(position * div).narrow(1, 0, d_model / 2));
+  return enc;
+}
+
+torch::Tensor MseLoss(const torch::Tensor& prediction,
+                      const torch::Tensor& target) {
+  return torch::mse_loss(prediction, target);
+}
+
+}  // namespace hpt

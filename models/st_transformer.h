@@ -1,0 +1,75 @@
+// The spatio-temporal encoder transformer in LibTorch (DESIGN §3):
+// input MLP embedding -> sinusoidal token encoding -> L post-norm encoder
+// layers (multi-head self-attention with named q/k/v/o projections,
+// feed-forward, LayerNorm, dropout) -> dimension-reduction MLP -> per-token
+// regression head. Attention runs across all tokens of a sample.
+//
+// Input [batch, tokens, input_features]; output [batch, tokens,
+// output_features]. Including this header pulls in LibTorch: include it only
+// from the .cc files that run the model.
+#ifndef HPT_MODELS_ST_TRANSFORMER_H_
+#define HPT_MODELS_ST_TRANSFORMER_H_
+
+#include <torch/torch.h>
+
+#include "proto/common.pb.h"
+
+namespace hpt {
+
+class MultiHeadSelfAttentionImpl : public torch::nn::Module {
+ public:
+  MultiHeadSelfAttentionImpl(int64_t d_model, int64_t num_heads,
+                             double dropout);
+  torch::Tensor forward(const torch::Tensor& x);
+
+  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr},
+      o_proj{nullptr};
+
+ private:
+  int64_t num_heads_;
+  int64_t head_dim_;
+  torch::nn::Dropout attn_dropout_{nullptr};
+};
+TORCH_MODULE(MultiHeadSelfAttention);
+
+class EncoderLayerImpl : public torch::nn::Module {
+ public:
+  EncoderLayerImpl(int64_t d_model, int64_t num_heads, int64_t ff_dim,
+                   double dropout);
+  torch::Tensor forward(const torch::Tensor& x);
+
+  MultiHeadSelfAttention self_attn{nullptr};
+  torch::nn::Linear ff1{nullptr}, ff2{nullptr};
+  torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
+
+ private:
+  torch::nn::Dropout dropout_{nullptr};
+};
+TORCH_MODULE(EncoderLayer);
+
+class SpatioTemporalTransformerImpl : public torch::nn::Module {
+ public:
+  explicit SpatioTemporalTransformerImpl(const ModelConfig& config);
+  torch::Tensor forward(const torch::Tensor& x);
+
+  const ModelConfig& config() const { return config_; }
+
+ private:
+  ModelConfig config_;
+  torch::nn::Sequential embedding{nullptr};
+  torch::nn::ModuleList layers{nullptr};
+  torch::nn::Sequential reduction{nullptr};
+  torch::nn::Linear head{nullptr};
+};
+TORCH_MODULE(SpatioTemporalTransformer);
+
+// Sinusoidal encoding of token positions, [tokens, d_model].
+torch::Tensor TokenEncoding(int64_t tokens, int64_t d_model);
+
+// Mean squared error of a [batch, tokens, out] prediction.
+torch::Tensor MseLoss(const torch::Tensor& prediction,
+                      const torch::Tensor& target);
+
+}  // namespace hpt
+
+#endif  // HPT_MODELS_ST_TRANSFORMER_H_

@@ -1,0 +1,69 @@
+#include "models/st_transformer.h"
+
+#include "gtest/gtest.h"
+#include "models/model_config.h"
+
+namespace hpt {
+namespace {
+
+ModelConfig TinyConfig() {
+  ModelConfig c = *PresetModelConfig("tiny");
+  c.set_input_features(6);
+  c.set_output_features(2);
+  return c;
+}
+
+TEST(SpatioTemporalTransformerTest, OutputShapeIsPerToken) {
+  torch::manual_seed(1);
+  SpatioTemporalTransformer model(TinyConfig());
+  torch::Tensor y = model->forward(torch::randn({3, 5, 6}));
+  EXPECT_EQ(y.sizes(), (std::vector<int64_t>{3, 5, 2}));
+}
+
+TEST(SpatioTemporalTransformerTest, AttentionMixesInformationAcrossTokens) {
+  torch::manual_seed(2);
+  SpatioTemporalTransformer model(TinyConfig());
+  model->eval();
+  torch::Tensor x = torch::randn({1, 5, 6});
+  torch::Tensor x2 = x.clone();
+  x2.index_put_({0, 4}, x2.index({0, 4}) + 1.0);  // perturb the last token
+  torch::Tensor y = model->forward(x), y2 = model->forward(x2);
+  // Every other token's output must change: attention spans all tokens.
+  for (int t = 0; t < 4; ++t) {
+    EXPECT_GT((y[0][t] - y2[0][t]).abs().max().item<float>(), 1e-5)
+        << "token " << t;
+  }
+}
+
+TEST(SpatioTemporalTransformerTest, NamedProjectionsExist) {
+  SpatioTemporalTransformer model(TinyConfig());
+  auto params = model->named_parameters();
+  EXPECT_TRUE(params.contains("layers.0.self_attn.q_proj.weight"));
+  EXPECT_TRUE(params.contains("layers.1.self_attn.v_proj.weight"));
+  EXPECT_TRUE(params.contains("embedding.0.weight"));
+  EXPECT_TRUE(params.contains("head.weight"));
+}
+
+TEST(SpatioTemporalTransformerTest, WindPresetParameterCount) {
+  ModelConfig c = *PresetModelConfig("wind");
+  c.set_input_features(12);
+  c.set_output_features(1);
+  SpatioTemporalTransformer model(c);
+  int64_t n = 0;
+  for (const auto& p : model->parameters()) n += p.numel();
+  // Per layer: 4 (512x512 + 512) + (512x1024 + 1024) + (1024x512 + 512)
+  // + 2 LayerNorms (2 x 1024) = 2,102,784; x 12 = 25,233,408.
+  // Embedding 12x512+512 + 512x512+512 = 269,312; reduction 512x256+256 =
+  // 131,328; head 256+1 = 257.
+  EXPECT_EQ(n, 25233408 + 269312 + 131328 + 257);
+}
+
+TEST(TokenEncodingTest, MatchesSinusoidFormula) {
+  torch::Tensor e = TokenEncoding(3, 4);
+  EXPECT_NEAR(e[2][0].item<float>(), std::sin(2.0), 1e-6);
+  EXPECT_NEAR(e[2][1].item<float>(), std::cos(2.0), 1e-6);
+  EXPECT_NEAR(e[2][2].item<float>(), std::sin(2.0 / 100.0), 1e-6);
+}
+
+}  // namespace
+}  // namespace hpt
