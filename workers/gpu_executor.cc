@@ -1,0 +1,463 @@
+#include "workers/gpu_executor.h"
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <set>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "common/status_macros.h"
+#include "common/tensor_codec.h"
+#include "models/model_config.h"
+#include "models/st_transformer.h"
+
+namespace hpt {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using PendingKey = std::tuple<int64_t, int32_t, std::string>;
+
+PendingKey KeyOf(const TaskKey& key) {
+  return {key.step(), key.micro_batch(), key.segment()};
+}
+
+std::string KeyString(const TaskKey& key) {
+  return absl::StrCat("job '", key.job_id(), "' step ", key.step(),
+                      " micro-batch ", key.micro_batch(), " segment '",
+                      key.segment(), "'");
+}
+
+std::string ShapeString(c10::IntArrayRef sizes) {
+  return "[" + absl::StrJoin(sizes, ", ") + "]";
+}
+
+torch::Tensor ToTorch(const HostTensor& t, const torch::Device& device) {
+  torch::Tensor cpu = torch::from_blob(const_cast<float*>(t.data.data()),
+                                       t.shape, torch::kFloat32)
+                          .clone();
+  return cpu.to(device);
+}
+
+// Decodes a wire tensor into a device tensor, checking its shape.
+absl::StatusOr<torch::Tensor> DecodeBatch(const Tensor& proto,
+                                          const std::string& field,
+                                          int64_t last_dim,
+                                          const torch::Device& device) {
+  absl::StatusOr<HostTensor> host = FromProto(proto, field);
+  if (!host.ok()) return host.status();
+  if (host->shape.size() != 3 || host->shape[2] != last_dim ||
+      host->shape[0] < 1 || host->shape[1] < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, " must have shape [batch, tokens, ", last_dim, "], got ",
+        host->ShapeString()));
+  }
+  return ToTorch(*host, device);
+}
+
+// Runs `fn`, turning LibTorch exceptions into INTERNAL errors so a bad task
+// never takes the worker down.
+template <typename Fn>
+auto Guarded(const char* what, Fn&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const c10::Error& e) {
+    return absl::InternalError(
+        absl::StrCat(what, " failed in LibTorch: ", e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat(what, " failed: ", e.what()));
+  }
+}
+
+struct Pending {
+  torch::Tensor loss;
+  int64_t batch = 0;
+};
+
+struct JobSession {
+  ModelConfig config;
+  SpatioTemporalTransformer model{nullptr};
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  OptimizerType optimizer_type = ADAM;
+  std::map<PendingKey, Pending> pending;
+  std::map<PendingKey, BackwardResponse> backward_done;
+  int64_t last_applied_step = -1;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
+};
+
+}  // namespace
+
+struct GpuExecutor::Impl {
+  Options options;
+  torch::Device device{torch::kCPU};
+  mutable absl::Mutex mu;
+  std::map<std::string, std::unique_ptr<JobSession>> jobs ABSL_GUARDED_BY(mu);
+
+  absl::StatusOr<JobSession*> Find(const std::string& job_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    auto it = jobs.find(job_id);
+    if (it == jobs.end()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job '", job_id, "' has no parameters on this worker; call "
+          "LoadParameters first"));
+    }
+    return it->second.get();
+  }
+
+  void Sync() {
+    if (device.is_cuda()) torch::cuda::synchronize(device.index());
+  }
+};
+
+GpuExecutor::GpuExecutor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+GpuExecutor::~GpuExecutor() = default;
+
+absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(
+    const Options& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  if (options.device == "auto") {
+    impl->device = torch::cuda::is_available() ? torch::Device("cuda:0")
+                                               : torch::Device(torch::kCPU);
+  } else {
+    try {
+      impl->device = torch::Device(options.device);
+    } catch (const c10::Error&) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "device '", options.device, "' is not cpu, cuda:N or auto"));
+    }
+    if (impl->device.is_cuda() && !torch::cuda::is_available()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "device '", options.device, "' asked for, but CUDA is not available"));
+    }
+  }
+  if (options.intra_op_threads > 0) {
+    torch::set_num_threads(options.intra_op_threads);
+  }
+  return std::unique_ptr<GpuExecutor>(new GpuExecutor(std::move(impl)));
+}
+
+std::string GpuExecutor::device_name() const { return impl_->device.str(); }
+
+absl::StatusOr<LoadParametersResponse> GpuExecutor::Load(
+    const LoadParametersHeader& header,
+    std::map<std::string, HostTensor> parameters) {
+  if (header.job_id().empty()) {
+    return absl::InvalidArgumentError("LoadParametersHeader.job_id is empty");
+  }
+  if (absl::Status s = ValidateModelConfig(header.model()); !s.ok()) return s;
+  const OptimizerConfig& opt = header.optimizer();
+  if (!(opt.learning_rate() > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "optimizer.learning_rate must be positive, got ", opt.learning_rate()));
+  }
+  absl::MutexLock lock(&impl_->mu);
+  return Guarded("LoadParameters", [&]() -> absl::StatusOr<LoadParametersResponse> {
+    auto session = std::make_unique<JobSession>();
+    session->config = header.model();
+    // Seeds initialisation here and dropout in later forwards.
+    torch::manual_seed(header.init_seed());
+    session->model = SpatioTemporalTransformer(header.model());
+    LoadParametersResponse response;
+    auto named = session->model->named_parameters();
+    if (!parameters.empty()) {
+      if (parameters.size() != named.size()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "LoadParameters sent ", parameters.size(), " tensors; the model has ",
+            named.size(), " (send all or none)"));
+      }
+      torch::NoGradGuard no_grad;
+      for (auto& item : named) {
+        auto it = parameters.find(item.key());
+        if (it == parameters.end()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("LoadParameters lacks tensor '", item.key(), "'"));
+        }
+        if (c10::IntArrayRef(it->second.shape) != item.value().sizes()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "tensor '", item.key(), "' has shape ", it->second.ShapeString(),
+              "; the model needs ", ShapeString(item.value().sizes())));
+        }
+        item.value().copy_(ToTorch(it->second, torch::kCPU));
+      }
+    }
+    session->model->to(impl_->device);
+    for (const auto& item : session->model->named_parameters()) {
+      response.set_num_parameters(response.num_parameters() +
+                                  item.value().numel());
+    }
+    response.set_num_tensors(static_cast<int64_t>(named.size()));
+    const double beta1 = opt.beta1() > 0 ? opt.beta1() : 0.9;
+    const double beta2 = opt.beta2() > 0 ? opt.beta2() : 0.999;
+    const double eps = opt.eps() > 0 ? opt.eps() : 1e-8;
+    session->optimizer_type = opt.type() == ADAMW ? ADAMW : ADAM;
+    if (session->optimizer_type == ADAMW) {
+      session->optimizer = std::make_unique<torch::optim::AdamW>(
+          session->model->parameters(),
+          torch::optim::AdamWOptions(opt.learning_rate())
+              .betas({beta1, beta2})
+              .eps(eps)
+              .weight_decay(opt.weight_decay()));
+    } else {
+      session->optimizer = std::make_unique<torch::optim::Adam>(
+          session->model->parameters(),
+          torch::optim::AdamOptions(opt.learning_rate())
+              .betas({beta1, beta2})
+              .eps(eps)
+              .weight_decay(opt.weight_decay()));
+    }
+    impl_->jobs[header.job_id()] = std::move(session);
+    return response;
+  });
+}
+
+absl::Status GpuExecutor::JoinGroup(const JoinGroupRequest& request) {
+  if (request.world_size() < 1 || request.rank() < 0 ||
+      request.rank() >= request.world_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "JoinGroupRequest.rank ", request.rank(), " is not in [0, world_size ",
+        request.world_size(), ")"));
+  }
+  if (request.store_port() <= 0 || request.store_port() > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "JoinGroupRequest.store_port ", request.store_port(), " is invalid"));
+  }
+  absl::MutexLock lock(&impl_->mu);
+  absl::StatusOr<JobSession*> session = impl_->Find(request.job_id());
+  if (!session.ok()) return session.status();
+  return Guarded("JoinGroup", [&]() -> absl::Status {
+    const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(
+        1000 * (request.timeout_s() > 0 ? request.timeout_s() : 60)));
+    c10d::TCPStoreOptions store_options;
+    store_options.port = static_cast<uint16_t>(request.store_port());
+    store_options.isServer = false;
+    store_options.timeout = timeout;
+    auto store = c10::make_intrusive<c10d::TCPStore>(request.store_host(),
+                                                     store_options);
+    auto prefixed =
+        c10::make_intrusive<c10d::PrefixStore>(request.store_prefix(), store);
+    auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(
+        impl_->options.gloo_host));
+    (*session)->group = c10::make_intrusive<c10d::ProcessGroupGloo>(
+        prefixed, request.rank(), request.world_size(), options);
+    // Start from rank 0's parameters so every replica is identical.
+    std::vector<torch::Tensor> params;
+    for (const auto& p : (*session)->model->parameters()) {
+      params.push_back(p.detach());
+    }
+    for (auto& p : params) {
+      std::vector<torch::Tensor> one{p};
+      (*session)->group->broadcast(one)->wait();
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<ForwardResponse> GpuExecutor::Forward(
+    const ForwardRequest& request) {
+  absl::MutexLock lock(&impl_->mu);
+  absl::StatusOr<JobSession*> found = impl_->Find(request.key().job_id());
+  if (!found.ok()) return found.status();
+  JobSession& session = **found;
+  return Guarded("Forward", [&]() -> absl::StatusOr<ForwardResponse> {
+    const auto start = Clock::now();
+    absl::StatusOr<torch::Tensor> inputs =
+        DecodeBatch(request.inputs(), "ForwardRequest.inputs",
+                    session.config.input_features(), impl_->device);
+    if (!inputs.ok()) return inputs.status();
+    const bool has_targets = request.targets().shape_size() > 0;
+    torch::Tensor targets;
+    if (has_targets) {
+      absl::StatusOr<torch::Tensor> t =
+          DecodeBatch(request.targets(), "ForwardRequest.targets",
+                      session.config.output_features(), impl_->device);
+      if (!t.ok()) return t.status();
+      if (t->size(0) != inputs->size(0) || t->size(1) != inputs->size(1)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "ForwardRequest.targets shape ", ShapeString(t->sizes()),
+            " does not match inputs ", ShapeString(inputs->sizes())));
+      }
+      targets = *t;
+    } else if (request.train()) {
+      return absl::InvalidArgumentError(
+          "ForwardRequest.targets is empty but train is set");
+    }
+    ForwardResponse response;
+    const int64_t batch = inputs->size(0);
+    response.set_num_samples(batch);
+    torch::Tensor outputs;
+    if (request.train()) {
+      session.model->train();
+      outputs = session.model->forward(*inputs);
+      torch::Tensor loss = MseLoss(outputs, targets);
+      response.set_loss(loss.item<double>());
+      session.pending[KeyOf(request.key())] = Pending{loss, batch};
+    } else {
+      torch::NoGradGuard no_grad;
+      session.model->eval();
+      outputs = session.model->forward(*inputs);
+      if (has_targets) response.set_loss(MseLoss(outputs, targets).item<double>());
+    }
+    if (request.return_outputs()) {
+      torch::Tensor cpu = outputs.detach().to(torch::kCPU).contiguous();
+      FloatsToProto(cpu.data_ptr<float>(),
+                    std::vector<int64_t>(cpu.sizes().begin(), cpu.sizes().end()),
+                    "outputs", response.mutable_outputs());
+    }
+    impl_->Sync();
+    CostReport* cost = response.mutable_cost();
+    cost->set_device_kind("gpu");
+    cost->set_measured_s(
+        std::chrono::duration<double>(Clock::now() - start).count());
+    return response;
+  });
+}
+
+absl::StatusOr<BackwardResponse> GpuExecutor::Backward(
+    const BackwardRequest& request) {
+  absl::MutexLock lock(&impl_->mu);
+  absl::StatusOr<JobSession*> found = impl_->Find(request.key().job_id());
+  if (!found.ok()) return found.status();
+  JobSession& session = **found;
+  const PendingKey key = KeyOf(request.key());
+  if (auto done = session.backward_done.find(key);
+      done != session.backward_done.end()) {
+    return done->second;  // a retry: the gradient is already accumulated
+  }
+  auto it = session.pending.find(key);
+  if (it == session.pending.end()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "no pending forward for ", KeyString(request.key()),
+        "; a backward needs a train-mode forward with the same key"));
+  }
+  const int64_t global_batch = request.global_batch_size() > 0
+                                   ? request.global_batch_size()
+                                   : it->second.batch;
+  if (global_batch < it->second.batch) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "BackwardRequest.global_batch_size ", global_batch,
+        " is smaller than this micro-batch (", it->second.batch, ")"));
+  }
+  return Guarded("Backward", [&]() -> absl::StatusOr<BackwardResponse> {
+    const auto start = Clock::now();
+    const double weight = double(it->second.batch) / double(global_batch);
+    (it->second.loss * weight).backward();
+    session.pending.erase(it);
+    std::vector<torch::Tensor> params = session.model->parameters();
+    if (session.group) {
+      // One flat buffer, one allreduce: far cheaper than one per tensor.
+      std::vector<torch::Tensor> grads;
+      for (auto& p : params) {
+        if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+        grads.push_back(p.grad().view(-1));
+      }
+      std::vector<torch::Tensor> flat{torch::cat(grads)};
+      session.group->allreduce(flat)->wait();
+      int64_t offset = 0;
+      for (auto& p : params) {
+        const int64_t n = p.numel();
+        p.mutable_grad().copy_(flat[0].narrow(0, offset, n).view_as(p));
+        offset += n;
+      }
+    }
+    double sum_sq = 0;
+    for (auto& p : params) {
+      if (p.grad().defined()) sum_sq += p.grad().pow(2).sum().item<double>();
+    }
+    impl_->Sync();
+    BackwardResponse response;
+    response.set_grad_norm(std::sqrt(sum_sq));
+    response.mutable_cost()->set_device_kind("gpu");
+    response.mutable_cost()->set_measured_s(
+        std::chrono::duration<double>(Clock::now() - start).count());
+    session.backward_done[key] = response;
+    return response;
+  });
+}
+
+absl::StatusOr<ApplyUpdateResponse> GpuExecutor::ApplyUpdate(
+    const ApplyUpdateRequest& request) {
+  if (!(request.learning_rate() > 0) || !std::isfinite(request.learning_rate())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ApplyUpdateRequest.learning_rate must be positive, got ",
+        request.learning_rate()));
+  }
+  absl::MutexLock lock(&impl_->mu);
+  absl::StatusOr<JobSession*> found = impl_->Find(request.job_id());
+  if (!found.ok()) return found.status();
+  JobSession& session = **found;
+  ApplyUpdateResponse response;
+  response.mutable_cost()->set_device_kind("gpu");
+  if (request.step() <= session.last_applied_step) {
+    response.set_applied(false);  // a retry of an update already applied
+    return response;
+  }
+  return Guarded("ApplyUpdate", [&]() -> absl::StatusOr<ApplyUpdateResponse> {
+    const auto start = Clock::now();
+    for (auto& group : session.optimizer->param_groups()) {
+      if (session.optimizer_type == ADAMW) {
+        static_cast<torch::optim::AdamWOptions&>(group.options())
+            .lr(request.learning_rate());
+      } else {
+        static_cast<torch::optim::AdamOptions&>(group.options())
+            .lr(request.learning_rate());
+      }
+    }
+    session.optimizer->step();
+    session.optimizer->zero_grad();
+    session.last_applied_step = request.step();
+    session.backward_done.clear();
+    // Forwards of finished steps will never see their backward.
+    for (auto it = session.pending.begin(); it != session.pending.end();) {
+      it = std::get<0>(it->first) <= request.step() ? session.pending.erase(it)
+                                                    : std::next(it);
+    }
+    impl_->Sync();
+    response.set_applied(true);
+    response.mutable_cost()->set_measured_s(
+        std::chrono::duration<double>(Clock::now() - start).count());
+    return response;
+  });
+}
+
+absl::StatusOr<std::vector<TensorChunk>> GpuExecutor::Snapshot(
+    const std::string& job_id, int64_t max_chunk_bytes) {
+  absl::MutexLock lock(&impl_->mu);
+  absl::StatusOr<JobSession*> found = impl_->Find(job_id);
+  if (!found.ok()) return found.status();
+  return Guarded("Snapshot", [&]() -> absl::StatusOr<std::vector<TensorChunk>> {
+    std::vector<TensorChunk> chunks;
+    for (const auto& item : (*found)->model->named_parameters()) {
+      torch::Tensor cpu = item.value().detach().to(torch::kCPU).contiguous();
+      std::vector<TensorChunk> part = SplitIntoChunks(
+          item.key(),
+          std::vector<int64_t>(cpu.sizes().begin(), cpu.sizes().end()),
+          cpu.data_ptr<float>(), max_chunk_bytes);
+      for (auto& c : part) chunks.push_back(std::move(c));
+    }
+    return chunks;
+  });
+}
+
+absl::Status GpuExecutor::Release(const std::string& job_id) {
+  absl::MutexLock lock(&impl_->mu);
+  impl_->jobs.erase(job_id);  // releasing an unknown job is a no-op
+  return absl::OkStatus();
+}
+
+std::vector<std::string> GpuExecutor::Jobs() const {
+  absl::MutexLock lock(&impl_->mu);
+  std::vector<std::string> ids;
+  for (const auto& [id, session] : impl_->jobs) ids.push_back(id);
+  return ids;
+}
+
+}  // namespace hpt

@@ -1,0 +1,72 @@
+// GpuExecutor: the GPU worker's device. Holds each job's model and optimizer
+// between tasks and runs forward / backward / update with LibTorch (CUDA
+// when the machine has it, else CPU). Plain C++: the gRPC service in
+// worker_service.h is a thin adapter over it, and tests drive it directly.
+//
+// Data parallelism: after JoinGroup, Backward averages gradients across the
+// group's ranks with c10d's Gloo process group; each rank weights its loss
+// by its share of the global batch, so the average equals the gradient of
+// the combined batch. One forward/backward per rank per step.
+//
+// Idempotency: Forward replaces a pending forward with the same key;
+// Backward answers a repeated key from its cached response; ApplyUpdate of a
+// step already applied does nothing and says so (applied = false).
+//
+// Thread-safe; tasks run one at a time, as on a real device.
+// LibTorch stays in the .cc file.
+#ifndef HPT_WORKERS_GPU_EXECUTOR_H_
+#define HPT_WORKERS_GPU_EXECUTOR_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/host_tensor.h"
+#include "proto/worker_service.pb.h"
+
+namespace hpt {
+
+class GpuExecutor {
+ public:
+  struct Options {
+    // "auto" (cuda:0 when available, else cpu), "cpu", or "cuda:N".
+    std::string device = "auto";
+    // Address Gloo binds for collectives; the worker's host.
+    std::string gloo_host = "127.0.0.1";
+    // LibTorch intra-op threads; 0 keeps LibTorch's default.
+    int intra_op_threads = 0;
+  };
+
+  static absl::StatusOr<std::unique_ptr<GpuExecutor>> Create(
+      const Options& options);
+  ~GpuExecutor();
+
+  std::string device_name() const;
+
+  // Builds the job's model from header.model seeded with header.init_seed,
+  // then overwrites parameters given in `parameters` (all or none).
+  absl::StatusOr<LoadParametersResponse> Load(
+      const LoadParametersHeader& header,
+      std::map<std::string, HostTensor> parameters);
+  absl::Status JoinGroup(const JoinGroupRequest& request);
+  absl::StatusOr<ForwardResponse> Forward(const ForwardRequest& request);
+  absl::StatusOr<BackwardResponse> Backward(const BackwardRequest& request);
+  absl::StatusOr<ApplyUpdateResponse> ApplyUpdate(
+      const ApplyUpdateRequest& request);
+  // The job's parameters, in the model's order, cut into chunks.
+  absl::StatusOr<std::vector<TensorChunk>> Snapshot(
+      const std::string& job_id, int64_t max_chunk_bytes);
+  absl::Status Release(const std::string& job_id);
+  std::vector<std::string> Jobs() const;
+
+ private:
+  struct Impl;
+  explicit GpuExecutor(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hpt
+
+#endif  // HPT_WORKERS_GPU_EXECUTOR_H_

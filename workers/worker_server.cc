@@ -1,0 +1,128 @@
+#include "workers/worker_server.h"
+
+#include <iostream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/grpc_setup.h"
+#include "common/grpc_status.h"
+#include "common/net.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server.h"
+#include "proto/worker_service.grpc.pb.h"
+#include "workers/worker_metrics.h"
+#include "workers/worker_service.h"
+
+namespace hpt {
+
+struct WorkerServer::Impl {
+  Options options;
+  int port = 0;
+  std::string address;
+  std::unique_ptr<GpuExecutor> executor;
+  std::unique_ptr<WorkerMetrics> metrics;
+  std::unique_ptr<WorkerServiceImpl> service;
+  std::unique_ptr<grpc::Server> server;
+  std::thread heartbeat;
+  absl::Mutex mu;
+  bool stopping ABSL_GUARDED_BY(mu) = false;
+
+  void HeartbeatLoop() {
+    auto stub = WorkerRegistry::NewStub(MakeChannel(options.coordinator_address));
+    bool registered = false;
+    while (true) {
+      RegisterWorkerRequest request;
+      request.set_address(address);
+      request.set_kind(options.kind);
+      request.set_name(options.name.empty()
+                           ? absl::StrCat(options.kind, "@", address)
+                           : options.name);
+      RegisterWorkerResponse response;
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() +
+                           std::chrono::seconds(2));
+      grpc::Status status = stub->RegisterWorker(&context, request, &response);
+      if (status.ok() != registered) {
+        registered = status.ok();
+        std::cerr << (registered ? "registered with coordinator "
+                                 : "lost coordinator ")
+                  << options.coordinator_address
+                  << (registered ? "" : ": " + status.error_message())
+                  << std::endl;
+      }
+      absl::MutexLock lock(&mu);
+      if (mu.AwaitWithTimeout(absl::Condition(&stopping),
+                              options.heartbeat_interval)) {
+        return;
+      }
+    }
+  }
+};
+
+WorkerServer::WorkerServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
+    Options options) {
+  if (options.kind != "gpu") {
+    return absl::UnimplementedError(absl::StrCat(
+        "worker kind '", options.kind,
+        "' is not available yet: only 'gpu' workers exist in this build "
+        "(reram and systolic device models are planned)"));
+  }
+  absl::StatusOr<HostPort> listen =
+      ParseHostPort(options.listen_address, "--listen");
+  if (!listen.ok()) return listen.status();
+
+  auto impl = std::make_unique<Impl>();
+  absl::StatusOr<std::unique_ptr<GpuExecutor>> executor =
+      GpuExecutor::Create(options.executor);
+  if (!executor.ok()) return executor.status();
+  impl->executor = std::move(*executor);
+  if (options.metrics_registry != nullptr) {
+    impl->metrics =
+        std::make_unique<WorkerMetrics>(*options.metrics_registry, options.kind);
+  }
+  impl->service = std::make_unique<WorkerServiceImpl>(
+      options.kind, impl->executor.get(), impl->metrics.get());
+
+  grpc::ServerBuilder builder;
+  ConfigureServerBuilder(builder);
+  builder.AddListeningPort(options.listen_address,
+                           grpc::InsecureServerCredentials(), &impl->port);
+  builder.RegisterService(impl->service.get());
+  impl->server = builder.BuildAndStart();
+  if (impl->server == nullptr || impl->port == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on '", options.listen_address, "'"));
+  }
+  impl->address = options.advertise_address.empty()
+                      ? absl::StrCat(listen->host, ":", impl->port)
+                      : options.advertise_address;
+  impl->options = std::move(options);
+  if (!impl->options.coordinator_address.empty()) {
+    Impl* raw = impl.get();
+    impl->heartbeat = std::thread([raw] { raw->HeartbeatLoop(); });
+  }
+  return std::unique_ptr<WorkerServer>(new WorkerServer(std::move(impl)));
+}
+
+WorkerServer::~WorkerServer() { Shutdown(); }
+
+int WorkerServer::port() const { return impl_->port; }
+std::string WorkerServer::address() const { return impl_->address; }
+
+void WorkerServer::Wait() { impl_->server->Wait(); }
+
+void WorkerServer::Shutdown() {
+  {
+    absl::MutexLock lock(&impl_->mu);
+    if (impl_->stopping) return;
+    impl_->stopping = true;
+  }
+  if (impl_->heartbeat.joinable()) impl_->heartbeat.join();
+  impl_->server->Shutdown(std::chrono::system_clock::now() +
+                          std::chrono::seconds(5));
+}
+
+}  // namespace hpt

@@ -1,0 +1,54 @@
+// WorkerServer: a running worker process's server. Owns the device
+// executor, serves WorkerService (plus health and reflection), and
+// registers with the coordinator on a heartbeat.
+//
+//   WorkerServer::Options o;
+//   o.listen_address = "127.0.0.1:0";
+//   ASSIGN_OR_RETURN(auto server, WorkerServer::Start(o));
+//   std::cout << server->port();
+#ifndef HPT_WORKERS_WORKER_SERVER_H_
+#define HPT_WORKERS_WORKER_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "prometheus/registry.h"
+#include "workers/gpu_executor.h"
+
+namespace hpt {
+
+class WorkerServer {
+ public:
+  struct Options {
+    std::string kind = "gpu";
+    std::string listen_address = "127.0.0.1:0";
+    // Address the coordinator dials back; empty: listen host + bound port.
+    std::string advertise_address;
+    std::string name;  // shown by the coordinator; default kind@address
+    // Coordinator to register with; empty: run unregistered (the
+    // coordinator may list this worker in its --workers flag instead).
+    std::string coordinator_address;
+    absl::Duration heartbeat_interval = absl::Seconds(2);
+    GpuExecutor::Options executor;
+    prometheus::Registry* metrics_registry = nullptr;  // optional
+  };
+
+  static absl::StatusOr<std::unique_ptr<WorkerServer>> Start(Options options);
+  ~WorkerServer();  // stops heartbeats, then the server
+
+  int port() const;
+  std::string address() const;  // as advertised to the coordinator
+  void Wait();                   // blocks until Shutdown()
+  void Shutdown();
+
+ private:
+  struct Impl;
+  explicit WorkerServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hpt
+
+#endif  // HPT_WORKERS_WORKER_SERVER_H_

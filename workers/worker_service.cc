@@ -1,0 +1,222 @@
+#include "workers/worker_service.h"
+
+#include <chrono>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
+#include "common/metrics.h"
+#include "common/tensor_codec.h"
+
+namespace hpt {
+namespace {
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+}  // namespace
+
+WorkerServiceImpl::WorkerServiceImpl(std::string kind, GpuExecutor* executor,
+                                     WorkerMetrics* metrics)
+    : kind_(std::move(kind)),
+      executor_(executor),
+      metrics_(metrics),
+      device_queue_("device") {}
+
+WorkerServiceImpl::~WorkerServiceImpl() = default;
+
+void WorkerServiceImpl::Observe(const char* task, double seconds,
+                                const absl::Status& status) {
+  if (metrics_ == nullptr) return;
+  metrics_->ObserveTask(task, seconds, absl::StatusCodeToString(status.code()));
+  metrics_->jobs_resident.Set(static_cast<double>(executor_->Jobs().size()));
+}
+
+template <typename Task>
+grpc::ServerUnaryReactor* WorkerServiceImpl::RunOnDevice(
+    grpc::CallbackServerContext* context, const char* name, Task task) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  device_queue_.Post([this, reactor, name, task = std::move(task)]() mutable {
+    const auto start = std::chrono::steady_clock::now();
+    absl::Status status = task();
+    Observe(name, SecondsSince(start), status);
+    reactor->Finish(ToGrpcStatus(status));
+  });
+  return reactor;
+}
+
+// Client stream: a header, then parameter chunks. Decoding happens on gRPC's
+// thread as chunks arrive; the model is built on the device queue.
+class WorkerServiceImpl::LoadReactor
+    : public grpc::ServerReadReactor<LoadParametersRequest> {
+ public:
+  LoadReactor(WorkerServiceImpl* service, LoadParametersResponse* response)
+      : service_(service), response_(response) {
+    StartRead(&request_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the client finished sending
+      if (!status_.ok()) return Finish(ToGrpcStatus(status_));
+      if (!has_header_) {
+        return Finish(ToGrpcStatus(absl::InvalidArgumentError(
+            "LoadParameters stream had no header message")));
+      }
+      service_->device_queue_.Post([this] { Run(); });
+      return;
+    }
+    if (status_.ok()) {
+      if (request_.has_header()) {
+        if (has_header_) {
+          status_ = absl::InvalidArgumentError(
+              "LoadParameters stream has a second header");
+        }
+        header_ = request_.header();
+        has_header_ = true;
+      } else if (request_.has_chunk()) {
+        if (!has_header_) {
+          status_ = absl::InvalidArgumentError(
+              "LoadParameters stream must start with the header");
+        } else {
+          status_ = assembler_.Add(request_.chunk());
+        }
+      }
+    }
+    StartRead(&request_);  // drain the stream even after an error
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  void Run() {
+    const auto start = std::chrono::steady_clock::now();
+    absl::Status status;
+    auto tensors = assembler_.Finish();
+    if (!tensors.ok()) {
+      status = tensors.status();
+    } else {
+      auto loaded = service_->executor_->Load(header_, std::move(*tensors));
+      status = loaded.status();
+      if (loaded.ok()) *response_ = *loaded;
+    }
+    service_->Observe("load", SecondsSince(start), status);
+    Finish(ToGrpcStatus(status));
+  }
+
+  WorkerServiceImpl* service_;
+  LoadParametersResponse* response_;
+  LoadParametersRequest request_;
+  LoadParametersHeader header_;
+  bool has_header_ = false;
+  ChunkAssembler assembler_;
+  absl::Status status_;
+};
+
+grpc::ServerReadReactor<LoadParametersRequest>*
+WorkerServiceImpl::LoadParameters(grpc::CallbackServerContext*,
+                                  LoadParametersResponse* response) {
+  return new LoadReactor(this, response);
+}
+
+// Server stream of parameter chunks, one write in flight at a time.
+class WorkerServiceImpl::SnapshotReactor
+    : public grpc::ServerWriteReactor<TensorChunk> {
+ public:
+  SnapshotReactor(WorkerServiceImpl* service, const SnapshotRequest* request)
+      : service_(service) {
+    const SnapshotRequest copy = *request;
+    service_->device_queue_.Post([this, copy] {
+      const auto start = std::chrono::steady_clock::now();
+      auto chunks =
+          service_->executor_->Snapshot(copy.job_id(), copy.max_chunk_bytes());
+      service_->Observe("snapshot", SecondsSince(start), chunks.status());
+      if (!chunks.ok()) return Finish(ToGrpcStatus(chunks.status()));
+      chunks_ = std::move(*chunks);
+      NextWrite();
+    });
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) return Finish(grpc::Status(grpc::StatusCode::CANCELLED,
+                                        "client went away"));
+    NextWrite();
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  void NextWrite() {
+    if (next_ == chunks_.size()) return Finish(grpc::Status::OK);
+    StartWrite(&chunks_[next_++]);
+  }
+
+  WorkerServiceImpl* service_;
+  std::vector<TensorChunk> chunks_;
+  size_t next_ = 0;
+};
+
+grpc::ServerWriteReactor<TensorChunk>* WorkerServiceImpl::Snapshot(
+    grpc::CallbackServerContext*, const SnapshotRequest* request) {
+  return new SnapshotReactor(this, request);
+}
+
+grpc::ServerUnaryReactor* WorkerServiceImpl::JoinGroup(
+    grpc::CallbackServerContext* context, const JoinGroupRequest* request,
+    JoinGroupResponse*) {
+  return RunOnDevice(context, "join_group",
+                     [this, request] { return executor_->JoinGroup(*request); });
+}
+
+grpc::ServerUnaryReactor* WorkerServiceImpl::Forward(
+    grpc::CallbackServerContext* context, const ForwardRequest* request,
+    ForwardResponse* response) {
+  return RunOnDevice(context, "forward", [this, request, response] {
+    auto result = executor_->Forward(*request);
+    if (result.ok()) *response = std::move(*result);
+    return result.status();
+  });
+}
+
+grpc::ServerUnaryReactor* WorkerServiceImpl::Backward(
+    grpc::CallbackServerContext* context, const BackwardRequest* request,
+    BackwardResponse* response) {
+  return RunOnDevice(context, "backward", [this, request, response] {
+    auto result = executor_->Backward(*request);
+    if (result.ok()) *response = std::move(*result);
+    return result.status();
+  });
+}
+
+grpc::ServerUnaryReactor* WorkerServiceImpl::ApplyUpdate(
+    grpc::CallbackServerContext* context, const ApplyUpdateRequest* request,
+    ApplyUpdateResponse* response) {
+  return RunOnDevice(context, "update", [this, request, response] {
+    auto result = executor_->ApplyUpdate(*request);
+    if (result.ok()) *response = std::move(*result);
+    return result.status();
+  });
+}
+
+grpc::ServerUnaryReactor* WorkerServiceImpl::Release(
+    grpc::CallbackServerContext* context, const ReleaseRequest* request,
+    ReleaseResponse*) {
+  return RunOnDevice(context, "release", [this, request] {
+    return executor_->Release(request->job_id());
+  });
+}
+
+grpc::ServerUnaryReactor* WorkerServiceImpl::GetInfo(
+    grpc::CallbackServerContext* context, const GetInfoRequest*,
+    WorkerInfo* response) {
+  // Answered at once, not queued behind running tasks.
+  response->set_kind(kind_);
+  response->set_device(executor_->device_name());
+  response->set_version(kHptVersion);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace hpt

@@ -1,0 +1,67 @@
+// WorkerServiceImpl: the gRPC face of a GPU worker. Validates and decodes
+// requests, runs each task on the device's TaskQueue (one at a time, off
+// gRPC's threads), and maps absl::Status to gRPC codes. Thread-safe.
+#ifndef HPT_WORKERS_WORKER_SERVICE_H_
+#define HPT_WORKERS_WORKER_SERVICE_H_
+
+#include <memory>
+#include <string>
+
+#include "common/task_queue.h"
+#include "proto/worker_service.grpc.pb.h"
+#include "workers/gpu_executor.h"
+#include "workers/worker_metrics.h"
+
+namespace hpt {
+
+class WorkerServiceImpl final : public WorkerService::CallbackService {
+ public:
+  // `metrics` may be null (no metrics).
+  WorkerServiceImpl(std::string kind, GpuExecutor* executor,
+                    WorkerMetrics* metrics);
+  ~WorkerServiceImpl() override;
+
+  grpc::ServerReadReactor<LoadParametersRequest>* LoadParameters(
+      grpc::CallbackServerContext* context,
+      LoadParametersResponse* response) override;
+  grpc::ServerUnaryReactor* JoinGroup(grpc::CallbackServerContext* context,
+                                      const JoinGroupRequest* request,
+                                      JoinGroupResponse* response) override;
+  grpc::ServerUnaryReactor* Forward(grpc::CallbackServerContext* context,
+                                    const ForwardRequest* request,
+                                    ForwardResponse* response) override;
+  grpc::ServerUnaryReactor* Backward(grpc::CallbackServerContext* context,
+                                     const BackwardRequest* request,
+                                     BackwardResponse* response) override;
+  grpc::ServerUnaryReactor* ApplyUpdate(grpc::CallbackServerContext* context,
+                                        const ApplyUpdateRequest* request,
+                                        ApplyUpdateResponse* response) override;
+  grpc::ServerWriteReactor<TensorChunk>* Snapshot(
+      grpc::CallbackServerContext* context,
+      const SnapshotRequest* request) override;
+  grpc::ServerUnaryReactor* Release(grpc::CallbackServerContext* context,
+                                    const ReleaseRequest* request,
+                                    ReleaseResponse* response) override;
+  grpc::ServerUnaryReactor* GetInfo(grpc::CallbackServerContext* context,
+                                    const GetInfoRequest* request,
+                                    WorkerInfo* response) override;
+
+ private:
+  class LoadReactor;
+  class SnapshotReactor;
+
+  // Runs `task` on the device queue and finishes `reactor` with its status.
+  template <typename Task>
+  grpc::ServerUnaryReactor* RunOnDevice(grpc::CallbackServerContext* context,
+                                        const char* name, Task task);
+  void Observe(const char* task, double seconds, const absl::Status& status);
+
+  const std::string kind_;
+  GpuExecutor* const executor_;
+  WorkerMetrics* const metrics_;
+  TaskQueue device_queue_;
+};
+
+}  // namespace hpt
+
+#endif  // HPT_WORKERS_WORKER_SERVICE_H_
