@@ -1,0 +1,90 @@
+// hpt_coordinator: accepts training jobs and runs them on workers.
+//
+//   hpt_coordinator --listen=127.0.0.1:50051 --metrics=127.0.0.1:9451
+#include <csignal>
+#include <iostream>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_split.h"
+#include "common/metrics.h"
+#include "common/net.h"
+#include "coordinator/coordinator_server.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
+          "host:port for JobService and WorkerRegistry; port 0 picks one.");
+ABSL_FLAG(std::string, metrics, "127.0.0.1:9451",
+          "host:port for Prometheus /metrics; empty disables.");
+ABSL_FLAG(std::string, workers, "",
+          "Comma-separated kind=host:port workers known without registration.");
+ABSL_FLAG(int, worker_timeout_s, 10,
+          "A registered worker silent this long is considered down.");
+ABSL_FLAG(int, worker_wait_s, 60,
+          "How long a job waits for the workers it needs.");
+ABSL_FLAG(int, task_deadline_s, 300, "Deadline of each worker task call.");
+ABSL_FLAG(std::string, rendezvous_host, "127.0.0.1",
+          "Address of the c10d store data-parallel workers rendezvous at.");
+ABSL_FLAG(std::string, port_file, "",
+          "Write 'grpc=PORT metrics=PORT' here once serving.");
+
+namespace {
+hpt::CoordinatorServer* g_server = nullptr;
+void HandleSignal(int) {
+  std::thread([] {
+    if (g_server != nullptr) g_server->Shutdown();
+  }).detach();
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("HpT coordinator: schedules training jobs.");
+  absl::ParseCommandLine(argc, argv);
+
+  std::unique_ptr<hpt::MetricsServer> metrics;
+  if (!absl::GetFlag(FLAGS_metrics).empty()) {
+    auto started =
+        hpt::MetricsServer::Start(absl::GetFlag(FLAGS_metrics), "coordinator");
+    if (!started.ok()) {
+      std::cerr << "hpt_coordinator: " << started.status().message() << std::endl;
+      return 1;
+    }
+    metrics = std::move(*started);
+  }
+  hpt::CoordinatorServer::Options options;
+  options.listen_address = absl::GetFlag(FLAGS_listen);
+  if (!absl::GetFlag(FLAGS_workers).empty()) {
+    options.static_workers =
+        absl::StrSplit(absl::GetFlag(FLAGS_workers), ',', absl::SkipEmpty());
+  }
+  options.worker_liveness_timeout =
+      absl::Seconds(absl::GetFlag(FLAGS_worker_timeout_s));
+  options.worker_wait = absl::Seconds(absl::GetFlag(FLAGS_worker_wait_s));
+  options.task_deadline = absl::Seconds(absl::GetFlag(FLAGS_task_deadline_s));
+  options.rendezvous_host = absl::GetFlag(FLAGS_rendezvous_host);
+  if (metrics) options.metrics_registry = &metrics->registry();
+  auto server = hpt::CoordinatorServer::Start(options);
+  if (!server.ok()) {
+    std::cerr << "hpt_coordinator: " << server.status().message() << std::endl;
+    return 1;
+  }
+  g_server = server->get();
+  std::signal(SIGINT, HandleSignal);
+  std::signal(SIGTERM, HandleSignal);
+  const int metrics_port = metrics ? metrics->port() : 0;
+  std::cout << "hpt_coordinator grpc port=" << (*server)->port()
+            << " metrics_port=" << metrics_port << std::endl;
+  if (!absl::GetFlag(FLAGS_port_file).empty()) {
+    absl::Status written = hpt::WriteFileAtomically(
+        absl::GetFlag(FLAGS_port_file),
+        "grpc=" + std::to_string((*server)->port()) +
+            " metrics=" + std::to_string(metrics_port) + "\n");
+    if (!written.ok()) {
+      std::cerr << "hpt_coordinator: " << written.message() << std::endl;
+    }
+  }
+  (*server)->Wait();
+  g_server = nullptr;
+  return 0;
+}

@@ -1,0 +1,42 @@
+// Prometheus metric families of the coordinator, built once from the
+// registry it is given. Per-job series carry a `job` label; they are
+// removed when the job leaves the retained history, so labels stay bounded.
+#ifndef HPT_COORDINATOR_COORDINATOR_METRICS_H_
+#define HPT_COORDINATOR_COORDINATOR_METRICS_H_
+
+#include <string>
+
+#include "prometheus/counter.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+#include "proto/job_service.pb.h"
+
+namespace hpt {
+
+struct CoordinatorMetrics {
+  explicit CoordinatorMetrics(prometheus::Registry& registry);
+
+  void SetJobCounts(const std::map<JobState, int>& counts);
+  void ObserveJob(const Job& job);
+  void ForgetJob(const std::string& job_id);
+  void ObserveRpc(const std::string& method, const std::string& code,
+                  double seconds);
+  void SetWorkersUp(const std::string& kind, int count);
+
+  prometheus::Family<prometheus::Gauge>& jobs;
+  prometheus::Family<prometheus::Counter>& jobs_submitted;
+  prometheus::Family<prometheus::Gauge>& job_loss;
+  prometheus::Family<prometheus::Gauge>& job_test_loss;
+  prometheus::Family<prometheus::Gauge>& job_steps;
+  prometheus::Family<prometheus::Gauge>& job_phase;
+  prometheus::Family<prometheus::Gauge>& job_samples_per_second;
+  prometheus::Family<prometheus::Gauge>& job_device_seconds;
+  prometheus::Family<prometheus::Histogram>& task_latency;
+  prometheus::Family<prometheus::Counter>& rpc_errors;
+  prometheus::Family<prometheus::Gauge>& workers_up;
+};
+
+}  // namespace hpt
+
+#endif  // HPT_COORDINATOR_COORDINATOR_METRICS_H_

@@ -1,0 +1,54 @@
+// CoordinatorServer: a running coordinator. Serves JobService and
+// WorkerRegistry (plus health and reflection), owns the worker pool, the
+// job manager and the rendezvous store for data-parallel workers.
+//
+//   CoordinatorServer::Options o;
+//   o.listen_address = "127.0.0.1:0";
+//   ASSIGN_OR_RETURN(auto server, CoordinatorServer::Start(o));
+#ifndef HPT_COORDINATOR_COORDINATOR_SERVER_H_
+#define HPT_COORDINATOR_COORDINATOR_SERVER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "prometheus/registry.h"
+
+namespace hpt {
+
+class JobManager;
+
+class CoordinatorServer {
+ public:
+  struct Options {
+    std::string listen_address = "127.0.0.1:50051";
+    // Workers known without registration, as "kind=host:port".
+    std::vector<std::string> static_workers;
+    absl::Duration worker_liveness_timeout = absl::Seconds(10);
+    absl::Duration worker_wait = absl::Seconds(60);
+    absl::Duration task_deadline = absl::Minutes(5);
+    // Host the c10d rendezvous store listens on (reachable by workers).
+    std::string rendezvous_host = "127.0.0.1";
+    prometheus::Registry* metrics_registry = nullptr;  // optional
+  };
+
+  static absl::StatusOr<std::unique_ptr<CoordinatorServer>> Start(
+      Options options);
+  ~CoordinatorServer();
+
+  int port() const;
+  JobManager& jobs();
+  void Wait();
+  void Shutdown();
+
+ private:
+  struct Impl;
+  explicit CoordinatorServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hpt
+
+#endif  // HPT_COORDINATOR_COORDINATOR_SERVER_H_

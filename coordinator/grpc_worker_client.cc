@@ -1,0 +1,137 @@
+#include "coordinator/grpc_worker_client.h"
+
+#include <chrono>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/grpc_setup.h"
+#include "common/grpc_status.h"
+
+namespace hpt {
+namespace {
+
+void SetDeadline(grpc::ClientContext* context, absl::Duration deadline) {
+  context->set_deadline(std::chrono::system_clock::now() +
+                        absl::ToChronoMilliseconds(deadline));
+}
+
+absl::Status Annotate(const absl::Status& status, const char* method,
+                      const std::string& address) {
+  if (status.ok()) return status;
+  return absl::Status(status.code(), absl::StrCat("worker ", address, " ",
+                                                  method, ": ", status.message()));
+}
+
+}  // namespace
+
+GrpcWorkerClient::GrpcWorkerClient(std::string address, Options options)
+    : address_(std::move(address)),
+      options_(std::move(options)),
+      stub_(WorkerService::NewStub(MakeChannel(address_))) {}
+
+template <typename Request, typename Response, typename Method>
+absl::Status GrpcWorkerClient::CallWithRetry(const char* name, Method method,
+                                             const Request& request,
+                                             Response* response,
+                                             absl::Duration deadline) {
+  const auto start = std::chrono::steady_clock::now();
+  absl::Status status;
+  for (int attempt = 1; attempt <= options_.max_attempts; ++attempt) {
+    grpc::ClientContext context;
+    SetDeadline(&context, deadline);
+    status = FromGrpcStatus((stub_.get()->*method)(&context, request, response));
+    if (status.code() != absl::StatusCode::kUnavailable) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 * attempt));
+  }
+  if (options_.on_rpc) {
+    options_.on_rpc(name, absl::StatusCodeToString(status.code()),
+                    std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - start)
+                        .count());
+  }
+  return Annotate(status, name, address_);
+}
+
+absl::StatusOr<LoadParametersResponse> GrpcWorkerClient::LoadParameters(
+    const LoadParametersHeader& header, const std::vector<TensorChunk>& chunks) {
+  const auto start = std::chrono::steady_clock::now();
+  grpc::ClientContext context;
+  SetDeadline(&context, options_.load_deadline);
+  LoadParametersResponse response;
+  auto writer = stub_->LoadParameters(&context, &response);
+  LoadParametersRequest request;
+  *request.mutable_header() = header;
+  bool ok = writer->Write(request);
+  for (size_t i = 0; ok && i < chunks.size(); ++i) {
+    *request.mutable_chunk() = chunks[i];
+    ok = writer->Write(request);
+  }
+  writer->WritesDone();
+  absl::Status status = FromGrpcStatus(writer->Finish());
+  if (options_.on_rpc) {
+    options_.on_rpc("load", absl::StatusCodeToString(status.code()),
+                    std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - start)
+                        .count());
+  }
+  if (!status.ok()) return Annotate(status, "LoadParameters", address_);
+  return response;
+}
+
+absl::Status GrpcWorkerClient::JoinGroup(const JoinGroupRequest& request) {
+  JoinGroupResponse response;
+  return CallWithRetry("join_group", &WorkerService::Stub::JoinGroup, request,
+                       &response, options_.load_deadline);
+}
+
+absl::StatusOr<ForwardResponse> GrpcWorkerClient::Forward(
+    const ForwardRequest& request) {
+  ForwardResponse response;
+  absl::Status s = CallWithRetry("forward", &WorkerService::Stub::Forward,
+                                 request, &response, options_.task_deadline);
+  if (!s.ok()) return s;
+  return response;
+}
+
+absl::StatusOr<BackwardResponse> GrpcWorkerClient::Backward(
+    const BackwardRequest& request) {
+  BackwardResponse response;
+  absl::Status s = CallWithRetry("backward", &WorkerService::Stub::Backward,
+                                 request, &response, options_.task_deadline);
+  if (!s.ok()) return s;
+  return response;
+}
+
+absl::StatusOr<ApplyUpdateResponse> GrpcWorkerClient::ApplyUpdate(
+    const ApplyUpdateRequest& request) {
+  ApplyUpdateResponse response;
+  absl::Status s = CallWithRetry("update", &WorkerService::Stub::ApplyUpdate,
+                                 request, &response, options_.task_deadline);
+  if (!s.ok()) return s;
+  return response;
+}
+
+absl::StatusOr<std::vector<TensorChunk>> GrpcWorkerClient::Snapshot(
+    const std::string& job_id) {
+  grpc::ClientContext context;
+  SetDeadline(&context, options_.load_deadline);
+  SnapshotRequest request;
+  request.set_job_id(job_id);
+  auto reader = stub_->Snapshot(&context, request);
+  std::vector<TensorChunk> chunks;
+  TensorChunk chunk;
+  while (reader->Read(&chunk)) chunks.push_back(chunk);
+  absl::Status status = FromGrpcStatus(reader->Finish());
+  if (!status.ok()) return Annotate(status, "Snapshot", address_);
+  return chunks;
+}
+
+absl::Status GrpcWorkerClient::Release(const std::string& job_id) {
+  ReleaseRequest request;
+  request.set_job_id(job_id);
+  ReleaseResponse response;
+  return CallWithRetry("release", &WorkerService::Stub::Release, request,
+                       &response, absl::Seconds(30));
+}
+
+}  // namespace hpt

@@ -1,0 +1,259 @@
+#include "coordinator/job_manager.h"
+
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+#include "coordinator/job_data.h"
+#include "coordinator/job_spec.h"
+#include "coordinator/trainer.h"
+
+namespace hpt {
+
+bool JobManager::IsTerminal(JobState state) {
+  return state == SUCCEEDED || state == FAILED || state == CANCELLED;
+}
+
+JobManager::JobManager(Options options, WorkerPool* pool)
+    : options_(std::move(options)), pool_(pool) {
+  scheduler_ = std::thread([this] { SchedulerLoop(); });
+}
+
+JobManager::~JobManager() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    for (auto& [id, record] : jobs_) record->cancel_requested = true;
+  }
+  scheduler_.join();
+}
+
+absl::StatusOr<JobManager::Record*> JobManager::Find(
+    const std::string& job_id) const {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) {
+    return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));
+  }
+  return it->second.get();
+}
+
+absl::StatusOr<Job> JobManager::Submit(const SubmitJobRequest& request) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!request.request_id().empty()) {
+      auto it = request_ids_.find(request.request_id());
+      if (it != request_ids_.end()) {
+        ASSIGN_OR_RETURN(Record * existing, Find(it->second));
+        return existing->job;
+      }
+    }
+  }
+  JobSpec spec = request.spec();
+  if (!request.spec_text().empty()) {
+    if (request.has_spec()) {
+      return absl::InvalidArgumentError(
+          "SubmitJobRequest: give spec or spec_text, not both");
+    }
+    ASSIGN_OR_RETURN(spec, ParseJobSpecText(request.spec_text()));
+  }
+  ASSIGN_OR_RETURN(spec, NormalizeJobSpec(std::move(spec)));
+  // Load the data and resolve the model now: their errors are the
+  // submitter's to fix, and must not surface later as a failed job.
+  ASSIGN_OR_RETURN(WindowDataset data, BuildJobData(spec.data()));
+  RETURN_IF_ERROR(ResolveModelConfig(spec.model(), data.input_features(),
+                                     data.output_features())
+                      .status());
+
+  absl::MutexLock lock(&mu_);
+  auto record = std::make_unique<Record>();
+  const std::string id = absl::StrFormat("job-%06d", next_job_++);
+  record->job.set_job_id(id);
+  record->job.set_name(spec.name());
+  *record->job.mutable_spec() = std::move(spec);
+  record->job.set_state(QUEUED);
+  record->job.set_create_time_unix_ms(absl::ToUnixMillis(absl::Now()));
+  record->data = std::make_unique<WindowDataset>(std::move(data));
+  Job snapshot = record->job;
+  jobs_[id] = std::move(record);
+  queue_.push_back(id);
+  if (!request.request_id().empty()) request_ids_[request.request_id()] = id;
+  if (options_.metrics != nullptr) {
+    options_.metrics->jobs_submitted.Add({}).Increment();
+  }
+  UpdateCounts();
+  ForgetOldJobs();
+  return snapshot;
+}
+
+absl::StatusOr<Job> JobManager::Get(const std::string& job_id) const {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Record * record, Find(job_id));
+  return record->job;
+}
+
+std::vector<Job> JobManager::List() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<Job> jobs;
+  for (const auto& [id, record] : jobs_) jobs.push_back(record->job);
+  return jobs;
+}
+
+absl::StatusOr<Job> JobManager::Cancel(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Record * record, Find(job_id));
+  if (IsTerminal(record->job.state())) return record->job;  // idempotent
+  record->cancel_requested = true;
+  if (record->job.state() == QUEUED) {
+    queue_.erase(std::remove(queue_.begin(), queue_.end(), job_id), queue_.end());
+    SetState(*record, CANCELLED, "cancelled before it started");
+  }
+  // A running job stops at its next step boundary (see RunJob).
+  return record->job;
+}
+
+absl::StatusOr<int64_t> JobManager::Watch(const std::string& job_id,
+                                          Watcher watcher) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Record * record, Find(job_id));
+  const int64_t token = next_token_++;
+  watcher(record->job);
+  watchers_.emplace(job_id, std::make_pair(token, std::move(watcher)));
+  return token;
+}
+
+void JobManager::Unwatch(int64_t token) {
+  absl::MutexLock lock(&mu_);
+  for (auto it = watchers_.begin(); it != watchers_.end(); ++it) {
+    if (it->second.first == token) {
+      watchers_.erase(it);
+      return;
+    }
+  }
+}
+
+void JobManager::Notify(const Job& job) {
+  auto range = watchers_.equal_range(job.job_id());
+  for (auto it = range.first; it != range.second; ++it) it->second.second(job);
+  if (options_.metrics != nullptr) options_.metrics->ObserveJob(job);
+}
+
+void JobManager::SetState(Record& record, JobState state,
+                          const std::string& error) {
+  record.job.set_state(state);
+  if (!error.empty()) record.job.set_error(error);
+  if (IsTerminal(state)) {
+    record.job.set_end_time_unix_ms(absl::ToUnixMillis(absl::Now()));
+    record.data.reset();  // the data set is only needed while training
+  }
+  UpdateCounts();
+  Notify(record.job);
+}
+
+void JobManager::UpdateCounts() {
+  if (options_.metrics == nullptr) return;
+  std::map<JobState, int> counts;
+  for (const auto& [id, record] : jobs_) ++counts[record->job.state()];
+  options_.metrics->SetJobCounts(counts);
+}
+
+void JobManager::ForgetOldJobs() {
+  int finished = 0;
+  for (const auto& [id, record] : jobs_) finished += IsTerminal(record->job.state());
+  for (auto it = jobs_.begin();
+       it != jobs_.end() && finished > options_.max_retained_jobs;) {
+    if (IsTerminal(it->second->job.state()) &&
+        watchers_.count(it->first) == 0) {
+      if (options_.metrics != nullptr) options_.metrics->ForgetJob(it->first);
+      it = jobs_.erase(it);
+      --finished;
+    } else {
+      ++it;
+    }
+  }
+}
+
+void JobManager::SchedulerLoop() {
+  while (true) {
+    std::string job_id;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(
+          +[](JobManager* m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(m->mu_) {
+            return m->stopping_ || !m->queue_.empty();
+          },
+          this));
+      if (stopping_) return;
+      job_id = queue_.front();
+      queue_.pop_front();
+    }
+    RunJob(job_id);
+  }
+}
+
+void JobManager::RunJob(const std::string& job_id) {
+  JobSpec spec;
+  const WindowDataset* data = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    absl::StatusOr<Record*> record = Find(job_id);
+    if (!record.ok() || (*record)->job.state() != QUEUED) return;
+    spec = (*record)->job.spec();
+    data = (*record)->data.get();
+    SetState(**record, RUNNING, "");
+  }
+  auto finish = [&](const absl::Status& status) {
+    absl::MutexLock lock(&mu_);
+    absl::StatusOr<Record*> record = Find(job_id);
+    if (!record.ok()) return;
+    if (status.ok()) {
+      SetState(**record, SUCCEEDED, "");
+    } else if (status.code() == absl::StatusCode::kCancelled) {
+      SetState(**record, CANCELLED, std::string(status.message()));
+    } else {
+      SetState(**record, FAILED, std::string(status.message()));
+    }
+    ForgetOldJobs();
+  };
+
+  absl::StatusOr<std::vector<WorkerEntry>> entries = pool_->WaitFor(
+      "gpu", spec.placement().gpu_workers(), options_.worker_wait);
+  if (!entries.ok()) return finish(entries.status());
+  std::vector<std::unique_ptr<WorkerClient>> clients;
+  std::vector<WorkerClient*> raw;
+  {
+    absl::MutexLock lock(&mu_);
+    absl::StatusOr<Record*> record = Find(job_id);
+    for (const WorkerEntry& e : *entries) {
+      clients.push_back(options_.client_factory(e.address));
+      raw.push_back(clients.back().get());
+      if (record.ok()) (*record)->job.add_workers(e.address);
+    }
+  }
+
+  Trainer::Options trainer_options;
+  trainer_options.rendezvous = options_.rendezvous;
+  trainer_options.cancelled = [this, job_id] {
+    absl::MutexLock lock(&mu_);
+    absl::StatusOr<Record*> record = Find(job_id);
+    return !record.ok() || (*record)->cancel_requested;
+  };
+  trainer_options.on_progress = [this, job_id](const TrainerUpdate& update) {
+    absl::MutexLock lock(&mu_);
+    absl::StatusOr<Record*> record = Find(job_id);
+    if (!record.ok()) return;
+    Job& job = (*record)->job;
+    *job.mutable_progress() = update.progress;
+    job.clear_epoch_losses();
+    for (double l : update.epoch_losses) job.add_epoch_losses(l);
+    *job.mutable_cost() = update.cost;
+    Notify(job);
+  };
+  Trainer trainer(job_id, spec, data, raw, trainer_options);
+  absl::Status status = trainer.Run();
+  for (WorkerClient* client : raw) client->Release(job_id).IgnoreError();
+  finish(status);
+}
+
+}  // namespace hpt

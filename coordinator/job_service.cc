@@ -1,0 +1,144 @@
+#include "coordinator/job_service.h"
+
+#include <optional>
+
+#include "absl/synchronization/mutex.h"
+#include "common/grpc_status.h"
+
+namespace hpt {
+namespace {
+
+grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context,
+                               const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+template <typename T>
+grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context,
+                                absl::StatusOr<T> result, T* response) {
+  if (result.ok()) *response = std::move(*result);
+  return Done(context, result.status());
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(
+    grpc::CallbackServerContext* context, const SubmitJobRequest* request,
+    Job* response) {
+  // Submit loads the job's data (a CSV may take a moment); that is the
+  // validation the caller waits for, so it runs here.
+  return Reply(context, jobs_->Submit(*request), response);
+}
+
+grpc::ServerUnaryReactor* JobServiceImpl::GetJob(
+    grpc::CallbackServerContext* context, const GetJobRequest* request,
+    Job* response) {
+  return Reply(context, jobs_->Get(request->job_id()), response);
+}
+
+grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(
+    grpc::CallbackServerContext* context, const ListJobsRequest*,
+    ListJobsResponse* response) {
+  for (Job& job : jobs_->List()) *response->add_jobs() = std::move(job);
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(
+    grpc::CallbackServerContext* context, const CancelJobRequest* request,
+    Job* response) {
+  return Reply(context, jobs_->Cancel(request->job_id()), response);
+}
+
+// Streams a job's updates. Updates arriving while a write is in flight are
+// coalesced into the latest one; the stream ends after a terminal state.
+class JobServiceImpl::WatchReactor : public grpc::ServerWriteReactor<Job> {
+ public:
+  WatchReactor(JobManager* jobs, const std::string& job_id) : jobs_(jobs) {
+    absl::StatusOr<int64_t> token =
+        jobs_->Watch(job_id, [this](const Job& job) { OnUpdate(job); });
+    absl::MutexLock lock(&mu_);
+    if (!token.ok()) {
+      FinishOnce(ToGrpcStatus(token.status()));
+      return;
+    }
+    token_ = *token;
+  }
+
+  void OnWriteDone(bool ok) override {
+    absl::MutexLock lock(&mu_);
+    writing_ = false;
+    if (finish_after_write_.has_value()) return FinishOnce(*finish_after_write_);
+    if (!ok) {
+      return FinishOnce(
+          grpc::Status(grpc::StatusCode::CANCELLED, "watcher went away"));
+    }
+    if (JobManager::IsTerminal(current_.state())) {
+      return FinishOnce(grpc::Status::OK);
+    }
+    if (pending_.has_value()) StartNextWrite();
+  }
+
+  void OnCancel() override {
+    absl::MutexLock lock(&mu_);
+    FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED, "watch cancelled"));
+  }
+
+  void OnDone() override {
+    if (token_ >= 0) jobs_->Unwatch(token_);
+    delete this;
+  }
+
+ private:
+  // Called by JobManager under its lock.
+  void OnUpdate(const Job& job) {
+    absl::MutexLock lock(&mu_);
+    if (finished_ || finish_after_write_.has_value()) return;
+    pending_ = job;
+    if (!writing_) StartNextWrite();
+  }
+
+  void StartNextWrite() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    current_ = std::move(*pending_);
+    pending_.reset();
+    writing_ = true;
+    StartWrite(&current_);
+  }
+
+  // Finishes the stream once; with a write in flight, after it completes.
+  void FinishOnce(const grpc::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (finished_) return;
+    if (writing_) {
+      if (!finish_after_write_.has_value()) finish_after_write_ = status;
+      return;
+    }
+    finished_ = true;
+    Finish(status);
+  }
+
+  JobManager* const jobs_;
+  int64_t token_ = -1;
+  absl::Mutex mu_;
+  Job current_ ABSL_GUARDED_BY(mu_);
+  std::optional<Job> pending_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<grpc::Status> finish_after_write_ ABSL_GUARDED_BY(mu_);
+};
+
+grpc::ServerWriteReactor<Job>* JobServiceImpl::WatchJob(
+    grpc::CallbackServerContext*, const WatchJobRequest* request) {
+  return new WatchReactor(jobs_, request->job_id());
+}
+
+grpc::ServerUnaryReactor* WorkerRegistryImpl::RegisterWorker(
+    grpc::CallbackServerContext* context, const RegisterWorkerRequest* request,
+    RegisterWorkerResponse* response) {
+  absl::Status status =
+      pool_->Register(request->address(), request->kind(), request->name());
+  response->set_heartbeat_interval_s(heartbeat_interval_s_);
+  return Done(context, status);
+}
+
+}  // namespace hpt

@@ -1,0 +1,55 @@
+// JobServiceImpl and WorkerRegistryImpl: the coordinator's gRPC faces, thin
+// adapters over JobManager and WorkerPool (callback API).
+#ifndef HPT_COORDINATOR_JOB_SERVICE_H_
+#define HPT_COORDINATOR_JOB_SERVICE_H_
+
+#include "coordinator/job_manager.h"
+#include "coordinator/worker_pool.h"
+#include "proto/job_service.grpc.pb.h"
+#include "proto/worker_service.grpc.pb.h"
+
+namespace hpt {
+
+class JobServiceImpl final : public JobService::CallbackService {
+ public:
+  explicit JobServiceImpl(JobManager* jobs) : jobs_(jobs) {}
+
+  grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
+                                      const SubmitJobRequest* request,
+                                      Job* response) override;
+  grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context,
+                                   const GetJobRequest* request,
+                                   Job* response) override;
+  grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context,
+                                     const ListJobsRequest* request,
+                                     ListJobsResponse* response) override;
+  grpc::ServerWriteReactor<Job>* WatchJob(
+      grpc::CallbackServerContext* context,
+      const WatchJobRequest* request) override;
+  grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context,
+                                      const CancelJobRequest* request,
+                                      Job* response) override;
+
+ private:
+  class WatchReactor;
+  JobManager* const jobs_;
+};
+
+class WorkerRegistryImpl final : public WorkerRegistry::CallbackService {
+ public:
+  explicit WorkerRegistryImpl(WorkerPool* pool, double heartbeat_interval_s)
+      : pool_(pool), heartbeat_interval_s_(heartbeat_interval_s) {}
+
+  grpc::ServerUnaryReactor* RegisterWorker(
+      grpc::CallbackServerContext* context,
+      const RegisterWorkerRequest* request,
+      RegisterWorkerResponse* response) override;
+
+ private:
+  WorkerPool* const pool_;
+  const double heartbeat_interval_s_;
+};
+
+}  // namespace hpt
+
+#endif  // HPT_COORDINATOR_JOB_SERVICE_H_

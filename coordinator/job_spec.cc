@@ -1,0 +1,183 @@
+#include "coordinator/job_spec.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/text_format.h"
+#include "models/model_config.h"
+
+namespace hpt {
+namespace {
+
+class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string& message) override {
+    if (error_.empty()) {
+      error_ = absl::StrCat("job spec line ", line + 1, " column ", column + 1,
+                            ": ", message);
+    }
+  }
+  const std::string& error() const { return error_; }
+
+ private:
+  std::string error_;
+};
+
+absl::Status Invalid(const std::string& field, const std::string& why) {
+  return absl::InvalidArgumentError(absl::StrCat(field, " ", why));
+}
+
+}  // namespace
+
+absl::StatusOr<JobSpec> ParseJobSpecText(const std::string& text) {
+  JobSpec spec;
+  google::protobuf::TextFormat::Parser parser;
+  FirstErrorCollector errors;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(text, &spec)) {
+    return absl::InvalidArgumentError(
+        errors.error().empty() ? "job spec is not valid text format"
+                               : errors.error());
+  }
+  return spec;
+}
+
+absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
+  // Model.
+  ModelSpec& model = *spec.mutable_model();
+  if (model.preset().empty()) model.set_preset("tiny");
+  absl::StatusOr<ModelConfig> preset = PresetModelConfig(model.preset());
+  if (!preset.ok()) return preset.status();
+  for (auto [field, value] : std::initializer_list<std::pair<const char*, int>>{
+           {"d_model", model.d_model()},
+           {"num_layers", model.num_layers()},
+           {"num_heads", model.num_heads()},
+           {"ff_multiplier", model.ff_multiplier()}}) {
+    if (value < 0) {
+      return Invalid(absl::StrCat("model.", field),
+                     absl::StrCat("must be positive (0 keeps the preset), got ",
+                                  value));
+    }
+  }
+
+  // Data.
+  DataSpec& data = *spec.mutable_data();
+  if (data.window() == 0) data.set_window(12);
+  if (data.horizon() == 0) data.set_horizon(1);
+  if (data.window() < 0) {
+    return Invalid("data.window", absl::StrCat("must be positive, got ", data.window()));
+  }
+  if (data.horizon() < 0) {
+    return Invalid("data.horizon", absl::StrCat("must be positive, got ", data.horizon()));
+  }
+  if (data.source_case() == DataSpec::SOURCE_NOT_SET) data.mutable_synthetic();
+  if (data.has_synthetic()) {
+    SyntheticData& s = *data.mutable_synthetic();
+    if (s.stations() == 0) s.set_stations(16);
+    if (s.time_steps() == 0) s.set_time_steps(512);
+    if (s.seed() == 0) s.set_seed(7);
+    if (s.noise() == 0) s.set_noise(0.05);
+    if (s.stations() < 1) {
+      return Invalid("data.synthetic.stations",
+                     absl::StrCat("must be positive, got ", s.stations()));
+    }
+    if (s.time_steps() < 1) {
+      return Invalid("data.synthetic.time_steps",
+                     absl::StrCat("must be positive, got ", s.time_steps()));
+    }
+    if (s.noise() < 0) {
+      return Invalid("data.synthetic.noise",
+                     absl::StrCat("must not be negative, got ", s.noise()));
+    }
+  } else {
+    const CsvData& c = data.csv();
+    if (c.path().empty()) return Invalid("data.csv.path", "is empty");
+    for (auto [field, value] : std::initializer_list<std::pair<const char*, int64_t>>{
+             {"train_begin_row", c.train_begin_row()},
+             {"train_end_row", c.train_end_row()},
+             {"test_begin_row", c.test_begin_row()},
+             {"test_end_row", c.test_end_row()}}) {
+      if (value < 0) {
+        return Invalid(absl::StrCat("data.csv.", field),
+                       absl::StrCat("must not be negative, got ", value));
+      }
+    }
+  }
+
+  // Training.
+  TrainingSpec& t = *spec.mutable_training();
+  if (t.epochs() == 0) t.set_epochs(3);
+  if (t.batch_size() == 0) t.set_batch_size(16);
+  if (t.seed() == 0) t.set_seed(42);
+  if (t.step_lr_gamma() == 0) t.set_step_lr_gamma(0.5);
+  OptimizerConfig& opt = *t.mutable_optimizer();
+  if (opt.type() == OPTIMIZER_UNSPECIFIED) opt.set_type(ADAM);
+  if (opt.learning_rate() == 0) opt.set_learning_rate(1e-3);
+  if (t.epochs() < 0) {
+    return Invalid("training.epochs", absl::StrCat("must be positive, got ", t.epochs()));
+  }
+  if (t.batch_size() < 0) {
+    return Invalid("training.batch_size",
+                   absl::StrCat("must be positive, got ", t.batch_size()));
+  }
+  if (!(opt.learning_rate() > 0) || !std::isfinite(opt.learning_rate())) {
+    return Invalid("training.optimizer.learning_rate",
+                   absl::StrCat("must be a positive number, got ",
+                                opt.learning_rate()));
+  }
+  if (opt.weight_decay() < 0) {
+    return Invalid("training.optimizer.weight_decay",
+                   absl::StrCat("must not be negative, got ", opt.weight_decay()));
+  }
+  if (t.step_lr_step_size() < 0) {
+    return Invalid("training.step_lr_step_size",
+                   absl::StrCat("must not be negative, got ", t.step_lr_step_size()));
+  }
+  if (!(t.step_lr_gamma() > 0 && t.step_lr_gamma() <= 1)) {
+    return Invalid("training.step_lr_gamma",
+                   absl::StrCat("must be in (0, 1], got ", t.step_lr_gamma()));
+  }
+  if (t.max_steps_per_epoch() < 0) {
+    return Invalid("training.max_steps_per_epoch",
+                   absl::StrCat("must not be negative, got ", t.max_steps_per_epoch()));
+  }
+
+  // Placement.
+  PlacementSpec& p = *spec.mutable_placement();
+  if (p.gpu_workers() == 0) p.set_gpu_workers(1);
+  if (p.gpu_workers() < 0) {
+    return Invalid("placement.gpu_workers",
+                   absl::StrCat("must be positive, got ", p.gpu_workers()));
+  }
+  if (t.batch_size() < p.gpu_workers()) {
+    return Invalid("training.batch_size",
+                   absl::StrCat("(", t.batch_size(),
+                                ") must be at least placement.gpu_workers (",
+                                p.gpu_workers(), ")"));
+  }
+  if (spec.name().empty()) spec.set_name(model.preset());
+  return spec;
+}
+
+absl::StatusOr<ModelConfig> ResolveModelConfig(const ModelSpec& spec,
+                                               int64_t input_features,
+                                               int64_t output_features) {
+  absl::StatusOr<ModelConfig> config = PresetModelConfig(spec.preset());
+  if (!config.ok()) return config.status();
+  if (spec.d_model() > 0) {
+    config->set_d_model(spec.d_model());
+    config->set_reduction_dim(std::max(1, spec.d_model() / 2));
+  }
+  if (spec.num_layers() > 0) config->set_num_layers(spec.num_layers());
+  if (spec.num_heads() > 0) config->set_num_heads(spec.num_heads());
+  if (spec.ff_multiplier() > 0) config->set_ff_multiplier(spec.ff_multiplier());
+  if (spec.dropout_set()) config->set_dropout(spec.dropout());
+  config->set_input_features(static_cast<int32_t>(input_features));
+  config->set_output_features(static_cast<int32_t>(output_features));
+  if (absl::Status s = ValidateModelConfig(*config); !s.ok()) return s;
+  return config;
+}
+
+}  // namespace hpt

@@ -1,0 +1,37 @@
+// WorkerClient: how the coordinator's core talks to one worker. The trainer
+// sees only this interface, so it is tested without gRPC; GrpcWorkerClient
+// (grpc_worker_client.h) is the real one.
+#ifndef HPT_COORDINATOR_WORKER_CLIENT_H_
+#define HPT_COORDINATOR_WORKER_CLIENT_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/worker_service.pb.h"
+
+namespace hpt {
+
+class WorkerClient {
+ public:
+  virtual ~WorkerClient() = default;
+
+  virtual const std::string& address() const = 0;
+  virtual absl::StatusOr<LoadParametersResponse> LoadParameters(
+      const LoadParametersHeader& header,
+      const std::vector<TensorChunk>& chunks) = 0;
+  virtual absl::Status JoinGroup(const JoinGroupRequest& request) = 0;
+  virtual absl::StatusOr<ForwardResponse> Forward(
+      const ForwardRequest& request) = 0;
+  virtual absl::StatusOr<BackwardResponse> Backward(
+      const BackwardRequest& request) = 0;
+  virtual absl::StatusOr<ApplyUpdateResponse> ApplyUpdate(
+      const ApplyUpdateRequest& request) = 0;
+  virtual absl::StatusOr<std::vector<TensorChunk>> Snapshot(
+      const std::string& job_id) = 0;
+  virtual absl::Status Release(const std::string& job_id) = 0;
+};
+
+}  // namespace hpt
+
+#endif  // HPT_COORDINATOR_WORKER_CLIENT_H_

@@ -1,0 +1,58 @@
+// WorkerPool: the workers the coordinator knows of. Workers register (and
+// re-register as a heartbeat); one not heard from within the liveness
+// timeout is down. Workers given on the command line never expire.
+// Thread-safe. Time comes from an injectable clock so tests need no sleeps.
+#ifndef HPT_COORDINATOR_WORKER_POOL_H_
+#define HPT_COORDINATOR_WORKER_POOL_H_
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+
+namespace hpt {
+
+struct WorkerEntry {
+  std::string address;
+  std::string kind;
+  std::string name;
+  absl::Time last_seen;
+  bool is_static = false;
+};
+
+class WorkerPool {
+ public:
+  struct Options {
+    absl::Duration liveness_timeout = absl::Seconds(10);
+    std::function<absl::Time()> now = [] { return absl::Now(); };
+  };
+  explicit WorkerPool(Options options);
+
+  absl::Status Register(const std::string& address, const std::string& kind,
+                        const std::string& name);
+  void AddStatic(const std::string& address, const std::string& kind);
+
+  std::vector<WorkerEntry> Live(const std::string& kind) const;
+  std::vector<WorkerEntry> All() const;
+
+  // Waits until `count` workers of `kind` are live, or `timeout` passes.
+  absl::StatusOr<std::vector<WorkerEntry>> WaitFor(const std::string& kind,
+                                                   int count,
+                                                   absl::Duration timeout);
+
+ private:
+  bool IsLive(const WorkerEntry& e) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
+  const Options options_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, WorkerEntry> workers_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace hpt
+
+#endif  // HPT_COORDINATOR_WORKER_POOL_H_

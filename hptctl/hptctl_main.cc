@@ -1,0 +1,301 @@
+// hptctl: submit, list, inspect, watch and cancel HpT training jobs.
+//
+//   hptctl submit --preset=tiny --epochs=3 --watch
+//   hptctl submit --spec=job.textproto
+//   hptctl list | status JOB | watch JOB | cancel JOB
+//
+// Exit codes are stable (hptctl/job_format.h, README.md).
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/grpc_setup.h"
+#include "common/grpc_status.h"
+#include "google/protobuf/util/json_util.h"
+#include "hptctl/job_format.h"
+#include "proto/job_service.grpc.pb.h"
+
+ABSL_FLAG(std::string, coordinator, "127.0.0.1:50051", "Coordinator host:port.");
+ABSL_FLAG(std::string, format, "text", "Output format: text or json.");
+ABSL_FLAG(int, timeout_s, 30, "Deadline of each unary call, seconds.");
+// submit
+ABSL_FLAG(std::string, spec, "", "submit: job spec file (protobuf text format).");
+ABSL_FLAG(std::string, name, "", "submit: job name.");
+ABSL_FLAG(std::string, preset, "", "submit: model preset (tiny, swe, weather, covid, wind).");
+ABSL_FLAG(int, epochs, 0, "submit: epochs (0: spec or default 3).");
+ABSL_FLAG(int, batch_size, 0, "submit: batch size (0: spec or default 16).");
+ABSL_FLAG(double, lr, 0, "submit: learning rate (0: spec or default 1e-3).");
+ABSL_FLAG(std::string, optimizer, "", "submit: adam or adamw.");
+ABSL_FLAG(int, step_lr_step_size, 0, "submit: StepLR epochs per decay (0: constant).");
+ABSL_FLAG(int, gpu_workers, 0, "submit: data-parallel GPU workers (0: 1).");
+ABSL_FLAG(int, max_steps_per_epoch, 0, "submit: cap on steps per epoch.");
+ABSL_FLAG(uint64_t, seed, 0, "submit: training seed.");
+ABSL_FLAG(std::string, csv, "", "submit: wide CSV file, read by the coordinator.");
+ABSL_FLAG(std::string, train_rows, "", "submit: CSV training rows BEGIN:END.");
+ABSL_FLAG(std::string, test_rows, "", "submit: CSV test rows BEGIN:END.");
+ABSL_FLAG(int, window, 0, "submit: input steps per sample.");
+ABSL_FLAG(int, horizon, 0, "submit: steps ahead to predict.");
+ABSL_FLAG(int, stations, 0, "submit: synthetic stations.");
+ABSL_FLAG(int, time_steps, 0, "submit: synthetic time steps.");
+ABSL_FLAG(std::string, request_id, "", "submit: idempotency key.");
+ABSL_FLAG(bool, watch, false, "submit: watch the job to its end.");
+
+namespace hpt {
+namespace {
+
+constexpr char kUsage[] =
+    "hptctl COMMAND [flags]\n"
+    "commands:\n"
+    "  submit   submit a job from --spec and/or flags (--watch to follow it)\n"
+    "  list     list jobs\n"
+    "  status   JOB: show a job\n"
+    "  watch    JOB: follow a job to its end with a progress bar\n"
+    "  cancel   JOB: cancel a job\n"
+    "exit codes: 0 ok, 1 job failed/cancelled, 2 usage, 3 invalid request,\n"
+    "            4 not found, 5 coordinator unreachable, 6 other error";
+
+int Fail(const absl::Status& status) {
+  std::cerr << "hptctl: " << absl::StatusCodeToString(status.code()) << ": "
+            << status.message() << std::endl;
+  if (status.code() == absl::StatusCode::kUnavailable) {
+    std::cerr << "hptctl: is the coordinator running at "
+              << absl::GetFlag(FLAGS_coordinator)
+              << "? (start it with ./hpt up, or set --coordinator)" << std::endl;
+  }
+  return ExitCodeFor(status);
+}
+
+int Usage(const std::string& problem) {
+  std::cerr << "hptctl: " << problem << "\n" << kUsage << std::endl;
+  return kExitUsage;
+}
+
+bool Json() { return absl::GetFlag(FLAGS_format) == "json"; }
+
+std::string ToJson(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(m, &out, options);
+  return out;
+}
+
+void SetDeadline(grpc::ClientContext* context) {
+  context->set_deadline(std::chrono::system_clock::now() +
+                        std::chrono::seconds(absl::GetFlag(FLAGS_timeout_s)));
+}
+
+absl::Status ParseRows(const std::string& flag, const std::string& value,
+                       int64_t* begin, int64_t* end) {
+  std::vector<std::string> parts = absl::StrSplit(value, ':');
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], begin) ||
+      !absl::SimpleAtoi(parts[1], end)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, " '", value, "' is not BEGIN:END (e.g. 0:6000)"));
+  }
+  return absl::OkStatus();
+}
+
+// Builds the request from --spec and flags (flags override the file).
+absl::StatusOr<SubmitJobRequest> BuildSubmit() {
+  SubmitJobRequest request;
+  JobSpec& spec = *request.mutable_spec();
+  if (!absl::GetFlag(FLAGS_spec).empty()) {
+    std::ifstream in(absl::GetFlag(FLAGS_spec));
+    if (!in) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--spec: cannot read '", absl::GetFlag(FLAGS_spec), "'"));
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    // The coordinator parses the text, so errors name its lines.
+    request.clear_spec();
+    request.set_spec_text(text.str());
+  }
+  auto any_flag = [] {
+    return !absl::GetFlag(FLAGS_name).empty() || !absl::GetFlag(FLAGS_preset).empty() ||
+           absl::GetFlag(FLAGS_epochs) || absl::GetFlag(FLAGS_batch_size) ||
+           absl::GetFlag(FLAGS_lr) || !absl::GetFlag(FLAGS_optimizer).empty() ||
+           absl::GetFlag(FLAGS_step_lr_step_size) || absl::GetFlag(FLAGS_gpu_workers) ||
+           absl::GetFlag(FLAGS_max_steps_per_epoch) || absl::GetFlag(FLAGS_seed) ||
+           !absl::GetFlag(FLAGS_csv).empty() || absl::GetFlag(FLAGS_window) ||
+           absl::GetFlag(FLAGS_horizon) || absl::GetFlag(FLAGS_stations) ||
+           absl::GetFlag(FLAGS_time_steps);
+  };
+  if (!request.spec_text().empty() && any_flag()) {
+    return absl::InvalidArgumentError(
+        "give either --spec or job flags such as --epochs, not both");
+  }
+  if (!absl::GetFlag(FLAGS_name).empty()) spec.set_name(absl::GetFlag(FLAGS_name));
+  if (!absl::GetFlag(FLAGS_preset).empty()) {
+    spec.mutable_model()->set_preset(absl::GetFlag(FLAGS_preset));
+  }
+  TrainingSpec& t = *spec.mutable_training();
+  t.set_epochs(absl::GetFlag(FLAGS_epochs));
+  t.set_batch_size(absl::GetFlag(FLAGS_batch_size));
+  t.mutable_optimizer()->set_learning_rate(absl::GetFlag(FLAGS_lr));
+  const std::string optimizer = absl::GetFlag(FLAGS_optimizer);
+  if (optimizer == "adamw") {
+    t.mutable_optimizer()->set_type(ADAMW);
+  } else if (optimizer == "adam") {
+    t.mutable_optimizer()->set_type(ADAM);
+  } else if (!optimizer.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--optimizer '", optimizer, "' is not adam or adamw"));
+  }
+  t.set_step_lr_step_size(absl::GetFlag(FLAGS_step_lr_step_size));
+  t.set_max_steps_per_epoch(absl::GetFlag(FLAGS_max_steps_per_epoch));
+  t.set_seed(absl::GetFlag(FLAGS_seed));
+  spec.mutable_placement()->set_gpu_workers(absl::GetFlag(FLAGS_gpu_workers));
+  DataSpec& d = *spec.mutable_data();
+  d.set_window(absl::GetFlag(FLAGS_window));
+  d.set_horizon(absl::GetFlag(FLAGS_horizon));
+  if (!absl::GetFlag(FLAGS_csv).empty()) {
+    CsvData& csv = *d.mutable_csv();
+    csv.set_path(absl::GetFlag(FLAGS_csv));
+    int64_t b = 0, e = 0;
+    if (!absl::GetFlag(FLAGS_train_rows).empty()) {
+      absl::Status s = ParseRows("train_rows", absl::GetFlag(FLAGS_train_rows), &b, &e);
+      if (!s.ok()) return s;
+      csv.set_train_begin_row(b);
+      csv.set_train_end_row(e);
+    }
+    if (!absl::GetFlag(FLAGS_test_rows).empty()) {
+      absl::Status s = ParseRows("test_rows", absl::GetFlag(FLAGS_test_rows), &b, &e);
+      if (!s.ok()) return s;
+      csv.set_test_begin_row(b);
+      csv.set_test_end_row(e);
+    }
+  } else if (absl::GetFlag(FLAGS_stations) || absl::GetFlag(FLAGS_time_steps)) {
+    d.mutable_synthetic()->set_stations(absl::GetFlag(FLAGS_stations));
+    d.mutable_synthetic()->set_time_steps(absl::GetFlag(FLAGS_time_steps));
+  }
+  if (!request.spec_text().empty()) request.clear_spec();
+  request.set_request_id(absl::GetFlag(FLAGS_request_id));
+  return request;
+}
+
+int Watch(JobService::Stub& stub, const std::string& job_id) {
+  grpc::ClientContext context;  // no deadline: a job may train for hours
+  WatchJobRequest request;
+  request.set_job_id(job_id);
+  auto reader = stub.WatchJob(&context, request);
+  const bool tty = isatty(STDOUT_FILENO);
+  Job job;
+  Job last;
+  int64_t last_printed_epoch = -1;
+  bool got_any = false;
+  while (reader->Read(&job)) {
+    got_any = true;
+    last = job;
+    if (Json()) {
+      std::string line;
+      google::protobuf::util::JsonPrintOptions o;
+      o.preserve_proto_field_names = true;
+      (void)google::protobuf::util::MessageToJsonString(job, &line, o);
+      std::cout << line << std::endl;
+      continue;
+    }
+    if (tty) {
+      std::cout << "\r" << FormatProgress(job, 30) << "\x1b[K" << std::flush;
+    } else if (job.progress().epoch() != last_printed_epoch ||
+               (job.state() == SUCCEEDED || job.state() == FAILED || job.state() == CANCELLED)) {
+      // Logs get one line per epoch, not one per step.
+      last_printed_epoch = job.progress().epoch();
+      std::cout << FormatProgress(job, 30) << std::endl;
+    }
+  }
+  absl::Status status = FromGrpcStatus(reader->Finish());
+  if (tty && !Json()) std::cout << std::endl;
+  if (!status.ok()) return Fail(status);
+  if (!got_any) return Fail(absl::InternalError("watch stream ended empty"));
+  if (!Json()) std::cout << FormatSummary(last);
+  return last.state() == SUCCEEDED ? kExitOk : kExitJobFailed;
+}
+
+int Run(const std::vector<char*>& args) {
+  if (args.size() < 2) return Usage("no command given");
+  const std::string command = args[1];
+  auto stub = JobService::NewStub(MakeChannel(absl::GetFlag(FLAGS_coordinator)));
+  auto need_job = [&]() -> std::string {
+    return args.size() >= 3 ? std::string(args[2]) : std::string();
+  };
+
+  if (command == "submit") {
+    absl::StatusOr<SubmitJobRequest> request = BuildSubmit();
+    if (!request.ok()) return Fail(request.status());
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    Job job;
+    absl::Status s = FromGrpcStatus(stub->SubmitJob(&context, *request, &job));
+    if (!s.ok()) return Fail(s);
+    if (Json()) {
+      std::cout << ToJson(job) << std::endl;
+    } else {
+      std::cout << "submitted " << job.job_id() << " (" << job.name() << ")"
+                << std::endl;
+    }
+    return absl::GetFlag(FLAGS_watch) ? Watch(*stub, job.job_id()) : kExitOk;
+  }
+  if (command == "list") {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    ListJobsResponse response;
+    absl::Status s =
+        FromGrpcStatus(stub->ListJobs(&context, ListJobsRequest(), &response));
+    if (!s.ok()) return Fail(s);
+    if (Json()) {
+      std::cout << ToJson(response) << std::endl;
+    } else if (response.jobs().empty()) {
+      std::cout << "no jobs" << std::endl;
+    } else {
+      for (const Job& job : response.jobs()) std::cout << FormatRow(job) << "\n";
+    }
+    return kExitOk;
+  }
+  if (command == "status" || command == "watch" || command == "cancel") {
+    const std::string job_id = need_job();
+    if (job_id.empty()) return Usage(command + " needs a job id, e.g. hptctl " + command + " job-000001");
+    if (command == "watch") return Watch(*stub, job_id);
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    Job job;
+    absl::Status s;
+    if (command == "status") {
+      GetJobRequest request;
+      request.set_job_id(job_id);
+      s = FromGrpcStatus(stub->GetJob(&context, request, &job));
+    } else {
+      CancelJobRequest request;
+      request.set_job_id(job_id);
+      s = FromGrpcStatus(stub->CancelJob(&context, request, &job));
+    }
+    if (!s.ok()) return Fail(s);
+    std::cout << (Json() ? ToJson(job) + "\n" : FormatSummary(job));
+    return kExitOk;
+  }
+  return Usage("unknown command '" + command + "'");
+}
+
+}  // namespace
+}  // namespace hpt
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(hpt::kUsage);
+  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  const std::string format = absl::GetFlag(FLAGS_format);
+  if (format != "text" && format != "json") {
+    return hpt::Usage("--format must be text or json, got '" + format + "'");
+  }
+  return hpt::Run(args);
+}

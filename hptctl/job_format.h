@@ -1,0 +1,34 @@
+// How hptctl renders jobs: one-line rows, a progress bar, a summary, and
+// the exit code each outcome maps to. Pure functions, tested on their own.
+#ifndef HPT_HPTCTL_JOB_FORMAT_H_
+#define HPT_HPTCTL_JOB_FORMAT_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "proto/job_service.pb.h"
+
+namespace hpt {
+
+// Stable exit codes of hptctl (documented in README.md).
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitJobFailed = 1,     // the watched job ended FAILED or CANCELLED
+  kExitUsage = 2,         // bad command line
+  kExitInvalid = 3,       // the coordinator rejected the request's content
+  kExitNotFound = 4,      // no such job
+  kExitUnavailable = 5,   // coordinator unreachable or timed out
+  kExitError = 6,         // anything else
+};
+
+ExitCode ExitCodeFor(const absl::Status& status);
+std::string StateName(JobState state);        // "running"
+std::string FormatDuration(double seconds);   // "1m05s"
+std::string FormatRow(const Job& job);        // one line of `list`
+// "[#####.....]  50% epoch 2/3 step 10/20 loss 0.1234 ..."; width in chars.
+std::string FormatProgress(const Job& job, int bar_width);
+std::string FormatSummary(const Job& job);    // multi-line, for status/watch
+
+}  // namespace hpt
+
+#endif  // HPT_HPTCTL_JOB_FORMAT_H_
