@@ -1,0 +1,95 @@
+#include "coordinator/job_spec.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace hpt {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(JobSpecTest, DefaultsFillAnEmptySpec) {
+  auto spec = NormalizeJobSpec(JobSpec());
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->model().preset(), "tiny");
+  EXPECT_EQ(spec->training().epochs(), 3);
+  EXPECT_EQ(spec->training().batch_size(), 16);
+  EXPECT_EQ(spec->training().optimizer().type(), ADAM);
+  EXPECT_DOUBLE_EQ(spec->training().optimizer().learning_rate(), 1e-3);
+  EXPECT_TRUE(spec->data().has_synthetic());
+  EXPECT_EQ(spec->data().synthetic().stations(), 16);
+  EXPECT_EQ(spec->data().window(), 12);
+  EXPECT_EQ(spec->placement().gpu_workers(), 1);
+  EXPECT_EQ(spec->name(), "tiny");
+}
+
+TEST(JobSpecTest, TextParseErrorNamesLineAndColumn) {
+  auto spec = ParseJobSpecText("name: \"a\"\ntraining { epochs: \"three\" }\n");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(spec.status().message()),
+              HasSubstr("job spec line 2 column 20: Expected integer"));
+}
+
+TEST(JobSpecTest, UnknownFieldIsNamed) {
+  auto spec = ParseJobSpecText("training { epoch: 3 }");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(spec.status().message(), HasSubstr("epoch"));
+  EXPECT_THAT(spec.status().message(), HasSubstr("line 1"));
+}
+
+struct BadSpec {
+  const char* text;
+  const char* message;
+};
+
+class JobSpecValidationTest : public ::testing::TestWithParam<BadSpec> {};
+
+TEST_P(JobSpecValidationTest, RejectsWithFieldName) {
+  auto parsed = ParseJobSpecText(GetParam().text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  auto spec = NormalizeJobSpec(*parsed);
+  ASSERT_FALSE(spec.ok()) << GetParam().text;
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(spec.status().message(), GetParam().message);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fields, JobSpecValidationTest,
+    ::testing::Values(
+        BadSpec{"training { batch_size: -4 }",
+                "training.batch_size must be positive, got -4"},
+        BadSpec{"training { epochs: -1 }", "training.epochs must be positive, got -1"},
+        BadSpec{"training { optimizer { learning_rate: -0.1 } }",
+                "training.optimizer.learning_rate must be a positive number, got -0.1"},
+        BadSpec{"training { step_lr_gamma: 1.5 }",
+                "training.step_lr_gamma must be in (0, 1], got 1.5"},
+        BadSpec{"model { preset: \"giant\" }",
+                "model.preset 'giant' is unknown; choose one of tiny, swe, "
+                "weather, covid, wind"},
+        BadSpec{"data { csv { } }", "data.csv.path is empty"},
+        BadSpec{"data { window: -2 }", "data.window must be positive, got -2"},
+        BadSpec{"placement { gpu_workers: 4 } training { batch_size: 2 }",
+                "training.batch_size (2) must be at least placement.gpu_workers (4)"}));
+
+TEST(JobSpecTest, ModelOverridesApply) {
+  ModelSpec m;
+  m.set_preset("wind");
+  m.set_num_layers(2);
+  m.set_d_model(64);
+  m.set_dropout(0.0);
+  m.set_dropout_set(true);
+  auto c = ResolveModelConfig(m, 12, 1);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->num_layers(), 2);
+  EXPECT_EQ(c->d_model(), 64);
+  EXPECT_EQ(c->reduction_dim(), 32);
+  EXPECT_EQ(c->num_heads(), 8);
+  EXPECT_EQ(c->dropout(), 0.0);
+  m.set_num_heads(5);
+  EXPECT_EQ(ResolveModelConfig(m, 12, 1).status().message(),
+            "model.d_model (64) must be divisible by model.num_heads (5)");
+}
+
+}  // namespace
+}  // namespace hpt

@@ -1,0 +1,64 @@
+#include "coordinator/worker_pool.h"
+
+#include "gtest/gtest.h"
+
+namespace hpt {
+namespace {
+
+class WorkerPoolTest : public ::testing::Test {
+ protected:
+  WorkerPoolTest() : pool_(Options()) {}
+  WorkerPool::Options Options() {
+    WorkerPool::Options o;
+    o.liveness_timeout = absl::Seconds(10);
+    o.now = [this] { return now_; };
+    return o;
+  }
+  absl::Time now_ = absl::FromUnixSeconds(1000);
+  WorkerPool pool_;
+};
+
+TEST_F(WorkerPoolTest, RegisteredWorkerExpiresWithoutHeartbeat) {
+  ASSERT_TRUE(pool_.Register("127.0.0.1:1", "gpu", "").ok());
+  EXPECT_EQ(pool_.Live("gpu").size(), 1u);
+  EXPECT_EQ(pool_.Live("gpu")[0].name, "gpu@127.0.0.1:1");
+  now_ += absl::Seconds(10);
+  EXPECT_EQ(pool_.Live("gpu").size(), 1u);
+  now_ += absl::Seconds(1);
+  EXPECT_TRUE(pool_.Live("gpu").empty());
+  ASSERT_TRUE(pool_.Register("127.0.0.1:1", "gpu", "").ok());  // heartbeat
+  EXPECT_EQ(pool_.Live("gpu").size(), 1u);
+}
+
+TEST_F(WorkerPoolTest, StaticWorkersNeverExpireAndKindsAreSeparate) {
+  pool_.AddStatic("127.0.0.1:2", "gpu");
+  ASSERT_TRUE(pool_.Register("127.0.0.1:3", "reram", "r").ok());
+  now_ += absl::Hours(1);
+  EXPECT_EQ(pool_.Live("gpu").size(), 1u);
+  EXPECT_TRUE(pool_.Live("reram").empty());
+  EXPECT_EQ(pool_.All().size(), 2u);
+}
+
+TEST_F(WorkerPoolTest, BadRegistrationIsRejected) {
+  EXPECT_EQ(pool_.Register("", "gpu", "").code(),
+            absl::StatusCode::kInvalidArgument);
+  absl::Status s = pool_.Register("127.0.0.1:1", "tpu", "");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "RegisterWorkerRequest.kind 'tpu' is not gpu, reram or systolic");
+}
+
+TEST_F(WorkerPoolTest, WaitForReportsWhatIsMissing) {
+  pool_.AddStatic("127.0.0.1:2", "gpu");
+  auto two = pool_.WaitFor("gpu", 2, absl::ZeroDuration());
+  ASSERT_FALSE(two.ok());
+  EXPECT_EQ(two.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(two.status().message().find("needs 2 gpu worker(s) but 1"),
+            std::string::npos);
+  auto one = pool_.WaitFor("gpu", 1, absl::ZeroDuration());
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ((*one)[0].address, "127.0.0.1:2");
+}
+
+}  // namespace
+}  // namespace hpt

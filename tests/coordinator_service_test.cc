@@ -1,0 +1,166 @@
+// The coordinator's gRPC surface without workers: bad specs and bad CSV
+// files are INVALID_ARGUMENT naming the field or line, and the server keeps
+// serving; health checking and reflection answer.
+#include <fstream>
+
+#include "common/grpc_setup.h"
+#include "common/grpc_status.h"
+#include "coordinator/coordinator_server.h"
+#include "gmock/gmock.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "gtest/gtest.h"
+#include "proto/job_service.grpc.pb.h"
+#include "tests/test_util.h"
+
+namespace hpt {
+namespace {
+
+using ::testing::HasSubstr;
+
+class CoordinatorServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    CoordinatorServer::Options o;
+    o.listen_address = "127.0.0.1:0";
+    o.worker_wait = absl::ZeroDuration();
+    auto server = CoordinatorServer::Start(o);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+    address_ = "127.0.0.1:" + std::to_string(server_->port());
+    stub_ = JobService::NewStub(MakeChannel(address_));
+  }
+
+  absl::StatusOr<Job> Submit(const SubmitJobRequest& request) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    Job job;
+    absl::Status s = FromGrpcStatus(stub_->SubmitJob(&context, request, &job));
+    if (!s.ok()) return s;
+    return job;
+  }
+
+  absl::StatusOr<Job> WaitForEnd(const std::string& job_id) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    WatchJobRequest request;
+    request.set_job_id(job_id);
+    auto reader = stub_->WatchJob(&context, request);
+    Job job, last;
+    while (reader->Read(&job)) last = job;
+    absl::Status s = FromGrpcStatus(reader->Finish());
+    if (!s.ok()) return s;
+    return last;
+  }
+
+  std::unique_ptr<CoordinatorServer> server_;
+  std::string address_;
+  std::unique_ptr<JobService::Stub> stub_;
+};
+
+TEST_F(CoordinatorServiceTest, MalformedSpecTextIsRejectedWithItsLine) {
+  SubmitJobRequest request;
+  request.set_spec_text("name: \"x\"\ntraining {\n  epochs: 2\n  batch_size: [\n}\n");
+  auto job = Submit(request);
+  ASSERT_FALSE(job.ok());
+  EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(job.status().message()), HasSubstr("job spec line 4"));
+}
+
+TEST_F(CoordinatorServiceTest, InvalidFieldIsRejectedByName) {
+  SubmitJobRequest request;
+  request.mutable_spec()->mutable_training()->set_batch_size(-3);
+  auto job = Submit(request);
+  ASSERT_FALSE(job.ok());
+  EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(job.status().message(), "training.batch_size must be positive, got -3");
+}
+
+TEST_F(CoordinatorServiceTest, MalformedCsvIsRejectedWithFileAndLine) {
+  const std::string path = testing::MakeTempDir("csv") + "/bad.csv";
+  {
+    std::ofstream out(path);
+    for (int r = 0; r < 30; ++r) out << r << ".5," << r << ",1\n";
+    out << "7,8\n";  // line 31 has two columns
+  }
+  SubmitJobRequest request;
+  request.mutable_spec()->mutable_data()->mutable_csv()->set_path(path);
+  auto job = Submit(request);
+  ASSERT_FALSE(job.ok());
+  EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(job.status().message(),
+            "data.csv: " + path + ":31: expected 3 columns, got 2");
+
+  // The coordinator keeps serving: a valid job is accepted and listed.
+  SubmitJobRequest good;
+  good.mutable_spec()->set_name("after-errors");
+  auto accepted = Submit(good);
+  ASSERT_TRUE(accepted.ok()) << accepted.status();
+  EXPECT_EQ(accepted->state(), QUEUED);
+  grpc::ClientContext context;
+  ListJobsResponse list;
+  ASSERT_TRUE(stub_->ListJobs(&context, ListJobsRequest(), &list).ok());
+  ASSERT_EQ(list.jobs_size(), 1);
+  EXPECT_EQ(list.jobs(0).name(), "after-errors");
+}
+
+TEST_F(CoordinatorServiceTest, JobWithoutWorkersFailsWithAClearError) {
+  auto job = Submit(SubmitJobRequest());
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto end = WaitForEnd(job->job_id());
+  ASSERT_TRUE(end.ok()) << end.status();
+  EXPECT_EQ(end->state(), FAILED);
+  EXPECT_THAT(end->error(), HasSubstr("needs 1 gpu worker(s) but 0"));
+}
+
+TEST_F(CoordinatorServiceTest, UnknownJobIsNotFound) {
+  grpc::ClientContext context;
+  GetJobRequest request;
+  request.set_job_id("job-999999");
+  Job job;
+  grpc::Status s = stub_->GetJob(&context, request, &job);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(s.error_message(), "no job 'job-999999'");
+}
+
+TEST_F(CoordinatorServiceTest, SubmitIsIdempotentPerRequestId) {
+  SubmitJobRequest request;
+  request.set_request_id("abc");
+  auto first = Submit(request);
+  auto second = Submit(request);
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(first->job_id(), second->job_id());
+}
+
+TEST_F(CoordinatorServiceTest, HealthCheckSaysServing) {
+  // grpc.health.v1.Health/Check with an empty request; the reply's field 1
+  // is the enum SERVING (1), i.e. the bytes 08 01.
+  grpc::GenericStub generic(MakeChannel(address_));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::ByteBuffer request, response;
+  grpc::Slice empty("", 0);
+  request = grpc::ByteBuffer(&empty, 1);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  grpc::Status status;
+  generic.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(),
+                    &request, &response, [&](grpc::Status s) {
+                      std::lock_guard<std::mutex> lock(mu);
+                      status = s;
+                      done = true;
+                      cv.notify_one();
+                    });
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, [&] { return done; });
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(response.Dump(&slices).ok());
+  std::string bytes;
+  for (const auto& s : slices) bytes += std::string(s.begin(), s.end());
+  EXPECT_EQ(bytes, std::string("\x08\x01", 2));
+}
+
+}  // namespace
+}  // namespace hpt
