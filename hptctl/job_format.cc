@@ -49,7 +49,10 @@ std::string FormatRow(const Job& job) {
 
 std::string FormatProgress(const Job& job, int bar_width) {
   const JobProgress& p = job.progress();
-  if (job.state() == QUEUED) return "queued: waiting for the scheduler and workers";
+  if (job.state() == QUEUED) return "queued: waiting for the scheduler";
+  if (job.state() == RUNNING && p.total_steps() == 0) {
+    return "starting: waiting for workers and loading the model";
+  }
   const double fraction =
       p.total_steps() > 0 ? double(p.step()) / double(p.total_steps()) : 0.0;
   const int filled = static_cast<int>(fraction * bar_width);

@@ -368,9 +368,12 @@ absl::StatusOr<BackwardResponse> GpuExecutor::Backward(
         offset += n;
       }
     }
+    // One read of each gradient, no temporaries.
     double sum_sq = 0;
     for (auto& p : params) {
-      if (p.grad().defined()) sum_sq += p.grad().pow(2).sum().item<double>();
+      if (!p.grad().defined()) continue;
+      const double n = p.grad().norm().item<double>();
+      sum_sq += n * n;
     }
     impl_->Sync();
     BackwardResponse response;

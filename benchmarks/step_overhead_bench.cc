@@ -1,0 +1,162 @@
+// Step time of a preset trained through the coordinator's trainer and one
+// real worker process over gRPC, divided by the same step taken in one
+// process with plain LibTorch, both measured in this run.
+//
+//   bazel run //benchmarks:step_overhead_bench -- --preset=wind --batch=32
+//
+// Data: synthetic series shaped like the wind set (57 stations, 12-step
+// window); step time does not depend on the values.
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "coordinator/grpc_worker_client.h"
+#include "coordinator/job_spec.h"
+#include "coordinator/trainer.h"
+#include "data/synthetic.h"
+#include "data/window_dataset.h"
+#include "models/st_transformer.h"
+#include "tests/test_util.h"
+
+ABSL_FLAG(std::string, preset, "wind", "Model preset.");
+ABSL_FLAG(int, batch, 32, "Batch size.");
+ABSL_FLAG(int, stations, 57, "Tokens per sample (wind: 57 stations).");
+ABSL_FLAG(int, window, 12, "Input window (wind: 12 steps).");
+ABSL_FLAG(int, steps, 5, "Timed steps per side (after one warm-up step).");
+ABSL_FLAG(int, threads, 0, "LibTorch threads on both sides (0: default).");
+ABSL_FLAG(std::string, worker_binary, "workers/hpt_worker",
+          "Path of hpt_worker (default: from this target's runfiles).");
+
+namespace hpt {
+namespace {
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2]
+                      : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+int Main() {
+  const int steps = absl::GetFlag(FLAGS_steps);
+  const int batch = absl::GetFlag(FLAGS_batch);
+  if (absl::GetFlag(FLAGS_threads) > 0) torch::set_num_threads(absl::GetFlag(FLAGS_threads));
+
+  JobSpec spec;
+  spec.mutable_model()->set_preset(absl::GetFlag(FLAGS_preset));
+  spec.mutable_training()->set_epochs(1);
+  spec.mutable_training()->set_batch_size(batch);
+  spec.mutable_training()->set_max_steps_per_epoch(steps + 1);
+  spec.mutable_data()->set_window(absl::GetFlag(FLAGS_window));
+  auto normalized = NormalizeJobSpec(spec);
+  if (!normalized.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(normalized.status().message()).c_str());
+    return 2;
+  }
+  spec = *normalized;
+  SyntheticOptions so;
+  so.stations = absl::GetFlag(FLAGS_stations);
+  so.time_steps = batch * (steps + 2) + 64;
+  WindowOptions wo;
+  wo.window = absl::GetFlag(FLAGS_window);
+  wo.train = {0, so.time_steps};
+  WindowDataset data = *WindowDataset::Create(MakeSyntheticSeries(so), wo);
+  ModelConfig config = *ResolveModelConfig(spec.model(), data.input_features(),
+                                           data.output_features());
+  std::printf("preset %s: %d layers, d_model %d, %d heads; batch %d x %d tokens\n",
+              config.preset().c_str(), config.num_layers(), config.d_model(),
+              config.num_heads(), batch, static_cast<int>(so.stations));
+
+  // Baseline: the same steps in this process, plain LibTorch. Timed before
+  // and after the distributed run; the faster median is the baseline, so
+  // warm-up effects cannot flatter the ratio.
+  auto run_local = [&]() {
+    std::vector<double> local;
+    torch::manual_seed(spec.training().seed());
+    SpatioTemporalTransformer model(config);
+    torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
+    model->train();
+    for (int s = 0; s <= steps; ++s) {
+      std::vector<int64_t> idx;
+      for (int i = 0; i < batch; ++i) idx.push_back(s * batch + i);
+      HostTensor x, y;
+      data.Gather(data.train_starts(), idx, &x, &y);
+      const auto start = std::chrono::steady_clock::now();
+      torch::Tensor tx = torch::from_blob(x.data.data(), x.shape).clone();
+      torch::Tensor ty = torch::from_blob(y.data.data(), y.shape).clone();
+      torch::Tensor loss = torch::mse_loss(model->forward(tx), ty);
+      loss.backward();
+      adam.step();
+      adam.zero_grad();
+      const double t = std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - start).count();
+      if (s > 0) local.push_back(t);  // step 0 warms up
+    }
+    return local;
+  };
+  const std::vector<double> local_before = run_local();
+
+  // Through the coordinator's trainer and a real worker process.
+  std::vector<std::string> argv = {absl::GetFlag(FLAGS_worker_binary),
+                                   "--listen=127.0.0.1:0", "--metrics=",
+                                   "--port_file=/tmp/hpt_bench_worker.port"};
+  if (absl::GetFlag(FLAGS_threads) > 0) {
+    argv.push_back(absl::StrCat("--threads=", absl::GetFlag(FLAGS_threads)));
+  }
+  std::remove("/tmp/hpt_bench_worker.port");
+  auto worker = testing::ChildProcess::Start(argv, "/tmp/hpt_bench_worker.log");
+  if (!worker.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(worker.status().message()).c_str());
+    return 1;
+  }
+  auto ports = testing::WaitForPortFile("/tmp/hpt_bench_worker.port", *worker,
+                                        absl::Seconds(60));
+  if (!ports.ok()) {
+    std::fprintf(stderr, "worker did not start: %s\n",
+                 std::string(ports.status().message()).c_str());
+    return 1;
+  }
+  GrpcWorkerClient client(absl::StrCat("127.0.0.1:", ports->grpc), {});
+  std::vector<double> remote;
+  absl::Time last;
+  Trainer::Options options;
+  options.on_progress = [&](const TrainerUpdate& u) {
+    const absl::Time now = absl::Now();
+    // Progress comes once per step; step 1 includes model loading.
+    if (u.progress.step() > 1 && u.progress.step() == static_cast<int64_t>(remote.size()) + 2) {
+      remote.push_back(absl::ToDoubleSeconds(now - last));
+    }
+    last = now;
+  };
+  Trainer trainer("bench", spec, &data, {&client}, options);
+  absl::Status status = trainer.Run();
+  worker->Stop();
+  if (!status.ok()) {
+    std::fprintf(stderr, "distributed run failed: %s\n",
+                 std::string(status.message()).c_str());
+    return 1;
+  }
+
+  const std::vector<double> local_after = run_local();
+  const double local_s = std::min(Median(local_before), Median(local_after));
+  const double remote_s = Median(remote);
+  std::printf("single-process step  median %.3f s before, %.3f s after (%zu steps each)\n",
+              Median(local_before), Median(local_after), local_before.size());
+  std::printf("coordinator+worker   median %.3f s over %zu steps\n", remote_s, remote.size());
+  std::printf("ratio (distributed / single process): %.3f  (goal <= 1.15)\n",
+              remote_s / local_s);
+  return 0;
+}
+
+}  // namespace
+}  // namespace hpt
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return hpt::Main();
+}
