@@ -1,0 +1,459 @@
+#include "devices/reram/reram_layer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "devices/blas.h"
+
+namespace hpt {
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Cheap uniform numbers in [0, 1) for the fast path's dither (splitmix64).
+class SplitMix {
+ public:
+  explicit SplitMix(uint64_t seed) : state_(seed) {}
+  double Uniform() {
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return double(z >> 11) * (1.0 / 9007199254740992.0);
+  }
+  double Normal() {  // Box-Muller
+    const double u1 = std::max(Uniform(), 1e-300), u2 = Uniform();
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  }
+
+ private:
+  uint64_t state_;
+};
+
+}  // namespace
+
+absl::Status ValidateReramConfig(const ReramConfig& c) {
+  auto bad = [](const std::string& m) { return absl::InvalidArgumentError(m); };
+  if (c.crossbar_rows < 1 || c.crossbar_cols < 1) {
+    return bad(absl::StrCat("reram crossbar size must be positive, got ",
+                            c.crossbar_rows, " x ", c.crossbar_cols));
+  }
+  if (c.cell_bits < 1 || c.cell_bits > 8) {
+    return bad(absl::StrCat("reram cell_bits must be in 1..8, got ", c.cell_bits));
+  }
+  if (c.weight_bits < 2 || c.weight_bits > 16) {
+    return bad(absl::StrCat("reram weight_bits must be in 2..16, got ", c.weight_bits));
+  }
+  if (c.input_bits < 2 || c.input_bits > 16) {
+    return bad(absl::StrCat("reram input_bits must be in 2..16, got ", c.input_bits));
+  }
+  if (c.adc_bits < 1 || c.adc_bits > 16) {
+    return bad(absl::StrCat("reram adc_bits must be in 1..16, got ", c.adc_bits));
+  }
+  if (c.cols_per_adc < 1 || c.crossbars_per_tile < 1) {
+    return bad("reram cols_per_adc and crossbars_per_tile must be positive");
+  }
+  if (!(c.adc_range_fraction > 0 && c.adc_range_fraction <= 1)) {
+    return bad(absl::StrCat("reram adc_range_fraction must be in (0, 1], got ",
+                            c.adc_range_fraction));
+  }
+  if (!(c.endurance_writes >= 1)) {
+    return bad(absl::StrCat("reram endurance_writes must be at least 1, got ",
+                            c.endurance_writes));
+  }
+  if (c.program_noise_sigma < 0 || c.read_noise_sigma < 0) {
+    return bad("reram noise sigmas must not be negative");
+  }
+  if (!(c.on_off_ratio > 1) || !(c.r_on_ohm > 0)) {
+    return bad("reram r_on_ohm must be positive and on_off_ratio above 1");
+  }
+  return absl::OkStatus();
+}
+
+void Accumulate(const ReramReport& p, ReramReport* t) {
+  t->latency_s += p.latency_s;
+  t->energy_j += p.energy_j;
+  t->crossbar_activations += p.crossbar_activations;
+  t->adc_conversions += p.adc_conversions;
+  t->dac_activations += p.dac_activations;
+  t->shift_adds += p.shift_adds;
+  t->cell_writes += p.cell_writes;
+  t->max_cell_writes = std::max(t->max_cell_writes, p.max_cell_writes);
+  t->worst_wear = std::max(t->worst_wear, p.worst_wear);
+  t->cell_energy_j += p.cell_energy_j;
+  t->adc_energy_j += p.adc_energy_j;
+  t->dac_energy_j += p.dac_energy_j;
+  t->digital_energy_j += p.digital_energy_j;
+  t->write_energy_j += p.write_energy_j;
+}
+
+ReramLayer::ReramLayer(const ReramConfig& config, int64_t k, int64_t n)
+    : config_(config), k_(k), n_(n), rng_(config.seed) {
+  magnitude_bits_ = config.sign_mode == SignMode::kDifferential
+                        ? config.weight_bits - 1
+                        : config.weight_bits;
+  slices_ = static_cast<int>(CeilDiv(magnitude_bits_, config.cell_bits));
+}
+
+absl::StatusOr<ReramLayer> ReramLayer::Create(const ReramConfig& config,
+                                              int64_t in_features,
+                                              int64_t out_features) {
+  if (absl::Status s = ValidateReramConfig(config); !s.ok()) return s;
+  if (in_features < 1 || out_features < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "reram layer shape must be positive, got ", in_features, " x ",
+        out_features));
+  }
+  ReramLayer layer(config, in_features, out_features);
+  layer.writes_.assign(layer.crossbars(), 0);
+  return layer;
+}
+
+int64_t ReramLayer::row_blocks() const { return CeilDiv(k_, config_.crossbar_rows); }
+int64_t ReramLayer::col_blocks() const { return CeilDiv(n_, config_.crossbar_cols); }
+int64_t ReramLayer::crossbars() const {
+  return row_blocks() * col_blocks() * slices_ * signs();
+}
+int64_t ReramLayer::tiles() const {
+  return CeilDiv(crossbars(), config_.crossbars_per_tile);
+}
+int64_t ReramLayer::cells() const { return k_ * n_ * slices_ * signs(); }
+
+double ReramLayer::AdcStep(int64_t rows) const {
+  const double max_level = (1 << config_.cell_bits) - 1;
+  const double full_scale = config_.adc_range_fraction * double(rows) * max_level;
+  const double codes = double((int64_t{1} << config_.adc_bits) - 1);
+  // An ADC with at least one code per possible sum resolves it exactly.
+  return std::max(1.0, full_scale / codes);
+}
+
+float ReramLayer::Adc(float sum, double step, double max_code) const {
+  const double code = std::min(max_code, std::max(0.0, std::nearbyint(sum / step)));
+  return static_cast<float>(code * step);
+}
+
+double ReramLayer::QuantizeInputs(const float* in, int64_t n,
+                                  std::vector<float>* q) const {
+  float max_abs = 0;
+  for (int64_t i = 0; i < n; ++i) max_abs = std::max(max_abs, std::fabs(in[i]));
+  const double qmax = double((int64_t{1} << (config_.input_bits - 1)) - 1);
+  const double scale = max_abs > 0 ? max_abs / qmax : 1.0;
+  const float inv = static_cast<float>(1.0 / scale);
+  q->resize(n);
+  for (int64_t i = 0; i < n; ++i) (*q)[i] = std::nearbyint(in[i] * inv);
+  return scale;
+}
+
+absl::StatusOr<ReramReport> ReramLayer::Program(const float* w) {
+  const int64_t needed = max_writes_ + 1;
+  if (double(needed) > config_.endurance_writes) {
+    // Every programming writes every cell, so the first crossbar is the
+    // first to wear out.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "reram crossbar 0 (tile 0) would exceed its endurance: its cells "
+        "have been written ", max_writes_, " times and endurance_writes is ",
+        config_.endurance_writes));
+  }
+  float max_abs = 0;
+  for (int64_t i = 0; i < k_ * n_; ++i) {
+    if (!std::isfinite(w[i])) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "reram weight [", i / n_, ", ", i % n_, "] is not finite"));
+    }
+    max_abs = std::max(max_abs, std::fabs(w[i]));
+  }
+  const int64_t qmax = (int64_t{1} << (config_.weight_bits - 1)) - 1;
+  w_scale_ = max_abs > 0 ? max_abs / double(qmax) : 1.0;
+  const int64_t offset = int64_t{1} << (config_.weight_bits - 1);
+  const int64_t level_mask = (int64_t{1} << config_.cell_bits) - 1;
+  const float max_level = static_cast<float>(level_mask);
+  levels_.assign(int64_t(signs()) * slices_ * k_ * n_, 0.0f);
+  effective_.assign(k_ * n_, 0.0f);
+  std::normal_distribution<double> noise(0.0, config_.program_noise_sigma);
+  const bool noisy = config_.program_noise_sigma > 0;
+  for (int64_t i = 0; i < k_ * n_; ++i) {
+    const int64_t q = std::llround(double(w[i]) / w_scale_);
+    int64_t mags[2];
+    if (config_.sign_mode == SignMode::kDifferential) {
+      mags[0] = std::max<int64_t>(q, 0);
+      mags[1] = std::max<int64_t>(-q, 0);
+    } else {
+      mags[0] = q + offset;
+      mags[1] = 0;
+    }
+    double effective = 0;
+    for (int sign = 0; sign < signs(); ++sign) {
+      for (int s = 0; s < slices_; ++s) {
+        float level = static_cast<float>((mags[sign] >> (s * config_.cell_bits)) &
+                                         level_mask);
+        if (noisy) {
+          level = std::clamp(static_cast<float>(level + noise(rng_)), 0.0f,
+                             max_level);
+        }
+        levels(s, sign)[i] = level;
+        effective += (sign == 0 ? 1.0 : -1.0) *
+                     std::ldexp(double(level), s * config_.cell_bits);
+      }
+    }
+    if (config_.sign_mode == SignMode::kOffset) effective -= double(offset);
+    effective_[i] = static_cast<float>(effective);
+  }
+  // Per-row and per-column level sums, for the read-energy estimate.
+  row_level_sum_.assign(k_, 0.0f);
+  col_level_sum_.assign(n_, 0.0f);
+  for (int sign = 0; sign < signs(); ++sign) {
+    for (int s = 0; s < slices_; ++s) {
+      const float* l = levels(s, sign);
+      for (int64_t r = 0; r < k_; ++r) {
+        for (int64_t c = 0; c < n_; ++c) {
+          row_level_sum_[r] += l[r * n_ + c];
+          col_level_sum_[c] += l[r * n_ + c];
+        }
+      }
+    }
+  }
+  for (uint32_t& count : writes_) ++count;
+  max_writes_ = needed;
+  programmed_ = true;
+
+  ReramReport report;
+  report.cell_writes = cells();
+  report.max_cell_writes = max_writes_;
+  report.worst_wear = double(max_writes_) / config_.endurance_writes;
+  const double pulse_energy = config_.write_voltage_v * config_.write_voltage_v /
+                              config_.r_on_ohm * config_.write_pulse_s;
+  report.write_energy_j =
+      double(report.cell_writes) * config_.write_pulses_per_cell * pulse_energy;
+  report.energy_j = report.write_energy_j;
+  // Row by row within a crossbar (all columns of a row at once), each pulse
+  // followed by a verify read; crossbars of a tile in turn, tiles at once.
+  const int64_t per_tile = std::min(crossbars(), config_.crossbars_per_tile);
+  report.latency_s = double(per_tile) *
+                     double(std::min(k_, config_.crossbar_rows)) *
+                     config_.write_pulses_per_cell *
+                     (config_.write_pulse_s + config_.read_pulse_s);
+  return report;
+}
+
+void ReramLayer::ReadCosts(int64_t batch, int64_t lines_per_crossbar,
+                           const std::vector<float>& quantized,
+                           int64_t vector_len, ReramReport* r) const {
+  const bool transposed = vector_len == n_;
+  const int planes = config_.input_bits;
+  const uint32_t mask = (uint32_t{1} << planes) - 1;
+  // Energy of the cells on one driven line: all its cells conduct, each at
+  // its conductance.
+  const double g_on = 1.0 / config_.r_on_ohm;
+  const double g_off = g_on / config_.on_off_ratio;
+  const double max_level = (1 << config_.cell_bits) - 1;
+  const double cell_joules = config_.read_voltage_v * config_.read_voltage_v *
+                             config_.read_pulse_s;
+  const std::vector<float>& level_sum = transposed ? col_level_sum_ : row_level_sum_;
+  const double cells_per_line = double(transposed ? k_ : n_) * slices_ * signs();
+  double active_line_energy = 0;
+  int64_t active_lines = 0;
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t i = 0; i < vector_len; ++i) {
+      const int64_t q = static_cast<int64_t>(quantized[b * vector_len + i]);
+      const int ones = __builtin_popcount(static_cast<uint32_t>(q) & mask);
+      if (ones == 0) continue;
+      active_lines += ones;
+      active_line_energy +=
+          ones * (g_off * cells_per_line + (g_on - g_off) / max_level * level_sum[i]);
+    }
+  }
+  r->cell_energy_j = cell_joules * active_line_energy;
+  const int64_t crossbars_along_line =
+      (transposed ? row_blocks() : col_blocks()) * slices_ * signs();
+  r->dac_activations = active_lines * crossbars_along_line;
+  r->dac_energy_j = r->dac_activations * config_.dac_energy_j;
+  r->crossbar_activations = batch * planes * crossbars();
+  // Each crossbar digitises each of its used lines once per bit-plane.
+  const int64_t converted_lines =
+      (transposed ? k_ * col_blocks() : n_ * row_blocks()) * slices_ * signs();
+  r->adc_conversions = batch * planes * converted_lines;
+  r->adc_energy_j = r->adc_conversions * config_.adc_energy_per_step_j *
+                    double(int64_t{1} << config_.adc_bits);
+  r->shift_adds = r->adc_conversions;
+  const double buffer_bytes = double(batch) * vector_len * planes / 8.0 +
+                              double(batch) * (transposed ? k_ : n_) * 4.0;
+  r->digital_energy_j = r->shift_adds * config_.shift_add_energy_j +
+                        buffer_bytes * config_.buffer_energy_per_byte_j;
+  r->energy_j = r->cell_energy_j + r->dac_energy_j + r->adc_energy_j +
+                r->digital_energy_j;
+  // Every crossbar works at once; per input vector and bit-plane: one read
+  // pulse, then the lines sharing an ADC convert one after another.
+  const int64_t lines_per_adc =
+      std::min(lines_per_crossbar, config_.cols_per_adc);
+  r->latency_s = double(batch) * planes *
+                 (config_.read_pulse_s + lines_per_adc * config_.adc_conversion_s);
+  r->max_cell_writes = max_writes_;
+  r->worst_wear = double(max_writes_) / config_.endurance_writes;
+}
+
+void ReramLayer::ExactRead(const std::vector<float>& xq, int64_t batch,
+                           bool transposed, float* out) {
+  const int planes = config_.input_bits;
+  const int64_t in_len = transposed ? n_ : k_;
+  const int64_t out_len = transposed ? k_ : n_;
+  const int64_t block = transposed ? config_.crossbar_cols : config_.crossbar_rows;
+  const int64_t blocks = transposed ? col_blocks() : row_blocks();
+  const double step = AdcStep(block);
+  const double max_code = double((int64_t{1} << config_.adc_bits) - 1);
+  const uint32_t mask = (uint32_t{1} << planes) - 1;
+  std::normal_distribution<double> noise(0.0, 1.0);
+  std::fill(out, out + batch * out_len, 0.0f);
+  std::vector<float> bits, sums(batch * out_len);
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const int64_t b0 = blk * block, b1 = std::min(in_len, b0 + block), nb = b1 - b0;
+    const double read_sigma = config_.read_noise_sigma * std::sqrt(double(nb));
+    bits.assign(batch * nb, 0.0f);
+    for (int p = 0; p < planes; ++p) {
+      for (int64_t b = 0; b < batch; ++b) {
+        for (int64_t i = 0; i < nb; ++i) {
+          const uint32_t u = static_cast<uint32_t>(
+                                 static_cast<int64_t>(xq[b * in_len + b0 + i])) &
+                             mask;
+          bits[b * nb + i] = float((u >> p) & 1u);
+        }
+      }
+      // Two's complement: the top bit-plane counts negatively.
+      const double plane_weight =
+          (p == planes - 1 ? -1.0 : 1.0) * std::ldexp(1.0, p);
+      for (int sign = 0; sign < signs(); ++sign) {
+        for (int s = 0; s < slices_; ++s) {
+          const float* l = levels(s, sign);
+          if (transposed) {
+            // Sums along rows of the crossbars in this column block.
+            SgemmBt(batch, k_, nb, 1.0f, bits.data(), nb, l + b0, n_, 0.0f,
+                    sums.data(), k_);
+          } else {
+            Sgemm(batch, n_, nb, 1.0f, bits.data(), nb, l + b0 * n_, n_, 0.0f,
+                  sums.data(), n_);
+          }
+          const float weight = static_cast<float>(
+              plane_weight * std::ldexp(1.0, s * config_.cell_bits) *
+              (sign == 0 ? 1.0 : -1.0));
+          for (int64_t e = 0; e < batch * out_len; ++e) {
+            float sum = sums[e];
+            if (read_sigma > 0) sum += static_cast<float>(read_sigma * noise(rng_));
+            out[e] += weight * Adc(sum, step, max_code);
+          }
+        }
+      }
+    }
+  }
+  if (config_.sign_mode == SignMode::kOffset) {
+    // Digital correction of the offset encoding: subtract 2^(b-1) * sum(x).
+    const float offset = static_cast<float>(int64_t{1} << (config_.weight_bits - 1));
+    for (int64_t b = 0; b < batch; ++b) {
+      double total = 0;
+      for (int64_t i = 0; i < in_len; ++i) total += xq[b * in_len + i];
+      for (int64_t o = 0; o < out_len; ++o) {
+        out[b * out_len + o] -= offset * static_cast<float>(total);
+      }
+    }
+  }
+}
+
+void ReramLayer::FastRead(const std::vector<float>& xq, int64_t batch,
+                          bool transposed, float* out) {
+  const int64_t in_len = transposed ? n_ : k_;
+  const int64_t out_len = transposed ? k_ : n_;
+  const int64_t block = transposed ? config_.crossbar_cols : config_.crossbar_rows;
+  const double step = AdcStep(block);
+  // The bit-exact path makes one ADC conversion per bit-plane, slice and
+  // sign for each crossbar output, each weighted by 2^plane * 2^(slice *
+  // cell_bits): the variance of their sum, in integer-product units.
+  double weight_sq = 0;
+  for (int p = 0; p < config_.input_bits; ++p) {
+    for (int s = 0; s < slices_; ++s) {
+      weight_sq += std::ldexp(1.0, 2 * p) * std::ldexp(1.0, 2 * s * config_.cell_bits);
+    }
+  }
+  weight_sq *= signs();
+  const bool lossy = step > 1.0;
+  const bool noisy = config_.read_noise_sigma > 0;
+  if (!lossy && !noisy) {
+    // The ADC resolves every sum: the read is the exact integer product.
+    if (transposed) {
+      SgemmBt(batch, k_, n_, 1.0f, xq.data(), n_, effective_.data(), n_, 0.0f,
+              out, k_);
+    } else {
+      Sgemm(batch, n_, k_, 1.0f, xq.data(), k_, effective_.data(), n_, 0.0f,
+            out, n_);
+    }
+    return;
+  }
+  const float step_eff = static_cast<float>(lossy ? step * std::sqrt(weight_sq) : 0);
+  const float inv_step = lossy ? 1.0f / step_eff : 0.0f;
+  std::vector<float> part(batch * out_len);
+  SplitMix random(config_.seed ^ uint64_t(0x5eed) ^ (rng_()));
+  std::fill(out, out + batch * out_len, 0.0f);
+  for (int64_t b0 = 0; b0 < in_len; b0 += block) {
+    const int64_t nb = std::min(block, in_len - b0);
+    if (transposed) {
+      SgemmBt(batch, k_, nb, 1.0f, xq.data() + b0, n_, effective_.data() + b0,
+              n_, 0.0f, part.data(), k_);
+    } else {
+      Sgemm(batch, n_, nb, 1.0f, xq.data() + b0, k_, effective_.data() + b0 * n_,
+            n_, 0.0f, part.data(), n_);
+    }
+    const float read_sigma = static_cast<float>(
+        noisy ? config_.read_noise_sigma * std::sqrt(double(nb) * weight_sq) : 0);
+    for (int64_t e = 0; e < batch * out_len; ++e) {
+      float v = part[e];
+      if (lossy) {
+        // Subtractively dithered rounding: an error uniform in a step and
+        // independent of the value, as the sum of many ADC errors is.
+        const float dither = static_cast<float>(random.Uniform()) - 0.5f;
+        v = (std::nearbyint(v * inv_step + dither) - dither) * step_eff;
+      }
+      if (noisy) v += read_sigma * static_cast<float>(random.Normal());
+      out[e] += v;
+    }
+  }
+}
+
+absl::StatusOr<ReramReport> ReramLayer::Forward(const float* x, int64_t batch,
+                                                float* y) {
+  if (!programmed_) {
+    return absl::FailedPreconditionError("reram layer read before Program()");
+  }
+  if (batch < 1) return absl::InvalidArgumentError("reram read batch must be positive");
+  std::vector<float> xq;
+  const double x_scale = QuantizeInputs(x, batch * k_, &xq);
+  if (config_.numerics == ReramNumerics::kBitExact) {
+    ExactRead(xq, batch, false, y);
+  } else {
+    FastRead(xq, batch, false, y);
+  }
+  const float scale = static_cast<float>(x_scale * w_scale_);
+  for (int64_t e = 0; e < batch * n_; ++e) y[e] *= scale;
+  ReramReport report;
+  ReadCosts(batch, std::min(n_, config_.crossbar_cols), xq, k_, &report);
+  return report;
+}
+
+absl::StatusOr<ReramReport> ReramLayer::Transposed(const float* g, int64_t batch,
+                                                   float* g_x) {
+  if (!programmed_) {
+    return absl::FailedPreconditionError("reram layer read before Program()");
+  }
+  if (batch < 1) return absl::InvalidArgumentError("reram read batch must be positive");
+  std::vector<float> gq;
+  const double g_scale = QuantizeInputs(g, batch * n_, &gq);
+  if (config_.numerics == ReramNumerics::kBitExact) {
+    ExactRead(gq, batch, true, g_x);
+  } else {
+    FastRead(gq, batch, true, g_x);
+  }
+  const float scale = static_cast<float>(g_scale * w_scale_);
+  for (int64_t e = 0; e < batch * k_; ++e) g_x[e] *= scale;
+  ReramReport report;
+  ReadCosts(batch, std::min(k_, config_.crossbar_rows), gq, n_, &report);
+  return report;
+}
+
+}  // namespace hpt

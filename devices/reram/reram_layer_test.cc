@@ -1,0 +1,264 @@
+#include "devices/reram/reram_layer.h"
+
+#include <cmath>
+#include <random>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace hpt {
+namespace {
+
+struct Data {
+  int64_t batch, k, n;
+  std::vector<float> x, w, g;
+};
+
+Data MakeData(int64_t batch, int64_t k, int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  Data d{batch, k, n, {}, {}, {}};
+  d.x.resize(batch * k);
+  d.w.resize(k * n);
+  d.g.resize(batch * n);
+  for (float& v : d.x) v = normal(rng);
+  for (float& v : d.w) v = 0.1f * normal(rng);
+  for (float& v : d.g) v = normal(rng);
+  return d;
+}
+
+float MaxAbs(const std::vector<float>& v) {
+  float m = 0;
+  for (float e : v) m = std::max(m, std::fabs(e));
+  return m;
+}
+
+// Analytic bound of |q(x) q(W) - x W| for symmetric rounding to b bits:
+// each operand is off by at most half its step.
+std::vector<double> QuantBound(const std::vector<float>& in, int64_t batch,
+                               int64_t len, const std::vector<float>& w,
+                               int64_t k, int64_t n, bool transposed, int bits) {
+  const double qmax = (1 << (bits - 1)) - 1;
+  const double s_in = MaxAbs(in) / qmax, s_w = MaxAbs(w) / qmax;
+  const int64_t out_len = transposed ? k : n;
+  std::vector<double> bound(batch * out_len, 0.0);
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t o = 0; o < out_len; ++o) {
+      double sum = 0;
+      for (int64_t i = 0; i < len; ++i) {
+        const double wi = transposed ? w[o * n + i] : w[i * n + o];
+        sum += std::fabs(in[b * len + i]) * s_w / 2 + std::fabs(wi) * s_in / 2 +
+               s_w * s_in / 4;
+      }
+      bound[b * out_len + o] = sum;
+    }
+  }
+  return bound;
+}
+
+std::vector<float> Reference(const Data& d, bool transposed) {
+  const int64_t out_len = transposed ? d.k : d.n;
+  std::vector<float> out(d.batch * out_len);
+  for (int64_t b = 0; b < d.batch; ++b) {
+    for (int64_t o = 0; o < out_len; ++o) {
+      double s = 0;
+      if (transposed) {
+        for (int64_t j = 0; j < d.n; ++j) s += double(d.g[b * d.n + j]) * d.w[o * d.n + j];
+      } else {
+        for (int64_t i = 0; i < d.k; ++i) s += double(d.x[b * d.k + i]) * d.w[i * d.n + o];
+      }
+      out[b * out_len + o] = static_cast<float>(s);
+    }
+  }
+  return out;
+}
+
+ReramConfig Generous(ReramNumerics numerics) {
+  ReramConfig c;
+  c.adc_bits = 9;  // 511 codes >= 128 rows * 3 levels: every sum resolved
+  c.numerics = numerics;
+  return c;
+}
+
+double Rms(const std::vector<float>& a, const std::vector<float>& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += double(a[i] - b[i]) * (a[i] - b[i]);
+  return std::sqrt(s / a.size());
+}
+
+TEST(ReramLayerTest, GenerousBitsStayWithinTheQuantizationBound) {
+  const Data d = MakeData(6, 300, 40, 1);  // 3 row blocks, partial last
+  for (ReramNumerics mode : {ReramNumerics::kBitExact, ReramNumerics::kFast}) {
+    auto layer = ReramLayer::Create(Generous(mode), d.k, d.n);
+    ASSERT_TRUE(layer.ok());
+    ASSERT_TRUE(layer->Program(d.w.data()).ok());
+    std::vector<float> y(d.batch * d.n), gx(d.batch * d.k);
+    ASSERT_TRUE(layer->Forward(d.x.data(), d.batch, y.data()).ok());
+    ASSERT_TRUE(layer->Transposed(d.g.data(), d.batch, gx.data()).ok());
+    const std::vector<float> ref_y = Reference(d, false), ref_gx = Reference(d, true);
+    const auto bound_y = QuantBound(d.x, d.batch, d.k, d.w, d.k, d.n, false, 8);
+    const auto bound_gx = QuantBound(d.g, d.batch, d.n, d.w, d.k, d.n, true, 8);
+    for (size_t i = 0; i < y.size(); ++i) {
+      // The analytic bound plus float rounding of the final scaling.
+      EXPECT_LE(std::fabs(y[i] - ref_y[i]), bound_y[i] + 1e-5) << i;
+    }
+    for (size_t i = 0; i < gx.size(); ++i) {
+      EXPECT_LE(std::fabs(gx[i] - ref_gx[i]), bound_gx[i] + 1e-5) << i;
+    }
+    // The bound is tight enough to mean something.
+    EXPECT_LT(Rms(y, ref_y), 0.02 * std::sqrt(double(d.k)) * 0.1);
+  }
+}
+
+TEST(ReramLayerTest, LosslessAdcMakesBothModesTheSameIntegerProduct) {
+  const Data d = MakeData(5, 200, 30, 2);
+  std::vector<float> exact(d.batch * d.n), fast(d.batch * d.n);
+  auto a = ReramLayer::Create(Generous(ReramNumerics::kBitExact), d.k, d.n);
+  auto b = ReramLayer::Create(Generous(ReramNumerics::kFast), d.k, d.n);
+  ASSERT_TRUE(a->Program(d.w.data()).ok());
+  ASSERT_TRUE(b->Program(d.w.data()).ok());
+  ASSERT_TRUE(a->Forward(d.x.data(), d.batch, exact.data()).ok());
+  ASSERT_TRUE(b->Forward(d.x.data(), d.batch, fast.data()).ok());
+  for (size_t i = 0; i < exact.size(); ++i) {
+    EXPECT_NEAR(exact[i], fast[i], 1e-5 * (1 + std::fabs(exact[i])));
+  }
+}
+
+// One ADC bit fewer than lossless: step 384 / 255 per conversion. Each
+// output sums 8 planes x 4 slices x 2 signs conversions per row block,
+// weighted 2^p 2^(2s), so its error variance (integer units) is
+// blocks * step^2 / 12 * sum(4^p) * sum(16^s) * 2.
+//
+// The prediction takes each conversion's error as uniform over one step,
+// true when column sums spread over many codes: weights and inputs uniform
+// over their full range keep every slice and bit-plane busy.
+TEST(ReramLayerTest, OneAdcBitFewerRaisesTheErrorAsPredicted) {
+  Data d = MakeData(16, 256, 64, 3);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  for (float& v : d.x) v = uni(rng);
+  for (float& v : d.w) v = uni(rng);
+  ReramConfig lossless = Generous(ReramNumerics::kBitExact);
+  ReramConfig coarse = lossless;
+  coarse.adc_bits = 8;
+  ReramConfig coarse_fast = coarse;
+  coarse_fast.numerics = ReramNumerics::kFast;
+  std::vector<float> ref(d.batch * d.n), y(d.batch * d.n), yf(d.batch * d.n);
+  auto l0 = ReramLayer::Create(lossless, d.k, d.n);
+  auto l1 = ReramLayer::Create(coarse, d.k, d.n);
+  auto l2 = ReramLayer::Create(coarse_fast, d.k, d.n);
+  for (auto* l : {&*l0, &*l1, &*l2}) ASSERT_TRUE(l->Program(d.w.data()).ok());
+  ASSERT_TRUE(l0->Forward(d.x.data(), d.batch, ref.data()).ok());
+  ASSERT_TRUE(l1->Forward(d.x.data(), d.batch, y.data()).ok());
+  ASSERT_TRUE(l2->Forward(d.x.data(), d.batch, yf.data()).ok());
+
+  const double step = l1->AdcStep(128);
+  EXPECT_NEAR(step, 384.0 / 255.0, 1e-12);
+  double weights = 0;
+  for (int p = 0; p < 8; ++p) {
+    for (int s = 0; s < 4; ++s) weights += std::pow(4.0, p) * std::pow(16.0, s);
+  }
+  const double blocks = 2, signs = 2;
+  const double qmax = 127;
+  const double scale = (MaxAbs(d.x) / qmax) * (MaxAbs(d.w) / qmax);
+  const double predicted = scale * std::sqrt(blocks * signs * weights * step * step / 12);
+  const double measured = Rms(y, ref);
+  EXPECT_GT(measured, 0.6 * predicted);
+  EXPECT_LT(measured, 1.5 * predicted);
+  // The fast mode reproduces that error level (it is built to): this bounds
+  // the difference between the two modes.
+  const double measured_fast = Rms(yf, ref);
+  EXPECT_GT(measured_fast, 0.8 * predicted);
+  EXPECT_LT(measured_fast, 1.25 * predicted);
+  EXPECT_LT(Rms(yf, y), 2.0 * predicted);
+}
+
+TEST(ReramLayerTest, Programming512x512CountsEveryCellOnce) {
+  ReramConfig c;
+  auto layer = ReramLayer::Create(c, 512, 512);
+  ASSERT_TRUE(layer.ok());
+  // 8-bit signed weights, differential: 7 magnitude bits in 4 two-bit
+  // cells on each of two arrays.
+  EXPECT_EQ(layer->slices(), 4);
+  EXPECT_EQ(layer->crossbars(), 4 * 4 * 4 * 2);
+  std::vector<float> w(512 * 512, 0.25f);
+  auto first = layer->Program(w.data());
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->cell_writes, 512LL * 512 * 4 * 2);
+  EXPECT_EQ(first->max_cell_writes, 1);
+  // 4 pulses of 2 V across 6 kOhm for 10 ns per cell.
+  EXPECT_NEAR(first->write_energy_j, 2097152.0 * 4 * (4.0 / 6e3) * 10e-9, 1e-12);
+  auto second = layer->Program(w.data());
+  EXPECT_EQ(second->cell_writes, 2097152);
+  EXPECT_EQ(layer->max_cell_writes(), 2);
+
+  c.sign_mode = SignMode::kOffset;
+  auto offset = ReramLayer::Create(c, 512, 512);
+  EXPECT_EQ(offset->Program(w.data())->cell_writes, 512LL * 512 * 4);
+}
+
+TEST(ReramLayerTest, ReprogrammingPastEnduranceFailsNamingTheCrossbar) {
+  ReramConfig c;
+  c.endurance_writes = 3;
+  auto layer = ReramLayer::Create(c, 64, 64);
+  std::vector<float> w(64 * 64, 0.5f);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(layer->Program(w.data()).ok());
+  auto fourth = layer->Program(w.data());
+  ASSERT_FALSE(fourth.ok());
+  EXPECT_EQ(fourth.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(fourth.status().message()),
+              ::testing::HasSubstr("crossbar 0 (tile 0) would exceed its endurance"));
+  EXPECT_EQ(layer->max_cell_writes(), 3);  // nothing was written
+}
+
+TEST(ReramLayerTest, ReadCostsCountConversionsAndTime) {
+  const Data d = MakeData(4, 256, 64, 4);
+  ReramConfig c;
+  auto layer = ReramLayer::Create(c, d.k, d.n);
+  ASSERT_TRUE(layer->Program(d.w.data()).ok());
+  std::vector<float> y(d.batch * d.n);
+  auto r = layer->Forward(d.x.data(), d.batch, y.data());
+  ASSERT_TRUE(r.ok());
+  // 2 row blocks x 1 col block x 4 slices x 2 signs = 16 crossbars.
+  EXPECT_EQ(layer->crossbars(), 16);
+  EXPECT_EQ(r->crossbar_activations, 4 * 8 * 16);
+  // Each crossbar converts its 64 columns per bit-plane per input.
+  EXPECT_EQ(r->adc_conversions, 4 * 8 * 64 * 16);
+  EXPECT_NEAR(r->latency_s, 4 * 8 * (10e-9 + 8 / 1.28e9), 1e-15);
+  EXPECT_NEAR(r->adc_energy_j, r->adc_conversions * 48.8e-15 * 32, 1e-15);
+  EXPECT_GT(r->cell_energy_j, 0);
+  EXPECT_EQ(r->cell_writes, 0);
+}
+
+TEST(ReramLayerTest, ProgrammingNoiseIsSeededAndAddsError) {
+  const Data d = MakeData(8, 128, 32, 5);
+  auto run = [&](double sigma, uint64_t seed) {
+    ReramConfig c = Generous(ReramNumerics::kFast);
+    c.program_noise_sigma = sigma;
+    c.seed = seed;
+    auto layer = ReramLayer::Create(c, d.k, d.n);
+    EXPECT_TRUE(layer->Program(d.w.data()).ok());
+    std::vector<float> y(d.batch * d.n);
+    EXPECT_TRUE(layer->Forward(d.x.data(), d.batch, y.data()).ok());
+    return y;
+  };
+  const std::vector<float> ref = Reference(d, false);
+  const auto clean = run(0, 1), a = run(0.2, 1), b = run(0.2, 1), other = run(0.2, 2);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, other);
+  EXPECT_GT(Rms(a, ref), 2 * Rms(clean, ref));
+}
+
+TEST(ReramLayerTest, ReadBeforeProgramAndBadConfigAreErrors) {
+  auto layer = ReramLayer::Create(ReramConfig(), 8, 8);
+  std::vector<float> x(8), y(8);
+  EXPECT_EQ(layer->Forward(x.data(), 1, y.data()).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  ReramConfig bad;
+  bad.cell_bits = 0;
+  EXPECT_EQ(ReramLayer::Create(bad, 8, 8).status().message(),
+            "reram cell_bits must be in 1..8, got 0");
+}
+
+}  // namespace
+}  // namespace hpt

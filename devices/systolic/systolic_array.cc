@@ -1,0 +1,242 @@
+#include "devices/systolic/systolic_array.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "devices/blas.h"
+
+namespace hpt {
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// SCALE-Sim's spatio-temporal mapping of a GEMM: the operand dimension laid
+// along array rows (Sr), along columns (Sc), and streamed in time (T).
+struct Mapping {
+  int64_t sr, sc, t;
+};
+
+Mapping MapGemm(Dataflow dataflow, const GemmShape& g) {
+  switch (dataflow) {
+    case Dataflow::kOutputStationary:
+      return {g.m, g.n, g.k};
+    case Dataflow::kWeightStationary:
+      return {g.k, g.n, g.m};
+    case Dataflow::kInputStationary:
+      return {g.k, g.m, g.n};
+  }
+  return {0, 0, 0};
+}
+
+int64_t WordBytes(const SystolicConfig& c) {
+  return c.precision == SystolicPrecision::kBf16 ? 2 : 4;
+}
+
+void BroadcastBf16(const float* in, int64_t n, std::vector<float>* out) {
+  out->resize(n);
+  for (int64_t i = 0; i < n; ++i) (*out)[i] = RoundToBf16(in[i]);
+}
+
+}  // namespace
+
+absl::StatusOr<Dataflow> ParseDataflow(const std::string& name) {
+  if (name == "os") return Dataflow::kOutputStationary;
+  if (name == "ws") return Dataflow::kWeightStationary;
+  if (name == "is") return Dataflow::kInputStationary;
+  return absl::InvalidArgumentError(
+      absl::StrCat("dataflow '", name, "' is not os, ws or is"));
+}
+
+std::string DataflowName(Dataflow dataflow) {
+  switch (dataflow) {
+    case Dataflow::kOutputStationary:
+      return "os";
+    case Dataflow::kWeightStationary:
+      return "ws";
+    case Dataflow::kInputStationary:
+      return "is";
+  }
+  return "?";
+}
+
+absl::Status ValidateSystolicConfig(const SystolicConfig& c) {
+  if (c.rows < 1 || c.cols < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "systolic rows and cols must be positive, got ", c.rows, " x ", c.cols));
+  }
+  if (c.ifmap_sram_kb < 1 || c.filter_sram_kb < 1 || c.ofmap_sram_kb < 1) {
+    return absl::InvalidArgumentError("systolic SRAM sizes must be at least 1 KB");
+  }
+  if (c.dram_bw_words_per_cycle < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dram_bw_words_per_cycle must not be negative, got ",
+        c.dram_bw_words_per_cycle));
+  }
+  if (!(c.clock_hz > 0)) {
+    return absl::InvalidArgumentError("systolic clock_hz must be positive");
+  }
+  return absl::OkStatus();
+}
+
+SystolicReport SimulateGemm(const SystolicConfig& config, const GemmShape& g) {
+  const int64_t R = config.rows, C = config.cols;
+  const Mapping map = MapGemm(config.dataflow, g);
+  const int64_t row_folds = CeilDiv(map.sr, R), col_folds = CeilDiv(map.sc, C);
+  const bool os = config.dataflow == Dataflow::kOutputStationary;
+  const int64_t rows_per_fold = os ? map.t + R + C - 2 : map.t + 2 * R + C - 2;
+  const int64_t util_cycles_per_fold =
+      os ? map.t + R + C - 2 : map.t + 2 * R + 2 * C - 3;
+
+  SystolicReport r;
+  r.folds = row_folds * col_folds;
+  double mapping_sum = 0, util_sum = 0;
+  for (int64_t fc = 0; fc < col_folds; ++fc) {
+    const int64_t col_used = std::min(C, map.sc - fc * C);
+    for (int64_t fr = 0; fr < row_folds; ++fr) {
+      const int64_t row_used = std::min(R, map.sr - fr * R);
+      const int64_t used = row_used * col_used;
+      mapping_sum += double(used) / double(R * C);
+      util_sum += double(used) * double(map.t) /
+                  (double(R * C) * double(util_cycles_per_fold));
+      switch (config.dataflow) {
+        case Dataflow::kOutputStationary:
+          r.sram_ifmap_reads += map.t * row_used;
+          r.sram_filter_reads += map.t * col_used;
+          // SCALE-Sim also adds the padded fold's R + C here.
+          r.sram_ofmap_writes += used + R + C;
+          break;
+        case Dataflow::kWeightStationary:
+          r.sram_ifmap_reads += map.t * row_used;
+          r.sram_filter_reads += used;
+          r.sram_ofmap_writes += map.t * col_used;
+          break;
+        case Dataflow::kInputStationary:
+          r.sram_ifmap_reads += used;
+          r.sram_filter_reads += map.t * row_used;
+          r.sram_ofmap_writes += map.t * col_used;
+          break;
+      }
+    }
+  }
+  r.mapping_eff_pct = 100.0 * mapping_sum / r.folds;
+  r.compute_util_pct = 100.0 * util_sum / r.folds;
+  r.compute_cycles = r.folds * rows_per_fold - 1;
+
+  // DRAM traffic (words), see the header.
+  const int64_t word = WordBytes(config);
+  const int64_t ifmap_half = config.ifmap_sram_kb * 1024 / word / 2;
+  const int64_t filter_half = config.filter_sram_kb * 1024 / word / 2;
+  const int64_t ofmap_half = config.ofmap_sram_kb * 1024 / word / 2;
+  const int64_t ifmap_words = g.m * g.k, filter_words = g.k * g.n,
+                ofmap_words = g.m * g.n;
+  const bool ifmap_fits = ifmap_words <= ifmap_half;
+  const bool filter_fits = filter_words <= filter_half;
+  const bool ofmap_fits = ofmap_words <= ofmap_half;
+  switch (config.dataflow) {
+    case Dataflow::kOutputStationary:
+      r.dram_ifmap_reads = ifmap_words * (ifmap_fits ? 1 : col_folds);
+      r.dram_filter_reads = filter_words * (filter_fits ? 1 : row_folds);
+      r.dram_ofmap_writes = ofmap_words;
+      break;
+    case Dataflow::kWeightStationary:
+    case Dataflow::kInputStationary: {
+      const bool ws = config.dataflow == Dataflow::kWeightStationary;
+      r.dram_ifmap_reads =
+          ws ? ifmap_words * (ifmap_fits ? 1 : col_folds) : ifmap_words;
+      r.dram_filter_reads =
+          ws ? filter_words : filter_words * (filter_fits ? 1 : col_folds);
+      // Partial sums across row folds stay in SRAM when the output fits;
+      // otherwise each fold but the last writes them out and reads them back.
+      r.dram_ofmap_writes =
+          ofmap_fits ? ofmap_words : ofmap_words * (2 * row_folds - 1);
+      break;
+    }
+  }
+  const int64_t dram_words =
+      r.dram_ifmap_reads + r.dram_filter_reads + r.dram_ofmap_writes;
+  if (config.dram_bw_words_per_cycle > 0) {
+    const int64_t transfer_cycles = static_cast<int64_t>(
+        std::ceil(double(dram_words) / config.dram_bw_words_per_cycle));
+    r.stall_cycles = std::max<int64_t>(0, transfer_cycles - r.compute_cycles);
+  }
+  r.total_cycles = r.compute_cycles + r.stall_cycles;
+  r.macs = g.m * g.n * g.k;
+  r.overall_util_pct =
+      100.0 * double(r.macs) / (double(r.total_cycles) * double(R * C));
+  r.latency_s = double(r.total_cycles) / config.clock_hz;
+  r.mac_energy_j = double(r.macs) * (config.precision == SystolicPrecision::kBf16
+                                         ? config.mac_energy_bf16_j
+                                         : config.mac_energy_fp32_j);
+  r.sram_energy_j =
+      double(r.sram_ifmap_reads + r.sram_filter_reads + r.sram_ofmap_writes) *
+      word * config.sram_energy_per_byte_j;
+  r.dram_energy_j = double(dram_words) * word * config.dram_energy_per_byte_j;
+  r.energy_j = r.mac_energy_j + r.sram_energy_j + r.dram_energy_j;
+  return r;
+}
+
+void Accumulate(const SystolicReport& p, SystolicReport* t) {
+  const double before = double(t->total_cycles), add = double(p.total_cycles);
+  auto weighted = [&](double a, double b) {
+    return before + add > 0 ? (a * before + b * add) / (before + add) : 0.0;
+  };
+  t->overall_util_pct = weighted(t->overall_util_pct, p.overall_util_pct);
+  t->mapping_eff_pct = weighted(t->mapping_eff_pct, p.mapping_eff_pct);
+  t->compute_util_pct = weighted(t->compute_util_pct, p.compute_util_pct);
+  t->folds += p.folds;
+  t->compute_cycles += p.compute_cycles;
+  t->stall_cycles += p.stall_cycles;
+  t->total_cycles += p.total_cycles;
+  t->sram_ifmap_reads += p.sram_ifmap_reads;
+  t->sram_filter_reads += p.sram_filter_reads;
+  t->sram_ofmap_writes += p.sram_ofmap_writes;
+  t->dram_ifmap_reads += p.dram_ifmap_reads;
+  t->dram_filter_reads += p.dram_filter_reads;
+  t->dram_ofmap_writes += p.dram_ofmap_writes;
+  t->macs += p.macs;
+  t->latency_s += p.latency_s;
+  t->energy_j += p.energy_j;
+  t->mac_energy_j += p.mac_energy_j;
+  t->sram_energy_j += p.sram_energy_j;
+  t->dram_energy_j += p.dram_energy_j;
+}
+
+float RoundToBf16(float v) {
+  if (std::isnan(v)) return v;
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof(bits));
+  const uint32_t rounding = 0x7FFF + ((bits >> 16) & 1);  // ties to even
+  bits = (bits + rounding) & 0xFFFF0000u;
+  float out;
+  std::memcpy(&out, &bits, sizeof(out));
+  return out;
+}
+
+void SystolicGemm(const SystolicConfig& config, const float* x, const float* w,
+                  int64_t m, int64_t n, int64_t k, float* out) {
+  if (config.precision == SystolicPrecision::kBf16) {
+    std::vector<float> xb, wb;
+    BroadcastBf16(x, m * k, &xb);
+    BroadcastBf16(w, k * n, &wb);
+    Sgemm(m, n, k, 1.0f, xb.data(), k, wb.data(), n, 0.0f, out, n);
+    return;
+  }
+  Sgemm(m, n, k, 1.0f, x, k, w, n, 0.0f, out, n);
+}
+
+void SystolicGemmBt(const SystolicConfig& config, const float* x, const float* w,
+                    int64_t m, int64_t n, int64_t k, float* out) {
+  if (config.precision == SystolicPrecision::kBf16) {
+    std::vector<float> xb, wb;
+    BroadcastBf16(x, m * k, &xb);
+    BroadcastBf16(w, n * k, &wb);
+    SgemmBt(m, n, k, 1.0f, xb.data(), k, wb.data(), k, 0.0f, out, n);
+    return;
+  }
+  SgemmBt(m, n, k, 1.0f, x, k, w, k, 0.0f, out, n);
+}
+
+}  // namespace hpt
