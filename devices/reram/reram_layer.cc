@@ -11,6 +11,15 @@ namespace {
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// Population count without relying on the POPCNT instruction (the build
+// targets baseline x86-64); branch-free, so loops over it vectorise.
+inline uint32_t PopCount(uint32_t v) {
+  v = v - ((v >> 1) & 0x55555555u);
+  v = (v & 0x33333333u) + ((v >> 2) & 0x33333333u);
+  v = (v + (v >> 4)) & 0x0F0F0F0Fu;
+  return (v * 0x01010101u) >> 24;
+}
+
 // Cheap uniform numbers in [0, 1) for the fast path's dither (splitmix64).
 class SplitMix {
  public:
@@ -141,7 +150,9 @@ double ReramLayer::QuantizeInputs(const float* in, int64_t n,
   const double scale = max_abs > 0 ? max_abs / qmax : 1.0;
   const float inv = static_cast<float>(1.0 / scale);
   q->resize(n);
-  for (int64_t i = 0; i < n; ++i) (*q)[i] = std::nearbyint(in[i] * inv);
+  // Round to nearest by adding and removing 1.5 * 2^23 (|value| <= 2^15).
+  float* dst = q->data();
+  for (int64_t i = 0; i < n; ++i) dst[i] = (in[i] * inv + 12582912.0f) - 12582912.0f;
   return scale;
 }
 
@@ -251,17 +262,26 @@ void ReramLayer::ReadCosts(int64_t batch, int64_t lines_per_crossbar,
                              config_.read_pulse_s;
   const std::vector<float>& level_sum = transposed ? col_level_sum_ : row_level_sum_;
   const double cells_per_line = double(transposed ? k_ : n_) * slices_ * signs();
+  // Energy of one driven line, per position along the input vector.
+  std::vector<float> line_energy(vector_len);
+  for (int64_t i = 0; i < vector_len; ++i) {
+    line_energy[i] = static_cast<float>(g_off * cells_per_line +
+                                        (g_on - g_off) / max_level * level_sum[i]);
+  }
   double active_line_energy = 0;
   int64_t active_lines = 0;
   for (int64_t b = 0; b < batch; ++b) {
+    const float* q = quantized.data() + b * vector_len;
+    float energy = 0;
+    uint32_t lines = 0;
     for (int64_t i = 0; i < vector_len; ++i) {
-      const int64_t q = static_cast<int64_t>(quantized[b * vector_len + i]);
-      const int ones = __builtin_popcount(static_cast<uint32_t>(q) & mask);
-      if (ones == 0) continue;
-      active_lines += ones;
-      active_line_energy +=
-          ones * (g_off * cells_per_line + (g_on - g_off) / max_level * level_sum[i]);
+      const uint32_t ones =
+          PopCount(static_cast<uint32_t>(static_cast<int32_t>(q[i])) & mask);
+      lines += ones;
+      energy += static_cast<float>(ones) * line_energy[i];
     }
+    active_lines += lines;
+    active_line_energy += energy;
   }
   r->cell_energy_j = cell_joules * active_line_energy;
   const int64_t crossbars_along_line =
@@ -373,45 +393,44 @@ void ReramLayer::FastRead(const std::vector<float>& xq, int64_t batch,
     }
   }
   weight_sq *= signs();
+  // An ADC that resolves every sum (step 1) adds no error: the read is the
+  // exact integer product. Otherwise each crossbar's output is rounded to step_eff with subtractive dither,
+  // which makes its rounding error exactly uniform over one step and
+  // independent of the value (Schuchman, IEEE Trans. Commun. Tech., 1964).
+  // The sum over the crossbars along K therefore equals the full product
+  // plus one such independent error per crossbar: one GEMM, one pass.
   const bool lossy = step > 1.0;
   const bool noisy = config_.read_noise_sigma > 0;
-  if (!lossy && !noisy) {
-    // The ADC resolves every sum: the read is the exact integer product.
-    if (transposed) {
-      SgemmBt(batch, k_, n_, 1.0f, xq.data(), n_, effective_.data(), n_, 0.0f,
-              out, k_);
-    } else {
-      Sgemm(batch, n_, k_, 1.0f, xq.data(), k_, effective_.data(), n_, 0.0f,
-            out, n_);
-    }
-    return;
-  }
   const float step_eff = static_cast<float>(lossy ? step * std::sqrt(weight_sq) : 0);
-  const float inv_step = lossy ? 1.0f / step_eff : 0.0f;
-  std::vector<float> part(batch * out_len);
-  SplitMix random(config_.seed ^ uint64_t(0x5eed) ^ (rng_()));
-  std::fill(out, out + batch * out_len, 0.0f);
-  for (int64_t b0 = 0; b0 < in_len; b0 += block) {
-    const int64_t nb = std::min(block, in_len - b0);
-    if (transposed) {
-      SgemmBt(batch, k_, nb, 1.0f, xq.data() + b0, n_, effective_.data() + b0,
-              n_, 0.0f, part.data(), k_);
-    } else {
-      Sgemm(batch, n_, nb, 1.0f, xq.data() + b0, k_, effective_.data() + b0 * n_,
-            n_, 0.0f, part.data(), n_);
-    }
-    const float read_sigma = static_cast<float>(
-        noisy ? config_.read_noise_sigma * std::sqrt(double(nb) * weight_sq) : 0);
-    for (int64_t e = 0; e < batch * out_len; ++e) {
-      float v = part[e];
-      if (lossy) {
-        // Subtractively dithered rounding: an error uniform in a step and
-        // independent of the value, as the sum of many ADC errors is.
-        const float dither = static_cast<float>(random.Uniform()) - 0.5f;
-        v = (std::nearbyint(v * inv_step + dither) - dither) * step_eff;
+  const int64_t blocks = CeilDiv(in_len, block);
+  if (transposed) {
+    SgemmBt(batch, k_, n_, 1.0f, xq.data(), n_, effective_.data(), n_, 0.0f, out, k_);
+  } else {
+    Sgemm(batch, n_, k_, 1.0f, xq.data(), k_, effective_.data(), n_, 0.0f, out, n_);
+  }
+  const uint32_t call_seed = static_cast<uint32_t>(rng_());
+  const int64_t count = batch * out_len;
+  if (lossy) {
+    // Dither from a counter hash, so the loop vectorises.
+    for (int64_t e = 0; e < count; ++e) {
+      float error = 0;
+      for (int64_t b = 0; b < blocks; ++b) {
+        uint32_t h = static_cast<uint32_t>(e * blocks + b) * 0x9E3779B1u ^ call_seed;
+        h ^= h >> 15;
+        h *= 0x2C1B3C6Du;
+        h ^= h >> 12;
+        error += static_cast<float>(h >> 8) * (1.0f / 16777216.0f) - 0.5f;
       }
-      if (noisy) v += read_sigma * static_cast<float>(random.Normal());
-      out[e] += v;
+      out[e] += error * step_eff;
+    }
+  }
+  if (noisy) {
+    SplitMix normal_source(config_.seed ^ (uint64_t(call_seed) << 32));
+    // Read noise of every crossbar along K: variances add.
+    const float read_sigma = static_cast<float>(
+        config_.read_noise_sigma * std::sqrt(double(in_len) * weight_sq));
+    for (int64_t e = 0; e < count; ++e) {
+      out[e] += read_sigma * static_cast<float>(normal_source.Normal());
     }
   }
 }

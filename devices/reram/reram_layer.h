@@ -14,8 +14,10 @@
 // and signs; partial sums of crossbars along K are added digitally.
 //
 // Numerics: kBitExact runs every bit-plane and slice through the ADC (for
-// validation); kFast quantises weights, inputs and each crossbar's output,
-// with the output step chosen so its rounding error has the variance the
+// validation); kFast quantises weights, inputs and each crossbar's output
+// (with subtractive dither, so each crossbar adds an independent error
+// uniform over one step; computed as one product plus those errors), with
+// the output step chosen so its rounding error has the variance the
 // ADCs of the bit-exact path would add when every conversion is busy (and
 // adds the same read-noise variance). For sparse data, where many column
 // sums are 0 and convert without error, that is an upper estimate. With an ADC fine enough to resolve every column sum both are

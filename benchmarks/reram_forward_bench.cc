@@ -1,0 +1,71 @@
+// Cost of simulating a ReRAM forward pass: a 512 x 512 layer on a 928-row
+// input, fast and bit-exact numerics, against a plain fp32 LibTorch matmul
+// of the same shape, all timed in this run.
+//
+//   bazel run //benchmarks:reram_forward_bench
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "devices/reram/reram_layer.h"
+
+ABSL_FLAG(int, rows, 928, "Input rows.");
+ABSL_FLAG(int, features, 512, "Layer size (square).");
+ABSL_FLAG(int, repeats, 20, "Timed repetitions (median reported).");
+ABSL_FLAG(int, exact_repeats, 2, "Timed repetitions of the bit-exact mode.");
+
+namespace {
+
+template <typename Fn>
+double MedianSeconds(int repeats, Fn fn) {
+  fn();  // warm up
+  std::vector<double> t;
+  for (int i = 0; i < repeats; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    fn();
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  const int64_t m = absl::GetFlag(FLAGS_rows), k = absl::GetFlag(FLAGS_features),
+                n = k;
+  torch::manual_seed(0);
+  torch::Tensor x = torch::randn({m, k});
+  torch::Tensor w = torch::randn({k, n}) * 0.05;
+  torch::Tensor out;
+  const double torch_s = MedianSeconds(absl::GetFlag(FLAGS_repeats),
+                                       [&] { out = torch::matmul(x, w); });
+
+  std::vector<float> y(m * n);
+  auto run = [&](hpt::ReramNumerics numerics, int repeats) {
+    hpt::ReramConfig c;
+    c.numerics = numerics;
+    auto layer = hpt::ReramLayer::Create(c, k, n);
+    if (!layer.ok() || !layer->Program(w.data_ptr<float>()).ok()) std::abort();
+    return MedianSeconds(repeats, [&] {
+      if (!layer->Forward(x.data_ptr<float>(), m, y.data()).ok()) std::abort();
+    });
+  };
+  const double fast_s = run(hpt::ReramNumerics::kFast, absl::GetFlag(FLAGS_repeats));
+  const double exact_s =
+      run(hpt::ReramNumerics::kBitExact, absl::GetFlag(FLAGS_exact_repeats));
+  std::printf("%lld x %lld input, %lld x %lld layer, 5-bit ADC (NeuroSim defaults)\n",
+              (long long)m, (long long)k, (long long)k, (long long)n);
+  std::printf("LibTorch fp32 matmul   %8.3f ms\n", torch_s * 1e3);
+  std::printf("ReRAM fast forward     %8.3f ms  ratio %.2f (goal <= 3)\n",
+              fast_s * 1e3, fast_s / torch_s);
+  std::printf("ReRAM bit-exact        %8.3f ms  ratio %.1f\n", exact_s * 1e3,
+              exact_s / torch_s);
+  return 0;
+}
