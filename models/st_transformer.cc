@@ -78,11 +78,19 @@ SpatioTemporalTransformerImpl::SpatioTemporalTransformerImpl(
       torch::nn::Linear(config.reduction_dim(), config.output_features()));
 }
 
-torch::Tensor SpatioTemporalTransformerImpl::forward(const torch::Tensor& x) {
+torch::Tensor SpatioTemporalTransformerImpl::Encode(const torch::Tensor& x) {
   torch::Tensor h = embedding->forward(x);
   h = h + TokenEncoding(x.size(1), config_.d_model()).to(h.device());
   for (const auto& layer : *layers) h = layer->as<EncoderLayer>()->forward(h);
+  return h;
+}
+
+torch::Tensor SpatioTemporalTransformerImpl::Head(const torch::Tensor& h) {
   return head(reduction->forward(h));
+}
+
+torch::Tensor SpatioTemporalTransformerImpl::forward(const torch::Tensor& x) {
+  return Head(Encode(x));
 }
 
 torch::Tensor TokenEncoding(int64_t tokens, int64_t d_model) {

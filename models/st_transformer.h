@@ -50,7 +50,11 @@ TORCH_MODULE(EncoderLayer);
 class SpatioTemporalTransformerImpl : public torch::nn::Module {
  public:
   explicit SpatioTemporalTransformerImpl(const ModelConfig& config);
-  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor forward(const torch::Tensor& x);  // Head(Encode(x))
+  // Embedding, token encoding and encoder layers: [batch, tokens, d_model].
+  torch::Tensor Encode(const torch::Tensor& x);
+  // Dimension-reduction MLP and regression layer ("reduction.0", "head").
+  torch::Tensor Head(const torch::Tensor& h);
 
   const ModelConfig& config() const { return config_; }
 

@@ -77,7 +77,8 @@ auto Guarded(const char* what, Fn&& fn) -> decltype(fn()) {
 }
 
 struct Pending {
-  torch::Tensor loss;
+  torch::Tensor loss;    // full model: backward starts here
+  torch::Tensor output;  // encoder segment: backward takes its gradient
   int64_t batch = 0;
 };
 
@@ -89,6 +90,7 @@ struct JobSession {
   std::map<PendingKey, Pending> pending;
   std::map<PendingKey, BackwardResponse> backward_done;
   int64_t last_applied_step = -1;
+  bool encoder_only = false;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
 };
 
@@ -153,6 +155,12 @@ absl::StatusOr<LoadParametersResponse> GpuExecutor::Load(
     return absl::InvalidArgumentError("LoadParametersHeader.job_id is empty");
   }
   if (absl::Status s = ValidateModelConfig(header.model()); !s.ok()) return s;
+  const std::string& segment = header.gpu_segment();
+  if (!segment.empty() && segment != "model" && segment != "encoder") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "LoadParametersHeader.gpu_segment '", segment,
+        "' is not model or encoder"));
+  }
   const OptimizerConfig& opt = header.optimizer();
   if (!(opt.learning_rate() > 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -162,6 +170,7 @@ absl::StatusOr<LoadParametersResponse> GpuExecutor::Load(
   return Guarded("LoadParameters", [&]() -> absl::StatusOr<LoadParametersResponse> {
     auto session = std::make_unique<JobSession>();
     session->config = header.model();
+    session->encoder_only = header.gpu_segment() == "encoder";
     // Seeds initialisation here and dropout in later forwards.
     torch::manual_seed(header.init_seed());
     session->model = SpatioTemporalTransformer(header.model());
@@ -286,7 +295,7 @@ absl::StatusOr<ForwardResponse> GpuExecutor::Forward(
             " does not match inputs ", ShapeString(inputs->sizes())));
       }
       targets = *t;
-    } else if (request.train()) {
+    } else if (request.train() && !session.encoder_only) {
       return absl::InvalidArgumentError(
           "ForwardRequest.targets is empty but train is set");
     }
@@ -294,19 +303,34 @@ absl::StatusOr<ForwardResponse> GpuExecutor::Forward(
     const int64_t batch = inputs->size(0);
     response.set_num_samples(batch);
     torch::Tensor outputs;
-    if (request.train()) {
+    if (session.encoder_only) {
+      // The loss is computed downstream: hand the encoder output on.
+      if (request.train()) {
+        session.model->train();
+        outputs = session.model->Encode(*inputs);
+        session.pending[KeyOf(request.key())] = Pending{{}, outputs, batch};
+      } else {
+        torch::NoGradGuard no_grad;
+        session.model->eval();
+        outputs = session.model->Encode(*inputs);
+      }
+      torch::Tensor cpu = outputs.detach().to(torch::kCPU).contiguous();
+      FloatsToProto(cpu.data_ptr<float>(),
+                    std::vector<int64_t>(cpu.sizes().begin(), cpu.sizes().end()),
+                    "outputs", response.mutable_outputs());
+    } else if (request.train()) {
       session.model->train();
       outputs = session.model->forward(*inputs);
       torch::Tensor loss = MseLoss(outputs, targets);
       response.set_loss(loss.item<double>());
-      session.pending[KeyOf(request.key())] = Pending{loss, batch};
+      session.pending[KeyOf(request.key())] = Pending{loss, {}, batch};
     } else {
       torch::NoGradGuard no_grad;
       session.model->eval();
       outputs = session.model->forward(*inputs);
       if (has_targets) response.set_loss(MseLoss(outputs, targets).item<double>());
     }
-    if (request.return_outputs()) {
+    if (request.return_outputs() && !session.encoder_only) {
       torch::Tensor cpu = outputs.detach().to(torch::kCPU).contiguous();
       FloatsToProto(cpu.data_ptr<float>(),
                     std::vector<int64_t>(cpu.sizes().begin(), cpu.sizes().end()),
@@ -348,8 +372,20 @@ absl::StatusOr<BackwardResponse> GpuExecutor::Backward(
   }
   return Guarded("Backward", [&]() -> absl::StatusOr<BackwardResponse> {
     const auto start = Clock::now();
-    const double weight = double(it->second.batch) / double(global_batch);
-    (it->second.loss * weight).backward();
+    if (it->second.output.defined()) {
+      absl::StatusOr<HostTensor> grad =
+          FromProto(request.grad_output(), "BackwardRequest.grad_output");
+      if (!grad.ok()) return grad.status();
+      if (c10::IntArrayRef(grad->shape) != it->second.output.sizes()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "BackwardRequest.grad_output has shape ", grad->ShapeString(),
+            "; the encoder output is ", ShapeString(it->second.output.sizes())));
+      }
+      it->second.output.backward(ToTorch(*grad, impl_->device));
+    } else {
+      const double weight = double(it->second.batch) / double(global_batch);
+      (it->second.loss * weight).backward();
+    }
     session.pending.erase(it);
     std::vector<torch::Tensor> params = session.model->parameters();
     if (session.group) {

@@ -3,6 +3,10 @@
 // when the machine has it, else CPU). Plain C++: the gRPC service in
 // worker_service.h is a thin adapter over it, and tests drive it directly.
 //
+// Segments: with gpu_segment "encoder" the forward returns the encoder
+// output (the head runs on another worker) and the backward takes the
+// gradient of that output.
+//
 // Data parallelism: after JoinGroup, Backward averages gradients across the
 // group's ranks with c10d's Gloo process group; each rank weights its loss
 // by its share of the global batch, so the average equals the gradient of
@@ -25,10 +29,11 @@
 #include "absl/status/statusor.h"
 #include "common/host_tensor.h"
 #include "proto/worker_service.pb.h"
+#include "workers/task_executor.h"
 
 namespace hpt {
 
-class GpuExecutor {
+class GpuExecutor : public TaskExecutor {
  public:
   struct Options {
     // "auto" (cuda:0 when available, else cpu), "cpu", or "cuda:N".
@@ -41,25 +46,25 @@ class GpuExecutor {
 
   static absl::StatusOr<std::unique_ptr<GpuExecutor>> Create(
       const Options& options);
-  ~GpuExecutor();
+  ~GpuExecutor() override;
 
-  std::string device_name() const;
+  std::string device_name() const override;
 
   // Builds the job's model from header.model seeded with header.init_seed,
   // then overwrites parameters given in `parameters` (all or none).
   absl::StatusOr<LoadParametersResponse> Load(
       const LoadParametersHeader& header,
-      std::map<std::string, HostTensor> parameters);
-  absl::Status JoinGroup(const JoinGroupRequest& request);
-  absl::StatusOr<ForwardResponse> Forward(const ForwardRequest& request);
-  absl::StatusOr<BackwardResponse> Backward(const BackwardRequest& request);
+      std::map<std::string, HostTensor> parameters) override;
+  absl::Status JoinGroup(const JoinGroupRequest& request) override;
+  absl::StatusOr<ForwardResponse> Forward(const ForwardRequest& request) override;
+  absl::StatusOr<BackwardResponse> Backward(const BackwardRequest& request) override;
   absl::StatusOr<ApplyUpdateResponse> ApplyUpdate(
-      const ApplyUpdateRequest& request);
+      const ApplyUpdateRequest& request) override;
   // The job's parameters, in the model's order, cut into chunks.
   absl::StatusOr<std::vector<TensorChunk>> Snapshot(
-      const std::string& job_id, int64_t max_chunk_bytes);
-  absl::Status Release(const std::string& job_id);
-  std::vector<std::string> Jobs() const;
+      const std::string& job_id, int64_t max_chunk_bytes) override;
+  absl::Status Release(const std::string& job_id) override;
+  std::vector<std::string> Jobs() const override;
 
  private:
   struct Impl;

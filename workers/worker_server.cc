@@ -20,7 +20,7 @@ struct WorkerServer::Impl {
   Options options;
   int port = 0;
   std::string address;
-  std::unique_ptr<GpuExecutor> executor;
+  std::unique_ptr<TaskExecutor> executor;
   std::unique_ptr<WorkerMetrics> metrics;
   std::unique_ptr<WorkerServiceImpl> service;
   std::unique_ptr<grpc::Server> server;
@@ -64,21 +64,27 @@ WorkerServer::WorkerServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) 
 
 absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
     Options options) {
-  if (options.kind != "gpu") {
-    return absl::UnimplementedError(absl::StrCat(
-        "worker kind '", options.kind,
-        "' is not available yet: only 'gpu' workers exist in this build "
-        "(reram and systolic device models are planned)"));
+  if (options.kind != "gpu" && options.kind != "reram" && options.kind != "systolic") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--kind '", options.kind, "' is not gpu, reram or systolic"));
   }
   absl::StatusOr<HostPort> listen =
       ParseHostPort(options.listen_address, "--listen");
   if (!listen.ok()) return listen.status();
 
   auto impl = std::make_unique<Impl>();
-  absl::StatusOr<std::unique_ptr<GpuExecutor>> executor =
-      GpuExecutor::Create(options.executor);
-  if (!executor.ok()) return executor.status();
-  impl->executor = std::move(*executor);
+  if (options.kind == "gpu") {
+    absl::StatusOr<std::unique_ptr<GpuExecutor>> executor =
+        GpuExecutor::Create(options.executor);
+    if (!executor.ok()) return executor.status();
+    impl->executor = std::move(*executor);
+  } else {
+    options.device.kind = options.kind;
+    absl::StatusOr<std::unique_ptr<DeviceExecutor>> executor =
+        DeviceExecutor::Create(options.device);
+    if (!executor.ok()) return executor.status();
+    impl->executor = std::move(*executor);
+  }
   if (options.metrics_registry != nullptr) {
     impl->metrics =
         std::make_unique<WorkerMetrics>(*options.metrics_registry, options.kind);

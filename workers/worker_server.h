@@ -1,5 +1,6 @@
 // WorkerServer: a running worker process's server. Owns the device
-// executor, serves WorkerService (plus health and reflection), and
+// executor (LibTorch for kind gpu, a simulated device for reram and
+// systolic), serves WorkerService (plus health and reflection), and
 // registers with the coordinator on a heartbeat.
 //
 //   WorkerServer::Options o;
@@ -15,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "prometheus/registry.h"
+#include "workers/device_executor.h"
 #include "workers/gpu_executor.h"
 
 namespace hpt {
@@ -31,7 +33,8 @@ class WorkerServer {
     // coordinator may list this worker in its --workers flag instead).
     std::string coordinator_address;
     absl::Duration heartbeat_interval = absl::Seconds(2);
-    GpuExecutor::Options executor;
+    GpuExecutor::Options executor;      // kind gpu
+    DeviceExecutor::Options device;     // kinds reram and systolic
     prometheus::Registry* metrics_registry = nullptr;  // optional
   };
 

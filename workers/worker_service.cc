@@ -18,7 +18,7 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
-WorkerServiceImpl::WorkerServiceImpl(std::string kind, GpuExecutor* executor,
+WorkerServiceImpl::WorkerServiceImpl(std::string kind, TaskExecutor* executor,
                                      WorkerMetrics* metrics)
     : kind_(std::move(kind)),
       executor_(executor),

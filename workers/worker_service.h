@@ -1,4 +1,4 @@
-// WorkerServiceImpl: the gRPC face of a GPU worker. Validates and decodes
+// WorkerServiceImpl: the gRPC face of a worker of any kind. Validates and decodes
 // requests, runs each task on the device's TaskQueue (one at a time, off
 // gRPC's threads), and maps absl::Status to gRPC codes. Thread-safe.
 #ifndef HPT_WORKERS_WORKER_SERVICE_H_
@@ -9,7 +9,7 @@
 
 #include "common/task_queue.h"
 #include "proto/worker_service.grpc.pb.h"
-#include "workers/gpu_executor.h"
+#include "workers/task_executor.h"
 #include "workers/worker_metrics.h"
 
 namespace hpt {
@@ -17,7 +17,7 @@ namespace hpt {
 class WorkerServiceImpl final : public WorkerService::CallbackService {
  public:
   // `metrics` may be null (no metrics).
-  WorkerServiceImpl(std::string kind, GpuExecutor* executor,
+  WorkerServiceImpl(std::string kind, TaskExecutor* executor,
                     WorkerMetrics* metrics);
   ~WorkerServiceImpl() override;
 
@@ -57,7 +57,7 @@ class WorkerServiceImpl final : public WorkerService::CallbackService {
   void Observe(const char* task, double seconds, const absl::Status& status);
 
   const std::string kind_;
-  GpuExecutor* const executor_;
+  TaskExecutor* const executor_;
   WorkerMetrics* const metrics_;
   TaskQueue device_queue_;
 };
