@@ -38,6 +38,16 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& registry)
                              .Name("hpt_job_device_measured_seconds")
                              .Help("Measured device time of the job's tasks.")
                              .Register(registry)),
+      job_device_simulated_seconds(
+          prometheus::BuildGauge()
+              .Name("hpt_job_device_simulated_seconds")
+              .Help("Simulated device time of the job's tasks, by device kind.")
+              .Register(registry)),
+      job_device_energy(prometheus::BuildGauge()
+                            .Name("hpt_job_device_energy_joules")
+                            .Help("Simulated device energy of the job's tasks, "
+                                  "by device kind.")
+                            .Register(registry)),
       task_latency(prometheus::BuildHistogram()
                        .Name("hpt_task_latency_seconds")
                        .Help("Round-trip time of worker calls seen by the "
@@ -69,8 +79,19 @@ void CoordinatorMetrics::ObserveJob(const Job& job) {
   job_samples_per_second.Add(labels).Set(p.samples_per_s());
   job_phase.Add({{"job", job.job_id()}, {"phase", "full"}})
       .Set(job.state() == RUNNING || job.state() == SUCCEEDED ? 1 : 0);
-  job_device_seconds.Add({{"job", job.job_id()}, {"kind", "gpu"}})
-      .Set(job.cost().measured_s());
+  std::map<std::string, CostReport> by_kind;
+  for (const DeviceCost& d : job.device_costs()) {
+    CostReport& c = by_kind[d.kind()];
+    c.set_measured_s(c.measured_s() + d.cost().measured_s());
+    c.set_simulated_s(c.simulated_s() + d.cost().simulated_s());
+    c.set_energy_j(c.energy_j() + d.cost().energy_j());
+  }
+  for (const auto& [kind, c] : by_kind) {
+    const prometheus::Labels l{{"job", job.job_id()}, {"kind", kind}};
+    job_device_seconds.Add(l).Set(c.measured_s());
+    job_device_simulated_seconds.Add(l).Set(c.simulated_s());
+    job_device_energy.Add(l).Set(c.energy_j());
+  }
 }
 
 void CoordinatorMetrics::ForgetJob(const std::string& job_id) {
@@ -80,8 +101,13 @@ void CoordinatorMetrics::ForgetJob(const std::string& job_id) {
     family->Remove(&family->Add(labels));
   }
   job_phase.Remove(&job_phase.Add({{"job", job_id}, {"phase", "full"}}));
-  job_device_seconds.Remove(
-      &job_device_seconds.Add({{"job", job_id}, {"kind", "gpu"}}));
+  for (const char* kind : {"gpu", "reram", "systolic"}) {
+    const prometheus::Labels l{{"job", job_id}, {"kind", kind}};
+    for (auto* family : {&job_device_seconds, &job_device_simulated_seconds,
+                         &job_device_energy}) {
+      if (family->Has(l)) family->Remove(&family->Add(l));
+    }
+  }
 }
 
 void CoordinatorMetrics::ObserveRpc(const std::string& method,

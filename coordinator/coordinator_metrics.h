@@ -32,6 +32,8 @@ struct CoordinatorMetrics {
   prometheus::Family<prometheus::Gauge>& job_phase;
   prometheus::Family<prometheus::Gauge>& job_samples_per_second;
   prometheus::Family<prometheus::Gauge>& job_device_seconds;
+  prometheus::Family<prometheus::Gauge>& job_device_simulated_seconds;
+  prometheus::Family<prometheus::Gauge>& job_device_energy;
   prometheus::Family<prometheus::Histogram>& task_latency;
   prometheus::Family<prometheus::Counter>& rpc_errors;
   prometheus::Family<prometheus::Gauge>& workers_up;

@@ -220,6 +220,14 @@ void JobManager::RunJob(const std::string& job_id) {
   absl::StatusOr<std::vector<WorkerEntry>> entries = pool_->WaitFor(
       "gpu", spec.placement().gpu_workers(), options_.worker_wait);
   if (!entries.ok()) return finish(entries.status());
+  const std::string& head_kind = spec.placement().head_device();
+  std::unique_ptr<WorkerClient> head;
+  if (head_kind != "gpu" && !head_kind.empty()) {
+    absl::StatusOr<std::vector<WorkerEntry>> head_entry =
+        pool_->WaitFor(head_kind, 1, options_.worker_wait);
+    if (!head_entry.ok()) return finish(head_entry.status());
+    entries->push_back(head_entry->front());
+  }
   std::vector<std::unique_ptr<WorkerClient>> clients;
   std::vector<WorkerClient*> raw;
   {
@@ -227,13 +235,14 @@ void JobManager::RunJob(const std::string& job_id) {
     absl::StatusOr<Record*> record = Find(job_id);
     for (const WorkerEntry& e : *entries) {
       clients.push_back(options_.client_factory(e.address));
-      raw.push_back(clients.back().get());
+      if (e.kind == "gpu") raw.push_back(clients.back().get());
       if (record.ok()) (*record)->job.add_workers(e.address);
     }
   }
 
   Trainer::Options trainer_options;
   trainer_options.rendezvous = options_.rendezvous;
+  if (clients.size() > raw.size()) trainer_options.head_worker = clients.back().get();
   trainer_options.cancelled = [this, job_id] {
     absl::MutexLock lock(&mu_);
     absl::StatusOr<Record*> record = Find(job_id);
@@ -248,11 +257,13 @@ void JobManager::RunJob(const std::string& job_id) {
     job.clear_epoch_losses();
     for (double l : update.epoch_losses) job.add_epoch_losses(l);
     *job.mutable_cost() = update.cost;
+    job.clear_device_costs();
+    for (const DeviceCost& d : update.device_costs) *job.add_device_costs() = d;
     Notify(job);
   };
   Trainer trainer(job_id, spec, data, raw, trainer_options);
   absl::Status status = trainer.Run();
-  for (WorkerClient* client : raw) client->Release(job_id).IgnoreError();
+  for (auto& client : clients) client->Release(job_id).IgnoreError();
   finish(status);
 }
 

@@ -151,6 +151,19 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
     return Invalid("placement.gpu_workers",
                    absl::StrCat("must be positive, got ", p.gpu_workers()));
   }
+  if (p.head_device().empty()) p.set_head_device("gpu");
+  if (p.head_device() != "gpu" && p.head_device() != "reram" &&
+      p.head_device() != "systolic") {
+    return Invalid("placement.head_device",
+                   absl::StrCat("'", p.head_device(), "' is not gpu, reram or systolic"));
+  }
+  if (p.head_device() != "gpu" && p.gpu_workers() > 1) {
+    return Invalid("placement.head_device",
+                   absl::StrCat("'", p.head_device(),
+                                "' needs placement.gpu_workers 1 (a head on another "
+                                "device is not data-parallel), got ",
+                                p.gpu_workers()));
+  }
   if (t.batch_size() < p.gpu_workers()) {
     return Invalid("training.batch_size",
                    absl::StrCat("(", t.batch_size(),

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "common/cost_util.h"
 #include "common/status_macros.h"
 #include "common/tensor_codec.h"
 #include "coordinator/job_spec.h"
@@ -29,6 +30,10 @@ absl::Status ForEachWorker(size_t n, Fn fn) {
     if (first.ok() && !s.ok()) first = s;
   }
   return first;
+}
+
+const std::string& HeadKind(const JobSpec& spec) {
+  return spec.placement().head_device();
 }
 
 }  // namespace
@@ -54,13 +59,20 @@ std::vector<int64_t> Trainer::ShardSizes(int64_t batch, int workers) {
   return sizes;
 }
 
-void Trainer::AddCost(const CostReport& cost) {
-  CostReport& total = state_.cost;
-  total.set_device_kind(cost.device_kind());
-  total.set_measured_s(total.measured_s() + cost.measured_s());
-  total.set_simulated_s(total.simulated_s() + cost.simulated_s());
-  total.set_energy_j(total.energy_j() + cost.energy_j());
+void Trainer::AddCost(WorkerClient* worker, const std::string& kind,
+                      const CostReport& cost) {
+  hpt::AddCost(cost, &state_.cost);
+  auto [it, inserted] = cost_index_.try_emplace(worker, state_.device_costs.size());
+  if (inserted) {
+    DeviceCost& d = state_.device_costs.emplace_back();
+    d.set_kind(kind);
+    d.set_worker(worker->address());
+  }
+  DeviceCost& d = state_.device_costs[it->second];
+  d.set_tasks(d.tasks() + 1);
+  hpt::AddCost(cost, d.mutable_cost());
 }
+
 
 void Trainer::Report() {
   if (options_.on_progress) options_.on_progress(state_);
@@ -76,6 +88,7 @@ absl::Status Trainer::LoadModel() {
   *header.mutable_optimizer() = spec_.training().optimizer();
   header.set_init_seed(spec_.training().seed());
   header.set_num_tokens(static_cast<int32_t>(data_->num_tokens()));
+  if (options_.head_worker != nullptr) header.set_gpu_segment("encoder");
   // Every rank initialises from the same seed; JoinGroup then broadcasts
   // rank 0's parameters so replicas are identical whatever the platform.
   RETURN_IF_ERROR(ForEachWorker(workers_.size(), [&](size_t i) {
@@ -100,13 +113,107 @@ absl::Status Trainer::LoadModel() {
       return workers_[i]->JoinGroup(join);
     }));
   }
+  if (options_.head_worker != nullptr) RETURN_IF_ERROR(LoadHead());
   return absl::OkStatus();
+}
+
+// The head's initial weights are the GPU's seeded ones: read them back and
+// send them to the head worker as its segment.
+absl::Status Trainer::LoadHead() {
+  ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks, workers_[0]->Snapshot(job_id_));
+  const std::vector<std::string> names = {"reduction.0.weight", "reduction.0.bias",
+                                          "head.weight", "head.bias"};
+  std::vector<TensorChunk> head;
+  for (TensorChunk& c : chunks) {
+    if (std::find(names.begin(), names.end(), c.name()) != names.end()) {
+      head.push_back(std::move(c));
+    }
+  }
+  const bool trainable = HeadKind(spec_) != "reram";  // ReRAM weights stay frozen
+  LoadParametersHeader header;
+  header.set_job_id(job_id_);
+  *header.mutable_optimizer() = spec_.training().optimizer();
+  SegmentSpec& segment = *header.mutable_segment();
+  segment.set_name("head");
+  SegmentOp* reduce = segment.add_ops();
+  reduce->set_type(SegmentOp::LINEAR);
+  reduce->set_weight("reduction.0.weight");
+  reduce->set_bias("reduction.0.bias");
+  reduce->set_trainable(trainable);
+  segment.add_ops()->set_type(SegmentOp::RELU);
+  SegmentOp* out = segment.add_ops();
+  out->set_type(SegmentOp::LINEAR);
+  out->set_weight("head.weight");
+  out->set_bias("head.bias");
+  out->set_trainable(trainable);
+  ASSIGN_OR_RETURN(LoadParametersResponse loaded,
+                   options_.head_worker->LoadParameters(header, head));
+  AddCost(options_.head_worker, HeadKind(spec_), loaded.cost());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<double> Trainer::HeadStep(const HostTensor& x, const HostTensor& y,
+                                         int64_t step, double learning_rate) {
+  WorkerClient* gpu = workers_[0];
+  WorkerClient* head = options_.head_worker;
+  const std::string kind = HeadKind(spec_);
+  ForwardRequest encode;
+  encode.mutable_key()->set_job_id(job_id_);
+  encode.mutable_key()->set_step(step);
+  encode.mutable_key()->set_segment("encoder");
+  ToProto(x, "inputs", encode.mutable_inputs());
+  encode.set_train(true);
+  ASSIGN_OR_RETURN(ForwardResponse encoded, gpu->Forward(encode));
+  AddCost(gpu, "gpu", encoded.cost());
+  ForwardRequest predict;
+  predict.mutable_key()->set_job_id(job_id_);
+  predict.mutable_key()->set_step(step);
+  predict.mutable_key()->set_segment("head");
+  *predict.mutable_inputs() = std::move(*encoded.mutable_outputs());
+  ToProto(y, "targets", predict.mutable_targets());
+  predict.set_train(true);
+  ASSIGN_OR_RETURN(ForwardResponse predicted, head->Forward(predict));
+  AddCost(head, kind, predicted.cost());
+  const double loss = predicted.loss();
+  if (!std::isfinite(loss)) return loss;  // the caller reports it
+  BackwardRequest head_back;
+  *head_back.mutable_key() = predict.key();
+  head_back.set_global_batch_size(x.shape[0]);
+  ASSIGN_OR_RETURN(BackwardResponse head_grads, head->Backward(head_back));
+  AddCost(head, kind, head_grads.cost());
+  BackwardRequest encoder_back;
+  *encoder_back.mutable_key() = encode.key();
+  encoder_back.set_global_batch_size(x.shape[0]);
+  *encoder_back.mutable_grad_output() = std::move(*head_grads.mutable_grad_input());
+  ASSIGN_OR_RETURN(BackwardResponse encoder_grads, gpu->Backward(encoder_back));
+  AddCost(gpu, "gpu", encoder_grads.cost());
+  for (WorkerClient* w : {gpu, head}) {
+    ApplyUpdateRequest update;
+    update.set_job_id(job_id_);
+    update.set_step(step);
+    update.set_learning_rate(learning_rate);
+    ASSIGN_OR_RETURN(ApplyUpdateResponse applied, w->ApplyUpdate(update));
+    AddCost(w, w == gpu ? "gpu" : kind, applied.cost());
+  }
+  return loss;
 }
 
 absl::Status Trainer::TrainStep(const std::vector<int64_t>& indices,
                                 int64_t step, double learning_rate,
                                 double* loss) {
   const int64_t batch = static_cast<int64_t>(indices.size());
+  if (options_.head_worker != nullptr) {
+    HostTensor x, y;
+    data_->Gather(data_->train_starts(), indices, &x, &y);
+    ASSIGN_OR_RETURN(*loss, HeadStep(x, y, step, learning_rate));
+    if (!std::isfinite(*loss)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "training loss became ", *loss, " at step ", step,
+          "; the model diverged: lower training.optimizer.learning_rate (now ",
+          learning_rate, ") or check the data for extreme values"));
+    }
+    return absl::OkStatus();
+  }
   const std::vector<int64_t> shards = ShardSizes(batch, workers_.size());
   std::vector<ForwardResponse> forwards(workers_.size());
   std::vector<BackwardResponse> backwards(workers_.size());
@@ -135,7 +242,7 @@ absl::Status Trainer::TrainStep(const std::vector<int64_t>& indices,
   double weighted = 0;
   for (size_t i = 0; i < workers_.size(); ++i) {
     weighted += forwards[i].loss() * shards[i];
-    AddCost(forwards[i].cost());
+    AddCost(workers_[i], "gpu", forwards[i].cost());
   }
   *loss = weighted / batch;
   if (!std::isfinite(*loss)) {
@@ -160,8 +267,8 @@ absl::Status Trainer::TrainStep(const std::vector<int64_t>& indices,
     return absl::OkStatus();
   }));
   for (size_t i = 0; i < workers_.size(); ++i) {
-    AddCost(backwards[i].cost());
-    AddCost(updates[i].cost());
+    AddCost(workers_[i], "gpu", backwards[i].cost());
+    AddCost(workers_[i], "gpu", updates[i].cost());
   }
   return absl::OkStatus();
 }
@@ -181,18 +288,34 @@ absl::StatusOr<double> Trainer::Evaluate() {
     }
     HostTensor x, y;
     data_->Gather(starts, indices, &x, &y);
-    ForwardRequest request;
-    request.mutable_key()->set_job_id(job_id_);
-    request.mutable_key()->set_step(-1);
-    request.mutable_key()->set_segment("model");
-    ToProto(x, "inputs", request.mutable_inputs());
-    ToProto(y, "targets", request.mutable_targets());
-    request.set_train(false);
-    ASSIGN_OR_RETURN(ForwardResponse response, workers_[0]->Forward(request));
-    sum += response.loss() * indices.size();
+    ASSIGN_OR_RETURN(double loss, EvaluateBatch(x, y));
+    sum += loss * indices.size();
     count += indices.size();
   }
   return sum / count;
+}
+
+absl::StatusOr<double> Trainer::EvaluateBatch(const HostTensor& x, const HostTensor& y) {
+  ForwardRequest request;
+  request.mutable_key()->set_job_id(job_id_);
+  request.mutable_key()->set_step(-1);
+  request.mutable_key()->set_segment(options_.head_worker ? "encoder" : "model");
+  ToProto(x, "inputs", request.mutable_inputs());
+  if (options_.head_worker == nullptr) ToProto(y, "targets", request.mutable_targets());
+  request.set_train(false);
+  ASSIGN_OR_RETURN(ForwardResponse response, workers_[0]->Forward(request));
+  AddCost(workers_[0], "gpu", response.cost());
+  if (options_.head_worker == nullptr) return response.loss();
+  ForwardRequest head;
+  head.mutable_key()->set_job_id(job_id_);
+  head.mutable_key()->set_step(-1);
+  head.mutable_key()->set_segment("head");
+  *head.mutable_inputs() = std::move(*response.mutable_outputs());
+  ToProto(y, "targets", head.mutable_targets());
+  head.set_train(false);
+  ASSIGN_OR_RETURN(ForwardResponse predicted, options_.head_worker->Forward(head));
+  AddCost(options_.head_worker, HeadKind(spec_), predicted.cost());
+  return predicted.loss();
 }
 
 absl::Status Trainer::Run() {

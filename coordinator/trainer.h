@@ -2,17 +2,24 @@
 // epochs and batches, the StepLR learning-rate schedule, the split of each
 // batch across data-parallel GPU workers, and the order of tasks: all
 // forwards, then all backwards (gradients averaged by the workers through
-// Gloo), then all updates. Reports progress through a callback.
+// Gloo), then all updates. With the output head on a ReRAM or systolic
+// worker, a step is: encoder forward (GPU) -> head forward and loss (head
+// worker) -> head backward -> encoder backward with the head's input
+// gradient -> both updates. Adds up every task's cost report per worker.
+// Reports progress through a callback.
 //
 // Not thread-safe: one Run at a time. The clock is injectable.
 #ifndef HPT_COORDINATOR_TRAINER_H_
 #define HPT_COORDINATOR_TRAINER_H_
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/host_tensor.h"
 #include "absl/time/clock.h"
 #include "coordinator/worker_client.h"
 #include "data/window_dataset.h"
@@ -25,7 +32,8 @@ class RendezvousStore;
 struct TrainerUpdate {
   JobProgress progress;
   std::vector<double> epoch_losses;
-  CostReport cost;
+  CostReport cost;                       // all tasks
+  std::vector<DeviceCost> device_costs;  // per worker
 };
 
 class Trainer {
@@ -37,6 +45,9 @@ class Trainer {
     // Needed when the job has more than one GPU worker.
     RendezvousStore* rendezvous = nullptr;
     double join_timeout_s = 60;
+    // The worker running the output head when placement.head_device is not
+    // "gpu"; the GPU worker then runs the encoder segment.
+    WorkerClient* head_worker = nullptr;
   };
 
   // `spec` is normalised; `workers` has spec.placement.gpu_workers entries.
@@ -57,7 +68,12 @@ class Trainer {
   absl::Status TrainStep(const std::vector<int64_t>& indices, int64_t step,
                          double learning_rate, double* loss);
   absl::StatusOr<double> Evaluate();
-  void AddCost(const CostReport& cost);
+  void AddCost(WorkerClient* worker, const std::string& kind,
+               const CostReport& cost);
+  absl::Status LoadHead();
+  absl::StatusOr<double> HeadStep(const HostTensor& x, const HostTensor& y,
+                                  int64_t step, double learning_rate);
+  absl::StatusOr<double> EvaluateBatch(const HostTensor& x, const HostTensor& y);
   void Report();
 
   const std::string job_id_;
@@ -66,6 +82,7 @@ class Trainer {
   std::vector<WorkerClient*> workers_;
   Options options_;
   TrainerUpdate state_;
+  std::map<WorkerClient*, size_t> cost_index_;  // into state_.device_costs
 };
 
 }  // namespace hpt

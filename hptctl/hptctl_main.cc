@@ -37,6 +37,8 @@ ABSL_FLAG(double, lr, 0, "submit: learning rate (0: spec or default 1e-3).");
 ABSL_FLAG(std::string, optimizer, "", "submit: adam or adamw.");
 ABSL_FLAG(int, step_lr_step_size, 0, "submit: StepLR epochs per decay (0: constant).");
 ABSL_FLAG(int, gpu_workers, 0, "submit: data-parallel GPU workers (0: 1).");
+ABSL_FLAG(std::string, head_device, "",
+          "submit: where the output head runs: gpu, reram or systolic.");
 ABSL_FLAG(int, max_steps_per_epoch, 0, "submit: cap on steps per epoch.");
 ABSL_FLAG(uint64_t, seed, 0, "submit: training seed.");
 ABSL_FLAG(std::string, csv, "", "submit: wide CSV file, read by the coordinator.");
@@ -127,6 +129,7 @@ absl::StatusOr<SubmitJobRequest> BuildSubmit() {
            absl::GetFlag(FLAGS_epochs) || absl::GetFlag(FLAGS_batch_size) ||
            absl::GetFlag(FLAGS_lr) || !absl::GetFlag(FLAGS_optimizer).empty() ||
            absl::GetFlag(FLAGS_step_lr_step_size) || absl::GetFlag(FLAGS_gpu_workers) ||
+           !absl::GetFlag(FLAGS_head_device).empty() ||
            absl::GetFlag(FLAGS_max_steps_per_epoch) || absl::GetFlag(FLAGS_seed) ||
            !absl::GetFlag(FLAGS_csv).empty() || absl::GetFlag(FLAGS_window) ||
            absl::GetFlag(FLAGS_horizon) || absl::GetFlag(FLAGS_stations) ||
@@ -157,6 +160,7 @@ absl::StatusOr<SubmitJobRequest> BuildSubmit() {
   t.set_max_steps_per_epoch(absl::GetFlag(FLAGS_max_steps_per_epoch));
   t.set_seed(absl::GetFlag(FLAGS_seed));
   spec.mutable_placement()->set_gpu_workers(absl::GetFlag(FLAGS_gpu_workers));
+  spec.mutable_placement()->set_head_device(absl::GetFlag(FLAGS_head_device));
   DataSpec& d = *spec.mutable_data();
   d.set_window(absl::GetFlag(FLAGS_window));
   d.set_horizon(absl::GetFlag(FLAGS_horizon));

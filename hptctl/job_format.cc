@@ -85,9 +85,23 @@ std::string FormatSummary(const Job& job) {
     absl::StrAppendFormat(&out, "  test MSE   %.4f (normalised units)\n",
                           p.test_loss());
   }
-  if (job.cost().measured_s() > 0) {
-    absl::StrAppendFormat(&out, "  device     %.2fs measured on gpu workers\n",
-                          job.cost().measured_s());
+  if (job.device_costs_size() > 0) {
+    absl::StrAppendFormat(&out, "  devices    %-8s %-22s %6s %10s %12s %12s\n", "kind",
+                          "worker", "tasks", "measured", "simulated", "energy");
+    for (const DeviceCost& d : job.device_costs()) {
+      absl::StrAppendFormat(&out, "             %-8s %-22s %6d %9.3fs %11.6fs %10.4g J\n",
+                            d.kind(), d.worker(), d.tasks(), d.cost().measured_s(),
+                            d.cost().simulated_s(), d.cost().energy_j());
+      std::string counters;
+      for (const char* name : {"cell_writes", "max_cell_writes", "adc_conversions",
+                               "crossbar_activations", "macs", "cycles"}) {
+        auto it = d.cost().counters().find(name);
+        if (it == d.cost().counters().end()) continue;
+        absl::StrAppendFormat(&counters, "%s%s %.6g", counters.empty() ? "" : ", ",
+                              name, it->second);
+      }
+      if (!counters.empty()) absl::StrAppendFormat(&out, "             (%s)\n", counters);
+    }
   }
   if (!job.error().empty()) absl::StrAppendFormat(&out, "  error      %s\n", job.error());
   return out;

@@ -256,7 +256,9 @@ TEST(DeviceExecutorTest, BadInputsAreNamed) {
   EXPECT_THAT(std::string(bad.status().message()),
               HasSubstr("ForwardRequest.inputs must have shape [..., 10]"));
   EXPECT_EQ(e->JoinGroup(JoinGroupRequest()).code(), absl::StatusCode::kUnimplemented);
-  EXPECT_FALSE(DeviceExecutor::Create({.kind = "tpu"}).ok());
+  DeviceExecutor::Options tpu;
+  tpu.kind = "tpu";
+  EXPECT_FALSE(DeviceExecutor::Create(tpu).ok());
 }
 
 }  // namespace

@@ -63,10 +63,6 @@ absl::Status ValidateReramConfig(const ReramConfig& c) {
   if (c.cols_per_adc < 1 || c.crossbars_per_tile < 1) {
     return bad("reram cols_per_adc and crossbars_per_tile must be positive");
   }
-  if (!(c.adc_range_fraction > 0 && c.adc_range_fraction <= 1)) {
-    return bad(absl::StrCat("reram adc_range_fraction must be in (0, 1], got ",
-                            c.adc_range_fraction));
-  }
   if (!(c.endurance_writes >= 1)) {
     return bad(absl::StrCat("reram endurance_writes must be at least 1, got ",
                             c.endurance_writes));
@@ -129,17 +125,31 @@ int64_t ReramLayer::tiles() const {
 }
 int64_t ReramLayer::cells() const { return k_ * n_ * slices_ * signs(); }
 
-double ReramLayer::AdcStep(int64_t rows) const {
+double ReramLayer::FullScaleStep(int64_t lines) const {
   const double max_level = (1 << config_.cell_bits) - 1;
-  const double full_scale = config_.adc_range_fraction * double(rows) * max_level;
   const double codes = double((int64_t{1} << config_.adc_bits) - 1);
   // An ADC with at least one code per possible sum resolves it exactly.
-  return std::max(1.0, full_scale / codes);
+  return std::max(1.0, double(lines) * max_level / codes);
 }
 
-float ReramLayer::Adc(float sum, double step, double max_code) const {
-  const double code = std::min(max_code, std::max(0.0, std::nearbyint(sum / step)));
-  return static_cast<float>(code * step);
+void ReramLayer::Adc(float* sums, int64_t count, int64_t lines) const {
+  const double codes = double((int64_t{1} << config_.adc_bits) - 1);
+  double low = 0, step = FullScaleStep(lines);
+  if (config_.adc_ranging == AdcRanging::kPerRead) {
+    float lo = sums[0], hi = sums[0];
+    for (int64_t i = 1; i < count; ++i) {
+      lo = std::min(lo, sums[i]);
+      hi = std::max(hi, sums[i]);
+    }
+    low = lo;
+    // Line sums are integers (in level units): a step of one resolves them.
+    step = std::max(1.0, double(hi - lo) / codes);
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    const double code =
+        std::min(codes, std::max(0.0, std::nearbyint((sums[i] - low) / step)));
+    sums[i] = static_cast<float>(low + code * step);
+  }
 }
 
 double ReramLayer::QuantizeInputs(const float* in, int64_t n,
@@ -224,6 +234,7 @@ absl::StatusOr<ReramReport> ReramLayer::Program(const float* w) {
       }
     }
   }
+  adc_error_var_[0] = adc_error_var_[1] = -1;  // new weights: recalibrate
   for (uint32_t& count : writes_) ++count;
   max_writes_ = needed;
   programmed_ = true;
@@ -318,9 +329,10 @@ void ReramLayer::ExactRead(const std::vector<float>& xq, int64_t batch,
   const int64_t in_len = transposed ? n_ : k_;
   const int64_t out_len = transposed ? k_ : n_;
   const int64_t block = transposed ? config_.crossbar_cols : config_.crossbar_rows;
+  // Lines digitised together by one crossbar: its columns (rows when
+  // transposed).
+  const int64_t out_block = transposed ? config_.crossbar_rows : config_.crossbar_cols;
   const int64_t blocks = transposed ? col_blocks() : row_blocks();
-  const double step = AdcStep(block);
-  const double max_code = double((int64_t{1} << config_.adc_bits) - 1);
   const uint32_t mask = (uint32_t{1} << planes) - 1;
   std::normal_distribution<double> noise(0.0, 1.0);
   std::fill(out, out + batch * out_len, 0.0f);
@@ -355,11 +367,15 @@ void ReramLayer::ExactRead(const std::vector<float>& xq, int64_t batch,
           const float weight = static_cast<float>(
               plane_weight * std::ldexp(1.0, s * config_.cell_bits) *
               (sign == 0 ? 1.0 : -1.0));
-          for (int64_t e = 0; e < batch * out_len; ++e) {
-            float sum = sums[e];
-            if (read_sigma > 0) sum += static_cast<float>(read_sigma * noise(rng_));
-            out[e] += weight * Adc(sum, step, max_code);
+          if (read_sigma > 0) {
+            for (float& v : sums) v += static_cast<float>(read_sigma * noise(rng_));
           }
+          for (int64_t b = 0; b < batch; ++b) {
+            for (int64_t o0 = 0; o0 < out_len; o0 += out_block) {
+              Adc(&sums[b * out_len + o0], std::min(out_block, out_len - o0), nb);
+            }
+          }
+          for (int64_t e = 0; e < batch * out_len; ++e) out[e] += weight * sums[e];
         }
       }
     }
@@ -377,41 +393,61 @@ void ReramLayer::ExactRead(const std::vector<float>& xq, int64_t batch,
   }
 }
 
+double ReramLayer::CalibrateAdcError(const std::vector<float>& xq, int64_t batch,
+                                     bool transposed) {
+  const int64_t in_len = transposed ? n_ : k_;
+  const int64_t out_len = transposed ? k_ : n_;
+  const int64_t rows = std::min<int64_t>(batch, 8);
+  std::vector<float> sample(xq.begin(), xq.begin() + rows * in_len);
+  std::vector<float> digitised(rows * out_len), exact(rows * out_len);
+  // The ADC error alone: read noise is modelled separately.
+  const double read_noise = config_.read_noise_sigma;
+  config_.read_noise_sigma = 0;
+  ExactRead(sample, rows, transposed, digitised.data());
+  config_.read_noise_sigma = read_noise;
+  if (transposed) {
+    SgemmBt(rows, k_, n_, 1.0f, sample.data(), n_, effective_.data(), n_, 0.0f,
+            exact.data(), k_);
+  } else {
+    Sgemm(rows, n_, k_, 1.0f, sample.data(), k_, effective_.data(), n_, 0.0f,
+          exact.data(), n_);
+  }
+  double sum = 0;
+  for (size_t i = 0; i < exact.size(); ++i) {
+    const double d = double(digitised[i]) - exact[i];
+    sum += d * d;
+  }
+  return sum / double(exact.size());
+}
+
 void ReramLayer::FastRead(const std::vector<float>& xq, int64_t batch,
                           bool transposed, float* out) {
   const int64_t in_len = transposed ? n_ : k_;
   const int64_t out_len = transposed ? k_ : n_;
   const int64_t block = transposed ? config_.crossbar_cols : config_.crossbar_rows;
-  const double step = AdcStep(block);
-  // The bit-exact path makes one ADC conversion per bit-plane, slice and
-  // sign for each crossbar output, each weighted by 2^plane * 2^(slice *
-  // cell_bits): the variance of their sum, in integer-product units.
-  double weight_sq = 0;
-  for (int p = 0; p < config_.input_bits; ++p) {
-    for (int s = 0; s < slices_; ++s) {
-      weight_sq += std::ldexp(1.0, 2 * p) * std::ldexp(1.0, 2 * s * config_.cell_bits);
-    }
-  }
-  weight_sq *= signs();
-  // An ADC that resolves every sum (step 1) adds no error: the read is the
-  // exact integer product. Otherwise each crossbar's output is rounded to step_eff with subtractive dither,
-  // which makes its rounding error exactly uniform over one step and
-  // independent of the value (Schuchman, IEEE Trans. Commun. Tech., 1964).
-  // The sum over the crossbars along K therefore equals the full product
-  // plus one such independent error per crossbar: one GEMM, one pass.
-  const bool lossy = step > 1.0;
-  const bool noisy = config_.read_noise_sigma > 0;
-  const float step_eff = static_cast<float>(lossy ? step * std::sqrt(weight_sq) : 0);
   const int64_t blocks = CeilDiv(in_len, block);
   if (transposed) {
     SgemmBt(batch, k_, n_, 1.0f, xq.data(), n_, effective_.data(), n_, 0.0f, out, k_);
   } else {
     Sgemm(batch, n_, k_, 1.0f, xq.data(), k_, effective_.data(), n_, 0.0f, out, n_);
   }
-  const uint32_t call_seed = static_cast<uint32_t>(rng_());
   const int64_t count = batch * out_len;
-  if (lossy) {
-    // Dither from a counter hash, so the loop vectorises.
+  // ADC error: calibrated against the bit-exact path on the first read and
+  // every 64th after (weights are fixed; input statistics drift slowly).
+  const int dir = transposed ? 1 : 0;
+  if (adc_error_var_[dir] < 0 || reads_since_calibration_[dir] >= 64) {
+    adc_error_var_[dir] = CalibrateAdcError(xq, batch, transposed);
+    reads_since_calibration_[dir] = 0;
+  }
+  ++reads_since_calibration_[dir];
+  const uint32_t call_seed = static_cast<uint32_t>(rng_());
+  if (adc_error_var_[dir] > 0) {
+    // One dithered rounding per crossbar along the input: each adds an
+    // error uniform over its step, independent of the value (Schuchman,
+    // IEEE Trans. Commun. Tech., 1964), so the crossbars' errors add up to
+    // the calibrated variance. The dither comes from a counter hash, so
+    // the loop vectorises.
+    const float step = static_cast<float>(std::sqrt(12.0 * adc_error_var_[dir] / blocks));
     for (int64_t e = 0; e < count; ++e) {
       float error = 0;
       for (int64_t b = 0; b < blocks; ++b) {
@@ -421,12 +457,20 @@ void ReramLayer::FastRead(const std::vector<float>& xq, int64_t batch,
         h ^= h >> 12;
         error += static_cast<float>(h >> 8) * (1.0f / 16777216.0f) - 0.5f;
       }
-      out[e] += error * step_eff;
+      out[e] += error * step;
     }
   }
-  if (noisy) {
+  if (config_.read_noise_sigma > 0) {
+    // Read noise of every conversion, weighted as the shift-and-add
+    // weights them: 2^plane * 2^(slice * cell_bits), both signs.
+    double weight_sq = 0;
+    for (int p = 0; p < config_.input_bits; ++p) {
+      for (int s = 0; s < slices_; ++s) {
+        weight_sq += std::ldexp(1.0, 2 * p) * std::ldexp(1.0, 2 * s * config_.cell_bits);
+      }
+    }
+    weight_sq *= signs();
     SplitMix normal_source(config_.seed ^ (uint64_t(call_seed) << 32));
-    // Read noise of every crossbar along K: variances add.
     const float read_sigma = static_cast<float>(
         config_.read_noise_sigma * std::sqrt(double(in_len) * weight_sq));
     for (int64_t e = 0; e < count; ++e) {

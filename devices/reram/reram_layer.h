@@ -14,13 +14,14 @@
 // and signs; partial sums of crossbars along K are added digitally.
 //
 // Numerics: kBitExact runs every bit-plane and slice through the ADC (for
-// validation); kFast quantises weights, inputs and each crossbar's output
-// (with subtractive dither, so each crossbar adds an independent error
-// uniform over one step; computed as one product plus those errors), with
-// the output step chosen so its rounding error has the variance the
-// ADCs of the bit-exact path would add when every conversion is busy (and
-// adds the same read-noise variance). For sparse data, where many column
-// sums are 0 and convert without error, that is an upper estimate. With an ADC fine enough to resolve every column sum both are
+// validation); kFast quantises weights and inputs exactly as the device
+// does, and models the ADCs as a dithered rounding of each crossbar's
+// output (an error uniform over one step, independent of the value),
+// computed as one product plus those errors. Its step is calibrated: the
+// first read, and every 64th after, runs the bit-exact path on a few input
+// vectors and sets the step so the error variance matches; read noise adds
+// the variance the bit-exact path would. With an ADC that resolves every
+// sum both modes are the exact integer product of the quantised operands. With an ADC fine enough to resolve every column sum both are
 // the exact integer product of the quantised operands.
 //
 // Writes: programming writes every mapped cell once; each write is counted
@@ -47,6 +48,13 @@ namespace hpt {
 
 enum class SignMode { kDifferential, kOffset };
 enum class ReramNumerics { kFast, kBitExact };
+// kPerRead: each crossbar read's ADC references span the min..max of that
+// read's line sums, as DNN+NeuroSim V1.3's inference wrapper quantises
+// partial sums with the tensor's own range (utee/wage_quantizer.py,
+// LinearQuantizeOut); we range per crossbar and input vector, and round to
+// nearest where NeuroSim floors. kFullScale: a fixed range of rows x max
+// level (a what-if; coarse for sparse sums).
+enum class AdcRanging { kPerRead, kFullScale };
 
 struct ReramConfig {
   // DNN+NeuroSim V1.3, Inference_pytorch/NeuroSIM/Param.cpp defaults:
@@ -65,9 +73,7 @@ struct ReramConfig {
   int weight_bits = 8;
   int input_bits = 8;
   SignMode sign_mode = SignMode::kDifferential;
-  // ADC full-scale range as a fraction of the largest possible column sum;
-  // below 1 the ADC clips large sums (finer steps, clipping error).
-  double adc_range_fraction = 1.0;
+  AdcRanging adc_ranging = AdcRanging::kPerRead;
   // ISAAC (Shafiee et al., ISCA 2016), Table 6: 8 crossbars per in-situ
   // multiply-accumulate unit; we call that group a tile.
   int64_t crossbars_per_tile = 8;
@@ -150,8 +156,8 @@ class ReramLayer {
   const ReramConfig& config() const { return config_; }
   bool programmed() const { return programmed_; }
 
-  // ADC step (in level units) of a column sum over `rows` cells.
-  double AdcStep(int64_t rows) const;
+  // Full-scale ADC step (in level units) of a sum over `lines` cells.
+  double FullScaleStep(int64_t lines) const;
   // Weight and input scales of the last Program / read.
   double weight_scale() const { return w_scale_; }
 
@@ -168,8 +174,8 @@ class ReramLayer {
   const float* levels(int slice, int sign) const {
     return levels_.data() + (int64_t(sign) * slices_ + slice) * k_ * n_;
   }
-  // Digitised value of an analog sum: ADC quantisation and clipping.
-  float Adc(float sum, double step, double full_scale_code) const;
+  // Digitises `count` line sums read together by one crossbar (in place).
+  void Adc(float* sums, int64_t count, int64_t lines) const;
   // Quantises `n` values to input_bits; returns the scale.
   double QuantizeInputs(const float* in, int64_t n, std::vector<float>* q) const;
   void ReadCosts(int64_t batch, int64_t lines_per_crossbar,
@@ -177,6 +183,10 @@ class ReramLayer {
                  ReramReport* report) const;
   void FastRead(const std::vector<float>& xq, int64_t batch, bool transposed,
                 float* out);
+  // Variance (integer-product units) of the bit-exact path's ADC error per
+  // output, measured on the first few input vectors.
+  double CalibrateAdcError(const std::vector<float>& xq, int64_t batch,
+                           bool transposed);
   void ExactRead(const std::vector<float>& xq, int64_t batch, bool transposed,
                  float* out);
 
@@ -189,6 +199,8 @@ class ReramLayer {
   std::vector<float> row_level_sum_, col_level_sum_;  // for cell energy
   std::vector<uint32_t> writes_;  // per crossbar (all its cells alike)
   int64_t max_writes_ = 0;
+  double adc_error_var_[2] = {-1, -1};  // forward, transposed; <0: unknown
+  int64_t reads_since_calibration_[2] = {0, 0};
   double w_scale_ = 1;
   bool programmed_ = false;
   std::mt19937_64 rng_;
