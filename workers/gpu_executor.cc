@@ -16,7 +16,9 @@
 #include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
 #include "common/tensor_codec.h"
+#include "devices/gpu/roofline.h"
 #include "models/model_config.h"
+#include "models/model_flops.h"
 #include "models/st_transformer.h"
 
 namespace hpt {
@@ -91,6 +93,7 @@ struct JobSession {
   std::map<PendingKey, BackwardResponse> backward_done;
   int64_t last_applied_step = -1;
   bool encoder_only = false;
+  int64_t last_batch = 0, last_tokens = 0;  // of the last train forward
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
 };
 
@@ -98,7 +101,21 @@ struct JobSession {
 
 struct GpuExecutor::Impl {
   Options options;
+  GpuSpec reference;
   torch::Device device{torch::kCPU};
+
+  // Measured time plus the reference GPU's roofline cost of `work`.
+  void Cost(double flops, double bytes, Clock::time_point start,
+            CostReport* cost) {
+    cost->set_device_kind("gpu");
+    cost->set_measured_s(std::chrono::duration<double>(Clock::now() - start).count());
+    const GpuCost simulated =
+        RooflineCost(reference, GpuPrecision::kFp32, flops, bytes);
+    cost->set_simulated_s(simulated.time_s);
+    cost->set_energy_j(simulated.energy_j);
+    (*cost->mutable_counters())["flops"] = flops;
+    (*cost->mutable_counters())["dram_bytes"] = bytes;
+  }
   mutable absl::Mutex mu;
   std::map<std::string, std::unique_ptr<JobSession>> jobs ABSL_GUARDED_BY(mu);
 
@@ -125,6 +142,9 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(
     const Options& options) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  absl::StatusOr<GpuSpec> reference = GpuPreset(options.reference_gpu);
+  if (!reference.ok()) return reference.status();
+  impl->reference = *reference;
   if (options.device == "auto") {
     impl->device = torch::cuda::is_available() ? torch::Device("cuda:0")
                                                : torch::Device(torch::kCPU);
@@ -337,10 +357,13 @@ absl::StatusOr<ForwardResponse> GpuExecutor::Forward(
                     "outputs", response.mutable_outputs());
     }
     impl_->Sync();
-    CostReport* cost = response.mutable_cost();
-    cost->set_device_kind("gpu");
-    cost->set_measured_s(
-        std::chrono::duration<double>(Clock::now() - start).count());
+    const ModelWork work = ForwardWork(session.config, batch, inputs->size(1),
+                                       session.encoder_only);
+    if (request.train()) {
+      session.last_batch = batch;
+      session.last_tokens = inputs->size(1);
+    }
+    impl_->Cost(work.flops, work.bytes, start, response.mutable_cost());
     return response;
   });
 }
@@ -414,9 +437,10 @@ absl::StatusOr<BackwardResponse> GpuExecutor::Backward(
     impl_->Sync();
     BackwardResponse response;
     response.set_grad_norm(std::sqrt(sum_sq));
-    response.mutable_cost()->set_device_kind("gpu");
-    response.mutable_cost()->set_measured_s(
-        std::chrono::duration<double>(Clock::now() - start).count());
+    // Backward: twice the forward's FLOPs, the traffic again twice over.
+    const ModelWork work = ForwardWork(session.config, session.last_batch,
+                                       session.last_tokens, session.encoder_only);
+    impl_->Cost(2 * work.flops, 2 * work.bytes, start, response.mutable_cost());
     session.backward_done[key] = response;
     return response;
   });
@@ -461,8 +485,9 @@ absl::StatusOr<ApplyUpdateResponse> GpuExecutor::ApplyUpdate(
     }
     impl_->Sync();
     response.set_applied(true);
-    response.mutable_cost()->set_measured_s(
-        std::chrono::duration<double>(Clock::now() - start).count());
+    const double params =
+        double(ParameterCount(session.config, session.encoder_only));
+    impl_->Cost(10 * params, 16 * params, start, response.mutable_cost());
     return response;
   });
 }

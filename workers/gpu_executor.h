@@ -12,6 +12,10 @@
 // by its share of the global batch, so the average equals the gradient of
 // the combined batch. One forward/backward per rank per step.
 //
+// Costs: each task reports its measured wall time and, beside it, the
+// time and energy of the same work on the reference GPU by the roofline
+// model (fp32), from the model's analytic FLOPs and traffic.
+//
 // Idempotency: Forward replaces a pending forward with the same key;
 // Backward answers a repeated key from its cached response; ApplyUpdate of a
 // step already applied does nothing and says so (applied = false).
@@ -42,6 +46,9 @@ class GpuExecutor : public TaskExecutor {
     std::string gloo_host = "127.0.0.1";
     // LibTorch intra-op threads; 0 keeps LibTorch's default.
     int intra_op_threads = 0;
+    // Reference GPU of the roofline cost reported beside the measured time
+    // (devices/gpu/roofline.h): v100, a100 or h100.
+    std::string reference_gpu = "v100";
   };
 
   static absl::StatusOr<std::unique_ptr<GpuExecutor>> Create(

@@ -10,7 +10,9 @@
 #include "data/window_dataset.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "devices/gpu/roofline.h"
 #include "models/model_config.h"
+#include "models/model_flops.h"
 #include "models/st_transformer.h"
 
 namespace hpt {
@@ -163,6 +165,25 @@ TEST_F(GpuExecutorTest, RetriedBackwardDoesNotDoubleTheGradient) {
   ASSERT_TRUE(second.ok());
   EXPECT_GT(first->grad_norm(), 0.0);
   EXPECT_EQ(first->grad_norm(), second->grad_norm());
+}
+
+TEST_F(GpuExecutorTest, TasksReportRooflineCostOfTheReferenceGpu) {
+  HostTensor x, y;
+  Batch(0, 4, &x, &y);
+  auto f = executor_->Forward(TrainForward("j", 0, x, y));
+  ASSERT_TRUE(f.ok());
+  const ModelWork work = ForwardWork(Header("j", 0.1).model(), 4, kTokens, false);
+  EXPECT_DOUBLE_EQ(f->cost().counters().at("flops"), work.flops);
+  const GpuCost v100 =
+      RooflineCost(*GpuPreset("v100"), GpuPrecision::kFp32, work.flops, work.bytes);
+  EXPECT_DOUBLE_EQ(f->cost().simulated_s(), v100.time_s);
+  EXPECT_DOUBLE_EQ(f->cost().energy_j(), v100.energy_j);
+  EXPECT_GT(f->cost().measured_s(), 0);
+  BackwardRequest b;
+  *b.mutable_key() = TrainForward("j", 0, x, y).key();
+  auto back = executor_->Backward(b);
+  ASSERT_TRUE(back.ok());
+  EXPECT_DOUBLE_EQ(back->cost().counters().at("flops"), 2 * work.flops);
 }
 
 TEST_F(GpuExecutorTest, WrongInputShapeNamesTheField) {

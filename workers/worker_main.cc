@@ -31,6 +31,9 @@ ABSL_FLAG(std::string, metrics, "127.0.0.1:0",
           "host:port for Prometheus /metrics; empty disables.");
 ABSL_FLAG(std::string, device, "auto", "LibTorch device: auto, cpu or cuda:N.");
 ABSL_FLAG(int, threads, 0, "LibTorch intra-op threads (0: LibTorch default).");
+ABSL_FLAG(std::string, reference_gpu, "v100",
+          "gpu: reference GPU of the roofline cost reported beside measured "
+          "time (v100, a100, h100).");
 // Systolic array (defaults: devices/systolic/systolic_array.h).
 ABSL_FLAG(int64_t, systolic_rows, 128, "systolic: PE rows.");
 ABSL_FLAG(int64_t, systolic_cols, 128, "systolic: PE columns.");
@@ -127,6 +130,7 @@ int main(int argc, char** argv) {
   options.name = absl::GetFlag(FLAGS_name);
   options.executor.device = absl::GetFlag(FLAGS_device);
   options.executor.intra_op_threads = absl::GetFlag(FLAGS_threads);
+  options.executor.reference_gpu = absl::GetFlag(FLAGS_reference_gpu);
   if (metrics) options.metrics_registry = &metrics->registry();
   auto server = hpt::WorkerServer::Start(options);
   if (!server.ok()) {
