@@ -1,16 +1,14 @@
 // hpt_coordinator: accepts training jobs and runs them on workers.
 //
 //   hpt_coordinator --listen=127.0.0.1:50051 --metrics=127.0.0.1:9451
-#include <csignal>
 #include <iostream>
-#include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_split.h"
 #include "common/metrics.h"
-#include "common/net.h"
+#include "common/server_main.h"
 #include "coordinator/coordinator_server.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
@@ -28,15 +26,6 @@ ABSL_FLAG(std::string, rendezvous_host, "127.0.0.1",
           "Address of the c10d store data-parallel workers rendezvous at.");
 ABSL_FLAG(std::string, port_file, "",
           "Write 'grpc=PORT metrics=PORT' here once serving.");
-
-namespace {
-hpt::CoordinatorServer* g_server = nullptr;
-void HandleSignal(int) {
-  std::thread([] {
-    if (g_server != nullptr) g_server->Shutdown();
-  }).detach();
-}
-}  // namespace
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("HpT coordinator: schedules training jobs.");
@@ -69,22 +58,16 @@ int main(int argc, char** argv) {
     std::cerr << "hpt_coordinator: " << server.status().message() << std::endl;
     return 1;
   }
-  g_server = server->get();
-  std::signal(SIGINT, HandleSignal);
-  std::signal(SIGTERM, HandleSignal);
+  auto* running = server->get();
+  hpt::ShutdownOnSignals([running] { running->Shutdown(); });
   const int metrics_port = metrics ? metrics->port() : 0;
   std::cout << "hpt_coordinator grpc port=" << (*server)->port()
             << " metrics_port=" << metrics_port << std::endl;
-  if (!absl::GetFlag(FLAGS_port_file).empty()) {
-    absl::Status written = hpt::WriteFileAtomically(
-        absl::GetFlag(FLAGS_port_file),
-        "grpc=" + std::to_string((*server)->port()) +
-            " metrics=" + std::to_string(metrics_port) + "\n");
-    if (!written.ok()) {
-      std::cerr << "hpt_coordinator: " << written.message() << std::endl;
-    }
+  if (absl::Status written = hpt::WritePortFile(absl::GetFlag(FLAGS_port_file),
+                                                 (*server)->port(), metrics_port);
+      !written.ok()) {
+    std::cerr << "hpt_coordinator: " << written.message() << std::endl;
   }
   (*server)->Wait();
-  g_server = nullptr;
   return 0;
 }

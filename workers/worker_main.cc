@@ -7,15 +7,13 @@
 //
 // Device parameters come from the flags below or, with --flagfile=FILE, from
 // a file of the same flags, one per line (absl's flag files).
-#include <csignal>
 #include <iostream>
-#include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "common/metrics.h"
-#include "common/net.h"
+#include "common/server_main.h"
 #include "workers/worker_server.h"
 
 ABSL_FLAG(std::string, kind, "gpu", "Device kind: gpu, reram or systolic.");
@@ -60,16 +58,6 @@ ABSL_FLAG(uint64_t, reram_seed, 1, "reram: noise seed.");
 ABSL_FLAG(std::string, port_file, "",
           "Write 'grpc=PORT metrics=PORT' here once serving (for launchers "
           "and tests that use port 0).");
-
-namespace {
-hpt::WorkerServer* g_server = nullptr;
-void HandleSignal(int) {
-  // Shutdown() joins threads; do it off the signal handler.
-  std::thread([] {
-    if (g_server != nullptr) g_server->Shutdown();
-  }).detach();
-}
-}  // namespace
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("HpT worker: runs training tasks for one device.");
@@ -137,21 +125,17 @@ int main(int argc, char** argv) {
     std::cerr << "hpt_worker: " << server.status().message() << std::endl;
     return server.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
   }
-  g_server = server->get();
-  std::signal(SIGINT, HandleSignal);
-  std::signal(SIGTERM, HandleSignal);
+  auto* running = server->get();
+  hpt::ShutdownOnSignals([running] { running->Shutdown(); });
   const int metrics_port = metrics ? metrics->port() : 0;
   std::cout << "hpt_worker kind=" << options.kind << " grpc="
             << (*server)->address() << " metrics_port=" << metrics_port
             << std::endl;
-  if (!absl::GetFlag(FLAGS_port_file).empty()) {
-    absl::Status written = hpt::WriteFileAtomically(
-        absl::GetFlag(FLAGS_port_file),
-        "grpc=" + std::to_string((*server)->port()) +
-            " metrics=" + std::to_string(metrics_port) + "\n");
-    if (!written.ok()) std::cerr << "hpt_worker: " << written.message() << std::endl;
+  if (absl::Status written = hpt::WritePortFile(absl::GetFlag(FLAGS_port_file),
+                                                 (*server)->port(), metrics_port);
+      !written.ok()) {
+    std::cerr << "hpt_worker: " << written.message() << std::endl;
   }
   (*server)->Wait();
-  g_server = nullptr;
   return 0;
 }

@@ -1,0 +1,24 @@
+// What the coordinator's and the workers' main() share once their server
+// runs: a SIGINT/SIGTERM handler that shuts it down cleanly, and the
+// --port_file that launchers and tests read when ports are chosen by the
+// kernel.
+#ifndef HPT_COMMON_SERVER_MAIN_H_
+#define HPT_COMMON_SERVER_MAIN_H_
+
+#include <functional>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace hpt {
+
+// Runs `shutdown` (on its own thread, never in the signal handler) on the
+// first SIGINT or SIGTERM.
+void ShutdownOnSignals(std::function<void()> shutdown);
+
+// Writes "grpc=G metrics=M\n" to `path` atomically; nothing when empty.
+absl::Status WritePortFile(const std::string& path, int grpc_port, int metrics_port);
+
+}  // namespace hpt
+
+#endif  // HPT_COMMON_SERVER_MAIN_H_
