@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# hpt_devsim from the command line: JSON fields for both devices, SCALE-Sim's
+# golden AlexNet-conv1 numbers, and a clear error with exit code 2.
+set -euo pipefail
+bin="$1"
+out=$("$bin" --device=systolic --rows=32 --cols=32 --dataflow=ws --m=3025 --n=96 --k=363 --format=json)
+for field in '"total_cycles": 112283' '"stall_cycles": 0' '"mapping_eff_pct": 94.5312' \
+             '"sram_ifmap_reads": 3294225' '"sram_filter_reads": 34848' \
+             '"sram_ofmap_writes": 3484800' '"overall_util_pct": 91.6831' '"latency_s":' '"energy_j":'; do
+  grep -qF "$field" <<<"$out" || { echo "systolic JSON lacks $field: $out"; exit 1; }
+done
+out=$("$bin" --device=reram --m=16 --n=512 --k=512 --format=json)
+for field in '"crossbars": 128' '"cell_writes": 2097152' '"adc_conversions":' '"latency_s":' '"energy_j":'; do
+  grep -qF "$field" <<<"$out" || { echo "reram JSON lacks $field: $out"; exit 1; }
+done
+table=$("$bin" --device=systolic --m=4 --n=4 --k=4 --rows=4 --cols=4)
+grep -qE '^total_cycles +9$' <<<"$table" || { echo "table output wrong: $table"; exit 1; }
+set +e
+err=$("$bin" --device=systolic --m=4 --n=4 --k=4 --dataflow=xs 2>&1)
+code=$?
+set -e
+[ "$code" -eq 2 ] || { echo "bad dataflow exited $code"; exit 1; }
+grep -qF "dataflow 'xs' is not os, ws or is" <<<"$err" || { echo "unclear error: $err"; exit 1; }
+echo "1 passed, 0 failed"
