@@ -1,0 +1,97 @@
+#include "coordinator/phase_controller.h"
+
+#include <algorithm>
+
+namespace hpt {
+
+PhaseController::PhaseController(PhaseControllerOptions options)
+    : options_(std::move(options)) {
+  options_.window = std::max<int64_t>(1, options_.window);
+}
+
+bool PhaseController::ThreePointTest(const double v[3], double threshold) {
+  if (!(v[0] > 0) || !(v[1] > 0)) return false;
+  const double drop01 = v[0] - v[1], drop12 = v[1] - v[2];
+  return drop01 / v[0] < threshold && drop12 / v[1] < threshold && drop12 < drop01;
+}
+
+bool PhaseController::NeedsWeightDistance(int64_t iteration) const {
+  return phase_ == TrainingPhase::kFull && WindowEnds(iteration);
+}
+
+PhaseController::Action PhaseController::Step(int64_t iteration, double full_loss,
+                                              double trial_loss,
+                                              double weight_distance) {
+  if (phase_ == TrainingPhase::kLora) return Action::kNone;
+  if (phase_ == TrainingPhase::kTrial) {
+    trial_full_.push_back(full_loss);
+    trial_lora_.push_back(trial_loss);
+    if (!WindowEnds(iteration)) return Action::kNone;
+    PhaseEvent end;
+    end.kind = PhaseEvent::Kind::kTrialEnd;
+    end.iteration = iteration;
+    end.t_test = StudentTTest(trial_full_, trial_lora_);
+    end.significant = end.t_test.p_value < options_.alpha;
+    events_.push_back(end);
+    trial_full_.clear();
+    trial_lora_.clear();
+    if (end.significant) {
+      PhaseEvent again;
+      again.kind = PhaseEvent::Kind::kTrialStart;
+      again.iteration = iteration;
+      again.reason = "LoRA loss differs significantly: another trial window";
+      events_.push_back(again);
+      return Action::kRestartTrial;
+    }
+    PhaseEvent sw;
+    sw.kind = PhaseEvent::Kind::kSwitch;
+    sw.iteration = iteration;
+    sw.reason = "no significant difference between full and LoRA losses";
+    events_.push_back(sw);
+    phase_ = TrainingPhase::kLora;
+    switch_iteration_ = iteration + 1;
+    return Action::kSwitch;
+  }
+
+  // Full phase.
+  window_loss_sum_ += full_loss;
+  ++window_count_;
+  if (!WindowEnds(iteration)) return Action::kNone;
+  window_losses_.push_back(window_loss_sum_ / double(window_count_));
+  distances_.push_back(weight_distance);
+  window_loss_sum_ = 0;
+  window_count_ = 0;
+  if (window_losses_.size() < 3) return Action::kNone;
+  PhaseEvent check;
+  check.kind = PhaseEvent::Kind::kCheck;
+  check.iteration = iteration;
+  const size_t n = window_losses_.size();
+  for (int i = 0; i < 3; ++i) {
+    check.losses[i] = window_losses_[n - 3 + i];
+    check.distances[i] = distances_[n - 3 + i];
+  }
+  check.loss_passed = ThreePointTest(check.losses, options_.loss_threshold);
+  check.weight_passed = ThreePointTest(check.distances, options_.weight_threshold);
+  const bool rising = check.losses[2] > check.losses[1];
+  if (!check.loss_passed || !check.weight_passed) {
+    check.reason = !check.loss_passed ? "loss still falling fast" : "weights still moving";
+    if (!check.loss_passed && !check.weight_passed) check.reason = "loss and weights still changing";
+    events_.push_back(check);
+    return Action::kNone;
+  }
+  if (rising && !options_.trial_on_rising_loss) {
+    check.reason = "loss rising: not a convergence";
+    events_.push_back(check);
+    return Action::kNone;
+  }
+  check.reason = "initially converged: start a LoRA trial";
+  events_.push_back(check);
+  PhaseEvent start;
+  start.kind = PhaseEvent::Kind::kTrialStart;
+  start.iteration = iteration;
+  events_.push_back(start);
+  phase_ = TrainingPhase::kTrial;
+  return Action::kStartTrial;
+}
+
+}  // namespace hpt

@@ -1,0 +1,139 @@
+#include "coordinator/phase_controller.h"
+
+#include <cmath>
+
+#include "gtest/gtest.h"
+
+namespace hpt {
+namespace {
+
+using Action = PhaseController::Action;
+
+PhaseControllerOptions Options(int64_t window) {
+  PhaseControllerOptions o;
+  o.window = window;
+  return o;
+}
+
+// Window-mean losses and distances per window; each window's iterations
+// all carry its mean (so the window mean is exact).
+struct Script {
+  std::vector<double> losses, distances;
+};
+
+// Feeds full-phase windows until an action other than kNone; returns the
+// iteration it happened at, or -1.
+int64_t RunFull(PhaseController& c, const Script& s, int64_t window,
+                Action* action) {
+  int64_t it = 0;
+  for (size_t w = 0; w < s.losses.size(); ++w) {
+    for (int64_t i = 0; i < window; ++i, ++it) {
+      const double d = c.NeedsWeightDistance(it) ? s.distances[w] : 0;
+      *action = c.Step(it, s.losses[w], 0, d);
+      if (*action != Action::kNone) return it;
+    }
+  }
+  return -1;
+}
+
+TEST(PhaseControllerTest, ThreePointTestFollowsThePaper) {
+  const double plateau[3] = {1.0, 0.95, 0.93};  // 5 %, 2.1 %, slowing
+  EXPECT_TRUE(PhaseController::ThreePointTest(plateau, 0.1));
+  const double fast[3] = {1.0, 0.8, 0.7};  // 20 % drop: still learning
+  EXPECT_FALSE(PhaseController::ThreePointTest(fast, 0.1));
+  const double speeding_up[3] = {1.0, 0.98, 0.95};  // second drop larger
+  EXPECT_FALSE(PhaseController::ThreePointTest(speeding_up, 0.1));
+  // A loss rising faster each window passes: the paper's loophole.
+  const double diverging[3] = {1.0, 1.05, 1.15};
+  EXPECT_TRUE(PhaseController::ThreePointTest(diverging, 0.1));
+  const double rising_slower[3] = {1.0, 1.1, 1.15};
+  EXPECT_FALSE(PhaseController::ThreePointTest(rising_slower, 0.1));
+}
+
+TEST(PhaseControllerTest, ChecksEachWindowThenTrialsThenSwitches) {
+  const int64_t k = 4;
+  PhaseController c(Options(k));
+  // Windows 0..4: the loss plateaus from window 2 on, the weights from
+  // window 3 on (distances: relative changes under 1 % and slowing).
+  Script s{{1.0, 0.6, 0.55, 0.54, 0.535}, {10.0, 5.0, 4.0, 3.99, 3.985}};
+  Action a;
+  const int64_t at = RunFull(c, s, k, &a);
+  // Checks close windows 2 (iteration 11), 3 (15) and 4 (19). Window 2:
+  // loss (1, .6, .55) fails (40 % drop); window 3: (.6, .55, .54) passes,
+  // weights (5, 4, 3.99) fail (20 %); window 4: both pass -> trial.
+  EXPECT_EQ(at, 19);
+  EXPECT_EQ(a, Action::kStartTrial);
+  ASSERT_EQ(c.events().size(), 4u);
+  EXPECT_EQ(c.events()[0].iteration, 11);
+  EXPECT_FALSE(c.events()[0].loss_passed);
+  EXPECT_EQ(c.events()[1].iteration, 15);
+  EXPECT_TRUE(c.events()[1].loss_passed);
+  EXPECT_FALSE(c.events()[1].weight_passed);
+  EXPECT_EQ(c.events()[2].iteration, 19);
+  EXPECT_TRUE(c.events()[2].loss_passed && c.events()[2].weight_passed);
+  EXPECT_DOUBLE_EQ(c.events()[2].losses[0], 0.55);
+  EXPECT_DOUBLE_EQ(c.events()[2].distances[2], 3.985);
+  EXPECT_EQ(c.events()[3].kind, PhaseEvent::Kind::kTrialStart);
+  EXPECT_EQ(c.phase(), TrainingPhase::kTrial);
+
+  // Trial window 20..23: LoRA losses indistinguishable -> switch at 23.
+  const double full[4] = {0.53, 0.54, 0.52, 0.535}, lora[4] = {0.535, 0.53, 0.54, 0.525};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_FALSE(c.NeedsWeightDistance(20 + i));
+    a = c.Step(20 + i, full[i], lora[i]);
+    EXPECT_EQ(a, i < 3 ? Action::kNone : Action::kSwitch);
+  }
+  EXPECT_EQ(c.phase(), TrainingPhase::kLora);
+  EXPECT_EQ(c.switch_iteration(), 24);
+  const PhaseEvent& end = c.events()[4];
+  EXPECT_EQ(end.kind, PhaseEvent::Kind::kTrialEnd);
+  EXPECT_EQ(end.iteration, 23);
+  EXPECT_FALSE(end.significant);
+  EXPECT_EQ(end.t_test.degrees_of_freedom, 6);
+  EXPECT_GT(end.t_test.p_value, 0.5);
+  EXPECT_EQ(c.events()[5].kind, PhaseEvent::Kind::kSwitch);
+  EXPECT_EQ(c.Step(24, 0.5), Action::kNone);  // nothing after the switch
+}
+
+TEST(PhaseControllerTest, SignificantDifferenceStartsAnotherTrial) {
+  const int64_t k = 3;
+  PhaseController c(Options(k));
+  Script s{{1.0, 0.97, 0.95}, {1.0, 0.995, 0.991}};
+  Action a;
+  EXPECT_EQ(RunFull(c, s, k, &a), 8);
+  ASSERT_EQ(a, Action::kStartTrial);
+  // Trial 9..11: LoRA clearly worse -> another trial at 11.
+  EXPECT_EQ(c.Step(9, 0.95, 1.50), Action::kNone);
+  EXPECT_EQ(c.Step(10, 0.94, 1.52), Action::kNone);
+  EXPECT_EQ(c.Step(11, 0.96, 1.49), Action::kRestartTrial);
+  EXPECT_TRUE(c.events()[c.events().size() - 2].significant);
+  EXPECT_LT(c.events()[c.events().size() - 2].t_test.p_value, 0.01);
+  // Trial 12..14: same losses -> switch at 14.
+  EXPECT_EQ(c.Step(12, 0.95, 0.951), Action::kNone);
+  EXPECT_EQ(c.Step(13, 0.94, 0.939), Action::kNone);
+  EXPECT_EQ(c.Step(14, 0.96, 0.962), Action::kSwitch);
+  EXPECT_EQ(c.switch_iteration(), 15);
+}
+
+TEST(PhaseControllerTest, RisingLossDoesNotStartATrialByDefault) {
+  const int64_t k = 2;
+  // Diverging: the loss rises faster each window; the weights settle.
+  Script s{{1.0, 1.02, 1.06, 1.14}, {1.0, 0.995, 0.991, 0.988}};
+  PhaseController c(Options(k));
+  Action a;
+  EXPECT_EQ(RunFull(c, s, k, &a), -1);
+  ASSERT_EQ(c.events().size(), 2u);  // checks at iterations 5 and 7
+  EXPECT_EQ(c.events()[0].iteration, 5);
+  EXPECT_TRUE(c.events()[0].loss_passed);  // the paper's test accepts it...
+  EXPECT_EQ(c.events()[0].reason, "loss rising: not a convergence");
+  EXPECT_EQ(c.phase(), TrainingPhase::kFull);
+
+  PhaseControllerOptions paper = Options(k);
+  paper.trial_on_rising_loss = true;  // ...and with the paper's behaviour
+  PhaseController p(paper);
+  EXPECT_EQ(RunFull(p, s, k, &a), 5);
+  EXPECT_EQ(a, Action::kStartTrial);
+}
+
+}  // namespace
+}  // namespace hpt
