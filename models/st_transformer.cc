@@ -5,6 +5,45 @@
 
 namespace hpt {
 
+LoraAdapterImpl::LoraAdapterImpl(int64_t in, int64_t out, int64_t rank,
+                                 double alpha, double dropout)
+    : scale(alpha / double(rank)) {
+  A = register_module("A", torch::nn::Linear(torch::nn::LinearOptions(in, rank).bias(false)));
+  B = register_module("B", torch::nn::Linear(torch::nn::LinearOptions(rank, out).bias(false)));
+  torch::NoGradGuard no_grad;
+  B->weight.zero_();  // a new adapter changes nothing
+  dropout_ = register_module("dropout", torch::nn::Dropout(dropout));
+}
+
+torch::Tensor LoraAdapterImpl::forward(const torch::Tensor& x) {
+  return B(A(dropout_(x))) * scale;
+}
+
+torch::Tensor LoraAdapterImpl::Delta() const {
+  return torch::matmul(B->weight, A->weight) * scale;
+}
+
+void MultiHeadSelfAttentionImpl::AddAdapter(const std::string& target, int64_t rank,
+                                            double alpha, double dropout) {
+  torch::nn::Linear& base = Projection(target);
+  const int64_t in = base->weight.size(1), out = base->weight.size(0);
+  LoraAdapter adapter(in, out, rank, alpha, dropout);
+  adapter->to(base->weight.device());
+  adapters.insert_or_assign(target, register_module("lora_" + target, adapter));
+}
+
+void MultiHeadSelfAttentionImpl::RemoveAdapters() {
+  for (auto& [target, adapter] : adapters) unregister_module("lora_" + target);
+  adapters.clear();
+}
+
+torch::nn::Linear& MultiHeadSelfAttentionImpl::Projection(const std::string& target) {
+  if (target == "q_proj") return q_proj;
+  if (target == "k_proj") return k_proj;
+  if (target == "v_proj") return v_proj;
+  return o_proj;
+}
+
 MultiHeadSelfAttentionImpl::MultiHeadSelfAttentionImpl(int64_t d_model,
                                                        int64_t num_heads,
                                                        double dropout)
@@ -22,9 +61,15 @@ torch::Tensor MultiHeadSelfAttentionImpl::forward(const torch::Tensor& x) {
   auto split = [&](const torch::Tensor& t) {
     return t.view({batch, tokens, num_heads_, head_dim_}).transpose(1, 2);
   };
-  torch::Tensor q = split(q_proj(x));
-  torch::Tensor k = split(k_proj(x));
-  torch::Tensor v = split(v_proj(x));
+  auto project = [&](const std::string& name, torch::nn::Linear& base) {
+    torch::Tensor out = base(x);
+    auto it = adapters.find(name);
+    if (it != adapters.end()) out = out + it->second->forward(x);
+    return out;
+  };
+  torch::Tensor q = split(project("q_proj", q_proj));
+  torch::Tensor k = split(project("k_proj", k_proj));
+  torch::Tensor v = split(project("v_proj", v_proj));
   // Scores over token pairs: [batch, heads, tokens, tokens].
   torch::Tensor scores =
       torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(head_dim_));
@@ -32,7 +77,10 @@ torch::Tensor MultiHeadSelfAttentionImpl::forward(const torch::Tensor& x) {
   torch::Tensor context = torch::matmul(weights, v)
                               .transpose(1, 2)
                               .reshape({batch, tokens, num_heads_ * head_dim_});
-  return o_proj(context);
+  torch::Tensor out = o_proj(context);
+  auto it = adapters.find("o_proj");
+  if (it != adapters.end()) out = out + it->second->forward(context);
+  return out;
 }
 
 EncoderLayerImpl::EncoderLayerImpl(int64_t d_model, int64_t num_heads,
@@ -76,6 +124,10 @@ SpatioTemporalTransformerImpl::SpatioTemporalTransformerImpl(
   head = register_module(
       "head",
       torch::nn::Linear(config.reduction_dim(), config.output_features()));
+}
+
+MultiHeadSelfAttention& SpatioTemporalTransformerImpl::Attention(int64_t layer) {
+  return layers[layer]->as<EncoderLayer>()->self_attn;
 }
 
 torch::Tensor SpatioTemporalTransformerImpl::Encode(const torch::Tensor& x) {

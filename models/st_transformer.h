@@ -12,9 +12,30 @@
 
 #include <torch/torch.h>
 
+#include <map>
+#include <string>
+
 #include "proto/common.pb.h"
 
 namespace hpt {
+
+// A low-rank adapter: x -> B(A(dropout(x))) * alpha / rank, with B = 0 at
+// creation (models/lora.h).
+class LoraAdapterImpl : public torch::nn::Module {
+ public:
+  LoraAdapterImpl(int64_t in, int64_t out, int64_t rank, double alpha,
+                  double dropout);
+  torch::Tensor forward(const torch::Tensor& x);
+  // B A * alpha / rank, shaped like the base weight [out, in].
+  torch::Tensor Delta() const;
+
+  torch::nn::Linear A{nullptr}, B{nullptr};
+  double scale;
+
+ private:
+  torch::nn::Dropout dropout_{nullptr};
+};
+TORCH_MODULE(LoraAdapter);
 
 class MultiHeadSelfAttentionImpl : public torch::nn::Module {
  public:
@@ -22,8 +43,16 @@ class MultiHeadSelfAttentionImpl : public torch::nn::Module {
                              double dropout);
   torch::Tensor forward(const torch::Tensor& x);
 
+  // Adds an adapter beside projection `target` (q_proj, k_proj, v_proj or
+  // o_proj), registered as "lora_<target>".
+  void AddAdapter(const std::string& target, int64_t rank, double alpha,
+                  double dropout);
+  void RemoveAdapters();
+  torch::nn::Linear& Projection(const std::string& target);
+
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr},
       o_proj{nullptr};
+  std::map<std::string, LoraAdapter> adapters;
 
  private:
   int64_t num_heads_;
@@ -57,13 +86,15 @@ class SpatioTemporalTransformerImpl : public torch::nn::Module {
   torch::Tensor Head(const torch::Tensor& h);
 
   const ModelConfig& config() const { return config_; }
+  MultiHeadSelfAttention& Attention(int64_t layer);
 
- private:
-  ModelConfig config_;
   torch::nn::Sequential embedding{nullptr};
   torch::nn::ModuleList layers{nullptr};
   torch::nn::Sequential reduction{nullptr};
   torch::nn::Linear head{nullptr};
+
+ private:
+  ModelConfig config_;
 };
 TORCH_MODULE(SpatioTemporalTransformer);
 

@@ -1,0 +1,45 @@
+// LoRA for the spatio-temporal transformer: low-rank adapters beside
+// attention projections (delta W = B A * alpha / r, B initialised to 0 so a
+// new adapter leaves the output unchanged), freezing of everything else but
+// the modules trained in full, an "auto" rank from the singular values of
+// each target's change since training began, and merging for export.
+// Includes LibTorch.
+#ifndef HPT_MODELS_LORA_H_
+#define HPT_MODELS_LORA_H_
+
+#include <map>
+#include <string>
+
+#include <torch/torch.h>
+
+#include "absl/status/statusor.h"
+#include "models/st_transformer.h"
+#include "proto/common.pb.h"
+
+namespace hpt {
+
+// Fills LoRA defaults (DESIGN §4): rank 8, alpha 64, dropout 0.1, targets
+// q_proj and v_proj, modules_to_save embedding, reduction and head, auto
+// energy 0.9, max rank 64.
+LoraConfig LoraDefaults(LoraConfig config);
+absl::Status ValidateLoraConfig(const LoraConfig& config);
+
+// Smallest rank whose singular values hold `energy` of the squared
+// Frobenius norm of `delta`, capped at max_rank (at least 1).
+int AutoRank(const torch::Tensor& delta, double energy, int max_rank);
+
+// Adds adapters to every layer's targets and freezes the rest (but
+// modules_to_save). `initial` (name -> weight at the start of training) is
+// needed for rank 0 (auto). Returns the rank chosen per adapter, keyed by
+// the target's parameter name ("layers.0.self_attn.q_proj").
+absl::StatusOr<std::map<std::string, int>> ApplyLora(
+    SpatioTemporalTransformer& model, const LoraConfig& config,
+    const std::map<std::string, torch::Tensor>& initial);
+
+// Folds every adapter into its base weight and removes the adapters, so
+// the model is a plain SpatioTemporalTransformer again.
+void MergeLora(SpatioTemporalTransformer& model);
+
+}  // namespace hpt
+
+#endif  // HPT_MODELS_LORA_H_
