@@ -508,17 +508,23 @@ absl::StatusOr<ApplyUpdateResponse> DeviceExecutor::ApplyUpdate(
 }
 
 absl::StatusOr<std::vector<TensorChunk>> DeviceExecutor::Snapshot(
-    const std::string& job_id, int64_t max_chunk_bytes) {
+    const std::string& job_id, int64_t max_chunk_bytes,
+    const std::vector<std::string>& names) {
+  auto wanted = [&](const std::string& name) {
+    return names.empty() || std::find(names.begin(), names.end(), name) != names.end();
+  };
   absl::MutexLock lock(&impl_->mu);
   absl::StatusOr<Job*> found = impl_->Find(job_id);
   if (!found.ok()) return found.status();
   std::vector<TensorChunk> chunks;
   for (const Linear& lin : (*found)->linears) {
-    for (TensorChunk& c : SplitIntoChunks(lin.weight_name, {lin.out, lin.in},
-                                          lin.w.data(), max_chunk_bytes)) {
-      chunks.push_back(std::move(c));
+    if (wanted(lin.weight_name)) {
+      for (TensorChunk& c : SplitIntoChunks(lin.weight_name, {lin.out, lin.in},
+                                            lin.w.data(), max_chunk_bytes)) {
+        chunks.push_back(std::move(c));
+      }
     }
-    if (!lin.b.empty()) {
+    if (!lin.b.empty() && wanted(lin.bias_name)) {
       for (TensorChunk& c :
            SplitIntoChunks(lin.bias_name, {lin.out}, lin.b.data(), max_chunk_bytes)) {
         chunks.push_back(std::move(c));

@@ -61,7 +61,8 @@ class DeviceExecutor : public TaskExecutor {
   absl::StatusOr<ApplyUpdateResponse> ApplyUpdate(
       const ApplyUpdateRequest& request) override;
   absl::StatusOr<std::vector<TensorChunk>> Snapshot(
-      const std::string& job_id, int64_t max_chunk_bytes) override;
+      const std::string& job_id, int64_t max_chunk_bytes,
+      const std::vector<std::string>& names = {}) override;
   absl::Status Release(const std::string& job_id) override;
   std::vector<std::string> Jobs() const override;
 

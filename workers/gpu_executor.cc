@@ -19,6 +19,7 @@
 #include "devices/gpu/roofline.h"
 #include "models/model_config.h"
 #include "models/model_flops.h"
+#include "models/lora.h"
 #include "models/st_transformer.h"
 
 namespace hpt {
@@ -94,6 +95,9 @@ struct JobSession {
   int64_t last_applied_step = -1;
   bool encoder_only = false;
   int64_t last_batch = 0, last_tokens = 0;  // of the last train forward
+  // Attention projection weights at the job's first load: the reference of
+  // an auto LoRA rank ("the change since training began").
+  std::map<std::string, torch::Tensor> initial;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
 };
 
@@ -217,10 +221,34 @@ absl::StatusOr<LoadParametersResponse> GpuExecutor::Load(
         item.value().copy_(ToTorch(it->second, torch::kCPU));
       }
     }
+    // Initial projection weights: kept from an earlier load of this job (or
+    // of the reference job), else these.
+    const std::string reference =
+        header.lora().reference_job().empty() ? header.job_id() : header.lora().reference_job();
+    if (auto it = impl_->jobs.find(reference); it != impl_->jobs.end()) {
+      session->initial = it->second->initial;
+    }
+    if (session->initial.empty()) {
+      for (const auto& item : session->model->named_parameters()) {
+        if (item.key().find("_proj.weight") != std::string::npos) {
+          session->initial[item.key()] = item.value().detach().clone().cpu();
+        }
+      }
+    }
+    if (header.lora().enabled()) {
+      absl::StatusOr<std::map<std::string, int>> ranks =
+          ApplyLora(session->model, header.lora(), session->initial);
+      if (!ranks.ok()) return ranks.status();
+      for (const auto& [name, rank] : *ranks) (*response.mutable_lora_ranks())[name] = rank;
+    }
     session->model->to(impl_->device);
+    std::vector<torch::Tensor> trainable;
     for (const auto& item : session->model->named_parameters()) {
-      response.set_num_parameters(response.num_parameters() +
-                                  item.value().numel());
+      response.set_num_parameters(response.num_parameters() + item.value().numel());
+      if (item.value().requires_grad()) {
+        trainable.push_back(item.value());
+        response.set_num_trainable(response.num_trainable() + item.value().numel());
+      }
     }
     response.set_num_tensors(static_cast<int64_t>(named.size()));
     const double beta1 = opt.beta1() > 0 ? opt.beta1() : 0.9;
@@ -229,14 +257,14 @@ absl::StatusOr<LoadParametersResponse> GpuExecutor::Load(
     session->optimizer_type = opt.type() == ADAMW ? ADAMW : ADAM;
     if (session->optimizer_type == ADAMW) {
       session->optimizer = std::make_unique<torch::optim::AdamW>(
-          session->model->parameters(),
+          trainable,
           torch::optim::AdamWOptions(opt.learning_rate())
               .betas({beta1, beta2})
               .eps(eps)
               .weight_decay(opt.weight_decay()));
     } else {
       session->optimizer = std::make_unique<torch::optim::Adam>(
-          session->model->parameters(),
+          trainable,
           torch::optim::AdamOptions(opt.learning_rate())
               .betas({beta1, beta2})
               .eps(eps)
@@ -410,7 +438,10 @@ absl::StatusOr<BackwardResponse> GpuExecutor::Backward(
       (it->second.loss * weight).backward();
     }
     session.pending.erase(it);
-    std::vector<torch::Tensor> params = session.model->parameters();
+    std::vector<torch::Tensor> params;
+    for (const auto& p : session.model->parameters()) {
+      if (p.requires_grad()) params.push_back(p);
+    }
     if (session.group) {
       // One flat buffer, one allreduce: far cheaper than one per tensor.
       std::vector<torch::Tensor> grads;
@@ -493,13 +524,18 @@ absl::StatusOr<ApplyUpdateResponse> GpuExecutor::ApplyUpdate(
 }
 
 absl::StatusOr<std::vector<TensorChunk>> GpuExecutor::Snapshot(
-    const std::string& job_id, int64_t max_chunk_bytes) {
+    const std::string& job_id, int64_t max_chunk_bytes,
+    const std::vector<std::string>& names) {
   absl::MutexLock lock(&impl_->mu);
   absl::StatusOr<JobSession*> found = impl_->Find(job_id);
   if (!found.ok()) return found.status();
   return Guarded("Snapshot", [&]() -> absl::StatusOr<std::vector<TensorChunk>> {
     std::vector<TensorChunk> chunks;
     for (const auto& item : (*found)->model->named_parameters()) {
+      if (!names.empty() &&
+          std::find(names.begin(), names.end(), item.key()) == names.end()) {
+        continue;
+      }
       torch::Tensor cpu = item.value().detach().to(torch::kCPU).contiguous();
       std::vector<TensorChunk> part = SplitIntoChunks(
           item.key(),

@@ -186,6 +186,32 @@ TEST_F(GpuExecutorTest, TasksReportRooflineCostOfTheReferenceGpu) {
   EXPECT_DOUBLE_EQ(back->cost().counters().at("flops"), 2 * work.flops);
 }
 
+TEST_F(GpuExecutorTest, LoraLoadTrainsOnlyAdaptersAndModulesToSave) {
+  HostTensor x, y;
+  Batch(0, 4, &x, &y);
+  Step(*executor_, "j", 0, x, y, 4);  // the full model moves a little
+  auto full = Params(*executor_, "j");
+  LoadParametersHeader lora = Header("j", 0.0);
+  lora.mutable_lora()->set_enabled(true);
+  lora.mutable_lora()->set_rank(0);  // auto: from the change since the first load
+  auto loaded = executor_->Load(lora, full);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->lora_ranks().size(), 4u);  // 2 layers x (q, v)
+  EXPECT_GE(loaded->lora_ranks().at("layers.0.self_attn.q_proj"), 1);
+  EXPECT_LT(loaded->num_trainable(), loaded->num_parameters());
+  Step(*executor_, "j", 1, x, y, 4);
+  auto after = Params(*executor_, "j");
+  // Frozen base weights did not move; modules_to_save did.
+  EXPECT_EQ(after.at("layers.0.self_attn.q_proj.weight").data,
+            full.at("layers.0.self_attn.q_proj.weight").data);
+  EXPECT_NE(after.at("head.weight").data, full.at("head.weight").data);
+  EXPECT_EQ(after.count("layers.0.self_attn.lora_q_proj.A.weight"), 1u);
+  // A filtered snapshot sends only what is asked for.
+  auto some = executor_->Snapshot("j", 0, {"head.weight", "head.bias"});
+  ASSERT_TRUE(some.ok());
+  EXPECT_EQ(some->size(), 2u);
+}
+
 TEST_F(GpuExecutorTest, WrongInputShapeNamesTheField) {
   HostTensor x({2, kTokens, kWindow + 1}), y({2, kTokens, 1});
   auto r = executor_->Forward(TrainForward("j", 0, x, y));

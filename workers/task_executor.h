@@ -32,7 +32,8 @@ class TaskExecutor {
   virtual absl::StatusOr<ApplyUpdateResponse> ApplyUpdate(
       const ApplyUpdateRequest& request) = 0;
   virtual absl::StatusOr<std::vector<TensorChunk>> Snapshot(
-      const std::string& job_id, int64_t max_chunk_bytes) = 0;
+      const std::string& job_id, int64_t max_chunk_bytes,
+      const std::vector<std::string>& names = {}) = 0;  // empty: all
   virtual absl::Status Release(const std::string& job_id) = 0;
   virtual std::vector<std::string> Jobs() const = 0;
 };

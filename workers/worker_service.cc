@@ -129,8 +129,9 @@ class WorkerServiceImpl::SnapshotReactor
     const SnapshotRequest copy = *request;
     service_->device_queue_.Post([this, copy] {
       const auto start = std::chrono::steady_clock::now();
-      auto chunks =
-          service_->executor_->Snapshot(copy.job_id(), copy.max_chunk_bytes());
+      auto chunks = service_->executor_->Snapshot(
+          copy.job_id(), copy.max_chunk_bytes(),
+          std::vector<std::string>(copy.names().begin(), copy.names().end()));
       service_->Observe("snapshot", SecondsSince(start), chunks.status());
       if (!chunks.ok()) return Finish(ToGrpcStatus(chunks.status()));
       chunks_ = std::move(*chunks);
