@@ -1,10 +1,5 @@
 #include "common/net.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <fstream>
 
@@ -31,27 +26,6 @@ absl::StatusOr<HostPort> ParseHostPort(const std::string& address,
         flag, " '", address, "' has no valid port (0..65535)"));
   }
   return hp;
-}
-
-absl::StatusOr<int> PickFreePort(const std::string& host) {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  if (inet_pton(AF_INET, host == "localhost" ? "127.0.0.1" : host.c_str(),
-                &addr.sin_addr) != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("'", host, "' is not an IPv4 address"));
-  }
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return absl::UnavailableError("socket() failed");
-  socklen_t len = sizeof(addr);
-  const bool ok =
-      bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
-  close(fd);
-  if (!ok) {
-    return absl::UnavailableError(absl::StrCat("cannot bind a port on ", host));
-  }
-  return static_cast<int>(ntohs(addr.sin_port));
 }
 
 absl::Status WriteFileAtomically(const std::string& path,

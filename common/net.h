@@ -17,12 +17,6 @@ struct HostPort {
 absl::StatusOr<HostPort> ParseHostPort(const std::string& address,
                                        const std::string& flag);
 
-// A TCP port on `host` that was free a moment ago (bind to port 0, read it
-// back, close). For servers that cannot bind port 0 themselves (civetweb,
-// behind prometheus-cpp's Exposer); a rare race with another process is
-// reported by the caller's bind failing.
-absl::StatusOr<int> PickFreePort(const std::string& host);
-
 // Writes `text` to `path` atomically (write to a temp file, then rename), so
 // a reader polling for the file never sees half of it.
 absl::Status WriteFileAtomically(const std::string& path,

@@ -32,6 +32,15 @@ absl::Status ForEachWorker(size_t n, Fn fn) {
   return first;
 }
 
+// A non-finite loss ends the job with advice, before any update applies.
+absl::Status DivergenceCheck(double loss, int64_t step, double learning_rate) {
+  if (std::isfinite(loss)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "training loss became ", loss, " at step ", step,
+      "; the model diverged: lower training.optimizer.learning_rate (now ",
+      learning_rate, ") or check the data for extreme values"));
+}
+
 const std::string& HeadKind(const JobSpec& spec) {
   return spec.placement().head_device();
 }
@@ -206,13 +215,7 @@ absl::Status Trainer::TrainStep(const std::vector<int64_t>& indices,
     HostTensor x, y;
     data_->Gather(data_->train_starts(), indices, &x, &y);
     ASSIGN_OR_RETURN(*loss, HeadStep(x, y, step, learning_rate));
-    if (!std::isfinite(*loss)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "training loss became ", *loss, " at step ", step,
-          "; the model diverged: lower training.optimizer.learning_rate (now ",
-          learning_rate, ") or check the data for extreme values"));
-    }
-    return absl::OkStatus();
+    return DivergenceCheck(*loss, step, learning_rate);
   }
   const std::vector<int64_t> shards = ShardSizes(batch, workers_.size());
   std::vector<ForwardResponse> forwards(workers_.size());
@@ -245,12 +248,7 @@ absl::Status Trainer::TrainStep(const std::vector<int64_t>& indices,
     AddCost(workers_[i], "gpu", forwards[i].cost());
   }
   *loss = weighted / batch;
-  if (!std::isfinite(*loss)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "training loss became ", *loss, " at step ", step,
-        "; the model diverged: lower training.optimizer.learning_rate (now ",
-        learning_rate, ") or check the data for extreme values"));
-  }
+  RETURN_IF_ERROR(DivergenceCheck(*loss, step, learning_rate));
   RETURN_IF_ERROR(ForEachWorker(workers_.size(), [&](size_t i) -> absl::Status {
     BackwardRequest request;
     key_for(request.mutable_key());

@@ -76,23 +76,6 @@ absl::Status ValidateReramConfig(const ReramConfig& c) {
   return absl::OkStatus();
 }
 
-void Accumulate(const ReramReport& p, ReramReport* t) {
-  t->latency_s += p.latency_s;
-  t->energy_j += p.energy_j;
-  t->crossbar_activations += p.crossbar_activations;
-  t->adc_conversions += p.adc_conversions;
-  t->dac_activations += p.dac_activations;
-  t->shift_adds += p.shift_adds;
-  t->cell_writes += p.cell_writes;
-  t->max_cell_writes = std::max(t->max_cell_writes, p.max_cell_writes);
-  t->worst_wear = std::max(t->worst_wear, p.worst_wear);
-  t->cell_energy_j += p.cell_energy_j;
-  t->adc_energy_j += p.adc_energy_j;
-  t->dac_energy_j += p.dac_energy_j;
-  t->digital_energy_j += p.digital_energy_j;
-  t->write_energy_j += p.write_energy_j;
-}
-
 ReramLayer::ReramLayer(const ReramConfig& config, int64_t k, int64_t n)
     : config_(config), k_(k), n_(n), rng_(config.seed) {
   magnitude_bits_ = config.sign_mode == SignMode::kDifferential

@@ -129,8 +129,6 @@ struct ReramReport {
          digital_energy_j = 0, write_energy_j = 0;
 };
 
-void Accumulate(const ReramReport& part, ReramReport* total);
-
 class ReramLayer {
  public:
   static absl::StatusOr<ReramLayer> Create(const ReramConfig& config,

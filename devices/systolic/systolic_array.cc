@@ -178,32 +178,6 @@ SystolicReport SimulateGemm(const SystolicConfig& config, const GemmShape& g) {
   return r;
 }
 
-void Accumulate(const SystolicReport& p, SystolicReport* t) {
-  const double before = double(t->total_cycles), add = double(p.total_cycles);
-  auto weighted = [&](double a, double b) {
-    return before + add > 0 ? (a * before + b * add) / (before + add) : 0.0;
-  };
-  t->overall_util_pct = weighted(t->overall_util_pct, p.overall_util_pct);
-  t->mapping_eff_pct = weighted(t->mapping_eff_pct, p.mapping_eff_pct);
-  t->compute_util_pct = weighted(t->compute_util_pct, p.compute_util_pct);
-  t->folds += p.folds;
-  t->compute_cycles += p.compute_cycles;
-  t->stall_cycles += p.stall_cycles;
-  t->total_cycles += p.total_cycles;
-  t->sram_ifmap_reads += p.sram_ifmap_reads;
-  t->sram_filter_reads += p.sram_filter_reads;
-  t->sram_ofmap_writes += p.sram_ofmap_writes;
-  t->dram_ifmap_reads += p.dram_ifmap_reads;
-  t->dram_filter_reads += p.dram_filter_reads;
-  t->dram_ofmap_writes += p.dram_ofmap_writes;
-  t->macs += p.macs;
-  t->latency_s += p.latency_s;
-  t->energy_j += p.energy_j;
-  t->mac_energy_j += p.mac_energy_j;
-  t->sram_energy_j += p.sram_energy_j;
-  t->dram_energy_j += p.dram_energy_j;
-}
-
 float RoundToBf16(float v) {
   if (std::isnan(v)) return v;
   uint32_t bits;
@@ -215,28 +189,31 @@ float RoundToBf16(float v) {
   return out;
 }
 
+namespace {
+
+// The operand as the array sees it: itself in fp32, or rounded to bf16
+// (kept in `storage`).
+const float* ArrayOperand(const SystolicConfig& config, const float* data,
+                          int64_t n, std::vector<float>* storage) {
+  if (config.precision != SystolicPrecision::kBf16) return data;
+  BroadcastBf16(data, n, storage);
+  return storage->data();
+}
+
+}  // namespace
+
 void SystolicGemm(const SystolicConfig& config, const float* x, const float* w,
                   int64_t m, int64_t n, int64_t k, float* out) {
-  if (config.precision == SystolicPrecision::kBf16) {
-    std::vector<float> xb, wb;
-    BroadcastBf16(x, m * k, &xb);
-    BroadcastBf16(w, k * n, &wb);
-    Sgemm(m, n, k, 1.0f, xb.data(), k, wb.data(), n, 0.0f, out, n);
-    return;
-  }
-  Sgemm(m, n, k, 1.0f, x, k, w, n, 0.0f, out, n);
+  std::vector<float> xb, wb;
+  Sgemm(m, n, k, 1.0f, ArrayOperand(config, x, m * k, &xb), k,
+        ArrayOperand(config, w, k * n, &wb), n, 0.0f, out, n);
 }
 
 void SystolicGemmBt(const SystolicConfig& config, const float* x, const float* w,
                     int64_t m, int64_t n, int64_t k, float* out) {
-  if (config.precision == SystolicPrecision::kBf16) {
-    std::vector<float> xb, wb;
-    BroadcastBf16(x, m * k, &xb);
-    BroadcastBf16(w, n * k, &wb);
-    SgemmBt(m, n, k, 1.0f, xb.data(), k, wb.data(), k, 0.0f, out, n);
-    return;
-  }
-  SgemmBt(m, n, k, 1.0f, x, k, w, k, 0.0f, out, n);
+  std::vector<float> xb, wb;
+  SgemmBt(m, n, k, 1.0f, ArrayOperand(config, x, m * k, &xb), k,
+          ArrayOperand(config, w, n * k, &wb), k, 0.0f, out, n);
 }
 
 }  // namespace hpt

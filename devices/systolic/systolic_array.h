@@ -108,9 +108,6 @@ struct SystolicReport {
 // Cost of one GEMM. Requires a valid config and positive dimensions.
 SystolicReport SimulateGemm(const SystolicConfig& config, const GemmShape& gemm);
 
-// Sum of reports (cycles, traffic, energy; utilisations weighted by cycles).
-void Accumulate(const SystolicReport& part, SystolicReport* total);
-
 // out[m x n] = x[m x k] * w[k x n] with the array's numerics: fp32, or
 // operands rounded to bf16 (round to nearest even) and fp32 accumulation.
 void SystolicGemm(const SystolicConfig& config, const float* x, const float* w,
