@@ -129,7 +129,7 @@ absl::Status Trainer::LoadModel() {
 // The head's initial weights are the GPU's seeded ones: read them back and
 // send them to the head worker as its segment.
 absl::Status Trainer::LoadHead() {
-  ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks, workers_[0]->Snapshot(job_id_));
+  ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks, workers_[0]->Snapshot(job_id_, {}));
   const std::vector<std::string> names = {"reduction.0.weight", "reduction.0.bias",
                                           "head.weight", "head.bias"};
   std::vector<TensorChunk> head;

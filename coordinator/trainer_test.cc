@@ -64,7 +64,8 @@ class FakeWorker : public WorkerClient {
     response.set_applied(true);
     return response;
   }
-  absl::StatusOr<std::vector<TensorChunk>> Snapshot(const std::string&) override {
+  absl::StatusOr<std::vector<TensorChunk>> Snapshot(const std::string&,
+                                                     const std::vector<std::string>&) override {
     return std::vector<TensorChunk>();
   }
   absl::Status Release(const std::string&) override { return absl::OkStatus(); }

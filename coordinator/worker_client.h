@@ -27,8 +27,9 @@ class WorkerClient {
       const BackwardRequest& request) = 0;
   virtual absl::StatusOr<ApplyUpdateResponse> ApplyUpdate(
       const ApplyUpdateRequest& request) = 0;
+  // The job's parameters on the worker; `names` non-empty: only those.
   virtual absl::StatusOr<std::vector<TensorChunk>> Snapshot(
-      const std::string& job_id) = 0;
+      const std::string& job_id, const std::vector<std::string>& names) = 0;
   virtual absl::Status Release(const std::string& job_id) = 0;
 };
 

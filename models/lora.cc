@@ -12,7 +12,7 @@ namespace hpt {
 LoraConfig LoraDefaults(LoraConfig c) {
   // DESIGN §4 / the paper's PEFT setup: r 8, alpha 64, dropout 0.1, q and v.
   if (c.alpha() == 0) c.set_alpha(64);
-  if (c.dropout() == 0) c.set_dropout(0.1);
+  if (c.dropout() == 0 && !c.dropout_set()) c.set_dropout(0.1);
   if (c.targets().empty()) {
     c.add_targets("q_proj");
     c.add_targets("v_proj");

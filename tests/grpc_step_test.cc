@@ -100,7 +100,7 @@ TEST_F(GrpcStepTest, StepOverGrpcEqualsSingleProcessStep) {
   auto update = client_->ApplyUpdate(u);
   ASSERT_TRUE(update.ok());
   EXPECT_TRUE(update->applied());
-  auto chunks = client_->Snapshot("step");
+  auto chunks = client_->Snapshot("step", {});
   ASSERT_TRUE(chunks.ok()) << chunks.status();
   std::map<std::string, HostTensor> remote = Assemble(*chunks);
 
@@ -147,7 +147,7 @@ TEST_F(GrpcStepTest, ChunkedParametersRoundTrip) {
   auto loaded = client_->LoadParameters(Header(), chunks);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_EQ(loaded->num_tensors(), static_cast<int64_t>(sent.size()));
-  auto back = client_->Snapshot("step");
+  auto back = client_->Snapshot("step", {});
   ASSERT_TRUE(back.ok());
   std::map<std::string, HostTensor> received = Assemble(*back);
   for (const auto& [name, t] : sent) EXPECT_EQ(received.at(name).data, t.data) << name;

@@ -1,27 +1,13 @@
 // DeviceExecutor: a simulated-device worker (kind "reram" or "systolic").
-// Holds each job's segment (a chain of LINEAR and RELU ops) with its
-// parameters resident in the device, and runs forward / backward / update
-// tasks with the device's numerics, answering each with a cost report:
-// simulated latency and energy, and counters (MACs, cycles, SRAM and DRAM
-// traffic for the systolic array; crossbar activations, ADC conversions,
-// cell writes and worst-cell wear for ReRAM).
-//
-// ReRAM: LINEAR weights are programmed into crossbars at load (every cell
-// write counted); the forward is a crossbar read x W^T, the backward a
-// transposed read g W. Frozen weights are never rewritten; a trainable one
-// (a what-if) is reprogrammed by every update, paying the writes, and its
-// weight gradient is computed by the node's digital unit, costed as a
-// systolic array of the same clock. Bias, ReLU, loss and optimizer work is
-// element-wise digital work.
-//
-// Systolic: every product (forward x W^T, input gradient g W, weight
-// gradient g^T x) runs on the array with its numerics (fp32, or bf16
-// operands), costed with SCALE-Sim's model; element-wise work runs on a
-// vector unit as wide as the array.
-//
-// Element-wise work: one operation per lane per cycle, lanes = array
-// columns (ReRAM: crossbar columns), at the device clock; energy per
-// operation 0.9 pJ, a 32-bit float add (Horowitz, ISSCC 2014, 45 nm).
+// Holds each job's segments (workers/segment_graph.h: linear layers, LoRA
+// adapters, attention products, LayerNorm, residual adds, ReLU, dropout)
+// with their parameters resident in the device, and runs forward /
+// backward / update tasks with the device's numerics, answering each with
+// a cost report: simulated latency and energy, and counters (MACs, cycles,
+// SRAM and DRAM traffic for the systolic array; crossbar activations, ADC
+// conversions, cell writes and worst-cell wear for ReRAM). A job may hold
+// several segments on one worker; tasks name theirs in TaskKey.segment, and
+// ApplyUpdate steps every trainable parameter of the job (Adam/AdamW).
 //
 // Thread-safe; one task at a time. Idempotency as GpuExecutor's.
 #ifndef HPT_WORKERS_DEVICE_EXECUTOR_H_

@@ -247,14 +247,14 @@ TEST(DeviceExecutorTest, BadInputsAreNamed) {
   Net n;
   auto missing = e->Load(Header(true), {{"w1", n.w1}});
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(missing.status().message()), HasSubstr("bias 'b1'"));
+  EXPECT_THAT(std::string(missing.status().message()), HasSubstr("parameter 'b1' must be sent"));
   ASSERT_TRUE(e->Load(Header(true), Params(n)).ok());
   ForwardRequest f = Fwd(n, false);
   ToProto(HostTensor({4, kIn + 1}), "inputs", f.mutable_inputs());
   auto bad = e->Forward(f);
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(bad.status().message()),
-              HasSubstr("ForwardRequest.inputs must have shape [..., 10]"));
+              HasSubstr("'input' has shape [4, 11] but 'w1' takes 10 inputs"));
   EXPECT_EQ(e->JoinGroup(JoinGroupRequest()).code(), absl::StatusCode::kUnimplemented);
   DeviceExecutor::Options tpu;
   tpu.kind = "tpu";

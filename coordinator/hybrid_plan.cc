@@ -1,0 +1,240 @@
+#include "coordinator/hybrid_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "absl/strings/str_cat.h"
+
+namespace hpt {
+namespace {
+
+struct PlacedOp {
+  std::string kind;
+  int worker = 0;
+  SegmentOp op;
+};
+
+class OpList {
+ public:
+  OpList(const LoraConfig& lora, const HybridPlanOptions& options)
+      : lora_(lora), options_(options) {}
+
+  bool Saved(const std::string& module) const {
+    return std::find(lora_.modules_to_save().begin(), lora_.modules_to_save().end(),
+                     module) != lora_.modules_to_save().end();
+  }
+
+  // A linear layer: frozen base weights go to ReRAM, trained ones to the
+  // systolic array; reram_full trains the layers' base weights in ReRAM.
+  void Linear(const std::string& prefix, const std::string& in, const std::string& out,
+              bool trainable, int layer) {
+    SegmentOp op;
+    op.set_type(SegmentOp::LINEAR);
+    op.set_weight(prefix + ".weight");
+    op.set_bias(prefix + ".bias");
+    op.add_inputs(in);
+    op.set_output(out);
+    std::string kind = "systolic";
+    if (!trainable) {
+      kind = "reram";
+      if (options_.policy == "reram_full" && layer >= 0) op.set_trainable(true);
+    } else {
+      op.set_trainable(true);
+    }
+    Add(kind, layer, std::move(op));
+  }
+
+  void Systolic(int layer, SegmentOp::Type type, std::vector<std::string> in,
+                const std::string& out, const std::function<void(SegmentOp&)>& more = {}) {
+    SegmentOp op;
+    op.set_type(type);
+    for (std::string& name : in) op.add_inputs(std::move(name));
+    op.set_output(out);
+    if (more) more(op);
+    Add("systolic", layer, std::move(op));
+  }
+
+  void Add(const std::string& kind, int layer, SegmentOp op) {
+    const int n = kind == "reram" ? options_.reram_workers : options_.systolic_workers;
+    ops.push_back({kind, std::max(layer, 0) % std::max(n, 1), std::move(op)});
+  }
+
+  std::vector<PlacedOp> ops;
+
+ private:
+  const LoraConfig& lora_;
+  const HybridPlanOptions& options_;
+};
+
+std::vector<std::string> ParamsOf(const SegmentOp& op) {
+  std::vector<std::string> names;
+  for (const std::string* s : {&op.weight(), &op.bias(), &op.weight_b()}) {
+    if (!s->empty()) names.push_back(*s);
+  }
+  return names;
+}
+
+}  // namespace
+
+HostTensor TokenEncodingTable(int64_t tokens, int64_t d_model) {
+  HostTensor enc({tokens, d_model});
+  const float step = static_cast<float>(-std::log(10000.0) / double(d_model));
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t i = 0; i < d_model; i += 2) {
+      const float div = std::exp(float(i) * step);
+      const float angle = float(t) * div;
+      enc.data[t * d_model + i] = std::sin(angle);
+      if (i + 1 < d_model) enc.data[t * d_model + i + 1] = std::cos(angle);
+    }
+  }
+  return enc;
+}
+
+absl::StatusOr<HybridPlan> PlanHybrid(const ModelConfig& model, const LoraConfig& lora,
+                                      const std::map<std::string, int>& ranks,
+                                      const HybridPlanOptions& options) {
+  if (options.policy != "paper" && options.policy != "reram_full") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "placement policy '", options.policy, "' has no device plan (paper, reram_full)"));
+  }
+  if (options.reram_workers < 1 || options.systolic_workers < 1) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the ", options.policy, " placement needs at least one reram and one systolic "
+        "worker; registered: ", options.reram_workers, " reram, ",
+        options.systolic_workers, " systolic"));
+  }
+  const double dropout = model.dropout();
+  auto with_dropout = [](double p) {
+    return [p](SegmentOp& op) { op.set_dropout(p); };
+  };
+  HybridPlan plan;
+  OpList list(lora, options);
+  // Embedding (Linear, ReLU, Linear) and the token encoding.
+  const bool embed = list.Saved("embedding");
+  list.Linear("embedding.0", plan.input, "emb.0", embed, -1);
+  list.Systolic(-1, SegmentOp::RELU, {"emb.0"}, "emb.1");
+  list.Linear("embedding.2", "emb.1", "emb.2", embed, -1);
+  list.Systolic(-1, SegmentOp::ADD_CONST, {"emb.2"}, "h0",
+                [](SegmentOp& op) { op.set_weight("token_encoding"); });
+  for (int i = 0; i < model.num_layers(); ++i) {
+    const std::string p = absl::StrCat("layers.", i, ".");
+    const std::string h = absl::StrCat("h", i), v = absl::StrCat("L", i, ".");
+    // Base projections (one ReRAM segment), then adapters and attention.
+    for (const char* target : {"q_proj", "k_proj", "v_proj"}) {
+      list.Linear(p + "self_attn." + target, h, v + target + ".base", false, i);
+    }
+    std::map<std::string, std::string> projected;
+    auto adapt = [&](const std::string& target, const std::string& in) -> absl::Status {
+      const std::string base = v + target + ".base";
+      auto rank = ranks.find(p + "self_attn." + target);
+      const bool targeted = std::find(lora.targets().begin(), lora.targets().end(),
+                                      target) != lora.targets().end();
+      if (!targeted) {
+        projected[target] = base;
+        return absl::OkStatus();
+      }
+      if (rank == ranks.end() || rank->second < 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "no LoRA rank for ", p, "self_attn.", target));
+      }
+      const std::string adapter = p + "self_attn.lora_" + target;
+      list.Systolic(i, SegmentOp::DROPOUT, {in}, v + target + ".in",
+                    with_dropout(lora.dropout()));
+      list.Systolic(i, SegmentOp::LORA, {v + target + ".in"}, v + target + ".delta",
+                    [&](SegmentOp& op) {
+                      op.set_weight(adapter + ".A.weight");
+                      op.set_weight_b(adapter + ".B.weight");
+                      op.set_scale(lora.alpha() / double(rank->second));
+                      op.set_trainable(true);
+                    });
+      list.Systolic(i, SegmentOp::ADD, {base, v + target + ".delta"}, v + target);
+      projected[target] = v + target;
+      return absl::OkStatus();
+    };
+    for (const char* target : {"q_proj", "k_proj", "v_proj"}) {
+      if (absl::Status s = adapt(target, h); !s.ok()) return s;
+    }
+    list.Systolic(i, SegmentOp::ATTENTION,
+                  {projected["q_proj"], projected["k_proj"], projected["v_proj"]},
+                  v + "context", [&](SegmentOp& op) {
+                    op.set_num_heads(model.num_heads());
+                    op.set_dropout(dropout);
+                  });
+    list.Linear(p + "self_attn.o_proj", v + "context", v + "o_proj.base", false, i);
+    if (absl::Status s = adapt("o_proj", v + "context"); !s.ok()) return s;
+    list.Systolic(i, SegmentOp::DROPOUT, {projected["o_proj"]}, v + "attn",
+                  with_dropout(dropout));
+    list.Systolic(i, SegmentOp::ADD, {h, v + "attn"}, v + "res1");
+    list.Systolic(i, SegmentOp::LAYER_NORM, {v + "res1"}, v + "norm1", [&](SegmentOp& op) {
+      op.set_weight(p + "norm1.weight");
+      op.set_bias(p + "norm1.bias");
+    });
+    list.Linear(p + "ff1", v + "norm1", v + "ff1", false, i);
+    list.Systolic(i, SegmentOp::RELU, {v + "ff1"}, v + "relu");
+    list.Systolic(i, SegmentOp::DROPOUT, {v + "relu"}, v + "relu.drop",
+                  with_dropout(dropout));
+    list.Linear(p + "ff2", v + "relu.drop", v + "ff2", false, i);
+    list.Systolic(i, SegmentOp::DROPOUT, {v + "ff2"}, v + "ff2.drop", with_dropout(dropout));
+    list.Systolic(i, SegmentOp::ADD, {v + "norm1", v + "ff2.drop"}, v + "res2");
+    list.Systolic(i, SegmentOp::LAYER_NORM, {v + "res2"}, absl::StrCat("h", i + 1),
+                  [&](SegmentOp& op) {
+                    op.set_weight(p + "norm2.weight");
+                    op.set_bias(p + "norm2.bias");
+                  });
+  }
+  // Dimension reduction (Linear, ReLU) and the regression head, on the
+  // last layer's worker.
+  const int last = std::max(model.num_layers() - 1, 0);
+  const std::string top = absl::StrCat("h", model.num_layers());
+  list.Linear("reduction.0", top, "red", list.Saved("reduction"), last);
+  list.Systolic(last, SegmentOp::RELU, {"red"}, "red.relu");
+  list.Linear("head", "red.relu", plan.prediction, list.Saved("head"), last);
+
+  // Cut into segments: a new one wherever the worker changes.
+  for (size_t i = 0; i < list.ops.size(); ++i) {
+    const PlacedOp& op = list.ops[i];
+    if (plan.segments.empty() || plan.segments.back().kind != op.kind ||
+        plan.segments.back().worker != op.worker) {
+      PlannedSegment& s = plan.segments.emplace_back();
+      s.kind = op.kind;
+      s.worker = op.worker;
+      s.spec.set_name(absl::StrCat("lora.", plan.segments.size() - 1, ".", op.kind));
+      s.spec.set_seed(options.seed + plan.segments.size());
+    }
+    PlannedSegment& s = plan.segments.back();
+    *s.spec.add_ops() = op.op;
+    for (std::string& name : ParamsOf(op.op)) s.params.push_back(std::move(name));
+  }
+  // Inputs: values read but made elsewhere; outputs: values made here and
+  // read by a later segment, and the prediction.
+  for (size_t si = 0; si < plan.segments.size(); ++si) {
+    SegmentSpec& spec = plan.segments[si].spec;
+    std::vector<std::string> made;
+    for (const SegmentOp& op : spec.ops()) {
+      for (const std::string& in : op.inputs()) {
+        if (std::find(made.begin(), made.end(), in) == made.end() &&
+            std::find(spec.inputs().begin(), spec.inputs().end(), in) ==
+                spec.inputs().end()) {
+          spec.add_inputs(in);
+        }
+      }
+      made.push_back(op.output());
+    }
+    for (const std::string& out : made) {
+      bool needed = out == plan.prediction;
+      for (size_t later = si + 1; later < plan.segments.size() && !needed; ++later) {
+        for (const SegmentOp& op : plan.segments[later].spec.ops()) {
+          if (std::find(op.inputs().begin(), op.inputs().end(), out) != op.inputs().end()) {
+            needed = true;
+            break;
+          }
+        }
+      }
+      if (needed) spec.add_outputs(out);
+    }
+  }
+  return plan;
+}
+
+}  // namespace hpt

@@ -1,0 +1,67 @@
+// HybridPlan: the LoRA phase of the spatio-temporal transformer as a chain
+// of segments on simulated-device workers (DESIGN §5, the paper's mapping).
+//
+// The model is written out as ops over named values (SegmentOp), each op is
+// placed on a device kind by the policy, and consecutive ops on the same
+// worker form one segment:
+//   paper      frozen linear layers (the base weights) on ReRAM: forward
+//              x W^T and backward g W are crossbar reads. LoRA adapters,
+//              modules_to_save, attention score and context products
+//              (activation x activation), LayerNorm, residuals, ReLU and
+//              dropout on systolic arrays.
+//   reram_full a what-if: as paper, but the base weights train too, so
+//              every update rewrites their crossbars.
+// With several workers of a kind, layer i goes to worker i mod n.
+//
+// A layer becomes eight segments (four ReRAM: q/k/v, o, ff1, ff2; four
+// systolic), so a step is a few dozen calls, not hundreds.
+//
+//   ASSIGN_OR_RETURN(HybridPlan plan, PlanHybrid(model, lora, ranks, options));
+#ifndef HPT_COORDINATOR_HYBRID_PLAN_H_
+#define HPT_COORDINATOR_HYBRID_PLAN_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/host_tensor.h"
+#include "proto/worker_service.pb.h"
+
+namespace hpt {
+
+struct PlannedSegment {
+  std::string kind;  // "reram" or "systolic"
+  int worker = 0;    // index among the workers of that kind
+  SegmentSpec spec;  // named inputs and outputs
+  // Parameters the segment holds (names as in the GPU model's snapshot,
+  // plus the "token_encoding" constant).
+  std::vector<std::string> params;
+};
+
+struct HybridPlan {
+  std::string input = "x";              // [batch, tokens, input_features]
+  std::string prediction = "prediction";  // output of the last segment
+  std::vector<PlannedSegment> segments;
+};
+
+struct HybridPlanOptions {
+  std::string policy = "paper";  // paper or reram_full
+  int reram_workers = 1;
+  int systolic_workers = 1;
+  uint64_t seed = 0;  // dropout masks
+};
+
+// `lora` is normalised (models/lora.h LoraDefaults); `ranks` maps each
+// adapter ("layers.0.self_attn.q_proj") to its rank.
+absl::StatusOr<HybridPlan> PlanHybrid(const ModelConfig& model, const LoraConfig& lora,
+                                      const std::map<std::string, int>& ranks,
+                                      const HybridPlanOptions& options);
+
+// The sinusoidal token encoding the model adds after the embedding, the
+// same values as models/st_transformer.h TokenEncoding: [tokens, d_model].
+HostTensor TokenEncodingTable(int64_t tokens, int64_t d_model);
+
+}  // namespace hpt
+
+#endif  // HPT_COORDINATOR_HYBRID_PLAN_H_

@@ -1,0 +1,189 @@
+#include "coordinator/hybrid_runner.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "common/tensor_codec.h"
+
+namespace hpt {
+namespace {
+
+int64_t Bytes(const HostTensor& t) { return t.num_elements() * int64_t(sizeof(float)); }
+
+void AddInto(HostTensor& acc, const HostTensor& g) {
+  for (size_t i = 0; i < acc.data.size(); ++i) acc.data[i] += g.data[i];
+}
+
+}  // namespace
+
+HybridRunner::HybridRunner(std::string job_id, HybridPlan plan,
+                           std::vector<WorkerClient*> reram,
+                           std::vector<WorkerClient*> systolic, OptimizerConfig optimizer)
+    : job_id_(std::move(job_id)),
+      plan_(std::move(plan)),
+      reram_(std::move(reram)),
+      systolic_(std::move(systolic)),
+      optimizer_(std::move(optimizer)) {}
+
+WorkerClient* HybridRunner::WorkerOf(const PlannedSegment& segment) const {
+  const std::vector<WorkerClient*>& pool = segment.kind == "reram" ? reram_ : systolic_;
+  return pool[segment.worker % pool.size()];
+}
+
+std::vector<WorkerClient*> HybridRunner::Workers() const {
+  std::vector<WorkerClient*> workers;
+  for (const PlannedSegment& s : plan_.segments) {
+    WorkerClient* w = WorkerOf(s);
+    if (std::find(workers.begin(), workers.end(), w) == workers.end()) workers.push_back(w);
+  }
+  return workers;
+}
+
+absl::Status HybridRunner::Load(const std::map<std::string, HostTensor>& params,
+                                const TaskSink& sink) {
+  if (reram_.empty() || systolic_.empty()) {
+    return absl::FailedPreconditionError(
+        "the LoRA phase's device placement needs a reram and a systolic worker");
+  }
+  for (const PlannedSegment& segment : plan_.segments) {
+    LoadParametersHeader header;
+    header.set_job_id(job_id_);
+    *header.mutable_optimizer() = optimizer_;
+    *header.mutable_segment() = segment.spec;
+    std::vector<TensorChunk> chunks;
+    int64_t bytes = 0;
+    for (const std::string& name : segment.params) {
+      auto it = params.find(name);
+      if (it == params.end()) {
+        return absl::InternalError(absl::StrCat("segment '", segment.spec.name(),
+                                                "' needs parameter '", name,
+                                                "', which the model does not have"));
+      }
+      bytes += Bytes(it->second);
+      for (TensorChunk& c : SplitIntoChunks(name, it->second.shape, it->second.data.data(),
+                                            kDefaultChunkBytes)) {
+        chunks.push_back(std::move(c));
+      }
+    }
+    WorkerClient* worker = WorkerOf(segment);
+    ASSIGN_OR_RETURN(LoadParametersResponse loaded, worker->LoadParameters(header, chunks));
+    if (sink) sink({worker, segment.kind, "load", loaded.cost(), bytes, 0});
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<double> HybridRunner::Forward(const HostTensor& inputs,
+                                             const HostTensor* targets, int64_t step,
+                                             bool train, const TaskSink& sink,
+                                             HostTensor* prediction) {
+  std::map<std::string, HostTensor> values;
+  values[plan_.input] = inputs;
+  double loss = 0;
+  for (size_t i = 0; i < plan_.segments.size(); ++i) {
+    const PlannedSegment& segment = plan_.segments[i];
+    const bool last = i + 1 == plan_.segments.size();
+    ForwardRequest request;
+    request.mutable_key()->set_job_id(job_id_);
+    request.mutable_key()->set_step(step);
+    request.mutable_key()->set_segment(segment.spec.name());
+    request.set_train(train);
+    int64_t bytes_in = 0;
+    for (const std::string& name : segment.spec.inputs()) {
+      const HostTensor& v = values.at(name);
+      ToProto(v, name, request.add_values());
+      bytes_in += Bytes(v);
+    }
+    if (last && targets != nullptr) {
+      ToProto(*targets, "targets", request.mutable_targets());
+      bytes_in += Bytes(*targets);
+    }
+    request.set_return_outputs(!last || prediction != nullptr);
+    WorkerClient* worker = WorkerOf(segment);
+    ASSIGN_OR_RETURN(ForwardResponse response, worker->Forward(request));
+    int64_t bytes_out = 0;
+    for (const Tensor& t : response.values()) {
+      ASSIGN_OR_RETURN(HostTensor v, FromProto(t, "ForwardResponse.values"));
+      bytes_out += Bytes(v);
+      values[t.name()] = std::move(v);
+    }
+    if (sink) sink({worker, segment.kind, "forward", response.cost(), bytes_in, bytes_out});
+    if (last) loss = response.loss();
+  }
+  if (prediction != nullptr) {
+    auto it = values.find(plan_.prediction);
+    if (it == values.end()) {
+      return absl::InternalError("the last segment returned no prediction");
+    }
+    *prediction = std::move(it->second);
+  }
+  return loss;
+}
+
+absl::Status HybridRunner::Backward(int64_t step, const TaskSink& sink,
+                                    HostTensor* input_grad) {
+  std::map<std::string, HostTensor> grads;
+  grad_norm_sq_ = 0;
+  segment_grad_norms_.assign(plan_.segments.size(), 0.0);
+  for (int i = int(plan_.segments.size()) - 1; i >= 0; --i) {
+    const PlannedSegment& segment = plan_.segments[i];
+    BackwardRequest request;
+    request.mutable_key()->set_job_id(job_id_);
+    request.mutable_key()->set_step(step);
+    request.mutable_key()->set_segment(segment.spec.name());
+    int64_t bytes_in = 0;
+    for (const std::string& name : segment.spec.outputs()) {
+      auto it = grads.find(name);
+      if (it == grads.end()) continue;  // the loss, or nothing downstream
+      ToProto(it->second, name, request.add_grad_values());
+      bytes_in += Bytes(it->second);
+      grads.erase(it);
+    }
+    WorkerClient* worker = WorkerOf(segment);
+    ASSIGN_OR_RETURN(BackwardResponse response, worker->Backward(request));
+    int64_t bytes_out = 0;
+    for (const Tensor& t : response.grad_values()) {
+      ASSIGN_OR_RETURN(HostTensor g, FromProto(t, "BackwardResponse.grad_values"));
+      bytes_out += Bytes(g);
+      auto [it, inserted] = grads.try_emplace(t.name(), std::move(g));
+      if (!inserted) AddInto(it->second, g);
+    }
+    segment_grad_norms_[i] = response.grad_norm();
+    grad_norm_sq_ += response.grad_norm() * response.grad_norm();
+    if (sink) sink({worker, segment.kind, "backward", response.cost(), bytes_in, bytes_out});
+  }
+  if (input_grad != nullptr) {
+    auto it = grads.find(plan_.input);
+    if (it == grads.end()) return absl::InternalError("no gradient reached the input");
+    *input_grad = std::move(it->second);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status HybridRunner::Update(int64_t step, double learning_rate,
+                                  const TaskSink& sink) {
+  for (WorkerClient* worker : Workers()) {
+    ApplyUpdateRequest request;
+    request.set_job_id(job_id_);
+    request.set_step(step);
+    request.set_learning_rate(learning_rate);
+    ASSIGN_OR_RETURN(ApplyUpdateResponse applied, worker->ApplyUpdate(request));
+    if (sink) sink({worker, applied.cost().device_kind(), "update", applied.cost(), 0, 0});
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::map<std::string, HostTensor>> HybridRunner::Parameters() {
+  ChunkAssembler assembler;
+  for (WorkerClient* worker : Workers()) {
+    ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks, worker->Snapshot(job_id_, {}));
+    for (const TensorChunk& c : chunks) RETURN_IF_ERROR(assembler.Add(c));
+  }
+  return assembler.Finish();
+}
+
+void HybridRunner::Release() {
+  for (WorkerClient* worker : Workers()) worker->Release(job_id_).IgnoreError();
+}
+
+}  // namespace hpt

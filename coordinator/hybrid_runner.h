@@ -1,0 +1,82 @@
+// HybridRunner: drives one job's LoRA phase over its segments on ReRAM and
+// systolic workers (coordinator/hybrid_plan.h). A forward sends each
+// segment, in order, the values it reads (the batch, or activations other
+// segments returned); the last segment computes the loss. A backward walks
+// the segments in reverse, sending each the gradients of its outputs and
+// summing the gradients it returns for its inputs. Activations a pending
+// backward needs stay on the worker that made them.
+//
+//   HybridRunner runner(job_id, plan, reram_workers, systolic_workers, opt);
+//   RETURN_IF_ERROR(runner.Load(params, sink));
+//   ASSIGN_OR_RETURN(double loss, runner.Forward(x, &y, step, true, sink));
+//   RETURN_IF_ERROR(runner.Backward(step, sink));
+//   RETURN_IF_ERROR(runner.Update(step, lr, sink));
+//
+// Not thread-safe.
+#ifndef HPT_COORDINATOR_HYBRID_RUNNER_H_
+#define HPT_COORDINATOR_HYBRID_RUNNER_H_
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/host_tensor.h"
+#include "coordinator/hybrid_plan.h"
+#include "coordinator/worker_client.h"
+
+namespace hpt {
+
+// One task as the cost timeline sees it.
+struct TaskRecord {
+  WorkerClient* worker = nullptr;
+  std::string kind;  // gpu, reram, systolic
+  std::string type;  // load, forward, backward, update
+  CostReport cost;
+  int64_t bytes_in = 0;   // activations or gradients sent to the worker
+  int64_t bytes_out = 0;  // returned by it
+};
+using TaskSink = std::function<void(const TaskRecord&)>;
+
+class HybridRunner {
+ public:
+  // `reram` and `systolic` hold at least the workers the plan indexes.
+  HybridRunner(std::string job_id, HybridPlan plan, std::vector<WorkerClient*> reram,
+               std::vector<WorkerClient*> systolic, OptimizerConfig optimizer);
+
+  // Loads every segment with its parameters (by name; all must be present).
+  absl::Status Load(const std::map<std::string, HostTensor>& params, const TaskSink& sink);
+  // Runs the segments. `targets` non-null: returns the loss (the last
+  // segment's MSE); `prediction` non-null: receives the model's output.
+  absl::StatusOr<double> Forward(const HostTensor& inputs, const HostTensor* targets,
+                                 int64_t step, bool train, const TaskSink& sink,
+                                 HostTensor* prediction = nullptr);
+  // `input_grad` non-null: receives the gradient of the loss w.r.t. inputs.
+  absl::Status Backward(int64_t step, const TaskSink& sink,
+                        HostTensor* input_grad = nullptr);
+  absl::Status Update(int64_t step, double learning_rate, const TaskSink& sink);
+  // Every parameter held by the segments.
+  absl::StatusOr<std::map<std::string, HostTensor>> Parameters();
+  void Release();
+
+  const HybridPlan& plan() const { return plan_; }
+  // Sum over the last backward's segments of the squared gradient norms.
+  double last_grad_norm_sq() const { return grad_norm_sq_; }
+  std::vector<double> last_segment_grad_norms() const { return segment_grad_norms_; }
+
+ private:
+  WorkerClient* WorkerOf(const PlannedSegment& segment) const;
+  std::vector<WorkerClient*> Workers() const;
+
+  std::string job_id_;
+  HybridPlan plan_;
+  std::vector<WorkerClient*> reram_, systolic_;
+  OptimizerConfig optimizer_;
+  double grad_norm_sq_ = 0;
+  std::vector<double> segment_grad_norms_;
+};
+
+}  // namespace hpt
+
+#endif  // HPT_COORDINATOR_HYBRID_RUNNER_H_

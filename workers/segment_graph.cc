@@ -1,0 +1,765 @@
+#include "workers/segment_graph.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/cost_util.h"
+#include "devices/blas.h"
+
+namespace hpt {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t Cols(const HostTensor& t) { return t.shape.empty() ? 0 : t.shape.back(); }
+int64_t Rows(const HostTensor& t) {
+  const int64_t cols = Cols(t);
+  return cols == 0 ? 0 : t.num_elements() / cols;
+}
+
+HostTensor WithLastDim(const HostTensor& like, int64_t last) {
+  std::vector<int64_t> shape = like.shape;
+  shape.back() = last;
+  return HostTensor(shape);
+}
+
+std::vector<float> Transpose(const float* a, int64_t rows, int64_t cols) {
+  std::vector<float> t(rows * cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) t[c * rows + r] = a[r * cols + c];
+  }
+  return t;
+}
+
+void AddInto(std::vector<float>& acc, const std::vector<float>& v) {
+  if (acc.empty()) acc.assign(v.size(), 0.0f);
+  for (size_t i = 0; i < v.size(); ++i) acc[i] += v[i];
+}
+
+// Products with the node's numerics: the systolic array's (fp32 or bf16
+// operands), or fp32 on a ReRAM node's digital unit.
+void Gemm(const DeviceNode& node, const float* a, const float* b, int64_t m,
+          int64_t n, int64_t k, float* out) {
+  if (node.is_reram()) {
+    Sgemm(m, n, k, 1.0f, a, k, b, n, 0.0f, out, n);
+  } else {
+    SystolicGemm(node.systolic, a, b, m, n, k, out);
+  }
+}
+void GemmBt(const DeviceNode& node, const float* a, const float* b, int64_t m,
+            int64_t n, int64_t k, float* out) {
+  if (node.is_reram()) {
+    SgemmBt(m, n, k, 1.0f, a, k, b, k, 0.0f, out, n);
+  } else {
+    SystolicGemmBt(node.systolic, a, b, m, n, k, out);
+  }
+}
+// Cost of `times` products [m x k] x [k x n] on the array (a ReRAM node's
+// digital unit is costed as the same array at the node's clock).
+void GemmCost(const DeviceNode& node, CostBuilder* cost, int64_t m, int64_t n,
+              int64_t k, double times = 1) {
+  SystolicConfig config = node.systolic;
+  if (node.is_reram()) config.clock_hz = node.reram.clock_hz;
+  cost->Systolic(SimulateGemm(config, {m, n, k}), times);
+}
+
+// a[m x k]^T-free weight gradient: acc[n x k] += g[m x n]^T x[m x k].
+void AddWeightGrad(const DeviceNode& node, CostBuilder* cost, const float* g,
+                   const float* x, int64_t m, int64_t n, int64_t k,
+                   std::vector<float>& acc) {
+  const std::vector<float> gt = Transpose(g, m, n);
+  std::vector<float> dw(n * k);
+  Gemm(node, gt.data(), x, n, k, m, dw.data());
+  GemmCost(node, cost, n, k, m);
+  AddInto(acc, dw);
+}
+
+uint64_t MixSeed(uint64_t seed, int op) {
+  uint64_t z = seed + 0x9e3779b97f4a7c15ULL * uint64_t(op + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// Inverted-dropout mask: 0 or 1/(1-p).
+std::vector<float> DropoutMask(size_t n, double p, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  const float keep = static_cast<float>(1.0 / (1.0 - p));
+  std::vector<float> mask(n);
+  for (float& m : mask) m = u(rng) < p ? 0.0f : keep;
+  return mask;
+}
+
+constexpr double kLayerNormOps = 8;  // mean, variance, normalise, scale, shift
+constexpr double kSoftmaxOps = 5;    // max, subtract, exp, sum, divide
+
+}  // namespace
+
+CostBuilder::CostBuilder(const std::string& kind) { report_.set_device_kind(kind); }
+
+void CostBuilder::Systolic(const SystolicReport& r, double times) {
+  CostReport part;
+  part.set_simulated_s(r.latency_s * times);
+  part.set_energy_j(r.energy_j * times);
+  auto& c = *part.mutable_counters();
+  c["macs"] = double(r.macs) * times;
+  c["cycles"] = double(r.total_cycles) * times;
+  c["stall_cycles"] = double(r.stall_cycles) * times;
+  c["sram_reads"] = double(r.sram_ifmap_reads + r.sram_filter_reads) * times;
+  c["sram_writes"] = double(r.sram_ofmap_writes) * times;
+  c["dram_words"] =
+      double(r.dram_ifmap_reads + r.dram_filter_reads + r.dram_ofmap_writes) * times;
+  c["util_weighted_cycles"] =
+      r.overall_util_pct / 100.0 * double(r.total_cycles) * times;
+  AddCost(part, &report_);
+}
+
+void CostBuilder::Reram(const ReramReport& r) {
+  CostReport part;
+  part.set_simulated_s(r.latency_s);
+  part.set_energy_j(r.energy_j);
+  auto& c = *part.mutable_counters();
+  c["crossbar_activations"] = double(r.crossbar_activations);
+  c["adc_conversions"] = double(r.adc_conversions);
+  c["dac_activations"] = double(r.dac_activations);
+  c["cell_writes"] = double(r.cell_writes);
+  c["max_cell_writes"] = double(r.max_cell_writes);
+  c["worst_wear"] = r.worst_wear;
+  AddCost(part, &report_);
+}
+
+void CostBuilder::Elementwise(const DeviceNode& node, double ops) {
+  CostReport part;
+  part.set_simulated_s(std::ceil(ops / node.lanes()) / node.clock_hz());
+  part.set_energy_j(ops * node.elementwise_energy_j);
+  (*part.mutable_counters())["elementwise_ops"] = ops;
+  AddCost(part, &report_);
+}
+
+CostReport CostBuilder::Finish(Clock::time_point start) {
+  report_.set_measured_s(std::chrono::duration<double>(Clock::now() - start).count());
+  return report_;
+}
+
+SegmentGraph::SegmentGraph(const DeviceNode& node, SegmentSpec spec)
+    : node_(node), spec_(std::move(spec)) {}
+
+absl::StatusOr<std::unique_ptr<SegmentGraph>> SegmentGraph::Create(
+    const DeviceNode& node, const SegmentSpec& spec,
+    std::map<std::string, HostTensor>& params, CostBuilder* cost) {
+  if (spec.ops().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "segment '", spec.name(), "' has no ops: a ", node.kind,
+        " worker runs a segment, not a whole model"));
+  }
+  std::unique_ptr<SegmentGraph> graph(new SegmentGraph(node, spec));
+  if (absl::Status s = graph->Compile(params, cost); !s.ok()) return s;
+  return graph;
+}
+
+absl::Status SegmentGraph::Compile(std::map<std::string, HostTensor>& params,
+                                   CostBuilder* cost) {
+  const std::string where = absl::StrCat("segment '", spec_.name(), "' op ");
+  chain_ = spec_.inputs().empty();
+  std::set<std::string> defined;
+  if (chain_) {
+    inputs_ = {"input"};
+  } else {
+    inputs_.assign(spec_.inputs().begin(), spec_.inputs().end());
+  }
+  defined.insert(inputs_.begin(), inputs_.end());
+  std::string previous = inputs_.front();
+  auto take = [&](int i, const std::string& name, bool trainable,
+                  size_t rank) -> absl::StatusOr<SegmentParam*> {
+    auto it = params.find(name);
+    if (name.empty() || it == params.end() || it->second.shape.size() != rank) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, i, ": parameter '", name, "' must be sent as a ", rank,
+          "-D tensor"));
+    }
+    SegmentParam& p = params_[name];
+    p.shape = it->second.shape;
+    p.value = std::move(it->second.data);
+    p.trainable = trainable;
+    params.erase(it);
+    return &p;
+  };
+  for (int i = 0; i < spec_.ops_size(); ++i) {
+    SegmentOp& op = *spec_.mutable_ops(i);
+    if (chain_) {
+      if (op.inputs().empty()) op.add_inputs(previous);
+      if (op.output().empty()) op.set_output(absl::StrCat("op", i));
+    }
+    if (op.inputs().empty() || op.output().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, i, " needs named inputs and an output in a graph segment"));
+    }
+    for (const std::string& in : op.inputs()) {
+      if (!defined.count(in)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, i, " reads '", in, "', which is neither a segment input nor "
+            "the output of an earlier op"));
+      }
+    }
+    const bool trainable = op.trainable();
+    switch (op.type()) {
+      case SegmentOp::LINEAR: {
+        absl::StatusOr<SegmentParam*> w = take(i, op.weight(), trainable, 2);
+        if (!w.ok()) return w.status();
+        const int64_t out = (*w)->shape[0], in = (*w)->shape[1];
+        if (!op.bias().empty()) {
+          absl::StatusOr<SegmentParam*> b = take(i, op.bias(), trainable, 1);
+          if (!b.ok()) return b.status();
+          if ((*b)->shape[0] != out) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                where, i, ": bias '", op.bias(), "' must be [", out, "]"));
+          }
+        }
+        if (node_.is_reram()) {
+          absl::StatusOr<ReramLayer> layer = ReramLayer::Create(node_.reram, in, out);
+          if (!layer.ok()) return layer.status();
+          (*w)->crossbars = std::make_unique<ReramLayer>(std::move(*layer));
+          const std::vector<float> wt = Transpose((*w)->value.data(), out, in);
+          absl::StatusOr<ReramReport> programmed = (*w)->crossbars->Program(wt.data());
+          if (!programmed.ok()) return programmed.status();
+          cost->Reram(*programmed);
+        }
+        break;
+      }
+      case SegmentOp::LORA: {
+        absl::StatusOr<SegmentParam*> a = take(i, op.weight(), trainable, 2);
+        if (!a.ok()) return a.status();
+        absl::StatusOr<SegmentParam*> b = take(i, op.weight_b(), trainable, 2);
+        if (!b.ok()) return b.status();
+        if ((*b)->shape[1] != (*a)->shape[0]) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              where, i, ": LoRA B '", op.weight_b(), "' is [",
+              absl::StrJoin((*b)->shape, ", "), "] but A '", op.weight(),
+              "' has rank ", (*a)->shape[0]));
+        }
+        break;
+      }
+      case SegmentOp::LAYER_NORM: {
+        absl::StatusOr<SegmentParam*> g = take(i, op.weight(), trainable, 1);
+        if (!g.ok()) return g.status();
+        absl::StatusOr<SegmentParam*> b = take(i, op.bias(), trainable, 1);
+        if (!b.ok()) return b.status();
+        if ((*b)->shape != (*g)->shape) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(where, i, ": LayerNorm weight and bias differ in shape"));
+        }
+        break;
+      }
+      case SegmentOp::ADD_CONST: {
+        auto it = params.find(op.weight());
+        if (it == params.end()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(where, i, ": constant '", op.weight(), "' was not sent"));
+        }
+        absl::StatusOr<SegmentParam*> c =
+            take(i, op.weight(), false, it->second.shape.size());
+        if (!c.ok()) return c.status();
+        break;
+      }
+      case SegmentOp::ATTENTION:
+        if (op.inputs_size() != 3 || op.num_heads() <= 0) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              where, i, ": ATTENTION takes inputs q, k, v and num_heads > 0"));
+        }
+        break;
+      case SegmentOp::DROPOUT:
+        if (op.dropout() < 0 || op.dropout() >= 1) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              where, i, ": dropout must be in [0, 1), got ", op.dropout()));
+        }
+        break;
+      case SegmentOp::RELU:
+      case SegmentOp::ADD:
+        break;
+      default:
+        return absl::InvalidArgumentError(absl::StrCat(where, i, " has an unknown type"));
+    }
+    if (op.type() == SegmentOp::ATTENTION && (op.dropout() < 0 || op.dropout() >= 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, i, ": attention dropout must be in [0, 1), got ", op.dropout()));
+    }
+    defined.insert(op.output());
+    previous = op.output();
+  }
+  if (chain_) {
+    outputs_ = {previous};
+  } else {
+    outputs_.assign(spec_.outputs().begin(), spec_.outputs().end());
+    for (const std::string& out : outputs_) {
+      if (!defined.count(out)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "segment '", spec_.name(), "' output '", out, "' is never computed"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+int64_t SegmentGraph::num_parameters() const {
+  int64_t n = 0;
+  for (const auto& [name, p] : params_) n += int64_t(p.value.size());
+  return n;
+}
+
+absl::StatusOr<std::map<std::string, HostTensor>> SegmentGraph::Forward(
+    std::map<std::string, HostTensor> inputs, uint64_t mask_seed,
+    CostBuilder* cost, Saved* saved) {
+  const bool train = saved != nullptr;
+  std::map<std::string, HostTensor> values;
+  for (const std::string& name : inputs_) {
+    auto it = inputs.find(name);
+    if (it == inputs.end() || it->second.num_elements() == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "segment '", spec_.name(), "' input '", name, "' was not sent"));
+    }
+    values[name] = std::move(it->second);
+  }
+  for (int i = 0; i < spec_.ops_size(); ++i) {
+    const SegmentOp& op = spec_.ops(i);
+    const std::string where = absl::StrCat("segment '", spec_.name(), "' op ", i, ": ");
+    const HostTensor& x = values.at(op.inputs(0));
+    const int64_t rows = Rows(x), cols = Cols(x);
+    HostTensor y;
+    switch (op.type()) {
+      case SegmentOp::LINEAR: {
+        SegmentParam& w = params_.at(op.weight());
+        const int64_t out = w.shape[0], in = w.shape[1];
+        if (cols != in) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              where, "'", op.inputs(0), "' has shape ", x.ShapeString(), " but '",
+              op.weight(), "' takes ", in, " inputs"));
+        }
+        y = WithLastDim(x, out);
+        if (w.crossbars) {
+          absl::StatusOr<ReramReport> read =
+              w.crossbars->Forward(x.data.data(), rows, y.data.data());
+          if (!read.ok()) return read.status();
+          cost->Reram(*read);
+        } else {
+          GemmBt(node_, x.data.data(), w.value.data(), rows, out, in, y.data.data());
+          GemmCost(node_, cost, rows, out, in);
+        }
+        if (!op.bias().empty()) {
+          const std::vector<float>& b = params_.at(op.bias()).value;
+          for (int64_t r = 0; r < rows; ++r) {
+            for (int64_t o = 0; o < out; ++o) y.data[r * out + o] += b[o];
+          }
+          cost->Elementwise(node_, double(y.data.size()));
+        }
+        break;
+      }
+      case SegmentOp::LORA: {
+        const SegmentParam& a = params_.at(op.weight());
+        const SegmentParam& b = params_.at(op.weight_b());
+        const int64_t rank = a.shape[0], in = a.shape[1], out = b.shape[0];
+        if (cols != in) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              where, "'", op.inputs(0), "' has shape ", x.ShapeString(),
+              " but adapter '", op.weight(), "' takes ", in));
+        }
+        std::vector<float> h(rows * rank);
+        GemmBt(node_, x.data.data(), a.value.data(), rows, rank, in, h.data());
+        GemmCost(node_, cost, rows, rank, in);
+        y = WithLastDim(x, out);
+        GemmBt(node_, h.data(), b.value.data(), rows, out, rank, y.data.data());
+        GemmCost(node_, cost, rows, out, rank);
+        const float scale = static_cast<float>(op.scale());
+        for (float& v : y.data) v *= scale;
+        cost->Elementwise(node_, double(y.data.size()));
+        if (train) saved->aux[i] = std::move(h);
+        break;
+      }
+      case SegmentOp::ADD: {
+        y = x;
+        for (int j = 1; j < op.inputs_size(); ++j) {
+          const HostTensor& other = values.at(op.inputs(j));
+          if (other.shape != x.shape) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                where, "adding '", op.inputs(j), "' ", other.ShapeString(), " to '",
+                op.inputs(0), "' ", x.ShapeString()));
+          }
+          for (size_t e = 0; e < y.data.size(); ++e) y.data[e] += other.data[e];
+        }
+        cost->Elementwise(node_, double(y.data.size()) * (op.inputs_size() - 1));
+        break;
+      }
+      case SegmentOp::ADD_CONST: {
+        const SegmentParam& c = params_.at(op.weight());
+        const size_t n = c.shape.size();
+        if (x.shape.size() < n ||
+            !std::equal(c.shape.begin(), c.shape.end(), x.shape.end() - n)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              where, "'", op.inputs(0), "' ", x.ShapeString(),
+              " does not end with the shape of '", op.weight(), "' [",
+              absl::StrJoin(c.shape, ", "), "]"));
+        }
+        y = x;
+        for (size_t e = 0; e < y.data.size(); ++e) y.data[e] += c.value[e % c.value.size()];
+        cost->Elementwise(node_, double(y.data.size()));
+        break;
+      }
+      case SegmentOp::RELU:
+        y = x;
+        for (float& v : y.data) v = std::max(v, 0.0f);
+        cost->Elementwise(node_, double(y.data.size()));
+        break;
+      case SegmentOp::DROPOUT:
+        y = x;
+        if (train && op.dropout() > 0) {
+          std::vector<float> mask =
+              DropoutMask(y.data.size(), op.dropout(), MixSeed(mask_seed, i));
+          for (size_t e = 0; e < y.data.size(); ++e) y.data[e] *= mask[e];
+          cost->Elementwise(node_, 2.0 * double(y.data.size()));
+          saved->aux[i] = std::move(mask);
+        }
+        break;
+      case SegmentOp::LAYER_NORM: {
+        const std::vector<float>& gamma = params_.at(op.weight()).value;
+        const std::vector<float>& beta = params_.at(op.bias()).value;
+        if (cols != int64_t(gamma.size())) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              where, "'", op.inputs(0), "' ", x.ShapeString(), " but LayerNorm '",
+              op.weight(), "' normalises ", gamma.size()));
+        }
+        const double eps = op.eps() > 0 ? op.eps() : 1e-5;
+        y = x;
+        std::vector<float> aux(rows * cols + rows);  // x-hat, then 1/sigma
+        for (int64_t r = 0; r < rows; ++r) {
+          const float* xr = x.data.data() + r * cols;
+          double mean = 0, var = 0;
+          for (int64_t c = 0; c < cols; ++c) mean += xr[c];
+          mean /= double(cols);
+          for (int64_t c = 0; c < cols; ++c) var += (xr[c] - mean) * (xr[c] - mean);
+          var /= double(cols);
+          const double rstd = 1.0 / std::sqrt(var + eps);
+          aux[rows * cols + r] = float(rstd);
+          for (int64_t c = 0; c < cols; ++c) {
+            const float xhat = float((xr[c] - mean) * rstd);
+            aux[r * cols + c] = xhat;
+            y.data[r * cols + c] = xhat * gamma[c] + beta[c];
+          }
+        }
+        cost->Elementwise(node_, kLayerNormOps * double(y.data.size()));
+        if (train) saved->aux[i] = std::move(aux);
+        break;
+      }
+      case SegmentOp::ATTENTION: {
+        const HostTensor& k = values.at(op.inputs(1));
+        const HostTensor& v = values.at(op.inputs(2));
+        if (x.shape.size() != 3 || k.shape != x.shape || v.shape != x.shape ||
+            cols % op.num_heads() != 0) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              where, "attention needs q, k, v of one shape [batch, tokens, d] with d "
+              "divisible by ", op.num_heads(), " heads; got ", x.ShapeString(), ", ",
+              k.ShapeString(), ", ", v.ShapeString()));
+        }
+        const int64_t batch = x.shape[0], tokens = x.shape[1], heads = op.num_heads();
+        const int64_t hd = cols / heads;
+        const float inv_sqrt = float(1.0 / std::sqrt(double(hd)));
+        const bool drop = train && op.dropout() > 0;
+        std::vector<float> probs(batch * heads * tokens * tokens);
+        std::vector<float> mask;
+        if (drop) mask = DropoutMask(probs.size(), op.dropout(), MixSeed(mask_seed, i));
+        y = HostTensor(x.shape);
+        std::vector<float> qh(tokens * hd), kh(tokens * hd), vh(tokens * hd),
+            oh(tokens * hd), weights(tokens * tokens);
+        auto gather = [&](const HostTensor& t, int64_t b, int64_t h, std::vector<float>& out) {
+          for (int64_t t0 = 0; t0 < tokens; ++t0) {
+            std::copy_n(t.data.data() + (b * tokens + t0) * cols + h * hd, hd,
+                        out.data() + t0 * hd);
+          }
+        };
+        for (int64_t b = 0; b < batch; ++b) {
+          for (int64_t h = 0; h < heads; ++h) {
+            gather(x, b, h, qh);
+            gather(k, b, h, kh);
+            gather(v, b, h, vh);
+            float* p = probs.data() + (b * heads + h) * tokens * tokens;
+            GemmBt(node_, qh.data(), kh.data(), tokens, tokens, hd, p);
+            for (int64_t r = 0; r < tokens; ++r) {
+              float* row = p + r * tokens;
+              float mx = -INFINITY;
+              for (int64_t c = 0; c < tokens; ++c) mx = std::max(mx, row[c] * inv_sqrt);
+              double sum = 0;
+              for (int64_t c = 0; c < tokens; ++c) {
+                row[c] = std::exp(row[c] * inv_sqrt - mx);
+                sum += row[c];
+              }
+              for (int64_t c = 0; c < tokens; ++c) row[c] = float(row[c] / sum);
+            }
+            const float* used = p;
+            if (drop) {
+              const float* m = mask.data() + (b * heads + h) * tokens * tokens;
+              for (int64_t e = 0; e < tokens * tokens; ++e) weights[e] = p[e] * m[e];
+              used = weights.data();
+            }
+            Gemm(node_, used, vh.data(), tokens, hd, tokens, oh.data());
+            for (int64_t t0 = 0; t0 < tokens; ++t0) {
+              std::copy_n(oh.data() + t0 * hd, hd,
+                          y.data.data() + (b * tokens + t0) * cols + h * hd);
+            }
+          }
+        }
+        const double pairs = double(batch * heads);
+        GemmCost(node_, cost, tokens, tokens, hd, pairs);
+        GemmCost(node_, cost, tokens, hd, tokens, pairs);
+        cost->Elementwise(node_, (kSoftmaxOps + (drop ? 1 : 0)) * double(probs.size()));
+        if (train) {
+          if (drop) probs.insert(probs.end(), mask.begin(), mask.end());
+          saved->aux[i] = std::move(probs);
+        }
+        break;
+      }
+      default:
+        return absl::InternalError(absl::StrCat(where, "unknown op type"));
+    }
+    values[op.output()] = std::move(y);
+  }
+  std::map<std::string, HostTensor> outputs;
+  for (const std::string& name : outputs_) outputs[name] = values.at(name);
+  if (train) saved->values = std::move(values);
+  return outputs;
+}
+
+absl::StatusOr<std::map<std::string, HostTensor>> SegmentGraph::Backward(
+    const Saved& saved, std::map<std::string, HostTensor> grad_outputs,
+    CostBuilder* cost) {
+  std::map<std::string, HostTensor> grads;
+  for (auto& [name, g] : grad_outputs) {
+    if (std::find(outputs_.begin(), outputs_.end(), name) == outputs_.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "segment '", spec_.name(), "' has no output '", name, "'"));
+    }
+    const HostTensor& value = saved.values.at(name);
+    if (g.num_elements() != value.num_elements()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "gradient of '", name, "' has shape ", g.ShapeString(), "; the forward made ",
+          value.ShapeString()));
+    }
+    g.shape = value.shape;
+    grads[name] = std::move(g);
+  }
+  auto accumulate = [&](const std::string& name, HostTensor g) {
+    auto [it, inserted] = grads.try_emplace(name, std::move(g));
+    if (!inserted) {
+      AddInto(it->second.data, g.data);
+      cost->Elementwise(node_, double(g.data.size()));
+    }
+  };
+  for (int i = spec_.ops_size() - 1; i >= 0; --i) {
+    const SegmentOp& op = spec_.ops(i);
+    auto found = grads.find(op.output());
+    if (found == grads.end()) continue;  // nothing downstream depends on it
+    HostTensor g = std::move(found->second);
+    grads.erase(found);
+    const HostTensor& x = saved.values.at(op.inputs(0));
+    const int64_t rows = Rows(x), cols = Cols(x);
+    auto aux = saved.aux.find(i);
+    switch (op.type()) {
+      case SegmentOp::LINEAR: {
+        SegmentParam& w = params_.at(op.weight());
+        const int64_t out = w.shape[0], in = w.shape[1];
+        if (w.trainable) {
+          AddWeightGrad(node_, cost, g.data.data(), x.data.data(), rows, out, in, w.grad);
+          if (!op.bias().empty()) {
+            SegmentParam& b = params_.at(op.bias());
+            if (b.grad.empty()) b.grad.assign(out, 0.0f);
+            for (int64_t r = 0; r < rows; ++r) {
+              for (int64_t o = 0; o < out; ++o) b.grad[o] += g.data[r * out + o];
+            }
+            cost->Elementwise(node_, double(g.data.size()));
+          }
+        }
+        HostTensor gx(x.shape);
+        if (w.crossbars) {
+          absl::StatusOr<ReramReport> read =
+              w.crossbars->Transposed(g.data.data(), rows, gx.data.data());
+          if (!read.ok()) return read.status();
+          cost->Reram(*read);
+        } else {
+          Gemm(node_, g.data.data(), w.value.data(), rows, in, out, gx.data.data());
+          GemmCost(node_, cost, rows, in, out);
+        }
+        accumulate(op.inputs(0), std::move(gx));
+        break;
+      }
+      case SegmentOp::LORA: {
+        SegmentParam& a = params_.at(op.weight());
+        SegmentParam& b = params_.at(op.weight_b());
+        const int64_t rank = a.shape[0], in = a.shape[1], out = b.shape[0];
+        const std::vector<float>& h = aux->second;
+        const float scale = static_cast<float>(op.scale());
+        for (float& v : g.data) v *= scale;
+        cost->Elementwise(node_, double(g.data.size()));
+        std::vector<float> gh(rows * rank);
+        Gemm(node_, g.data.data(), b.value.data(), rows, rank, out, gh.data());
+        GemmCost(node_, cost, rows, rank, out);
+        if (op.trainable()) {
+          AddWeightGrad(node_, cost, g.data.data(), h.data(), rows, out, rank, b.grad);
+          AddWeightGrad(node_, cost, gh.data(), x.data.data(), rows, rank, in, a.grad);
+        }
+        HostTensor gx(x.shape);
+        Gemm(node_, gh.data(), a.value.data(), rows, in, rank, gx.data.data());
+        GemmCost(node_, cost, rows, in, rank);
+        accumulate(op.inputs(0), std::move(gx));
+        break;
+      }
+      case SegmentOp::ADD:
+        for (int j = 1; j < op.inputs_size(); ++j) accumulate(op.inputs(j), g);
+        accumulate(op.inputs(0), std::move(g));
+        break;
+      case SegmentOp::ADD_CONST:
+        accumulate(op.inputs(0), std::move(g));
+        break;
+      case SegmentOp::RELU:
+        for (size_t e = 0; e < g.data.size(); ++e) {
+          if (x.data[e] <= 0) g.data[e] = 0;
+        }
+        cost->Elementwise(node_, double(g.data.size()));
+        accumulate(op.inputs(0), std::move(g));
+        break;
+      case SegmentOp::DROPOUT:
+        if (aux != saved.aux.end()) {
+          for (size_t e = 0; e < g.data.size(); ++e) g.data[e] *= aux->second[e];
+          cost->Elementwise(node_, double(g.data.size()));
+        }
+        accumulate(op.inputs(0), std::move(g));
+        break;
+      case SegmentOp::LAYER_NORM: {
+        SegmentParam& gamma = params_.at(op.weight());
+        SegmentParam& beta = params_.at(op.bias());
+        const float* xhat = aux->second.data();
+        const float* rstd = aux->second.data() + rows * cols;
+        if (gamma.trainable) {
+          if (gamma.grad.empty()) gamma.grad.assign(cols, 0.0f);
+          if (beta.grad.empty()) beta.grad.assign(cols, 0.0f);
+          for (int64_t r = 0; r < rows; ++r) {
+            for (int64_t c = 0; c < cols; ++c) {
+              gamma.grad[c] += g.data[r * cols + c] * xhat[r * cols + c];
+              beta.grad[c] += g.data[r * cols + c];
+            }
+          }
+        }
+        HostTensor gx(x.shape);
+        std::vector<float> gy(cols);
+        for (int64_t r = 0; r < rows; ++r) {
+          double mean_g = 0, mean_gx = 0;
+          for (int64_t c = 0; c < cols; ++c) {
+            gy[c] = g.data[r * cols + c] * gamma.value[c];
+            mean_g += gy[c];
+            mean_gx += double(gy[c]) * xhat[r * cols + c];
+          }
+          mean_g /= double(cols);
+          mean_gx /= double(cols);
+          for (int64_t c = 0; c < cols; ++c) {
+            gx.data[r * cols + c] =
+                float(rstd[r] * (gy[c] - mean_g - xhat[r * cols + c] * mean_gx));
+          }
+        }
+        cost->Elementwise(node_, kLayerNormOps * double(g.data.size()));
+        accumulate(op.inputs(0), std::move(gx));
+        break;
+      }
+      case SegmentOp::ATTENTION: {
+        const HostTensor& k = saved.values.at(op.inputs(1));
+        const HostTensor& v = saved.values.at(op.inputs(2));
+        const int64_t batch = x.shape[0], tokens = x.shape[1], heads = op.num_heads();
+        const int64_t hd = cols / heads, tt = tokens * tokens;
+        const float inv_sqrt = float(1.0 / std::sqrt(double(hd)));
+        const std::vector<float>& stash = aux->second;
+        const bool drop = int64_t(stash.size()) == 2 * batch * heads * tt;
+        HostTensor gq(x.shape), gk(x.shape), gv(x.shape);
+        std::vector<float> qh(tokens * hd), kh(tokens * hd), vh(tokens * hd),
+            go(tokens * hd), tmp(tokens * hd), gp(tt), used(tt), used_t(tt), gs_t(tt);
+        auto gather = [&](const HostTensor& t, int64_t b, int64_t h, std::vector<float>& out) {
+          for (int64_t t0 = 0; t0 < tokens; ++t0) {
+            std::copy_n(t.data.data() + (b * tokens + t0) * cols + h * hd, hd,
+                        out.data() + t0 * hd);
+          }
+        };
+        auto scatter = [&](const std::vector<float>& in, int64_t b, int64_t h, HostTensor& t) {
+          for (int64_t t0 = 0; t0 < tokens; ++t0) {
+            std::copy_n(in.data() + t0 * hd, hd,
+                        t.data.data() + (b * tokens + t0) * cols + h * hd);
+          }
+        };
+        for (int64_t b = 0; b < batch; ++b) {
+          for (int64_t h = 0; h < heads; ++h) {
+            const int64_t base = (b * heads + h) * tt;
+            const float* p = stash.data() + base;
+            const float* m = drop ? stash.data() + batch * heads * tt + base : nullptr;
+            gather(x, b, h, qh);
+            gather(k, b, h, kh);
+            gather(v, b, h, vh);
+            gather(g, b, h, go);
+            for (int64_t e = 0; e < tt; ++e) used[e] = m ? p[e] * m[e] : p[e];
+            // dV = P'^T dO; dP' = dO V^T.
+            used_t = Transpose(used.data(), tokens, tokens);
+            Gemm(node_, used_t.data(), go.data(), tokens, hd, tokens, tmp.data());
+            scatter(tmp, b, h, gv);
+            GemmBt(node_, go.data(), vh.data(), tokens, tokens, hd, gp.data());
+            // dS = P (dP - rowsum(dP P)) / sqrt(hd), with dP = dP' * mask.
+            for (int64_t r = 0; r < tokens; ++r) {
+              double dot = 0;
+              for (int64_t c = 0; c < tokens; ++c) {
+                float& d = gp[r * tokens + c];
+                if (m) d *= m[r * tokens + c];
+                dot += double(d) * p[r * tokens + c];
+              }
+              for (int64_t c = 0; c < tokens; ++c) {
+                float& d = gp[r * tokens + c];
+                d = float(p[r * tokens + c] * (d - dot)) * inv_sqrt;
+              }
+            }
+            // dQ = dS K; dK = dS^T Q.
+            Gemm(node_, gp.data(), kh.data(), tokens, hd, tokens, tmp.data());
+            scatter(tmp, b, h, gq);
+            gs_t = Transpose(gp.data(), tokens, tokens);
+            Gemm(node_, gs_t.data(), qh.data(), tokens, hd, tokens, tmp.data());
+            scatter(tmp, b, h, gk);
+          }
+        }
+        const double pairs = double(batch * heads);
+        GemmCost(node_, cost, tokens, hd, tokens, 3 * pairs);   // dV, dQ, dK
+        GemmCost(node_, cost, tokens, tokens, hd, pairs);       // dP'
+        cost->Elementwise(node_, 6.0 * pairs * double(tt));
+        accumulate(op.inputs(0), std::move(gq));
+        accumulate(op.inputs(1), std::move(gk));
+        accumulate(op.inputs(2), std::move(gv));
+        break;
+      }
+      default:
+        return absl::InternalError("unknown op type");
+    }
+  }
+  std::map<std::string, HostTensor> result;
+  for (const std::string& name : inputs_) {
+    auto it = grads.find(name);
+    result[name] = it != grads.end() ? std::move(it->second)
+                                     : HostTensor(saved.values.at(name).shape);
+  }
+  return result;
+}
+
+absl::Status SegmentGraph::Reprogram(CostBuilder* cost) {
+  for (auto& [name, p] : params_) {
+    if (!p.trainable || !p.crossbars) continue;
+    const std::vector<float> wt = Transpose(p.value.data(), p.shape[0], p.shape[1]);
+    absl::StatusOr<ReramReport> programmed = p.crossbars->Program(wt.data());
+    if (!programmed.ok()) return programmed.status();
+    cost->Reram(*programmed);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace hpt
