@@ -60,7 +60,41 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& registry)
       workers_up(prometheus::BuildGauge()
                      .Name("hpt_workers_up")
                      .Help("Live registered workers, by device kind.")
-                     .Register(registry)) {}
+                     .Register(registry)),
+      phase_switches(prometheus::BuildCounter()
+                         .Name("hpt_phase_switches_total")
+                         .Help("Jobs that switched to the LoRA phase.")
+                         .Register(registry)),
+      phase_events(prometheus::BuildCounter()
+                       .Name("hpt_phase_events_total")
+                       .Help("Phase-controller events, by kind (check, "
+                             "trial_start, trial_end, switch).")
+                       .Register(registry)),
+      job_switch_step(prometheus::BuildGauge()
+                          .Name("hpt_job_switch_step")
+                          .Help("First LoRA step of the job; -1 before the switch.")
+                          .Register(registry)),
+      job_phase_simulated_seconds(
+          prometheus::BuildGauge()
+              .Name("hpt_job_phase_simulated_seconds")
+              .Help("Simulated time on the cost timeline, by phase (full, "
+                    "switch, lora).")
+              .Register(registry)),
+      job_phase_energy(prometheus::BuildGauge()
+                           .Name("hpt_job_phase_energy_joules")
+                           .Help("Simulated energy (devices and interconnect), "
+                                 "by phase.")
+                           .Register(registry)),
+      job_gpu_only_ratio(prometheus::BuildGauge()
+                             .Name("hpt_job_gpu_only_ratio")
+                             .Help("GPU-only full-parameter cost over HpT's, by "
+                                   "quantity (time, energy); > 1: HpT saves.")
+                             .Register(registry)),
+      job_test_metric(prometheus::BuildGauge()
+                          .Name("hpt_job_test_metric")
+                          .Help("Test-split quality in data units, by metric "
+                                "(rmse, mae, nse, r2).")
+                          .Register(registry)) {}
 
 void CoordinatorMetrics::SetJobCounts(const std::map<JobState, int>& counts) {
   for (JobState state : {QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED}) {
@@ -77,8 +111,35 @@ void CoordinatorMetrics::ObserveJob(const Job& job) {
   job_test_loss.Add(labels).Set(p.test_loss());
   job_steps.Add(labels).Set(static_cast<double>(p.step()));
   job_samples_per_second.Add(labels).Set(p.samples_per_s());
-  job_phase.Add({{"job", job.job_id()}, {"phase", "full"}})
-      .Set(job.state() == RUNNING || job.state() == SUCCEEDED ? 1 : 0);
+  const std::string phase = job.hpt().phase().empty() ? "full" : job.hpt().phase();
+  for (const char* name : {"full", "trial", "lora"}) {
+    job_phase.Add({{"job", job.job_id()}, {"phase", name}}).Set(phase == name ? 1 : 0);
+  }
+  const HptStatus& hpt = job.hpt();
+  job_switch_step.Add(labels).Set(double(hpt.switch_step()));
+  for (const PhaseCost& c : hpt.phases()) {
+    const prometheus::Labels l{{"job", job.job_id()}, {"phase", c.phase()}};
+    job_phase_simulated_seconds.Add(l).Set(c.simulated_s());
+    job_phase_energy.Add(l).Set(c.energy_j());
+  }
+  job_gpu_only_ratio.Add({{"job", job.job_id()}, {"quantity", "time"}})
+      .Set(hpt.comparison().time_ratio());
+  job_gpu_only_ratio.Add({{"job", job.job_id()}, {"quantity", "energy"}})
+      .Set(hpt.comparison().energy_ratio());
+  int& counted = events_counted_[job.job_id()];
+  for (; counted < hpt.events_size(); ++counted) {
+    const PhaseEvent& e = hpt.events(counted);
+    phase_events.Add({{"kind", absl::AsciiStrToLower(PhaseEvent::Kind_Name(e.kind()))}})
+        .Increment();
+    if (e.kind() == PhaseEvent::SWITCH) phase_switches.Add({}).Increment();
+  }
+  const QualityMetrics& q = job.test_metrics();
+  if (q.values() > 0) {
+    for (auto [name, value] : std::initializer_list<std::pair<const char*, double>>{
+             {"rmse", q.rmse()}, {"mae", q.mae()}, {"nse", q.nse()}, {"r2", q.r2()}}) {
+      job_test_metric.Add({{"job", job.job_id()}, {"metric", name}}).Set(value);
+    }
+  }
   std::map<std::string, CostReport> by_kind;
   for (const DeviceCost& d : job.device_costs()) {
     CostReport& c = by_kind[d.kind()];
@@ -100,7 +161,20 @@ void CoordinatorMetrics::ForgetJob(const std::string& job_id) {
                        &job_samples_per_second}) {
     family->Remove(&family->Add(labels));
   }
-  job_phase.Remove(&job_phase.Add({{"job", job_id}, {"phase", "full"}}));
+  job_switch_step.Remove(&job_switch_step.Add(labels));
+  events_counted_.erase(job_id);
+  auto drop = [&](prometheus::Family<prometheus::Gauge>& family, const char* label,
+                  std::initializer_list<const char*> values) {
+    for (const char* v : values) {
+      const prometheus::Labels l{{"job", job_id}, {label, v}};
+      if (family.Has(l)) family.Remove(&family.Add(l));
+    }
+  };
+  drop(job_phase, "phase", {"full", "trial", "lora"});
+  drop(job_phase_simulated_seconds, "phase", {"full", "switch", "lora"});
+  drop(job_phase_energy, "phase", {"full", "switch", "lora"});
+  drop(job_gpu_only_ratio, "quantity", {"time", "energy"});
+  drop(job_test_metric, "metric", {"rmse", "mae", "nse", "r2"});
   for (const char* kind : {"gpu", "reram", "systolic"}) {
     const prometheus::Labels l{{"job", job_id}, {"kind", kind}};
     for (auto* family : {&job_device_seconds, &job_device_simulated_seconds,

@@ -4,6 +4,7 @@
 #ifndef HPT_COORDINATOR_COORDINATOR_METRICS_H_
 #define HPT_COORDINATOR_COORDINATOR_METRICS_H_
 
+#include <map>
 #include <string>
 
 #include "prometheus/counter.h"
@@ -37,6 +38,17 @@ struct CoordinatorMetrics {
   prometheus::Family<prometheus::Histogram>& task_latency;
   prometheus::Family<prometheus::Counter>& rpc_errors;
   prometheus::Family<prometheus::Gauge>& workers_up;
+  // HpT.
+  prometheus::Family<prometheus::Counter>& phase_switches;
+  prometheus::Family<prometheus::Counter>& phase_events;
+  prometheus::Family<prometheus::Gauge>& job_switch_step;
+  prometheus::Family<prometheus::Gauge>& job_phase_simulated_seconds;
+  prometheus::Family<prometheus::Gauge>& job_phase_energy;
+  prometheus::Family<prometheus::Gauge>& job_gpu_only_ratio;
+  prometheus::Family<prometheus::Gauge>& job_test_metric;
+
+ private:
+  std::map<std::string, int> events_counted_;  // per job
 };
 
 }  // namespace hpt

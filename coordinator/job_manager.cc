@@ -151,6 +151,18 @@ void JobManager::SetState(Record& record, JobState state,
   Notify(record.job);
 }
 
+absl::StatusOr<std::shared_ptr<const TrainedModel>> JobManager::TrainedModelOf(
+    const std::string& job_id) const {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Record * record, Find(job_id));
+  if (record->trained == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job '", job_id, "' is ", JobState_Name(record->job.state()),
+        "; only a succeeded job has a model to export"));
+  }
+  return record->trained;
+}
+
 void JobManager::UpdateCounts() {
   if (options_.metrics == nullptr) return;
   std::map<JobState, int> counts;
@@ -228,21 +240,46 @@ void JobManager::RunJob(const std::string& job_id) {
     if (!head_entry.ok()) return finish(head_entry.status());
     entries->push_back(head_entry->front());
   }
+  // The LoRA phase's device placement needs a ReRAM and a systolic worker;
+  // it uses every one registered.
+  const HptSpec& hpt = spec.hpt();
+  const bool devices = hpt.mode() == "hpt" && hpt.placement() != "gpu";
+  if (devices) {
+    for (const char* kind : {"reram", "systolic"}) {
+      absl::StatusOr<std::vector<WorkerEntry>> some =
+          pool_->WaitFor(kind, 1, options_.worker_wait);
+      if (!some.ok()) {
+        return finish(absl::FailedPreconditionError(absl::StrCat(
+            "hpt.placement '", hpt.placement(), "' needs a ", kind,
+            " worker for the LoRA phase: ", some.status().message(),
+            " (or submit with hpt.placement gpu)")));
+      }
+      for (const WorkerEntry& e : pool_->Live(kind)) entries->push_back(e);
+    }
+  }
   std::vector<std::unique_ptr<WorkerClient>> clients;
   std::vector<WorkerClient*> raw;
+  Trainer::Options trainer_options;
   {
     absl::MutexLock lock(&mu_);
     absl::StatusOr<Record*> record = Find(job_id);
-    for (const WorkerEntry& e : *entries) {
+    for (size_t i = 0; i < entries->size(); ++i) {
+      const WorkerEntry& e = (*entries)[i];
       clients.push_back(options_.client_factory(e.address));
-      if (e.kind == "gpu") raw.push_back(clients.back().get());
+      WorkerClient* client = clients.back().get();
+      if (e.kind == "gpu") {
+        raw.push_back(client);
+      } else if (devices && e.kind == "reram") {
+        trainer_options.reram_workers.push_back(client);
+      } else if (devices && e.kind == "systolic") {
+        trainer_options.systolic_workers.push_back(client);
+      } else {
+        trainer_options.head_worker = client;
+      }
       if (record.ok()) (*record)->job.add_workers(e.address);
     }
   }
-
-  Trainer::Options trainer_options;
   trainer_options.rendezvous = options_.rendezvous;
-  if (clients.size() > raw.size()) trainer_options.head_worker = clients.back().get();
   trainer_options.cancelled = [this, job_id] {
     absl::MutexLock lock(&mu_);
     absl::StatusOr<Record*> record = Find(job_id);
@@ -259,10 +296,19 @@ void JobManager::RunJob(const std::string& job_id) {
     *job.mutable_cost() = update.cost;
     job.clear_device_costs();
     for (const DeviceCost& d : update.device_costs) *job.add_device_costs() = d;
+    *job.mutable_test_metrics() = update.test_metrics;
+    *job.mutable_hpt() = update.hpt;
     Notify(job);
   };
   Trainer trainer(job_id, spec, data, raw, trainer_options);
   absl::Status status = trainer.Run();
+  if (status.ok()) {
+    absl::MutexLock lock(&mu_);
+    absl::StatusOr<Record*> record = Find(job_id);
+    if (record.ok()) {
+      (*record)->trained = std::make_shared<TrainedModel>(trainer.trained_model());
+    }
+  }
   for (auto& client : clients) client->Release(job_id).IgnoreError();
   finish(status);
 }

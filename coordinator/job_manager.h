@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "coordinator/coordinator_metrics.h"
+#include "coordinator/trainer.h"
 #include "coordinator/worker_client.h"
 #include "coordinator/worker_pool.h"
 #include "data/window_dataset.h"
@@ -48,6 +49,9 @@ class JobManager {
   absl::StatusOr<Job> Get(const std::string& job_id) const;
   std::vector<Job> List() const;
   absl::StatusOr<Job> Cancel(const std::string& job_id);
+  // The trained model of a succeeded job (LoRA merged).
+  absl::StatusOr<std::shared_ptr<const TrainedModel>> TrainedModelOf(
+      const std::string& job_id) const;
 
   // Calls `watcher` now with the job, then after every change, until
   // Unwatch. The watcher runs under the manager's lock: it must not block
@@ -62,6 +66,7 @@ class JobManager {
     Job job;
     std::unique_ptr<WindowDataset> data;
     bool cancel_requested = false;
+    std::shared_ptr<const TrainedModel> trained;  // after success
   };
 
   void SchedulerLoop();

@@ -4,6 +4,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "common/grpc_status.h"
+#include "common/tensor_codec.h"
 
 namespace hpt {
 namespace {
@@ -49,6 +50,53 @@ grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(
     grpc::CallbackServerContext* context, const CancelJobRequest* request,
     Job* response) {
   return Reply(context, jobs_->Cancel(request->job_id()), response);
+}
+
+// Streams a trained model: its configuration, then its parameters in
+// chunks, one write at a time.
+class JobServiceImpl::ExportReactor : public grpc::ServerWriteReactor<ExportModelChunk> {
+ public:
+  ExportReactor(JobManager* jobs, const std::string& job_id) {
+    absl::StatusOr<std::shared_ptr<const TrainedModel>> model = jobs->TrainedModelOf(job_id);
+    if (!model.ok()) {
+      Finish(ToGrpcStatus(model.status()));
+      return;
+    }
+    *messages_.emplace_back().mutable_model() = (*model)->config;
+    for (const auto& [name, tensor] : (*model)->parameters) {
+      for (TensorChunk& c :
+           SplitIntoChunks(name, tensor.shape, tensor.data.data(), kDefaultChunkBytes)) {
+        *messages_.emplace_back().mutable_chunk() = std::move(c);
+      }
+    }
+    Next();
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "client went away"));
+      return;
+    }
+    Next();
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  void Next() {
+    if (next_ == messages_.size()) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    StartWrite(&messages_[next_++]);
+  }
+
+  std::vector<ExportModelChunk> messages_;
+  size_t next_ = 0;
+};
+
+grpc::ServerWriteReactor<ExportModelChunk>* JobServiceImpl::ExportModel(
+    grpc::CallbackServerContext*, const ExportModelRequest* request) {
+  return new ExportReactor(jobs_, request->job_id());
 }
 
 // Streams a job's updates. Updates arriving while a write is in flight are

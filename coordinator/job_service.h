@@ -30,8 +30,12 @@ class JobServiceImpl final : public JobService::CallbackService {
                                       const CancelJobRequest* request,
                                       Job* response) override;
 
+  grpc::ServerWriteReactor<ExportModelChunk>* ExportModel(
+      grpc::CallbackServerContext* context, const ExportModelRequest* request) override;
+
  private:
   class WatchReactor;
+  class ExportReactor;
   JobManager* const jobs_;
 };
 

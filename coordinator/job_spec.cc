@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "models/lora_config.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "models/model_config.h"
@@ -170,8 +171,64 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
                                 ") must be at least placement.gpu_workers (",
                                 p.gpu_workers(), ")"));
   }
+  // HpT.
+  HptSpec& h = *spec.mutable_hpt();
+  if (h.mode().empty()) h.set_mode(p.head_device() == "gpu" ? "hpt" : "full");
+  if (h.mode() != "hpt" && h.mode() != "full") {
+    return Invalid("hpt.mode", absl::StrCat("'", h.mode(), "' is not hpt or full"));
+  }
+  if (h.mode() == "hpt" && p.head_device() != "gpu") {
+    return Invalid("hpt.mode", absl::StrCat(
+        "hpt moves the whole model at the switch; placement.head_device '",
+        p.head_device(), "' needs hpt.mode full"));
+  }
+  if (h.window() == 0) h.set_window(PaperWindow(model.preset()));
+  if (h.window() < 1) {
+    return Invalid("hpt.window", absl::StrCat("must be positive, got ", h.window()));
+  }
+  if (h.loss_threshold() == 0) h.set_loss_threshold(0.1);
+  if (h.weight_threshold() == 0) h.set_weight_threshold(0.01);
+  if (h.alpha() == 0) h.set_alpha(0.01);
+  if (!(h.loss_threshold() > 0) || !(h.weight_threshold() > 0)) {
+    return Invalid("hpt.loss_threshold", "thresholds must be positive");
+  }
+  if (!(h.alpha() > 0 && h.alpha() < 1)) {
+    return Invalid("hpt.alpha", absl::StrCat("must be in (0, 1), got ", h.alpha()));
+  }
+  const int32_t layers = model.num_layers() > 0 ? model.num_layers() : preset->num_layers();
+  if (h.weight_layer() < 0 || h.weight_layer() >= layers) {
+    return Invalid("hpt.weight_layer", absl::StrCat("must be in [0, ", layers,
+                                                    "), got ", h.weight_layer()));
+  }
+  LoraConfig lora = LoraDefaults(h.lora());
+  lora.set_enabled(true);
+  if (absl::Status s = ValidateLoraConfig(lora); !s.ok()) return s;
+  *h.mutable_lora() = lora;
+  if (h.placement().empty()) h.set_placement("paper");
+  if (h.placement() != "paper" && h.placement() != "gpu" && h.placement() != "reram_full") {
+    return Invalid("hpt.placement",
+                   absl::StrCat("'", h.placement(), "' is not paper, gpu or reram_full"));
+  }
+  InterconnectSpec& link = *h.mutable_interconnect();
+  if (link.bandwidth_gb_per_s() == 0) link.set_bandwidth_gb_per_s(32);
+  if (link.latency_us() == 0) link.set_latency_us(1);
+  if (link.energy_pj_per_byte() == 0) link.set_energy_pj_per_byte(80);
+  if (!(link.bandwidth_gb_per_s() > 0) || link.latency_us() < 0 ||
+      link.energy_pj_per_byte() < 0) {
+    return Invalid("hpt.interconnect", "bandwidth must be positive, latency and energy "
+                                       "not negative");
+  }
   if (spec.name().empty()) spec.set_name(model.preset());
   return spec;
+}
+
+int64_t PaperWindow(const std::string& preset) {
+  // Dahal et al., TPDS 2025, Sec. 5: k per application.
+  if (preset == "swe") return 365;
+  if (preset == "covid") return 720;
+  if (preset == "wind") return 480;
+  if (preset == "weather") return 8000;
+  return 10;  // tiny: tests and the demo
 }
 
 absl::StatusOr<ModelConfig> ResolveModelConfig(const ModelSpec& spec,

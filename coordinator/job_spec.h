@@ -19,6 +19,9 @@ absl::StatusOr<JobSpec> ParseJobSpecText(const std::string& text);
 // Fills defaults (documented in proto/job_service.proto) and validates.
 absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec);
 
+// The phase controller's window k for a preset (the paper's values).
+int64_t PaperWindow(const std::string& preset);
+
 // The model the job trains, from its preset, overrides and the data's
 // feature counts.
 absl::StatusOr<ModelConfig> ResolveModelConfig(const ModelSpec& spec,

@@ -27,8 +27,8 @@ PhaseController::Action PhaseController::Step(int64_t iteration, double full_los
     trial_full_.push_back(full_loss);
     trial_lora_.push_back(trial_loss);
     if (!WindowEnds(iteration)) return Action::kNone;
-    PhaseEvent end;
-    end.kind = PhaseEvent::Kind::kTrialEnd;
+    ControllerEvent end;
+    end.kind = ControllerEvent::Kind::kTrialEnd;
     end.iteration = iteration;
     end.t_test = StudentTTest(trial_full_, trial_lora_);
     end.significant = end.t_test.p_value < options_.alpha;
@@ -36,15 +36,15 @@ PhaseController::Action PhaseController::Step(int64_t iteration, double full_los
     trial_full_.clear();
     trial_lora_.clear();
     if (end.significant) {
-      PhaseEvent again;
-      again.kind = PhaseEvent::Kind::kTrialStart;
+      ControllerEvent again;
+      again.kind = ControllerEvent::Kind::kTrialStart;
       again.iteration = iteration;
       again.reason = "LoRA loss differs significantly: another trial window";
       events_.push_back(again);
       return Action::kRestartTrial;
     }
-    PhaseEvent sw;
-    sw.kind = PhaseEvent::Kind::kSwitch;
+    ControllerEvent sw;
+    sw.kind = ControllerEvent::Kind::kSwitch;
     sw.iteration = iteration;
     sw.reason = "no significant difference between full and LoRA losses";
     events_.push_back(sw);
@@ -62,8 +62,8 @@ PhaseController::Action PhaseController::Step(int64_t iteration, double full_los
   window_loss_sum_ = 0;
   window_count_ = 0;
   if (window_losses_.size() < 3) return Action::kNone;
-  PhaseEvent check;
-  check.kind = PhaseEvent::Kind::kCheck;
+  ControllerEvent check;
+  check.kind = ControllerEvent::Kind::kCheck;
   check.iteration = iteration;
   const size_t n = window_losses_.size();
   for (int i = 0; i < 3; ++i) {
@@ -86,8 +86,8 @@ PhaseController::Action PhaseController::Step(int64_t iteration, double full_los
   }
   check.reason = "initially converged: start a LoRA trial";
   events_.push_back(check);
-  PhaseEvent start;
-  start.kind = PhaseEvent::Kind::kTrialStart;
+  ControllerEvent start;
+  start.kind = ControllerEvent::Kind::kTrialStart;
   start.iteration = iteration;
   events_.push_back(start);
   phase_ = TrainingPhase::kTrial;

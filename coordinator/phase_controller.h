@@ -41,7 +41,7 @@ struct PhaseControllerOptions {
 
 enum class TrainingPhase { kFull, kTrial, kLora };
 
-struct PhaseEvent {
+struct ControllerEvent {
   enum class Kind { kCheck, kTrialStart, kTrialEnd, kSwitch };
   Kind kind = Kind::kCheck;
   int64_t iteration = 0;  // the last iteration of the window it closes
@@ -71,7 +71,7 @@ class PhaseController {
   Action Step(int64_t iteration, double full_loss, double trial_loss = 0,
               double weight_distance = 0);
 
-  const std::vector<PhaseEvent>& events() const { return events_; }
+  const std::vector<ControllerEvent>& events() const { return events_; }
   int64_t switch_iteration() const { return switch_iteration_; }  // -1 before
   const PhaseControllerOptions& options() const { return options_; }
 
@@ -89,7 +89,7 @@ class PhaseController {
   int64_t window_count_ = 0;
   std::vector<double> window_losses_, distances_;
   std::vector<double> trial_full_, trial_lora_;
-  std::vector<PhaseEvent> events_;
+  std::vector<ControllerEvent> events_;
   int64_t switch_iteration_ = -1;
 };
 

@@ -73,7 +73,7 @@ TEST(PhaseControllerTest, ChecksEachWindowThenTrialsThenSwitches) {
   EXPECT_TRUE(c.events()[2].loss_passed && c.events()[2].weight_passed);
   EXPECT_DOUBLE_EQ(c.events()[2].losses[0], 0.55);
   EXPECT_DOUBLE_EQ(c.events()[2].distances[2], 3.985);
-  EXPECT_EQ(c.events()[3].kind, PhaseEvent::Kind::kTrialStart);
+  EXPECT_EQ(c.events()[3].kind, ControllerEvent::Kind::kTrialStart);
   EXPECT_EQ(c.phase(), TrainingPhase::kTrial);
 
   // Trial window 20..23: LoRA losses indistinguishable -> switch at 23.
@@ -85,13 +85,13 @@ TEST(PhaseControllerTest, ChecksEachWindowThenTrialsThenSwitches) {
   }
   EXPECT_EQ(c.phase(), TrainingPhase::kLora);
   EXPECT_EQ(c.switch_iteration(), 24);
-  const PhaseEvent& end = c.events()[4];
-  EXPECT_EQ(end.kind, PhaseEvent::Kind::kTrialEnd);
+  const ControllerEvent& end = c.events()[4];
+  EXPECT_EQ(end.kind, ControllerEvent::Kind::kTrialEnd);
   EXPECT_EQ(end.iteration, 23);
   EXPECT_FALSE(end.significant);
   EXPECT_EQ(end.t_test.degrees_of_freedom, 6);
   EXPECT_GT(end.t_test.p_value, 0.5);
-  EXPECT_EQ(c.events()[5].kind, PhaseEvent::Kind::kSwitch);
+  EXPECT_EQ(c.events()[5].kind, ControllerEvent::Kind::kSwitch);
   EXPECT_EQ(c.Step(24, 0.5), Action::kNone);  // nothing after the switch
 }
 

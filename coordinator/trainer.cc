@@ -10,7 +10,10 @@
 #include "common/cost_util.h"
 #include "common/status_macros.h"
 #include "common/tensor_codec.h"
+#include "data/quality_metrics.h"
+#include "coordinator/hybrid_plan.h"
 #include "coordinator/job_spec.h"
+#include "coordinator/model_export.h"
 #include "coordinator/rendezvous_store.h"
 
 namespace hpt {
@@ -45,6 +48,32 @@ const std::string& HeadKind(const JobSpec& spec) {
   return spec.placement().head_device();
 }
 
+int64_t Bytes(const HostTensor& t) { return t.num_elements() * int64_t(sizeof(float)); }
+int64_t Bytes(const Tensor& t) { return int64_t(t.data().size()); }
+
+absl::StatusOr<std::map<std::string, HostTensor>> Assemble(
+    const std::vector<TensorChunk>& chunks) {
+  ChunkAssembler assembler;
+  for (const TensorChunk& c : chunks) RETURN_IF_ERROR(assembler.Add(c));
+  return assembler.Finish();
+}
+
+int64_t ChunkBytes(const std::vector<TensorChunk>& chunks) {
+  int64_t bytes = 0;
+  for (const TensorChunk& c : chunks) bytes += int64_t(c.data().size());
+  return bytes;
+}
+
+void AccumulateTimeline(const CostTimeline& t, PhaseCost* phase) {
+  phase->set_simulated_s(phase->simulated_s() + t.makespan_s());
+  phase->set_energy_j(phase->energy_j() + t.total_energy_j());
+  auto& busy = *phase->mutable_device_busy_s();
+  auto& energy = *phase->mutable_device_energy_j();
+  for (const auto& [kind, s] : t.busy_s()) busy[kind] += s;
+  for (const auto& [kind, j] : t.energy_j()) energy[kind] += j;
+  if (t.transfer_energy_j() > 0) energy["interconnect"] += t.transfer_energy_j();
+}
+
 }  // namespace
 
 Trainer::Trainer(std::string job_id, JobSpec spec, const WindowDataset* data,
@@ -53,7 +82,19 @@ Trainer::Trainer(std::string job_id, JobSpec spec, const WindowDataset* data,
       spec_(std::move(spec)),
       data_(data),
       workers_(std::move(workers)),
-      options_(std::move(options)) {}
+      options_(std::move(options)) {
+  const InterconnectSpec& link = spec_.hpt().interconnect();
+  if (link.bandwidth_gb_per_s() > 0) link_.bandwidth_bytes_per_s = link.bandwidth_gb_per_s() * 1e9;
+  link_.latency_s = link.latency_us() * 1e-6;
+  link_.energy_per_byte_j = link.energy_pj_per_byte() * 1e-12;
+  full_cost_.set_phase("full");
+  switch_cost_.set_phase("switch");
+  switch_cost_.set_first_step(-1);
+  switch_cost_.set_last_step(-1);
+  lora_cost_.set_phase("lora");
+}
+
+Trainer::~Trainer() = default;
 
 double Trainer::LearningRate(const TrainingSpec& training, int epoch) {
   const double lr = training.optimizer().learning_rate();
@@ -68,8 +109,9 @@ std::vector<int64_t> Trainer::ShardSizes(int64_t batch, int workers) {
   return sizes;
 }
 
-void Trainer::AddCost(WorkerClient* worker, const std::string& kind,
-                      const CostReport& cost) {
+void Trainer::Record(WorkerClient* worker, const std::string& kind,
+                     const std::string& type, const CostReport& cost, int64_t bytes_in,
+                     int64_t bytes_out) {
   hpt::AddCost(cost, &state_.cost);
   auto [it, inserted] = cost_index_.try_emplace(worker, state_.device_costs.size());
   if (inserted) {
@@ -80,64 +122,69 @@ void Trainer::AddCost(WorkerClient* worker, const std::string& kind,
   DeviceCost& d = state_.device_costs[it->second];
   d.set_tasks(d.tasks() + 1);
   hpt::AddCost(cost, d.mutable_cost());
+  TaskRecord record{worker, kind, type, cost, bytes_in, bytes_out};
+  switch (chain_) {
+    case Chain::kMain: main_tasks_.push_back(std::move(record)); break;
+    case Chain::kTrial: trial_tasks_.push_back(std::move(record)); break;
+    case Chain::kSwitch: switch_tasks_.push_back(std::move(record)); break;
+    case Chain::kNone: break;
+  }
 }
-
 
 void Trainer::Report() {
   if (options_.on_progress) options_.on_progress(state_);
 }
 
 absl::Status Trainer::LoadModel() {
-  ASSIGN_OR_RETURN(ModelConfig model,
-                   ResolveModelConfig(spec_.model(), data_->input_features(),
-                                      data_->output_features()));
+  ASSIGN_OR_RETURN(model_, ResolveModelConfig(spec_.model(), data_->input_features(),
+                                              data_->output_features()));
   LoadParametersHeader header;
   header.set_job_id(job_id_);
-  *header.mutable_model() = model;
+  *header.mutable_model() = model_;
   *header.mutable_optimizer() = spec_.training().optimizer();
   header.set_init_seed(spec_.training().seed());
   header.set_num_tokens(static_cast<int32_t>(data_->num_tokens()));
   if (options_.head_worker != nullptr) header.set_gpu_segment("encoder");
   // Every rank initialises from the same seed; JoinGroup then broadcasts
   // rank 0's parameters so replicas are identical whatever the platform.
-  RETURN_IF_ERROR(ForEachWorker(workers_.size(), [&](size_t i) {
-    return workers_[i]->LoadParameters(header, {}).status();
+  std::vector<LoadParametersResponse> loaded(workers_.size());
+  RETURN_IF_ERROR(ForEachWorker(workers_.size(), [&](size_t i) -> absl::Status {
+    ASSIGN_OR_RETURN(loaded[i], workers_[i]->LoadParameters(header, {}));
+    return absl::OkStatus();
   }));
-  if (workers_.size() > 1) {
-    if (options_.rendezvous == nullptr) {
-      return absl::FailedPreconditionError(
-          "data-parallel training needs the coordinator's rendezvous store");
-    }
-    const std::string prefix =
-        absl::StrCat(job_id_, "/", absl::ToUnixNanos(absl::Now()), "/");
-    RETURN_IF_ERROR(ForEachWorker(workers_.size(), [&](size_t i) {
-      JoinGroupRequest join;
-      join.set_job_id(job_id_);
-      join.set_rank(static_cast<int32_t>(i));
-      join.set_world_size(static_cast<int32_t>(workers_.size()));
-      join.set_store_host(options_.rendezvous->host());
-      join.set_store_port(options_.rendezvous->port());
-      join.set_store_prefix(prefix);
-      join.set_timeout_s(options_.join_timeout_s);
-      return workers_[i]->JoinGroup(join);
-    }));
-  }
+  trainable_bytes_ = loaded[0].num_trainable() * int64_t(sizeof(float));
+  RETURN_IF_ERROR(JoinGroups());
   if (options_.head_worker != nullptr) RETURN_IF_ERROR(LoadHead());
   return absl::OkStatus();
+}
+
+absl::Status Trainer::JoinGroups() {
+  if (workers_.size() < 2) return absl::OkStatus();
+  if (options_.rendezvous == nullptr) {
+    return absl::FailedPreconditionError(
+        "data-parallel training needs the coordinator's rendezvous store");
+  }
+  const std::string prefix =
+      absl::StrCat(job_id_, "/", absl::ToUnixNanos(absl::Now()), "/");
+  return ForEachWorker(workers_.size(), [&](size_t i) {
+    JoinGroupRequest join;
+    join.set_job_id(job_id_);
+    join.set_rank(static_cast<int32_t>(i));
+    join.set_world_size(static_cast<int32_t>(workers_.size()));
+    join.set_store_host(options_.rendezvous->host());
+    join.set_store_port(options_.rendezvous->port());
+    join.set_store_prefix(prefix);
+    join.set_timeout_s(options_.join_timeout_s);
+    return workers_[i]->JoinGroup(join);
+  });
 }
 
 // The head's initial weights are the GPU's seeded ones: read them back and
 // send them to the head worker as its segment.
 absl::Status Trainer::LoadHead() {
-  ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks, workers_[0]->Snapshot(job_id_, {}));
   const std::vector<std::string> names = {"reduction.0.weight", "reduction.0.bias",
                                           "head.weight", "head.bias"};
-  std::vector<TensorChunk> head;
-  for (TensorChunk& c : chunks) {
-    if (std::find(names.begin(), names.end(), c.name()) != names.end()) {
-      head.push_back(std::move(c));
-    }
-  }
+  ASSIGN_OR_RETURN(std::vector<TensorChunk> head, workers_[0]->Snapshot(job_id_, names));
   const bool trainable = HeadKind(spec_) != "reram";  // ReRAM weights stay frozen
   LoadParametersHeader header;
   header.set_job_id(job_id_);
@@ -157,7 +204,7 @@ absl::Status Trainer::LoadHead() {
   out->set_trainable(trainable);
   ASSIGN_OR_RETURN(LoadParametersResponse loaded,
                    options_.head_worker->LoadParameters(header, head));
-  AddCost(options_.head_worker, HeadKind(spec_), loaded.cost());
+  Record(options_.head_worker, HeadKind(spec_), "load", loaded.cost(), ChunkBytes(head));
   return absl::OkStatus();
 }
 
@@ -173,7 +220,8 @@ absl::StatusOr<double> Trainer::HeadStep(const HostTensor& x, const HostTensor& 
   ToProto(x, "inputs", encode.mutable_inputs());
   encode.set_train(true);
   ASSIGN_OR_RETURN(ForwardResponse encoded, gpu->Forward(encode));
-  AddCost(gpu, "gpu", encoded.cost());
+  const int64_t encoded_bytes = Bytes(encoded.outputs());
+  Record(gpu, "gpu", "forward", encoded.cost(), Bytes(x), encoded_bytes);
   ForwardRequest predict;
   predict.mutable_key()->set_job_id(job_id_);
   predict.mutable_key()->set_step(step);
@@ -182,27 +230,28 @@ absl::StatusOr<double> Trainer::HeadStep(const HostTensor& x, const HostTensor& 
   ToProto(y, "targets", predict.mutable_targets());
   predict.set_train(true);
   ASSIGN_OR_RETURN(ForwardResponse predicted, head->Forward(predict));
-  AddCost(head, kind, predicted.cost());
+  Record(head, kind, "forward", predicted.cost(), encoded_bytes + Bytes(y));
   const double loss = predicted.loss();
   if (!std::isfinite(loss)) return loss;  // the caller reports it
   BackwardRequest head_back;
   *head_back.mutable_key() = predict.key();
   head_back.set_global_batch_size(x.shape[0]);
   ASSIGN_OR_RETURN(BackwardResponse head_grads, head->Backward(head_back));
-  AddCost(head, kind, head_grads.cost());
+  const int64_t grad_bytes = Bytes(head_grads.grad_input());
+  Record(head, kind, "backward", head_grads.cost(), 0, grad_bytes);
   BackwardRequest encoder_back;
   *encoder_back.mutable_key() = encode.key();
   encoder_back.set_global_batch_size(x.shape[0]);
   *encoder_back.mutable_grad_output() = std::move(*head_grads.mutable_grad_input());
   ASSIGN_OR_RETURN(BackwardResponse encoder_grads, gpu->Backward(encoder_back));
-  AddCost(gpu, "gpu", encoder_grads.cost());
+  Record(gpu, "gpu", "backward", encoder_grads.cost(), grad_bytes);
   for (WorkerClient* w : {gpu, head}) {
     ApplyUpdateRequest update;
     update.set_job_id(job_id_);
     update.set_step(step);
     update.set_learning_rate(learning_rate);
     ASSIGN_OR_RETURN(ApplyUpdateResponse applied, w->ApplyUpdate(update));
-    AddCost(w, w == gpu ? "gpu" : kind, applied.cost());
+    Record(w, w == gpu ? "gpu" : kind, "update", applied.cost());
   }
   return loss;
 }
@@ -211,9 +260,18 @@ absl::Status Trainer::TrainStep(const std::vector<int64_t>& indices,
                                 int64_t step, double learning_rate,
                                 double* loss) {
   const int64_t batch = static_cast<int64_t>(indices.size());
-  if (options_.head_worker != nullptr) {
+  if (options_.head_worker != nullptr || hybrid_ != nullptr) {
     HostTensor x, y;
     data_->Gather(data_->train_starts(), indices, &x, &y);
+    if (hybrid_ != nullptr) {
+      const TaskSink sink = [this](const TaskRecord& r) {
+        Record(r.worker, r.kind, r.type, r.cost, r.bytes_in, r.bytes_out);
+      };
+      ASSIGN_OR_RETURN(*loss, hybrid_->Forward(x, &y, step, true, sink));
+      RETURN_IF_ERROR(DivergenceCheck(*loss, step, learning_rate));
+      RETURN_IF_ERROR(hybrid_->Backward(step, sink));
+      return hybrid_->Update(step, learning_rate, sink);
+    }
     ASSIGN_OR_RETURN(*loss, HeadStep(x, y, step, learning_rate));
     return DivergenceCheck(*loss, step, learning_rate);
   }
@@ -221,6 +279,7 @@ absl::Status Trainer::TrainStep(const std::vector<int64_t>& indices,
   std::vector<ForwardResponse> forwards(workers_.size());
   std::vector<BackwardResponse> backwards(workers_.size());
   std::vector<ApplyUpdateResponse> updates(workers_.size());
+  std::vector<int64_t> input_bytes(workers_.size());
   auto key_for = [&](TaskKey* key) {
     key->set_job_id(job_id_);
     key->set_step(step);
@@ -234,6 +293,7 @@ absl::Status Trainer::TrainStep(const std::vector<int64_t>& indices,
                               indices.begin() + begin + shards[i]);
     HostTensor x, y;
     data_->Gather(data_->train_starts(), mine, &x, &y);
+    input_bytes[i] = Bytes(x) + Bytes(y);
     ForwardRequest request;
     key_for(request.mutable_key());
     ToProto(x, "inputs", request.mutable_inputs());
@@ -245,7 +305,7 @@ absl::Status Trainer::TrainStep(const std::vector<int64_t>& indices,
   double weighted = 0;
   for (size_t i = 0; i < workers_.size(); ++i) {
     weighted += forwards[i].loss() * shards[i];
-    AddCost(workers_[i], "gpu", forwards[i].cost());
+    Record(workers_[i], "gpu", "forward", forwards[i].cost(), input_bytes[i]);
   }
   *loss = weighted / batch;
   RETURN_IF_ERROR(DivergenceCheck(*loss, step, learning_rate));
@@ -265,60 +325,377 @@ absl::Status Trainer::TrainStep(const std::vector<int64_t>& indices,
     return absl::OkStatus();
   }));
   for (size_t i = 0; i < workers_.size(); ++i) {
-    AddCost(workers_[i], "gpu", backwards[i].cost());
-    AddCost(workers_[i], "gpu", updates[i].cost());
+    Record(workers_[i], "gpu", "backward", backwards[i].cost());
+  }
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    Record(workers_[i], "gpu", "update", updates[i].cost());
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<double> Trainer::Evaluate() {
-  const std::vector<int64_t>& starts = data_->test_starts();
-  if (starts.empty()) return 0.0;
-  const int64_t batch = spec_.training().batch_size();
-  double sum = 0;
-  int64_t count = 0;
-  for (int64_t begin = 0; begin < static_cast<int64_t>(starts.size());
-       begin += batch) {
-    std::vector<int64_t> indices;
-    for (int64_t i = begin;
-         i < std::min<int64_t>(begin + batch, starts.size()); ++i) {
-      indices.push_back(i);
-    }
-    HostTensor x, y;
-    data_->Gather(starts, indices, &x, &y);
-    ASSIGN_OR_RETURN(double loss, EvaluateBatch(x, y));
-    sum += loss * indices.size();
-    count += indices.size();
-  }
-  return sum / count;
+absl::StatusOr<double> Trainer::TrialStep(const HostTensor& x, const HostTensor& y,
+                                          int64_t step, double learning_rate) {
+  WorkerClient* gpu = workers_[0];
+  const std::string trial = job_id_ + "/trial";
+  ForwardRequest forward;
+  forward.mutable_key()->set_job_id(trial);
+  forward.mutable_key()->set_step(step);
+  forward.mutable_key()->set_segment("model");
+  ToProto(x, "inputs", forward.mutable_inputs());
+  ToProto(y, "targets", forward.mutable_targets());
+  forward.set_train(true);
+  ASSIGN_OR_RETURN(ForwardResponse f, gpu->Forward(forward));
+  Record(gpu, "gpu", "forward", f.cost(), Bytes(x) + Bytes(y));
+  BackwardRequest backward;
+  *backward.mutable_key() = forward.key();
+  backward.set_global_batch_size(x.shape[0]);
+  ASSIGN_OR_RETURN(BackwardResponse b, gpu->Backward(backward));
+  Record(gpu, "gpu", "backward", b.cost());
+  ApplyUpdateRequest update;
+  update.set_job_id(trial);
+  update.set_step(step);
+  update.set_learning_rate(learning_rate);
+  ASSIGN_OR_RETURN(ApplyUpdateResponse u, gpu->ApplyUpdate(update));
+  Record(gpu, "gpu", "update", u.cost());
+  return f.loss();
 }
 
-absl::StatusOr<double> Trainer::EvaluateBatch(const HostTensor& x, const HostTensor& y) {
+absl::StatusOr<HostTensor> Trainer::Predict(const HostTensor& x) {
+  if (hybrid_ != nullptr) {
+    HostTensor prediction;
+    const TaskSink sink = [this](const TaskRecord& r) {
+      Record(r.worker, r.kind, r.type, r.cost, r.bytes_in, r.bytes_out);
+    };
+    RETURN_IF_ERROR(hybrid_->Forward(x, nullptr, -1, false, sink, &prediction).status());
+    return prediction;
+  }
   ForwardRequest request;
   request.mutable_key()->set_job_id(job_id_);
   request.mutable_key()->set_step(-1);
   request.mutable_key()->set_segment(options_.head_worker ? "encoder" : "model");
   ToProto(x, "inputs", request.mutable_inputs());
-  if (options_.head_worker == nullptr) ToProto(y, "targets", request.mutable_targets());
   request.set_train(false);
+  request.set_return_outputs(true);
   ASSIGN_OR_RETURN(ForwardResponse response, workers_[0]->Forward(request));
-  AddCost(workers_[0], "gpu", response.cost());
-  if (options_.head_worker == nullptr) return response.loss();
-  ForwardRequest head;
-  head.mutable_key()->set_job_id(job_id_);
-  head.mutable_key()->set_step(-1);
-  head.mutable_key()->set_segment("head");
-  *head.mutable_inputs() = std::move(*response.mutable_outputs());
-  ToProto(y, "targets", head.mutable_targets());
-  head.set_train(false);
-  ASSIGN_OR_RETURN(ForwardResponse predicted, options_.head_worker->Forward(head));
-  AddCost(options_.head_worker, HeadKind(spec_), predicted.cost());
-  return predicted.loss();
+  Record(workers_[0], "gpu", "forward", response.cost(), Bytes(x));
+  if (options_.head_worker != nullptr) {
+    ForwardRequest head;
+    head.mutable_key()->set_job_id(job_id_);
+    head.mutable_key()->set_step(-1);
+    head.mutable_key()->set_segment("head");
+    *head.mutable_inputs() = std::move(*response.mutable_outputs());
+    head.set_train(false);
+    head.set_return_outputs(true);
+    ASSIGN_OR_RETURN(response, options_.head_worker->Forward(head));
+    Record(options_.head_worker, HeadKind(spec_), "forward", response.cost());
+  }
+  return FromProto(response.outputs(), "ForwardResponse.outputs");
+}
+
+absl::Status Trainer::Evaluate() {
+  const std::vector<int64_t>& starts = data_->test_starts();
+  if (starts.empty()) return absl::OkStatus();
+  const int64_t batch = spec_.training().batch_size();
+  double sum_sq = 0;
+  int64_t count = 0;
+  QualityAccumulator quality;
+  for (int64_t begin = 0; begin < static_cast<int64_t>(starts.size()); begin += batch) {
+    std::vector<int64_t> indices;
+    for (int64_t i = begin; i < std::min<int64_t>(begin + batch, starts.size()); ++i) {
+      indices.push_back(i);
+    }
+    HostTensor x, y;
+    data_->Gather(starts, indices, &x, &y);
+    ASSIGN_OR_RETURN(HostTensor prediction, Predict(x));
+    if (prediction.data.size() != y.data.size()) {
+      return absl::InternalError(absl::StrCat("prediction has shape ",
+                                              prediction.ShapeString(), ", targets ",
+                                              y.ShapeString()));
+    }
+    const int64_t tokens = data_->num_tokens();
+    for (size_t e = 0; e < y.data.size(); ++e) {
+      const double d = double(prediction.data[e]) - y.data[e];
+      sum_sq += d * d;
+      // Targets are [n, tokens, 1]: undo each token's normalisation.
+      const int64_t token = int64_t(e) % tokens;
+      const double scale = data_->stddev(token), shift = data_->mean(token);
+      quality.Add(prediction.data[e] * scale + shift, y.data[e] * scale + shift);
+    }
+    count += int64_t(y.data.size());
+  }
+  state_.progress.set_test_loss(sum_sq / double(count));
+  state_.test_metrics = quality.Finish();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<double> Trainer::WeightDistance() {
+  const std::string layer =
+      absl::StrCat("layers.", spec_.hpt().weight_layer(), ".self_attn.");
+  const std::vector<std::string> names = {layer + "q_proj.weight", layer + "v_proj.weight"};
+  ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks, workers_[0]->Snapshot(job_id_, names));
+  ASSIGN_OR_RETURN(auto tensors, Assemble(chunks));
+  std::vector<float> w;
+  for (const std::string& name : names) {
+    auto it = tensors.find(name);
+    if (it == tensors.end()) {
+      return absl::InternalError(absl::StrCat("the GPU worker did not send '", name, "'"));
+    }
+    w.insert(w.end(), it->second.data.begin(), it->second.data.end());
+  }
+  double sq = 0;
+  if (last_weights_.size() == w.size()) {
+    for (size_t i = 0; i < w.size(); ++i) {
+      const double d = double(w[i]) - last_weights_[i];
+      sq += d * d;
+    }
+  }
+  last_weights_ = std::move(w);
+  return std::sqrt(sq);
+}
+
+absl::Status Trainer::StartTrial() {
+  WorkerClient* gpu = workers_[0];
+  ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks, gpu->Snapshot(job_id_, {}));
+  LoadParametersHeader header;
+  header.set_job_id(job_id_ + "/trial");
+  *header.mutable_model() = model_;
+  *header.mutable_optimizer() = spec_.training().optimizer();
+  header.set_init_seed(spec_.training().seed() + 1);
+  header.set_num_tokens(static_cast<int32_t>(data_->num_tokens()));
+  *header.mutable_lora() = spec_.hpt().lora();
+  header.mutable_lora()->set_reference_job(job_id_);
+  ASSIGN_OR_RETURN(LoadParametersResponse loaded, gpu->LoadParameters(header, chunks));
+  Record(gpu, "gpu", "load", loaded.cost(), ChunkBytes(chunks));
+  trial_active_ = true;
+  state_.hpt.set_phase("trial");
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::Switch() {
+  WorkerClient* gpu = workers_[0];
+  gpu->Release(job_id_ + "/trial").IgnoreError();
+  trial_active_ = false;
+  ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks, gpu->Snapshot(job_id_, {}));
+  LoadParametersHeader header;
+  header.set_job_id(job_id_);
+  *header.mutable_model() = model_;
+  *header.mutable_optimizer() = spec_.training().optimizer();
+  header.set_init_seed(spec_.training().seed() + 2);
+  header.set_num_tokens(static_cast<int32_t>(data_->num_tokens()));
+  *header.mutable_lora() = spec_.hpt().lora();
+  const std::string& placement = spec_.hpt().placement();
+  // LoRA is created on the GPU workers first (adapters from the seed, B = 0,
+  // auto ranks from the weight change); the device placement takes its
+  // tensors from there.
+  const size_t reload = placement == "gpu" ? workers_.size() : 1;
+  std::vector<LoadParametersResponse> loaded(reload);
+  RETURN_IF_ERROR(ForEachWorker(reload, [&](size_t i) -> absl::Status {
+    ASSIGN_OR_RETURN(loaded[i], workers_[i]->LoadParameters(header, chunks));
+    return absl::OkStatus();
+  }));
+  for (size_t i = 0; i < reload; ++i) {
+    Record(workers_[i], "gpu", "load", loaded[i].cost(), ChunkBytes(chunks));
+  }
+  trainable_bytes_ = loaded[0].num_trainable() * int64_t(sizeof(float));
+  std::map<std::string, int> ranks;
+  for (const auto& [name, rank] : loaded[0].lora_ranks()) {
+    ranks[name] = rank;
+    (*state_.hpt.mutable_lora_ranks())[name] = rank;
+  }
+  state_.hpt.set_lora_trainable_parameters(loaded[0].num_trainable());
+  if (placement == "gpu") {
+    RETURN_IF_ERROR(JoinGroups());
+  } else {
+    ASSIGN_OR_RETURN(std::vector<TensorChunk> lora_chunks, gpu->Snapshot(job_id_, {}));
+    ASSIGN_OR_RETURN(auto params, Assemble(lora_chunks));
+    params["token_encoding"] = TokenEncodingTable(data_->num_tokens(), model_.d_model());
+    HybridPlanOptions plan_options;
+    plan_options.policy = placement;
+    plan_options.reram_workers = int(options_.reram_workers.size());
+    plan_options.systolic_workers = int(options_.systolic_workers.size());
+    plan_options.seed = spec_.training().seed();
+    ASSIGN_OR_RETURN(HybridPlan plan,
+                     PlanHybrid(model_, spec_.hpt().lora(), ranks, plan_options));
+    hybrid_ = std::make_unique<HybridRunner>(job_id_, std::move(plan),
+                                             options_.reram_workers,
+                                             options_.systolic_workers,
+                                             spec_.training().optimizer());
+    RETURN_IF_ERROR(hybrid_->Load(params, [this](const TaskRecord& r) {
+      Record(r.worker, r.kind, r.type, r.cost, r.bytes_in, r.bytes_out);
+    }));
+    for (WorkerClient* w : workers_) w->Release(job_id_).IgnoreError();
+  }
+  phase_ = Phase::kLora;
+  state_.hpt.set_phase("lora");
+  return absl::OkStatus();
+}
+
+void Trainer::RecordEvents() {
+  const std::vector<ControllerEvent>& events = controller_->events();
+  const int64_t now_ms = absl::ToUnixMillis(options_.now());
+  for (; events_seen_ < events.size(); ++events_seen_) {
+    const ControllerEvent& e = events[events_seen_];
+    PhaseEvent& out = *state_.hpt.add_events();
+    out.set_iteration(e.iteration);
+    out.set_time_unix_ms(now_ms);
+    out.set_reason(e.reason);
+    switch (e.kind) {
+      case ControllerEvent::Kind::kCheck:
+        out.set_kind(PhaseEvent::CHECK);
+        for (double l : e.losses) out.add_window_losses(l);
+        for (double d : e.distances) out.add_weight_distances(d);
+        out.set_loss_passed(e.loss_passed);
+        out.set_weight_passed(e.weight_passed);
+        break;
+      case ControllerEvent::Kind::kTrialStart:
+        out.set_kind(PhaseEvent::TRIAL_START);
+        break;
+      case ControllerEvent::Kind::kTrialEnd:
+        out.set_kind(PhaseEvent::TRIAL_END);
+        out.set_t(e.t_test.t);
+        out.set_p(e.t_test.p_value);
+        out.set_dof(e.t_test.degrees_of_freedom);
+        out.set_mean_full(e.t_test.mean_a);
+        out.set_mean_lora(e.t_test.mean_b);
+        out.set_significant(e.significant);
+        break;
+      case ControllerEvent::Kind::kSwitch:
+        out.set_kind(PhaseEvent::SWITCH);
+        break;
+    }
+  }
+}
+
+void Trainer::LayTasks(const std::vector<TaskRecord>& tasks, bool data_parallel,
+                       CostTimeline* timeline) const {
+  auto add = [&](const TaskRecord& t, const std::vector<int>& deps, int64_t bytes) {
+    return timeline->Add(t.worker->address(), t.kind, t.cost.simulated_s(),
+                         t.cost.energy_j(), deps, bytes);
+  };
+  if (data_parallel) {
+    // Ranks run concurrently; every update waits for all backwards and the
+    // ring allreduce moves 2 (n - 1) / n of the gradient into each rank.
+    const double n = double(workers_.size());
+    const int64_t allreduce = int64_t(2 * (n - 1) / n * double(trainable_bytes_));
+    std::map<WorkerClient*, int> forward;
+    std::vector<int> backwards;
+    for (const TaskRecord& t : tasks) {
+      if (t.type == "forward") {
+        forward[t.worker] = add(t, {}, t.bytes_in);
+      } else if (t.type == "backward") {
+        auto it = forward.find(t.worker);
+        backwards.push_back(add(t, it == forward.end() ? std::vector<int>{}
+                                                        : std::vector<int>{it->second},
+                                0));
+      } else {
+        add(t, backwards, allreduce);
+      }
+    }
+    return;
+  }
+  // A chain: each forward or backward after the one before; updates after
+  // the last backward, concurrently on their devices.
+  int previous = -1, last_backward = -1;
+  for (const TaskRecord& t : tasks) {
+    if (t.type == "update") {
+      const int dep = last_backward >= 0 ? last_backward : previous;
+      add(t, dep >= 0 ? std::vector<int>{dep} : std::vector<int>{}, 0);
+      continue;
+    }
+    previous = add(t, previous >= 0 ? std::vector<int>{previous} : std::vector<int>{},
+                   t.bytes_in);
+    if (t.type == "backward") last_backward = previous;
+  }
+}
+
+void Trainer::CloseStep(int64_t step, bool lora_step) {
+  const double wall = absl::ToDoubleSeconds(options_.now() - step_start_);
+  // The step's main tasks ran data-parallel unless they ran on devices.
+  const bool data_parallel = workers_.size() > 1 && options_.head_worker == nullptr &&
+                             !(lora_step && hybrid_ != nullptr);
+  CostTimeline all(link_);
+  LayTasks(main_tasks_, data_parallel, &all);
+  LayTasks(trial_tasks_, false, &all);
+  PhaseCost& phase = lora_step ? lora_cost_ : full_cost_;
+  if ((lora_step ? lora_steps_ : full_steps_) == 0) phase.set_first_step(step);
+  phase.set_last_step(step);
+  phase.set_wall_s(phase.wall_s() + wall);
+  AccumulateTimeline(all, &phase);
+  if (lora_step) {
+    ++lora_steps_;
+  } else {
+    CostTimeline main_only(link_);
+    LayTasks(main_tasks_, data_parallel, &main_only);
+    gpu_only_full_s_ += main_only.makespan_s();
+    gpu_only_full_j_ += main_only.total_energy_j();
+    ++full_steps_;
+  }
+  if (!switch_tasks_.empty()) {
+    CostTimeline programming(link_);
+    LayTasks(switch_tasks_, false, &programming);
+    AccumulateTimeline(programming, &switch_cost_);
+    switch_cost_.set_first_step(step);
+    switch_cost_.set_last_step(step);
+  }
+  main_tasks_.clear();
+  trial_tasks_.clear();
+  switch_tasks_.clear();
+  UpdateComparison();
+}
+
+void Trainer::UpdateComparison() {
+  HptStatus& h = state_.hpt;
+  h.clear_phases();
+  if (full_steps_ > 0) *h.add_phases() = full_cost_;
+  if (switch_cost_.simulated_s() > 0 || switch_cost_.energy_j() > 0) {
+    *h.add_phases() = switch_cost_;
+  }
+  if (lora_steps_ > 0) *h.add_phases() = lora_cost_;
+  const double hpt_s = full_cost_.simulated_s() + switch_cost_.simulated_s() +
+                       lora_cost_.simulated_s();
+  const double hpt_j = full_cost_.energy_j() + switch_cost_.energy_j() + lora_cost_.energy_j();
+  const double mean_s = full_steps_ > 0 ? gpu_only_full_s_ / double(full_steps_) : 0;
+  const double mean_j = full_steps_ > 0 ? gpu_only_full_j_ / double(full_steps_) : 0;
+  CostComparison& c = *h.mutable_comparison();
+  c.set_hpt_time_s(hpt_s);
+  c.set_hpt_energy_j(hpt_j);
+  c.set_gpu_only_time_s(gpu_only_full_s_ + mean_s * double(lora_steps_));
+  c.set_gpu_only_energy_j(gpu_only_full_j_ + mean_j * double(lora_steps_));
+  c.set_time_ratio(hpt_s > 0 ? c.gpu_only_time_s() / hpt_s : 0);
+  c.set_energy_ratio(hpt_j > 0 ? c.gpu_only_energy_j() / hpt_j : 0);
+  c.set_method(absl::StrCat(
+      "simulated training steps on the cost timeline (evaluation excluded). GPU-only = "
+      "the ", full_steps_, " full-phase steps as run, without trial tasks (measured), + ",
+      lora_steps_, " steps after the switch at the mean full-phase step (",
+      mean_s, " s, ", mean_j, " J; projected). HpT = full phase with trials + switch "
+      "(LoRA loads, ReRAM programming) + LoRA-phase steps, all as run."));
+}
+
+absl::Status Trainer::CollectTrainedModel() {
+  std::map<std::string, HostTensor> params;
+  if (hybrid_ != nullptr) {
+    ASSIGN_OR_RETURN(params, hybrid_->Parameters());
+  } else if (options_.head_worker != nullptr) {
+    // The GPU's copy of the head is stale: the head worker's is trained.
+    ASSIGN_OR_RETURN(std::vector<TensorChunk> encoder, workers_[0]->Snapshot(job_id_, {}));
+    ASSIGN_OR_RETURN(params, Assemble(encoder));
+    ASSIGN_OR_RETURN(std::vector<TensorChunk> head,
+                     options_.head_worker->Snapshot(job_id_, {}));
+    ASSIGN_OR_RETURN(auto head_params, Assemble(head));
+    for (auto& [name, t] : head_params) params[name] = std::move(t);
+  } else {
+    ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks, workers_[0]->Snapshot(job_id_, {}));
+    ASSIGN_OR_RETURN(params, Assemble(chunks));
+  }
+  ASSIGN_OR_RETURN(trained_.parameters,
+                   MergeLoraTensors(std::move(params), spec_.hpt().lora().alpha()));
+  trained_.config = model_;
+  return absl::OkStatus();
 }
 
 absl::Status Trainer::Run() {
   const TrainingSpec& training = spec_.training();
-  const absl::Time start = options_.now();
+  start_ = options_.now();
   const int64_t n_train = static_cast<int64_t>(data_->train_starts().size());
   const int64_t batch = training.batch_size();
   int64_t steps_per_epoch = (n_train + batch - 1) / batch;
@@ -338,7 +715,22 @@ absl::Status Trainer::Run() {
   JobProgress& p = state_.progress;
   p.set_epochs(training.epochs());
   p.set_total_steps(steps_per_epoch * training.epochs());
+  hpt_ = spec_.hpt().mode() == "hpt";
+  state_.hpt.set_phase("full");
+  state_.hpt.set_switch_step(-1);
+  state_.hpt.set_window(spec_.hpt().window());
+  state_.hpt.set_placement(hpt_ ? spec_.hpt().placement() : "gpu");
   RETURN_IF_ERROR(LoadModel());
+  if (hpt_) {
+    PhaseControllerOptions controller;
+    controller.window = spec_.hpt().window();
+    controller.loss_threshold = spec_.hpt().loss_threshold();
+    controller.weight_threshold = spec_.hpt().weight_threshold();
+    controller.alpha = spec_.hpt().alpha();
+    controller.trial_on_rising_loss = spec_.hpt().trial_on_rising_loss();
+    controller_ = std::make_unique<PhaseController>(controller);
+    RETURN_IF_ERROR(WeightDistance().status());  // W at the start
+  }
 
   int64_t step = 0;
   int64_t samples = 0;
@@ -355,15 +747,48 @@ absl::Status Trainer::Run() {
       if (options_.cancelled()) {
         return absl::CancelledError(absl::StrCat("cancelled at step ", step));
       }
+      step_start_ = options_.now();
+      const bool lora_step = phase_ == Phase::kLora;
       const int64_t begin = s * batch;
       const int64_t end = std::min<int64_t>(begin + batch, n_train);
       std::vector<int64_t> indices(order.begin() + begin, order.begin() + end);
       double loss = 0;
+      chain_ = Chain::kMain;
       RETURN_IF_ERROR(TrainStep(indices, step, lr, &loss));
+      if (hpt_ && phase_ == Phase::kFull) {
+        double trial_loss = 0;
+        if (trial_active_) {
+          chain_ = Chain::kTrial;
+          HostTensor x, y;
+          data_->Gather(data_->train_starts(), indices, &x, &y);
+          ASSIGN_OR_RETURN(trial_loss, TrialStep(x, y, step, lr));
+        }
+        chain_ = Chain::kNone;
+        double distance = 0;
+        if (controller_->NeedsWeightDistance(step)) {
+          ASSIGN_OR_RETURN(distance, WeightDistance());
+        }
+        const PhaseController::Action action =
+            controller_->Step(step, loss, trial_loss, distance);
+        RecordEvents();
+        if (action == PhaseController::Action::kStartTrial ||
+            action == PhaseController::Action::kRestartTrial) {
+          chain_ = Chain::kTrial;
+          RETURN_IF_ERROR(StartTrial());
+        } else if (action == PhaseController::Action::kSwitch) {
+          chain_ = Chain::kSwitch;
+          RETURN_IF_ERROR(Switch());
+          state_.hpt.set_switch_step(step + 1);
+        } else if (controller_->phase() == TrainingPhase::kFull) {
+          state_.hpt.set_phase("full");
+        }
+      }
+      chain_ = Chain::kNone;
+      CloseStep(step, lora_step);
       ++step;
       samples += end - begin;
       epoch_sum += loss;
-      const double elapsed = absl::ToDoubleSeconds(options_.now() - start);
+      const double elapsed = absl::ToDoubleSeconds(options_.now() - start_);
       p.set_step(step);
       p.set_loss(loss);
       p.set_elapsed_s(elapsed);
@@ -375,10 +800,11 @@ absl::Status Trainer::Run() {
     state_.epoch_losses.push_back(epoch_loss);
     p.set_epoch_loss(epoch_loss);
     if (epoch == 0) p.set_first_epoch_loss(epoch_loss);
-    ASSIGN_OR_RETURN(double test_loss, Evaluate());
-    p.set_test_loss(test_loss);
+    RETURN_IF_ERROR(Evaluate());
     Report();
   }
+  if (trial_active_) workers_[0]->Release(job_id_ + "/trial").IgnoreError();
+  RETURN_IF_ERROR(CollectTrainedModel());
   return absl::OkStatus();
 }
 

@@ -1,12 +1,29 @@
 // Trainer: runs one job's training schedule against its workers. Owns the
 // epochs and batches, the StepLR learning-rate schedule, the split of each
-// batch across data-parallel GPU workers, and the order of tasks: all
-// forwards, then all backwards (gradients averaged by the workers through
-// Gloo), then all updates. With the output head on a ReRAM or systolic
-// worker, a step is: encoder forward (GPU) -> head forward and loss (head
-// worker) -> head backward -> encoder backward with the head's input
-// gradient -> both updates. Adds up every task's cost report per worker.
-// Reports progress through a callback.
+// batch across data-parallel GPU workers, the order of tasks, and the HpT
+// method (DESIGN §4-5):
+//
+//   full phase   every step: forwards, backwards (gradients averaged by the
+//                workers through Gloo), updates, on the GPU workers. The
+//                phase controller sees each step's loss and, at the end of
+//                each window, the distance the tracked layer's [W_q | W_v]
+//                moved. A trial trains a LoRA copy (job "<id>/trial" on
+//                the first GPU worker) on the same batches.
+//   switch       LoRA is created from the current full weights with a fresh
+//                optimizer. Placement "gpu" keeps it on the GPU workers;
+//                "paper" / "reram_full" plan its segments (hybrid_plan.h),
+//                program the base weights into ReRAM workers once, and run
+//                the rest on systolic workers.
+//   lora phase   the same schedule to the end, on the new placement.
+//
+// With the output head on a ReRAM or systolic worker (hpt.mode full), a
+// step is: encoder forward (GPU) -> head forward and loss (head worker) ->
+// head backward -> encoder backward -> both updates.
+//
+// Every task's cost report is added per worker and laid on a per-step cost
+// timeline (cost_timeline.h) to give simulated time and energy per phase and
+// the comparison with GPU-only full-parameter training. Progress, phase
+// events and costs are reported through a callback.
 //
 // Not thread-safe: one Run at a time. The clock is injectable.
 #ifndef HPT_COORDINATOR_TRAINER_H_
@@ -14,13 +31,17 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/host_tensor.h"
 #include "absl/time/clock.h"
+#include "common/host_tensor.h"
+#include "coordinator/cost_timeline.h"
+#include "coordinator/hybrid_runner.h"
+#include "coordinator/phase_controller.h"
 #include "coordinator/worker_client.h"
 #include "data/window_dataset.h"
 #include "proto/job_service.pb.h"
@@ -34,6 +55,14 @@ struct TrainerUpdate {
   std::vector<double> epoch_losses;
   CostReport cost;                       // all tasks
   std::vector<DeviceCost> device_costs;  // per worker
+  QualityMetrics test_metrics;
+  HptStatus hpt;
+};
+
+// The trained model, LoRA merged (model_export.h).
+struct TrainedModel {
+  ModelConfig config;
+  std::map<std::string, HostTensor> parameters;
 };
 
 class Trainer {
@@ -48,15 +77,21 @@ class Trainer {
     // The worker running the output head when placement.head_device is not
     // "gpu"; the GPU worker then runs the encoder segment.
     WorkerClient* head_worker = nullptr;
+    // The LoRA phase's device workers (placements paper and reram_full).
+    std::vector<WorkerClient*> reram_workers, systolic_workers;
   };
 
   // `spec` is normalised; `workers` has spec.placement.gpu_workers entries.
   Trainer(std::string job_id, JobSpec spec, const WindowDataset* data,
           std::vector<WorkerClient*> workers, Options options);
+  ~Trainer();
 
   // Trains to the end. CANCELLED when cancelled; the worker's error, or
   // INVALID_ARGUMENT for a non-finite loss, when a step fails.
   absl::Status Run();
+
+  // After a successful Run: the trained model.
+  const TrainedModel& trained_model() const { return trained_; }
 
   // Learning rate of 0-based `epoch` under StepLR.
   static double LearningRate(const TrainingSpec& training, int epoch);
@@ -64,16 +99,35 @@ class Trainer {
   static std::vector<int64_t> ShardSizes(int64_t batch, int workers);
 
  private:
+  enum class Phase { kFull, kLora };
+  enum class Chain { kMain, kTrial, kSwitch, kNone };
+
   absl::Status LoadModel();
+  absl::Status JoinGroups();
+  absl::Status LoadHead();
   absl::Status TrainStep(const std::vector<int64_t>& indices, int64_t step,
                          double learning_rate, double* loss);
-  absl::StatusOr<double> Evaluate();
-  void AddCost(WorkerClient* worker, const std::string& kind,
-               const CostReport& cost);
-  absl::Status LoadHead();
   absl::StatusOr<double> HeadStep(const HostTensor& x, const HostTensor& y,
                                   int64_t step, double learning_rate);
-  absl::StatusOr<double> EvaluateBatch(const HostTensor& x, const HostTensor& y);
+  absl::StatusOr<double> TrialStep(const HostTensor& x, const HostTensor& y, int64_t step,
+                                   double learning_rate);
+  absl::Status Evaluate();
+  absl::StatusOr<HostTensor> Predict(const HostTensor& x);
+
+  // Phase control.
+  absl::StatusOr<double> WeightDistance();
+  absl::Status StartTrial();
+  absl::Status Switch();
+  void RecordEvents();
+  absl::Status CollectTrainedModel();
+
+  // Costs.
+  void Record(WorkerClient* worker, const std::string& kind, const std::string& type,
+              const CostReport& cost, int64_t bytes_in = 0, int64_t bytes_out = 0);
+  void CloseStep(int64_t step, bool lora_step);
+  void LayTasks(const std::vector<TaskRecord>& tasks, bool data_parallel,
+                CostTimeline* timeline) const;
+  void UpdateComparison();
   void Report();
 
   const std::string job_id_;
@@ -81,8 +135,31 @@ class Trainer {
   const WindowDataset* data_;
   std::vector<WorkerClient*> workers_;
   Options options_;
+  ModelConfig model_;
   TrainerUpdate state_;
   std::map<WorkerClient*, size_t> cost_index_;  // into state_.device_costs
+  absl::Time start_;
+
+  // HpT.
+  bool hpt_ = false;
+  Phase phase_ = Phase::kFull;
+  std::unique_ptr<PhaseController> controller_;
+  size_t events_seen_ = 0;
+  std::vector<float> last_weights_;  // tracked [W_q | W_v] at the last window end
+  bool trial_active_ = false;
+  std::unique_ptr<HybridRunner> hybrid_;
+  TrainedModel trained_;
+
+  // Cost timeline.
+  InterconnectConfig link_;
+  Chain chain_ = Chain::kNone;
+  std::vector<TaskRecord> main_tasks_, trial_tasks_, switch_tasks_;
+  int64_t trainable_bytes_ = 0;
+  PhaseCost full_cost_, switch_cost_, lora_cost_;
+  double gpu_only_full_s_ = 0, gpu_only_full_j_ = 0;
+  int64_t full_steps_ = 0, lora_steps_ = 0;
+  double full_wall_s_ = 0, lora_wall_s_ = 0;
+  absl::Time step_start_;
 };
 
 }  // namespace hpt

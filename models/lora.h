@@ -13,16 +13,11 @@
 #include <torch/torch.h>
 
 #include "absl/status/statusor.h"
+#include "models/lora_config.h"
 #include "models/st_transformer.h"
 #include "proto/common.pb.h"
 
 namespace hpt {
-
-// Fills LoRA defaults (DESIGN §4): rank 8, alpha 64, dropout 0.1, targets
-// q_proj and v_proj, modules_to_save embedding, reduction and head, auto
-// energy 0.9, max rank 64.
-LoraConfig LoraDefaults(LoraConfig config);
-absl::Status ValidateLoraConfig(const LoraConfig& config);
 
 // Smallest rank whose singular values hold `energy` of the squared
 // Frobenius norm of `delta`, capped at max_rank (at least 1).

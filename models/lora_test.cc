@@ -19,6 +19,7 @@ LoraConfig Lora(int rank) {
   l.set_enabled(true);
   l.set_rank(rank);
   l.set_dropout(0.0);  // deterministic comparisons
+  l.set_dropout_set(true);
   return LoraDefaults(l);
 }
 
@@ -103,6 +104,7 @@ TEST(LoraTest, AutoRankHoldsTheEnergyShare) {
     model->Attention(0)->q_proj->weight.add_(torch::outer(torch::randn({32}), torch::randn({32})));
   }
   LoraConfig lora = Lora(0);
+  lora.set_auto_rank(true);
   auto ranks = ApplyLora(model, lora, initial);
   ASSERT_TRUE(ranks.ok()) << ranks.status();
   EXPECT_EQ(ranks->at("layers.0.self_attn.q_proj"), 1);

@@ -193,7 +193,7 @@ TEST_F(GpuExecutorTest, LoraLoadTrainsOnlyAdaptersAndModulesToSave) {
   auto full = Params(*executor_, "j");
   LoadParametersHeader lora = Header("j", 0.0);
   lora.mutable_lora()->set_enabled(true);
-  lora.mutable_lora()->set_rank(0);  // auto: from the change since the first load
+  lora.mutable_lora()->set_auto_rank(true);  // from the change since the first load
   auto loaded = executor_->Load(lora, full);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_EQ(loaded->lora_ranks().size(), 4u);  // 2 layers x (q, v)
