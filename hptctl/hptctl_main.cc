@@ -21,7 +21,9 @@
 #include "common/grpc_setup.h"
 #include "common/grpc_status.h"
 #include "google/protobuf/util/json_util.h"
+#include "common/tensor_codec.h"
 #include "hptctl/job_format.h"
+#include "hptctl/model_file.h"
 #include "proto/job_service.grpc.pb.h"
 
 ABSL_FLAG(std::string, coordinator, "127.0.0.1:50051", "Coordinator host:port.");
@@ -50,6 +52,17 @@ ABSL_FLAG(int, stations, 0, "submit: synthetic stations.");
 ABSL_FLAG(int, time_steps, 0, "submit: synthetic time steps.");
 ABSL_FLAG(std::string, request_id, "", "submit: idempotency key.");
 ABSL_FLAG(bool, watch, false, "submit: watch the job to its end.");
+ABSL_FLAG(std::string, mode, "", "submit: hpt (default: switch to LoRA) or full.");
+ABSL_FLAG(std::string, placement, "",
+          "submit: LoRA-phase placement: paper (default), gpu or reram_full.");
+ABSL_FLAG(int64_t, hpt_window, 0, "submit: phase-controller window k (0: the preset's).");
+ABSL_FLAG(double, loss_threshold, 0, "submit: loss-test threshold (0: 0.1).");
+ABSL_FLAG(double, weight_threshold, 0, "submit: weight-test threshold (0: 0.01).");
+ABSL_FLAG(double, alpha, 0, "submit: t-test significance (0: 0.01).");
+ABSL_FLAG(int, weight_layer, 0, "submit: layer whose [W_q | W_v] the weight test tracks.");
+ABSL_FLAG(std::string, lora_rank, "", "submit: LoRA rank, or auto (default 8).");
+ABSL_FLAG(double, lora_alpha, 0, "submit: LoRA alpha (0: 64).");
+ABSL_FLAG(std::string, out, "", "export: output file (LibTorch, torch::load-able).");
 
 namespace hpt {
 namespace {
@@ -62,6 +75,8 @@ constexpr char kUsage[] =
     "  status   JOB: show a job\n"
     "  watch    JOB: follow a job to its end with a progress bar\n"
     "  cancel   JOB: cancel a job\n"
+    "  report   JOB: phases, switch decision, costs, HpT vs GPU-only, metrics\n"
+    "  export   JOB --out FILE: the trained model (LoRA merged) for torch::load\n"
     "exit codes: 0 ok, 1 job failed/cancelled, 2 usage, 3 invalid request,\n"
     "            4 not found, 5 coordinator unreachable, 6 other error";
 
@@ -133,7 +148,11 @@ absl::StatusOr<SubmitJobRequest> BuildSubmit() {
            absl::GetFlag(FLAGS_max_steps_per_epoch) || absl::GetFlag(FLAGS_seed) ||
            !absl::GetFlag(FLAGS_csv).empty() || absl::GetFlag(FLAGS_window) ||
            absl::GetFlag(FLAGS_horizon) || absl::GetFlag(FLAGS_stations) ||
-           absl::GetFlag(FLAGS_time_steps);
+           absl::GetFlag(FLAGS_time_steps) || !absl::GetFlag(FLAGS_mode).empty() ||
+           !absl::GetFlag(FLAGS_placement).empty() || absl::GetFlag(FLAGS_hpt_window) ||
+           absl::GetFlag(FLAGS_loss_threshold) || absl::GetFlag(FLAGS_weight_threshold) ||
+           absl::GetFlag(FLAGS_alpha) || absl::GetFlag(FLAGS_weight_layer) ||
+           !absl::GetFlag(FLAGS_lora_rank).empty() || absl::GetFlag(FLAGS_lora_alpha);
   };
   if (!request.spec_text().empty() && any_flag()) {
     return absl::InvalidArgumentError(
@@ -183,6 +202,26 @@ absl::StatusOr<SubmitJobRequest> BuildSubmit() {
   } else if (absl::GetFlag(FLAGS_stations) || absl::GetFlag(FLAGS_time_steps)) {
     d.mutable_synthetic()->set_stations(absl::GetFlag(FLAGS_stations));
     d.mutable_synthetic()->set_time_steps(absl::GetFlag(FLAGS_time_steps));
+  }
+  HptSpec& h = *spec.mutable_hpt();
+  h.set_mode(absl::GetFlag(FLAGS_mode));
+  h.set_placement(absl::GetFlag(FLAGS_placement));
+  h.set_window(absl::GetFlag(FLAGS_hpt_window));
+  h.set_loss_threshold(absl::GetFlag(FLAGS_loss_threshold));
+  h.set_weight_threshold(absl::GetFlag(FLAGS_weight_threshold));
+  h.set_alpha(absl::GetFlag(FLAGS_alpha));
+  h.set_weight_layer(absl::GetFlag(FLAGS_weight_layer));
+  h.mutable_lora()->set_alpha(absl::GetFlag(FLAGS_lora_alpha));
+  const std::string rank = absl::GetFlag(FLAGS_lora_rank);
+  int parsed_rank = 0;
+  if (rank == "auto") {
+    h.mutable_lora()->set_auto_rank(true);
+  } else if (!rank.empty()) {
+    if (!absl::SimpleAtoi(rank, &parsed_rank) || parsed_rank < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--lora_rank '", rank, "' is not a positive integer or auto"));
+    }
+    h.mutable_lora()->set_rank(parsed_rank);
   }
   if (!request.spec_text().empty()) request.clear_spec();
   request.set_request_id(absl::GetFlag(FLAGS_request_id));
@@ -286,6 +325,71 @@ int Run(const std::vector<char*>& args) {
     }
     if (!s.ok()) return Fail(s);
     std::cout << (Json() ? ToJson(job) + "\n" : FormatSummary(job));
+    return kExitOk;
+  }
+  if (command == "report") {
+    const std::string job_id = need_job();
+    if (job_id.empty()) return Usage("report needs a job id, e.g. hptctl report job-000001");
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    GetJobRequest request;
+    request.set_job_id(job_id);
+    Job job;
+    absl::Status s = FromGrpcStatus(stub->GetJob(&context, request, &job));
+    if (!s.ok()) return Fail(s);
+    if (Json()) {
+      // The report's parts of the job, for scripts.
+      Job report;
+      report.set_job_id(job.job_id());
+      report.set_name(job.name());
+      report.set_state(job.state());
+      *report.mutable_progress() = job.progress();
+      *report.mutable_test_metrics() = job.test_metrics();
+      *report.mutable_hpt() = job.hpt();
+      *report.mutable_device_costs() = job.device_costs();
+      report.set_error(job.error());
+      std::cout << ToJson(report) << std::endl;
+    } else {
+      std::cout << FormatReport(job);
+    }
+    return kExitOk;
+  }
+  if (command == "export") {
+    const std::string job_id = need_job();
+    const std::string out = absl::GetFlag(FLAGS_out);
+    if (job_id.empty() || out.empty()) {
+      return Usage("export needs a job id and --out, e.g. hptctl export job-000001 --out model.pt");
+    }
+    grpc::ClientContext context;  // a large model may take a while: no deadline
+    ExportModelRequest request;
+    request.set_job_id(job_id);
+    auto reader = stub->ExportModel(&context, request);
+    ExportModelChunk message;
+    ModelConfig config;
+    ChunkAssembler assembler;
+    while (reader->Read(&message)) {
+      if (message.has_model()) config = message.model();
+      if (message.has_chunk()) {
+        absl::Status added = assembler.Add(message.chunk());
+        if (!added.ok()) return Fail(added);
+      }
+    }
+    absl::Status s = FromGrpcStatus(reader->Finish());
+    if (!s.ok()) return Fail(s);
+    absl::StatusOr<std::map<std::string, HostTensor>> params = assembler.Finish();
+    if (!params.ok()) return Fail(params.status());
+    s = WriteTorchModel(config, *params, out);
+    if (!s.ok()) return Fail(s);
+    const std::string config_json = ToJson(config);
+    std::ofstream(out + ".json") << config_json << "\n";
+    if (Json()) {
+      std::cout << config_json << std::endl;
+    } else {
+      std::cout << "wrote " << out << " (" << params->size() << " tensors, LoRA merged) and "
+                << out << ".json (its ModelConfig)\nload it in C++ with:\n"
+                << "  hpt::SpatioTemporalTransformer model(config);  // from " << out
+                << ".json\n  torch::load(model, \"" << out << "\");" << std::endl;
+    }
     return kExitOk;
   }
   return Usage("unknown command '" + command + "'");

@@ -1,10 +1,12 @@
 #include "hptctl/job_format.h"
 
 #include <cmath>
+#include <map>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace hpt {
 
@@ -104,6 +106,118 @@ std::string FormatSummary(const Job& job) {
     }
   }
   if (!job.error().empty()) absl::StrAppendFormat(&out, "  error      %s\n", job.error());
+  return out;
+}
+
+namespace {
+
+std::string Eng(double v, const char* unit) {
+  const double a = std::fabs(v);
+  if (a == 0) return absl::StrCat("0 ", unit);
+  struct Prefix { double scale; const char* name; };
+  for (Prefix p : {Prefix{1e3, "k"}, Prefix{1, ""}, Prefix{1e-3, "m"}, Prefix{1e-6, "u"},
+                   Prefix{1e-9, "n"}}) {
+    if (a >= p.scale) return absl::StrFormat("%.3g %s%s", v / p.scale, p.name, unit);
+  }
+  return absl::StrFormat("%.3g %s", v, unit);
+}
+
+std::string EventLine(const PhaseEvent& e) {
+  switch (e.kind()) {
+    case PhaseEvent::CHECK: {
+      std::string line = absl::StrFormat(
+          "  check   it %-6d L = %s  d = %s  loss %s  weight %s", e.iteration(),
+          absl::StrJoin(e.window_losses(), " ",
+                        [](std::string* out, double v) { absl::StrAppendFormat(out, "%.4g", v); }),
+          absl::StrJoin(e.weight_distances(), " ",
+                        [](std::string* out, double v) { absl::StrAppendFormat(out, "%.4g", v); }),
+          e.loss_passed() ? "pass" : "fail", e.weight_passed() ? "pass" : "fail");
+      if (!e.reason().empty()) absl::StrAppend(&line, "  (", e.reason(), ")");
+      return line;
+    }
+    case PhaseEvent::TRIAL_START:
+      return absl::StrFormat("  trial   it %-6d LoRA copy starts beside the full model",
+                             e.iteration());
+    case PhaseEvent::TRIAL_END:
+      return absl::StrFormat(
+          "  t-test  it %-6d mean full %.4g  mean LoRA %.4g  t %.3f  dof %.0f  p %.4g  %s",
+          e.iteration(), e.mean_full(), e.mean_lora(), e.t(), e.dof(), e.p(),
+          e.significant() ? "significant: another trial" : "no difference: switch");
+    case PhaseEvent::SWITCH:
+      return absl::StrFormat("  switch  it %-6d LoRA phase from step %d", e.iteration(),
+                             e.iteration() + 1);
+    default:
+      return "";
+  }
+}
+
+}  // namespace
+
+std::string FormatReport(const Job& job) {
+  std::string out;
+  const HptStatus& h = job.hpt();
+  absl::StrAppend(&out, "job ", job.job_id(), " (", job.name(), ")  ", StateName(job.state()),
+                  "  wall ", FormatDuration(job.progress().elapsed_s()), "\n");
+  absl::StrAppend(&out, "placement ", h.placement().empty() ? "gpu" : h.placement(),
+                  "  window k ", h.window(), "  steps ", job.progress().step(), "\n");
+  if (h.switch_step() >= 0) {
+    absl::StrAppend(&out, "switched to LoRA at step ", h.switch_step(), " (",
+                    h.lora_trainable_parameters(), " trainable parameters; ranks ");
+    std::vector<std::string> ranks;
+    std::map<int, int> histogram;
+    for (const auto& [name, r] : h.lora_ranks()) ++histogram[r];
+    for (const auto& [r, n] : histogram) ranks.push_back(absl::StrCat(n, "x r", r));
+    absl::StrAppend(&out, absl::StrJoin(ranks, ", "), ")\n");
+  } else {
+    absl::StrAppend(&out, "no switch: trained full-parameter throughout\n");
+  }
+  absl::StrAppend(&out, "\nphases\n");
+  absl::StrAppend(&out, absl::StrFormat("  %-7s %-13s %9s %12s %12s  %s\n", "phase", "steps",
+                                        "wall", "simulated", "energy", "by device"));
+  for (const PhaseCost& c : h.phases()) {
+    const std::string steps = c.first_step() < 0 ? "-"
+                              : c.phase() == "switch"
+                                  ? absl::StrCat("after ", c.last_step())
+                                  : absl::StrCat(c.first_step(), "-", c.last_step());
+    std::vector<std::string> parts;
+    for (const auto& [kind, j] : c.device_energy_j()) {
+      auto busy = c.device_busy_s().find(kind);
+      parts.push_back(busy == c.device_busy_s().end()
+                          ? absl::StrCat(kind, " ", Eng(j, "J"))
+                          : absl::StrCat(kind, " ", Eng(busy->second, "s"), "/", Eng(j, "J")));
+    }
+    absl::StrAppend(&out, absl::StrFormat("  %-7s %-13s %9s %12s %12s  %s\n", c.phase(), steps,
+                                          FormatDuration(c.wall_s()),
+                                          Eng(c.simulated_s(), "s"), Eng(c.energy_j(), "J"),
+                                          absl::StrJoin(parts, ", ")));
+  }
+  const CostComparison& cmp = h.comparison();
+  absl::StrAppend(&out, "\nHpT vs GPU-only full-parameter training\n");
+  absl::StrAppend(&out, absl::StrFormat("  %-8s %12s %12s %8s\n", "", "HpT", "GPU-only", "ratio"));
+  absl::StrAppend(&out, absl::StrFormat("  %-8s %12s %12s %7.2fx\n", "time",
+                                        Eng(cmp.hpt_time_s(), "s"),
+                                        Eng(cmp.gpu_only_time_s(), "s"), cmp.time_ratio()));
+  absl::StrAppend(&out, absl::StrFormat("  %-8s %12s %12s %7.2fx\n", "energy",
+                                        Eng(cmp.hpt_energy_j(), "J"),
+                                        Eng(cmp.gpu_only_energy_j(), "J"), cmp.energy_ratio()));
+  if (!cmp.method().empty()) absl::StrAppend(&out, "  how: ", cmp.method(), "\n");
+  const QualityMetrics& q = job.test_metrics();
+  if (q.values() > 0) {
+    absl::StrAppend(&out, absl::StrFormat(
+        "\ntest metrics (data units, %d values)\n  RMSE %.4g  MAE %.4g  NSE %.4f  R2 %.4f\n",
+        q.values(), q.rmse(), q.mae(), q.nse(), q.r2()));
+  }
+  int shown = 0;
+  std::string events;
+  for (const PhaseEvent& e : h.events()) {
+    // Checks that failed both tests are routine; show the rest.
+    if (e.kind() == PhaseEvent::CHECK && !e.loss_passed() && !e.weight_passed()) continue;
+    absl::StrAppend(&events, EventLine(e), "\n");
+    ++shown;
+  }
+  absl::StrAppend(&out, "\nphase controller (", h.events_size(), " events; ", shown,
+                  " shown, checks failing both tests hidden)\n", events);
+  if (!job.error().empty()) absl::StrAppend(&out, "\nerror: ", job.error(), "\n");
   return out;
 }
 

@@ -28,6 +28,10 @@ std::string FormatRow(const Job& job);        // one line of `list`
 // "[#####.....]  50% epoch 2/3 step 10/20 loss 0.1234 ..."; width in chars.
 std::string FormatProgress(const Job& job, int bar_width);
 std::string FormatSummary(const Job& job);    // multi-line, for status/watch
+// The HpT report as tables: phases and their step ranges, the switch
+// decision and its statistics, test metrics, wall time, simulated time and
+// energy per device kind and phase, and the HpT-vs-GPU-only ratios.
+std::string FormatReport(const Job& job);
 
 }  // namespace hpt
 

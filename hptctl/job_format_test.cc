@@ -63,5 +63,57 @@ TEST(JobFormatTest, SummaryListsLossesAndError) {
   EXPECT_NE(s.find("error      worker 127.0.0.1:1 forward: boom"), std::string::npos);
 }
 
+TEST(JobFormatTest, ReportShowsPhasesSwitchRatiosAndMetrics) {
+  Job job = RunningJob();
+  job.set_state(SUCCEEDED);
+  HptStatus& h = *job.mutable_hpt();
+  h.set_placement("paper");
+  h.set_window(10);
+  h.set_switch_step(40);
+  (*h.mutable_lora_ranks())["layers.0.self_attn.q_proj"] = 8;
+  (*h.mutable_lora_ranks())["layers.0.self_attn.v_proj"] = 8;
+  PhaseEvent& check = *h.add_events();
+  check.set_kind(PhaseEvent::CHECK);
+  check.set_iteration(29);
+  check.set_loss_passed(true);
+  check.set_weight_passed(true);
+  PhaseEvent& hidden = *h.add_events();  // fails both: not listed
+  hidden.set_kind(PhaseEvent::CHECK);
+  hidden.set_iteration(19);
+  PhaseEvent& t = *h.add_events();
+  t.set_kind(PhaseEvent::TRIAL_END);
+  t.set_iteration(39);
+  t.set_t(0.5);
+  t.set_dof(18);
+  t.set_p(0.62);
+  PhaseCost& full = *h.add_phases();
+  full.set_phase("full");
+  full.set_first_step(0);
+  full.set_last_step(39);
+  full.set_simulated_s(0.002);
+  full.set_energy_j(1.5);
+  (*full.mutable_device_energy_j())["gpu"] = 1.5;
+  (*full.mutable_device_busy_s())["gpu"] = 0.002;
+  h.mutable_comparison()->set_hpt_time_s(0.003);
+  h.mutable_comparison()->set_gpu_only_time_s(0.006);
+  h.mutable_comparison()->set_time_ratio(2.0);
+  h.mutable_comparison()->set_energy_ratio(3.5);
+  job.mutable_test_metrics()->set_values(100);
+  job.mutable_test_metrics()->set_rmse(1.25);
+  job.mutable_test_metrics()->set_nse(0.9);
+  const std::string r = FormatReport(job);
+  EXPECT_NE(r.find("switched to LoRA at step 40"), std::string::npos) << r;
+  EXPECT_NE(r.find("2x r8"), std::string::npos) << r;
+  EXPECT_NE(r.find("full    0-39"), std::string::npos) << r;
+  EXPECT_NE(r.find("2 ms"), std::string::npos) << r;
+  EXPECT_NE(r.find("gpu 2 ms/1.5 J"), std::string::npos) << r;
+  EXPECT_NE(r.find("2.00x"), std::string::npos) << r;
+  EXPECT_NE(r.find("3.50x"), std::string::npos) << r;
+  EXPECT_NE(r.find("RMSE 1.25"), std::string::npos) << r;
+  EXPECT_NE(r.find("p 0.62  no difference: switch"), std::string::npos) << r;
+  EXPECT_NE(r.find("check   it 29"), std::string::npos) << r;
+  EXPECT_EQ(r.find("check   it 19"), std::string::npos) << r;
+}
+
 }  // namespace
 }  // namespace hpt

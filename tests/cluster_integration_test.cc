@@ -1,6 +1,8 @@
-// The real binaries on loopback: a coordinator, two GPU workers that
-// register with it, and hptctl submitting and watching jobs to the end.
+// The real binaries on loopback: a coordinator, two GPU workers, a ReRAM
+// and a systolic worker that register with it, and hptctl submitting,
+// watching, reporting and exporting jobs.
 #include <cstdio>
+#include <iostream>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -44,10 +46,11 @@ class ClusterTest : public ::testing::Test {
                                           *coordinator_, absl::Seconds(60));
     ASSERT_TRUE(ports.ok()) << ports.status();
     coordinator_ports_ = *ports;
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; i < 4; ++i) {
       const std::string name = absl::StrCat("worker", i);
+      const std::string kind = i < 2 ? "gpu" : i == 2 ? "reram" : "systolic";
       auto worker = ChildProcess::Start(
-          {RunfilePath("workers/hpt_worker"), "--kind=gpu", "--listen=127.0.0.1:0",
+          {RunfilePath("workers/hpt_worker"), "--kind=" + kind, "--listen=127.0.0.1:0",
            "--metrics=127.0.0.1:0", "--threads=1",
            absl::StrCat("--coordinator=127.0.0.1:", ports->grpc),
            "--port_file=" + *dir_ + "/" + name + ".port"},
@@ -78,21 +81,21 @@ class ClusterTest : public ::testing::Test {
 
   static std::string* dir_;
   static ChildProcess* coordinator_;
-  static ChildProcess* workers_[2];
+  static ChildProcess* workers_[4];  // gpu, gpu, reram, systolic
   static testing::Ports coordinator_ports_;
-  static testing::Ports worker_ports_[2];
+  static testing::Ports worker_ports_[4];
 };
 
 std::string* ClusterTest::dir_ = nullptr;
 ChildProcess* ClusterTest::coordinator_ = nullptr;
-ChildProcess* ClusterTest::workers_[2] = {nullptr, nullptr};
+ChildProcess* ClusterTest::workers_[4] = {nullptr, nullptr, nullptr, nullptr};
 testing::Ports ClusterTest::coordinator_ports_;
-testing::Ports ClusterTest::worker_ports_[2];
+testing::Ports ClusterTest::worker_ports_[4];
 
 TEST_F(ClusterTest, HptctlTrainsTinyJobToSuccessAndLossFalls) {
   auto result = RunCommand(Hptctl(
       "submit --name=it-tiny --preset=tiny --epochs=3 --stations=8 "
-      "--time_steps=256 --watch"));
+      "--time_steps=256 --mode=full --watch"));
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_THAT(result.output, HasSubstr("submitted job-"));
   EXPECT_THAT(result.output, HasSubstr("): succeeded"));
@@ -108,20 +111,69 @@ TEST_F(ClusterTest, HptctlTrainsTinyJobToSuccessAndLossFalls) {
 TEST_F(ClusterTest, TwoWorkersTrainDataParallel) {
   auto result = RunCommand(Hptctl(
       "submit --name=it-dp --epochs=2 --gpu_workers=2 --batch_size=8 "
-      "--stations=8 --time_steps=200 --watch"));
+      "--stations=8 --time_steps=200 --mode=full --watch"));
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_THAT(result.output, HasSubstr("2 gpu worker(s)"));
   std::vector<double> losses = EpochLosses(result.output);
   ASSERT_EQ(losses.size(), 2u) << result.output;
   EXPECT_LT(losses[1], losses[0]);
   // Both workers ran training tasks.
-  for (const testing::Ports& p : worker_ports_) {
+  for (const testing::Ports& p : {worker_ports_[0], worker_ports_[1]}) {
     auto metrics = testing::HttpGet(p.metrics, "/metrics");
     ASSERT_TRUE(metrics.ok()) << metrics.status();
     EXPECT_THAT(*metrics,
                 HasSubstr("hpt_worker_tasks_total{code=\"OK\",kind=\"gpu\","
                           "task=\"backward\"}"));
   }
+}
+
+// "  cell_writes 12345" style counters come through the JSON report.
+double JsonNumber(const std::string& json, const std::string& key, size_t from = 0) {
+  const size_t at = json.find("\"" + key + "\": ", from);
+  if (at == std::string::npos) return -1;
+  return std::strtod(json.c_str() + at + key.size() + 4, nullptr);
+}
+
+TEST_F(ClusterTest, HptJobSwitchesToReramAndSystolicWorkersAndExports) {
+  // Small windows and loose thresholds so a short job passes the tests.
+  auto result = RunCommand(Hptctl(
+      "submit --name=it-hpt --preset=tiny --epochs=6 --batch_size=16 --stations=8 "
+      "--time_steps=256 --hpt_window=5 --loss_threshold=0.5 --weight_threshold=0.5 "
+      "--lora_rank=4 --watch"));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const std::string job_id = "job-" + result.output.substr(
+      result.output.find("submitted job-") + 14, 6);
+  auto report = RunCommand(Hptctl("report " + job_id));
+  ASSERT_EQ(report.exit_code, 0) << report.output;
+  std::cout << report.output;  // kept in the test log for reading
+  EXPECT_THAT(report.output, HasSubstr("switched to LoRA at step"));
+  EXPECT_THAT(report.output, HasSubstr("no difference: switch"));
+  EXPECT_THAT(report.output, HasSubstr("HpT vs GPU-only"));
+  EXPECT_THAT(report.output, HasSubstr("test metrics"));
+  auto json = RunCommand(Hptctl("report " + job_id + " --format=json"));
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  // The ReRAM worker: every programmed cell written exactly once, at the
+  // switch, and never again however many steps followed.
+  const size_t reram = json.output.find("\"kind\": \"reram\"");
+  ASSERT_NE(reram, std::string::npos) << json.output;
+  EXPECT_EQ(JsonNumber(json.output, "max_cell_writes", reram), 1.0) << json.output;
+  // Tiny preset, 2 layers of d_model 32 (FF x2): per layer q, k, v, o
+  // (32x32) and ff1, ff2 (32x64) = 8192 weights; 8-bit weights in 2-bit
+  // cells (4 slices), differential (2 signs): 8 cells per weight.
+  EXPECT_EQ(JsonNumber(json.output, "cell_writes", reram), 2 * 8192 * 8.0) << json.output;
+  EXPECT_GT(JsonNumber(json.output, "time_ratio"), 0) << json.output;
+  EXPECT_THAT(json.output, HasSubstr("\"phase\": \"lora\""));
+  EXPECT_THAT(json.output, HasSubstr("\"kind\": \"systolic\""));
+
+  const std::string model = *dir_ + "/it-hpt.pt";
+  auto exported = RunCommand(Hptctl("export " + job_id + " --out=" + model));
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  EXPECT_THAT(exported.output, HasSubstr("LoRA merged"));
+  FILE* f = std::fopen(model.c_str(), "rb");
+  ASSERT_NE(f, nullptr);
+  std::fseek(f, 0, SEEK_END);
+  EXPECT_GT(std::ftell(f), 4 * 8192);  // at least the layers' weights
+  std::fclose(f);
 }
 
 TEST_F(ClusterTest, BadInputIsRejectedAndTheCoordinatorKeepsServing) {

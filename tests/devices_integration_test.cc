@@ -99,6 +99,7 @@ LinearResult RunLinear(int port, const torch::Tensor& w, const torch::Tensor& b,
   LoadParametersHeader header;
   header.set_job_id("linear");
   header.mutable_optimizer()->set_learning_rate(1e-3);
+  header.mutable_segment()->set_name("s");
   SegmentOp* op = header.mutable_segment()->add_ops();
   op->set_type(SegmentOp::LINEAR);
   op->set_weight("w");
