@@ -53,6 +53,7 @@ int Main() {
   spec.mutable_training()->set_batch_size(batch);
   spec.mutable_training()->set_max_steps_per_epoch(steps + 1);
   spec.mutable_data()->set_window(absl::GetFlag(FLAGS_window));
+  spec.mutable_hpt()->set_mode("full");  // plain steps: no phase control
   auto normalized = NormalizeJobSpec(spec);
   if (!normalized.ok()) {
     std::fprintf(stderr, "%s\n", std::string(normalized.status().message()).c_str());

@@ -1,6 +1,9 @@
 #include "coordinator/job_data.h"
 
 #include "absl/strings/str_cat.h"
+#include <algorithm>
+
+#include "data/real_data.h"
 #include "data/synthetic.h"
 #include "data/wide_csv.h"
 
@@ -22,6 +25,45 @@ absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec) {
     const int64_t split = series.rows * 4 / 5;
     options.train = {0, split};
     options.test = {split, series.rows};
+  } else if (spec.has_weather()) {
+    WeatherOptions o;
+    if (!spec.weather().target().empty()) o.target = spec.weather().target();
+    absl::StatusOr<WeatherSeries> loaded = LoadAgWeatherDir(spec.weather().dir(), o);
+    if (!loaded.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("data.weather: ", loaded.status().message()));
+    }
+    const int year = spec.weather().test_year() > 0 ? spec.weather().test_year() : 2020;
+    const auto first = std::find(loaded->years.begin(), loaded->years.end(), year);
+    const auto last = std::find_if(first, loaded->years.end(), [&](int y) { return y != year; });
+    if (first == loaded->years.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "data.weather.test_year ", year, " is not in the stations' common period"));
+    }
+    const int64_t b = first - loaded->years.begin(), e = last - loaded->years.begin();
+    series = std::move(loaded->series);
+    options.train = {0, b};
+    options.extra_train = {{e, series.rows}};
+    options.test = {b, e};
+    if (b == 0) options.train = {e, series.rows}, options.extra_train.clear();
+  } else if (spec.has_covid()) {
+    CovidOptions o;
+    if (!spec.covid().target().empty()) o.target = spec.covid().target();
+    if (spec.covid().counties() > 0) o.counties = spec.covid().counties();
+    if (spec.covid().test_from_day() > 0) o.test_from_day = spec.covid().test_from_day();
+    absl::StatusOr<CovidSeries> loaded = LoadCovidCsv(spec.covid().path(), o);
+    if (!loaded.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("data.covid: ", loaded.status().message()));
+    }
+    const int64_t split = std::lower_bound(loaded->days.begin(), loaded->days.end(),
+                                           o.test_from_day) - loaded->days.begin();
+    series = std::move(loaded->series);
+    options.train = {0, split};
+    // Test samples forecast a week at or after the split; their input
+    // windows may reach back into the training weeks.
+    options.test = {std::max<int64_t>(0, split - options.window - options.horizon + 1),
+                    series.rows};
   } else {
     const CsvData& csv = spec.csv();
     WideCsvOptions csv_options;
@@ -37,6 +79,9 @@ absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec) {
     series = std::move(*loaded);
     options.train = {csv.train_begin_row(),
                      csv.train_end_row() > 0 ? csv.train_end_row() : series.rows};
+    for (const RowSpan& r : csv.more_train_rows()) {
+      options.extra_train.push_back({r.begin(), r.end()});
+    }
     options.test = {csv.test_begin_row(), csv.test_end_row()};
     if (csv.test_end_row() == 0) options.test = {0, 0};
   }

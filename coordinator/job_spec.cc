@@ -92,6 +92,17 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
       return Invalid("data.synthetic.noise",
                      absl::StrCat("must not be negative, got ", s.noise()));
     }
+  } else if (data.has_weather()) {
+    if (data.weather().dir().empty()) return Invalid("data.weather.dir", "is empty");
+    if (data.weather().test_year() < 0) {
+      return Invalid("data.weather.test_year", "must be a year");
+    }
+  } else if (data.has_covid()) {
+    if (data.covid().path().empty()) return Invalid("data.covid.path", "is empty");
+    if (data.covid().counties() < 0) {
+      return Invalid("data.covid.counties", absl::StrCat("must be positive, got ",
+                                                         data.covid().counties()));
+    }
   } else {
     const CsvData& c = data.csv();
     if (c.path().empty()) return Invalid("data.csv.path", "is empty");

@@ -33,18 +33,24 @@ absl::StatusOr<WindowDataset> WindowDataset::Create(
     }
     return absl::OkStatus();
   };
-  if (absl::Status s = check_range(options.train, "train"); !s.ok()) return s;
+  std::vector<RowRange> train = {options.train};
+  train.insert(train.end(), options.extra_train.begin(), options.extra_train.end());
+  for (const RowRange& r : train) {
+    if (absl::Status s = check_range(r, "train"); !s.ok()) return s;
+  }
   if (absl::Status s = check_range(options.test, "test"); !s.ok()) return s;
 
   WindowDataset ds;
   ds.options_ = options;
   const int64_t span = options.window + options.horizon;
-  ds.train_starts_ = StartsWithin(options.train, span);
+  for (const RowRange& r : train) {
+    for (int64_t start : StartsWithin(r, span)) ds.train_starts_.push_back(start);
+  }
   ds.test_starts_ = StartsWithin(options.test, span);
   if (ds.train_starts_.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "data: the training rows [", options.train.begin, ", ",
-        options.train.end, ") hold no window of ", options.window,
+        "data: the training rows (first range [", options.train.begin, ", ",
+        options.train.end, ")) hold no window of ", options.window,
         " steps plus a horizon of ", options.horizon));
   }
   // Per-station z-score fitted on the training rows only.
@@ -53,11 +59,14 @@ absl::StatusOr<WindowDataset> WindowDataset::Create(
   ds.std_.assign(columns, 1.0f);
   for (int64_t c = 0; c < columns; ++c) {
     double sum = 0, sum_sq = 0;
-    const int64_t n = options.train.end - options.train.begin;
-    for (int64_t r = options.train.begin; r < options.train.end; ++r) {
-      const double v = series.at(r, c);
-      sum += v;
-      sum_sq += v * v;
+    int64_t n = 0;
+    for (const RowRange& range : train) {
+      for (int64_t r = range.begin; r < range.end; ++r) {
+        const double v = series.at(r, c);
+        sum += v;
+        sum_sq += v * v;
+        ++n;
+      }
     }
     const double mean = sum / n;
     const double var = std::max(0.0, sum_sq / n - mean * mean);

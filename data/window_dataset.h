@@ -28,6 +28,9 @@ struct WindowOptions {
   int64_t window = 12;
   int64_t horizon = 1;
   RowRange train;          // rows a training sample may touch
+  // More training ranges (a test range in the middle of the series, as the
+  // paper's wind split has); normalisation is fitted on all of them.
+  std::vector<RowRange> extra_train;
   RowRange test;           // empty range: no test split
 };
 

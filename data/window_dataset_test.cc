@@ -62,6 +62,23 @@ TEST(WindowDatasetTest, NormalisationUsesTrainingRowsOnly) {
   EXPECT_NEAR(ds->stddev(0), std::sqrt(125.0f), 1e-4);
 }
 
+TEST(WindowDatasetTest, TrainingRangesOnBothSidesOfTheTestRange) {
+  WindowOptions o;
+  o.window = 2;
+  o.horizon = 1;
+  o.train = {0, 4};        // rows 0..3: values 0, 10, 20, 30
+  o.test = {4, 8};
+  o.extra_train = {{8, 12}};  // rows 8..11: 80, 90, 100, 110
+  auto ds = WindowDataset::Create(Ramp(12, 1), o);
+  ASSERT_TRUE(ds.ok()) << ds.status();
+  // Starts 0, 1 in the first range, 8, 9 in the second: none straddles.
+  EXPECT_EQ(ds->train_starts(), (std::vector<int64_t>{0, 1, 8, 9}));
+  EXPECT_FLOAT_EQ(ds->mean(0), 55.0f);  // over both ranges, not the test rows
+  o.extra_train = {{8, 13}};
+  EXPECT_EQ(WindowDataset::Create(Ramp(12, 1), o).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(WindowDatasetTest, RejectsRangesOutsideTheData) {
   WindowOptions o;
   o.train = {0, 50};

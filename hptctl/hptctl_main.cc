@@ -44,7 +44,8 @@ ABSL_FLAG(std::string, head_device, "",
 ABSL_FLAG(int, max_steps_per_epoch, 0, "submit: cap on steps per epoch.");
 ABSL_FLAG(uint64_t, seed, 0, "submit: training seed.");
 ABSL_FLAG(std::string, csv, "", "submit: wide CSV file, read by the coordinator.");
-ABSL_FLAG(std::string, train_rows, "", "submit: CSV training rows BEGIN:END.");
+ABSL_FLAG(std::string, train_rows, "",
+          "submit: CSV training rows BEGIN:END[,BEGIN:END...] (e.g. 0:480,2120:8387).");
 ABSL_FLAG(std::string, test_rows, "", "submit: CSV test rows BEGIN:END.");
 ABSL_FLAG(int, window, 0, "submit: input steps per sample.");
 ABSL_FLAG(int, horizon, 0, "submit: steps ahead to predict.");
@@ -62,6 +63,12 @@ ABSL_FLAG(double, alpha, 0, "submit: t-test significance (0: 0.01).");
 ABSL_FLAG(int, weight_layer, 0, "submit: layer whose [W_q | W_v] the weight test tracks.");
 ABSL_FLAG(std::string, lora_rank, "", "submit: LoRA rank, or auto (default 8).");
 ABSL_FLAG(double, lora_alpha, 0, "submit: LoRA alpha (0: 64).");
+ABSL_FLAG(std::string, weather_dir, "",
+          "submit: AgWeatherNet station files (AWN_*.csv), read by the coordinator.");
+ABSL_FLAG(int, test_year, 0, "submit: weather test year (0: 2020).");
+ABSL_FLAG(std::string, covid_csv, "", "submit: county weekly COVID-19 CSV.");
+ABSL_FLAG(int, counties, 0, "submit: covid counties as tokens (0: 50).");
+ABSL_FLAG(std::string, target, "", "submit: weather/covid column to forecast.");
 ABSL_FLAG(std::string, out, "", "export: output file (LibTorch, torch::load-able).");
 
 namespace hpt {
@@ -147,6 +154,8 @@ absl::StatusOr<SubmitJobRequest> BuildSubmit() {
            !absl::GetFlag(FLAGS_head_device).empty() ||
            absl::GetFlag(FLAGS_max_steps_per_epoch) || absl::GetFlag(FLAGS_seed) ||
            !absl::GetFlag(FLAGS_csv).empty() || absl::GetFlag(FLAGS_window) ||
+           !absl::GetFlag(FLAGS_weather_dir).empty() ||
+           !absl::GetFlag(FLAGS_covid_csv).empty() ||
            absl::GetFlag(FLAGS_horizon) || absl::GetFlag(FLAGS_stations) ||
            absl::GetFlag(FLAGS_time_steps) || !absl::GetFlag(FLAGS_mode).empty() ||
            !absl::GetFlag(FLAGS_placement).empty() || absl::GetFlag(FLAGS_hpt_window) ||
@@ -188,10 +197,20 @@ absl::StatusOr<SubmitJobRequest> BuildSubmit() {
     csv.set_path(absl::GetFlag(FLAGS_csv));
     int64_t b = 0, e = 0;
     if (!absl::GetFlag(FLAGS_train_rows).empty()) {
-      absl::Status s = ParseRows("train_rows", absl::GetFlag(FLAGS_train_rows), &b, &e);
-      if (!s.ok()) return s;
-      csv.set_train_begin_row(b);
-      csv.set_train_end_row(e);
+      bool first = true;
+      for (absl::string_view part : absl::StrSplit(absl::GetFlag(FLAGS_train_rows), ',')) {
+        absl::Status s = ParseRows("train_rows", std::string(part), &b, &e);
+        if (!s.ok()) return s;
+        if (first) {
+          csv.set_train_begin_row(b);
+          csv.set_train_end_row(e);
+          first = false;
+        } else {
+          RowSpan& more = *csv.add_more_train_rows();
+          more.set_begin(b);
+          more.set_end(e);
+        }
+      }
     }
     if (!absl::GetFlag(FLAGS_test_rows).empty()) {
       absl::Status s = ParseRows("test_rows", absl::GetFlag(FLAGS_test_rows), &b, &e);
@@ -199,6 +218,14 @@ absl::StatusOr<SubmitJobRequest> BuildSubmit() {
       csv.set_test_begin_row(b);
       csv.set_test_end_row(e);
     }
+  } else if (!absl::GetFlag(FLAGS_weather_dir).empty()) {
+    d.mutable_weather()->set_dir(absl::GetFlag(FLAGS_weather_dir));
+    d.mutable_weather()->set_target(absl::GetFlag(FLAGS_target));
+    d.mutable_weather()->set_test_year(absl::GetFlag(FLAGS_test_year));
+  } else if (!absl::GetFlag(FLAGS_covid_csv).empty()) {
+    d.mutable_covid()->set_path(absl::GetFlag(FLAGS_covid_csv));
+    d.mutable_covid()->set_target(absl::GetFlag(FLAGS_target));
+    d.mutable_covid()->set_counties(absl::GetFlag(FLAGS_counties));
   } else if (absl::GetFlag(FLAGS_stations) || absl::GetFlag(FLAGS_time_steps)) {
     d.mutable_synthetic()->set_stations(absl::GetFlag(FLAGS_stations));
     d.mutable_synthetic()->set_time_steps(absl::GetFlag(FLAGS_time_steps));

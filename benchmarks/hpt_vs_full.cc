@@ -1,0 +1,186 @@
+// Quality and cost of HpT against full-parameter training on real data:
+// the same job (preset, seed, epochs, split) trained twice through the
+// coordinator's trainer with real worker executors in this process (a GPU
+// worker running LibTorch, a ReRAM and a systolic worker running the device
+// models): once full-parameter only, once with HpT (phase controller,
+// switch, LoRA on ReRAM + systolic). Prints test RMSE, MAE and NSE of each,
+// the switch iteration, and the simulated time and energy of each.
+//
+//   bazel run -c opt //benchmarks:hpt_vs_full -- --dataset=wind
+//       --data_dir=$PWD/../shared/data
+//
+// Splits follow the paper's code (../shared/data/README): wind test rows
+// 480-2120, train on both sides; weather test year 2020; covid train
+// Date < 209.
+#include <chrono>
+#include <cstdio>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "coordinator/job_data.h"
+#include "coordinator/job_spec.h"
+#include "coordinator/local_worker_client.h"
+#include "coordinator/trainer.h"
+#include "workers/device_executor.h"
+#include "workers/gpu_executor.h"
+
+ABSL_FLAG(std::string, dataset, "wind", "wind, weather or covid.");
+ABSL_FLAG(std::string, data_dir, "../shared/data", "The real data sets' folder.");
+ABSL_FLAG(std::string, preset, "wind", "Model preset (its window k is the paper's).");
+ABSL_FLAG(int, d_model, 64, "d_model override (0: the preset's; wind's 512 is slow on CPU).");
+ABSL_FLAG(int, layers, 2, "Encoder layers override (0: the preset's).");
+ABSL_FLAG(int, epochs, 8, "Epochs of each run.");
+ABSL_FLAG(int, batch, 32, "Batch size.");
+ABSL_FLAG(double, lr, 1e-3, "Learning rate.");
+ABSL_FLAG(int64_t, hpt_window, 0, "Phase-controller window k (0: the preset's).");
+ABSL_FLAG(double, loss_threshold, 0, "Loss-test threshold (0: the paper's 0.1).");
+ABSL_FLAG(double, weight_threshold, 0, "Weight-test threshold (0: the paper's 0.01).");
+ABSL_FLAG(std::string, placement, "paper", "LoRA-phase placement: paper, gpu, reram_full.");
+ABSL_FLAG(int, threads, 0, "LibTorch threads (0: default).");
+ABSL_FLAG(bool, skip_full, false, "Run only the HpT side (for timing).");
+ABSL_FLAG(uint64_t, seed, 42, "Training seed (both runs).");
+
+namespace hpt {
+namespace {
+
+struct RunResult {
+  Job job;
+  double wall_s = 0;
+};
+
+absl::StatusOr<RunResult> Train(const JobSpec& raw, const std::string& mode) {
+  JobSpec spec = raw;
+  spec.mutable_hpt()->set_mode(mode);
+  ASSIGN_OR_RETURN(spec, NormalizeJobSpec(spec));
+  ASSIGN_OR_RETURN(WindowDataset data, BuildJobData(spec.data()));
+  GpuExecutor::Options gpu_options;
+  gpu_options.device = "cpu";
+  gpu_options.intra_op_threads = absl::GetFlag(FLAGS_threads);
+  ASSIGN_OR_RETURN(std::unique_ptr<GpuExecutor> gpu, GpuExecutor::Create(gpu_options));
+  DeviceExecutor::Options reram_options, systolic_options;
+  reram_options.kind = "reram";
+  systolic_options.kind = "systolic";
+  ASSIGN_OR_RETURN(std::unique_ptr<DeviceExecutor> reram, DeviceExecutor::Create(reram_options));
+  ASSIGN_OR_RETURN(std::unique_ptr<DeviceExecutor> systolic,
+                   DeviceExecutor::Create(systolic_options));
+  LocalWorkerClient gpu_client("gpu0", gpu.get()), reram_client("reram0", reram.get()),
+      systolic_client("systolic0", systolic.get());
+  RunResult result;
+  Trainer::Options options;
+  options.reram_workers = {&reram_client};
+  options.systolic_workers = {&systolic_client};
+  int last_epoch = 0;
+  options.on_progress = [&](const TrainerUpdate& u) {
+    Job& j = result.job;
+    *j.mutable_progress() = u.progress;
+    *j.mutable_test_metrics() = u.test_metrics;
+    *j.mutable_hpt() = u.hpt;
+    if (u.progress.epoch() != last_epoch && u.epoch_losses.size() == size_t(u.progress.epoch())) {
+      last_epoch = u.progress.epoch();
+      std::fprintf(stderr, "  [%s] epoch %d/%d  train loss %.4f  test MSE %.4f  phase %s\n",
+                   mode.c_str(), last_epoch, u.progress.epochs(), u.progress.epoch_loss(),
+                   u.progress.test_loss(), u.hpt.phase().c_str());
+    }
+  };
+  const auto start = std::chrono::steady_clock::now();
+  Trainer trainer("bench-" + mode, spec, &data, {&gpu_client}, options);
+  RETURN_IF_ERROR(trainer.Run());
+  result.wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+int Main() {
+  const std::string dataset = absl::GetFlag(FLAGS_dataset);
+  const std::string dir = absl::GetFlag(FLAGS_data_dir);
+  JobSpec spec;
+  spec.set_name("hpt-vs-full-" + dataset);
+  ModelSpec& model = *spec.mutable_model();
+  model.set_preset(absl::GetFlag(FLAGS_preset));
+  model.set_d_model(absl::GetFlag(FLAGS_d_model));
+  model.set_num_layers(absl::GetFlag(FLAGS_layers));
+  TrainingSpec& t = *spec.mutable_training();
+  t.set_epochs(absl::GetFlag(FLAGS_epochs));
+  t.set_batch_size(absl::GetFlag(FLAGS_batch));
+  t.mutable_optimizer()->set_learning_rate(absl::GetFlag(FLAGS_lr));
+  t.set_seed(absl::GetFlag(FLAGS_seed));
+  spec.mutable_hpt()->set_window(absl::GetFlag(FLAGS_hpt_window));
+  spec.mutable_hpt()->set_placement(absl::GetFlag(FLAGS_placement));
+  spec.mutable_hpt()->set_loss_threshold(absl::GetFlag(FLAGS_loss_threshold));
+  spec.mutable_hpt()->set_weight_threshold(absl::GetFlag(FLAGS_weight_threshold));
+  DataSpec& d = *spec.mutable_data();
+  if (dataset == "wind") {
+    // The paper's split: test rows 480-2120, train on both sides.
+    CsvData& csv = *d.mutable_csv();
+    csv.set_path(dir + "/wind/winds.dat");
+    csv.set_header(CsvData::ABSENT);
+    csv.set_train_begin_row(0);
+    csv.set_train_end_row(480);
+    RowSpan& more = *csv.add_more_train_rows();
+    more.set_begin(2120);
+    more.set_end(8387);
+    csv.set_test_begin_row(480);
+    csv.set_test_end_row(2120);
+    d.set_window(12);
+  } else if (dataset == "weather") {
+    d.mutable_weather()->set_dir(dir + "/weather");
+    d.set_window(24);
+  } else if (dataset == "covid") {
+    d.mutable_covid()->set_path(dir + "/covid/Covid19_01262020_09262020.csv");
+    d.set_window(4);
+  } else {
+    std::fprintf(stderr, "--dataset must be wind, weather or covid, got '%s'\n",
+                 dataset.c_str());
+    return 2;
+  }
+  std::printf("hpt_vs_full: dataset %s, preset %s (d_model %d, %d layers), %d epochs, "
+              "batch %d, seed %llu, placement %s\n",
+              dataset.c_str(), model.preset().c_str(), model.d_model(), model.num_layers(),
+              t.epochs(), t.batch_size(), static_cast<unsigned long long>(t.seed()),
+              absl::GetFlag(FLAGS_placement).c_str());
+  absl::StatusOr<RunResult> full =
+      absl::GetFlag(FLAGS_skip_full) ? absl::StatusOr<RunResult>(RunResult{}) : Train(spec, "full");
+  if (!full.ok()) {
+    std::fprintf(stderr, "full run failed: %s\n", std::string(full.status().message()).c_str());
+    return 1;
+  }
+  absl::StatusOr<RunResult> hpt = Train(spec, "hpt");
+  if (!hpt.ok()) {
+    std::fprintf(stderr, "hpt run failed: %s\n", std::string(hpt.status().message()).c_str());
+    return 1;
+  }
+  const QualityMetrics& qf = full->job.test_metrics();
+  const QualityMetrics& qh = hpt->job.test_metrics();
+  const CostComparison& cf = full->job.hpt().comparison();
+  const CostComparison& ch = hpt->job.hpt().comparison();
+  std::printf("\n%-10s %10s %10s %10s %10s %14s %14s %10s\n", "run", "RMSE", "MAE", "NSE", "R2",
+              "simulated s", "energy J", "wall s");
+  std::printf("%-10s %10.4f %10.4f %10.4f %10.4f %14.6g %14.6g %10.1f\n", "full", qf.rmse(),
+              qf.mae(), qf.nse(), qf.r2(), cf.hpt_time_s(), cf.hpt_energy_j(), full->wall_s);
+  std::printf("%-10s %10.4f %10.4f %10.4f %10.4f %14.6g %14.6g %10.1f\n", "hpt", qh.rmse(),
+              qh.mae(), qh.nse(), qh.r2(), ch.hpt_time_s(), ch.hpt_energy_j(), hpt->wall_s);
+  const int64_t switch_step = hpt->job.hpt().switch_step();
+  std::printf("\nswitch iteration: %s (window k %lld, %lld steps in all)\n",
+              switch_step < 0 ? "none" : std::to_string(switch_step).c_str(),
+              static_cast<long long>(hpt->job.hpt().window()),
+              static_cast<long long>(hpt->job.progress().step()));
+  std::printf("HpT vs full run: time %.3gx, energy %.3gx (simulated; full run's / HpT run's)\n",
+              ch.hpt_time_s() > 0 ? cf.hpt_time_s() / ch.hpt_time_s() : 0,
+              ch.hpt_energy_j() > 0 ? cf.hpt_energy_j() / ch.hpt_energy_j() : 0);
+  std::printf("HpT run's own GPU-only projection: time %.3gx, energy %.3gx\n", ch.time_ratio(),
+              ch.energy_ratio());
+  const double rmse_ratio = qf.rmse() > 0 ? qh.rmse() / qf.rmse() : 0;
+  std::printf("RMSE HpT / full: %.4f (goal <= 1.05): %s\n", rmse_ratio,
+              rmse_ratio <= 1.05 ? "PASS" : "FAIL");
+  return rmse_ratio <= 1.05 ? 0 : 3;
+}
+
+}  // namespace
+}  // namespace hpt
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return hpt::Main();
+}

@@ -1,0 +1,322 @@
+#include "data/real_data.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <dirent.h>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace hpt {
+namespace {
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<std::string> Cells(absl::string_view line) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  std::vector<std::string> cells;
+  for (absl::string_view c : absl::StrSplit(line, ',')) {
+    cells.emplace_back(absl::StripAsciiWhitespace(c));
+  }
+  return cells;
+}
+
+// Empty: missing. Otherwise a finite number or an error.
+enum class Cell { kMissing, kNumber, kBad };
+Cell ParseCell(const std::string& s, float* out) {
+  if (s.empty()) return Cell::kMissing;
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size() || errno == ERANGE || !std::isfinite(v)) return Cell::kBad;
+  *out = float(v);
+  return Cell::kNumber;
+}
+
+int Find(const std::vector<std::string>& header, const std::string& name) {
+  auto it = std::find(header.begin(), header.end(), name);
+  return it == header.end() ? -1 : int(it - header.begin());
+}
+
+// Days since 1970-01-01 of a civil date (proleptic Gregorian).
+int64_t DaysFromCivil(int64_t y, int64_t m, int64_t d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const int64_t yoe = y - era * 400;
+  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+// "YYYY-MM-DD HH:MM" -> hours since the epoch; also the year.
+bool ParseHour(const std::string& s, int64_t* hour, int* year) {
+  int y, mo, d, h, mi;
+  if (std::sscanf(s.c_str(), "%d-%d-%d %d:%d", &y, &mo, &d, &h, &mi) != 5) return false;
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23) return false;
+  *hour = DaysFromCivil(y, mo, d) * 24 + h;
+  *year = y;
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<WeatherSeries> ParseAgWeather(
+    const std::vector<std::pair<std::string, std::string>>& files,
+    const WeatherOptions& options) {
+  if (files.empty()) return absl::InvalidArgumentError("data.weather: no station files");
+  struct Station {
+    std::map<int64_t, float> values;  // hour -> target
+    std::map<int64_t, int> years;
+  };
+  std::vector<Station> stations(files.size());
+  for (size_t f = 0; f < files.size(); ++f) {
+    const std::string& name = files[f].first;
+    std::vector<absl::string_view> lines = absl::StrSplit(files[f].second, '\n');
+    while (!lines.empty() && absl::StripAsciiWhitespace(lines.back()).empty()) lines.pop_back();
+    if (lines.size() < 2) return absl::InvalidArgumentError(absl::StrCat(name, ": no data rows"));
+    const std::vector<std::string> header = Cells(lines[0]);
+    const int hour_col = Find(header, "TSTAMP_HOUR");
+    const int target_col = Find(header, options.target);
+    if (hour_col < 0 || target_col < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ":1: header lacks ", hour_col < 0 ? "TSTAMP_HOUR" : options.target,
+          " (data.weather.target names the column to forecast)"));
+    }
+    for (size_t i = 1; i < lines.size(); ++i) {
+      const std::vector<std::string> cells = Cells(lines[i]);
+      const size_t line = i + 1;
+      if (int(cells.size()) <= std::max(hour_col, target_col)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            name, ":", line, ": ", cells.size(), " cells; ", options.target, " is column ",
+            target_col + 1));
+      }
+      int64_t hour;
+      int year;
+      if (!ParseHour(cells[hour_col], &hour, &year)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            name, ":", line, ":", hour_col + 1, ": TSTAMP_HOUR '", cells[hour_col],
+            "' is not YYYY-MM-DD HH:MM"));
+      }
+      float v;
+      const Cell c = ParseCell(cells[target_col], &v);
+      if (c == Cell::kBad) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            name, ":", line, ":", target_col + 1, ": ", options.target, " '",
+            cells[target_col], "' is not a number"));
+      }
+      stations[f].years[hour] = year;
+      if (c == Cell::kNumber) stations[f].values.emplace(hour, v);
+    }
+    if (stations[f].values.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": every ", options.target, " cell is blank"));
+    }
+  }
+  // The span all stations cover.
+  int64_t first = INT64_MIN, last = INT64_MAX;
+  for (const Station& s : stations) {
+    first = std::max(first, s.years.begin()->first);
+    last = std::min(last, s.years.rbegin()->first);
+  }
+  if (first > last) {
+    return absl::InvalidArgumentError("data.weather: the stations' periods do not overlap");
+  }
+  WeatherSeries out;
+  TimeSeriesMatrix& m = out.series;
+  m.rows = last - first + 1;
+  m.columns = int64_t(files.size());
+  m.values.assign(m.rows * m.columns, 0.0f);
+  for (const auto& [name, text] : files) {
+    std::string stem = name.substr(name.find_last_of('/') + 1);
+    if (absl::EndsWith(stem, ".csv")) stem.resize(stem.size() - 4);
+    m.column_names.push_back(stem);
+  }
+  for (int64_t r = 0; r < m.rows; ++r) {
+    const int64_t hour = first + r;
+    // The year of the hour from any station that has it, else from days.
+    int year = 0;
+    for (const Station& s : stations) {
+      auto it = s.years.find(hour);
+      if (it != s.years.end()) {
+        year = it->second;
+        break;
+      }
+    }
+    if (year == 0) year = out.years.empty() ? 0 : out.years.back();
+    out.years.push_back(year);
+  }
+  for (int64_t c = 0; c < m.columns; ++c) {
+    const std::map<int64_t, float>& values = stations[c].values;
+    for (int64_t r = 0; r < m.rows; ++r) {
+      const int64_t hour = first + r;
+      auto after = values.lower_bound(hour);
+      float v;
+      if (after != values.end() && after->first == hour) {
+        v = after->second;
+      } else {
+        ++out.filled_cells;
+        if (after == values.end()) {
+          v = std::prev(after)->second;
+        } else if (after == values.begin()) {
+          v = after->second;
+        } else {
+          auto before = std::prev(after);
+          const double t = double(hour - before->first) / double(after->first - before->first);
+          v = float(before->second + t * (after->second - before->second));
+        }
+      }
+      m.values[r * m.columns + c] = v;
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<WeatherSeries> LoadAgWeatherDir(const std::string& dir,
+                                             const WeatherOptions& options) {
+  std::vector<std::string> names;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return absl::NotFoundError(absl::StrCat(dir, ": cannot open directory"));
+  while (dirent* e = readdir(d)) {
+    const std::string n = e->d_name;
+    if (absl::StartsWith(n, "AWN_") && absl::EndsWith(n, ".csv")) names.push_back(n);
+  }
+  closedir(d);
+  std::sort(names.begin(), names.end());
+  if (names.empty()) {
+    return absl::NotFoundError(absl::StrCat(dir, ": no AWN_*.csv station files"));
+  }
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const std::string& n : names) {
+    const std::string path = dir + "/" + n;
+    absl::StatusOr<std::string> text = ReadFile(path);
+    if (!text.ok()) return text.status();
+    files.emplace_back(path, std::move(*text));
+  }
+  return ParseAgWeather(files, options);
+}
+
+absl::StatusOr<CovidSeries> ParseCovidCsv(const std::string& text, const std::string& source,
+                                        const CovidOptions& options) {
+  std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
+  while (!lines.empty() && absl::StripAsciiWhitespace(lines.back()).empty()) lines.pop_back();
+  if (lines.size() < 2) return absl::InvalidArgumentError(absl::StrCat(source, ": no data rows"));
+  const std::vector<std::string> header = Cells(lines[0]);
+  const int county_col = Find(header, "GISJOIN");
+  const int day_col = Find(header, "Date");
+  if (county_col < 0 || day_col < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ":1: header lacks ", county_col < 0 ? "GISJOIN" : "Date"));
+  }
+  CovidSeries out;
+  std::vector<int> feature_cols;
+  for (int c = 0; c < int(header.size()); ++c) {
+    if (c == county_col || c == day_col || header[c] == "index") continue;
+    feature_cols.push_back(c);
+    out.feature_names.push_back(header[c]);
+  }
+  const auto target_it =
+      std::find(out.feature_names.begin(), out.feature_names.end(), options.target);
+  if (target_it == out.feature_names.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ":1: header lacks the target column '", options.target, "'"));
+  }
+  const size_t target = size_t(target_it - out.feature_names.begin());
+  std::map<std::string, std::map<int64_t, std::vector<float>>> rows;  // county -> day -> features
+  std::map<int64_t, int> days;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const std::vector<std::string> cells = Cells(lines[i]);
+    const size_t line = i + 1;
+    if (cells.size() != header.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ":", line, ": expected ",
+                                                     header.size(), " columns, got ",
+                                                     cells.size()));
+    }
+    int64_t day;
+    if (!absl::SimpleAtoi(cells[day_col], &day)) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ":", line, ":", day_col + 1,
+                                                     ": Date '", cells[day_col],
+                                                     "' is not a day number"));
+    }
+    std::vector<float> f(feature_cols.size());
+    for (size_t j = 0; j < feature_cols.size(); ++j) {
+      const int c = feature_cols[j];
+      if (ParseCell(cells[c], &f[j]) != Cell::kNumber) {
+        return absl::InvalidArgumentError(absl::StrCat(source, ":", line, ":", c + 1, ": ",
+                                                       header[c], " '", cells[c],
+                                                       "' is not a number"));
+      }
+    }
+    if (!rows[cells[county_col]].emplace(day, std::move(f)).second) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ":", line, ": county ",
+                                                     cells[county_col], " has Date ", day,
+                                                     " twice"));
+    }
+    days[day] = 0;
+  }
+  int index = 0;
+  for (auto& [day, i] : days) {
+    i = index++;
+    out.days.push_back(day);
+  }
+  const int64_t weeks = int64_t(days.size()), counties = int64_t(rows.size());
+  const int64_t nf = int64_t(feature_cols.size());
+  out.all_counties = counties;
+  out.features.assign(weeks * counties * nf, 0.0f);
+  std::vector<std::pair<double, std::string>> totals;
+  int64_t c = 0;
+  for (const auto& [county, by_day] : rows) {
+    if (int64_t(by_day.size()) != weeks) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          source, ": county ", county, " has ", by_day.size(), " weeks; the file has ", weeks));
+    }
+    double total = 0;
+    for (const auto& [day, f] : by_day) {
+      std::copy(f.begin(), f.end(), out.features.begin() + (days[day] * counties + c) * nf);
+      if (day < options.test_from_day) total += f[target];
+    }
+    totals.emplace_back(-total, county);
+    ++c;
+  }
+  if (options.counties < 1) {
+    return absl::InvalidArgumentError("data.covid.counties must be positive");
+  }
+  std::sort(totals.begin(), totals.end());
+  const int64_t keep = std::min<int64_t>(options.counties, counties);
+  TimeSeriesMatrix& m = out.series;
+  m.rows = weeks;
+  m.columns = keep;
+  m.values.assign(weeks * keep, 0.0f);
+  std::vector<std::string> names;
+  for (const auto& [county, by_day] : rows) names.push_back(county);
+  for (int64_t k = 0; k < keep; ++k) {
+    const std::string& county = totals[k].second;
+    const int64_t col = int64_t(std::find(names.begin(), names.end(), county) - names.begin());
+    m.column_names.push_back(county);
+    for (int64_t w = 0; w < weeks; ++w) {
+      m.values[w * keep + k] = out.features[(w * counties + col) * nf + target];
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<CovidSeries> LoadCovidCsv(const std::string& path, const CovidOptions& options) {
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  return ParseCovidCsv(*text, path, options);
+}
+
+}  // namespace hpt

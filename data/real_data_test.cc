@@ -1,0 +1,88 @@
+#include "data/real_data.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace hpt {
+namespace {
+
+using ::testing::HasSubstr;
+
+// The AgWeatherNet layout: padded header names, blank cells, trailing comma.
+constexpr char kHeader[] =
+    "TSTAMP_HOUR, MAX_TSTAMP_PST, UNIT_ID, AIR_TEMP_F, RELATIVE_HUMIDITY_%, \n";
+
+TEST(AgWeatherTest, JoinsStationsOnTheHourAndFillsBlanks) {
+  const std::string a = std::string(kHeader) +
+                        "2019-12-31 22:00,x, 1, 10,50,\n"
+                        "2019-12-31 23:00,x, 1, ,51,\n"  // blank: interpolated
+                        "2020-01-01 00:00,x, 1, 30,52,\n"
+                        "2020-01-01 01:00,x, 1, 40,53,\n";
+  const std::string b = std::string(kHeader) +
+                        "2019-12-31 23:00,x, 2, 5,50,\n"
+                        "2020-01-01 00:00,x, 2, 6,50,\n"
+                        "2020-01-01 01:00,x, 2, 7,50,\n"
+                        "2020-01-01 02:00,x, 2, 8,50,\n";
+  auto w = ParseAgWeather({{"dir/AWN_60_1.csv", a}, {"dir/AWN_60_2.csv", b}}, {});
+  ASSERT_TRUE(w.ok()) << w.status();
+  // Common span 23:00 .. 01:00: three hours.
+  ASSERT_EQ(w->series.rows, 3);
+  ASSERT_EQ(w->series.columns, 2);
+  EXPECT_EQ(w->series.column_names, (std::vector<std::string>{"AWN_60_1", "AWN_60_2"}));
+  EXPECT_EQ(w->series.values, (std::vector<float>{20, 5, 30, 6, 40, 7}));
+  EXPECT_EQ(w->years, (std::vector<int>{2019, 2020, 2020}));
+  EXPECT_EQ(w->filled_cells, 1);
+}
+
+TEST(AgWeatherTest, ErrorsNameFileLineAndColumn) {
+  auto bad = ParseAgWeather(
+      {{"s.csv", std::string(kHeader) + "2020-01-01 00:00,x,1,warm,5,\n"}}, {});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("s.csv:2:4: AIR_TEMP_F 'warm'"));
+  auto hour = ParseAgWeather({{"s.csv", std::string(kHeader) + "01/01/2020,x,1,5,5,\n"}}, {});
+  EXPECT_THAT(hour.status().message(), HasSubstr("s.csv:2:1: TSTAMP_HOUR '01/01/2020'"));
+  WeatherOptions other;
+  other.target = "SOIL_TEMP";
+  auto missing = ParseAgWeather({{"s.csv", std::string(kHeader) + "2020-01-01 00:00,x,1,5,5,\n"}},
+                                other);
+  EXPECT_THAT(missing.status().message(), HasSubstr("s.csv:1: header lacks SOIL_TEMP"));
+}
+
+constexpr char kCovid[] =
+    "GISJOIN,index,Date,confirmed_cases,deaths,foot_traffic\n"
+    "G1,1,6,1,0,100\n"
+    "G1,2,13,2,1,90\n"
+    "G1,3,216,3,9,80\n"
+    "G2,4,6,5,4,10\n"
+    "G2,5,13,6,5,11\n"
+    "G2,6,216,7,6,12\n"
+    "G3,7,13,1,0,1\n"
+    "G3,8,6,1,0,1\n"
+    "G3,9,216,1,1,1\n";
+
+TEST(CovidTest, PivotsCountiesByWeekAndKeepsTheLargest) {
+  CovidOptions o;
+  o.counties = 2;
+  auto c = ParseCovidCsv(kCovid, "covid.csv", o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->days, (std::vector<int64_t>{6, 13, 216}));
+  EXPECT_EQ(c->all_counties, 3);
+  EXPECT_EQ(c->feature_names,
+            (std::vector<std::string>{"confirmed_cases", "deaths", "foot_traffic"}));
+  // Training-period deaths: G2 9, G1 1, G3 0 -> G2, G1.
+  EXPECT_EQ(c->series.column_names, (std::vector<std::string>{"G2", "G1"}));
+  EXPECT_EQ(c->series.values, (std::vector<float>{4, 0, 5, 1, 6, 9}));
+  // features[week][county][feature]: G3 (third county) week 13 foot traffic.
+  EXPECT_EQ(c->features[(1 * 3 + 2) * 3 + 2], 1.0f);
+}
+
+TEST(CovidTest, MissingWeeksAndBadCellsAreNamed) {
+  const std::string missing = std::string(kCovid).substr(0, std::string(kCovid).rfind("G3,9"));
+  auto m = ParseCovidCsv(missing, "covid.csv", {});
+  EXPECT_THAT(m.status().message(), HasSubstr("county G3 has 2 weeks; the file has 3"));
+  auto bad = ParseCovidCsv(std::string(kCovid) + "G4,10,6,1,x,1\n", "covid.csv", {});
+  EXPECT_THAT(bad.status().message(), HasSubstr("covid.csv:11:5: deaths 'x'"));
+}
+
+}  // namespace
+}  // namespace hpt
