@@ -70,7 +70,42 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"data { csv { } }", "data.csv.path is empty"},
         BadSpec{"data { window: -2 }", "data.window must be positive, got -2"},
         BadSpec{"placement { gpu_workers: 4 } training { batch_size: 2 }",
-                "training.batch_size (2) must be at least placement.gpu_workers (4)"}));
+                "training.batch_size (2) must be at least placement.gpu_workers (4)"},
+        BadSpec{"hpt { mode: \"lora\" }", "hpt.mode 'lora' is not hpt or full"},
+        BadSpec{"hpt { placement: \"tpu\" }",
+                "hpt.placement 'tpu' is not paper, gpu or reram_full"},
+        BadSpec{"hpt { alpha: 2 }", "hpt.alpha must be in (0, 1), got 2"},
+        BadSpec{"hpt { weight_layer: 5 }", "hpt.weight_layer must be in [0, 2), got 5"},
+        BadSpec{"hpt { lora { targets: \"ff1\" } }",
+                "hpt.lora.targets entry 'ff1' is not q_proj, k_proj, v_proj or o_proj"},
+        BadSpec{"hpt { mode: \"hpt\" } placement { head_device: \"reram\" }",
+                "hpt.mode hpt moves the whole model at the switch; "
+                "placement.head_device 'reram' needs hpt.mode full"},
+        BadSpec{"data { weather { } }", "data.weather.dir is empty"}));
+
+TEST(JobSpecTest, HptDefaultsAreThePapers) {
+  for (auto [preset, window] : std::initializer_list<std::pair<const char*, int64_t>>{
+           {"swe", 365}, {"covid", 720}, {"wind", 480}, {"weather", 8000}, {"tiny", 10}}) {
+    JobSpec in;
+    in.mutable_model()->set_preset(preset);
+    auto spec = NormalizeJobSpec(in);
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    const HptSpec& h = spec->hpt();
+    EXPECT_EQ(h.window(), window) << preset;
+    EXPECT_EQ(h.mode(), "hpt");
+    EXPECT_EQ(h.placement(), "paper");
+    EXPECT_DOUBLE_EQ(h.loss_threshold(), 0.1);
+    EXPECT_DOUBLE_EQ(h.weight_threshold(), 0.01);
+    EXPECT_DOUBLE_EQ(h.alpha(), 0.01);
+    EXPECT_EQ(h.lora().rank(), 8);
+    EXPECT_DOUBLE_EQ(h.lora().alpha(), 64);
+    EXPECT_DOUBLE_EQ(h.lora().dropout(), 0.1);
+    EXPECT_THAT(h.lora().targets(), ::testing::ElementsAre("q_proj", "v_proj"));
+  }
+  JobSpec head;
+  head.mutable_placement()->set_head_device("systolic");
+  EXPECT_EQ(NormalizeJobSpec(head)->hpt().mode(), "full");  // a head split trains full
+}
 
 TEST(JobSpecTest, ModelOverridesApply) {
   ModelSpec m;

@@ -1,0 +1,133 @@
+// The trainer through the HpT switch with real worker executors in this
+// process (LibTorch GPU worker, ReRAM and systolic device models), for each
+// LoRA-phase placement.
+#include <algorithm>
+
+#include "coordinator/local_worker_client.h"
+#include "coordinator/job_spec.h"
+#include "coordinator/trainer.h"
+#include "data/synthetic.h"
+#include "gtest/gtest.h"
+#include "workers/device_executor.h"
+#include "workers/gpu_executor.h"
+
+namespace hpt {
+namespace {
+
+class HptTrainerTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void Run(const std::string& placement) {
+    SyntheticOptions s;
+    s.stations = 6;
+    s.time_steps = 200;
+    WindowOptions w;
+    w.window = 6;
+    w.train = {0, 160};
+    w.test = {160, 200};
+    data_ = std::make_unique<WindowDataset>(*WindowDataset::Create(MakeSyntheticSeries(s), w));
+    JobSpec spec;
+    spec.mutable_model()->set_preset("tiny");
+    spec.mutable_training()->set_epochs(8);
+    spec.mutable_training()->set_batch_size(16);
+    spec.mutable_training()->mutable_optimizer()->set_learning_rate(0.003);
+    HptSpec& h = *spec.mutable_hpt();
+    h.set_window(4);
+    h.set_loss_threshold(0.9);
+    h.set_weight_threshold(0.9);
+    h.set_placement(placement);
+    h.mutable_lora()->set_rank(2);
+    spec = *NormalizeJobSpec(spec);
+    GpuExecutor::Options g;
+    g.device = "cpu";
+    gpu_ = *GpuExecutor::Create(g);
+    DeviceExecutor::Options r, y;
+    r.kind = "reram";
+    y.kind = "systolic";
+    reram_ = *DeviceExecutor::Create(r);
+    systolic_ = *DeviceExecutor::Create(y);
+    gpu_client_ = std::make_unique<LocalWorkerClient>("gpu0", gpu_.get());
+    reram_client_ = std::make_unique<LocalWorkerClient>("reram0", reram_.get());
+    systolic_client_ = std::make_unique<LocalWorkerClient>("systolic0", systolic_.get());
+    Trainer::Options options;
+    options.reram_workers = {reram_client_.get()};
+    options.systolic_workers = {systolic_client_.get()};
+    options.on_progress = [this](const TrainerUpdate& u) { last_ = u; };
+    trainer_ = std::make_unique<Trainer>("j", spec, data_.get(),
+                                         std::vector<WorkerClient*>{gpu_client_.get()}, options);
+    status_ = trainer_->Run();
+  }
+
+  const DeviceCost* Cost(const std::string& kind) const {
+    for (const DeviceCost& d : last_.device_costs) {
+      if (d.kind() == kind) return &d;
+    }
+    return nullptr;
+  }
+
+  std::unique_ptr<WindowDataset> data_;
+  std::unique_ptr<GpuExecutor> gpu_;
+  std::unique_ptr<DeviceExecutor> reram_, systolic_;
+  std::unique_ptr<LocalWorkerClient> gpu_client_, reram_client_, systolic_client_;
+  std::unique_ptr<Trainer> trainer_;
+  TrainerUpdate last_;
+  absl::Status status_;
+};
+
+TEST_P(HptTrainerTest, SwitchesAndTrainsTheLoraPhaseOnItsPlacement) {
+  const std::string placement = GetParam();
+  Run(placement);
+  ASSERT_TRUE(status_.ok()) << status_;
+  const HptStatus& h = last_.hpt;
+  ASSERT_GT(h.switch_step(), 0) << h.DebugString();
+  EXPECT_EQ(h.phase(), "lora");
+  // The events end with a t-test that found no difference, then the switch.
+  ASSERT_GE(h.events_size(), 4);
+  const PhaseEvent& t_test = h.events(h.events_size() - 2);
+  EXPECT_EQ(t_test.kind(), PhaseEvent::TRIAL_END);
+  EXPECT_FALSE(t_test.significant());
+  EXPECT_GE(t_test.p(), 0.01);
+  EXPECT_EQ(t_test.dof(), 2 * 4 - 2);
+  EXPECT_EQ(h.events(h.events_size() - 1).kind(), PhaseEvent::SWITCH);
+  EXPECT_EQ(h.events(h.events_size() - 1).iteration() + 1, h.switch_step());
+  EXPECT_EQ(h.lora_ranks_size(), 4);  // 2 layers x (q, v)
+  const int64_t steps = last_.progress.step();
+  const int64_t lora_steps = steps - h.switch_step();
+  ASSERT_GT(lora_steps, 0);
+  // Phases and the comparison add up.
+  double total_s = 0;
+  for (const PhaseCost& c : h.phases()) total_s += c.simulated_s();
+  EXPECT_NEAR(h.comparison().hpt_time_s(), total_s, 1e-12);
+  EXPECT_GT(h.comparison().energy_ratio(), 0);
+  EXPECT_GT(last_.test_metrics.values(), 0);
+  EXPECT_TRUE(std::isfinite(last_.test_metrics.rmse()));
+  // The exported model is plain: no adapters, no constants.
+  for (const auto& [name, t] : trainer_->trained_model().parameters) {
+    EXPECT_EQ(name.find("lora_"), std::string::npos) << name;
+    EXPECT_NE(name, "token_encoding");
+  }
+  EXPECT_EQ(trainer_->trained_model().parameters.count("layers.1.self_attn.q_proj.weight"), 1u);
+
+  const DeviceCost* reram = Cost("reram");
+  if (placement == "gpu") {
+    EXPECT_EQ(reram, nullptr);
+    return;
+  }
+  ASSERT_NE(reram, nullptr);
+  const auto& c = reram->cost().counters();
+  // tiny: 2 layers x 8192 base weights x 8 cells.
+  const double cells = 2 * 8192 * 8.0;
+  if (placement == "paper") {
+    EXPECT_EQ(c.at("cell_writes"), cells);
+    EXPECT_EQ(c.at("max_cell_writes"), 1.0);
+  } else {  // reram_full: every update rewrites every cell
+    EXPECT_EQ(c.at("cell_writes"), cells * double(1 + lora_steps));
+    EXPECT_EQ(c.at("max_cell_writes"), double(1 + lora_steps));
+    EXPECT_GT(c.at("worst_wear"), 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Placements, HptTrainerTest,
+                         ::testing::Values("paper", "gpu", "reram_full"));
+
+}  // namespace
+}  // namespace hpt
