@@ -105,7 +105,7 @@ void CoordinatorMetrics::SetJobCounts(const std::map<JobState, int>& counts) {
 }
 
 void CoordinatorMetrics::ObserveJob(const Job& job) {
-  const prometheus::Labels labels{{"job", job.job_id()}};
+  const prometheus::Labels labels{{"job_id", job.job_id()}};
   const JobProgress& p = job.progress();
   job_loss.Add(labels).Set(p.loss());
   job_test_loss.Add(labels).Set(p.test_loss());
@@ -113,18 +113,18 @@ void CoordinatorMetrics::ObserveJob(const Job& job) {
   job_samples_per_second.Add(labels).Set(p.samples_per_s());
   const std::string phase = job.hpt().phase().empty() ? "full" : job.hpt().phase();
   for (const char* name : {"full", "trial", "lora"}) {
-    job_phase.Add({{"job", job.job_id()}, {"phase", name}}).Set(phase == name ? 1 : 0);
+    job_phase.Add({{"job_id", job.job_id()}, {"phase", name}}).Set(phase == name ? 1 : 0);
   }
   const HptStatus& hpt = job.hpt();
   job_switch_step.Add(labels).Set(double(hpt.switch_step()));
   for (const PhaseCost& c : hpt.phases()) {
-    const prometheus::Labels l{{"job", job.job_id()}, {"phase", c.phase()}};
+    const prometheus::Labels l{{"job_id", job.job_id()}, {"phase", c.phase()}};
     job_phase_simulated_seconds.Add(l).Set(c.simulated_s());
     job_phase_energy.Add(l).Set(c.energy_j());
   }
-  job_gpu_only_ratio.Add({{"job", job.job_id()}, {"quantity", "time"}})
+  job_gpu_only_ratio.Add({{"job_id", job.job_id()}, {"quantity", "time"}})
       .Set(hpt.comparison().time_ratio());
-  job_gpu_only_ratio.Add({{"job", job.job_id()}, {"quantity", "energy"}})
+  job_gpu_only_ratio.Add({{"job_id", job.job_id()}, {"quantity", "energy"}})
       .Set(hpt.comparison().energy_ratio());
   int& counted = events_counted_[job.job_id()];
   for (; counted < hpt.events_size(); ++counted) {
@@ -137,7 +137,7 @@ void CoordinatorMetrics::ObserveJob(const Job& job) {
   if (q.values() > 0) {
     for (auto [name, value] : std::initializer_list<std::pair<const char*, double>>{
              {"rmse", q.rmse()}, {"mae", q.mae()}, {"nse", q.nse()}, {"r2", q.r2()}}) {
-      job_test_metric.Add({{"job", job.job_id()}, {"metric", name}}).Set(value);
+      job_test_metric.Add({{"job_id", job.job_id()}, {"metric", name}}).Set(value);
     }
   }
   std::map<std::string, CostReport> by_kind;
@@ -148,7 +148,7 @@ void CoordinatorMetrics::ObserveJob(const Job& job) {
     c.set_energy_j(c.energy_j() + d.cost().energy_j());
   }
   for (const auto& [kind, c] : by_kind) {
-    const prometheus::Labels l{{"job", job.job_id()}, {"kind", kind}};
+    const prometheus::Labels l{{"job_id", job.job_id()}, {"kind", kind}};
     job_device_seconds.Add(l).Set(c.measured_s());
     job_device_simulated_seconds.Add(l).Set(c.simulated_s());
     job_device_energy.Add(l).Set(c.energy_j());
@@ -156,7 +156,7 @@ void CoordinatorMetrics::ObserveJob(const Job& job) {
 }
 
 void CoordinatorMetrics::ForgetJob(const std::string& job_id) {
-  const prometheus::Labels labels{{"job", job_id}};
+  const prometheus::Labels labels{{"job_id", job_id}};
   for (auto* family : {&job_loss, &job_test_loss, &job_steps,
                        &job_samples_per_second}) {
     family->Remove(&family->Add(labels));
@@ -166,7 +166,7 @@ void CoordinatorMetrics::ForgetJob(const std::string& job_id) {
   auto drop = [&](prometheus::Family<prometheus::Gauge>& family, const char* label,
                   std::initializer_list<const char*> values) {
     for (const char* v : values) {
-      const prometheus::Labels l{{"job", job_id}, {label, v}};
+      const prometheus::Labels l{{"job_id", job_id}, {label, v}};
       if (family.Has(l)) family.Remove(&family.Add(l));
     }
   };
@@ -176,7 +176,7 @@ void CoordinatorMetrics::ForgetJob(const std::string& job_id) {
   drop(job_gpu_only_ratio, "quantity", {"time", "energy"});
   drop(job_test_metric, "metric", {"rmse", "mae", "nse", "r2"});
   for (const char* kind : {"gpu", "reram", "systolic"}) {
-    const prometheus::Labels l{{"job", job_id}, {"kind", kind}};
+    const prometheus::Labels l{{"job_id", job_id}, {"kind", kind}};
     for (auto* family : {&job_device_seconds, &job_device_simulated_seconds,
                          &job_device_energy}) {
       if (family->Has(l)) family->Remove(&family->Add(l));
@@ -184,10 +184,10 @@ void CoordinatorMetrics::ForgetJob(const std::string& job_id) {
   }
 }
 
-void CoordinatorMetrics::ObserveRpc(const std::string& method,
+void CoordinatorMetrics::ObserveRpc(const std::string& kind, const std::string& method,
                                     const std::string& code, double seconds) {
   task_latency
-      .Add({{"kind", "gpu"}, {"task", method}},
+      .Add({{"kind", kind}, {"task", method}},
            prometheus::Histogram::BucketBoundaries{
                0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
                5, 10, 30})

@@ -1,6 +1,7 @@
 // Prometheus metric families of the coordinator, built once from the
-// registry it is given. Per-job series carry a `job` label; they are
-// removed when the job leaves the retained history, so labels stay bounded.
+// registry it is given. Per-job series carry a `job_id` label (`job` is
+// Prometheus' scrape-job label); they are removed when the job leaves the
+// retained history, so labels stay bounded.
 #ifndef HPT_COORDINATOR_COORDINATOR_METRICS_H_
 #define HPT_COORDINATOR_COORDINATOR_METRICS_H_
 
@@ -21,8 +22,8 @@ struct CoordinatorMetrics {
   void SetJobCounts(const std::map<JobState, int>& counts);
   void ObserveJob(const Job& job);
   void ForgetJob(const std::string& job_id);
-  void ObserveRpc(const std::string& method, const std::string& code,
-                  double seconds);
+  void ObserveRpc(const std::string& kind, const std::string& method,
+                  const std::string& code, double seconds);
   void SetWorkersUp(const std::string& kind, int count);
 
   prometheus::Family<prometheus::Gauge>& jobs;

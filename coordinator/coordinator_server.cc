@@ -78,13 +78,14 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   job_options.worker_wait = options.worker_wait;
   CoordinatorMetrics* metrics = impl->metrics.get();
   const absl::Duration task_deadline = options.task_deadline;
-  job_options.client_factory = [metrics, task_deadline](const std::string& address) {
+  job_options.client_factory = [metrics, task_deadline](const std::string& address,
+                                                         const std::string& kind) {
     GrpcWorkerClient::Options client_options;
     client_options.task_deadline = task_deadline;
     if (metrics != nullptr) {
-      client_options.on_rpc = [metrics](const std::string& method,
-                                        const std::string& code, double seconds) {
-        metrics->ObserveRpc(method, code, seconds);
+      client_options.on_rpc = [metrics, kind](const std::string& method,
+                                              const std::string& code, double seconds) {
+        metrics->ObserveRpc(kind, method, code, seconds);
       };
     }
     return std::make_unique<GrpcWorkerClient>(address, client_options);

@@ -265,7 +265,7 @@ void JobManager::RunJob(const std::string& job_id) {
     absl::StatusOr<Record*> record = Find(job_id);
     for (size_t i = 0; i < entries->size(); ++i) {
       const WorkerEntry& e = (*entries)[i];
-      clients.push_back(options_.client_factory(e.address));
+      clients.push_back(options_.client_factory(e.address, e.kind));
       WorkerClient* client = clients.back().get();
       if (e.kind == "gpu") {
         raw.push_back(client);

@@ -31,7 +31,8 @@ class RendezvousStore;
 class JobManager {
  public:
   using ClientFactory =
-      std::function<std::unique_ptr<WorkerClient>(const std::string& address)>;
+      std::function<std::unique_ptr<WorkerClient>(const std::string& address,
+                                                  const std::string& kind)>;
   using Watcher = std::function<void(const Job&)>;
 
   struct Options {

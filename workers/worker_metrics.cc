@@ -1,5 +1,7 @@
 #include "workers/worker_metrics.h"
 
+#include <algorithm>
+
 namespace hpt {
 
 WorkerMetrics::WorkerMetrics(prometheus::Registry& registry,
@@ -24,7 +26,55 @@ WorkerMetrics::WorkerMetrics(prometheus::Registry& registry,
                         .Help("Jobs whose parameters are resident on this "
                               "worker.")
                         .Register(registry)
-                        .Add({{"kind", kind_in}})) {}
+                        .Add({{"kind", kind_in}})),
+      simulated_seconds(prometheus::BuildCounter()
+                            .Name("hpt_worker_simulated_seconds_total")
+                            .Help("Simulated device time of the worker's tasks.")
+                            .Register(registry)
+                            .Add({{"kind", kind_in}})),
+      energy_joules(prometheus::BuildCounter()
+                        .Name("hpt_worker_energy_joules_total")
+                        .Help("Simulated device energy of the worker's tasks.")
+                        .Register(registry)
+                        .Add({{"kind", kind_in}})),
+      reram_cell_writes(prometheus::BuildCounter()
+                            .Name("hpt_reram_cell_writes_total")
+                            .Help("ReRAM cells written (programming and rewrites).")
+                            .Register(registry)
+                            .Add({{"kind", kind_in}})),
+      reram_worst_wear(prometheus::BuildGauge()
+                           .Name("hpt_reram_worst_cell_wear_ratio")
+                           .Help("Writes of the most-written ReRAM cell over its "
+                                 "endurance (highest seen).")
+                           .Register(registry)
+                           .Add({{"kind", kind_in}})),
+      systolic_cycles(prometheus::BuildCounter()
+                          .Name("hpt_systolic_cycles_total")
+                          .Help("Systolic-array cycles of the worker's products.")
+                          .Register(registry)
+                          .Add({{"kind", kind_in}})),
+      systolic_busy_pe_cycles(prometheus::BuildCounter()
+                                  .Name("hpt_systolic_utilized_cycles_total")
+                                  .Help("Systolic cycles weighted by the share of "
+                                        "PEs doing useful work.")
+                                  .Register(registry)
+                                  .Add({{"kind", kind_in}})) {}
+
+void WorkerMetrics::ObserveCost(const CostReport& cost) {
+  simulated_seconds.Increment(std::max(0.0, cost.simulated_s()));
+  energy_joules.Increment(std::max(0.0, cost.energy_j()));
+  const auto& c = cost.counters();
+  auto counter = [&](const char* name) {
+    auto it = c.find(name);
+    return it == c.end() ? 0.0 : std::max(0.0, it->second);
+  };
+  reram_cell_writes.Increment(counter("cell_writes"));
+  if (counter("worst_wear") > reram_worst_wear.Value()) {
+    reram_worst_wear.Set(counter("worst_wear"));
+  }
+  systolic_cycles.Increment(counter("cycles"));
+  systolic_busy_pe_cycles.Increment(counter("util_weighted_cycles"));
+}
 
 void WorkerMetrics::ObserveTask(const std::string& task, double seconds,
                                 const std::string& code) {

@@ -34,6 +34,10 @@ void WorkerServiceImpl::Observe(const char* task, double seconds,
   metrics_->jobs_resident.Set(static_cast<double>(executor_->Jobs().size()));
 }
 
+void WorkerServiceImpl::ObserveCost(const CostReport& cost) {
+  if (metrics_ != nullptr) metrics_->ObserveCost(cost);
+}
+
 template <typename Task>
 grpc::ServerUnaryReactor* WorkerServiceImpl::RunOnDevice(
     grpc::CallbackServerContext* context, const char* name, Task task) {
@@ -99,7 +103,10 @@ class WorkerServiceImpl::LoadReactor
     } else {
       auto loaded = service_->executor_->Load(header_, std::move(*tensors));
       status = loaded.status();
-      if (loaded.ok()) *response_ = *loaded;
+      if (loaded.ok()) {
+        *response_ = *loaded;
+        service_->ObserveCost(loaded->cost());
+      }
     }
     service_->Observe("load", SecondsSince(start), status);
     Finish(ToGrpcStatus(status));
@@ -175,7 +182,10 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Forward(
     ForwardResponse* response) {
   return RunOnDevice(context, "forward", [this, request, response] {
     auto result = executor_->Forward(*request);
-    if (result.ok()) *response = std::move(*result);
+    if (result.ok()) {
+      ObserveCost(result->cost());
+      *response = std::move(*result);
+    }
     return result.status();
   });
 }
@@ -185,7 +195,10 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Backward(
     BackwardResponse* response) {
   return RunOnDevice(context, "backward", [this, request, response] {
     auto result = executor_->Backward(*request);
-    if (result.ok()) *response = std::move(*result);
+    if (result.ok()) {
+      ObserveCost(result->cost());
+      *response = std::move(*result);
+    }
     return result.status();
   });
 }
@@ -195,7 +208,10 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::ApplyUpdate(
     ApplyUpdateResponse* response) {
   return RunOnDevice(context, "update", [this, request, response] {
     auto result = executor_->ApplyUpdate(*request);
-    if (result.ok()) *response = std::move(*result);
+    if (result.ok()) {
+      ObserveCost(result->cost());
+      *response = std::move(*result);
+    }
     return result.status();
   });
 }

@@ -54,6 +54,7 @@ class WorkerServiceImpl final : public WorkerService::CallbackService {
   template <typename Task>
   grpc::ServerUnaryReactor* RunOnDevice(grpc::CallbackServerContext* context,
                                         const char* name, Task task);
+  void ObserveCost(const CostReport& cost);
   void Observe(const char* task, double seconds, const absl::Status& status);
 
   const std::string kind_;

@@ -1,0 +1,253 @@
+#!/usr/bin/python3
+"""The local launcher: the docker-compose topology on loopback, no Docker.
+
+Reads deploy/hpt.env and deploy/docker-compose.yml, and starts every HpT
+service of the compose file with its compose command line (0.0.0.0 and the
+service host names become 127.0.0.1, the image's binaries become the Bazel
+ones), plus Prometheus when it is installed, scraping what
+deploy/prometheus.yml scrapes. Logs, pids and Prometheus' data go under one
+folder.
+
+  deploy/launch.py up [--detach] [--dir DIR] [--set KEY=VALUE ...]
+  deploy/launch.py down [--dir DIR]
+  deploy/launch.py commands [--set KEY=VALUE ...]   # what `up` would start, as JSON
+
+`./hpt up` and `./hpt down` call it. Without --detach `up` stays in the
+foreground and stops everything on Ctrl-C.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import yaml
+
+DEPLOY = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(DEPLOY)
+BINARIES = {"hpt_coordinator": "coordinator/hpt_coordinator",
+            "hpt_worker": "workers/hpt_worker"}
+# Start order; Prometheus last.
+HPT_SERVICES = ["coordinator", "worker-gpu", "worker-reram", "worker-systolic"]
+
+
+def read_env(path, overrides=()):
+    env = {}
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            if "=" not in line:
+                sys.exit(f"{path}:{n}: expected KEY=VALUE, got {line!r}")
+            key, value = line.split("=", 1)
+            env[key.strip()] = value.strip()
+    for item in overrides:
+        key, _, value = item.partition("=")
+        if key not in env:
+            sys.exit(f"--set {key}: not a key of {path}")
+        env[key] = value
+    return env
+
+
+def interpolate(text, env):
+    def sub(m):
+        key = m.group(1)
+        if key not in env:
+            sys.exit(f"docker-compose.yml uses ${{{key}}}, which deploy/hpt.env lacks")
+        return env[key]
+    return re.sub(r"\$\{([A-Z0-9_]+)\}", sub, text)
+
+
+def compose_services(env):
+    with open(os.path.join(DEPLOY, "docker-compose.yml")) as f:
+        compose = yaml.safe_load(f)
+    return {name: [interpolate(str(a), env) for a in svc.get("command", [])]
+            for name, svc in compose["services"].items()}
+
+
+def local_command(argv, bin_dir):
+    """A compose command line as the launcher runs it on loopback."""
+    hosts = "|".join(re.escape(s) for s in HPT_SERVICES)
+    out = []
+    for i, arg in enumerate(argv):
+        if i == 0:
+            out.append(os.path.join(bin_dir, BINARIES[arg]))
+            continue
+        arg = arg.replace("0.0.0.0", "127.0.0.1")
+        # host:port of a service, and the coordinator's rendezvous host.
+        arg = re.sub(r"=(%s):" % hosts, "=127.0.0.1:", arg)
+        arg = re.sub(r"^--rendezvous_host=(%s)$" % hosts, "--rendezvous_host=127.0.0.1", arg)
+        out.append(arg)
+    return out
+
+
+def plan(env, bin_dir):
+    services = compose_services(env)
+    return {name: local_command(services[name], bin_dir) for name in HPT_SERVICES}
+
+
+def prometheus_config(env, scrape_interval):
+    with open(os.path.join(DEPLOY, "prometheus.yml")) as f:
+        config = yaml.safe_load(f)
+    ports = {"coordinator": env["HPT_COORDINATOR_METRICS_PORT"],
+             "worker-gpu": env["HPT_GPU_METRICS_PORT"],
+             "worker-reram": env["HPT_RERAM_METRICS_PORT"],
+             "worker-systolic": env["HPT_SYSTOLIC_METRICS_PORT"]}
+    for job in config["scrape_configs"]:
+        job["static_configs"] = [{"targets": [f"127.0.0.1:{ports[job['job_name']]}"]}]
+    if scrape_interval:
+        config["global"]["scrape_interval"] = scrape_interval
+        config["global"]["evaluation_interval"] = scrape_interval
+    return config
+
+
+def wait_tcp(port, proc, name, log, timeout=120):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            sys.exit(f"{name} exited with {proc.returncode}; see {log}")
+        with socket.socket() as s:
+            s.settimeout(0.5)
+            if s.connect_ex(("127.0.0.1", int(port))) == 0:
+                return
+        time.sleep(0.1)
+    sys.exit(f"{name} did not open port {port} in {timeout}s; see {log}")
+
+
+def port_of(argv, flag):
+    for a in argv:
+        if a.startswith(f"--{flag}="):
+            return a.rsplit(":", 1)[1]
+    return None
+
+
+def down(run_dir, quiet=False):
+    pid_file = os.path.join(run_dir, "pids.json")
+    if not os.path.exists(pid_file):
+        if not quiet:
+            print(f"hpt: nothing running (no {pid_file})")
+        return
+    with open(pid_file) as f:
+        pids = json.load(f)
+    for name, pid in reversed(list(pids.items())):
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.time() + 10
+    for name, pid in pids.items():
+        while time.time() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    os.remove(pid_file)
+    if not quiet:
+        print(f"hpt: stopped {', '.join(pids)}")
+
+
+def up(args, env):
+    run_dir = os.path.abspath(args.dir)
+    down(run_dir, quiet=True)
+    os.makedirs(run_dir, exist_ok=True)
+    commands = plan(env, args.bin_dir)
+    pids = {}
+    procs = []
+
+    def record(name, proc):
+        pids[name] = proc.pid
+        procs.append(proc)
+        with open(os.path.join(run_dir, "pids.json"), "w") as f:
+            json.dump(pids, f)
+
+    rows = []
+    try:
+        for name in HPT_SERVICES:
+            argv = commands[name]
+            log = os.path.join(run_dir, f"{name}.log")
+            proc = subprocess.Popen(argv, stdout=open(log, "w"), stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+            record(name, proc)
+            grpc, metrics = port_of(argv, "listen"), port_of(argv, "metrics")
+            wait_tcp(grpc, proc, name, log)
+            wait_tcp(metrics, proc, name, log)
+            rows.append((name, f"127.0.0.1:{grpc}", f"http://127.0.0.1:{metrics}/metrics", log))
+        prometheus = shutil.which("prometheus")
+        if prometheus and not args.no_prometheus:
+            config_path = os.path.join(run_dir, "prometheus.yml")
+            with open(config_path, "w") as f:
+                yaml.safe_dump(prometheus_config(env, args.scrape_interval), f)
+            port = env["HPT_PROMETHEUS_PORT"]
+            log = os.path.join(run_dir, "prometheus.log")
+            proc = subprocess.Popen(
+                [prometheus, f"--config.file={config_path}",
+                 f"--storage.tsdb.path={os.path.join(run_dir, 'prometheus-data')}",
+                 f"--web.listen-address=127.0.0.1:{port}"],
+                stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
+            record("prometheus", proc)
+            wait_tcp(port, proc, "prometheus", log)
+            rows.append(("prometheus", "-", f"http://127.0.0.1:{port}/graph", log))
+        elif not args.no_prometheus:
+            rows.append(("prometheus", "-", "not installed (apt-get install prometheus)", "-"))
+    except SystemExit:
+        down(run_dir, quiet=True)
+        raise
+    width = max(len(r[0]) for r in rows)
+    print(f"{'service':<{width}}  {'gRPC':<16}  metrics / UI")
+    for name, grpc, metrics, log in rows:
+        print(f"{name:<{width}}  {grpc:<16}  {metrics}")
+    print(f"logs and pids in {run_dir}; Grafana runs only under docker compose")
+    sys.stdout.flush()
+    if args.detach:
+        return
+    print("hpt: running; Ctrl-C stops everything")
+    stop = {"now": False}
+
+    def on_signal(signum, frame):
+        stop["now"] = True
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    while not stop["now"]:
+        for name, proc in zip(pids, procs):
+            if proc.poll() is not None:
+                print(f"hpt: {name} exited with {proc.returncode}; stopping the rest")
+                stop["now"] = True
+        time.sleep(0.5)
+    down(run_dir)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("command", choices=["up", "down", "commands"])
+    parser.add_argument("--dir", default=os.path.join(ROOT, "build-out", "up"))
+    parser.add_argument("--bin_dir", default=os.path.join(ROOT, "bazel-bin"))
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a deploy/hpt.env value")
+    parser.add_argument("--detach", "-d", action="store_true")
+    parser.add_argument("--no_prometheus", action="store_true")
+    parser.add_argument("--scrape_interval", default="",
+                        help="override prometheus.yml's scrape interval (e.g. 1s)")
+    args = parser.parse_args()
+    env = read_env(os.path.join(DEPLOY, "hpt.env"), args.set)
+    if args.command == "down":
+        down(os.path.abspath(args.dir))
+    elif args.command == "commands":
+        print(json.dumps(plan(env, args.bin_dir), indent=1))
+    else:
+        up(args, env)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,135 @@
+#!/usr/bin/python3
+"""docker-compose, Kubernetes and the local launcher start the same topology.
+
+For every HpT service, the command line of deploy/docker-compose.yml (with
+deploy/hpt.env substituted), of the Kubernetes Deployment (with the
+ConfigMap substituted) and of deploy/launch.py (what ./hpt up starts) must
+name the same binary with the same flags and ports; hosts may differ
+(0.0.0.0, service names, pod IPs, 127.0.0.1). Also: the ConfigMap holds
+hpt.env exactly, Prometheus scrapes every service's metrics port, every
+compose service has a health check, and the dashboards use the provisioned
+datasource.
+"""
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import unittest
+
+import yaml
+
+DEPLOY = sys.argv.pop(1) if len(sys.argv) > 1 else "deploy"
+SERVICES = ["coordinator", "worker-gpu", "worker-reram", "worker-systolic"]
+HOST_FLAGS = ("--listen=", "--advertise=", "--metrics=", "--coordinator=", "--rendezvous_host=")
+
+
+def read_env():
+    env = {}
+    for line in open(os.path.join(DEPLOY, "hpt.env")):
+        line = line.strip()
+        if line and not line.startswith("#"):
+            k, v = line.split("=", 1)
+            env[k] = v
+    return env
+
+
+def normalise(argv):
+    """Binary base name and flags, with every host replaced by HOST."""
+    out = [os.path.basename(argv[0])]
+    for a in argv[1:]:
+        if a.startswith(HOST_FLAGS):
+            flag, value = a.split("=", 1)
+            port = value.rsplit(":", 1)[1] if ":" in value else ""
+            a = f"{flag}=HOST" + (f":{port}" if port else "")
+        out.append(a)
+    return out
+
+
+class DeployConsistencyTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.env = read_env()
+        with open(os.path.join(DEPLOY, "docker-compose.yml")) as f:
+            cls.compose = yaml.safe_load(f)
+        cls.k8s = []
+        for path in sorted(glob.glob(os.path.join(DEPLOY, "k8s", "*.yaml"))):
+            with open(path) as f:
+                cls.k8s += [d for d in yaml.safe_load_all(f) if d]
+        out = subprocess.run(["/usr/bin/python3", os.path.join(DEPLOY, "launch.py"), "commands",
+                              "--bin_dir=/bin"], check=True, capture_output=True, text=True)
+        cls.launcher = json.loads(out.stdout)
+
+    def compose_command(self, service):
+        def sub(m):
+            self.assertIn(m.group(1), self.env, f"compose uses ${{{m.group(1)}}}")
+            return self.env[m.group(1)]
+        return [re.sub(r"\$\{([A-Z0-9_]+)\}", sub, str(a))
+                for a in self.compose["services"][service]["command"]]
+
+    def k8s_command(self, service):
+        config = next(d for d in self.k8s if d["kind"] == "ConfigMap")["data"]
+        deployment = next(d for d in self.k8s
+                          if d["kind"] == "Deployment" and d["metadata"]["name"] == service)
+        container = deployment["spec"]["template"]["spec"]["containers"][0]
+        values = dict(config, POD_IP="10.0.0.1")
+        return [re.sub(r"\$\(([A-Z0-9_]+)\)", lambda m: values[m.group(1)], a)
+                for a in container["command"]]
+
+    def test_every_service_runs_the_same_command_everywhere(self):
+        for service in SERVICES:
+            with self.subTest(service=service):
+                compose = normalise(self.compose_command(service))
+                self.assertEqual(normalise(self.launcher[service]), compose)
+                self.assertEqual(normalise(self.k8s_command(service)), compose)
+
+    def test_ports_are_the_env_files(self):
+        prefixes = {"coordinator": "HPT_COORDINATOR", "worker-gpu": "HPT_GPU",
+                    "worker-reram": "HPT_RERAM", "worker-systolic": "HPT_SYSTOLIC"}
+        for service, prefix in prefixes.items():
+            argv = self.launcher[service]
+            self.assertIn(f"--listen=127.0.0.1:{self.env[prefix + '_GRPC_PORT']}", argv)
+            self.assertIn(f"--metrics=127.0.0.1:{self.env[prefix + '_METRICS_PORT']}", argv)
+            deployment = next(d for d in self.k8s if d["kind"] == "Deployment"
+                              and d["metadata"]["name"] == service)
+            annotations = deployment["spec"]["template"]["metadata"]["annotations"]
+            self.assertEqual(annotations["prometheus.io/scrape"], "true")
+            self.assertEqual(annotations["prometheus.io/port"], self.env[prefix + "_METRICS_PORT"])
+            service_ports = next(d for d in self.k8s if d["kind"] == "Service"
+                                 and d["metadata"]["name"] == service)["spec"]["ports"]
+            self.assertEqual(sorted(str(p["port"]) for p in service_ports),
+                             sorted([self.env[prefix + "_GRPC_PORT"],
+                                     self.env[prefix + "_METRICS_PORT"]]))
+
+    def test_configmap_holds_the_env_file(self):
+        config = next(d for d in self.k8s if d["kind"] == "ConfigMap")["data"]
+        self.assertEqual(config, self.env)
+
+    def test_prometheus_scrapes_every_service(self):
+        with open(os.path.join(DEPLOY, "prometheus.yml")) as f:
+            scrape = yaml.safe_load(f)["scrape_configs"]
+        ports = {"coordinator": "HPT_COORDINATOR_METRICS_PORT",
+                 "worker-gpu": "HPT_GPU_METRICS_PORT", "worker-reram": "HPT_RERAM_METRICS_PORT",
+                 "worker-systolic": "HPT_SYSTOLIC_METRICS_PORT"}
+        targets = {j["job_name"]: j["static_configs"][0]["targets"] for j in scrape}
+        self.assertEqual(targets, {s: [f"{s}:{self.env[p]}"] for s, p in ports.items()})
+
+    def test_every_compose_service_has_a_health_check(self):
+        self.assertEqual(set(self.compose["services"]),
+                         set(SERVICES) | {"prometheus", "grafana"})
+        for name, service in self.compose["services"].items():
+            self.assertIn("healthcheck", service, name)
+
+    def test_dashboards_use_the_provisioned_datasource(self):
+        with open(os.path.join(DEPLOY, "grafana/provisioning/datasources/prometheus.yml")) as f:
+            uid = yaml.safe_load(f)["datasources"][0]["uid"]
+        dashboards = glob.glob(os.path.join(DEPLOY, "grafana/dashboards/*.json"))
+        self.assertEqual(len(dashboards), 3)
+        for path in dashboards:
+            for panel in json.load(open(path))["panels"]:
+                self.assertEqual(panel["datasource"]["uid"], uid, path)
+
+
+if __name__ == "__main__":
+    unittest.main()
