@@ -166,6 +166,18 @@ int Main() {
               switch_step < 0 ? "none" : std::to_string(switch_step).c_str(),
               static_cast<long long>(hpt->job.hpt().window()),
               static_cast<long long>(hpt->job.progress().step()));
+  int checks = 0;
+  for (const PhaseEvent& e : hpt->job.hpt().events()) {
+    if (e.kind() == PhaseEvent::CHECK) ++checks;
+    if (e.kind() != PhaseEvent::CHECK || !e.reason().empty()) {
+      std::printf("  event %-12s it %-6lld %s%s\n", PhaseEvent::Kind_Name(e.kind()).c_str(),
+                  static_cast<long long>(e.iteration()), e.reason().c_str(),
+                  e.kind() == PhaseEvent::TRIAL_END
+                      ? absl::StrCat(" p=", e.p(), " t=", e.t(), " dof=", e.dof()).c_str()
+                      : "");
+    }
+  }
+  std::printf("  (%d window checks)\n", checks);
   std::printf("HpT vs full run: time %.3gx, energy %.3gx (simulated; full run's / HpT run's)\n",
               ch.hpt_time_s() > 0 ? cf.hpt_time_s() / ch.hpt_time_s() : 0,
               ch.hpt_energy_j() > 0 ? cf.hpt_energy_j() / ch.hpt_energy_j() : 0);
