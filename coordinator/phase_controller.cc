@@ -72,7 +72,9 @@ PhaseController::Action PhaseController::Step(int64_t iteration, double full_los
   }
   check.loss_passed = ThreePointTest(check.losses, options_.loss_threshold);
   check.weight_passed = ThreePointTest(check.distances, options_.weight_threshold);
-  const bool rising = check.losses[2] > check.losses[1];
+  // Divergence: the loss rose in both windows. One higher window on a noisy
+  // plateau is not (it happens half the time).
+  const bool rising = check.losses[0] < check.losses[1] && check.losses[1] < check.losses[2];
   if (!check.loss_passed || !check.weight_passed) {
     check.reason = !check.loss_passed ? "loss still falling fast" : "weights still moving";
     if (!check.loss_passed && !check.weight_passed) check.reason = "loss and weights still changing";

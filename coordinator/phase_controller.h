@@ -16,8 +16,9 @@
 // A loss that rises faster each window passes the paper's loss test: both
 // relative "decreases" are negative, below any positive threshold, and the
 // second is below the first. That is divergence, not convergence, so by
-// default no trial starts while L2 > L1; the check is recorded with that
-// reason (trial_on_rising_loss restores the paper's behaviour).
+// default no trial starts while the loss rose in both windows (L0 < L1 <
+// L2; one higher window on a noisy plateau is not divergence); the check is
+// recorded with that reason (trial_on_rising_loss restores the paper's rule).
 //
 // Not thread-safe.
 #ifndef HPT_COORDINATOR_PHASE_CONTROLLER_H_

@@ -135,5 +135,16 @@ TEST(PhaseControllerTest, RisingLossDoesNotStartATrialByDefault) {
   EXPECT_EQ(a, Action::kStartTrial);
 }
 
+TEST(PhaseControllerTest, OneHigherWindowOnAPlateauIsNotDivergence) {
+  const int64_t k = 2;
+  // Window 3's loss is a little above window 2's (noise on a plateau).
+  Script s{{1.0, 0.80, 0.75, 0.76}, {1.0, 0.995, 0.991, 0.988}};
+  PhaseController c(Options(k));
+  Action a;
+  EXPECT_EQ(RunFull(c, s, k, &a), 7);  // check at 5 fails (20 % drop), 7 passes
+  EXPECT_EQ(a, Action::kStartTrial);
+  EXPECT_EQ(c.events()[1].reason, "initially converged: start a LoRA trial");
+}
+
 }  // namespace
 }  // namespace hpt
