@@ -7,13 +7,14 @@
 // the switch iteration, and the simulated time and energy of each.
 //
 //   bazel run -c opt //benchmarks:hpt_vs_full -- --dataset=wind
-//       --data_dir=$PWD/../shared/data
+//       [--data_dir=../shared/data] [--epochs=4 --hpt_window=20 ...]
 //
 // Splits follow the paper's code (../shared/data/README): wind test rows
 // 480-2120, train on both sides; weather test year 2020; covid train
 // Date < 209.
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -94,7 +95,12 @@ absl::StatusOr<RunResult> Train(const JobSpec& raw, const std::string& mode) {
 
 int Main() {
   const std::string dataset = absl::GetFlag(FLAGS_dataset);
-  const std::string dir = absl::GetFlag(FLAGS_data_dir);
+  std::string dir = absl::GetFlag(FLAGS_data_dir);
+  // `bazel run` starts in the runfiles tree: resolve a relative folder from
+  // where the user ran it.
+  if (!dir.empty() && dir[0] != '/' && std::getenv("BUILD_WORKING_DIRECTORY") != nullptr) {
+    dir = absl::StrCat(std::getenv("BUILD_WORKING_DIRECTORY"), "/", dir);
+  }
   JobSpec spec;
   spec.set_name("hpt-vs-full-" + dataset);
   ModelSpec& model = *spec.mutable_model();
