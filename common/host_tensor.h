@@ -24,6 +24,7 @@ struct HostTensor {
     return n;
   }
   int64_t num_elements() const { return NumElements(shape); }
+  int64_t num_bytes() const { return num_elements() * int64_t(sizeof(float)); }
   std::string ShapeString() const;
 
   std::vector<int64_t> shape;

@@ -162,4 +162,13 @@ absl::StatusOr<std::map<std::string, HostTensor>> ChunkAssembler::Finish() {
   return out;
 }
 
+absl::StatusOr<std::map<std::string, HostTensor>> AssembleChunks(
+    const std::vector<TensorChunk>& chunks) {
+  ChunkAssembler assembler;
+  for (const TensorChunk& chunk : chunks) {
+    if (absl::Status s = assembler.Add(chunk); !s.ok()) return s;
+  }
+  return assembler.Finish();
+}
+
 }  // namespace hpt

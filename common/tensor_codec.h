@@ -48,6 +48,10 @@ class ChunkAssembler {
   std::map<std::string, Partial> partial_;
 };
 
+// The named tensors of a complete set of chunks (ChunkAssembler over all).
+absl::StatusOr<std::map<std::string, HostTensor>> AssembleChunks(
+    const std::vector<TensorChunk>& chunks);
+
 inline constexpr int64_t kDefaultChunkBytes = 1 << 20;
 
 }  // namespace hpt

@@ -9,8 +9,6 @@
 namespace hpt {
 namespace {
 
-int64_t Bytes(const HostTensor& t) { return t.num_elements() * int64_t(sizeof(float)); }
-
 void AddInto(HostTensor& acc, const HostTensor& g) {
   for (size_t i = 0; i < acc.data.size(); ++i) acc.data[i] += g.data[i];
 }
@@ -60,7 +58,7 @@ absl::Status HybridRunner::Load(const std::map<std::string, HostTensor>& params,
                                                 "' needs parameter '", name,
                                                 "', which the model does not have"));
       }
-      bytes += Bytes(it->second);
+      bytes += it->second.num_bytes();
       for (TensorChunk& c : SplitIntoChunks(name, it->second.shape, it->second.data.data(),
                                             kDefaultChunkBytes)) {
         chunks.push_back(std::move(c));
@@ -92,11 +90,11 @@ absl::StatusOr<double> HybridRunner::Forward(const HostTensor& inputs,
     for (const std::string& name : segment.spec.inputs()) {
       const HostTensor& v = values.at(name);
       ToProto(v, name, request.add_values());
-      bytes_in += Bytes(v);
+      bytes_in += v.num_bytes();
     }
     if (last && targets != nullptr) {
       ToProto(*targets, "targets", request.mutable_targets());
-      bytes_in += Bytes(*targets);
+      bytes_in += targets->num_bytes();
     }
     request.set_return_outputs(!last || prediction != nullptr);
     WorkerClient* worker = WorkerOf(segment);
@@ -104,7 +102,7 @@ absl::StatusOr<double> HybridRunner::Forward(const HostTensor& inputs,
     int64_t bytes_out = 0;
     for (const Tensor& t : response.values()) {
       ASSIGN_OR_RETURN(HostTensor v, FromProto(t, "ForwardResponse.values"));
-      bytes_out += Bytes(v);
+      bytes_out += v.num_bytes();
       values[t.name()] = std::move(v);
     }
     if (sink) sink({worker, segment.kind, "forward", response.cost(), bytes_in, bytes_out});
@@ -136,7 +134,7 @@ absl::Status HybridRunner::Backward(int64_t step, const TaskSink& sink,
       auto it = grads.find(name);
       if (it == grads.end()) continue;  // the loss, or nothing downstream
       ToProto(it->second, name, request.add_grad_values());
-      bytes_in += Bytes(it->second);
+      bytes_in += it->second.num_bytes();
       grads.erase(it);
     }
     WorkerClient* worker = WorkerOf(segment);
@@ -144,7 +142,7 @@ absl::Status HybridRunner::Backward(int64_t step, const TaskSink& sink,
     int64_t bytes_out = 0;
     for (const Tensor& t : response.grad_values()) {
       ASSIGN_OR_RETURN(HostTensor g, FromProto(t, "BackwardResponse.grad_values"));
-      bytes_out += Bytes(g);
+      bytes_out += g.num_bytes();
       auto [it, inserted] = grads.try_emplace(t.name(), std::move(g));
       if (!inserted) AddInto(it->second, g);
     }

@@ -44,8 +44,7 @@ absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec) {
     series = std::move(loaded->series);
     options.train = {0, b};
     options.extra_train = {{e, series.rows}};
-    options.test = {b, e};
-    if (b == 0) options.train = {e, series.rows}, options.extra_train.clear();
+    options.test = {b, e};  // a train range may be empty: the test year comes first
   } else if (spec.has_covid()) {
     CovidOptions o;
     if (!spec.covid().target().empty()) o.target = spec.covid().target();

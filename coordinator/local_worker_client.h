@@ -26,11 +26,7 @@ class LocalWorkerClient : public WorkerClient {
   absl::StatusOr<LoadParametersResponse> LoadParameters(
       const LoadParametersHeader& header,
       const std::vector<TensorChunk>& chunks) override {
-    ChunkAssembler assembler;
-    for (const TensorChunk& chunk : chunks) {
-      if (absl::Status s = assembler.Add(chunk); !s.ok()) return s;
-    }
-    absl::StatusOr<std::map<std::string, HostTensor>> tensors = assembler.Finish();
+    absl::StatusOr<std::map<std::string, HostTensor>> tensors = AssembleChunks(chunks);
     if (!tensors.ok()) return tensors.status();
     return executor_->Load(header, std::move(*tensors));
   }

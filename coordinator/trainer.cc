@@ -48,15 +48,7 @@ const std::string& HeadKind(const JobSpec& spec) {
   return spec.placement().head_device();
 }
 
-int64_t Bytes(const HostTensor& t) { return t.num_elements() * int64_t(sizeof(float)); }
 int64_t Bytes(const Tensor& t) { return int64_t(t.data().size()); }
-
-absl::StatusOr<std::map<std::string, HostTensor>> Assemble(
-    const std::vector<TensorChunk>& chunks) {
-  ChunkAssembler assembler;
-  for (const TensorChunk& c : chunks) RETURN_IF_ERROR(assembler.Add(c));
-  return assembler.Finish();
-}
 
 int64_t ChunkBytes(const std::vector<TensorChunk>& chunks) {
   int64_t bytes = 0;
@@ -112,17 +104,20 @@ std::vector<int64_t> Trainer::ShardSizes(int64_t batch, int workers) {
 void Trainer::Record(WorkerClient* worker, const std::string& kind,
                      const std::string& type, const CostReport& cost, int64_t bytes_in,
                      int64_t bytes_out) {
-  hpt::AddCost(cost, &state_.cost);
-  auto [it, inserted] = cost_index_.try_emplace(worker, state_.device_costs.size());
+  RecordTask({worker, kind, type, cost, bytes_in, bytes_out});
+}
+
+void Trainer::RecordTask(TaskRecord record) {
+  hpt::AddCost(record.cost, &state_.cost);
+  auto [it, inserted] = cost_index_.try_emplace(record.worker, state_.device_costs.size());
   if (inserted) {
     DeviceCost& d = state_.device_costs.emplace_back();
-    d.set_kind(kind);
-    d.set_worker(worker->address());
+    d.set_kind(record.kind);
+    d.set_worker(record.worker->address());
   }
   DeviceCost& d = state_.device_costs[it->second];
   d.set_tasks(d.tasks() + 1);
-  hpt::AddCost(cost, d.mutable_cost());
-  TaskRecord record{worker, kind, type, cost, bytes_in, bytes_out};
+  hpt::AddCost(record.cost, d.mutable_cost());
   switch (chain_) {
     case Chain::kMain: main_tasks_.push_back(std::move(record)); break;
     case Chain::kTrial: trial_tasks_.push_back(std::move(record)); break;
@@ -221,7 +216,7 @@ absl::StatusOr<double> Trainer::HeadStep(const HostTensor& x, const HostTensor& 
   encode.set_train(true);
   ASSIGN_OR_RETURN(ForwardResponse encoded, gpu->Forward(encode));
   const int64_t encoded_bytes = Bytes(encoded.outputs());
-  Record(gpu, "gpu", "forward", encoded.cost(), Bytes(x), encoded_bytes);
+  Record(gpu, "gpu", "forward", encoded.cost(), x.num_bytes(), encoded_bytes);
   ForwardRequest predict;
   predict.mutable_key()->set_job_id(job_id_);
   predict.mutable_key()->set_step(step);
@@ -230,7 +225,7 @@ absl::StatusOr<double> Trainer::HeadStep(const HostTensor& x, const HostTensor& 
   ToProto(y, "targets", predict.mutable_targets());
   predict.set_train(true);
   ASSIGN_OR_RETURN(ForwardResponse predicted, head->Forward(predict));
-  Record(head, kind, "forward", predicted.cost(), encoded_bytes + Bytes(y));
+  Record(head, kind, "forward", predicted.cost(), encoded_bytes + y.num_bytes());
   const double loss = predicted.loss();
   if (!std::isfinite(loss)) return loss;  // the caller reports it
   BackwardRequest head_back;
@@ -264,13 +259,10 @@ absl::Status Trainer::TrainStep(const std::vector<int64_t>& indices,
     HostTensor x, y;
     data_->Gather(data_->train_starts(), indices, &x, &y);
     if (hybrid_ != nullptr) {
-      const TaskSink sink = [this](const TaskRecord& r) {
-        Record(r.worker, r.kind, r.type, r.cost, r.bytes_in, r.bytes_out);
-      };
-      ASSIGN_OR_RETURN(*loss, hybrid_->Forward(x, &y, step, true, sink));
+      ASSIGN_OR_RETURN(*loss, hybrid_->Forward(x, &y, step, true, sink_));
       RETURN_IF_ERROR(DivergenceCheck(*loss, step, learning_rate));
-      RETURN_IF_ERROR(hybrid_->Backward(step, sink));
-      return hybrid_->Update(step, learning_rate, sink);
+      RETURN_IF_ERROR(hybrid_->Backward(step, sink_));
+      return hybrid_->Update(step, learning_rate, sink_);
     }
     ASSIGN_OR_RETURN(*loss, HeadStep(x, y, step, learning_rate));
     return DivergenceCheck(*loss, step, learning_rate);
@@ -293,7 +285,7 @@ absl::Status Trainer::TrainStep(const std::vector<int64_t>& indices,
                               indices.begin() + begin + shards[i]);
     HostTensor x, y;
     data_->Gather(data_->train_starts(), mine, &x, &y);
-    input_bytes[i] = Bytes(x) + Bytes(y);
+    input_bytes[i] = x.num_bytes() + y.num_bytes();
     ForwardRequest request;
     key_for(request.mutable_key());
     ToProto(x, "inputs", request.mutable_inputs());
@@ -345,7 +337,7 @@ absl::StatusOr<double> Trainer::TrialStep(const HostTensor& x, const HostTensor&
   ToProto(y, "targets", forward.mutable_targets());
   forward.set_train(true);
   ASSIGN_OR_RETURN(ForwardResponse f, gpu->Forward(forward));
-  Record(gpu, "gpu", "forward", f.cost(), Bytes(x) + Bytes(y));
+  Record(gpu, "gpu", "forward", f.cost(), x.num_bytes() + y.num_bytes());
   BackwardRequest backward;
   *backward.mutable_key() = forward.key();
   backward.set_global_batch_size(x.shape[0]);
@@ -363,10 +355,7 @@ absl::StatusOr<double> Trainer::TrialStep(const HostTensor& x, const HostTensor&
 absl::StatusOr<HostTensor> Trainer::Predict(const HostTensor& x) {
   if (hybrid_ != nullptr) {
     HostTensor prediction;
-    const TaskSink sink = [this](const TaskRecord& r) {
-      Record(r.worker, r.kind, r.type, r.cost, r.bytes_in, r.bytes_out);
-    };
-    RETURN_IF_ERROR(hybrid_->Forward(x, nullptr, -1, false, sink, &prediction).status());
+    RETURN_IF_ERROR(hybrid_->Forward(x, nullptr, -1, false, sink_, &prediction).status());
     return prediction;
   }
   ForwardRequest request;
@@ -377,7 +366,7 @@ absl::StatusOr<HostTensor> Trainer::Predict(const HostTensor& x) {
   request.set_train(false);
   request.set_return_outputs(true);
   ASSIGN_OR_RETURN(ForwardResponse response, workers_[0]->Forward(request));
-  Record(workers_[0], "gpu", "forward", response.cost(), Bytes(x));
+  Record(workers_[0], "gpu", "forward", response.cost(), x.num_bytes());
   if (options_.head_worker != nullptr) {
     ForwardRequest head;
     head.mutable_key()->set_job_id(job_id_);
@@ -433,7 +422,7 @@ absl::StatusOr<double> Trainer::WeightDistance() {
       absl::StrCat("layers.", spec_.hpt().weight_layer(), ".self_attn.");
   const std::vector<std::string> names = {layer + "q_proj.weight", layer + "v_proj.weight"};
   ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks, workers_[0]->Snapshot(job_id_, names));
-  ASSIGN_OR_RETURN(auto tensors, Assemble(chunks));
+  ASSIGN_OR_RETURN(auto tensors, AssembleChunks(chunks));
   std::vector<float> w;
   for (const std::string& name : names) {
     auto it = tensors.find(name);
@@ -507,7 +496,7 @@ absl::Status Trainer::Switch() {
     RETURN_IF_ERROR(JoinGroups());
   } else {
     ASSIGN_OR_RETURN(std::vector<TensorChunk> lora_chunks, gpu->Snapshot(job_id_, {}));
-    ASSIGN_OR_RETURN(auto params, Assemble(lora_chunks));
+    ASSIGN_OR_RETURN(auto params, AssembleChunks(lora_chunks));
     params["token_encoding"] = TokenEncodingTable(data_->num_tokens(), model_.d_model());
     HybridPlanOptions plan_options;
     plan_options.policy = placement;
@@ -520,9 +509,7 @@ absl::Status Trainer::Switch() {
                                              options_.reram_workers,
                                              options_.systolic_workers,
                                              spec_.training().optimizer());
-    RETURN_IF_ERROR(hybrid_->Load(params, [this](const TaskRecord& r) {
-      Record(r.worker, r.kind, r.type, r.cost, r.bytes_in, r.bytes_out);
-    }));
+    RETURN_IF_ERROR(hybrid_->Load(params, sink_));
     for (WorkerClient* w : workers_) w->Release(job_id_).IgnoreError();
   }
   phase_ = Phase::kLora;
@@ -624,10 +611,16 @@ void Trainer::CloseStep(int64_t step, bool lora_step) {
   if (lora_step) {
     ++lora_steps_;
   } else {
+    // GPU-only counts the step without its trial tasks; without a trial
+    // that is the timeline just laid.
     CostTimeline main_only(link_);
-    LayTasks(main_tasks_, data_parallel, &main_only);
-    gpu_only_full_s_ += main_only.makespan_s();
-    gpu_only_full_j_ += main_only.total_energy_j();
+    const CostTimeline* gpu_only = &all;
+    if (!trial_tasks_.empty()) {
+      LayTasks(main_tasks_, data_parallel, &main_only);
+      gpu_only = &main_only;
+    }
+    gpu_only_full_s_ += gpu_only->makespan_s();
+    gpu_only_full_j_ += gpu_only->total_energy_j();
     ++full_steps_;
   }
   if (!switch_tasks_.empty()) {
@@ -678,14 +671,14 @@ absl::Status Trainer::CollectTrainedModel() {
   } else if (options_.head_worker != nullptr) {
     // The GPU's copy of the head is stale: the head worker's is trained.
     ASSIGN_OR_RETURN(std::vector<TensorChunk> encoder, workers_[0]->Snapshot(job_id_, {}));
-    ASSIGN_OR_RETURN(params, Assemble(encoder));
+    ASSIGN_OR_RETURN(params, AssembleChunks(encoder));
     ASSIGN_OR_RETURN(std::vector<TensorChunk> head,
                      options_.head_worker->Snapshot(job_id_, {}));
-    ASSIGN_OR_RETURN(auto head_params, Assemble(head));
+    ASSIGN_OR_RETURN(auto head_params, AssembleChunks(head));
     for (auto& [name, t] : head_params) params[name] = std::move(t);
   } else {
     ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks, workers_[0]->Snapshot(job_id_, {}));
-    ASSIGN_OR_RETURN(params, Assemble(chunks));
+    ASSIGN_OR_RETURN(params, AssembleChunks(chunks));
   }
   ASSIGN_OR_RETURN(trained_.parameters,
                    MergeLoraTensors(std::move(params), spec_.hpt().lora().alpha()));

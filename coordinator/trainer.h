@@ -124,6 +124,9 @@ class Trainer {
   // Costs.
   void Record(WorkerClient* worker, const std::string& kind, const std::string& type,
               const CostReport& cost, int64_t bytes_in = 0, int64_t bytes_out = 0);
+  // Adds a task's cost to the worker's totals and to the current chain of
+  // the step's timeline.
+  void RecordTask(TaskRecord record);
   void CloseStep(int64_t step, bool lora_step);
   void LayTasks(const std::vector<TaskRecord>& tasks, bool data_parallel,
                 CostTimeline* timeline) const;
@@ -160,6 +163,8 @@ class Trainer {
   int64_t full_steps_ = 0, lora_steps_ = 0;
   double full_wall_s_ = 0, lora_wall_s_ = 0;
   absl::Time step_start_;
+  // Hands the hybrid runner's tasks to RecordTask.
+  const TaskSink sink_ = [this](const TaskRecord& r) { RecordTask(r); };
 };
 
 }  // namespace hpt

@@ -95,6 +95,21 @@ std::vector<float> DropoutMask(size_t n, double p, uint64_t seed) {
   return mask;
 }
 
+// One head's [tokens, head_dim] block of sample b in a [batch, tokens, d]
+// tensor (PyTorch's view(batch, tokens, heads, head_dim)), copied out or in.
+void GatherHead(const HostTensor& t, int64_t b, int64_t h, int64_t hd, float* out) {
+  const int64_t tokens = t.shape[1], cols = t.shape[2];
+  for (int64_t t0 = 0; t0 < tokens; ++t0) {
+    std::copy_n(t.data.data() + (b * tokens + t0) * cols + h * hd, hd, out + t0 * hd);
+  }
+}
+void ScatterHead(const float* in, int64_t b, int64_t h, int64_t hd, HostTensor& t) {
+  const int64_t tokens = t.shape[1], cols = t.shape[2];
+  for (int64_t t0 = 0; t0 < tokens; ++t0) {
+    std::copy_n(in + t0 * hd, hd, t.data.data() + (b * tokens + t0) * cols + h * hd);
+  }
+}
+
 constexpr double kLayerNormOps = 8;  // mean, variance, normalise, scale, shift
 constexpr double kSoftmaxOps = 5;    // max, subtract, exp, sum, divide
 
@@ -473,17 +488,11 @@ absl::StatusOr<std::map<std::string, HostTensor>> SegmentGraph::Forward(
         y = HostTensor(x.shape);
         std::vector<float> qh(tokens * hd), kh(tokens * hd), vh(tokens * hd),
             oh(tokens * hd), weights(tokens * tokens);
-        auto gather = [&](const HostTensor& t, int64_t b, int64_t h, std::vector<float>& out) {
-          for (int64_t t0 = 0; t0 < tokens; ++t0) {
-            std::copy_n(t.data.data() + (b * tokens + t0) * cols + h * hd, hd,
-                        out.data() + t0 * hd);
-          }
-        };
         for (int64_t b = 0; b < batch; ++b) {
           for (int64_t h = 0; h < heads; ++h) {
-            gather(x, b, h, qh);
-            gather(k, b, h, kh);
-            gather(v, b, h, vh);
+            GatherHead(x, b, h, hd, qh.data());
+            GatherHead(k, b, h, hd, kh.data());
+            GatherHead(v, b, h, hd, vh.data());
             float* p = probs.data() + (b * heads + h) * tokens * tokens;
             GemmBt(node_, qh.data(), kh.data(), tokens, tokens, hd, p);
             for (int64_t r = 0; r < tokens; ++r) {
@@ -504,10 +513,7 @@ absl::StatusOr<std::map<std::string, HostTensor>> SegmentGraph::Forward(
               used = weights.data();
             }
             Gemm(node_, used, vh.data(), tokens, hd, tokens, oh.data());
-            for (int64_t t0 = 0; t0 < tokens; ++t0) {
-              std::copy_n(oh.data() + t0 * hd, hd,
-                          y.data.data() + (b * tokens + t0) * cols + h * hd);
-            }
+            ScatterHead(oh.data(), b, h, hd, y);
           }
         }
         const double pairs = double(batch * heads);
@@ -681,32 +687,20 @@ absl::StatusOr<std::map<std::string, HostTensor>> SegmentGraph::Backward(
         HostTensor gq(x.shape), gk(x.shape), gv(x.shape);
         std::vector<float> qh(tokens * hd), kh(tokens * hd), vh(tokens * hd),
             go(tokens * hd), tmp(tokens * hd), gp(tt), used(tt), used_t(tt), gs_t(tt);
-        auto gather = [&](const HostTensor& t, int64_t b, int64_t h, std::vector<float>& out) {
-          for (int64_t t0 = 0; t0 < tokens; ++t0) {
-            std::copy_n(t.data.data() + (b * tokens + t0) * cols + h * hd, hd,
-                        out.data() + t0 * hd);
-          }
-        };
-        auto scatter = [&](const std::vector<float>& in, int64_t b, int64_t h, HostTensor& t) {
-          for (int64_t t0 = 0; t0 < tokens; ++t0) {
-            std::copy_n(in.data() + t0 * hd, hd,
-                        t.data.data() + (b * tokens + t0) * cols + h * hd);
-          }
-        };
         for (int64_t b = 0; b < batch; ++b) {
           for (int64_t h = 0; h < heads; ++h) {
             const int64_t base = (b * heads + h) * tt;
             const float* p = stash.data() + base;
             const float* m = drop ? stash.data() + batch * heads * tt + base : nullptr;
-            gather(x, b, h, qh);
-            gather(k, b, h, kh);
-            gather(v, b, h, vh);
-            gather(g, b, h, go);
+            GatherHead(x, b, h, hd, qh.data());
+            GatherHead(k, b, h, hd, kh.data());
+            GatherHead(v, b, h, hd, vh.data());
+            GatherHead(g, b, h, hd, go.data());
             for (int64_t e = 0; e < tt; ++e) used[e] = m ? p[e] * m[e] : p[e];
             // dV = P'^T dO; dP' = dO V^T.
             used_t = Transpose(used.data(), tokens, tokens);
             Gemm(node_, used_t.data(), go.data(), tokens, hd, tokens, tmp.data());
-            scatter(tmp, b, h, gv);
+            ScatterHead(tmp.data(), b, h, hd, gv);
             GemmBt(node_, go.data(), vh.data(), tokens, tokens, hd, gp.data());
             // dS = P (dP - rowsum(dP P)) / sqrt(hd), with dP = dP' * mask.
             for (int64_t r = 0; r < tokens; ++r) {
@@ -723,10 +717,10 @@ absl::StatusOr<std::map<std::string, HostTensor>> SegmentGraph::Backward(
             }
             // dQ = dS K; dK = dS^T Q.
             Gemm(node_, gp.data(), kh.data(), tokens, hd, tokens, tmp.data());
-            scatter(tmp, b, h, gq);
+            ScatterHead(tmp.data(), b, h, hd, gq);
             gs_t = Transpose(gp.data(), tokens, tokens);
             Gemm(node_, gs_t.data(), qh.data(), tokens, hd, tokens, tmp.data());
-            scatter(tmp, b, h, gk);
+            ScatterHead(tmp.data(), b, h, hd, gk);
           }
         }
         const double pairs = double(batch * heads);
