@@ -13,6 +13,7 @@ struct PlacedOp {
   std::string kind;
   int worker = 0;
   SegmentOp op;
+  int64_t in_features = 0, out_features = 0;  // LINEAR
 };
 
 class OpList {
@@ -28,7 +29,7 @@ class OpList {
   // A linear layer: frozen base weights go to ReRAM, trained ones to the
   // systolic array; reram_full trains the layers' base weights in ReRAM.
   void Linear(const std::string& prefix, const std::string& in, const std::string& out,
-              bool trainable, int layer) {
+              bool trainable, int layer, int64_t in_features, int64_t out_features) {
     SegmentOp op;
     op.set_type(SegmentOp::LINEAR);
     op.set_weight(prefix + ".weight");
@@ -43,6 +44,8 @@ class OpList {
       op.set_trainable(true);
     }
     Add(kind, layer, std::move(op));
+    ops.back().in_features = in_features;
+    ops.back().out_features = out_features;
   }
 
   void Systolic(int layer, SegmentOp::Type type, std::vector<std::string> in,
@@ -110,11 +113,13 @@ absl::StatusOr<HybridPlan> PlanHybrid(const ModelConfig& model, const LoraConfig
   };
   HybridPlan plan;
   OpList list(lora, options);
+  const int64_t d = model.d_model();
+  const int64_t ff = int64_t(model.ff_multiplier()) * d;
   // Embedding (Linear, ReLU, Linear) and the token encoding.
   const bool embed = list.Saved("embedding");
-  list.Linear("embedding.0", plan.input, "emb.0", embed, -1);
+  list.Linear("embedding.0", plan.input, "emb.0", embed, -1, model.input_features(), d);
   list.Systolic(-1, SegmentOp::RELU, {"emb.0"}, "emb.1");
-  list.Linear("embedding.2", "emb.1", "emb.2", embed, -1);
+  list.Linear("embedding.2", "emb.1", "emb.2", embed, -1, d, d);
   list.Systolic(-1, SegmentOp::ADD_CONST, {"emb.2"}, "h0",
                 [](SegmentOp& op) { op.set_weight("token_encoding"); });
   for (int i = 0; i < model.num_layers(); ++i) {
@@ -122,7 +127,7 @@ absl::StatusOr<HybridPlan> PlanHybrid(const ModelConfig& model, const LoraConfig
     const std::string h = absl::StrCat("h", i), v = absl::StrCat("L", i, ".");
     // Base projections (one ReRAM segment), then adapters and attention.
     for (const char* target : {"q_proj", "k_proj", "v_proj"}) {
-      list.Linear(p + "self_attn." + target, h, v + target + ".base", false, i);
+      list.Linear(p + "self_attn." + target, h, v + target + ".base", false, i, d, d);
     }
     std::map<std::string, std::string> projected;
     auto adapt = [&](const std::string& target, const std::string& in) -> absl::Status {
@@ -161,7 +166,7 @@ absl::StatusOr<HybridPlan> PlanHybrid(const ModelConfig& model, const LoraConfig
                     op.set_num_heads(model.num_heads());
                     op.set_dropout(dropout);
                   });
-    list.Linear(p + "self_attn.o_proj", v + "context", v + "o_proj.base", false, i);
+    list.Linear(p + "self_attn.o_proj", v + "context", v + "o_proj.base", false, i, d, d);
     if (absl::Status s = adapt("o_proj", v + "context"); !s.ok()) return s;
     list.Systolic(i, SegmentOp::DROPOUT, {projected["o_proj"]}, v + "attn",
                   with_dropout(dropout));
@@ -170,11 +175,11 @@ absl::StatusOr<HybridPlan> PlanHybrid(const ModelConfig& model, const LoraConfig
       op.set_weight(p + "norm1.weight");
       op.set_bias(p + "norm1.bias");
     });
-    list.Linear(p + "ff1", v + "norm1", v + "ff1", false, i);
+    list.Linear(p + "ff1", v + "norm1", v + "ff1", false, i, d, ff);
     list.Systolic(i, SegmentOp::RELU, {v + "ff1"}, v + "relu");
     list.Systolic(i, SegmentOp::DROPOUT, {v + "relu"}, v + "relu.drop",
                   with_dropout(dropout));
-    list.Linear(p + "ff2", v + "relu.drop", v + "ff2", false, i);
+    list.Linear(p + "ff2", v + "relu.drop", v + "ff2", false, i, ff, d);
     list.Systolic(i, SegmentOp::DROPOUT, {v + "ff2"}, v + "ff2.drop", with_dropout(dropout));
     list.Systolic(i, SegmentOp::ADD, {v + "norm1", v + "ff2.drop"}, v + "res2");
     list.Systolic(i, SegmentOp::LAYER_NORM, {v + "res2"}, absl::StrCat("h", i + 1),
@@ -187,9 +192,50 @@ absl::StatusOr<HybridPlan> PlanHybrid(const ModelConfig& model, const LoraConfig
   // last layer's worker.
   const int last = std::max(model.num_layers() - 1, 0);
   const std::string top = absl::StrCat("h", model.num_layers());
-  list.Linear("reduction.0", top, "red", list.Saved("reduction"), last);
+  list.Linear("reduction.0", top, "red", list.Saved("reduction"), last, d,
+              model.reduction_dim());
   list.Systolic(last, SegmentOp::RELU, {"red"}, "red.relu");
-  list.Linear("head", "red.relu", plan.prediction, list.Saved("head"), last);
+  list.Linear("head", "red.relu", plan.prediction, list.Saved("head"), last,
+              model.reduction_dim(), model.output_features());
+
+  // Copies of the frozen layers, chip by chip.
+  for (int worker = 0; worker < options.reram_workers; ++worker) {
+    std::vector<PlacedOp*> linears;
+    std::vector<ReramLayerDemand> demand;
+    for (PlacedOp& op : list.ops) {
+      if (op.kind != "reram" || op.worker != worker) continue;
+      linears.push_back(&op);
+      // Forward reads x W^T, backward the transposed read of the same cells.
+      demand.push_back({op.op.weight(), op.in_features, op.out_features,
+                        2 * options.vectors_per_step});
+    }
+    std::vector<int64_t> copies(linears.size(), 1);
+    if (!linears.empty()) {
+      ReramChipConfig chip = options.chip;
+      if (options.vectors_per_step <= 0 || options.policy == "reram_full") {
+        // One copy each; the chip must still hold them.
+        for (ReramLayerDemand& l : demand) l.vectors = 0;
+      }
+      absl::StatusOr<std::vector<int64_t>> planned =
+          PlanDuplication(options.reram, chip, demand);
+      if (!planned.ok()) {
+        return absl::Status(planned.status().code(),
+                            absl::StrCat("reram worker ", worker, ": ",
+                                         planned.status().message()));
+      }
+      copies = *planned;
+    }
+    for (size_t i = 0; i < linears.size(); ++i) {
+      PlacedOp& op = *linears[i];
+      op.op.set_duplication(int32_t(copies[i]));
+      std::string name = op.op.weight();
+      name = name.substr(0, name.size() - std::string(".weight").size());
+      plan.reram_layers.push_back(
+          {name, worker, op.in_features, op.out_features, copies[i],
+           copies[i] * ReramLayerTiles(options.reram, options.chip, op.in_features,
+                                       op.out_features)});
+    }
+  }
 
   // Cut into segments: a new one wherever the worker changes.
   for (size_t i = 0; i < list.ops.size(); ++i) {

@@ -26,6 +26,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/host_tensor.h"
+#include "devices/reram/reram_chip.h"
 #include "proto/worker_service.pb.h"
 
 namespace hpt {
@@ -39,10 +40,20 @@ struct PlannedSegment {
   std::vector<std::string> params;
 };
 
+// A frozen layer's placement on a ReRAM chip, for the job report.
+struct ReramPlacement {
+  std::string layer;  // "layers.0.self_attn.q_proj"
+  int worker = 0;
+  int64_t in_features = 0, out_features = 0;
+  int64_t duplication = 1;
+  int64_t tiles = 0;  // tiles of all its copies
+};
+
 struct HybridPlan {
   std::string input = "x";              // [batch, tokens, input_features]
   std::string prediction = "prediction";  // output of the last segment
   std::vector<PlannedSegment> segments;
+  std::vector<ReramPlacement> reram_layers;
 };
 
 struct HybridPlanOptions {
@@ -50,7 +61,16 @@ struct HybridPlanOptions {
   int reram_workers = 1;
   int systolic_workers = 1;
   uint64_t seed = 0;  // dropout masks
+  // Weight duplication: each ReRAM worker is a chip of `chip` tiles; the
+  // frozen layers placed on it get copies (SegmentOp.duplication) chosen by
+  // PlanDuplication for `vectors_per_step` input vectors (batch x tokens)
+  // read forward and backward. 0: one copy each. reram_full keeps one copy,
+  // since every update would rewrite every copy.
+  int64_t vectors_per_step = 0;
+  ReramChipConfig chip;
+  ReramConfig reram;
 };
+
 
 // `lora` is normalised (models/lora.h LoraDefaults); `ranks` maps each
 // adapter ("layers.0.self_attn.q_proj") to its rank.

@@ -229,6 +229,10 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
     return Invalid("hpt.interconnect", "bandwidth must be positive, latency and energy "
                                        "not negative");
   }
+  if (h.reram_chip_tiles() < 0 || h.reram_chip_tiles() > 10'000'000) {
+    return Invalid("hpt.reram_chip_tiles",
+                   absl::StrCat(h.reram_chip_tiles(), " is not in 0..10000000 (0: ISAAC's 1008)"));
+  }
   if (spec.name().empty()) spec.set_name(model.preset());
   return spec;
 }

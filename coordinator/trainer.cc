@@ -503,8 +503,22 @@ absl::Status Trainer::Switch() {
     plan_options.reram_workers = int(options_.reram_workers.size());
     plan_options.systolic_workers = int(options_.systolic_workers.size());
     plan_options.seed = spec_.training().seed();
+    plan_options.vectors_per_step =
+        int64_t(spec_.training().batch_size()) * data_->num_tokens();
+    if (spec_.hpt().reram_chip_tiles() > 0) {
+      plan_options.chip.tiles = spec_.hpt().reram_chip_tiles();
+    }
     ASSIGN_OR_RETURN(HybridPlan plan,
                      PlanHybrid(model_, spec_.hpt().lora(), ranks, plan_options));
+    for (const ReramPlacement& r : plan.reram_layers) {
+      ReramLayerPlacement& out = *state_.hpt.add_reram_layers();
+      out.set_layer(r.layer);
+      out.set_worker(r.worker);
+      out.set_in_features(r.in_features);
+      out.set_out_features(r.out_features);
+      out.set_duplication(r.duplication);
+      out.set_tiles(r.tiles);
+    }
     hybrid_ = std::make_unique<HybridRunner>(job_id_, std::move(plan),
                                              options_.reram_workers,
                                              options_.systolic_workers,

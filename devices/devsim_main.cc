@@ -3,7 +3,7 @@
 //
 //   hpt_devsim --device=systolic --rows=128 --cols=128 --dataflow=ws
 //       --m=928 --n=512 --k=512 [--dram_bw_words_per_cycle=16] [--format=json]
-//   hpt_devsim --device=reram --m=928 --n=512 --k=512 [--adc_bits=6]
+//   hpt_devsim --device=reram --m=928 --n=512 --k=512 [--tiles=1008] [--adc_bits=6]
 #include <cstdio>
 #include <iostream>
 #include <random>
@@ -13,6 +13,8 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_cat.h"
+#include "devices/reram/reram_chip.h"
 #include "devices/reram/reram_layer.h"
 #include "devices/systolic/systolic_array.h"
 
@@ -39,7 +41,11 @@ ABSL_FLAG(int, weight_bits, 8, "reram: weight bits.");
 ABSL_FLAG(int, input_bits, 8, "reram: input bits (applied bit-serially).");
 ABSL_FLAG(int, adc_bits, 5, "reram: ADC bits.");
 ABSL_FLAG(int64_t, cols_per_adc, 8, "reram: columns sharing one ADC.");
-ABSL_FLAG(std::string, sign_mode, "differential", "reram: differential or offset.");
+ABSL_FLAG(std::string, sign_mode, "offset",
+          "reram: offset (NeuroSim V1.3's mapping) or differential.");
+ABSL_FLAG(int64_t, tiles, 0,
+          "reram: tiles of the chip (16 subarrays each); free ones hold copies "
+          "of the layer. 0: the layer alone, no duplication.");
 
 namespace {
 
@@ -127,32 +133,60 @@ int main(int argc, char** argv) {
     c.adc_bits = absl::GetFlag(FLAGS_adc_bits);
     c.cols_per_adc = absl::GetFlag(FLAGS_cols_per_adc);
     const std::string sign = absl::GetFlag(FLAGS_sign_mode);
-    if (sign == "offset") {
-      c.sign_mode = hpt::SignMode::kOffset;
-    } else if (sign != "differential") {
+    if (sign == "differential") {
+      c.sign_mode = hpt::SignMode::kDifferential;
+    } else if (sign != "offset") {
       return Fail("--sign_mode must be differential or offset, got '" + sign + "'");
     }
     auto layer = hpt::ReramLayer::Create(c, k, n);
     if (!layer.ok()) return Fail(std::string(layer.status().message()));
-    // Costs depend on the data only through bit counts: use seeded
-    // uniform weights and inputs.
+    const int64_t chip_tiles = absl::GetFlag(FLAGS_tiles);
+    if (chip_tiles < 0) return Fail(absl::StrCat("--tiles must not be negative, got ", chip_tiles));
+    if (chip_tiles > 0) {
+      hpt::ReramChipConfig chip;
+      chip.tiles = chip_tiles;
+      auto copies = hpt::PlanDuplication(c, chip, {{"layer", k, n, m}});
+      if (!copies.ok()) return Fail(std::string(copies.status().message()));
+      if (absl::Status s = layer->SetDuplication(copies->front()); !s.ok()) {
+        return Fail(std::string(s.message()));
+      }
+    }
+    // NeuroSim's energy depends on the data; draw it as the reference runs
+    // do (devices/reram/reram_cost_test.cc): weights uniform over the
+    // symmetric 8-bit levels of [-1, 1), inputs uniform over the unsigned
+    // 8-bit range.
     std::mt19937 rng(1);
-    std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+    std::uniform_int_distribution<int> weight_level(-128, 127), input_level(0, 255);
     std::vector<float> w(k * n), x(m * k), y(m * n);
-    for (float& v : w) v = uni(rng);
-    for (float& v : x) v = uni(rng);
+    for (float& v : w) v = static_cast<float>(weight_level(rng)) / 128.0f;
+    for (float& v : x) v = static_cast<float>(input_level(rng));
     auto program = layer->Program(w.data());
     if (!program.ok()) return Fail(std::string(program.status().message()));
     auto read = layer->Forward(x.data(), m, y.data());
     if (!read.ok()) return Fail(std::string(read.status().message()));
+    const hpt::ReramReadCost cost =
+        hpt::ReramLayerReadCost(c, m, k, n, layer->duplication());
+    const hpt::ReramFloorplan& f = layer->floorplan();
     Print(json, {{"latency_s", Num(read->latency_s)},
                  {"energy_j", Num(read->energy_j)},
-                 {"crossbars", Int(layer->crossbars())},
-                 {"tiles", Int(layer->tiles())},
-                 {"crossbar_activations", Int(read->crossbar_activations)},
+                 {"duplication", Int(layer->duplication())},
+                 {"in_tile_copies", Int(f.in_tile_copies)},
+                 {"tile_size", Int(f.tile_size)},
+                 {"tiles", Int(f.tiles() * layer->duplication())},
+                 {"subarrays", Int(f.subarrays * layer->duplication())},
+                 {"cycles", Num(cost.cycles)},
+                 {"array_adc_s", Num(cost.array_adc_s)},
+                 {"accumulation_s", Num(cost.accumulation_s)},
+                 {"buffer_s", Num(cost.buffer_s)},
+                 {"interconnect_s", Num(cost.interconnect_s)},
+                 {"periphery_s", Num(cost.periphery_s)},
+                 {"adc_energy_j", Num(read->adc_energy_j)},
+                 {"accumulation_energy_j", Num(read->accumulation_energy_j)},
+                 {"buffer_energy_j", Num(read->buffer_energy_j)},
+                 {"interconnect_energy_j", Num(read->interconnect_energy_j)},
+                 {"periphery_energy_j", Num(read->periphery_energy_j)},
                  {"adc_conversions", Int(read->adc_conversions)},
-                 {"dac_activations", Int(read->dac_activations)},
-                 {"cell_writes", Int(program->cell_writes)},
+                 {"program_cell_writes", Int(program->cell_writes)},
                  {"program_latency_s", Num(program->latency_s)},
                  {"program_energy_j", Num(program->energy_j)}});
     return 0;

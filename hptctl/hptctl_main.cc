@@ -63,6 +63,9 @@ ABSL_FLAG(double, alpha, 0, "submit: t-test significance (0: 0.01).");
 ABSL_FLAG(int, weight_layer, 0, "submit: layer whose [W_q | W_v] the weight test tracks.");
 ABSL_FLAG(std::string, lora_rank, "", "submit: LoRA rank, or auto (default 8).");
 ABSL_FLAG(double, lora_alpha, 0, "submit: LoRA alpha (0: 64).");
+ABSL_FLAG(int64_t, reram_chip_tiles, 0,
+          "submit: tiles of each ReRAM worker's chip; free ones hold copies of "
+          "the frozen layers (0: ISAAC's 1008).");
 ABSL_FLAG(std::string, weather_dir, "",
           "submit: AgWeatherNet station files (AWN_*.csv), read by the coordinator.");
 ABSL_FLAG(int, test_year, 0, "submit: weather test year (0: 2020).");
@@ -239,6 +242,7 @@ absl::StatusOr<SubmitJobRequest> BuildSubmit() {
   h.set_alpha(absl::GetFlag(FLAGS_alpha));
   h.set_weight_layer(absl::GetFlag(FLAGS_weight_layer));
   h.mutable_lora()->set_alpha(absl::GetFlag(FLAGS_lora_alpha));
+  h.set_reram_chip_tiles(absl::GetFlag(FLAGS_reram_chip_tiles));
   const std::string rank = absl::GetFlag(FLAGS_lora_rank);
   int parsed_rank = 0;
   if (rank == "auto") {

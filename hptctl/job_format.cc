@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -190,6 +191,24 @@ std::string FormatReport(const Job& job) {
                                           FormatDuration(c.wall_s()),
                                           Eng(c.simulated_s(), "s"), Eng(c.energy_j(), "J"),
                                           absl::StrJoin(parts, ", ")));
+  }
+  if (h.reram_layers_size() > 0) {
+    // Layers alike in shape and copies share a line.
+    std::map<std::tuple<int64_t, int64_t, int64_t, int>, std::vector<std::string>> groups;
+    int64_t tiles = 0;
+    for (const ReramLayerPlacement& r : h.reram_layers()) {
+      groups[{r.in_features(), r.out_features(), r.duplication(), r.worker()}].push_back(
+          r.layer());
+      tiles += r.tiles();
+    }
+    absl::StrAppend(&out, "\nReRAM chip: frozen layers and their copies (", tiles,
+                    " tiles used; copies read input vectors in parallel)\n");
+    for (const auto& [key, names] : groups) {
+      const auto& [in, n, copies, worker] = key;
+      absl::StrAppend(&out, absl::StrFormat("  worker %d  %3d x %-6s  %d copies  e.g. %s\n",
+                                            worker, names.size(),
+                                            absl::StrCat(in, "x", n), copies, names.front()));
+    }
   }
   const CostComparison& cmp = h.comparison();
   absl::StrAppend(&out, "\nHpT vs GPU-only full-parameter training\n");

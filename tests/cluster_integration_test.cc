@@ -139,7 +139,7 @@ TEST_F(ClusterTest, HptJobSwitchesToReramAndSystolicWorkersAndExports) {
   auto result = RunCommand(Hptctl(
       "submit --name=it-hpt --preset=tiny --epochs=6 --batch_size=16 --stations=8 "
       "--time_steps=256 --hpt_window=5 --loss_threshold=0.5 --weight_threshold=0.5 "
-      "--lora_rank=4 --watch"));
+      "--lora_rank=4 --reram_chip_tiles=12 --watch"));
   ASSERT_EQ(result.exit_code, 0) << result.output;
   const std::string job_id = "job-" + result.output.substr(
       result.output.find("submitted job-") + 14, 6);
@@ -158,9 +158,11 @@ TEST_F(ClusterTest, HptJobSwitchesToReramAndSystolicWorkersAndExports) {
   ASSERT_NE(reram, std::string::npos) << json.output;
   EXPECT_EQ(JsonNumber(json.output, "max_cell_writes", reram), 1.0) << json.output;
   // Tiny preset, 2 layers of d_model 32 (FF x2): per layer q, k, v, o
-  // (32x32) and ff1, ff2 (32x64) = 8192 weights; 8-bit weights in 2-bit
-  // cells (4 slices), differential (2 signs): 8 cells per weight.
-  EXPECT_EQ(JsonNumber(json.output, "cell_writes", reram), 2 * 8192 * 8.0) << json.output;
+  // (32x32) and ff1, ff2 (32x64) = 8192 weights; 8-bit weights with an
+  // offset in 2-bit cells: 4 cells per weight. A 12-tile chip holds one
+  // copy of each of the 12 layers (one tile each) and no more.
+  EXPECT_EQ(JsonNumber(json.output, "cell_writes", reram), 2 * 8192 * 4.0) << json.output;
+  EXPECT_THAT(report.output, HasSubstr("ReRAM chip: frozen layers and their copies (12 tiles"));
   EXPECT_GT(JsonNumber(json.output, "time_ratio"), 0) << json.output;
   EXPECT_THAT(json.output, HasSubstr("\"phase\": \"lora\""));
   EXPECT_THAT(json.output, HasSubstr("\"kind\": \"systolic\""));

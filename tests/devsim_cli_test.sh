@@ -10,9 +10,21 @@ for field in '"total_cycles": 112283' '"stall_cycles": 0' '"mapping_eff_pct": 94
   grep -qF "$field" <<<"$out" || { echo "systolic JSON lacks $field: $out"; exit 1; }
 done
 out=$("$bin" --device=reram --m=16 --n=512 --k=512 --format=json)
-for field in '"crossbars": 128' '"cell_writes": 2097152' '"adc_conversions":' '"latency_s":' '"energy_j":'; do
+# NeuroSim's floorplan of 512 x 512 (four 512-cell tiles, 64 subarrays),
+# 4 cells per weight, one copy.
+for field in '"subarrays": 64' '"tiles": 4' '"duplication": 1' '"program_cell_writes": 1048576' \
+             '"adc_conversions": 1048576' '"latency_s":' '"energy_j":'; do
   grep -qF "$field" <<<"$out" || { echo "reram JSON lacks $field: $out"; exit 1; }
 done
+field() { grep -oE "\"$1\": [0-9.e+-]+" <<<"$2" | awk '{print $2}'; }
+# A 64-tile chip copies the layer into its free tiles: faster reads, more cells.
+chip=$("$bin" --device=reram --m=16 --n=512 --k=512 --tiles=64 --format=json)
+copies=$(field duplication "$chip")
+[ "$copies" -gt 1 ] || { echo "no duplication on a 64-tile chip: $chip"; exit 1; }
+[ "$(field program_cell_writes "$chip")" -eq $((1048576 * copies)) ] \
+  || { echo "copies' cells not all written: $chip"; exit 1; }
+awk -v a="$(field latency_s "$chip")" -v b="$(field latency_s "$out")" 'BEGIN { exit !(a < b) }' \
+  || { echo "copies did not shorten the read: $chip vs $out"; exit 1; }
 table=$("$bin" --device=systolic --m=4 --n=4 --k=4 --rows=4 --cols=4)
 grep -qE '^total_cycles +9$' <<<"$table" || { echo "table output wrong: $table"; exit 1; }
 set +e

@@ -141,7 +141,6 @@ void CostBuilder::Reram(const ReramReport& r) {
   auto& c = *part.mutable_counters();
   c["crossbar_activations"] = double(r.crossbar_activations);
   c["adc_conversions"] = double(r.adc_conversions);
-  c["dac_activations"] = double(r.dac_activations);
   c["cell_writes"] = double(r.cell_writes);
   c["max_cell_writes"] = double(r.max_cell_writes);
   c["worst_wear"] = r.worst_wear;
@@ -239,6 +238,10 @@ absl::Status SegmentGraph::Compile(std::map<std::string, HostTensor>& params,
           absl::StatusOr<ReramLayer> layer = ReramLayer::Create(node_.reram, in, out);
           if (!layer.ok()) return layer.status();
           (*w)->crossbars = std::make_unique<ReramLayer>(std::move(*layer));
+          if (op.duplication() > 1) {
+            absl::Status copies = (*w)->crossbars->SetDuplication(op.duplication());
+            if (!copies.ok()) return copies;
+          }
           const std::vector<float> wt = Transpose((*w)->value.data(), out, in);
           absl::StatusOr<ReramReport> programmed = (*w)->crossbars->Program(wt.data());
           if (!programmed.ok()) return programmed.status();

@@ -41,7 +41,7 @@ ABSL_FLAG(double, systolic_dram_bw_words_per_cycle, 0,
           "systolic: DRAM bandwidth (0: unlimited).");
 ABSL_FLAG(double, systolic_clock_hz, 1e9, "systolic: clock.");
 ABSL_FLAG(bool, systolic_bf16, false, "systolic: bf16 operands, fp32 accumulate.");
-// ReRAM (defaults: NeuroSim V1.3, devices/reram/reram_layer.h).
+// ReRAM (defaults: NeuroSim V1.3, devices/reram/reram_config.h).
 ABSL_FLAG(int64_t, reram_crossbar_rows, 128, "reram: crossbar rows.");
 ABSL_FLAG(int64_t, reram_crossbar_cols, 128, "reram: crossbar columns.");
 ABSL_FLAG(int, reram_cell_bits, 2, "reram: bits per cell.");
@@ -49,7 +49,9 @@ ABSL_FLAG(int, reram_weight_bits, 8, "reram: weight bits.");
 ABSL_FLAG(int, reram_input_bits, 8, "reram: input bits.");
 ABSL_FLAG(int, reram_adc_bits, 5, "reram: ADC bits.");
 ABSL_FLAG(int64_t, reram_cols_per_adc, 8, "reram: columns sharing an ADC.");
-ABSL_FLAG(std::string, reram_sign_mode, "differential", "reram: differential or offset.");
+ABSL_FLAG(std::string, reram_sign_mode, "offset",
+          "reram: offset (NeuroSim V1.3's mapping, 4 cells per 8-bit weight) or "
+          "differential (two arrays).");
 ABSL_FLAG(std::string, reram_numerics, "fast", "reram: fast or exact (bit-exact).");
 ABSL_FLAG(double, reram_endurance, 1e6, "reram: writes a cell survives.");
 ABSL_FLAG(double, reram_program_noise, 0, "reram: programming noise, levels.");

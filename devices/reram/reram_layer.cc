@@ -11,15 +11,6 @@ namespace {
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Population count without relying on the POPCNT instruction (the build
-// targets baseline x86-64); branch-free, so loops over it vectorise.
-inline uint32_t PopCount(uint32_t v) {
-  v = v - ((v >> 1) & 0x55555555u);
-  v = (v & 0x33333333u) + ((v >> 2) & 0x33333333u);
-  v = (v + (v >> 4)) & 0x0F0F0F0Fu;
-  return (v * 0x01010101u) >> 24;
-}
-
 // Cheap uniform numbers in [0, 1) for the fast path's dither (splitmix64).
 class SplitMix {
  public:
@@ -42,40 +33,6 @@ class SplitMix {
 
 }  // namespace
 
-absl::Status ValidateReramConfig(const ReramConfig& c) {
-  auto bad = [](const std::string& m) { return absl::InvalidArgumentError(m); };
-  if (c.crossbar_rows < 1 || c.crossbar_cols < 1) {
-    return bad(absl::StrCat("reram crossbar size must be positive, got ",
-                            c.crossbar_rows, " x ", c.crossbar_cols));
-  }
-  if (c.cell_bits < 1 || c.cell_bits > 8) {
-    return bad(absl::StrCat("reram cell_bits must be in 1..8, got ", c.cell_bits));
-  }
-  if (c.weight_bits < 2 || c.weight_bits > 16) {
-    return bad(absl::StrCat("reram weight_bits must be in 2..16, got ", c.weight_bits));
-  }
-  if (c.input_bits < 2 || c.input_bits > 16) {
-    return bad(absl::StrCat("reram input_bits must be in 2..16, got ", c.input_bits));
-  }
-  if (c.adc_bits < 1 || c.adc_bits > 16) {
-    return bad(absl::StrCat("reram adc_bits must be in 1..16, got ", c.adc_bits));
-  }
-  if (c.cols_per_adc < 1 || c.crossbars_per_tile < 1) {
-    return bad("reram cols_per_adc and crossbars_per_tile must be positive");
-  }
-  if (!(c.endurance_writes >= 1)) {
-    return bad(absl::StrCat("reram endurance_writes must be at least 1, got ",
-                            c.endurance_writes));
-  }
-  if (c.program_noise_sigma < 0 || c.read_noise_sigma < 0) {
-    return bad("reram noise sigmas must not be negative");
-  }
-  if (!(c.on_off_ratio > 1) || !(c.r_on_ohm > 0)) {
-    return bad("reram r_on_ohm must be positive and on_off_ratio above 1");
-  }
-  return absl::OkStatus();
-}
-
 ReramLayer::ReramLayer(const ReramConfig& config, int64_t k, int64_t n)
     : config_(config), k_(k), n_(n), rng_(config.seed) {
   magnitude_bits_ = config.sign_mode == SignMode::kDifferential
@@ -95,16 +52,23 @@ absl::StatusOr<ReramLayer> ReramLayer::Create(const ReramConfig& config,
   }
   ReramLayer layer(config, in_features, out_features);
   layer.writes_.assign(layer.crossbars(), 0);
+  layer.plan_ = PlanReramLayer(config, in_features, out_features);
   return layer;
+}
+
+absl::Status ReramLayer::SetDuplication(int64_t copies) {
+  if (copies < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "reram duplication must be at least 1, got ", copies));
+  }
+  duplication_ = copies;
+  return absl::OkStatus();
 }
 
 int64_t ReramLayer::row_blocks() const { return CeilDiv(k_, config_.crossbar_rows); }
 int64_t ReramLayer::col_blocks() const { return CeilDiv(n_, config_.crossbar_cols); }
 int64_t ReramLayer::crossbars() const {
   return row_blocks() * col_blocks() * slices_ * signs();
-}
-int64_t ReramLayer::tiles() const {
-  return CeilDiv(crossbars(), config_.crossbars_per_tile);
 }
 int64_t ReramLayer::cells() const { return k_ * n_ * slices_ * signs(); }
 
@@ -203,27 +167,14 @@ absl::StatusOr<ReramReport> ReramLayer::Program(const float* w) {
     if (config_.sign_mode == SignMode::kOffset) effective -= double(offset);
     effective_[i] = static_cast<float>(effective);
   }
-  // Per-row and per-column level sums, for the read-energy estimate.
-  row_level_sum_.assign(k_, 0.0f);
-  col_level_sum_.assign(n_, 0.0f);
-  for (int sign = 0; sign < signs(); ++sign) {
-    for (int s = 0; s < slices_; ++s) {
-      const float* l = levels(s, sign);
-      for (int64_t r = 0; r < k_; ++r) {
-        for (int64_t c = 0; c < n_; ++c) {
-          row_level_sum_[r] += l[r * n_ + c];
-          col_level_sum_[c] += l[r * n_ + c];
-        }
-      }
-    }
-  }
   adc_error_var_[0] = adc_error_var_[1] = -1;  // new weights: recalibrate
   for (uint32_t& count : writes_) ++count;
   max_writes_ = needed;
   programmed_ = true;
 
   ReramReport report;
-  report.cell_writes = cells();
+  report.cell_writes = cells() * duplication_;
+  report.duplication = duplication_;
   report.max_cell_writes = max_writes_;
   report.worst_wear = double(max_writes_) / config_.endurance_writes;
   const double pulse_energy = config_.write_voltage_v * config_.write_voltage_v /
@@ -231,9 +182,12 @@ absl::StatusOr<ReramReport> ReramLayer::Program(const float* w) {
   report.write_energy_j =
       double(report.cell_writes) * config_.write_pulses_per_cell * pulse_energy;
   report.energy_j = report.write_energy_j;
-  // Row by row within a crossbar (all columns of a row at once), each pulse
-  // followed by a verify read; crossbars of a tile in turn, tiles at once.
-  const int64_t per_tile = std::min(crossbars(), config_.crossbars_per_tile);
+  // Row by row within a subarray (all columns of a row at once), each pulse
+  // followed by a verify read; the subarrays of a tile share its write
+  // drivers and take turns, tiles (and copies) are written at once.
+  const int64_t per_tile =
+      std::min(crossbars(), (plan_.tile_size / config_.crossbar_rows) *
+                                (plan_.tile_size / config_.crossbar_cols));
   report.latency_s = double(per_tile) *
                      double(std::min(k_, config_.crossbar_rows)) *
                      config_.write_pulses_per_cell *
@@ -241,67 +195,20 @@ absl::StatusOr<ReramReport> ReramLayer::Program(const float* w) {
   return report;
 }
 
-void ReramLayer::ReadCosts(int64_t batch, int64_t lines_per_crossbar,
-                           const std::vector<float>& quantized,
-                           int64_t vector_len, ReramReport* r) const {
-  const bool transposed = vector_len == n_;
-  const int planes = config_.input_bits;
-  const uint32_t mask = (uint32_t{1} << planes) - 1;
-  // Energy of the cells on one driven line: all its cells conduct, each at
-  // its conductance.
-  const double g_on = 1.0 / config_.r_on_ohm;
-  const double g_off = g_on / config_.on_off_ratio;
-  const double max_level = (1 << config_.cell_bits) - 1;
-  const double cell_joules = config_.read_voltage_v * config_.read_voltage_v *
-                             config_.read_pulse_s;
-  const std::vector<float>& level_sum = transposed ? col_level_sum_ : row_level_sum_;
-  const double cells_per_line = double(transposed ? k_ : n_) * slices_ * signs();
-  // Energy of one driven line, per position along the input vector.
-  std::vector<float> line_energy(vector_len);
-  for (int64_t i = 0; i < vector_len; ++i) {
-    line_energy[i] = static_cast<float>(g_off * cells_per_line +
-                                        (g_on - g_off) / max_level * level_sum[i]);
-  }
-  double active_line_energy = 0;
-  int64_t active_lines = 0;
-  for (int64_t b = 0; b < batch; ++b) {
-    const float* q = quantized.data() + b * vector_len;
-    float energy = 0;
-    uint32_t lines = 0;
-    for (int64_t i = 0; i < vector_len; ++i) {
-      const uint32_t ones =
-          PopCount(static_cast<uint32_t>(static_cast<int32_t>(q[i])) & mask);
-      lines += ones;
-      energy += static_cast<float>(ones) * line_energy[i];
-    }
-    active_lines += lines;
-    active_line_energy += energy;
-  }
-  r->cell_energy_j = cell_joules * active_line_energy;
-  const int64_t crossbars_along_line =
-      (transposed ? row_blocks() : col_blocks()) * slices_ * signs();
-  r->dac_activations = active_lines * crossbars_along_line;
-  r->dac_energy_j = r->dac_activations * config_.dac_energy_j;
-  r->crossbar_activations = batch * planes * crossbars();
-  // Each crossbar digitises each of its used lines once per bit-plane.
-  const int64_t converted_lines =
-      (transposed ? k_ * col_blocks() : n_ * row_blocks()) * slices_ * signs();
-  r->adc_conversions = batch * planes * converted_lines;
-  r->adc_energy_j = r->adc_conversions * config_.adc_energy_per_step_j *
-                    double(int64_t{1} << config_.adc_bits);
-  r->shift_adds = r->adc_conversions;
-  const double buffer_bytes = double(batch) * vector_len * planes / 8.0 +
-                              double(batch) * (transposed ? k_ : n_) * 4.0;
-  r->digital_energy_j = r->shift_adds * config_.shift_add_energy_j +
-                        buffer_bytes * config_.buffer_energy_per_byte_j;
-  r->energy_j = r->cell_energy_j + r->dac_energy_j + r->adc_energy_j +
-                r->digital_energy_j;
-  // Every crossbar works at once; per input vector and bit-plane: one read
-  // pulse, then the lines sharing an ADC convert one after another.
-  const int64_t lines_per_adc =
-      std::min(lines_per_crossbar, config_.cols_per_adc);
-  r->latency_s = double(batch) * planes *
-                 (config_.read_pulse_s + lines_per_adc * config_.adc_conversion_s);
+void ReramLayer::ReadCosts(int64_t batch, bool transposed, ReramReport* r) const {
+  const ReramReadCost c = transposed
+                              ? ReramLayerReadCost(config_, batch, n_, k_, duplication_)
+                              : ReramLayerReadCost(config_, batch, k_, n_, duplication_);
+  r->latency_s = c.latency_s;
+  r->energy_j = c.energy_j;
+  r->adc_energy_j = c.adc_j;
+  r->accumulation_energy_j = c.accumulation_j;
+  r->buffer_energy_j = c.buffer_j;
+  r->interconnect_energy_j = c.interconnect_j;
+  r->periphery_energy_j = c.periphery_j;
+  r->adc_conversions = c.adc_conversions;
+  r->crossbar_activations = batch * config_.input_bits * crossbars();
+  r->duplication = duplication_;
   r->max_cell_writes = max_writes_;
   r->worst_wear = double(max_writes_) / config_.endurance_writes;
 }
@@ -478,7 +385,7 @@ absl::StatusOr<ReramReport> ReramLayer::Forward(const float* x, int64_t batch,
   const float scale = static_cast<float>(x_scale * w_scale_);
   for (int64_t e = 0; e < batch * n_; ++e) y[e] *= scale;
   ReramReport report;
-  ReadCosts(batch, std::min(n_, config_.crossbar_cols), xq, k_, &report);
+  ReadCosts(batch, /*transposed=*/false, &report);
   return report;
 }
 
@@ -498,7 +405,7 @@ absl::StatusOr<ReramReport> ReramLayer::Transposed(const float* g, int64_t batch
   const float scale = static_cast<float>(g_scale * w_scale_);
   for (int64_t e = 0; e < batch * k_; ++e) g_x[e] *= scale;
   ReramReport report;
-  ReadCosts(batch, std::min(k_, config_.crossbar_rows), gq, n_, &report);
+  ReadCosts(batch, /*transposed=*/true, &report);
   return report;
 }
 

@@ -20,13 +20,19 @@
 // computed as one product plus those errors. Its step is calibrated: the
 // first read, and every 64th after, runs the bit-exact path on a few input
 // vectors and sets the step so the error variance matches; read noise adds
-// the variance the bit-exact path would. With an ADC that resolves every
-// sum both modes are the exact integer product of the quantised operands. With an ADC fine enough to resolve every column sum both are
-// the exact integer product of the quantised operands.
+// the variance the bit-exact path would. With an ADC fine enough to
+// resolve every column sum both modes are the exact integer product of the
+// quantised operands.
 //
-// Writes: programming writes every mapped cell once; each write is counted
-// per cell, costs energy and latency, and wears the cell; programming past
-// the endurance fails with FAILED_PRECONDITION naming the crossbar.
+// Costs: reads are costed by reram_cost.h (DNN+NeuroSim V1.3's structure,
+// calibrated against its runs), a transposed read as the same layer read
+// with K and N exchanged (sensing on the rows, as PipeLayer's backward
+// does: Song et al., HPCA 2017).
+//
+// Writes: programming writes every mapped cell of every copy once; each
+// write is counted per cell, costs energy and latency, and wears the cell;
+// programming past the endurance fails with FAILED_PRECONDITION naming the
+// crossbar.
 //
 //   ReramConfig config;                 // NeuroSim V1.3 defaults
 //   ASSIGN_OR_RETURN(ReramLayer layer, ReramLayer::Create(config, 512, 512));
@@ -43,90 +49,23 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "devices/reram/reram_config.h"
+#include "devices/reram/reram_cost.h"
 
 namespace hpt {
-
-enum class SignMode { kDifferential, kOffset };
-enum class ReramNumerics { kFast, kBitExact };
-// kPerRead: each crossbar read's ADC references span the min..max of that
-// read's line sums, as DNN+NeuroSim V1.3's inference wrapper quantises
-// partial sums with the tensor's own range (utee/wage_quantizer.py,
-// LinearQuantizeOut); we range per crossbar and input vector, and round to
-// nearest where NeuroSim floors. kFullScale: a fixed range of rows x max
-// level (a what-if; coarse for sparse sums).
-enum class AdcRanging { kPerRead, kFullScale };
-
-struct ReramConfig {
-  // DNN+NeuroSim V1.3, Inference_pytorch/NeuroSIM/Param.cpp defaults:
-  int64_t crossbar_rows = 128;  // numRowSubArray
-  int64_t crossbar_cols = 128;  // numColSubArray
-  int cell_bits = 2;            // cellBit
-  int adc_bits = 5;             // levelOutput = 32
-  int64_t cols_per_adc = 8;     // numColMuxed
-  double read_voltage_v = 0.5;  // readVoltage
-  double read_pulse_s = 10e-9;  // readPulseWidth
-  double r_on_ohm = 6e3;        // resistanceOn
-  double on_off_ratio = 150;    // resistanceOff = 6e3 * 150
-  double write_voltage_v = 2.0; // writeVoltage
-  double clock_hz = 1e9;        // clkFreq (digital shift-and-add, buffers)
-  // NeuroSim V1.3 Inference_pytorch/inference.py: --wl_weight 8, --wl_activate 8.
-  int weight_bits = 8;
-  int input_bits = 8;
-  SignMode sign_mode = SignMode::kDifferential;
-  AdcRanging adc_ranging = AdcRanging::kPerRead;
-  // ISAAC (Shafiee et al., ISCA 2016), Table 6: 8 crossbars per in-situ
-  // multiply-accumulate unit; we call that group a tile.
-  int64_t crossbars_per_tile = 8;
-
-  // Component costs not given as constants by NeuroSim V1.3 (it derives
-  // them from circuit models):
-  // ADC: ISAAC's 8-bit ADC, 16 mW at 1.28 GS/s = 12.5 pJ per conversion,
-  // i.e. 48.8 fJ per conversion step (Walden figure of merit), scaled by
-  // 2^adc_bits; one conversion per 1/1.28 GHz.
-  double adc_energy_per_step_j = 48.8e-15;
-  double adc_conversion_s = 1.0 / 1.28e9;
-  // 1-bit DAC (wordline driver): ISAAC, 4 mW for 8 x 128 DACs per 100 ns
-  // cycle = 0.39 pJ per activation.
-  double dac_energy_j = 0.39e-12;
-  // Shift-and-add: ISAAC, 0.05 mW per unit at 1.28 GHz = 0.039 pJ per op.
-  double shift_add_energy_j = 0.039e-12;
-  // Input/output buffers: Horowitz, ISSCC 2014, 8 KB SRAM 64-bit read
-  // 10 pJ = 1.25 pJ per byte (45 nm, conservative at 22 nm).
-  double buffer_energy_per_byte_j = 1.25e-12;
-  // Writes (NeuroSim models inference only): writeVoltage above across a
-  // cell at Ron for a pulse as long as the read pulse, with iterative
-  // write-verify of write_pulses_per_cell pulses for a multi-level cell
-  // (Alibart et al., Nanotechnology 23 (2012) 075201: high-precision
-  // tuning by repeated pulses with verify reads).
-  double write_pulse_s = 10e-9;
-  int write_pulses_per_cell = 4;
-  // Endurance: HfOx RRAM typically 1e6 and more (Wong et al., "Metal-Oxide
-  // RRAM", Proc. IEEE 100(6), 2012); the conservative end.
-  double endurance_writes = 1e6;
-
-  // Noise (0 = off), in units of one conductance level: programming noise
-  // is drawn once per written cell; read noise per column sum, scaled by
-  // the square root of the rows summed.
-  double program_noise_sigma = 0;
-  double read_noise_sigma = 0;
-  uint64_t seed = 1;
-  ReramNumerics numerics = ReramNumerics::kFast;
-};
-
-absl::Status ValidateReramConfig(const ReramConfig& config);
 
 struct ReramReport {
   double latency_s = 0;
   double energy_j = 0;
-  int64_t crossbar_activations = 0;  // crossbar reads (per input bit-plane)
+  int64_t crossbar_activations = 0;  // subarray reads (per input bit-plane)
   int64_t adc_conversions = 0;
-  int64_t dac_activations = 0;
-  int64_t shift_adds = 0;
   int64_t cell_writes = 0;
   int64_t max_cell_writes = 0;  // worst cell, after this operation
   double worst_wear = 0;        // max_cell_writes / endurance
-  double cell_energy_j = 0, adc_energy_j = 0, dac_energy_j = 0,
-         digital_energy_j = 0, write_energy_j = 0;
+  int64_t duplication = 1;      // copies of the weights on the chip
+  // Reads: the cost model's components (reram_cost.h); writes: write_energy_j.
+  double adc_energy_j = 0, accumulation_energy_j = 0, buffer_energy_j = 0,
+         interconnect_energy_j = 0, periphery_energy_j = 0, write_energy_j = 0;
 };
 
 class ReramLayer {
@@ -134,6 +73,12 @@ class ReramLayer {
   static absl::StatusOr<ReramLayer> Create(const ReramConfig& config,
                                            int64_t in_features,
                                            int64_t out_features);
+
+  // Copies of the weights on the chip (reram_chip.h); takes effect at the
+  // next Program, which writes every copy's cells. Reads divide their
+  // vectors among the copies.
+  absl::Status SetDuplication(int64_t copies);
+  int64_t duplication() const { return duplication_; }
 
   // Programs W (row-major K x N). Fails before writing anything if any
   // cell would pass its endurance.
@@ -146,10 +91,11 @@ class ReramLayer {
 
   int64_t in_features() const { return k_; }
   int64_t out_features() const { return n_; }
-  int64_t crossbars() const;
-  int64_t tiles() const;
+  int64_t crossbars() const;  // crossbars holding one copy's cells
   int64_t slices() const { return slices_; }
-  int64_t cells() const;  // mapped cells
+  int64_t cells() const;  // mapped cells of one copy
+  // NeuroSim's floorplan of the layer (one copy) and its footprint.
+  const ReramFloorplan& floorplan() const { return plan_; }
   int64_t max_cell_writes() const { return max_writes_; }
   const ReramConfig& config() const { return config_; }
   bool programmed() const { return programmed_; }
@@ -176,9 +122,7 @@ class ReramLayer {
   void Adc(float* sums, int64_t count, int64_t lines) const;
   // Quantises `n` values to input_bits; returns the scale.
   double QuantizeInputs(const float* in, int64_t n, std::vector<float>* q) const;
-  void ReadCosts(int64_t batch, int64_t lines_per_crossbar,
-                 const std::vector<float>& quantized, int64_t vector_len,
-                 ReramReport* report) const;
+  void ReadCosts(int64_t batch, bool transposed, ReramReport* report) const;
   void FastRead(const std::vector<float>& xq, int64_t batch, bool transposed,
                 float* out);
   // Variance (integer-product units) of the bit-exact path's ADC error per
@@ -194,13 +138,14 @@ class ReramLayer {
   int magnitude_bits_;
   std::vector<float> levels_;     // signs x slices x K x N, level units
   std::vector<float> effective_;  // K x N integer-valued weights (with noise)
-  std::vector<float> row_level_sum_, col_level_sum_;  // for cell energy
   std::vector<uint32_t> writes_;  // per crossbar (all its cells alike)
   int64_t max_writes_ = 0;
   double adc_error_var_[2] = {-1, -1};  // forward, transposed; <0: unknown
   int64_t reads_since_calibration_[2] = {0, 0};
   double w_scale_ = 1;
   bool programmed_ = false;
+  int64_t duplication_ = 1;
+  ReramFloorplan plan_;
   std::mt19937_64 rng_;
 };
 

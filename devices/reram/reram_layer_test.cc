@@ -175,28 +175,31 @@ TEST(ReramLayerTest, FullScaleRangingIsCoarserThanPerRead) {
   EXPECT_GT(Rms(full_scale, lossless), 3 * Rms(per_read, lossless));
 }
 
-TEST(ReramLayerTest, Programming512x512CountsEveryCellOnce) {
+TEST(ReramLayerTest, Programming512x512CountsEveryCellOfEveryCopyOnce) {
   ReramConfig c;
   auto layer = ReramLayer::Create(c, 512, 512);
   ASSERT_TRUE(layer.ok());
-  // 8-bit signed weights, differential: 7 magnitude bits in 4 two-bit
-  // cells on each of two arrays.
+  // 8-bit weights with an offset (NeuroSim's mapping): 4 two-bit cells.
   EXPECT_EQ(layer->slices(), 4);
-  EXPECT_EQ(layer->crossbars(), 4 * 4 * 4 * 2);
+  EXPECT_EQ(layer->crossbars(), 4 * 4 * 4);
   std::vector<float> w(512 * 512, 0.25f);
   auto first = layer->Program(w.data());
   ASSERT_TRUE(first.ok());
-  EXPECT_EQ(first->cell_writes, 512LL * 512 * 4 * 2);
+  EXPECT_EQ(first->cell_writes, 512LL * 512 * 4);
   EXPECT_EQ(first->max_cell_writes, 1);
   // 4 pulses of 2 V across 6 kOhm for 10 ns per cell.
-  EXPECT_NEAR(first->write_energy_j, 2097152.0 * 4 * (4.0 / 6e3) * 10e-9, 1e-12);
+  EXPECT_NEAR(first->write_energy_j, 1048576.0 * 4 * (4.0 / 6e3) * 10e-9, 1e-12);
+  // Three copies: every copy's cells are written, each once.
+  ASSERT_TRUE(layer->SetDuplication(3).ok());
   auto second = layer->Program(w.data());
-  EXPECT_EQ(second->cell_writes, 2097152);
+  EXPECT_EQ(second->cell_writes, 3 * 1048576);
+  EXPECT_EQ(second->duplication, 3);
   EXPECT_EQ(layer->max_cell_writes(), 2);
+  EXPECT_EQ(layer->SetDuplication(0).code(), absl::StatusCode::kInvalidArgument);
 
-  c.sign_mode = SignMode::kOffset;
-  auto offset = ReramLayer::Create(c, 512, 512);
-  EXPECT_EQ(offset->Program(w.data())->cell_writes, 512LL * 512 * 4);
+  c.sign_mode = SignMode::kDifferential;
+  auto differential = ReramLayer::Create(c, 512, 512);
+  EXPECT_EQ(differential->Program(w.data())->cell_writes, 512LL * 512 * 4 * 2);
 }
 
 TEST(ReramLayerTest, ReprogrammingPastEnduranceFailsNamingTheCrossbar) {
@@ -213,23 +216,35 @@ TEST(ReramLayerTest, ReprogrammingPastEnduranceFailsNamingTheCrossbar) {
   EXPECT_EQ(layer->max_cell_writes(), 3);  // nothing was written
 }
 
-TEST(ReramLayerTest, ReadCostsCountConversionsAndTime) {
+TEST(ReramLayerTest, ReadsAreCostedByTheNeuroSimModel) {
   const Data d = MakeData(4, 256, 64, 4);
   ReramConfig c;
   auto layer = ReramLayer::Create(c, d.k, d.n);
   ASSERT_TRUE(layer->Program(d.w.data()).ok());
-  std::vector<float> y(d.batch * d.n);
+  std::vector<float> y(d.batch * d.n), gx(d.batch * d.k);
   auto r = layer->Forward(d.x.data(), d.batch, y.data());
   ASSERT_TRUE(r.ok());
-  // 2 row blocks x 1 col block x 4 slices x 2 signs = 16 crossbars.
-  EXPECT_EQ(layer->crossbars(), 16);
-  EXPECT_EQ(r->crossbar_activations, 4 * 8 * 16);
-  // Each crossbar converts its 64 columns per bit-plane per input.
-  EXPECT_EQ(r->adc_conversions, 4 * 8 * 64 * 16);
-  EXPECT_NEAR(r->latency_s, 4 * 8 * (10e-9 + 8 / 1.28e9), 1e-15);
-  EXPECT_NEAR(r->adc_energy_j, r->adc_conversions * 48.8e-15 * 32, 1e-15);
-  EXPECT_GT(r->cell_energy_j, 0);
+  // 2 row blocks x 1 col block x 4 slices = 8 crossbars.
+  EXPECT_EQ(layer->crossbars(), 8);
+  EXPECT_EQ(r->crossbar_activations, 4 * 8 * 8);
+  // Every column of every subarray per bit-plane per input vector.
+  EXPECT_EQ(r->adc_conversions, 4 * 8 * 64 * 4 * 2);
+  const ReramReadCost forward = ReramLayerReadCost(c, d.batch, d.k, d.n);
+  EXPECT_DOUBLE_EQ(r->latency_s, forward.latency_s);
+  EXPECT_DOUBLE_EQ(r->energy_j, forward.energy_j);
+  EXPECT_DOUBLE_EQ(r->adc_energy_j, forward.adc_j);
   EXPECT_EQ(r->cell_writes, 0);
+  // The transposed read is the layer read the other way round.
+  std::vector<float> g(d.batch * d.n, 0.5f);
+  auto t = layer->Transposed(g.data(), d.batch, gx.data());
+  ASSERT_TRUE(t.ok());
+  EXPECT_DOUBLE_EQ(t->latency_s, ReramLayerReadCost(c, d.batch, d.n, d.k).latency_s);
+  // Copies split the vectors: faster, same energy.
+  ASSERT_TRUE(layer->SetDuplication(2).ok());
+  ASSERT_TRUE(layer->Program(d.w.data()).ok());
+  auto twice = layer->Forward(d.x.data(), d.batch, y.data());
+  EXPECT_LT(twice->latency_s, r->latency_s);
+  EXPECT_DOUBLE_EQ(twice->energy_j, r->energy_j);
 }
 
 TEST(ReramLayerTest, ProgrammingNoiseIsSeededAndAddsError) {
