@@ -16,6 +16,8 @@
 #include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
 #include "common/tensor_codec.h"
+#include "devices/gpu/kernel_cost.h"
+#include "workers/kernel_recorder.h"
 #include "devices/gpu/roofline.h"
 #include "models/model_config.h"
 #include "models/model_flops.h"
@@ -108,17 +110,21 @@ struct GpuExecutor::Impl {
   GpuSpec reference;
   torch::Device device{torch::kCPU};
 
-  // Measured time plus the reference GPU's roofline cost of `work`.
-  void Cost(double flops, double bytes, Clock::time_point start,
+  // Measured time, and the cost of the kernels the task ran on the
+  // reference GPU (devices/gpu/kernel_cost.h).
+  void Cost(const std::vector<GpuKernel>& kernels, Clock::time_point start,
             CostReport* cost) {
     cost->set_device_kind("gpu");
     cost->set_measured_s(std::chrono::duration<double>(Clock::now() - start).count());
-    const GpuCost simulated =
-        RooflineCost(reference, GpuPrecision::kFp32, flops, bytes);
+    const GpuStepCost simulated = CostKernels(reference, GpuPrecision::kFp32, kernels);
     cost->set_simulated_s(simulated.time_s);
     cost->set_energy_j(simulated.energy_j);
-    (*cost->mutable_counters())["flops"] = flops;
-    (*cost->mutable_counters())["dram_bytes"] = bytes;
+    auto& c = *cost->mutable_counters();
+    c["flops"] = simulated.flops;
+    c["dram_bytes"] = simulated.bytes;
+    c["kernels"] = double(simulated.kernels);
+    c["launch_bound_kernels"] = double(simulated.launch_bound_kernels);
+    c["launch_bound_s"] = simulated.launch_bound_s;
   }
   mutable absl::Mutex mu;
   std::map<std::string, std::unique_ptr<JobSession>> jobs ABSL_GUARDED_BY(mu);
@@ -326,6 +332,7 @@ absl::StatusOr<ForwardResponse> GpuExecutor::Forward(
   JobSession& session = **found;
   return Guarded("Forward", [&]() -> absl::StatusOr<ForwardResponse> {
     const auto start = Clock::now();
+    KernelRecorder recorder;
     absl::StatusOr<torch::Tensor> inputs =
         DecodeBatch(request.inputs(), "ForwardRequest.inputs",
                     session.config.input_features(), impl_->device);
@@ -385,13 +392,11 @@ absl::StatusOr<ForwardResponse> GpuExecutor::Forward(
                     "outputs", response.mutable_outputs());
     }
     impl_->Sync();
-    const ModelWork work = ForwardWork(session.config, batch, inputs->size(1),
-                                       session.encoder_only);
     if (request.train()) {
       session.last_batch = batch;
       session.last_tokens = inputs->size(1);
     }
-    impl_->Cost(work.flops, work.bytes, start, response.mutable_cost());
+    impl_->Cost(recorder.Finish(), start, response.mutable_cost());
     return response;
   });
 }
@@ -423,6 +428,7 @@ absl::StatusOr<BackwardResponse> GpuExecutor::Backward(
   }
   return Guarded("Backward", [&]() -> absl::StatusOr<BackwardResponse> {
     const auto start = Clock::now();
+    KernelRecorder recorder;
     if (it->second.output.defined()) {
       absl::StatusOr<HostTensor> grad =
           FromProto(request.grad_output(), "BackwardRequest.grad_output");
@@ -468,10 +474,7 @@ absl::StatusOr<BackwardResponse> GpuExecutor::Backward(
     impl_->Sync();
     BackwardResponse response;
     response.set_grad_norm(std::sqrt(sum_sq));
-    // Backward: twice the forward's FLOPs, the traffic again twice over.
-    const ModelWork work = ForwardWork(session.config, session.last_batch,
-                                       session.last_tokens, session.encoder_only);
-    impl_->Cost(2 * work.flops, 2 * work.bytes, start, response.mutable_cost());
+    impl_->Cost(recorder.Finish(), start, response.mutable_cost());
     session.backward_done[key] = response;
     return response;
   });
@@ -496,6 +499,7 @@ absl::StatusOr<ApplyUpdateResponse> GpuExecutor::ApplyUpdate(
   }
   return Guarded("ApplyUpdate", [&]() -> absl::StatusOr<ApplyUpdateResponse> {
     const auto start = Clock::now();
+    KernelRecorder recorder;
     for (auto& group : session.optimizer->param_groups()) {
       if (session.optimizer_type == ADAMW) {
         static_cast<torch::optim::AdamWOptions&>(group.options())
@@ -516,9 +520,7 @@ absl::StatusOr<ApplyUpdateResponse> GpuExecutor::ApplyUpdate(
     }
     impl_->Sync();
     response.set_applied(true);
-    const double params =
-        double(ParameterCount(session.config, session.encoder_only));
-    impl_->Cost(10 * params, 16 * params, start, response.mutable_cost());
+    impl_->Cost(recorder.Finish(), start, response.mutable_cost());
     return response;
   });
 }

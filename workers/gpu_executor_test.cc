@@ -167,23 +167,36 @@ TEST_F(GpuExecutorTest, RetriedBackwardDoesNotDoubleTheGradient) {
   EXPECT_EQ(first->grad_norm(), second->grad_norm());
 }
 
-TEST_F(GpuExecutorTest, TasksReportRooflineCostOfTheReferenceGpu) {
+TEST_F(GpuExecutorTest, TasksReportTheKernelsTheyRanOnTheReferenceGpu) {
   HostTensor x, y;
   Batch(0, 4, &x, &y);
   auto f = executor_->Forward(TrainForward("j", 0, x, y));
   ASSERT_TRUE(f.ok());
+  const auto& fc = f->cost().counters();
+  // The forward's products are the model's multiply-adds (checked exactly
+  // in kernel_recorder_test); element-wise kernels add their own FLOPs.
   const ModelWork work = ForwardWork(Header("j", 0.1).model(), 4, kTokens, false);
-  EXPECT_DOUBLE_EQ(f->cost().counters().at("flops"), work.flops);
-  const GpuCost v100 =
-      RooflineCost(*GpuPreset("v100"), GpuPrecision::kFp32, work.flops, work.bytes);
-  EXPECT_DOUBLE_EQ(f->cost().simulated_s(), v100.time_s);
-  EXPECT_DOUBLE_EQ(f->cost().energy_j(), v100.energy_j);
+  EXPECT_GE(fc.at("flops"), work.flops);
+  EXPECT_GT(fc.at("kernels"), 20);
+  // Every kernel pays at least its launch on the V100.
+  EXPECT_GE(f->cost().simulated_s(), fc.at("kernels") * 5e-6 - 1e-12);
+  EXPECT_LE(fc.at("launch_bound_kernels"), fc.at("kernels"));
+  EXPECT_GT(f->cost().energy_j(), 0);
   EXPECT_GT(f->cost().measured_s(), 0);
   BackwardRequest b;
   *b.mutable_key() = TrainForward("j", 0, x, y).key();
   auto back = executor_->Backward(b);
   ASSERT_TRUE(back.ok());
-  EXPECT_DOUBLE_EQ(back->cost().counters().at("flops"), 2 * work.flops);
+  EXPECT_GT(back->cost().counters().at("kernels"), fc.at("kernels"));
+  EXPECT_GT(back->cost().counters().at("flops"), 1.5 * work.flops);
+  ApplyUpdateRequest u;
+  u.set_job_id("j");
+  u.set_step(0);
+  u.set_learning_rate(0.01);
+  auto update = executor_->ApplyUpdate(u);
+  ASSERT_TRUE(update.ok());
+  // LibTorch's Adam runs several kernels per parameter tensor.
+  EXPECT_GT(update->cost().counters().at("kernels"), 2.0 * double(Params(*executor_, "j").size()));
 }
 
 TEST_F(GpuExecutorTest, LoraLoadTrainsOnlyAdaptersAndModulesToSave) {

@@ -1,0 +1,158 @@
+#include "workers/kernel_recorder.h"
+
+#include <ATen/record_function.h>
+#include <ATen/core/ivalue.h>
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace hpt {
+namespace {
+
+struct Frame {
+  std::string op;
+  double flops = 0;
+  double in_bytes = 0;
+  bool product = false;
+  bool inside_product = false;  // called by a product: part of its GEMM
+  int kernels_below = 0;        // kernels launched by ops it called
+};
+
+// The finished kernels of the active recording. The callback is registered
+// thread-locally, and autograd's threads inherit it (CUDA backward runs
+// there), so kernels may arrive from several threads; each keeps its own
+// stack of open ops.
+struct Recording {
+  std::mutex mu;
+  std::vector<GpuKernel> kernels;
+};
+std::atomic<Recording*> current{nullptr};
+thread_local std::vector<Frame> open_ops;
+
+double Bytes(const at::Tensor& t) {
+  return t.defined() ? double(t.numel()) * double(t.element_size()) : 0.0;
+}
+double Numel(const at::Tensor& t) { return t.defined() ? double(t.numel()) : 0.0; }
+
+// Sums over the tensors of an argument list (lists of tensors included).
+template <typename F>
+double SumTensors(c10::ArrayRef<const c10::IValue> values, F f) {
+  double total = 0;
+  for (const c10::IValue& v : values) {
+    if (v.isTensor()) {
+      total += f(v.toTensor());
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorVector()) total += f(t);
+    }
+  }
+  return total;
+}
+
+const at::Tensor* TensorAt(c10::ArrayRef<const c10::IValue> in, size_t i) {
+  return i < in.size() && in[i].isTensor() ? &in[i].toTensor() : nullptr;
+}
+
+// FLOPs of the matrix products; element-wise work elsewhere (one op per
+// element of the larger of inputs and outputs, counted at the end).
+double ProductFlops(const std::string& op, c10::ArrayRef<const c10::IValue> in) {
+  auto dims = [](const at::Tensor* t) { return t ? t->sizes().vec() : std::vector<int64_t>{}; };
+  if (op == "aten::mm" || op == "aten::addmm") {
+    const size_t a = op == "aten::mm" ? 0 : 1;
+    const auto x = dims(TensorAt(in, a)), y = dims(TensorAt(in, a + 1));
+    if (x.size() != 2 || y.size() != 2) return 0;
+    return 2.0 * double(x[0]) * double(x[1]) * double(y[1]) +
+           (op == "aten::addmm" ? double(x[0]) * double(y[1]) : 0.0);
+  }
+  if (op == "aten::bmm" || op == "aten::baddbmm") {
+    const size_t a = op == "aten::bmm" ? 0 : 1;
+    const auto x = dims(TensorAt(in, a)), y = dims(TensorAt(in, a + 1));
+    if (x.size() != 3 || y.size() != 3) return 0;
+    return 2.0 * double(x[0]) * double(x[1]) * double(x[2]) * double(y[2]) +
+           (op == "aten::baddbmm" ? double(x[0]) * double(x[1]) * double(y[2]) : 0.0);
+  }
+  if (op == "aten::mv" || op == "aten::addmv") {
+    const auto x = dims(TensorAt(in, op == "aten::mv" ? 0 : 1));
+    return x.size() == 2 ? 2.0 * double(x[0]) * double(x[1]) : 0.0;
+  }
+  return -1;  // not a product
+}
+
+bool IsCollective(const std::string& op) {
+  return op.rfind("gloo:", 0) == 0 || op.rfind("nccl:", 0) == 0 ||
+         op.rfind("c10d", 0) == 0;
+}
+
+std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
+  if (current.load() == nullptr) return nullptr;
+  Frame f;
+  f.op = fn.name();
+  const c10::ArrayRef<const c10::IValue> in = fn.inputs();
+  f.flops = ProductFlops(f.op, in);
+  f.product = f.flops >= 0;
+  // CPU LibTorch may run a product as several calls (a bmm as a loop of
+  // small products); on a GPU it is one cuBLAS call.
+  f.inside_product =
+      !open_ops.empty() && (open_ops.back().product || open_ops.back().inside_product);
+  if (f.flops < 0) f.flops = -SumTensors(in, Numel);  // element-wise: finished at the end
+  f.in_bytes = SumTensors(in, Bytes);
+  open_ops.push_back(std::move(f));
+  return nullptr;
+}
+
+void OnEnd(const at::RecordFunction& fn, at::ObserverContext*) {
+  Recording* r = current.load();
+  if (r == nullptr || open_ops.empty()) return;
+  Frame f = std::move(open_ops.back());
+  open_ops.pop_back();
+  // A product launches its GEMM whatever it calls (a bias copy, a resize);
+  // any other op launches a kernel only if nothing it called did.
+  const bool launches =
+      !f.inside_product && !IsCollective(f.op) &&
+      (f.product || (f.kernels_below == 0 && !LaunchesNoKernel(f.op)));
+  if (!open_ops.empty() && (launches || f.kernels_below > 0)) {
+    ++open_ops.back().kernels_below;
+  }
+  if (!launches) return;
+  const std::vector<c10::IValue>& outputs = fn.outputs();
+  const c10::ArrayRef<const c10::IValue> out(outputs.data(), outputs.size());
+  GpuKernel k;
+  k.op = std::move(f.op);
+  k.bytes = f.in_bytes + SumTensors(out, Bytes);
+  k.flops = f.flops >= 0 ? f.flops : std::max(-f.flops, SumTensors(out, Numel));
+  std::lock_guard<std::mutex> lock(r->mu);
+  r->kernels.push_back(std::move(k));
+}
+
+}  // namespace
+
+KernelRecorder::KernelRecorder() {
+  if (current.load() != nullptr) return;  // an outer recorder records
+  open_ops.clear();
+  current.store(new Recording());
+  at::RecordFunctionCallback callback(&OnStart, &OnEnd);
+  callback.needsInputs(true).needsOutputs(true);
+  callback.scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION});
+  handle_ = at::addThreadLocalCallback(callback);
+  active_ = true;
+}
+
+KernelRecorder::~KernelRecorder() { Finish(); }
+
+std::vector<GpuKernel> KernelRecorder::Finish() {
+  if (!active_) return {};
+  active_ = false;
+  at::removeCallback(handle_);
+  Recording* r = current.exchange(nullptr);
+  std::vector<GpuKernel> kernels;
+  {
+    std::lock_guard<std::mutex> lock(r->mu);
+    kernels = std::move(r->kernels);
+  }
+  delete r;
+  return kernels;
+}
+
+}  // namespace hpt

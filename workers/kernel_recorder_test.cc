@@ -1,0 +1,112 @@
+#include "workers/kernel_recorder.h"
+
+#include <torch/torch.h>
+
+#include <string>
+
+#include "devices/gpu/kernel_cost.h"
+#include "gtest/gtest.h"
+#include "models/model_config.h"
+#include "models/model_flops.h"
+#include "models/st_transformer.h"
+
+namespace hpt {
+namespace {
+
+bool IsProduct(const GpuKernel& k) {
+  return k.op == "aten::mm" || k.op == "aten::addmm" || k.op == "aten::bmm" ||
+         k.op == "aten::baddbmm";
+}
+
+struct Counted {
+  int64_t kernels = 0, products = 0;
+  double product_flops = 0;
+};
+Counted Count(const std::vector<GpuKernel>& kernels) {
+  Counted c;
+  for (const GpuKernel& k : kernels) {
+    if (LaunchesNoKernel(k.op)) continue;
+    ++c.kernels;
+    if (IsProduct(k)) {
+      ++c.products;
+      c.product_flops += k.flops;
+    }
+  }
+  return c;
+}
+
+class KernelRecorderTest : public ::testing::Test {
+ protected:
+  KernelRecorderTest() {
+    config_ = *PresetModelConfig("tiny");
+    config_.set_input_features(6);
+    config_.set_output_features(2);
+    torch::manual_seed(1);
+    model_ = SpatioTemporalTransformer(config_);
+  }
+  ModelConfig config_;
+  SpatioTemporalTransformer model_{nullptr};
+};
+
+TEST_F(KernelRecorderTest, ForwardProductsMatchTheAnalyticCount) {
+  const int64_t batch = 4, tokens = 5;
+  torch::Tensor x = torch::randn({batch, tokens, 6});
+  KernelRecorder recorder;
+  torch::Tensor y = model_->forward(x);
+  const Counted c = Count(recorder.Finish());
+  // Independent count (models/model_flops): 2 FLOPs per multiply-add in
+  // the linear layers and the attention's score and context products ...
+  const ModelWork work = ForwardWork(config_, batch, tokens, /*encoder_only=*/false);
+  // (LibTorch 1.13 applies a linear layer to a 3-D input as a matmul and a
+  // separate bias add, so the products hold exactly the multiply-adds.)
+  EXPECT_NEAR(c.product_flops, work.flops, 1e-9 * work.flops);
+  // Products: embedding 2, per layer q, k, v, o, scores, context, ff1, ff2,
+  // then reduction and head.
+  EXPECT_EQ(c.products, 2 + 8 * config_.num_layers() + 2);
+  // Softmax, LayerNorm, ReLU, residual adds and the token encoding launch
+  // kernels too.
+  EXPECT_GT(c.kernels, c.products + 5 * config_.num_layers());
+}
+
+TEST_F(KernelRecorderTest, BackwardRunsTwoProductsPerForwardProduct) {
+  torch::Tensor x = torch::randn({4, 5, 6});
+  torch::Tensor loss = model_->forward(x).pow(2).mean();
+  KernelRecorder recorder;
+  loss.backward();
+  const Counted c = Count(recorder.Finish());
+  // Each product's gradient needs one product per operand, except the
+  // input of the first layer, which needs no gradient.
+  EXPECT_EQ(c.products, 2 * (4 + 8 * config_.num_layers()) - 1);
+  const ModelWork work = ForwardWork(config_, 4, 5, false);
+  const double first_input_grad = 2.0 * 4 * 5 * 6 * config_.d_model();
+  EXPECT_NEAR(c.product_flops, 2 * work.flops - first_input_grad, 1e-9 * work.flops);
+}
+
+TEST_F(KernelRecorderTest, TinyStepIsLaunchBoundOnAV100) {
+  torch::Tensor x = torch::randn({4, 5, 6});
+  KernelRecorder recorder;
+  torch::Tensor loss = model_->forward(x).pow(2).mean();
+  loss.backward();
+  const GpuStepCost c =
+      CostKernels(*GpuPreset("v100"), GpuPrecision::kFp32, recorder.Finish());
+  EXPECT_GT(c.kernels, 100);
+  // A model this small does almost no work per kernel.
+  EXPECT_EQ(c.launch_bound_kernels, c.kernels);
+  EXPECT_NEAR(c.time_s, double(c.kernels) * 5e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(c.launch_bound_share(), 1.0);
+}
+
+TEST_F(KernelRecorderTest, NestedRecordersRecordOnce) {
+  KernelRecorder outer;
+  {
+    KernelRecorder inner;
+    model_->forward(torch::randn({2, 3, 6}));
+    EXPECT_TRUE(inner.Finish().empty());  // the outer one has them
+  }
+  EXPECT_FALSE(outer.Finish().empty());
+  KernelRecorder after;
+  EXPECT_TRUE(after.Finish().empty());  // nothing ran
+}
+
+}  // namespace
+}  // namespace hpt
