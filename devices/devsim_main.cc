@@ -33,6 +33,8 @@ ABSL_FLAG(int64_t, ifmap_sram_kb, 1024, "systolic: input SRAM size.");
 ABSL_FLAG(int64_t, filter_sram_kb, 1024, "systolic: weight SRAM size.");
 ABSL_FLAG(int64_t, ofmap_sram_kb, 1024, "systolic: output SRAM size.");
 ABSL_FLAG(bool, bf16, false, "systolic: bf16 operands.");
+ABSL_FLAG(int64_t, word_bytes, 1,
+          "systolic: bytes per SRAM word for the SRAM sizes (SCALE-Sim: 1).");
 // reram
 ABSL_FLAG(int64_t, crossbar_rows, 128, "reram: crossbar rows.");
 ABSL_FLAG(int64_t, crossbar_cols, 128, "reram: crossbar columns.");
@@ -102,6 +104,7 @@ int main(int argc, char** argv) {
     c.filter_sram_kb = absl::GetFlag(FLAGS_filter_sram_kb);
     c.ofmap_sram_kb = absl::GetFlag(FLAGS_ofmap_sram_kb);
     if (absl::GetFlag(FLAGS_bf16)) c.precision = hpt::SystolicPrecision::kBf16;
+    c.sram_word_bytes = absl::GetFlag(FLAGS_word_bytes);
     if (absl::Status s = hpt::ValidateSystolicConfig(c); !s.ok()) {
       return Fail(std::string(s.message()));
     }

@@ -9,6 +9,12 @@ for field in '"total_cycles": 112283' '"stall_cycles": 0' '"mapping_eff_pct": 94
              '"sram_ofmap_writes": 3484800' '"overall_util_pct": 91.6831' '"latency_s":' '"energy_j":'; do
   grep -qF "$field" <<<"$out" || { echo "systolic JSON lacks $field: $out"; exit 1; }
 done
+# Finite DRAM bandwidth: SCALE-Sim v2's USER mode (devices/systolic/systolic_array_test.cc).
+out=$("$bin" --device=systolic --rows=32 --cols=32 --dataflow=os --m=256 --n=128 --k=256 \
+      --dram_bw_words_per_cycle=2 --ifmap_sram_kb=4 --filter_sram_kb=4 --ofmap_sram_kb=4 --format=json)
+for field in '"total_cycles": 523882' '"stall_cycles": 513707'; do
+  grep -qF "$field" <<<"$out" || { echo "systolic USER JSON lacks $field: $out"; exit 1; }
+done
 out=$("$bin" --device=reram --m=16 --n=512 --k=512 --format=json)
 # NeuroSim's floorplan of 512 x 512 (four 512-cell tiles, 64 subarrays),
 # 4 cells per weight, one copy.

@@ -149,8 +149,10 @@ void CostBuilder::Reram(const ReramReport& r) {
 
 void CostBuilder::Elementwise(const DeviceNode& node, double ops) {
   CostReport part;
-  part.set_simulated_s(std::ceil(ops / node.lanes()) / node.clock_hz());
-  part.set_energy_j(ops * node.elementwise_energy_j);
+  const VectorUnitCost c =
+      ElementwiseCost(node.lanes(), node.clock_hz(), ops, node.elementwise_energy_j);
+  part.set_simulated_s(c.latency_s);
+  part.set_energy_j(c.energy_j);
   (*part.mutable_counters())["elementwise_ops"] = ops;
   AddCost(part, &report_);
 }

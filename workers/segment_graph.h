@@ -35,6 +35,7 @@
 #include "common/host_tensor.h"
 #include "devices/reram/reram_layer.h"
 #include "devices/systolic/systolic_array.h"
+#include "devices/vector_unit.h"
 #include "proto/worker_service.pb.h"
 
 namespace hpt {
@@ -44,9 +45,7 @@ struct DeviceNode {
   std::string kind = "systolic";  // "systolic" or "reram"
   SystolicConfig systolic;
   ReramConfig reram;
-  // Energy of one element-wise operation: 0.9 pJ, a 32-bit float add
-  // (Horowitz, ISSCC 2014, 45 nm).
-  double elementwise_energy_j = 0.9e-12;
+  double elementwise_energy_j = kElementwiseOpEnergyJ;  // devices/vector_unit.h
 
   bool is_reram() const { return kind == "reram"; }
   double lanes() const {

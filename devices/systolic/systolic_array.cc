@@ -1,5 +1,7 @@
 #include "devices/systolic/systolic_array.h"
 
+#include "devices/systolic/scalesim_memory.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -69,6 +71,16 @@ absl::Status ValidateSystolicConfig(const SystolicConfig& c) {
   }
   if (c.ifmap_sram_kb < 1 || c.filter_sram_kb < 1 || c.ofmap_sram_kb < 1) {
     return absl::InvalidArgumentError("systolic SRAM sizes must be at least 1 KB");
+  }
+  if (c.dram_bw_words_per_cycle > 0 &&
+      c.dram_bw_words_per_cycle != std::floor(c.dram_bw_words_per_cycle)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dram_bw_words_per_cycle must be a whole number of words (or 0), got ",
+        c.dram_bw_words_per_cycle));
+  }
+  if (c.sram_word_bytes < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sram_word_bytes must not be negative, got ", c.sram_word_bytes));
   }
   if (c.dram_bw_words_per_cycle < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -155,14 +167,26 @@ SystolicReport SimulateGemm(const SystolicConfig& config, const GemmShape& g) {
       break;
     }
   }
+  r.total_cycles = r.compute_cycles;
+  if (config.dram_bw_words_per_cycle > 0) {
+    const int64_t sram_word = config.sram_word_bytes > 0 ? config.sram_word_bytes : word;
+    ScaleSimMemoryConfig memory;
+    memory.rows = R;
+    memory.cols = C;
+    memory.dataflow = config.dataflow;
+    memory.ifmap_sram_words = config.ifmap_sram_kb * 1024 / sram_word;
+    memory.filter_sram_words = config.filter_sram_kb * 1024 / sram_word;
+    memory.ofmap_sram_words = config.ofmap_sram_kb * 1024 / sram_word;
+    memory.dram_bw_words_per_cycle = static_cast<int64_t>(config.dram_bw_words_per_cycle);
+    const ScaleSimMemoryResult m = SimulateScaleSimMemory(memory, g.m, g.n, g.k);
+    r.total_cycles = m.total_cycles;
+    r.stall_cycles = m.stall_cycles;
+    r.dram_ifmap_reads = m.dram_ifmap_reads;
+    r.dram_filter_reads = m.dram_filter_reads;
+    r.dram_ofmap_writes = m.dram_ofmap_writes;
+  }
   const int64_t dram_words =
       r.dram_ifmap_reads + r.dram_filter_reads + r.dram_ofmap_writes;
-  if (config.dram_bw_words_per_cycle > 0) {
-    const int64_t transfer_cycles = static_cast<int64_t>(
-        std::ceil(double(dram_words) / config.dram_bw_words_per_cycle));
-    r.stall_cycles = std::max<int64_t>(0, transfer_cycles - r.compute_cycles);
-  }
-  r.total_cycles = r.compute_cycles + r.stall_cycles;
   r.macs = g.m * g.n * g.k;
   r.overall_util_pct =
       100.0 * double(r.macs) / (double(r.total_cycles) * double(R * C));

@@ -26,12 +26,14 @@
 // 94.53125 % mapping, 90.78001 % compute util, 3294225 / 34848 / 3484800
 // SRAM ifmap reads / filter reads / ofmap writes) in the test.
 //
-// DRAM (not SCALE-Sim's trace-driven prefetcher, an analytic model):
-// double-buffered SRAMs, half of each holding the working set; an operand
-// that fits is fetched once, otherwise once per pass the dataflow makes
-// over it; WS/IS partial sums spill when the output does not fit. With a
-// DRAM bandwidth B words/cycle (0 = unlimited, SCALE-Sim's CALC), stalls
-// are the cycles the transfers need beyond the compute cycles they overlap.
+// DRAM: with a DRAM bandwidth of B words a cycle (SCALE-Sim's USER
+// interface bandwidth), total and stall cycles and DRAM traffic are SCALE-
+// Sim's memory system (scalesim_memory.h: prefetching read buffers and a
+// draining write buffer, cycle by cycle). With 0 (unlimited, SCALE-Sim's
+// CALC) there are no stalls, and DRAM traffic is estimated: an operand
+// that fits half its SRAM is fetched once, otherwise once per pass the
+// dataflow makes over it; WS/IS partial sums spill when the output does
+// not fit.
 #ifndef HPT_DEVICES_SYSTOLIC_SYSTOLIC_ARRAY_H_
 #define HPT_DEVICES_SYSTOLIC_SYSTOLIC_ARRAY_H_
 
@@ -59,8 +61,13 @@ struct SystolicConfig {
   int64_t ifmap_sram_kb = 1024;
   int64_t filter_sram_kb = 1024;
   int64_t ofmap_sram_kb = 1024;
-  // 0: unlimited (SCALE-Sim InterfaceBandwidth CALC, no stalls).
+  // 0: unlimited (SCALE-Sim InterfaceBandwidth CALC, no stalls); else a
+  // whole number of words a cycle per operand (InterfaceBandwidth USER,
+  // its Bandwidth setting).
   double dram_bw_words_per_cycle = 0;
+  // Bytes of an SRAM word, for the SRAMs' capacity in words. 0: the
+  // operands' (4 for fp32, 2 for bf16). SCALE-Sim counts 1-byte words.
+  int64_t sram_word_bytes = 0;
   // 1 GHz: NeuroSim V1.3 Param.cpp clkFreq default, used for both
   // accelerator models so their cycles compare on one clock.
   double clock_hz = 1e9;

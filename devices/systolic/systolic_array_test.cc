@@ -80,25 +80,78 @@ INSTANTIATE_TEST_SUITE_P(
             100.0 * 1400 / (161 * 48), 2 * 7 * 20, 200, 3 * 7 * 10}),
     [](const ::testing::TestParamInfo<Row>& info) { return info.param.name; });
 
-TEST(SystolicArrayTest, LimitedDramBandwidthAddsStalls) {
-  // The AlexNet GEMM again, 1 word/cycle. ifmap 3025*363 words does not fit
-  // half of 1 MiB (131072 fp32 words): read once per col fold (3x).
-  // Filter 34848 fits: once. Output 290400 does not fit: 12 row folds spill
-  // partial sums, 2*12 - 1 passes. 3294225 + 34848 + 6679200 = 10008273.
+// SCALE-Sim v2 with finite DRAM bandwidth (InterfaceBandwidth USER).
+// Reference runs: scalesim-project/scale-sim-v2 at commit 22f88b1
+// (version 2.0.2, 2025-02-25), run from its source with Debian 12's Python
+// 3.11 and numpy:
+//   python -m scalesim.scale -c run.cfg -t gemm.csv -i gemm -p logs
+// run.cfg: [architecture_presets] ArrayHeight R, ArrayWidth C,
+// IfmapSramSzkB / FilterSramSzkB / OfmapSramSzkB as below, IfmapOffset 0,
+// FilterOffset 10000000, OfmapOffset 20000000, Dataflow, Bandwidth B,
+// MemoryBanks 1; [run_presets] InterfaceBandwidth: USER.
+// gemm.csv: "Layer,M,N,K," then "l0,M,N,K,".
+// Figures: COMPUTE_REPORT.csv "Total Cycles" and "Stall Cycles".
+struct UserRun {
+  int64_t rows, cols;
+  Dataflow dataflow;
+  int64_t m, n, k, bw, ifmap_kb, filter_kb, ofmap_kb;
+  int64_t total_cycles, stall_cycles;
+};
+
+class ScaleSimUserTest : public ::testing::TestWithParam<UserRun> {};
+
+TEST_P(ScaleSimUserTest, TotalAndStallCyclesMatchScaleSim) {
+  const UserRun& run = GetParam();
   SystolicConfig c;
-  c.rows = c.cols = 32;
-  c.dataflow = Dataflow::kWeightStationary;
-  c.dram_bw_words_per_cycle = 1;
-  SystolicReport r = SimulateGemm(c, {3025, 96, 363});
-  EXPECT_EQ(r.dram_ifmap_reads, 3294225);
-  EXPECT_EQ(r.dram_filter_reads, 34848);
-  EXPECT_EQ(r.dram_ofmap_writes, 6679200);
-  EXPECT_EQ(r.compute_cycles, 112283);
-  EXPECT_EQ(r.stall_cycles, 10008273 - 112283);
-  EXPECT_EQ(r.total_cycles, 10008273);
-  // Ample bandwidth: no stalls.
-  c.dram_bw_words_per_cycle = 1000;
-  EXPECT_EQ(SimulateGemm(c, {3025, 96, 363}).stall_cycles, 0);
+  c.rows = run.rows;
+  c.cols = run.cols;
+  c.dataflow = run.dataflow;
+  c.dram_bw_words_per_cycle = double(run.bw);
+  c.ifmap_sram_kb = run.ifmap_kb;
+  c.filter_sram_kb = run.filter_kb;
+  c.ofmap_sram_kb = run.ofmap_kb;
+  c.sram_word_bytes = 1;  // SCALE-Sim's word
+  ASSERT_TRUE(ValidateSystolicConfig(c).ok());
+  const SystolicReport r = SimulateGemm(c, {run.m, run.n, run.k});
+  EXPECT_EQ(r.total_cycles, run.total_cycles);
+  EXPECT_EQ(r.stall_cycles, run.stall_cycles);
+  // The compute part stays CALC mode's.
+  c.dram_bw_words_per_cycle = 0;
+  EXPECT_EQ(SimulateGemm(c, {run.m, run.n, run.k}).stall_cycles, 0);
+}
+
+// R, C, dataflow, M, N, K, B, ifmap / filter / ofmap kB, total, stall.
+INSTANTIATE_TEST_SUITE_P(
+    ScaleSimV2, ScaleSimUserTest,
+    ::testing::ValuesIn(std::vector<UserRun>{
+    {8, 8, Dataflow::kOutputStationary, 20, 12, 16, 4, 1, 1, 1, 179, 0},
+    {8, 8, Dataflow::kWeightStationary, 20, 12, 16, 4, 1, 1, 1, 167, 0},
+    {8, 8, Dataflow::kInputStationary, 20, 12, 16, 4, 1, 1, 1, 203, 0},
+    {16, 16, Dataflow::kOutputStationary, 100, 60, 40, 1, 2, 2, 2, 35919, 33960},
+    {16, 16, Dataflow::kWeightStationary, 100, 60, 40, 1, 2, 2, 2, 20539, 18788},
+    {16, 16, Dataflow::kInputStationary, 100, 60, 40, 1, 2, 2, 2, 25773, 23548},
+    {16, 8, Dataflow::kOutputStationary, 57, 128, 64, 2, 1, 4, 2, 90286, 84783},
+    {16, 8, Dataflow::kWeightStationary, 57, 128, 64, 2, 1, 4, 2, 65299, 59220},
+    {16, 8, Dataflow::kInputStationary, 57, 128, 64, 2, 1, 4, 2, 130314, 125003},
+    {32, 32, Dataflow::kOutputStationary, 256, 128, 256, 2, 4, 4, 4, 523882, 513707},
+    {32, 32, Dataflow::kWeightStationary, 256, 128, 256, 2, 4, 4, 4, 491063, 479864},
+    {32, 32, Dataflow::kInputStationary, 256, 128, 256, 2, 4, 4, 4, 1082435, 1068228},
+    {8, 16, Dataflow::kOutputStationary, 64, 96, 80, 3, 2, 1, 1, 115088, 110193},
+    {8, 16, Dataflow::kWeightStationary, 64, 96, 80, 3, 2, 1, 1, 58862, 53223},
+    {8, 16, Dataflow::kInputStationary, 64, 96, 80, 3, 2, 1, 1, 22175, 17136},
+    {32, 16, Dataflow::kOutputStationary, 200, 64, 128, 8, 8, 8, 4, 19221, 14350},
+    {32, 16, Dataflow::kWeightStationary, 200, 64, 128, 8, 8, 8, 4, 22190, 17743},
+    {32, 16, Dataflow::kInputStationary, 200, 64, 128, 8, 8, 8, 4, 29008, 21625},
+    {16, 16, Dataflow::kOutputStationary, 333, 50, 70, 1, 1, 1, 1, 879302, 870903},
+    {16, 16, Dataflow::kWeightStationary, 333, 50, 70, 1, 1, 1, 1, 207871, 200292},
+    }));
+
+TEST(SystolicArrayTest, UserBandwidthMustBeWholeWords) {
+  SystolicConfig c;
+  c.dram_bw_words_per_cycle = 1.5;
+  EXPECT_EQ(ValidateSystolicConfig(c).code(), absl::StatusCode::kInvalidArgument);
+  c.dram_bw_words_per_cycle = 2;
+  EXPECT_TRUE(ValidateSystolicConfig(c).ok());
 }
 
 TEST(SystolicArrayTest, EnergyAddsMacSramAndDram) {
