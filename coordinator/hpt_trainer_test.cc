@@ -125,6 +125,18 @@ TEST_P(HptTrainerTest, SwitchesAndTrainsTheLoraPhaseOnItsPlacement) {
     most_copies = std::max(most_copies, r.duplication());
   }
   if (placement == "paper") {
+    // The LoRA phase is pipelined sample by sample across its devices (and
+    // the ReRAM segments' tiles): shorter than its devices' busy time added
+    // up, never shorter than the one systolic array's busy time.
+    const PhaseCost* lora = nullptr;
+    for (const PhaseCost& p : h.phases()) {
+      if (p.phase() == "lora") lora = &p;
+    }
+    ASSERT_NE(lora, nullptr);
+    double busy = 0;
+    for (const auto& [kind, s] : lora->device_busy_s()) busy += s;
+    EXPECT_LT(lora->simulated_s(), busy);
+    EXPECT_GE(lora->simulated_s(), lora->device_busy_s().at("systolic") * (1 - 1e-9));
     // ISAAC's 1,008 tiles hold many copies of each one-tile layer.
     EXPECT_GT(most_copies, 1);
     EXPECT_EQ(c.at("cell_writes"), copied_cells);

@@ -24,6 +24,14 @@ HybridRunner::HybridRunner(std::string job_id, HybridPlan plan,
       systolic_(std::move(systolic)),
       optimizer_(std::move(optimizer)) {}
 
+std::string HybridRunner::Resource(const PlannedSegment& segment,
+                                   WorkerClient* worker) const {
+  // ReRAM segments hold their layers in tiles of their own and read
+  // independently of the chip's other segments; a systolic array is one.
+  return segment.kind == "reram" ? worker->address() + "/" + segment.spec.name()
+                                 : worker->address();
+}
+
 WorkerClient* HybridRunner::WorkerOf(const PlannedSegment& segment) const {
   const std::vector<WorkerClient*>& pool = segment.kind == "reram" ? reram_ : systolic_;
   return pool[segment.worker % pool.size()];
@@ -77,6 +85,7 @@ absl::StatusOr<double> HybridRunner::Forward(const HostTensor& inputs,
                                              HostTensor* prediction) {
   std::map<std::string, HostTensor> values;
   values[plan_.input] = inputs;
+  if (train) samples_ = inputs.shape.empty() ? 1 : std::max<int64_t>(1, inputs.shape[0]);
   double loss = 0;
   for (size_t i = 0; i < plan_.segments.size(); ++i) {
     const PlannedSegment& segment = plan_.segments[i];
@@ -105,7 +114,10 @@ absl::StatusOr<double> HybridRunner::Forward(const HostTensor& inputs,
       bytes_out += v.num_bytes();
       values[t.name()] = std::move(v);
     }
-    if (sink) sink({worker, segment.kind, "forward", response.cost(), bytes_in, bytes_out});
+    if (sink) {
+      sink({worker, segment.kind, "forward", response.cost(), bytes_in, bytes_out,
+            Resource(segment, worker), train ? samples_ : 1});
+    }
     if (last) loss = response.loss();
   }
   if (prediction != nullptr) {
@@ -148,7 +160,10 @@ absl::Status HybridRunner::Backward(int64_t step, const TaskSink& sink,
     }
     segment_grad_norms_[i] = response.grad_norm();
     grad_norm_sq_ += response.grad_norm() * response.grad_norm();
-    if (sink) sink({worker, segment.kind, "backward", response.cost(), bytes_in, bytes_out});
+    if (sink) {
+      sink({worker, segment.kind, "backward", response.cost(), bytes_in, bytes_out,
+            Resource(segment, worker), samples_});
+    }
   }
   if (input_grad != nullptr) {
     auto it = grads.find(plan_.input);

@@ -36,6 +36,13 @@ struct TaskRecord {
   CostReport cost;
   int64_t bytes_in = 0;   // activations or gradients sent to the worker
   int64_t bytes_out = 0;  // returned by it
+  // The timeline resource the task occupies: the worker ("" = its
+  // address), or a part of it that works on its own (a ReRAM segment's
+  // layers sit in tiles of their own).
+  std::string resource;
+  // Samples it processes independently: the cost timeline pipelines a
+  // chain of such tasks sample by sample (1: as one piece).
+  int64_t samples = 1;
 };
 using TaskSink = std::function<void(const TaskRecord&)>;
 
@@ -67,6 +74,7 @@ class HybridRunner {
 
  private:
   WorkerClient* WorkerOf(const PlannedSegment& segment) const;
+  std::string Resource(const PlannedSegment& segment, WorkerClient* worker) const;
   std::vector<WorkerClient*> Workers() const;
 
   std::string job_id_;
@@ -75,6 +83,7 @@ class HybridRunner {
   OptimizerConfig optimizer_;
   double grad_norm_sq_ = 0;
   std::vector<double> segment_grad_norms_;
+  int64_t samples_ = 1;  // of the last training forward
 };
 
 }  // namespace hpt

@@ -570,8 +570,8 @@ void Trainer::RecordEvents() {
 void Trainer::LayTasks(const std::vector<TaskRecord>& tasks, bool data_parallel,
                        CostTimeline* timeline) const {
   auto add = [&](const TaskRecord& t, const std::vector<int>& deps, int64_t bytes) {
-    return timeline->Add(t.worker->address(), t.kind, t.cost.simulated_s(),
-                         t.cost.energy_j(), deps, bytes);
+    return timeline->Add(t.resource.empty() ? t.worker->address() : t.resource, t.kind,
+                         t.cost.simulated_s(), t.cost.energy_j(), deps, bytes);
   };
   if (data_parallel) {
     // Ranks run concurrently; every update waits for all backwards and the
@@ -591,6 +591,41 @@ void Trainer::LayTasks(const std::vector<TaskRecord>& tasks, bool data_parallel,
       } else {
         add(t, backwards, allreduce);
       }
+    }
+    return;
+  }
+  const bool pipelined = std::any_of(tasks.begin(), tasks.end(),
+                                     [](const TaskRecord& t) { return t.samples > 1; });
+  if (pipelined) {
+    // Device segments process samples independently (attention mixes
+    // tokens, not samples): each task of the chain becomes one piece per
+    // sample, piece b after piece b of the task before, so segments on
+    // different devices (and ReRAM segments in their own tiles) overlap
+    // like a pipeline across the batch (PipeLayer, Song et al., HPCA 2017).
+    // A piece costs the task's 1/B. Updates wait for every last piece.
+    std::vector<int> previous_pieces, last_backward_pieces;
+    for (const TaskRecord& t : tasks) {
+      if (t.type == "update") {
+        const std::vector<int>& deps =
+            last_backward_pieces.empty() ? previous_pieces : last_backward_pieces;
+        add(t, deps, 0);
+        continue;
+      }
+      const int64_t pieces = std::max<int64_t>(1, t.samples);
+      std::vector<int> ids(pieces);
+      for (int64_t b = 0; b < pieces; ++b) {
+        std::vector<int> deps;
+        if (!previous_pieces.empty()) {
+          deps.push_back(previous_pieces[std::min<size_t>(b, previous_pieces.size() - 1)]);
+        }
+        const double share = 1.0 / double(pieces);
+        ids[b] = timeline->Add(t.resource.empty() ? t.worker->address() : t.resource,
+                               t.kind, t.cost.simulated_s() * share,
+                               t.cost.energy_j() * share, deps,
+                               int64_t(double(t.bytes_in) * share));
+      }
+      previous_pieces = ids;
+      if (t.type == "backward") last_backward_pieces = ids;
     }
     return;
   }
