@@ -1,9 +1,11 @@
 // hpt_devsim: what-if costs of one GEMM (M x K input, K x N weights) on a
-// simulated systolic array or ReRAM crossbars.
+// simulated systolic array, ReRAM crossbars (one layer, or on a chip with
+// --tiles), or one kernel on a reference GPU.
 //
 //   hpt_devsim --device=systolic --rows=128 --cols=128 --dataflow=ws
 //       --m=928 --n=512 --k=512 [--dram_bw_words_per_cycle=16] [--format=json]
 //   hpt_devsim --device=reram --m=928 --n=512 --k=512 [--tiles=1008] [--adc_bits=6]
+//   hpt_devsim --device=gpu --gpu=v100 --m=928 --n=512 --k=512
 #include <cstdio>
 #include <iostream>
 #include <random>
@@ -14,11 +16,15 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_cat.h"
+#include "devices/gpu/kernel_cost.h"
 #include "devices/reram/reram_chip.h"
 #include "devices/reram/reram_layer.h"
 #include "devices/systolic/systolic_array.h"
 
-ABSL_FLAG(std::string, device, "systolic", "systolic or reram.");
+ABSL_FLAG(std::string, device, "systolic", "systolic, reram or gpu.");
+// gpu
+ABSL_FLAG(std::string, gpu, "v100", "gpu: reference GPU (v100, a100, h100).");
+ABSL_FLAG(std::string, precision, "fp32", "gpu: fp32, tf32 or bf16.");
 ABSL_FLAG(int64_t, m, 0, "Input rows (M).");
 ABSL_FLAG(int64_t, n, 0, "Weight columns (N).");
 ABSL_FLAG(int64_t, k, 0, "Reduction dimension (K).");
@@ -194,5 +200,31 @@ int main(int argc, char** argv) {
                  {"program_energy_j", Num(program->energy_j)}});
     return 0;
   }
-  return Fail("--device must be systolic or reram, got '" + device + "'");
+  if (device == "gpu") {
+    auto gpu = hpt::GpuPreset(absl::GetFlag(FLAGS_gpu));
+    if (!gpu.ok()) return Fail("--gpu: " + std::string(gpu.status().message()));
+    const std::string p = absl::GetFlag(FLAGS_precision);
+    hpt::GpuPrecision precision = hpt::GpuPrecision::kFp32;
+    int64_t word = 4;
+    if (p == "tf32") {
+      precision = hpt::GpuPrecision::kTf32;
+    } else if (p == "bf16") {
+      precision = hpt::GpuPrecision::kBf16;
+      word = 2;
+    } else if (p != "fp32") {
+      return Fail("--precision must be fp32, tf32 or bf16, got '" + p + "'");
+    }
+    // One GEMM kernel: reads both operands and writes the result once.
+    const hpt::GpuKernel gemm{"aten::mm", 2.0 * double(m) * double(n) * double(k),
+                              double(word) * double(m * k + k * n + m * n)};
+    const hpt::GpuStepCost c = hpt::CostKernels(*gpu, precision, {gemm});
+    Print(json, {{"latency_s", Num(c.time_s)},
+                 {"energy_j", Num(c.energy_j)},
+                 {"kernels", Int(c.kernels)},
+                 {"launch_bound", c.launch_bound_kernels > 0 ? "true" : "false"},
+                 {"flops", Num(c.flops)},
+                 {"bytes", Num(c.bytes)}});
+    return 0;
+  }
+  return Fail("--device must be systolic, reram or gpu, got '" + device + "'");
 }
