@@ -192,6 +192,25 @@ std::string FormatReport(const Job& job) {
                                           Eng(c.simulated_s(), "s"), Eng(c.energy_j(), "J"),
                                           absl::StrJoin(parts, ", ")));
   }
+  // The GPU side: kernels the full phase's steps really launched.
+  double kernels = 0, launch_bound_s = 0, gpu_s = 0;
+  for (const DeviceCost& d : job.device_costs()) {
+    if (d.kind() != "gpu") continue;
+    const auto& c = d.cost().counters();
+    if (auto it = c.find("kernels"); it != c.end()) kernels += it->second;
+    if (auto it = c.find("launch_bound_s"); it != c.end()) launch_bound_s += it->second;
+    gpu_s += d.cost().simulated_s();
+  }
+  int64_t full_steps = 0;
+  for (const PhaseCost& c : h.phases()) {
+    if (c.phase() == "full") full_steps = c.last_step() - c.first_step() + 1;
+  }
+  if (kernels > 0 && full_steps > 0 && gpu_s > 0) {
+    absl::StrAppend(&out, absl::StrFormat(
+        "\nGPU kernels: %.0f a full-phase step (trials, loads and evaluation "
+        "included), %.0f %% of simulated GPU time launch-bound\n",
+        kernels / double(full_steps), 100 * launch_bound_s / gpu_s));
+  }
   if (h.reram_layers_size() > 0) {
     // Layers alike in shape and copies share a line.
     std::map<std::tuple<int64_t, int64_t, int64_t, int>, std::vector<std::string>> groups;

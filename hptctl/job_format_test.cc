@@ -101,7 +101,23 @@ TEST(JobFormatTest, ReportShowsPhasesSwitchRatiosAndMetrics) {
   job.mutable_test_metrics()->set_values(100);
   job.mutable_test_metrics()->set_rmse(1.25);
   job.mutable_test_metrics()->set_nse(0.9);
+  DeviceCost& gpu = *job.add_device_costs();
+  gpu.set_kind("gpu");
+  gpu.mutable_cost()->set_simulated_s(0.004);
+  (*gpu.mutable_cost()->mutable_counters())["kernels"] = 40 * 350;
+  (*gpu.mutable_cost()->mutable_counters())["launch_bound_s"] = 0.003;
+  ReramLayerPlacement& q = *h.add_reram_layers();
+  q.set_layer("layers.0.self_attn.q_proj");
+  q.set_in_features(512);
+  q.set_out_features(512);
+  q.set_duplication(3);
+  q.set_tiles(12);
   const std::string r = FormatReport(job);
+  EXPECT_NE(r.find("GPU kernels: 350 a full-phase step"), std::string::npos) << r;
+  EXPECT_NE(r.find("75 % of simulated GPU time launch-bound"), std::string::npos) << r;
+  EXPECT_NE(r.find("(12 tiles used"), std::string::npos) << r;
+  EXPECT_NE(r.find("1 x 512x512  3 copies  e.g. layers.0.self_attn.q_proj"), std::string::npos)
+      << r;
   EXPECT_NE(r.find("switched to LoRA at step 40"), std::string::npos) << r;
   EXPECT_NE(r.find("2x r8"), std::string::npos) << r;
   EXPECT_NE(r.find("full    0-39"), std::string::npos) << r;
