@@ -9,7 +9,10 @@
 
 namespace hpt {
 
-absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec) {
+absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec, DataSummary* summary) {
+  DataSummary local;
+  if (summary == nullptr) summary = &local;
+  *summary = DataSummary();
   TimeSeriesMatrix series;
   WindowOptions options;
   options.window = spec.window();
@@ -21,6 +24,7 @@ absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec) {
     s.seed = spec.synthetic().seed();
     s.noise = spec.synthetic().noise();
     series = MakeSyntheticSeries(s);
+    summary->set_source("synthetic");
     // The last fifth of the series is held out for testing.
     const int64_t split = series.rows * 4 / 5;
     options.train = {0, split};
@@ -41,6 +45,9 @@ absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec) {
           "data.weather.test_year ", year, " is not in the stations' common period"));
     }
     const int64_t b = first - loaded->years.begin(), e = last - loaded->years.begin();
+    summary->set_source("weather");
+    summary->set_skipped_rows(loaded->skipped_rows);
+    summary->set_filled_cells(loaded->filled_cells);
     series = std::move(loaded->series);
     options.train = {0, b};
     options.extra_train = {{e, series.rows}};
@@ -58,6 +65,7 @@ absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec) {
     const int64_t split = std::lower_bound(loaded->days.begin(), loaded->days.end(),
                                            o.test_from_day) - loaded->days.begin();
     series = std::move(loaded->series);
+    summary->set_source("covid");
     options.train = {0, split};
     // Test samples forecast a week at or after the split; their input
     // windows may reach back into the training weeks.
@@ -76,6 +84,7 @@ absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec) {
           absl::StrCat("data.csv: ", loaded.status().message()));
     }
     series = std::move(*loaded);
+    summary->set_source("csv");
     options.train = {csv.train_begin_row(),
                      csv.train_end_row() > 0 ? csv.train_end_row() : series.rows};
     for (const RowSpan& r : csv.more_train_rows()) {
@@ -84,6 +93,8 @@ absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec) {
     options.test = {csv.test_begin_row(), csv.test_end_row()};
     if (csv.test_end_row() == 0) options.test = {0, 0};
   }
+  summary->set_rows(series.rows);
+  summary->set_columns(series.columns);
   return WindowDataset::Create(std::move(series), options);
 }
 

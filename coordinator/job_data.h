@@ -10,8 +10,10 @@
 
 namespace hpt {
 
-// `spec` must be normalised (NormalizeJobSpec).
-absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec);
+// `spec` must be normalised (NormalizeJobSpec). `summary`, if given, says
+// what was loaded and what the loader repaired.
+absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec,
+                                           DataSummary* summary = nullptr);
 
 }  // namespace hpt
 

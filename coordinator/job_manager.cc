@@ -61,7 +61,8 @@ absl::StatusOr<Job> JobManager::Submit(const SubmitJobRequest& request) {
   ASSIGN_OR_RETURN(spec, NormalizeJobSpec(std::move(spec)));
   // Load the data and resolve the model now: their errors are the
   // submitter's to fix, and must not surface later as a failed job.
-  ASSIGN_OR_RETURN(WindowDataset data, BuildJobData(spec.data()));
+  DataSummary data_summary;
+  ASSIGN_OR_RETURN(WindowDataset data, BuildJobData(spec.data(), &data_summary));
   RETURN_IF_ERROR(ResolveModelConfig(spec.model(), data.input_features(),
                                      data.output_features())
                       .status());
@@ -73,6 +74,7 @@ absl::StatusOr<Job> JobManager::Submit(const SubmitJobRequest& request) {
   record->job.set_name(spec.name());
   *record->job.mutable_spec() = std::move(spec);
   record->job.set_state(QUEUED);
+  *record->job.mutable_data() = data_summary;
   record->job.set_create_time_unix_ms(absl::ToUnixMillis(absl::Now()));
   record->data = std::make_unique<WindowDataset>(std::move(data));
   Job snapshot = record->job;

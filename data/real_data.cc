@@ -83,6 +83,7 @@ absl::StatusOr<WeatherSeries> ParseAgWeather(
     std::map<int64_t, int> years;
   };
   std::vector<Station> stations(files.size());
+  int64_t skipped_rows = 0;
   for (size_t f = 0; f < files.size(); ++f) {
     const std::string& name = files[f].first;
     std::vector<absl::string_view> lines = absl::StrSplit(files[f].second, '\n');
@@ -99,6 +100,14 @@ absl::StatusOr<WeatherSeries> ParseAgWeather(
     for (size_t i = 1; i < lines.size(); ++i) {
       const std::vector<std::string> cells = Cells(lines[i]);
       const size_t line = i + 1;
+      // A row without an hour is skipped and counted, whatever else it holds.
+      const absl::string_view stamp = int(cells.size()) > hour_col
+                                          ? absl::StripAsciiWhitespace(cells[hour_col])
+                                          : absl::string_view();
+      if (stamp.empty() || absl::StartsWith(stamp, "0000-00-00")) {
+        ++skipped_rows;
+        continue;
+      }
       if (int(cells.size()) <= std::max(hour_col, target_col)) {
         return absl::InvalidArgumentError(absl::StrCat(
             name, ":", line, ": ", cells.size(), " cells; ", options.target, " is column ",
@@ -136,6 +145,7 @@ absl::StatusOr<WeatherSeries> ParseAgWeather(
     return absl::InvalidArgumentError("data.weather: the stations' periods do not overlap");
   }
   WeatherSeries out;
+  out.skipped_rows = skipped_rows;
   TimeSeriesMatrix& m = out.series;
   m.rows = last - first + 1;
   m.columns = int64_t(files.size());

@@ -35,6 +35,9 @@ struct WeatherSeries {
   TimeSeriesMatrix series;    // hours x stations (column names: file stems)
   std::vector<int> years;     // calendar year of each row
   int64_t filled_cells = 0;   // values interpolated
+  // Rows without an hour: an empty TSTAMP_HOUR or AgWeatherNet's
+  // 0000-00-00 placeholder (the first row of some station files).
+  int64_t skipped_rows = 0;
 };
 
 // `files`: (name, text) pairs, one station each; errors name file:line.

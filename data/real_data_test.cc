@@ -34,6 +34,21 @@ TEST(AgWeatherTest, JoinsStationsOnTheHourAndFillsBlanks) {
   EXPECT_EQ(w->filled_cells, 1);
 }
 
+TEST(AgWeatherTest, RowsWithoutAnHourAreSkippedAndCounted) {
+  // Three of the eight real station files open with a row whose
+  // TSTAMP_HOUR is empty and whose other stamps are 0000-00-00 00:00:00.
+  const std::string a = std::string(kHeader) +
+                        ",0000-00-00 00:00:00, 1, ,,\n"
+                        "0000-00-00 00:00,x, 1, 3,50,\n"
+                        "2020-01-01 00:00,x, 1, 30,52,\n"
+                        "   ,x\n"  // a short row without an hour
+                        "2020-01-01 01:00,x, 1, 40,53,\n";
+  auto w = ParseAgWeather({{"AWN_60_1.csv", a}}, {});
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(w->skipped_rows, 3);
+  EXPECT_EQ(w->series.values, (std::vector<float>{30, 40}));
+}
+
 TEST(AgWeatherTest, ErrorsNameFileLineAndColumn) {
   auto bad = ParseAgWeather(
       {{"s.csv", std::string(kHeader) + "2020-01-01 00:00,x,1,warm,5,\n"}}, {});

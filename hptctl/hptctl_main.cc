@@ -145,8 +145,8 @@ absl::StatusOr<SubmitJobRequest> BuildSubmit() {
     }
     std::stringstream text;
     text << in.rdbuf();
-    // The coordinator parses the text, so errors name its lines.
-    request.clear_spec();
+    // The coordinator parses the text, so errors name its lines. (`spec`
+    // stays valid: the flags below fill it, and it is dropped at the end.)
     request.set_spec_text(text.str());
   }
   auto any_flag = [] {

@@ -74,6 +74,18 @@ std::string FormatSummary(const Job& job) {
   absl::StrAppendFormat(&out, "  model      %s, %d gpu worker(s)\n",
                         job.spec().model().preset(),
                         job.spec().placement().gpu_workers());
+  if (job.data().rows() > 0) {
+    const DataSummary& d = job.data();
+    absl::StrAppendFormat(&out, "  data       %s, %d time steps x %d stations", d.source(),
+                          d.rows(), d.columns());
+    if (d.skipped_rows() > 0) {
+      absl::StrAppendFormat(&out, ", %d rows without a timestamp skipped", d.skipped_rows());
+    }
+    if (d.filled_cells() > 0) {
+      absl::StrAppendFormat(&out, ", %d gaps interpolated", d.filled_cells());
+    }
+    absl::StrAppend(&out, "\n");
+  }
   absl::StrAppendFormat(&out, "  progress   epoch %d/%d, step %d/%d, %s elapsed\n",
                         p.epoch(), p.epochs(), p.step(), p.total_steps(),
                         FormatDuration(p.elapsed_s()));

@@ -57,7 +57,15 @@ TEST(JobFormatTest, SummaryListsLossesAndError) {
   job.add_epoch_losses(0.5);
   job.add_epoch_losses(0.25);
   job.set_error("worker 127.0.0.1:1 forward: boom");
+  job.mutable_data()->set_source("weather");
+  job.mutable_data()->set_rows(100);
+  job.mutable_data()->set_columns(8);
+  job.mutable_data()->set_skipped_rows(3);
   const std::string s = FormatSummary(job);
+  EXPECT_NE(s.find("data       weather, 100 time steps x 8 stations, 3 rows without a "
+                   "timestamp skipped"),
+            std::string::npos)
+      << s;
   EXPECT_NE(s.find("job job-000007 (demo): failed"), std::string::npos);
   EXPECT_NE(s.find("epoch loss 0.5000 0.2500"), std::string::npos);
   EXPECT_NE(s.find("error      worker 127.0.0.1:1 forward: boom"), std::string::npos);

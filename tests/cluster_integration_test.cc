@@ -1,7 +1,9 @@
 // The real binaries on loopback: a coordinator, two GPU workers, a ReRAM
 // and a systolic worker that register with it, and hptctl submitting,
 // watching, reporting and exporting jobs.
+#include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -199,6 +201,45 @@ TEST_F(ClusterTest, BadInputIsRejectedAndTheCoordinatorKeepsServing) {
   auto list = RunCommand(Hptctl("list"));
   EXPECT_EQ(list.exit_code, 0) << list.output;
   EXPECT_TRUE(coordinator_->Running());
+}
+
+TEST_F(ClusterTest, TheReadmeSpecFileExampleSubmitsAndTrains) {
+  // The README's spec-file example, verbatim but for the data path.
+  std::ifstream readme("README.md");
+  ASSERT_TRUE(readme) << "README.md is a data dependency of this test";
+  std::stringstream text;
+  text << readme.rdbuf();
+  const std::string doc = text.str();
+  const size_t intro = doc.find("A spec file looks like:");
+  ASSERT_NE(intro, std::string::npos);
+  const size_t begin = doc.find("```\n", intro) + 4;
+  const size_t end = doc.find("```", begin);
+  std::string spec = doc.substr(begin, end - begin);
+  const std::string placeholder = "/data/wind/winds.dat";
+  ASSERT_NE(spec.find(placeholder), std::string::npos) << spec;
+  // 8387 rows like the wind set (5 farms), no header.
+  const std::string csv = *dir_ + "/winds.dat";
+  FILE* f = std::fopen(csv.c_str(), "w");
+  for (int r = 0; r < 8387; ++r) {
+    for (int c = 0; c < 5; ++c) {
+      std::fprintf(f, "%s%.3f", c ? "," : "", 5 + 3 * std::sin(0.01 * r + c));
+    }
+    std::fputc('\n', f);
+  }
+  std::fclose(f);
+  spec.replace(spec.find(placeholder), placeholder.size(), csv);
+  const std::string spec_file = *dir_ + "/wind-small.textproto";
+  f = std::fopen(spec_file.c_str(), "w");
+  std::fputs(spec.c_str(), f);
+  std::fclose(f);
+  auto run = RunCommand(Hptctl("submit --spec=" + spec_file + " --watch"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("(wind-small)"));
+  EXPECT_THAT(run.output, HasSubstr("succeeded"));
+  // --spec with job flags is refused, naming both.
+  auto both = RunCommand(Hptctl("submit --spec=" + spec_file + " --epochs=3"));
+  EXPECT_EQ(both.exit_code, 2) << both.output;
+  EXPECT_THAT(both.output, HasSubstr("give either --spec or job flags"));
 }
 
 TEST_F(ClusterTest, CoordinatorMetricsCountJobsAndWorkers) {
