@@ -1,4 +1,5 @@
 #include "workers/device_executor.h"
+#include "workers/segment_graph.h"
 
 #include <cmath>
 #include <random>
@@ -259,6 +260,31 @@ TEST(DeviceExecutorTest, BadInputsAreNamed) {
   DeviceExecutor::Options tpu;
   tpu.kind = "tpu";
   EXPECT_FALSE(DeviceExecutor::Create(tpu).ok());
+}
+
+}  // namespace
+}  // namespace hpt
+
+namespace hpt {
+namespace {
+
+TEST(CostBuilderTest, ConcurrentReramReadsTakeTheLongestNotTheSum) {
+  // q, k and v read the same input from tiles of their own: together they
+  // take as long as the longest; a read outside the group adds in full.
+  CostBuilder cost("reram");
+  ReramReport q, k, v, o;
+  q.latency_s = 3e-6;
+  k.latency_s = 5e-6;
+  v.latency_s = 4e-6;
+  o.latency_s = 2e-6;
+  q.energy_j = k.energy_j = v.energy_j = o.energy_j = 1e-6;
+  cost.Reram(q, "forward:h");
+  cost.Reram(k, "forward:h");
+  cost.Reram(v, "forward:h");
+  cost.Reram(o);
+  const CostReport r = cost.Finish(std::chrono::steady_clock::now());
+  EXPECT_DOUBLE_EQ(r.simulated_s(), 5e-6 + 2e-6);
+  EXPECT_DOUBLE_EQ(r.energy_j(), 4e-6);  // energy adds up regardless
 }
 
 }  // namespace

@@ -61,12 +61,16 @@ class CostBuilder {
 
   // `times` identical GEMMs (e.g. one per attention head and sample).
   void Systolic(const SystolicReport& r, double times = 1);
-  void Reram(const ReramReport& r);
+  // A ReRAM read or programming. Reads in one `concurrent` group (e.g. q,
+  // k and v reading the same input from tiles of their own) overlap: the
+  // group takes as long as its longest read. "" : in sequence.
+  void Reram(const ReramReport& r, const std::string& concurrent = "");
   void Elementwise(const DeviceNode& node, double ops);
   CostReport Finish(std::chrono::steady_clock::time_point start);
 
  private:
   CostReport report_;
+  std::map<std::string, double> group_latency_s_;  // longest read per group
 };
 
 // One parameter resident on the node.
