@@ -7,7 +7,7 @@
 // the switch iteration, and the simulated time and energy of each.
 //
 //   bazel run -c opt //benchmarks:hpt_vs_full -- --dataset=wind
-//       [--data_dir=../shared/data] [--epochs=4 --hpt_window=20 ...]
+//       [--data_dir=../shared/data] [--epochs=4 --hpt_window=640 ...]
 //
 // Splits follow the paper's code (../shared/data/README): wind test rows
 // 480-2120, train on both sides; weather test year 2020; covid train
@@ -35,7 +35,8 @@ ABSL_FLAG(int, layers, 2, "Encoder layers override (0: the preset's).");
 ABSL_FLAG(int, epochs, 8, "Epochs of each run.");
 ABSL_FLAG(int, batch, 32, "Batch size.");
 ABSL_FLAG(double, lr, 1e-3, "Learning rate.");
-ABSL_FLAG(int64_t, hpt_window, 0, "Phase-controller window k (0: the preset's).");
+ABSL_FLAG(int64_t, hpt_window, 0,
+          "Phase-controller window k in samples (0: the preset's, the paper's).");
 ABSL_FLAG(double, loss_threshold, 0, "Loss-test threshold (0: the paper's 0.1).");
 ABSL_FLAG(double, weight_threshold, 0, "Weight-test threshold (0: the paper's 0.01).");
 ABSL_FLAG(std::string, placement, "paper", "LoRA-phase placement: paper, gpu, reram_full.");
@@ -168,8 +169,9 @@ int Main() {
   std::printf("%-10s %10.4f %10.4f %10.4f %10.4f %14.6g %14.6g %10.1f\n", "hpt", qh.rmse(),
               qh.mae(), qh.nse(), qh.r2(), ch.hpt_time_s(), ch.hpt_energy_j(), hpt->wall_s);
   const int64_t switch_step = hpt->job.hpt().switch_step();
-  std::printf("\nswitch iteration: %s (window k %lld, %lld steps in all)\n",
+  std::printf("\nswitch iteration: %s (window k %lld samples = %lld steps, %lld steps in all)\n",
               switch_step < 0 ? "none" : std::to_string(switch_step).c_str(),
+              static_cast<long long>(hpt->job.hpt().window_samples()),
               static_cast<long long>(hpt->job.hpt().window()),
               static_cast<long long>(hpt->job.progress().step()));
   int checks = 0;

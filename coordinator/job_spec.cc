@@ -193,9 +193,25 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
         "hpt moves the whole model at the switch; placement.head_device '",
         p.head_device(), "' needs hpt.mode full"));
   }
-  if (h.window() == 0) h.set_window(PaperWindow(model.preset()));
-  if (h.window() < 1) {
-    return Invalid("hpt.window", absl::StrCat("must be positive, got ", h.window()));
+  // The window: k samples (the paper's unit), or whole steps.
+  const int64_t batch = t.batch_size();
+  if (h.window() < 0 || h.window_steps() < 0 || h.window() > 1'000'000'000 ||
+      h.window_steps() > 1'000'000'000) {
+    return Invalid(h.window() < 0 || h.window() > 1'000'000'000 ? "hpt.window"
+                                                                 : "hpt.window_steps",
+                   absl::StrCat("must be in 1..1000000000, got ",
+                                h.window() < 0 ? h.window() : h.window_steps()));
+  }
+  if (h.window_steps() > 0) {
+    if (h.window() > 0 && h.window() != h.window_steps() * batch) {
+      return Invalid("hpt.window_steps",
+                     absl::StrCat(h.window_steps(), " steps and hpt.window ", h.window(),
+                                  " samples disagree at batch ", batch, "; give one"));
+    }
+    h.set_window(h.window_steps() * batch);
+  } else {
+    if (h.window() == 0) h.set_window(PaperWindow(model.preset()));
+    h.set_window_steps((h.window() + batch - 1) / batch);
   }
   if (h.loss_threshold() == 0) h.set_loss_threshold(0.1);
   if (h.weight_threshold() == 0) h.set_weight_threshold(0.01);

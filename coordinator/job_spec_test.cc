@@ -83,6 +83,28 @@ INSTANTIATE_TEST_SUITE_P(
                 "placement.head_device 'reram' needs hpt.mode full"},
         BadSpec{"data { weather { } }", "data.weather.dir is empty"}));
 
+TEST(JobSpecTest, WindowsCountSamplesAndSpanWholeSteps) {
+  JobSpec in;
+  in.mutable_model()->set_preset("wind");
+  in.mutable_training()->set_batch_size(32);
+  auto paper = NormalizeJobSpec(in);
+  ASSERT_TRUE(paper.ok()) << paper.status();
+  EXPECT_EQ(paper->hpt().window(), 480);        // the paper's k, in samples
+  EXPECT_EQ(paper->hpt().window_steps(), 15);   // ceil(480 / 32)
+  in.mutable_hpt()->set_window(100);
+  EXPECT_EQ(NormalizeJobSpec(in)->hpt().window_steps(), 4);  // ceil(100 / 32)
+  in.mutable_hpt()->set_window(0);
+  in.mutable_hpt()->set_window_steps(5);
+  auto steps = NormalizeJobSpec(in);
+  ASSERT_TRUE(steps.ok()) << steps.status();
+  EXPECT_EQ(steps->hpt().window(), 160);
+  EXPECT_EQ(NormalizeJobSpec(*steps)->hpt().window_steps(), 5);  // idempotent
+  in.mutable_hpt()->set_window(100);
+  auto both = NormalizeJobSpec(in);
+  EXPECT_EQ(both.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(both.status().message()), ::testing::HasSubstr("hpt.window_steps"));
+}
+
 TEST(JobSpecTest, HptDefaultsAreThePapers) {
   for (auto [preset, window] : std::initializer_list<std::pair<const char*, int64_t>>{
            {"swe", 365}, {"covid", 720}, {"wind", 480}, {"weather", 8000}, {"tiny", 10}}) {

@@ -56,7 +56,10 @@ ABSL_FLAG(bool, watch, false, "submit: watch the job to its end.");
 ABSL_FLAG(std::string, mode, "", "submit: hpt (default: switch to LoRA) or full.");
 ABSL_FLAG(std::string, placement, "",
           "submit: LoRA-phase placement: paper (default), gpu or reram_full.");
-ABSL_FLAG(int64_t, hpt_window, 0, "submit: phase-controller window k (0: the preset's).");
+ABSL_FLAG(int64_t, hpt_window, 0,
+          "submit: phase-controller window k in samples, the paper's unit (0: the "
+          "preset's: swe 365, covid 720, wind 480, weather 8000).");
+ABSL_FLAG(int64_t, hpt_window_steps, 0, "submit: the window in steps instead.");
 ABSL_FLAG(double, loss_threshold, 0, "submit: loss-test threshold (0: 0.1).");
 ABSL_FLAG(double, weight_threshold, 0, "submit: weight-test threshold (0: 0.01).");
 ABSL_FLAG(double, alpha, 0, "submit: t-test significance (0: 0.01).");
@@ -162,6 +165,7 @@ absl::StatusOr<SubmitJobRequest> BuildSubmit() {
            absl::GetFlag(FLAGS_horizon) || absl::GetFlag(FLAGS_stations) ||
            absl::GetFlag(FLAGS_time_steps) || !absl::GetFlag(FLAGS_mode).empty() ||
            !absl::GetFlag(FLAGS_placement).empty() || absl::GetFlag(FLAGS_hpt_window) ||
+           absl::GetFlag(FLAGS_hpt_window_steps) ||
            absl::GetFlag(FLAGS_loss_threshold) || absl::GetFlag(FLAGS_weight_threshold) ||
            absl::GetFlag(FLAGS_alpha) || absl::GetFlag(FLAGS_weight_layer) ||
            !absl::GetFlag(FLAGS_lora_rank).empty() || absl::GetFlag(FLAGS_lora_alpha);
@@ -237,6 +241,7 @@ absl::StatusOr<SubmitJobRequest> BuildSubmit() {
   h.set_mode(absl::GetFlag(FLAGS_mode));
   h.set_placement(absl::GetFlag(FLAGS_placement));
   h.set_window(absl::GetFlag(FLAGS_hpt_window));
+  h.set_window_steps(absl::GetFlag(FLAGS_hpt_window_steps));
   h.set_loss_threshold(absl::GetFlag(FLAGS_loss_threshold));
   h.set_weight_threshold(absl::GetFlag(FLAGS_weight_threshold));
   h.set_alpha(absl::GetFlag(FLAGS_alpha));

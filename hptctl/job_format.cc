@@ -166,13 +166,19 @@ std::string EventLine(const PhaseEvent& e) {
 
 }  // namespace
 
+static std::string WindowText(const HptStatus& h) {
+  if (h.window_samples() <= 0 || h.batch_size() <= 0) return absl::StrCat(h.window(), " steps");
+  return absl::StrCat(h.window_samples(), " samples = ", h.window(), " steps at batch ",
+                      h.batch_size());
+}
+
 std::string FormatReport(const Job& job) {
   std::string out;
   const HptStatus& h = job.hpt();
   absl::StrAppend(&out, "job ", job.job_id(), " (", job.name(), ")  ", StateName(job.state()),
                   "  wall ", FormatDuration(job.progress().elapsed_s()), "\n");
   absl::StrAppend(&out, "placement ", h.placement().empty() ? "gpu" : h.placement(),
-                  "  window k ", h.window(), "  steps ", job.progress().step(), "\n");
+                  "  window k ", WindowText(h), "  steps ", job.progress().step(), "\n");
   if (h.switch_step() >= 0) {
     absl::StrAppend(&out, "switched to LoRA at step ", h.switch_step(), " (",
                     h.lora_trainable_parameters(), " trainable parameters; ranks ");

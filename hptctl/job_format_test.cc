@@ -76,7 +76,9 @@ TEST(JobFormatTest, ReportShowsPhasesSwitchRatiosAndMetrics) {
   job.set_state(SUCCEEDED);
   HptStatus& h = *job.mutable_hpt();
   h.set_placement("paper");
-  h.set_window(10);
+  h.set_window(15);
+  h.set_window_samples(480);
+  h.set_batch_size(32);
   h.set_switch_step(40);
   (*h.mutable_lora_ranks())["layers.0.self_attn.q_proj"] = 8;
   (*h.mutable_lora_ranks())["layers.0.self_attn.v_proj"] = 8;
@@ -126,6 +128,7 @@ TEST(JobFormatTest, ReportShowsPhasesSwitchRatiosAndMetrics) {
   EXPECT_NE(r.find("(12 tiles used"), std::string::npos) << r;
   EXPECT_NE(r.find("1 x 512x512  3 copies  e.g. layers.0.self_attn.q_proj"), std::string::npos)
       << r;
+  EXPECT_NE(r.find("window k 480 samples = 15 steps at batch 32"), std::string::npos) << r;
   EXPECT_NE(r.find("switched to LoRA at step 40"), std::string::npos) << r;
   EXPECT_NE(r.find("2x r8"), std::string::npos) << r;
   EXPECT_NE(r.find("full    0-39"), std::string::npos) << r;

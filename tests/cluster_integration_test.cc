@@ -140,7 +140,7 @@ TEST_F(ClusterTest, HptJobSwitchesToReramAndSystolicWorkersAndExports) {
   // Small windows and loose thresholds so a short job passes the tests.
   auto result = RunCommand(Hptctl(
       "submit --name=it-hpt --preset=tiny --epochs=6 --batch_size=16 --stations=8 "
-      "--time_steps=256 --hpt_window=5 --loss_threshold=0.5 --weight_threshold=0.5 "
+      "--time_steps=256 --hpt_window_steps=5 --loss_threshold=0.5 --weight_threshold=0.5 "
       "--lora_rank=4 --reram_chip_tiles=12 --watch"));
   ASSERT_EQ(result.exit_code, 0) << result.output;
   const std::string job_id = "job-" + result.output.substr(

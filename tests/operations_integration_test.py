@@ -26,7 +26,7 @@ PORT_KEYS = ["HPT_COORDINATOR_GRPC_PORT", "HPT_COORDINATOR_METRICS_PORT", "HPT_G
              "HPT_SYSTOLIC_GRPC_PORT", "HPT_SYSTOLIC_METRICS_PORT", "HPT_PROMETHEUS_PORT"]
 # Small windows and loose thresholds: the tiny job reaches the switch.
 HPT_FLAGS = ["--preset=tiny", "--epochs=6", "--stations=8", "--time_steps=256",
-             "--hpt_window=5", "--loss_threshold=0.5", "--weight_threshold=0.5", "--lora_rank=4",
+             "--hpt_window_steps=5", "--loss_threshold=0.5", "--weight_threshold=0.5", "--lora_rank=4",
              "--reram_chip_tiles=12"]
 
 
