@@ -20,6 +20,8 @@ absl::StatusOr<JobSpec> ParseJobSpecText(const std::string& text);
 absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec);
 
 // The phase controller's window k for a preset (the paper's values).
+// The paper's training epochs per preset (1 for presets of ours).
+double PaperEpochs(const std::string& preset);
 int64_t PaperWindow(const std::string& preset);
 
 // The model the job trains, from its preset, overrides and the data's

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/cost_util.h"
 #include "common/status_macros.h"
 #include "common/tensor_codec.h"
@@ -711,6 +712,89 @@ void Trainer::UpdateComparison() {
       lora_steps_, " steps after the switch at the mean full-phase step (",
       mean_s, " s, ", mean_j, " J; projected). HpT = full phase with trials + switch "
       "(LoRA loads, ReRAM programming) + LoRA-phase steps, all as run."));
+
+  // The paper's length: every epoch of the data at this batch size.
+  const double epochs = spec_.hpt().project_epochs();
+  const int64_t n = int64_t(std::ceil(epochs * double(steps_per_epoch_)));
+  c.set_project_epochs(epochs);
+  c.set_project_steps(n);
+  const double lora_mean_s = lora_steps_ > 0 ? lora_cost_.simulated_s() / lora_steps_ : 0;
+  const double lora_mean_j = lora_steps_ > 0 ? lora_cost_.energy_j() / lora_steps_ : 0;
+  const bool switched = h.switch_step() >= 0 && lora_steps_ > 0;
+  const int64_t before = switched ? std::min<int64_t>(h.switch_step(), n) : n;
+  c.set_projected_gpu_only_time_s(mean_s * double(n));
+  c.set_projected_gpu_only_energy_j(mean_j * double(n));
+  if (switched) {
+    // The full phase as run (with trials, per step) up to the switch, the
+    // switch once, then LoRA-phase steps at their mean.
+    const double full_step_s = full_cost_.simulated_s() / double(full_steps_);
+    const double full_step_j = full_cost_.energy_j() / double(full_steps_);
+    c.set_projected_hpt_time_s(full_step_s * double(before) + switch_cost_.simulated_s() +
+                               lora_mean_s * double(n - before));
+    c.set_projected_hpt_energy_j(full_step_j * double(before) + switch_cost_.energy_j() +
+                                 lora_mean_j * double(n - before));
+  } else {
+    c.set_projected_hpt_time_s(c.projected_gpu_only_time_s());
+    c.set_projected_hpt_energy_j(c.projected_gpu_only_energy_j());
+  }
+  c.set_projected_time_ratio(c.projected_hpt_time_s() > 0
+                                 ? c.projected_gpu_only_time_s() / c.projected_hpt_time_s()
+                                 : 0);
+  c.set_projected_energy_ratio(c.projected_hpt_energy_j() > 0
+                                   ? c.projected_gpu_only_energy_j() / c.projected_hpt_energy_j()
+                                   : 0);
+  c.set_projection_method(absl::StrCat(
+      epochs, " epochs x ", steps_per_epoch_, " steps = ", n, " steps; ",
+      switched ? absl::StrCat("HpT: ", before, " full-phase steps at their mean with trials (",
+                              full_cost_.simulated_s() / double(full_steps_), " s), the switch, ",
+                              n - before, " LoRA-phase steps at their mean (", lora_mean_s,
+                              " s)")
+               : "no switch yet: HpT is full-parameter throughout",
+      "; GPU-only: ", n, " steps at the mean full-phase step (", mean_s, " s)."));
+
+  // Where the time goes.
+  c.clear_time_notes();
+  double kernels = 0, launch_bound_s = 0, gpu_s = 0, reram_s = 0, systolic_s = 0, stall = 0,
+         cycles = 0;
+  for (const DeviceCost& d : state_.device_costs) {
+    const auto& k = d.cost().counters();
+    auto get = [&](const char* name) {
+      auto it = k.find(name);
+      return it == k.end() ? 0.0 : it->second;
+    };
+    if (d.kind() == "gpu") {
+      kernels += get("kernels");
+      launch_bound_s += get("launch_bound_s");
+      gpu_s += d.cost().simulated_s();
+    } else if (d.kind() == "reram") {
+      reram_s += d.cost().simulated_s();
+    } else if (d.kind() == "systolic") {
+      systolic_s += d.cost().simulated_s();
+      stall += get("stall_cycles");
+      cycles += get("cycles");
+    }
+  }
+  if (gpu_s > 0) {
+    c.add_time_notes(absl::StrFormat(
+        "GPU: %.0f kernels, %.0f %% of its %.3g s in kernel launches (a step of small "
+        "kernels is launch-bound)",
+        kernels, 100 * launch_bound_s / gpu_s, gpu_s));
+  }
+  if (reram_s > 0 || systolic_s > 0) {
+    c.add_time_notes(absl::StrFormat(
+        "LoRA phase: ReRAM reads %.3g s (in parallel across layers' tiles), systolic %.3g s "
+        "(%.0f %% of its cycles DRAM stalls)",
+        reram_s, systolic_s, cycles > 0 ? 100 * stall / cycles : 0.0));
+  }
+  const double transfer_j = (full_cost_.device_energy_j().count("interconnect")
+                                 ? full_cost_.device_energy_j().at("interconnect")
+                                 : 0) +
+                            (lora_cost_.device_energy_j().count("interconnect")
+                                 ? lora_cost_.device_energy_j().at("interconnect")
+                                 : 0);
+  if (transfer_j > 0) {
+    c.add_time_notes(absl::StrFormat("transfers between devices: %.3g J", transfer_j));
+  }
 }
 
 absl::Status Trainer::CollectTrainedModel() {
@@ -749,6 +833,7 @@ absl::Status Trainer::Run() {
     steps_per_epoch =
         std::min<int64_t>(steps_per_epoch, training.max_steps_per_epoch());
   }
+  steps_per_epoch_ = steps_per_epoch;
   if (steps_per_epoch < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the training split has ", n_train, " samples, fewer than ",

@@ -161,6 +161,7 @@ class Trainer {
   PhaseCost full_cost_, switch_cost_, lora_cost_;
   double gpu_only_full_s_ = 0, gpu_only_full_j_ = 0;
   int64_t full_steps_ = 0, lora_steps_ = 0;
+  int64_t steps_per_epoch_ = 0;
   double full_wall_s_ = 0, lora_wall_s_ = 0;
   absl::Time step_start_;
   // Hands the hybrid runner's tasks to RecordTask.

@@ -60,6 +60,9 @@ ABSL_FLAG(int64_t, hpt_window, 0,
           "submit: phase-controller window k in samples, the paper's unit (0: the "
           "preset's: swe 365, covid 720, wind 480, weather 8000).");
 ABSL_FLAG(int64_t, hpt_window_steps, 0, "submit: the window in steps instead.");
+ABSL_FLAG(double, project_epochs, 0,
+          "submit: training length the report projects HpT and GPU-only to (0: the "
+          "paper's epochs for the preset).");
 ABSL_FLAG(double, loss_threshold, 0, "submit: loss-test threshold (0: 0.1).");
 ABSL_FLAG(double, weight_threshold, 0, "submit: weight-test threshold (0: 0.01).");
 ABSL_FLAG(double, alpha, 0, "submit: t-test significance (0: 0.01).");
@@ -165,7 +168,7 @@ absl::StatusOr<SubmitJobRequest> BuildSubmit() {
            absl::GetFlag(FLAGS_horizon) || absl::GetFlag(FLAGS_stations) ||
            absl::GetFlag(FLAGS_time_steps) || !absl::GetFlag(FLAGS_mode).empty() ||
            !absl::GetFlag(FLAGS_placement).empty() || absl::GetFlag(FLAGS_hpt_window) ||
-           absl::GetFlag(FLAGS_hpt_window_steps) ||
+           absl::GetFlag(FLAGS_hpt_window_steps) || absl::GetFlag(FLAGS_project_epochs) ||
            absl::GetFlag(FLAGS_loss_threshold) || absl::GetFlag(FLAGS_weight_threshold) ||
            absl::GetFlag(FLAGS_alpha) || absl::GetFlag(FLAGS_weight_layer) ||
            !absl::GetFlag(FLAGS_lora_rank).empty() || absl::GetFlag(FLAGS_lora_alpha);
@@ -242,6 +245,7 @@ absl::StatusOr<SubmitJobRequest> BuildSubmit() {
   h.set_placement(absl::GetFlag(FLAGS_placement));
   h.set_window(absl::GetFlag(FLAGS_hpt_window));
   h.set_window_steps(absl::GetFlag(FLAGS_hpt_window_steps));
+  h.set_project_epochs(absl::GetFlag(FLAGS_project_epochs));
   h.set_loss_threshold(absl::GetFlag(FLAGS_loss_threshold));
   h.set_weight_threshold(absl::GetFlag(FLAGS_weight_threshold));
   h.set_alpha(absl::GetFlag(FLAGS_alpha));

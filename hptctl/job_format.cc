@@ -257,6 +257,25 @@ std::string FormatReport(const Job& job) {
                                         Eng(cmp.hpt_energy_j(), "J"),
                                         Eng(cmp.gpu_only_energy_j(), "J"), cmp.energy_ratio()));
   if (!cmp.method().empty()) absl::StrAppend(&out, "  how: ", cmp.method(), "\n");
+  if (cmp.project_steps() > 0) {
+    absl::StrAppend(&out, absl::StrFormat("\nprojected to %g epochs (%d steps)\n",
+                                          cmp.project_epochs(), cmp.project_steps()));
+    absl::StrAppend(&out, absl::StrFormat("  %-8s %12s %12s %8s\n", "", "HpT", "GPU-only",
+                                          "ratio"));
+    absl::StrAppend(&out, absl::StrFormat("  %-8s %12s %12s %7.2fx\n", "time",
+                                          Eng(cmp.projected_hpt_time_s(), "s"),
+                                          Eng(cmp.projected_gpu_only_time_s(), "s"),
+                                          cmp.projected_time_ratio()));
+    absl::StrAppend(&out, absl::StrFormat("  %-8s %12s %12s %7.2fx\n", "energy",
+                                          Eng(cmp.projected_hpt_energy_j(), "J"),
+                                          Eng(cmp.projected_gpu_only_energy_j(), "J"),
+                                          cmp.projected_energy_ratio()));
+    absl::StrAppend(&out, "  how: ", cmp.projection_method(), "\n");
+  }
+  if (cmp.time_notes_size() > 0) {
+    absl::StrAppend(&out, "\nwhere the simulated time goes\n");
+    for (const std::string& note : cmp.time_notes()) absl::StrAppend(&out, "  ", note, "\n");
+  }
   const QualityMetrics& q = job.test_metrics();
   if (q.values() > 0) {
     absl::StrAppend(&out, absl::StrFormat(

@@ -108,6 +108,12 @@ TEST(JobFormatTest, ReportShowsPhasesSwitchRatiosAndMetrics) {
   h.mutable_comparison()->set_gpu_only_time_s(0.006);
   h.mutable_comparison()->set_time_ratio(2.0);
   h.mutable_comparison()->set_energy_ratio(3.5);
+  h.mutable_comparison()->set_project_epochs(24);
+  h.mutable_comparison()->set_project_steps(4704);
+  h.mutable_comparison()->set_projected_time_ratio(6.25);
+  h.mutable_comparison()->set_projected_energy_ratio(7.5);
+  h.mutable_comparison()->set_projection_method("24 epochs x 196 steps");
+  h.mutable_comparison()->add_time_notes("GPU: 14000 kernels");
   job.mutable_test_metrics()->set_values(100);
   job.mutable_test_metrics()->set_rmse(1.25);
   job.mutable_test_metrics()->set_nse(0.9);
@@ -135,6 +141,10 @@ TEST(JobFormatTest, ReportShowsPhasesSwitchRatiosAndMetrics) {
   EXPECT_NE(r.find("2 ms"), std::string::npos) << r;
   EXPECT_NE(r.find("gpu 2 ms/1.5 J"), std::string::npos) << r;
   EXPECT_NE(r.find("2.00x"), std::string::npos) << r;
+  EXPECT_NE(r.find("projected to 24 epochs (4704 steps)"), std::string::npos) << r;
+  EXPECT_NE(r.find("6.25x"), std::string::npos) << r;
+  EXPECT_NE(r.find("7.50x"), std::string::npos) << r;
+  EXPECT_NE(r.find("where the simulated time goes\n  GPU: 14000 kernels"), std::string::npos) << r;
   EXPECT_NE(r.find("3.50x"), std::string::npos) << r;
   EXPECT_NE(r.find("RMSE 1.25"), std::string::npos) << r;
   EXPECT_NE(r.find("p 0.62  no difference: switch"), std::string::npos) << r;
