@@ -316,7 +316,11 @@ int Run(const std::vector<char*>& args) {
 
   if (command == "submit") {
     absl::StatusOr<SubmitJobRequest> request = BuildSubmit();
-    if (!request.ok()) return Fail(request.status());
+    if (!request.ok()) {
+      // Nothing was sent: the command line is what is wrong.
+      std::cerr << "hptctl: " << request.status().message() << std::endl;
+      return kExitUsage;
+    }
     grpc::ClientContext context;
     SetDeadline(&context);
     Job job;
