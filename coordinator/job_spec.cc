@@ -245,7 +245,10 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
     return Invalid("hpt.interconnect", "bandwidth must be positive, latency and energy "
                                        "not negative");
   }
-  if (h.project_epochs() == 0) h.set_project_epochs(PaperEpochs(model.preset()));
+  if (h.project_epochs() == 0) {
+    const double paper = PaperEpochs(model.preset());
+    h.set_project_epochs(paper > 0 ? paper : double(t.epochs()));
+  }
   if (!(h.project_epochs() > 0) || h.project_epochs() > 100000) {
     return Invalid("hpt.project_epochs",
                    absl::StrCat(h.project_epochs(), " is not in (0, 100000]"));
@@ -265,7 +268,7 @@ double PaperEpochs(const std::string& preset) {
   if (preset == "weather") return 22;
   if (preset == "covid") return 20;
   if (preset == "wind") return 24;
-  return 1;  // tiny: the job's own length
+  return 0;  // presets of ours (tiny): the job's own epochs
 }
 
 int64_t PaperWindow(const std::string& preset) {

@@ -20,7 +20,7 @@ absl::StatusOr<JobSpec> ParseJobSpecText(const std::string& text);
 absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec);
 
 // The phase controller's window k for a preset (the paper's values).
-// The paper's training epochs per preset (1 for presets of ours).
+// The paper's training epochs per preset (0 for presets of ours).
 double PaperEpochs(const std::string& preset);
 int64_t PaperWindow(const std::string& preset);
 

@@ -258,7 +258,7 @@ std::string FormatReport(const Job& job) {
                                         Eng(cmp.gpu_only_energy_j(), "J"), cmp.energy_ratio()));
   if (!cmp.method().empty()) absl::StrAppend(&out, "  how: ", cmp.method(), "\n");
   if (cmp.project_steps() > 0) {
-    absl::StrAppend(&out, absl::StrFormat("\nprojected to %g epochs (%d steps)\n",
+    absl::StrAppend(&out, absl::StrFormat("\nprojected to %g epoch(s) (%d steps)\n",
                                           cmp.project_epochs(), cmp.project_steps()));
     absl::StrAppend(&out, absl::StrFormat("  %-8s %12s %12s %8s\n", "", "HpT", "GPU-only",
                                           "ratio"));

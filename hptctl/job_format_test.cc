@@ -141,7 +141,7 @@ TEST(JobFormatTest, ReportShowsPhasesSwitchRatiosAndMetrics) {
   EXPECT_NE(r.find("2 ms"), std::string::npos) << r;
   EXPECT_NE(r.find("gpu 2 ms/1.5 J"), std::string::npos) << r;
   EXPECT_NE(r.find("2.00x"), std::string::npos) << r;
-  EXPECT_NE(r.find("projected to 24 epochs (4704 steps)"), std::string::npos) << r;
+  EXPECT_NE(r.find("projected to 24 epoch(s) (4704 steps)"), std::string::npos) << r;
   EXPECT_NE(r.find("6.25x"), std::string::npos) << r;
   EXPECT_NE(r.find("7.50x"), std::string::npos) << r;
   EXPECT_NE(r.find("where the simulated time goes\n  GPU: 14000 kernels"), std::string::npos) << r;
