@@ -56,6 +56,7 @@ absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec, DataSummary* su
     CovidOptions o;
     if (!spec.covid().target().empty()) o.target = spec.covid().target();
     if (spec.covid().counties() > 0) o.counties = spec.covid().counties();
+    o.all_counties = true;
     if (spec.covid().test_from_day() > 0) o.test_from_day = spec.covid().test_from_day();
     absl::StatusOr<CovidSeries> loaded = LoadCovidCsv(spec.covid().path(), o);
     if (!loaded.ok()) {
@@ -66,6 +67,11 @@ absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec, DataSummary* su
                                            o.test_from_day) - loaded->days.begin();
     series = std::move(loaded->series);
     summary->set_source("covid");
+    // Samples: every group of `counties` consecutive counties (GISJOIN
+    // order), one every group_stride, at every date; the input is each
+    // county's own history of the target, the target its next week.
+    options.token_group = std::min<int64_t>(o.counties, series.columns);
+    options.group_stride = spec.covid().group_stride() > 0 ? spec.covid().group_stride() : 10;
     options.train = {0, split};
     // Test samples forecast a week at or after the split; their input
     // windows may reach back into the training weeks.

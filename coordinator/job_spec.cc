@@ -99,6 +99,10 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
     }
   } else if (data.has_covid()) {
     if (data.covid().path().empty()) return Invalid("data.covid.path", "is empty");
+    if (data.covid().group_stride() < 0) {
+      return Invalid("data.covid.group_stride", absl::StrCat("must be positive, got ",
+                                                             data.covid().group_stride()));
+    }
     if (data.covid().counties() < 0) {
       return Invalid("data.covid.counties", absl::StrCat("must be positive, got ",
                                                          data.covid().counties()));

@@ -406,9 +406,10 @@ absl::Status Trainer::Evaluate() {
     for (size_t e = 0; e < y.data.size(); ++e) {
       const double d = double(prediction.data[e]) - y.data[e];
       sum_sq += d * d;
-      // Targets are [n, tokens, 1]: undo each token's normalisation.
-      const int64_t token = int64_t(e) % tokens;
-      const double scale = data_->stddev(token), shift = data_->mean(token);
+      // Targets are [n, tokens, 1]: undo each token's station's normalisation.
+      const int64_t sample = starts[indices[int64_t(e) / tokens]];
+      const int64_t station = data_->StationOf(sample, int64_t(e) % tokens);
+      const double scale = data_->stddev(station), shift = data_->mean(station);
       quality.Add(prediction.data[e] * scale + shift, y.data[e] * scale + shift);
     }
     count += int64_t(y.data.size());

@@ -305,7 +305,13 @@ absl::StatusOr<CovidSeries> ParseCovidCsv(const std::string& text, const std::st
     return absl::InvalidArgumentError("data.covid.counties must be positive");
   }
   std::sort(totals.begin(), totals.end());
-  const int64_t keep = std::min<int64_t>(options.counties, counties);
+  const int64_t keep =
+      options.all_counties ? counties : std::min<int64_t>(options.counties, counties);
+  if (options.all_counties) {
+    // GISJOIN order: the map's own.
+    totals.clear();
+    for (const auto& [county, by_day] : rows) totals.emplace_back(0.0, county);
+  }
   TimeSeriesMatrix& m = out.series;
   m.rows = weeks;
   m.columns = keep;

@@ -51,6 +51,10 @@ absl::StatusOr<WeatherSeries> LoadAgWeatherDir(const std::string& dir,
 struct CovidOptions {
   std::string target = "deaths";
   int counties = 50;
+  // true: every county, in GISJOIN order (the job's samples are groups of
+  // `counties` of them); false: only the `counties` with the largest
+  // training-period total, largest first.
+  bool all_counties = false;
   int64_t test_from_day = 209;  // weeks with Date < this train (paper)
 };
 

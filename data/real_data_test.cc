@@ -91,6 +91,19 @@ TEST(CovidTest, PivotsCountiesByWeekAndKeepsTheLargest) {
   EXPECT_EQ(c->features[(1 * 3 + 2) * 3 + 2], 1.0f);
 }
 
+TEST(CovidTest, AllCountiesComeInGisjoinOrder) {
+  CovidOptions o;
+  o.all_counties = true;
+  auto c = ParseCovidCsv(kCovid, "covid.csv", o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->series.column_names, (std::vector<std::string>{"G1", "G2", "G3"}));
+  ASSERT_EQ(c->series.columns, 3);
+  // Week 2 (Date 13): deaths 1, 5, 0.
+  EXPECT_EQ(c->series.at(1, 0), 1);
+  EXPECT_EQ(c->series.at(1, 1), 5);
+  EXPECT_EQ(c->series.at(1, 2), 0);
+}
+
 TEST(CovidTest, MissingWeeksAndBadCellsAreNamed) {
   const std::string missing = std::string(kCovid).substr(0, std::string(kCovid).rfind("G3,9"));
   auto m = ParseCovidCsv(missing, "covid.csv", {});

@@ -42,11 +42,26 @@ absl::StatusOr<WindowDataset> WindowDataset::Create(
 
   WindowDataset ds;
   ds.options_ = options;
-  const int64_t span = options.window + options.horizon;
-  for (const RowRange& r : train) {
-    for (int64_t start : StartsWithin(r, span)) ds.train_starts_.push_back(start);
+  ds.group_size_ = series.columns;
+  if (options.token_group > 0) {
+    if (options.group_stride < 1 || options.token_group > series.columns) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "data: groups of ", options.token_group, " stations every ", options.group_stride,
+          " need a positive stride and at most the ", series.columns, " stations"));
+    }
+    ds.group_size_ = options.token_group;
+    ds.groups_ = (series.columns - options.token_group) / options.group_stride + 1;
+  } else {
+    ds.options_.group_stride = 1;
   }
-  ds.test_starts_ = StartsWithin(options.test, span);
+  const int64_t span = options.window + options.horizon;
+  auto add = [&](int64_t start, std::vector<int64_t>* out) {
+    for (int64_t g = 0; g < ds.groups_; ++g) out->push_back(start * ds.groups_ + g);
+  };
+  for (const RowRange& r : train) {
+    for (int64_t start : StartsWithin(r, span)) add(start, &ds.train_starts_);
+  }
+  for (int64_t start : StartsWithin(options.test, span)) add(start, &ds.test_starts_);
   if (ds.train_starts_.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "data: the training rows (first range [", options.train.begin, ", ",
@@ -87,17 +102,19 @@ void WindowDataset::Gather(const std::vector<int64_t>& starts,
                            const std::vector<int64_t>& indices,
                            HostTensor* inputs, HostTensor* targets) const {
   const int64_t n = static_cast<int64_t>(indices.size());
-  const int64_t tokens = series_.columns;
+  const int64_t tokens = group_size_;
   const int64_t window = options_.window;
   *inputs = HostTensor({n, tokens, window});
   *targets = HostTensor({n, tokens, 1});
   for (int64_t i = 0; i < n; ++i) {
-    const int64_t start = starts[indices[i]];
+    const int64_t sample = starts[indices[i]];
+    const int64_t start = sample / groups_;
     for (int64_t s = 0; s < tokens; ++s) {
+      const int64_t column = StationOf(sample, s);
       float* row = &inputs->data[(i * tokens + s) * window];
-      for (int64_t w = 0; w < window; ++w) row[w] = series_.at(start + w, s);
+      for (int64_t w = 0; w < window; ++w) row[w] = series_.at(start + w, column);
       targets->data[i * tokens + s] =
-          series_.at(start + window - 1 + options_.horizon, s);
+          series_.at(start + window - 1 + options_.horizon, column);
     }
   }
 }

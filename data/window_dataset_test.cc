@@ -123,3 +123,47 @@ TEST(SyntheticTest, SignalDominatesNoise) {
 
 }  // namespace
 }  // namespace hpt
+
+namespace hpt {
+namespace {
+
+TEST(WindowDatasetGroupsTest, SamplesAreStationGroupsAtEveryStart) {
+  // 6 stations, groups of 3 every 2: stations {0,1,2} and {2,3,4}.
+  TimeSeriesMatrix m;
+  m.rows = 10;
+  m.columns = 6;
+  for (int64_t r = 0; r < m.rows; ++r) {
+    for (int64_t c = 0; c < m.columns; ++c) m.values.push_back(float(100 * c + r));
+  }
+  WindowOptions o;
+  o.window = 2;
+  o.horizon = 1;
+  o.train = {0, 6};
+  o.test = {6, 10};
+  o.token_group = 3;
+  o.group_stride = 2;
+  auto ds = WindowDataset::Create(m, o);
+  ASSERT_TRUE(ds.ok()) << ds.status();
+  EXPECT_EQ(ds->num_tokens(), 3);
+  EXPECT_EQ(ds->num_groups(), 2);
+  EXPECT_EQ(ds->train_starts().size(), 4u * 2);  // starts 0..3, two groups each
+  EXPECT_EQ(ds->test_starts().size(), 2u * 2);   // starts 6, 7
+  HostTensor x, y;
+  ds->Gather(ds->train_starts(), {3}, &x, &y);  // start 1, second group
+  ASSERT_EQ(x.shape, (std::vector<int64_t>{1, 3, 2}));
+  // Undo the normalisation: station 3's values at rows 1, 2; target row 3.
+  const int64_t sample = ds->train_starts()[3];
+  EXPECT_EQ(ds->StationOf(sample, 1), 3);
+  auto raw = [&](float v, int64_t station) {
+    return v * ds->stddev(station) + ds->mean(station);
+  };
+  EXPECT_NEAR(raw(x.data[1 * 2 + 0], 3), 301, 1e-3);
+  EXPECT_NEAR(raw(x.data[1 * 2 + 1], 3), 302, 1e-3);
+  EXPECT_NEAR(raw(y.data[1], 3), 303, 1e-3);
+  EXPECT_NEAR(raw(y.data[0], 2), 203, 1e-3);
+  o.token_group = 7;
+  EXPECT_EQ(WindowDataset::Create(m, o).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace hpt
