@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "data/real_data.h"
+#include "data/swe.h"
 #include "data/synthetic.h"
 #include "data/wide_csv.h"
 
@@ -52,6 +53,24 @@ absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec, DataSummary* su
     options.train = {0, b};
     options.extra_train = {{e, series.rows}};
     options.test = {b, e};  // a train range may be empty: the test year comes first
+  } else if (spec.has_swe()) {
+    absl::StatusOr<std::vector<SnotelStation>> stations =
+        LoadSnotelStations(spec.swe().stations_csv());
+    if (!stations.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("data.swe: ", stations.status().message()));
+    }
+    SweOptions o;
+    o.days = spec.swe().days();
+    o.seed = spec.swe().seed();
+    series = MakeSweSeries(*stations, o);
+    summary->set_source("swe (synthetic series over real SNOTEL stations)");
+    // The last water year tests; its windows may look back into training
+    // days, their targets never do.
+    const int64_t split = series.rows - 365;
+    options.train = {0, split};
+    options.test = {std::max<int64_t>(0, split - options.window - options.horizon + 1),
+                    series.rows};
   } else if (spec.has_covid()) {
     CovidOptions o;
     if (!spec.covid().target().empty()) o.target = spec.covid().target();

@@ -97,6 +97,15 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
     if (data.weather().test_year() < 0) {
       return Invalid("data.weather.test_year", "must be a year");
     }
+  } else if (data.has_swe()) {
+    SweData& s = *data.mutable_swe();
+    if (s.stations_csv().empty()) return Invalid("data.swe.stations_csv", "is empty");
+    if (s.days() == 0) s.set_days(3 * 365);
+    if (s.seed() == 0) s.set_seed(7);
+    if (s.days() < 2 * 365 || s.days() > 100 * 365) {
+      return Invalid("data.swe.days",
+                     absl::StrCat("must be 730..36500 (a water year tests), got ", s.days()));
+    }
   } else if (data.has_covid()) {
     if (data.covid().path().empty()) return Invalid("data.covid.path", "is empty");
     if (data.covid().group_stride() < 0) {

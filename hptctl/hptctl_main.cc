@@ -76,6 +76,10 @@ ABSL_FLAG(std::string, weather_dir, "",
           "submit: AgWeatherNet station files (AWN_*.csv), read by the coordinator.");
 ABSL_FLAG(int, test_year, 0, "submit: weather test year (0: 2020).");
 ABSL_FLAG(std::string, covid_csv, "", "submit: county weekly COVID-19 CSV.");
+ABSL_FLAG(std::string, swe_stations, "",
+          "submit: SNOTEL station table (location, elevation, slope, aspect, land "
+          "cover); the SWE series over them are synthetic.");
+ABSL_FLAG(int, swe_days, 0, "submit: days of synthetic SWE (0: 1095, three water years).");
 ABSL_FLAG(int, counties, 0, "submit: covid counties as tokens (0: 50).");
 ABSL_FLAG(std::string, target, "", "submit: weather/covid column to forecast.");
 ABSL_FLAG(std::string, out, "", "export: output file (LibTorch, torch::load-able).");
@@ -165,6 +169,7 @@ absl::StatusOr<SubmitJobRequest> BuildSubmit() {
            !absl::GetFlag(FLAGS_csv).empty() || absl::GetFlag(FLAGS_window) ||
            !absl::GetFlag(FLAGS_weather_dir).empty() ||
            !absl::GetFlag(FLAGS_covid_csv).empty() ||
+           !absl::GetFlag(FLAGS_swe_stations).empty() || absl::GetFlag(FLAGS_swe_days) ||
            absl::GetFlag(FLAGS_horizon) || absl::GetFlag(FLAGS_stations) ||
            absl::GetFlag(FLAGS_time_steps) || !absl::GetFlag(FLAGS_mode).empty() ||
            !absl::GetFlag(FLAGS_placement).empty() || absl::GetFlag(FLAGS_hpt_window) ||
@@ -232,6 +237,9 @@ absl::StatusOr<SubmitJobRequest> BuildSubmit() {
     d.mutable_weather()->set_dir(absl::GetFlag(FLAGS_weather_dir));
     d.mutable_weather()->set_target(absl::GetFlag(FLAGS_target));
     d.mutable_weather()->set_test_year(absl::GetFlag(FLAGS_test_year));
+  } else if (!absl::GetFlag(FLAGS_swe_stations).empty()) {
+    d.mutable_swe()->set_stations_csv(absl::GetFlag(FLAGS_swe_stations));
+    d.mutable_swe()->set_days(absl::GetFlag(FLAGS_swe_days));
   } else if (!absl::GetFlag(FLAGS_covid_csv).empty()) {
     d.mutable_covid()->set_path(absl::GetFlag(FLAGS_covid_csv));
     d.mutable_covid()->set_target(absl::GetFlag(FLAGS_target));
