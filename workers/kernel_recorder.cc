@@ -21,16 +21,22 @@ struct Frame {
   int kernels_below = 0;        // kernels launched by ops it called
 };
 
-// The finished kernels of the active recording. The callback is registered
-// thread-locally, and autograd's threads inherit it (CUDA backward runs
-// there), so kernels may arrive from several threads; each keeps its own
-// stack of open ops.
+// The finished kernels of a recording. Each recorder records its own
+// thread; the callback is registered thread-locally and autograd's threads
+// inherit it (CUDA backward runs there), so ops on a thread with no
+// recorder of its own go to the recording that started last. Every thread
+// keeps its own stack of open ops.
 struct Recording {
   std::mutex mu;
   std::vector<GpuKernel> kernels;
 };
-std::atomic<Recording*> current{nullptr};
+thread_local Recording* thread_recording = nullptr;
+std::atomic<Recording*> latest_recording{nullptr};
 thread_local std::vector<Frame> open_ops;
+
+Recording* Current() {
+  return thread_recording != nullptr ? thread_recording : latest_recording.load();
+}
 
 double Bytes(const at::Tensor& t) {
   return t.defined() ? double(t.numel()) * double(t.element_size()) : 0.0;
@@ -86,7 +92,7 @@ bool IsCollective(const std::string& op) {
 }
 
 std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
-  if (current.load() == nullptr) return nullptr;
+  if (Current() == nullptr) return nullptr;
   Frame f;
   f.op = fn.name();
   const c10::ArrayRef<const c10::IValue> in = fn.inputs();
@@ -103,7 +109,7 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
 }
 
 void OnEnd(const at::RecordFunction& fn, at::ObserverContext*) {
-  Recording* r = current.load();
+  Recording* r = Current();
   if (r == nullptr || open_ops.empty()) return;
   Frame f = std::move(open_ops.back());
   open_ops.pop_back();
@@ -129,9 +135,10 @@ void OnEnd(const at::RecordFunction& fn, at::ObserverContext*) {
 }  // namespace
 
 KernelRecorder::KernelRecorder() {
-  if (current.load() != nullptr) return;  // an outer recorder records
+  if (thread_recording != nullptr) return;  // an outer recorder records
   open_ops.clear();
-  current.store(new Recording());
+  thread_recording = new Recording();
+  latest_recording.store(thread_recording);
   at::RecordFunctionCallback callback(&OnStart, &OnEnd);
   callback.needsInputs(true).needsOutputs(true);
   callback.scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION});
@@ -145,7 +152,10 @@ std::vector<GpuKernel> KernelRecorder::Finish() {
   if (!active_) return {};
   active_ = false;
   at::removeCallback(handle_);
-  Recording* r = current.exchange(nullptr);
+  Recording* r = thread_recording;
+  thread_recording = nullptr;
+  Recording* expected = r;
+  latest_recording.compare_exchange_strong(expected, nullptr);
   std::vector<GpuKernel> kernels;
   {
     std::lock_guard<std::mutex> lock(r->mu);

@@ -2,7 +2,9 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <string>
+#include <thread>
 
 #include "devices/gpu/kernel_cost.h"
 #include "gtest/gtest.h"
@@ -106,6 +108,36 @@ TEST_F(KernelRecorderTest, NestedRecordersRecordOnce) {
   EXPECT_FALSE(outer.Finish().empty());
   KernelRecorder after;
   EXPECT_TRUE(after.Finish().empty());  // nothing ran
+}
+
+}  // namespace
+}  // namespace hpt
+
+namespace hpt {
+namespace {
+
+TEST(KernelRecorderThreadsTest, RecordersOnTwoThreadsEachSeeTheirOwnOps) {
+  // Two executors in one process (tests, benchmarks) record at once.
+  std::vector<GpuKernel> a, b;
+  std::thread other([&] {
+    KernelRecorder recorder;
+    torch::Tensor x = torch::ones({4, 4});
+    for (int i = 0; i < 3; ++i) x = torch::mm(x, x);
+    b = recorder.Finish();
+  });
+  {
+    KernelRecorder recorder;
+    torch::Tensor y = torch::ones({4, 4});
+    y = torch::mm(y, y);
+    a = recorder.Finish();
+  }
+  other.join();
+  auto products = [](const std::vector<GpuKernel>& k) {
+    return std::count_if(k.begin(), k.end(),
+                         [](const GpuKernel& g) { return g.op == "aten::mm"; });
+  };
+  EXPECT_EQ(products(a), 1);
+  EXPECT_EQ(products(b), 3);
 }
 
 }  // namespace
