@@ -19,15 +19,9 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
-#include "coordinator/job_data.h"
-#include "coordinator/job_spec.h"
-#include "coordinator/local_worker_client.h"
-#include "coordinator/trainer.h"
-#include "workers/device_executor.h"
-#include "workers/gpu_executor.h"
+#include "benchmarks/bench_jobs.h"
 
-ABSL_FLAG(std::string, dataset, "wind", "wind, weather or covid.");
+ABSL_FLAG(std::string, dataset, "wind", "wind, weather, covid or swe.");
 ABSL_FLAG(std::string, data_dir, "../shared/data", "The real data sets' folder.");
 ABSL_FLAG(std::string, preset, "wind", "Model preset (its window k is the paper's).");
 ABSL_FLAG(int, d_model, 64, "d_model override (0: the preset's; wind's 512 is slow on CPU).");
@@ -47,61 +41,15 @@ ABSL_FLAG(uint64_t, seed, 42, "Training seed (both runs).");
 namespace hpt {
 namespace {
 
-struct RunResult {
-  Job job;
-  double wall_s = 0;
-};
+using RunResult = BenchRun;
 
-absl::StatusOr<RunResult> Train(const JobSpec& raw, const std::string& mode) {
-  JobSpec spec = raw;
-  spec.mutable_hpt()->set_mode(mode);
-  ASSIGN_OR_RETURN(spec, NormalizeJobSpec(spec));
-  ASSIGN_OR_RETURN(WindowDataset data, BuildJobData(spec.data()));
-  GpuExecutor::Options gpu_options;
-  gpu_options.device = "cpu";
-  gpu_options.intra_op_threads = absl::GetFlag(FLAGS_threads);
-  ASSIGN_OR_RETURN(std::unique_ptr<GpuExecutor> gpu, GpuExecutor::Create(gpu_options));
-  DeviceExecutor::Options reram_options, systolic_options;
-  reram_options.kind = "reram";
-  systolic_options.kind = "systolic";
-  ASSIGN_OR_RETURN(std::unique_ptr<DeviceExecutor> reram, DeviceExecutor::Create(reram_options));
-  ASSIGN_OR_RETURN(std::unique_ptr<DeviceExecutor> systolic,
-                   DeviceExecutor::Create(systolic_options));
-  LocalWorkerClient gpu_client("gpu0", gpu.get()), reram_client("reram0", reram.get()),
-      systolic_client("systolic0", systolic.get());
-  RunResult result;
-  Trainer::Options options;
-  options.reram_workers = {&reram_client};
-  options.systolic_workers = {&systolic_client};
-  int last_epoch = 0;
-  options.on_progress = [&](const TrainerUpdate& u) {
-    Job& j = result.job;
-    *j.mutable_progress() = u.progress;
-    *j.mutable_test_metrics() = u.test_metrics;
-    *j.mutable_hpt() = u.hpt;
-    if (u.progress.epoch() != last_epoch && u.epoch_losses.size() == size_t(u.progress.epoch())) {
-      last_epoch = u.progress.epoch();
-      std::fprintf(stderr, "  [%s] epoch %d/%d  train loss %.4f  test MSE %.4f  phase %s\n",
-                   mode.c_str(), last_epoch, u.progress.epochs(), u.progress.epoch_loss(),
-                   u.progress.test_loss(), u.hpt.phase().c_str());
-    }
-  };
-  const auto start = std::chrono::steady_clock::now();
-  Trainer trainer("bench-" + mode, spec, &data, {&gpu_client}, options);
-  RETURN_IF_ERROR(trainer.Run());
-  result.wall_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return result;
+absl::StatusOr<RunResult> Train(const JobSpec& spec, const std::string& mode) {
+  return RunInProcess(spec, mode, mode, absl::GetFlag(FLAGS_threads));
 }
 
 int Main() {
   const std::string dataset = absl::GetFlag(FLAGS_dataset);
-  std::string dir = absl::GetFlag(FLAGS_data_dir);
-  // `bazel run` starts in the runfiles tree: resolve a relative folder from
-  // where the user ran it.
-  if (!dir.empty() && dir[0] != '/' && std::getenv("BUILD_WORKING_DIRECTORY") != nullptr) {
-    dir = absl::StrCat(std::getenv("BUILD_WORKING_DIRECTORY"), "/", dir);
-  }
+  const std::string dir = ResolveDataDir(absl::GetFlag(FLAGS_data_dir));
   JobSpec spec;
   spec.set_name("hpt-vs-full-" + dataset);
   ModelSpec& model = *spec.mutable_model();
@@ -117,29 +65,8 @@ int Main() {
   spec.mutable_hpt()->set_placement(absl::GetFlag(FLAGS_placement));
   spec.mutable_hpt()->set_loss_threshold(absl::GetFlag(FLAGS_loss_threshold));
   spec.mutable_hpt()->set_weight_threshold(absl::GetFlag(FLAGS_weight_threshold));
-  DataSpec& d = *spec.mutable_data();
-  if (dataset == "wind") {
-    // The paper's split: test rows 480-2120, train on both sides.
-    CsvData& csv = *d.mutable_csv();
-    csv.set_path(dir + "/wind/winds.dat");
-    csv.set_header(CsvData::ABSENT);
-    csv.set_train_begin_row(0);
-    csv.set_train_end_row(480);
-    RowSpan& more = *csv.add_more_train_rows();
-    more.set_begin(2120);
-    more.set_end(8387);
-    csv.set_test_begin_row(480);
-    csv.set_test_end_row(2120);
-    d.set_window(12);
-  } else if (dataset == "weather") {
-    d.mutable_weather()->set_dir(dir + "/weather");
-    d.set_window(24);
-  } else if (dataset == "covid") {
-    d.mutable_covid()->set_path(dir + "/covid/Covid19_01262020_09262020.csv");
-    d.set_window(4);
-  } else {
-    std::fprintf(stderr, "--dataset must be wind, weather or covid, got '%s'\n",
-                 dataset.c_str());
+  if (absl::Status s = SetRealData(dataset, dir, &spec); !s.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
     return 2;
   }
   std::printf("hpt_vs_full: dataset %s, preset %s (d_model %d, %d layers), %d epochs, "

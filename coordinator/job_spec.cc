@@ -143,6 +143,10 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
   if (t.epochs() < 0) {
     return Invalid("training.epochs", absl::StrCat("must be positive, got ", t.epochs()));
   }
+  if (t.max_test_samples() < 0) {
+    return Invalid("training.max_test_samples",
+                   absl::StrCat("must not be negative, got ", t.max_test_samples()));
+  }
   if (t.batch_size() < 0) {
     return Invalid("training.batch_size",
                    absl::StrCat("must be positive, got ", t.batch_size()));

@@ -383,7 +383,11 @@ absl::StatusOr<HostTensor> Trainer::Predict(const HostTensor& x) {
 }
 
 absl::Status Trainer::Evaluate() {
-  const std::vector<int64_t>& starts = data_->test_starts();
+  std::vector<int64_t> starts = data_->test_starts();
+  if (spec_.training().max_test_samples() > 0 &&
+      int64_t(starts.size()) > spec_.training().max_test_samples()) {
+    starts.resize(spec_.training().max_test_samples());
+  }
   if (starts.empty()) return absl::OkStatus();
   const int64_t batch = spec_.training().batch_size();
   double sum_sq = 0;
@@ -719,8 +723,16 @@ void Trainer::UpdateComparison() {
   const int64_t n = int64_t(std::ceil(epochs * double(steps_per_epoch_)));
   c.set_project_epochs(epochs);
   c.set_project_steps(n);
+  c.set_full_step_s(mean_s);
+  c.set_full_step_j(mean_j);
+  if (full_steps_ > 0) {
+    c.set_full_step_with_trials_s(full_cost_.simulated_s() / double(full_steps_));
+    c.set_full_step_with_trials_j(full_cost_.energy_j() / double(full_steps_));
+  }
   const double lora_mean_s = lora_steps_ > 0 ? lora_cost_.simulated_s() / lora_steps_ : 0;
   const double lora_mean_j = lora_steps_ > 0 ? lora_cost_.energy_j() / lora_steps_ : 0;
+  c.set_lora_step_s(lora_mean_s);
+  c.set_lora_step_j(lora_mean_j);
   const bool switched = h.switch_step() >= 0 && lora_steps_ > 0;
   const int64_t before = switched ? std::min<int64_t>(h.switch_step(), n) : n;
   c.set_projected_gpu_only_time_s(mean_s * double(n));

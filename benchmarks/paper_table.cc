@@ -1,0 +1,179 @@
+// paper_table: the paper's four applications in one table. For swe,
+// weather, covid and wind:
+//  - the switch iteration and test RMSE of HpT vs full-parameter training,
+//    measured with the paper's phase-controller defaults (k samples per
+//    application, thresholds 0.1 / 0.01, alpha 0.01) on a model this
+//    machine trains in minutes (--layers x --d_model, batch --batch; LoRA
+//    on the GPU worker, so only the switch and quality are measured here);
+//  - the simulated full-phase GPU step and LoRA-phase chip step at the
+//    paper's size (12 layers, d_model 512) and batch 1, from a short run of
+//    that model through the GPU worker, the ReRAM chip and the systolic
+//    array (a forced switch: it measures costs, not convergence);
+//  - HpT vs GPU-only time and energy projected to the paper's training
+//    length (its epochs, batch 1) from those step costs and the measured
+//    switch point.
+//
+//   bazel run -c opt //benchmarks:paper_table -- --data_dir=../shared/data
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "benchmarks/bench_jobs.h"
+#include "common/status_macros.h"
+#include "coordinator/job_data.h"
+#include "coordinator/job_spec.h"
+
+ABSL_FLAG(std::string, data_dir, "../shared/data", "The real data sets' folder.");
+ABSL_FLAG(std::string, apps, "swe,weather,covid,wind", "Applications, in order.");
+ABSL_FLAG(int, epochs, 3, "Epochs of the small model's runs.");
+ABSL_FLAG(int, layers, 2, "Layers of the small model.");
+ABSL_FLAG(int, d_model, 64, "d_model of the small model.");
+ABSL_FLAG(int, batch, 32, "Batch size of the small model's runs.");
+ABSL_FLAG(int, cost_steps, 14, "Steps of the paper-size cost run (batch 1).");
+
+namespace hpt {
+namespace {
+
+struct Row {
+  std::string app;
+  std::string small;      // the small model, for the table's note
+  int64_t switch_step = -1;   // at --batch
+  int64_t window_steps = 0;
+  double rmse_full = 0, rmse_hpt = 0;
+  double full_step_s = 0, full_step_j = 0, lora_step_s = 0, lora_step_j = 0;
+  double switch_s = 0, switch_j = 0;
+  int64_t train_samples = 0;
+  double epochs = 0;
+  double time_ratio = 0, energy_ratio = 0;
+  std::string error;
+};
+
+absl::Status Measure(const std::string& dir, Row* row) {
+  // 1. Switch and quality on the small model, paper defaults.
+  JobSpec small;
+  small.mutable_model()->set_preset(row->app);
+  small.mutable_model()->set_num_layers(absl::GetFlag(FLAGS_layers));
+  small.mutable_model()->set_d_model(absl::GetFlag(FLAGS_d_model));
+  small.mutable_training()->set_epochs(absl::GetFlag(FLAGS_epochs));
+  small.mutable_training()->set_batch_size(absl::GetFlag(FLAGS_batch));
+  small.mutable_hpt()->set_placement("gpu");
+  RETURN_IF_ERROR(SetRealData(row->app, dir, &small));
+  ASSIGN_OR_RETURN(BenchRun full, RunInProcess(small, "full", row->app + " full"));
+  ASSIGN_OR_RETURN(BenchRun hpt, RunInProcess(small, "hpt", row->app + " hpt"));
+  row->switch_step = hpt.job.hpt().switch_step();
+  row->window_steps = hpt.job.hpt().window();
+  row->rmse_full = full.job.test_metrics().rmse();
+  row->rmse_hpt = hpt.job.test_metrics().rmse();
+
+  // 2. Step costs at the paper's size and batch 1 (a forced switch).
+  JobSpec paper;
+  paper.mutable_model()->set_preset(row->app);
+  paper.mutable_training()->set_epochs(1);
+  paper.mutable_training()->set_batch_size(1);
+  paper.mutable_training()->set_max_steps_per_epoch(absl::GetFlag(FLAGS_cost_steps));
+  paper.mutable_training()->set_max_test_samples(1);
+  HptSpec& h = *paper.mutable_hpt();
+  h.set_window_steps(2);
+  h.set_loss_threshold(1e9);
+  h.set_weight_threshold(1e9);
+  h.set_trial_on_rising_loss(true);
+  h.set_alpha(1e-9);
+  RETURN_IF_ERROR(SetRealData(row->app, dir, &paper));
+  ASSIGN_OR_RETURN(BenchRun cost, RunInProcess(paper, "hpt", row->app + " paper-size costs"));
+  const CostComparison& c = cost.job.hpt().comparison();
+  if (cost.job.hpt().switch_step() < 0 || c.lora_step_s() <= 0) {
+    return absl::FailedPreconditionError("the paper-size cost run did not reach the LoRA phase");
+  }
+  row->full_step_s = c.full_step_s();
+  row->full_step_j = c.full_step_j();
+  row->lora_step_s = c.lora_step_s();
+  row->lora_step_j = c.lora_step_j();
+  for (const PhaseCost& p : cost.job.hpt().phases()) {
+    if (p.phase() == "switch") {
+      row->switch_s = p.simulated_s();
+      row->switch_j = p.energy_j();
+    }
+  }
+
+  // 3. The paper's length at batch 1: every training sample, its epochs.
+  ASSIGN_OR_RETURN(JobSpec normal, NormalizeJobSpec(small));
+  ASSIGN_OR_RETURN(WindowDataset data, BuildJobData(normal.data()));
+  row->train_samples = int64_t(data.train_starts().size());
+  row->epochs = PaperEpochs(row->app);
+  const double n = row->epochs * double(row->train_samples);
+  const double gpu_s = n * row->full_step_s, gpu_j = n * row->full_step_j;
+  double hpt_s = gpu_s, hpt_j = gpu_j;
+  if (row->switch_step >= 0) {
+    // The switch after the same number of samples; one trial window beside
+    // the full model (k samples, a LoRA step each on the GPU).
+    const double before = std::min(n, double(row->switch_step) * absl::GetFlag(FLAGS_batch));
+    const double k = double(normal.hpt().window());
+    hpt_s = before * row->full_step_s + k * row->full_step_s + row->switch_s +
+            (n - before) * row->lora_step_s;
+    hpt_j = before * row->full_step_j + k * row->full_step_j + row->switch_j +
+            (n - before) * row->lora_step_j;
+  }
+  row->time_ratio = gpu_s / hpt_s;
+  row->energy_ratio = gpu_j / hpt_j;
+  row->small = absl::StrFormat("%d x %d", absl::GetFlag(FLAGS_layers),
+                               absl::GetFlag(FLAGS_d_model));
+  return absl::OkStatus();
+}
+
+std::string Seconds(double s) {
+  return s >= 1 ? absl::StrFormat("%.3g s", s) : absl::StrFormat("%.3g ms", s * 1e3);
+}
+
+int Main() {
+  const std::string dir = ResolveDataDir(absl::GetFlag(FLAGS_data_dir));
+  std::vector<Row> rows;
+  for (absl::string_view app : absl::StrSplit(absl::GetFlag(FLAGS_apps), ',')) {
+    Row row;
+    row.app = std::string(app);
+    std::fprintf(stderr, "== %s\n", row.app.c_str());
+    if (absl::Status s = Measure(dir, &row); !s.ok()) row.error = std::string(s.message());
+    rows.push_back(row);
+  }
+  std::printf("\nHpT on the paper's four applications (12 layers, d_model 512 for the step "
+              "costs; V100, NeuroSim-calibrated ReRAM chip, SCALE-Sim systolic array)\n\n");
+  std::printf("%-8s %-22s %-12s %-12s %-10s %-10s %-16s %s\n", "app", "switch (k, small model)",
+              "full step", "LoRA step", "time", "energy", "RMSE HpT/full", "projected to");
+  for (const Row& r : rows) {
+    if (!r.error.empty()) {
+      std::printf("%-8s failed: %s\n", r.app.c_str(), r.error.c_str());
+      continue;
+    }
+    const std::string sw =
+        r.switch_step < 0 ? absl::StrFormat("none (k %d steps)", r.window_steps)
+                          : absl::StrFormat("step %d (k %d steps)", r.switch_step, r.window_steps);
+    std::printf("%-8s %-22s %-12s %-12s %-10s %-10s %-16s %g epochs x %d samples\n",
+                r.app.c_str(), sw.c_str(), Seconds(r.full_step_s).c_str(),
+                Seconds(r.lora_step_s).c_str(), absl::StrFormat("%.2fx", r.time_ratio).c_str(),
+                absl::StrFormat("%.2fx", r.energy_ratio).c_str(),
+                absl::StrFormat("%.4f / %.4f", r.rmse_hpt, r.rmse_full).c_str(), r.epochs,
+                r.train_samples);
+  }
+  std::printf("\nThe paper (Dahal et al., TPDS 2025): up to 11.9x less time and 12.05x less "
+              "energy than GPU-only training.\n");
+  std::printf("Switch and RMSE: %d layers x d_model %d, batch %d, %d epochs, the paper's "
+              "k and thresholds, LoRA on the GPU worker.\n",
+              absl::GetFlag(FLAGS_layers), absl::GetFlag(FLAGS_d_model),
+              absl::GetFlag(FLAGS_batch), absl::GetFlag(FLAGS_epochs));
+  std::printf("Steps: the paper's size at batch 1, GPU-only step = full phase without "
+              "trials; time and energy projected: switch after the same number of samples, "
+              "one trial window, then LoRA steps.\n");
+  return 0;
+}
+
+}  // namespace
+}  // namespace hpt
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return hpt::Main();
+}
