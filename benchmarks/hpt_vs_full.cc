@@ -23,7 +23,8 @@
 
 ABSL_FLAG(std::string, dataset, "wind", "wind, weather, covid or swe.");
 ABSL_FLAG(std::string, data_dir, "../shared/data", "The real data sets' folder.");
-ABSL_FLAG(std::string, preset, "wind", "Model preset (its window k is the paper's).");
+ABSL_FLAG(std::string, preset, "",
+          "Model preset (its window k is the paper's); empty: the data set's own.");
 ABSL_FLAG(int, d_model, 64, "d_model override (0: the preset's; wind's 512 is slow on CPU).");
 ABSL_FLAG(int, layers, 2, "Encoder layers override (0: the preset's).");
 ABSL_FLAG(int, epochs, 8, "Epochs of each run.");
@@ -53,7 +54,7 @@ int Main() {
   JobSpec spec;
   spec.set_name("hpt-vs-full-" + dataset);
   ModelSpec& model = *spec.mutable_model();
-  model.set_preset(absl::GetFlag(FLAGS_preset));
+  model.set_preset(absl::GetFlag(FLAGS_preset).empty() ? dataset : absl::GetFlag(FLAGS_preset));
   model.set_d_model(absl::GetFlag(FLAGS_d_model));
   model.set_num_layers(absl::GetFlag(FLAGS_layers));
   TrainingSpec& t = *spec.mutable_training();
