@@ -5,35 +5,17 @@
 #include <cmath>
 #include <cstdlib>
 #include <dirent.h>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "data/text_file.h"
 
 namespace hpt {
 namespace {
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::vector<std::string> Cells(absl::string_view line) {
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  std::vector<std::string> cells;
-  for (absl::string_view c : absl::StrSplit(line, ',')) {
-    cells.emplace_back(absl::StripAsciiWhitespace(c));
-  }
-  return cells;
-}
 
 // Empty: missing. Otherwise a finite number or an error.
 enum class Cell { kMissing, kNumber, kBad };
@@ -89,7 +71,7 @@ absl::StatusOr<WeatherSeries> ParseAgWeather(
     std::vector<absl::string_view> lines = absl::StrSplit(files[f].second, '\n');
     while (!lines.empty() && absl::StripAsciiWhitespace(lines.back()).empty()) lines.pop_back();
     if (lines.size() < 2) return absl::InvalidArgumentError(absl::StrCat(name, ": no data rows"));
-    const std::vector<std::string> header = Cells(lines[0]);
+    const std::vector<std::string> header = SplitTrimmedCells(lines[0]);
     const int hour_col = Find(header, "TSTAMP_HOUR");
     const int target_col = Find(header, options.target);
     if (hour_col < 0 || target_col < 0) {
@@ -98,7 +80,7 @@ absl::StatusOr<WeatherSeries> ParseAgWeather(
           " (data.weather.target names the column to forecast)"));
     }
     for (size_t i = 1; i < lines.size(); ++i) {
-      const std::vector<std::string> cells = Cells(lines[i]);
+      const std::vector<std::string> cells = SplitTrimmedCells(lines[i]);
       const size_t line = i + 1;
       // A row without an hour is skipped and counted, whatever else it holds.
       const absl::string_view stamp = int(cells.size()) > hour_col
@@ -212,7 +194,7 @@ absl::StatusOr<WeatherSeries> LoadAgWeatherDir(const std::string& dir,
   std::vector<std::pair<std::string, std::string>> files;
   for (const std::string& n : names) {
     const std::string path = dir + "/" + n;
-    absl::StatusOr<std::string> text = ReadFile(path);
+    absl::StatusOr<std::string> text = ReadTextFile(path);
     if (!text.ok()) return text.status();
     files.emplace_back(path, std::move(*text));
   }
@@ -224,7 +206,7 @@ absl::StatusOr<CovidSeries> ParseCovidCsv(const std::string& text, const std::st
   std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
   while (!lines.empty() && absl::StripAsciiWhitespace(lines.back()).empty()) lines.pop_back();
   if (lines.size() < 2) return absl::InvalidArgumentError(absl::StrCat(source, ": no data rows"));
-  const std::vector<std::string> header = Cells(lines[0]);
+  const std::vector<std::string> header = SplitTrimmedCells(lines[0]);
   const int county_col = Find(header, "GISJOIN");
   const int day_col = Find(header, "Date");
   if (county_col < 0 || day_col < 0) {
@@ -248,7 +230,7 @@ absl::StatusOr<CovidSeries> ParseCovidCsv(const std::string& text, const std::st
   std::map<std::string, std::map<int64_t, std::vector<float>>> rows;  // county -> day -> features
   std::map<int64_t, int> days;
   for (size_t i = 1; i < lines.size(); ++i) {
-    const std::vector<std::string> cells = Cells(lines[i]);
+    const std::vector<std::string> cells = SplitTrimmedCells(lines[i]);
     const size_t line = i + 1;
     if (cells.size() != header.size()) {
       return absl::InvalidArgumentError(absl::StrCat(source, ":", line, ": expected ",
@@ -330,7 +312,7 @@ absl::StatusOr<CovidSeries> ParseCovidCsv(const std::string& text, const std::st
 }
 
 absl::StatusOr<CovidSeries> LoadCovidCsv(const std::string& path, const CovidOptions& options) {
-  absl::StatusOr<std::string> text = ReadFile(path);
+  absl::StatusOr<std::string> text = ReadTextFile(path);
   if (!text.ok()) return text.status();
   return ParseCovidCsv(*text, path, options);
 }

@@ -2,26 +2,16 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "data/text_file.h"
 
 namespace hpt {
 namespace {
-
-std::vector<std::string> SplitCells(absl::string_view line) {
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  std::vector<std::string> cells;
-  for (absl::string_view c : absl::StrSplit(line, ',')) {
-    cells.emplace_back(absl::StripAsciiWhitespace(c));
-  }
-  return cells;
-}
 
 constexpr double kPi = 3.14159265358979323846;
 
@@ -32,7 +22,7 @@ absl::StatusOr<std::vector<SnotelStation>> ParseSnotelStations(const std::string
   std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
   while (!lines.empty() && absl::StripAsciiWhitespace(lines.back()).empty()) lines.pop_back();
   if (lines.size() < 2) return absl::InvalidArgumentError(absl::StrCat(source, ": no stations"));
-  const std::vector<std::string> header = SplitCells(lines[0]);
+  const std::vector<std::string> header = SplitTrimmedCells(lines[0]);
   const std::vector<std::string> wanted = {"Station Name", "Elevation_x", "Latitude_x",
                                            "Longitude_x",  "Aspect_tif_x", "Slope_tif1_x",
                                            "LandCover"};
@@ -47,7 +37,7 @@ absl::StatusOr<std::vector<SnotelStation>> ParseSnotelStations(const std::string
   }
   std::vector<SnotelStation> out;
   for (size_t i = 1; i < lines.size(); ++i) {
-    const std::vector<std::string> cells = SplitCells(lines[i]);
+    const std::vector<std::string> cells = SplitTrimmedCells(lines[i]);
     const size_t line = i + 1;
     if (cells.size() != header.size()) {
       return absl::InvalidArgumentError(absl::StrCat(source, ":", line, ": ", cells.size(),
@@ -83,11 +73,9 @@ absl::StatusOr<std::vector<SnotelStation>> ParseSnotelStations(const std::string
 }
 
 absl::StatusOr<std::vector<SnotelStation>> LoadSnotelStations(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  std::stringstream text;
-  text << in.rdbuf();
-  return ParseSnotelStations(text.str(), path);
+  absl::StatusOr<std::string> text = ReadTextFile(path);
+  if (!text.ok()) return text.status();
+  return ParseSnotelStations(*text, path);
 }
 
 TimeSeriesMatrix MakeSweSeries(const std::vector<SnotelStation>& stations,
