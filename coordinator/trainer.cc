@@ -575,9 +575,12 @@ void Trainer::RecordEvents() {
 
 void Trainer::LayTasks(const std::vector<TaskRecord>& tasks, bool data_parallel,
                        CostTimeline* timeline) const {
-  auto add = [&](const TaskRecord& t, const std::vector<int>& deps, int64_t bytes) {
+  // `share` of the task (a pipeline piece) on its resource.
+  auto add = [&](const TaskRecord& t, const std::vector<int>& deps, int64_t bytes,
+                 double share = 1.0) {
     return timeline->Add(t.resource.empty() ? t.worker->address() : t.resource, t.kind,
-                         t.cost.simulated_s(), t.cost.energy_j(), deps, bytes);
+                         t.cost.simulated_s() * share, t.cost.energy_j() * share, deps,
+                         bytes);
   };
   if (data_parallel) {
     // Ranks run concurrently; every update waits for all backwards and the
@@ -625,10 +628,7 @@ void Trainer::LayTasks(const std::vector<TaskRecord>& tasks, bool data_parallel,
           deps.push_back(previous_pieces[std::min<size_t>(b, previous_pieces.size() - 1)]);
         }
         const double share = 1.0 / double(pieces);
-        ids[b] = timeline->Add(t.resource.empty() ? t.worker->address() : t.resource,
-                               t.kind, t.cost.simulated_s() * share,
-                               t.cost.energy_j() * share, deps,
-                               int64_t(double(t.bytes_in) * share));
+        ids[b] = add(t, deps, int64_t(double(t.bytes_in) * share), share);
       }
       previous_pieces = ids;
       if (t.type == "backward") last_backward_pieces = ids;

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 namespace hpt {
@@ -14,7 +15,8 @@ namespace {
 
 struct Frame {
   std::string op;
-  double flops = 0;
+  double flops = 0;        // a product's
+  double in_elements = 0;  // another op's inputs (its FLOPs are finished at the end)
   double in_bytes = 0;
   bool product = false;
   bool inside_product = false;  // called by a product: part of its GEMM
@@ -61,9 +63,10 @@ const at::Tensor* TensorAt(c10::ArrayRef<const c10::IValue> in, size_t i) {
   return i < in.size() && in[i].isTensor() ? &in[i].toTensor() : nullptr;
 }
 
-// FLOPs of the matrix products; element-wise work elsewhere (one op per
-// element of the larger of inputs and outputs, counted at the end).
-double ProductFlops(const std::string& op, c10::ArrayRef<const c10::IValue> in) {
+// FLOPs of a matrix product; none for other ops (element-wise work: one op
+// per element of the larger of inputs and outputs, counted at the end).
+std::optional<double> ProductFlops(const std::string& op,
+                                   c10::ArrayRef<const c10::IValue> in) {
   auto dims = [](const at::Tensor* t) { return t ? t->sizes().vec() : std::vector<int64_t>{}; };
   if (op == "aten::mm" || op == "aten::addmm") {
     const size_t a = op == "aten::mm" ? 0 : 1;
@@ -83,7 +86,7 @@ double ProductFlops(const std::string& op, c10::ArrayRef<const c10::IValue> in) 
     const auto x = dims(TensorAt(in, op == "aten::mv" ? 0 : 1));
     return x.size() == 2 ? 2.0 * double(x[0]) * double(x[1]) : 0.0;
   }
-  return -1;  // not a product
+  return std::nullopt;
 }
 
 bool IsCollective(const std::string& op) {
@@ -95,15 +98,19 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
   if (Current() == nullptr) return nullptr;
   Frame f;
   f.op = fn.name();
-  const c10::ArrayRef<const c10::IValue> in = fn.inputs();
-  f.flops = ProductFlops(f.op, in);
-  f.product = f.flops >= 0;
   // CPU LibTorch may run a product as several calls (a bmm as a loop of
-  // small products); on a GPU it is one cuBLAS call.
+  // small products); on a GPU it is one cuBLAS call, so what it calls is
+  // never a kernel and needs no sizes.
   f.inside_product =
       !open_ops.empty() && (open_ops.back().product || open_ops.back().inside_product);
-  if (f.flops < 0) f.flops = -SumTensors(in, Numel);  // element-wise: finished at the end
-  f.in_bytes = SumTensors(in, Bytes);
+  if (!f.inside_product) {
+    const c10::ArrayRef<const c10::IValue> in = fn.inputs();
+    const std::optional<double> product = ProductFlops(f.op, in);
+    f.product = product.has_value();
+    f.flops = product.value_or(0.0);
+    if (!f.product) f.in_elements = SumTensors(in, Numel);
+    f.in_bytes = SumTensors(in, Bytes);
+  }
   open_ops.push_back(std::move(f));
   return nullptr;
 }
@@ -127,7 +134,7 @@ void OnEnd(const at::RecordFunction& fn, at::ObserverContext*) {
   GpuKernel k;
   k.op = std::move(f.op);
   k.bytes = f.in_bytes + SumTensors(out, Bytes);
-  k.flops = f.flops >= 0 ? f.flops : std::max(-f.flops, SumTensors(out, Numel));
+  k.flops = f.product ? f.flops : std::max(f.in_elements, SumTensors(out, Numel));
   std::lock_guard<std::mutex> lock(r->mu);
   r->kernels.push_back(std::move(k));
 }

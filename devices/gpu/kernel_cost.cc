@@ -1,13 +1,13 @@
 #include "devices/gpu/kernel_cost.h"
 
 #include <algorithm>
-#include <array>
+#include <iterator>
 
 namespace hpt {
 
 bool LaunchesNoKernel(std::string_view op) {
   // Views, aliasing and metadata: they change strides or sizes, not data.
-  static constexpr std::array<std::string_view, 46> kNoKernel = {
+  static constexpr std::string_view kNoKernel[] = {
       "aten::view",      "aten::_unsafe_view", "aten::reshape",  "aten::t",
       "aten::transpose", "aten::permute",      "aten::expand",   "aten::expand_as",
       "aten::as_strided", "aten::slice",       "aten::select",   "aten::unsqueeze",
@@ -20,7 +20,7 @@ bool LaunchesNoKernel(std::string_view op) {
       "aten::resolve_neg", "aten::_reshape_alias", "aten::conj", "aten::_conj",
       "aten::numpy_T",   "aten::mT",           "aten::diagonal", "aten::movedim",
       "aten::swapaxes",  "aten::unsqueeze_", "detach_"};
-  return std::find(kNoKernel.begin(), kNoKernel.end(), op) != kNoKernel.end();
+  return std::find(std::begin(kNoKernel), std::end(kNoKernel), op) != std::end(kNoKernel);
 }
 
 GpuStepCost CostKernels(const GpuSpec& gpu, GpuPrecision precision,
