@@ -212,12 +212,11 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
   }
   // The window: k samples (the paper's unit), or whole steps.
   const int64_t batch = t.batch_size();
-  if (h.window() < 0 || h.window_steps() < 0 || h.window() > 1'000'000'000 ||
-      h.window_steps() > 1'000'000'000) {
-    return Invalid(h.window() < 0 || h.window() > 1'000'000'000 ? "hpt.window"
-                                                                 : "hpt.window_steps",
-                   absl::StrCat("must be in 1..1000000000, got ",
-                                h.window() < 0 ? h.window() : h.window_steps()));
+  for (auto [field, value] : {std::pair<const char*, int64_t>{"hpt.window", h.window()},
+                               {"hpt.window_steps", h.window_steps()}}) {
+    if (value < 0 || value > 1'000'000'000) {
+      return Invalid(field, absl::StrCat("must be in 1..1000000000, got ", value));
+    }
   }
   if (h.window_steps() > 0) {
     if (h.window() > 0 && h.window() != h.window_steps() * batch) {

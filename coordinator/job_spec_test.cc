@@ -99,6 +99,9 @@ TEST(JobSpecTest, WindowsCountSamplesAndSpanWholeSteps) {
   ASSERT_TRUE(steps.ok()) << steps.status();
   EXPECT_EQ(steps->hpt().window(), 160);
   EXPECT_EQ(NormalizeJobSpec(*steps)->hpt().window_steps(), 5);  // idempotent
+  in.mutable_hpt()->set_window(2'000'000'000);
+  EXPECT_THAT(std::string(NormalizeJobSpec(in).status().message()),
+              ::testing::HasSubstr("hpt.window must be in 1..1000000000, got 2000000000"));
   in.mutable_hpt()->set_window(100);
   auto both = NormalizeJobSpec(in);
   EXPECT_EQ(both.status().code(), absl::StatusCode::kInvalidArgument);
