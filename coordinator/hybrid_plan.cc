@@ -209,31 +209,27 @@ absl::StatusOr<HybridPlan> PlanHybrid(const ModelConfig& model, const LoraConfig
       demand.push_back({op.op.weight(), op.in_features, op.out_features,
                         2 * options.vectors_per_step});
     }
-    std::vector<int64_t> copies(linears.size(), 1);
-    if (!linears.empty()) {
-      ReramChipConfig chip = options.chip;
-      if (options.vectors_per_step <= 0 || options.policy == "reram_full") {
-        // One copy each; the chip must still hold them.
-        for (ReramLayerDemand& l : demand) l.vectors = 0;
-      }
-      absl::StatusOr<std::vector<int64_t>> planned =
-          PlanDuplication(options.reram, chip, demand);
-      if (!planned.ok()) {
-        return absl::Status(planned.status().code(),
-                            absl::StrCat("reram worker ", worker, ": ",
-                                         planned.status().message()));
-      }
-      copies = *planned;
+    if (options.vectors_per_step <= 0 || options.policy == "reram_full") {
+      // One copy each; the chip must still hold them.
+      for (ReramLayerDemand& l : demand) l.vectors = 0;
+    }
+    absl::StatusOr<std::vector<int64_t>> copies =
+        PlanDuplication(options.reram, options.chip, demand);
+    if (!copies.ok()) {
+      return absl::Status(copies.status().code(),
+                          absl::StrCat("reram worker ", worker, ": ",
+                                       copies.status().message()));
     }
     for (size_t i = 0; i < linears.size(); ++i) {
       PlacedOp& op = *linears[i];
-      op.op.set_duplication(int32_t(copies[i]));
+      const int64_t n = (*copies)[i];
+      op.op.set_duplication(int32_t(n));
       std::string name = op.op.weight();
       name = name.substr(0, name.size() - std::string(".weight").size());
       plan.reram_layers.push_back(
-          {name, worker, op.in_features, op.out_features, copies[i],
-           copies[i] * ReramLayerTiles(options.reram, options.chip, op.in_features,
-                                       op.out_features)});
+          {name, worker, op.in_features, op.out_features, n,
+           n * ReramLayerTiles(options.reram, options.chip, op.in_features,
+                               op.out_features)});
     }
   }
 
