@@ -12,6 +12,8 @@ void ConfigureServerBuilder(grpc::ServerBuilder& builder) {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  // A second server on a port in use must fail at start, not share it.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
 }
 
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {

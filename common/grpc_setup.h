@@ -13,9 +13,13 @@ namespace hpt {
 
 // Larger tensors are chunked (TensorChunk streams); this bounds one message.
 inline constexpr int kMaxMessageBytes = 256 << 20;
+// The coordinator's client-facing API: requests are specs, and replies fit
+// gRPC's default client limit of 4 MiB (ListJobs leaves jobs out beyond it).
+inline constexpr int kMaxApiMessageBytes = 4 << 20;
 
 // Turns on grpc.health.v1 and server reflection (process-wide; call before
-// building any server) and sets message limits on `builder`.
+// building any server), sets message limits on `builder` and turns port
+// sharing (SO_REUSEPORT) off.
 void ConfigureServerBuilder(grpc::ServerBuilder& builder);
 
 // An insecure channel (loopback by default; TLS arrives with a later issue)

@@ -10,6 +10,7 @@
 #include "common/metrics.h"
 #include "common/server_main.h"
 #include "coordinator/coordinator_server.h"
+#include "data/text_file.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "host:port for JobService and WorkerRegistry; port 0 picks one.");
@@ -24,6 +25,12 @@ ABSL_FLAG(int, worker_wait_s, 60,
 ABSL_FLAG(int, task_deadline_s, 300, "Deadline of each worker task call.");
 ABSL_FLAG(std::string, rendezvous_host, "127.0.0.1",
           "Address of the c10d store data-parallel workers rendezvous at.");
+ABSL_FLAG(std::string, data_root, ".",
+          "Comma-separated folders job data files must lie under (symlinks resolved); "
+          "default: the working directory. Folders that do not exist are skipped.");
+ABSL_FLAG(int64_t, max_data_file_mb, 1024, "Largest data file a job may name, in MiB.");
+ABSL_FLAG(int64_t, max_data_cells, 50'000'000,
+          "Most rows x columns a job's loaded series may hold (checked before allocating).");
 ABSL_FLAG(std::string, port_file, "",
           "Write 'grpc=PORT metrics=PORT' here once serving.");
 
@@ -53,6 +60,25 @@ int main(int argc, char** argv) {
   options.task_deadline = absl::Seconds(absl::GetFlag(FLAGS_task_deadline_s));
   options.rendezvous_host = absl::GetFlag(FLAGS_rendezvous_host);
   if (metrics) options.metrics_registry = &metrics->registry();
+  options.data_limits.max_file_bytes = absl::GetFlag(FLAGS_max_data_file_mb) << 20;
+  options.data_limits.max_cells = absl::GetFlag(FLAGS_max_data_cells);
+  for (absl::string_view root : absl::StrSplit(absl::GetFlag(FLAGS_data_root), ',',
+                                               absl::SkipEmpty())) {
+    absl::StatusOr<std::string> resolved =
+        hpt::ResolveDataPath(std::string(root), hpt::DataLimits(), /*directory=*/true);
+    if (!resolved.ok()) {
+      std::cerr << "hpt_coordinator: skipping --data_root entry: " << resolved.status().message()
+                << std::endl;
+      continue;
+    }
+    options.data_limits.roots.push_back(*resolved);
+  }
+  if (options.data_limits.roots.empty()) {
+    // No usable root: no job may read a file (synthetic data still works).
+    options.data_limits.roots.push_back("/nonexistent-hpt-data-root");
+  }
+  std::cerr << "hpt_coordinator: job data files are read under "
+            << hpt::DescribeRoots(options.data_limits) << std::endl;
   auto server = hpt::CoordinatorServer::Start(options);
   if (!server.ok()) {
     std::cerr << "hpt_coordinator: " << server.status().message() << std::endl;

@@ -76,6 +76,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   job_options.metrics = impl->metrics.get();
   job_options.rendezvous = impl->rendezvous.get();
   job_options.worker_wait = options.worker_wait;
+  job_options.data_limits = options.data_limits;
   CoordinatorMetrics* metrics = impl->metrics.get();
   const absl::Duration task_deadline = options.task_deadline;
   job_options.client_factory = [metrics, task_deadline](const std::string& address,
@@ -97,6 +98,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
 
   grpc::ServerBuilder builder;
   ConfigureServerBuilder(builder);
+  builder.SetMaxReceiveMessageSize(kMaxApiMessageBytes);
   builder.AddListeningPort(options.listen_address,
                            grpc::InsecureServerCredentials(), &impl->port);
   builder.RegisterService(impl->job_service.get());

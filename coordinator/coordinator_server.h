@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "data/text_file.h"
 #include "prometheus/registry.h"
 
 namespace hpt {
@@ -32,6 +33,9 @@ class CoordinatorServer {
     // Host the c10d rendezvous store listens on (reachable by workers).
     std::string rendezvous_host = "127.0.0.1";
     prometheus::Registry* metrics_registry = nullptr;  // optional
+    // Where job data files may be and how big; the default allows any path
+    // (in-process use). hpt_coordinator sets it from --data_root.
+    DataLimits data_limits;
   };
 
   static absl::StatusOr<std::unique_ptr<CoordinatorServer>> Start(

@@ -10,7 +10,23 @@
 
 namespace hpt {
 
-absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec, DataSummary* summary) {
+namespace {
+
+// `status` with `field` before its message; its code kept (a path outside
+// the roots stays PERMISSION_DENIED, a missing file NOT_FOUND), any other
+// loader error the submitter's INVALID_ARGUMENT.
+absl::Status InField(const char* field, const absl::Status& status) {
+  const absl::StatusCode code = status.code();
+  const std::string message = absl::StrCat(field, ": ", status.message());
+  if (code == absl::StatusCode::kPermissionDenied) return absl::PermissionDeniedError(message);
+  if (code == absl::StatusCode::kNotFound) return absl::NotFoundError(message);
+  return absl::InvalidArgumentError(message);
+}
+
+}  // namespace
+
+absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec, DataSummary* summary,
+                                           const DataLimits& limits) {
   DataSummary local;
   if (summary == nullptr) summary = &local;
   *summary = DataSummary();
@@ -24,6 +40,9 @@ absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec, DataSummary* su
     s.time_steps = spec.synthetic().time_steps();
     s.seed = spec.synthetic().seed();
     s.noise = spec.synthetic().noise();
+    if (absl::Status c = CheckCells("data.synthetic", s.time_steps, s.stations, limits); !c.ok()) {
+      return c;
+    }
     series = MakeSyntheticSeries(s);
     summary->set_source("synthetic");
     // The last fifth of the series is held out for testing.
@@ -32,12 +51,10 @@ absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec, DataSummary* su
     options.test = {split, series.rows};
   } else if (spec.has_weather()) {
     WeatherOptions o;
+    o.limits = limits;
     if (!spec.weather().target().empty()) o.target = spec.weather().target();
     absl::StatusOr<WeatherSeries> loaded = LoadAgWeatherDir(spec.weather().dir(), o);
-    if (!loaded.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("data.weather: ", loaded.status().message()));
-    }
+    if (!loaded.ok()) return InField("data.weather", loaded.status());
     const int year = spec.weather().test_year() > 0 ? spec.weather().test_year() : 2020;
     const auto first = std::find(loaded->years.begin(), loaded->years.end(), year);
     const auto last = std::find_if(first, loaded->years.end(), [&](int y) { return y != year; });
@@ -55,13 +72,14 @@ absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec, DataSummary* su
     options.test = {b, e};  // a train range may be empty: the test year comes first
   } else if (spec.has_swe()) {
     absl::StatusOr<std::vector<SnotelStation>> stations =
-        LoadSnotelStations(spec.swe().stations_csv());
-    if (!stations.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("data.swe: ", stations.status().message()));
-    }
+        LoadSnotelStations(spec.swe().stations_csv(), limits);
+    if (!stations.ok()) return InField("data.swe", stations.status());
     SweOptions o;
     o.days = spec.swe().days();
+    if (absl::Status c = CheckCells("data.swe", o.days, int64_t(stations->size()), limits);
+        !c.ok()) {
+      return c;
+    }
     o.seed = spec.swe().seed();
     series = MakeSweSeries(*stations, o);
     summary->set_source("swe (synthetic series over real SNOTEL stations)");
@@ -73,15 +91,13 @@ absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec, DataSummary* su
                     series.rows};
   } else if (spec.has_covid()) {
     CovidOptions o;
+    o.limits = limits;
     if (!spec.covid().target().empty()) o.target = spec.covid().target();
     if (spec.covid().counties() > 0) o.counties = spec.covid().counties();
     o.all_counties = true;
     if (spec.covid().test_from_day() > 0) o.test_from_day = spec.covid().test_from_day();
     absl::StatusOr<CovidSeries> loaded = LoadCovidCsv(spec.covid().path(), o);
-    if (!loaded.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("data.covid: ", loaded.status().message()));
-    }
+    if (!loaded.ok()) return InField("data.covid", loaded.status());
     const int64_t split = std::lower_bound(loaded->days.begin(), loaded->days.end(),
                                            o.test_from_day) - loaded->days.begin();
     series = std::move(loaded->series);
@@ -102,12 +118,9 @@ absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec, DataSummary* su
     csv_options.header = csv.header() == CsvData::PRESENT ? CsvHeader::kPresent
                          : csv.header() == CsvData::ABSENT ? CsvHeader::kAbsent
                                                            : CsvHeader::kAuto;
+    csv_options.limits = limits;
     absl::StatusOr<TimeSeriesMatrix> loaded = LoadWideCsv(csv.path(), csv_options);
-    if (!loaded.ok()) {
-      // A file the coordinator cannot read is the submitter's input error.
-      return absl::InvalidArgumentError(
-          absl::StrCat("data.csv: ", loaded.status().message()));
-    }
+    if (!loaded.ok()) return InField("data.csv", loaded.status());
     series = std::move(*loaded);
     summary->set_source("csv");
     options.train = {csv.train_begin_row(),

@@ -1,10 +1,14 @@
-// Builds a job's windowed data set from its DataSpec: synthetic series, or a
-// wide CSV read by the coordinator. Errors are INVALID_ARGUMENT naming the
-// spec field, or the file, line and column of a bad CSV cell.
+// Builds a job's windowed data set from its DataSpec: synthetic series, or
+// files read by the coordinator within `limits`. Errors name the spec field,
+// or the file and line of a bad cell: INVALID_ARGUMENT for bad content or a
+// node that is not a regular file, NOT_FOUND for a missing file,
+// PERMISSION_DENIED for a path outside the data roots. No error carries a
+// refused file's contents.
 #ifndef HPT_COORDINATOR_JOB_DATA_H_
 #define HPT_COORDINATOR_JOB_DATA_H_
 
 #include "absl/status/statusor.h"
+#include "data/text_file.h"
 #include "data/window_dataset.h"
 #include "proto/job_service.pb.h"
 
@@ -13,7 +17,8 @@ namespace hpt {
 // `spec` must be normalised (NormalizeJobSpec). `summary`, if given, says
 // what was loaded and what the loader repaired.
 absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec,
-                                           DataSummary* summary = nullptr);
+                                           DataSummary* summary = nullptr,
+                                           const DataLimits& limits = DataLimits());
 
 }  // namespace hpt
 

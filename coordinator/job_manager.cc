@@ -62,7 +62,7 @@ absl::StatusOr<Job> JobManager::Submit(const SubmitJobRequest& request) {
   // Load the data and resolve the model now: their errors are the
   // submitter's to fix, and must not surface later as a failed job.
   DataSummary data_summary;
-  ASSIGN_OR_RETURN(WindowDataset data, BuildJobData(spec.data(), &data_summary));
+  ASSIGN_OR_RETURN(WindowDataset data, BuildJobData(spec.data(), &data_summary, options_.data_limits));
   RETURN_IF_ERROR(ResolveModelConfig(spec.model(), data.input_features(),
                                      data.output_features())
                       .status());

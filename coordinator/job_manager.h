@@ -21,6 +21,7 @@
 #include "coordinator/trainer.h"
 #include "coordinator/worker_client.h"
 #include "coordinator/worker_pool.h"
+#include "data/text_file.h"
 #include "data/window_dataset.h"
 #include "proto/job_service.pb.h"
 
@@ -41,6 +42,7 @@ class JobManager {
     RendezvousStore* rendezvous = nullptr;  // for data-parallel jobs
     absl::Duration worker_wait = absl::Seconds(30);
     int max_retained_jobs = 100;  // finished jobs beyond this are forgotten
+    DataLimits data_limits;       // what a job's data files may be
   };
 
   JobManager(Options options, WorkerPool* pool);

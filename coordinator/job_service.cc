@@ -1,8 +1,11 @@
 #include "coordinator/job_service.h"
 
+#include <algorithm>
 #include <optional>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "common/grpc_setup.h"
 #include "common/grpc_status.h"
 #include "common/tensor_codec.h"
 
@@ -42,7 +45,21 @@ grpc::ServerUnaryReactor* JobServiceImpl::GetJob(
 grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(
     grpc::CallbackServerContext* context, const ListJobsRequest*,
     ListJobsResponse* response) {
-  for (Job& job : jobs_->List()) *response->add_jobs() = std::move(job);
+  std::vector<Job> jobs = jobs_->List();
+  std::reverse(jobs.begin(), jobs.end());  // ids grow with time: newest first
+  // Room for the omitted ids and framing under the client's 4 MiB limit.
+  const size_t budget = kMaxApiMessageBytes - (256 << 10);
+  size_t bytes = 0;
+  for (Job& job : jobs) {
+    const size_t size = job.ByteSizeLong() + 8;
+    if (bytes + size > budget) {
+      response->set_omitted(response->omitted() + 1);
+      if (response->omitted_job_ids_size() < 1000) response->add_omitted_job_ids(job.job_id());
+      continue;
+    }
+    bytes += size;
+    *response->add_jobs() = std::move(job);
+  }
   return Done(context, absl::OkStatus());
 }
 

@@ -1,15 +1,31 @@
 #include "coordinator/job_spec.h"
 
+#include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "models/lora_config.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "models/model_config.h"
+#include "models/model_flops.h"
 
 namespace hpt {
 namespace {
+
+// Bounds on what one job may ask for.
+constexpr int kMaxDModel = 8192;
+constexpr int kMaxLayers = 256;
+constexpr int kMaxHeads = 1024;
+constexpr int kMaxFfMultiplier = 64;
+constexpr int kMaxEpochs = 100'000;
+constexpr int kMaxBatch = 1 << 16;
+constexpr size_t kMaxNameBytes = 256;
+// Weights, gradients and Adam's two moments in fp32, on one worker.
+constexpr double kMaxTrainingBytes = 64.0 * (int64_t{1} << 30);
+
 
 class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
  public:
@@ -51,16 +67,25 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
   if (model.preset().empty()) model.set_preset("tiny");
   absl::StatusOr<ModelConfig> preset = PresetModelConfig(model.preset());
   if (!preset.ok()) return preset.status();
-  for (auto [field, value] : std::initializer_list<std::pair<const char*, int>>{
-           {"d_model", model.d_model()},
-           {"num_layers", model.num_layers()},
-           {"num_heads", model.num_heads()},
-           {"ff_multiplier", model.ff_multiplier()}}) {
+  // Upper bounds: far past any model the paper trains (12 x 512), and
+  // small enough that a typo cannot ask a worker for terabytes.
+  for (auto [field, value, most] : std::initializer_list<std::tuple<const char*, int, int>>{
+           {"d_model", model.d_model(), kMaxDModel},
+           {"num_layers", model.num_layers(), kMaxLayers},
+           {"num_heads", model.num_heads(), kMaxHeads},
+           {"ff_multiplier", model.ff_multiplier(), kMaxFfMultiplier}}) {
     if (value < 0) {
       return Invalid(absl::StrCat("model.", field),
                      absl::StrCat("must be positive (0 keeps the preset), got ",
                                   value));
     }
+    if (value > most) {
+      return Invalid(absl::StrCat("model.", field),
+                     absl::StrCat("must be at most ", most, ", got ", value));
+    }
+  }
+  if (model.dropout_set() && !(model.dropout() >= 0 && model.dropout() < 1)) {
+    return Invalid("model.dropout", absl::StrCat("must be in [0, 1), got ", model.dropout()));
   }
 
   // Data.
@@ -140,25 +165,38 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
   OptimizerConfig& opt = *t.mutable_optimizer();
   if (opt.type() == OPTIMIZER_UNSPECIFIED) opt.set_type(ADAM);
   if (opt.learning_rate() == 0) opt.set_learning_rate(1e-3);
-  if (t.epochs() < 0) {
-    return Invalid("training.epochs", absl::StrCat("must be positive, got ", t.epochs()));
+  if (t.epochs() < 0 || t.epochs() > kMaxEpochs) {
+    return Invalid("training.epochs",
+                   absl::StrCat("must be in 1..", kMaxEpochs, ", got ", t.epochs()));
   }
   if (t.max_test_samples() < 0) {
     return Invalid("training.max_test_samples",
                    absl::StrCat("must not be negative, got ", t.max_test_samples()));
   }
-  if (t.batch_size() < 0) {
+  if (t.batch_size() < 0 || t.batch_size() > kMaxBatch) {
     return Invalid("training.batch_size",
-                   absl::StrCat("must be positive, got ", t.batch_size()));
+                   absl::StrCat("must be in 1..", kMaxBatch, ", got ", t.batch_size()));
   }
   if (!(opt.learning_rate() > 0) || !std::isfinite(opt.learning_rate())) {
     return Invalid("training.optimizer.learning_rate",
                    absl::StrCat("must be a positive number, got ",
                                 opt.learning_rate()));
   }
-  if (opt.weight_decay() < 0) {
+  if (!(opt.weight_decay() >= 0) || !std::isfinite(opt.weight_decay())) {
     return Invalid("training.optimizer.weight_decay",
-                   absl::StrCat("must not be negative, got ", opt.weight_decay()));
+                   absl::StrCat("must be a number >= 0, got ", opt.weight_decay()));
+  }
+  // 0 keeps Adam's defaults (0.9, 0.999, 1e-8).
+  for (auto [field, value] : std::initializer_list<std::pair<const char*, double>>{
+           {"beta1", opt.beta1()}, {"beta2", opt.beta2()}}) {
+    if (!(value >= 0 && value < 1)) {
+      return Invalid(absl::StrCat("training.optimizer.", field),
+                     absl::StrCat("must be in [0, 1), got ", value));
+    }
+  }
+  if (!(opt.eps() >= 0) || !std::isfinite(opt.eps())) {
+    return Invalid("training.optimizer.eps",
+                   absl::StrCat("must be a number >= 0 (0: 1e-8), got ", opt.eps()));
   }
   if (t.step_lr_step_size() < 0) {
     return Invalid("training.step_lr_step_size",
@@ -239,6 +277,10 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
     return Invalid("hpt.alpha", absl::StrCat("must be in (0, 1), got ", h.alpha()));
   }
   const int32_t layers = model.num_layers() > 0 ? model.num_layers() : preset->num_layers();
+  if (h.weight_layer() == 0 && !h.weight_layer_set()) {
+    h.set_weight_layer(PaperWeightLayer(model.preset(), layers));
+  }
+  h.set_weight_layer_set(true);
   if (h.weight_layer() < 0 || h.weight_layer() >= layers) {
     return Invalid("hpt.weight_layer", absl::StrCat("must be in [0, ", layers,
                                                     "), got ", h.weight_layer()));
@@ -274,6 +316,10 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
                    absl::StrCat(h.reram_chip_tiles(), " is not in 0..10000000 (0: ISAAC's 1008)"));
   }
   if (spec.name().empty()) spec.set_name(model.preset());
+  if (spec.name().size() > kMaxNameBytes) {
+    return Invalid("name", absl::StrCat("is ", spec.name().size(), " bytes; at most ",
+                                        kMaxNameBytes));
+  }
   return spec;
 }
 
@@ -296,6 +342,14 @@ int64_t PaperWindow(const std::string& preset) {
   return 10;  // tiny: tests and the demo
 }
 
+int32_t PaperWeightLayer(const std::string& preset, int32_t layers) {
+  // The HpT code (github.com/saimandahal/HpT, model/*/): swe and weather's
+  // check_conditions_weight read transformer_layers.11 of 12, covid and
+  // wind's transformer_layers.0.
+  if (preset == "swe" || preset == "weather") return std::max(0, layers - 1);
+  return 0;
+}
+
 absl::StatusOr<ModelConfig> ResolveModelConfig(const ModelSpec& spec,
                                                int64_t input_features,
                                                int64_t output_features) {
@@ -312,6 +366,13 @@ absl::StatusOr<ModelConfig> ResolveModelConfig(const ModelSpec& spec,
   config->set_input_features(static_cast<int32_t>(input_features));
   config->set_output_features(static_cast<int32_t>(output_features));
   if (absl::Status s = ValidateModelConfig(*config); !s.ok()) return s;
+  const double bytes = 16.0 * double(ParameterCount(*config, /*encoder_only=*/false));
+  if (bytes > kMaxTrainingBytes) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "model: %.1f GiB of fp32 weights, gradients and Adam moments is over the %.0f GiB "
+        "a worker may be asked for; lower model.d_model or model.num_layers",
+        bytes / double(int64_t{1} << 30), kMaxTrainingBytes / double(int64_t{1} << 30)));
+  }
   return config;
 }
 

@@ -23,6 +23,9 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec);
 // The paper's training epochs per preset (0 for presets of ours).
 double PaperEpochs(const std::string& preset);
 int64_t PaperWindow(const std::string& preset);
+// The layer the weight test tracks for a preset of `layers` encoder layers
+// (the paper's code: the last for swe and weather, the first otherwise).
+int32_t PaperWeightLayer(const std::string& preset, int32_t layers);
 
 // The model the job trains, from its preset, overrides and the data's
 // feature counts.

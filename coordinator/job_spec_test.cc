@@ -1,5 +1,9 @@
 #include "coordinator/job_spec.h"
 
+#include <string>
+#include <tuple>
+#include <vector>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -58,8 +62,21 @@ INSTANTIATE_TEST_SUITE_P(
     Fields, JobSpecValidationTest,
     ::testing::Values(
         BadSpec{"training { batch_size: -4 }",
-                "training.batch_size must be positive, got -4"},
-        BadSpec{"training { epochs: -1 }", "training.epochs must be positive, got -1"},
+                "training.batch_size must be in 1..65536, got -4"},
+        BadSpec{"training { epochs: -1 }", "training.epochs must be in 1..100000, got -1"},
+        BadSpec{"training { epochs: 1000000000 }",
+                "training.epochs must be in 1..100000, got 1000000000"},
+        BadSpec{"training { optimizer { beta1: nan } }",
+                "training.optimizer.beta1 must be in [0, 1), got nan"},
+        BadSpec{"training { optimizer { beta2: 1 } }",
+                "training.optimizer.beta2 must be in [0, 1), got 1"},
+        BadSpec{"training { optimizer { eps: -1 } }",
+                "training.optimizer.eps must be a number >= 0 (0: 1e-8), got -1"},
+        BadSpec{"training { optimizer { weight_decay: inf } }",
+                "training.optimizer.weight_decay must be a number >= 0, got inf"},
+        BadSpec{"model { num_layers: 1000000 }",
+                "model.num_layers must be at most 256, got 1000000"},
+        BadSpec{"model { d_model: 100000 }", "model.d_model must be at most 8192, got 100000"},
         BadSpec{"training { optimizer { learning_rate: -0.1 } }",
                 "training.optimizer.learning_rate must be a positive number, got -0.1"},
         BadSpec{"training { step_lr_gamma: 1.5 }",
@@ -82,6 +99,48 @@ INSTANTIATE_TEST_SUITE_P(
                 "hpt.mode hpt moves the whole model at the switch; "
                 "placement.head_device 'reram' needs hpt.mode full"},
         BadSpec{"data { weather { } }", "data.weather.dir is empty"}));
+
+TEST(JobSpecTest, LongNamesAndModelsNoWorkerCanHoldAreRefused) {
+  JobSpec named;
+  named.set_name(std::string(300, 'x'));
+  auto long_name = NormalizeJobSpec(named);
+  ASSERT_FALSE(long_name.ok());
+  EXPECT_EQ(long_name.status().message(), "name is 300 bytes; at most 256");
+  // 256 layers of d_model 8192: each layer ~805 M parameters, 16 bytes each.
+  ModelSpec huge;
+  huge.set_preset("wind");
+  huge.set_d_model(8192);
+  huge.set_num_layers(256);
+  auto model = ResolveModelConfig(huge, 12, 1);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(model.status().message(), HasSubstr("GiB of fp32 weights, gradients and Adam"));
+  // The paper's size is fine.
+  ModelSpec paper;
+  paper.set_preset("wind");
+  EXPECT_TRUE(ResolveModelConfig(paper, 12, 1).ok());
+}
+
+TEST(JobSpecTest, WeightTestTracksThePapersLayerPerPresetUnlessSet) {
+  // The paper's code tracks layer 11 of 12 for swe and weather, layer 0 for
+  // covid and wind.
+  for (const auto& [preset, layers, want] :
+       std::vector<std::tuple<std::string, int, int>>{
+           {"weather", 12, 11}, {"weather", 2, 1}, {"swe", 3, 2}, {"covid", 12, 0}, {"wind", 2, 0}}) {
+    JobSpec in;
+    in.mutable_model()->set_preset(preset);
+    in.mutable_model()->set_num_layers(layers);
+    auto out = NormalizeJobSpec(in);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ(out->hpt().weight_layer(), want) << preset << " with " << layers << " layers";
+  }
+  JobSpec set;
+  set.mutable_model()->set_preset("weather");
+  set.mutable_model()->set_num_layers(2);
+  set.mutable_hpt()->set_weight_layer(0);  // explicitly layer 0: kept
+  set.mutable_hpt()->set_weight_layer_set(true);
+  EXPECT_EQ(NormalizeJobSpec(set)->hpt().weight_layer(), 0);
+}
 
 TEST(JobSpecTest, WindowsCountSamplesAndSpanWholeSteps) {
   JobSpec in;

@@ -131,6 +131,11 @@ absl::StatusOr<WeatherSeries> ParseAgWeather(
   TimeSeriesMatrix& m = out.series;
   m.rows = last - first + 1;
   m.columns = int64_t(files.size());
+  if (absl::Status s = CheckCells("data.weather: the stations' common hours", m.rows, m.columns,
+                                  options.limits);
+      !s.ok()) {
+    return s;
+  }
   m.values.assign(m.rows * m.columns, 0.0f);
   for (const auto& [name, text] : files) {
     std::string stem = name.substr(name.find_last_of('/') + 1);
@@ -180,7 +185,9 @@ absl::StatusOr<WeatherSeries> ParseAgWeather(
 absl::StatusOr<WeatherSeries> LoadAgWeatherDir(const std::string& dir,
                                              const WeatherOptions& options) {
   std::vector<std::string> names;
-  DIR* d = opendir(dir.c_str());
+  absl::StatusOr<std::string> resolved = ResolveDataPath(dir, options.limits, /*directory=*/true);
+  if (!resolved.ok()) return resolved.status();
+  DIR* d = opendir(resolved->c_str());
   if (d == nullptr) return absl::NotFoundError(absl::StrCat(dir, ": cannot open directory"));
   while (dirent* e = readdir(d)) {
     const std::string n = e->d_name;
@@ -194,7 +201,9 @@ absl::StatusOr<WeatherSeries> LoadAgWeatherDir(const std::string& dir,
   std::vector<std::pair<std::string, std::string>> files;
   for (const std::string& n : names) {
     const std::string path = dir + "/" + n;
-    absl::StatusOr<std::string> text = ReadTextFile(path);
+    // Each entry is checked on its own: a link in the folder may point
+    // outside the roots.
+    absl::StatusOr<std::string> text = ReadTextFile(path, options.limits);
     if (!text.ok()) return text.status();
     files.emplace_back(path, std::move(*text));
   }
@@ -267,6 +276,11 @@ absl::StatusOr<CovidSeries> ParseCovidCsv(const std::string& text, const std::st
   const int64_t weeks = int64_t(days.size()), counties = int64_t(rows.size());
   const int64_t nf = int64_t(feature_cols.size());
   out.all_counties = counties;
+  if (absl::Status s = CheckCells(absl::StrCat(source, ": weeks x counties x features"),
+                                  weeks * counties, nf, options.limits);
+      !s.ok()) {
+    return s;
+  }
   out.features.assign(weeks * counties * nf, 0.0f);
   std::vector<std::pair<double, std::string>> totals;
   int64_t c = 0;
@@ -312,7 +326,7 @@ absl::StatusOr<CovidSeries> ParseCovidCsv(const std::string& text, const std::st
 }
 
 absl::StatusOr<CovidSeries> LoadCovidCsv(const std::string& path, const CovidOptions& options) {
-  absl::StatusOr<std::string> text = ReadTextFile(path);
+  absl::StatusOr<std::string> text = ReadTextFile(path, options.limits);
   if (!text.ok()) return text.status();
   return ParseCovidCsv(*text, path, options);
 }

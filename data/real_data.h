@@ -24,11 +24,13 @@
 
 #include "absl/status/statusor.h"
 #include "data/series.h"
+#include "data/text_file.h"
 
 namespace hpt {
 
 struct WeatherOptions {
   std::string target = "AIR_TEMP_F";
+  DataLimits limits;  // where the files may be, their sizes, the grid's cells
 };
 
 struct WeatherSeries {
@@ -56,6 +58,7 @@ struct CovidOptions {
   // training-period total, largest first.
   bool all_counties = false;
   int64_t test_from_day = 209;  // weeks with Date < this train (paper)
+  DataLimits limits;
 };
 
 struct CovidSeries {

@@ -34,6 +34,29 @@ TEST(AgWeatherTest, JoinsStationsOnTheHourAndFillsBlanks) {
   EXPECT_EQ(w->filled_cells, 1);
 }
 
+TEST(AgWeatherTest, AGridOverTheCellLimitIsRefusedBeforeItIsAllocated) {
+  // Two rows 9,998 years apart span 87.6 M hours: refused by size, not
+  // by running out of memory.
+  const std::string wide = std::string(kHeader) +
+                           "0001-01-01 00:00,x, 1, 10,50,\n"
+                           "9999-12-31 23:00,x, 1, 11,50,\n";
+  auto w = ParseAgWeather({{"AWN_60_1.csv", wide}}, {});
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(w.status().message(), HasSubstr("over the limit of 50000000 cells"));
+  // The limit is the caller's: 31 days of hours (721) against 700.
+  WeatherOptions small;
+  small.limits.max_cells = 700;
+  const std::string month = std::string(kHeader) +
+                            "2020-01-01 00:00,x, 1, 10,50,\n"
+                            "2020-01-31 00:00,x, 1, 11,50,\n";
+  auto m = ParseAgWeather({{"AWN_60_1.csv", month}}, small);
+  ASSERT_FALSE(m.ok());
+  EXPECT_THAT(m.status().message(), HasSubstr("721 rows x 1 columns"));
+  small.limits.max_cells = 721;
+  EXPECT_TRUE(ParseAgWeather({{"AWN_60_1.csv", month}}, small).ok());
+}
+
 TEST(AgWeatherTest, RowsWithoutAnHourAreSkippedAndCounted) {
   // Three of the eight real station files open with a row whose
   // TSTAMP_HOUR is empty and whose other stamps are 0000-00-00 00:00:00.
@@ -89,6 +112,15 @@ TEST(CovidTest, PivotsCountiesByWeekAndKeepsTheLargest) {
   EXPECT_EQ(c->series.values, (std::vector<float>{4, 0, 5, 1, 6, 9}));
   // features[week][county][feature]: G3 (third county) week 13 foot traffic.
   EXPECT_EQ(c->features[(1 * 3 + 2) * 3 + 2], 1.0f);
+}
+
+TEST(CovidTest, AGridOverTheCellLimitIsRefused) {
+  CovidOptions o;
+  o.limits.max_cells = 10;  // the sample file's grid is weeks x counties x features > 10
+  auto c = ParseCovidCsv(kCovid, "covid.csv", o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(c.status().message(), HasSubstr("covid.csv: weeks x counties x features"));
 }
 
 TEST(CovidTest, AllCountiesComeInGisjoinOrder) {

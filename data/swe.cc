@@ -72,8 +72,9 @@ absl::StatusOr<std::vector<SnotelStation>> ParseSnotelStations(const std::string
   return out;
 }
 
-absl::StatusOr<std::vector<SnotelStation>> LoadSnotelStations(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadTextFile(path);
+absl::StatusOr<std::vector<SnotelStation>> LoadSnotelStations(const std::string& path,
+                                                              const DataLimits& limits) {
+  absl::StatusOr<std::string> text = ReadTextFile(path, limits);
   if (!text.ok()) return text.status();
   return ParseSnotelStations(*text, path);
 }

@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "data/series.h"
+#include "data/text_file.h"
 
 namespace hpt {
 
@@ -31,7 +32,8 @@ struct SnotelStation {
 // "Aspect_tif_x", "Slope_tif1_x", "LandCover"). Errors name file:line:column.
 absl::StatusOr<std::vector<SnotelStation>> ParseSnotelStations(const std::string& text,
                                                                const std::string& source);
-absl::StatusOr<std::vector<SnotelStation>> LoadSnotelStations(const std::string& path);
+absl::StatusOr<std::vector<SnotelStation>> LoadSnotelStations(
+    const std::string& path, const DataLimits& limits = DataLimits());
 
 struct SweOptions {
   int64_t days = 3 * 365;  // from 1 October (a water year's start)

@@ -1,20 +1,127 @@
 #include "data/text_file.h"
 
-#include <fstream>
-#include <sstream>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 
 namespace hpt {
+namespace {
 
-absl::StatusOr<std::string> ReadTextFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+bool Under(const std::string& path, const std::string& root) {
+  if (root == "/") return true;
+  return path == root || (absl::StartsWith(path, root) && path.size() > root.size() &&
+                          path[root.size()] == '/');
+}
+
+// The kind of a stat'ed node, for messages.
+const char* KindOf(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+absl::Status CheckNode(const std::string& path, const struct stat& st, const DataLimits& limits,
+                       bool directory) {
+  if (directory) {
+    if (!S_ISDIR(st.st_mode)) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": not a directory"));
+    }
+    return absl::OkStatus();
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": ", KindOf(st.st_mode), ", not a regular file"));
+  }
+  if (st.st_size > limits.max_file_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", st.st_size,
+                                                   " bytes, over the limit of ",
+                                                   limits.max_file_bytes));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string DescribeRoots(const DataLimits& limits) {
+  return limits.roots.empty() ? "(any)" : absl::StrJoin(limits.roots, ", ");
+}
+
+absl::StatusOr<std::string> ResolveDataPath(const std::string& path, const DataLimits& limits,
+                                            bool directory) {
+  if (path.empty()) return absl::InvalidArgumentError("empty data path");
+  char buffer[PATH_MAX];
+  if (realpath(path.c_str(), buffer) == nullptr) {
+    if (errno == EACCES) {
+      return absl::PermissionDeniedError(absl::StrCat(path, ": not readable"));
+    }
+    return absl::NotFoundError(absl::StrCat(path, ": no such file or directory"));
+  }
+  const std::string resolved = buffer;
+  if (!limits.roots.empty()) {
+    bool inside = false;
+    for (const std::string& root : limits.roots) inside = inside || Under(resolved, root);
+    if (!inside) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          path, ": outside the data roots (", DescribeRoots(limits), "); see --data_root"));
+    }
+  }
+  struct stat st;
+  if (stat(resolved.c_str(), &st) != 0) {
+    return absl::NotFoundError(absl::StrCat(path, ": no such file or directory"));
+  }
+  if (absl::Status s = CheckNode(path, st, limits, directory); !s.ok()) return s;
+  return resolved;
+}
+
+absl::StatusOr<std::string> ReadTextFile(const std::string& path, const DataLimits& limits) {
+  absl::StatusOr<std::string> resolved = ResolveDataPath(path, limits);
+  if (!resolved.ok()) return resolved.status();
+  // O_NONBLOCK: should the node have become a FIFO since the check, open
+  // returns at once and fstat refuses it.
+  const int fd = open(resolved->c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  struct stat st;
+  absl::Status status = fstat(fd, &st) == 0
+                            ? CheckNode(path, st, limits, /*directory=*/false)
+                            : absl::NotFoundError(absl::StrCat(path, ": cannot stat"));
+  std::string text;
+  if (status.ok()) {
+    text.resize(size_t(st.st_size));
+    size_t done = 0;
+    while (done < text.size()) {
+      const ssize_t n = read(fd, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;  // the file shrank: keep what was there
+      done += size_t(n);
+    }
+    text.resize(done);
+  }
+  close(fd);
+  if (!status.ok()) return status;
+  return text;
+}
+
+absl::Status CheckCells(const std::string& what, int64_t rows, int64_t columns,
+                        const DataLimits& limits) {
+  if (rows < 0 || columns < 0 ||
+      (columns > 0 && rows > limits.max_cells / columns)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ", rows, " rows x ", columns, " columns is over the limit of ",
+                     limits.max_cells, " cells (--max_data_cells)"));
+  }
+  return absl::OkStatus();
 }
 
 std::vector<std::string> SplitTrimmedCells(absl::string_view line) {

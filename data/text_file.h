@@ -1,8 +1,10 @@
-// Small text helpers the real-data loaders share: a whole file into memory,
-// and one comma-separated line into trimmed cells.
+// Small text helpers the real-data loaders share: a data file into memory
+// under the service's limits, and one comma-separated line into trimmed
+// cells.
 #ifndef HPT_DATA_TEXT_FILE_H_
 #define HPT_DATA_TEXT_FILE_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -11,8 +13,41 @@
 
 namespace hpt {
 
-// NOT_FOUND "<path>: cannot open" when the file cannot be read.
-absl::StatusOr<std::string> ReadTextFile(const std::string& path);
+// What a job's data may touch. The coordinator fills it from its flags
+// (--data_root, --max_data_file_mb, --max_data_cells); in-process tools
+// and tests keep the defaults: any path, 1 GiB a file, 50 M cells.
+struct DataLimits {
+  // Canonical folders (symlinks resolved) that data paths must lie under;
+  // empty: anywhere.
+  std::vector<std::string> roots;
+  int64_t max_file_bytes = int64_t{1} << 30;
+  // Rows x columns of a loaded series (and of COVID's per-feature grid),
+  // checked before it is allocated: 50 M floats = 200 MB.
+  int64_t max_cells = 50'000'000;
+};
+
+// `path` with symlinks resolved, when it is under one of limits.roots and
+// is a regular file (a directory when `directory`). Reads nothing: errors
+// name the path as given, never its contents. NOT_FOUND when it does not
+// exist, PERMISSION_DENIED outside the roots, INVALID_ARGUMENT for a FIFO,
+// a device, a directory where a file is wanted (or the reverse), or a file
+// over limits.max_file_bytes.
+absl::StatusOr<std::string> ResolveDataPath(const std::string& path, const DataLimits& limits,
+                                            bool directory = false);
+
+// The whole of a regular file, checked as ResolveDataPath does. Opens
+// without blocking (a FIFO swapped in after the check is refused, not
+// waited on) and reads at most limits.max_file_bytes.
+absl::StatusOr<std::string> ReadTextFile(const std::string& path,
+                                         const DataLimits& limits = DataLimits());
+
+// INVALID_ARGUMENT naming `what` when rows x columns exceeds
+// limits.max_cells (or overflows).
+absl::Status CheckCells(const std::string& what, int64_t rows, int64_t columns,
+                        const DataLimits& limits);
+
+// "root1, root2" for messages; "(any)" when there are none.
+std::string DescribeRoots(const DataLimits& limits);
 
 // The cells of one CSV line (no quoting), whitespace trimmed, a trailing
 // '\r' dropped.

@@ -3,8 +3,6 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -94,13 +92,13 @@ absl::StatusOr<TimeSeriesMatrix> ParseWideCsv(const std::string& text,
 
 absl::StatusOr<TimeSeriesMatrix> LoadWideCsv(const std::string& path,
                                              const WideCsvOptions& options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(absl::StrCat("cannot open CSV file '", path, "'"));
+  absl::StatusOr<std::string> text = ReadTextFile(path, options.limits);
+  if (!text.ok()) return text.status();
+  absl::StatusOr<TimeSeriesMatrix> m = ParseWideCsv(*text, path, options);
+  if (m.ok()) {
+    if (absl::Status s = CheckCells(path, m->rows, m->columns, options.limits); !s.ok()) return s;
   }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return ParseWideCsv(buffer.str(), path, options);
+  return m;
 }
 
 }  // namespace hpt

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "data/series.h"
+#include "data/text_file.h"
 
 namespace hpt {
 
@@ -18,6 +19,7 @@ enum class CsvHeader { kAuto, kPresent, kAbsent };
 struct WideCsvOptions {
   // kAuto: the first line is a header when any of its cells is not a number.
   CsvHeader header = CsvHeader::kAuto;
+  DataLimits limits;  // LoadWideCsv: where the file may be, its size, its cells
 };
 
 // Parses CSV text; `source` names it in errors (a path or "<inline>").

@@ -71,8 +71,9 @@ def compose_services(env):
             for name, svc in compose["services"].items()}
 
 
-def local_command(argv, bin_dir):
-    """A compose command line as the launcher runs it on loopback."""
+def local_command(argv, bin_dir, env=None):
+    """A compose command line as the launcher runs it on loopback (the data
+    root is the host folder compose would mount there)."""
     hosts = "|".join(re.escape(s) for s in HPT_SERVICES)
     out = []
     for i, arg in enumerate(argv):
@@ -83,13 +84,15 @@ def local_command(argv, bin_dir):
         # host:port of a service, and the coordinator's rendezvous host.
         arg = re.sub(r"=(%s):" % hosts, "=127.0.0.1:", arg)
         arg = re.sub(r"^--rendezvous_host=(%s)$" % hosts, "--rendezvous_host=127.0.0.1", arg)
+        if env and arg.startswith("--data_root="):
+            arg = "--data_root=" + os.path.normpath(os.path.join(DEPLOY, env["HPT_DATA_DIR"]))
         out.append(arg)
     return out
 
 
 def plan(env, bin_dir):
     services = compose_services(env)
-    return {name: local_command(services[name], bin_dir) for name in HPT_SERVICES}
+    return {name: local_command(services[name], bin_dir, env) for name in HPT_SERVICES}
 
 
 def prometheus_config(env, scrape_interval):

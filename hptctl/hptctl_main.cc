@@ -66,7 +66,9 @@ ABSL_FLAG(double, project_epochs, 0,
 ABSL_FLAG(double, loss_threshold, 0, "submit: loss-test threshold (0: 0.1).");
 ABSL_FLAG(double, weight_threshold, 0, "submit: weight-test threshold (0: 0.01).");
 ABSL_FLAG(double, alpha, 0, "submit: t-test significance (0: 0.01).");
-ABSL_FLAG(int, weight_layer, 0, "submit: layer whose [W_q | W_v] the weight test tracks.");
+ABSL_FLAG(int, weight_layer, -1,
+          "submit: layer whose [W_q | W_v] the weight test tracks (-1: the preset's, the "
+          "paper's: last for swe and weather, 0 otherwise).");
 ABSL_FLAG(std::string, lora_rank, "", "submit: LoRA rank, or auto (default 8).");
 ABSL_FLAG(double, lora_alpha, 0, "submit: LoRA alpha (0: 64).");
 ABSL_FLAG(int64_t, reram_chip_tiles, 0,
@@ -97,7 +99,7 @@ constexpr char kUsage[] =
     "  cancel   JOB: cancel a job\n"
     "  report   JOB: phases, switch decision, costs, HpT vs GPU-only, metrics\n"
     "  export   JOB --out FILE: the trained model (LoRA merged) for torch::load\n"
-    "exit codes: 0 ok, 1 job failed/cancelled, 2 usage, 3 invalid request,\n"
+    "exit codes: 0 ok, 1 job failed/cancelled, 2 usage, 3 invalid or refused request,\n"
     "            4 not found, 5 coordinator unreachable, 6 other error";
 
 int Fail(const absl::Status& status) {
@@ -175,7 +177,7 @@ absl::StatusOr<SubmitJobRequest> BuildSubmit() {
            !absl::GetFlag(FLAGS_placement).empty() || absl::GetFlag(FLAGS_hpt_window) ||
            absl::GetFlag(FLAGS_hpt_window_steps) || absl::GetFlag(FLAGS_project_epochs) ||
            absl::GetFlag(FLAGS_loss_threshold) || absl::GetFlag(FLAGS_weight_threshold) ||
-           absl::GetFlag(FLAGS_alpha) || absl::GetFlag(FLAGS_weight_layer) ||
+           absl::GetFlag(FLAGS_alpha) || absl::GetFlag(FLAGS_weight_layer) >= 0 ||
            !absl::GetFlag(FLAGS_lora_rank).empty() || absl::GetFlag(FLAGS_lora_alpha);
   };
   if (!request.spec_text().empty() && any_flag()) {
@@ -257,7 +259,10 @@ absl::StatusOr<SubmitJobRequest> BuildSubmit() {
   h.set_loss_threshold(absl::GetFlag(FLAGS_loss_threshold));
   h.set_weight_threshold(absl::GetFlag(FLAGS_weight_threshold));
   h.set_alpha(absl::GetFlag(FLAGS_alpha));
-  h.set_weight_layer(absl::GetFlag(FLAGS_weight_layer));
+  if (absl::GetFlag(FLAGS_weight_layer) >= 0) {
+    h.set_weight_layer(absl::GetFlag(FLAGS_weight_layer));
+    h.set_weight_layer_set(true);
+  }
   h.mutable_lora()->set_alpha(absl::GetFlag(FLAGS_lora_alpha));
   h.set_reram_chip_tiles(absl::GetFlag(FLAGS_reram_chip_tiles));
   const std::string rank = absl::GetFlag(FLAGS_lora_rank);
@@ -355,6 +360,10 @@ int Run(const std::vector<char*>& args) {
       std::cout << "no jobs" << std::endl;
     } else {
       for (const Job& job : response.jobs()) std::cout << FormatRow(job) << "\n";
+    }
+    if (!Json() && response.omitted() > 0) {
+      std::cout << response.omitted() << " older job(s) left out to keep the reply under 4 MiB"
+                << " (hptctl status JOB shows one)" << std::endl;
     }
     return kExitOk;
   }

@@ -16,6 +16,7 @@ ExitCode ExitCodeFor(const absl::Status& status) {
     case absl::StatusCode::kOk:
       return kExitOk;
     case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kPermissionDenied:
     case absl::StatusCode::kFailedPrecondition:
     case absl::StatusCode::kOutOfRange:
       return kExitInvalid;

@@ -15,7 +15,7 @@ enum ExitCode : int {
   kExitOk = 0,
   kExitJobFailed = 1,     // the watched job ended FAILED or CANCELLED
   kExitUsage = 2,         // bad command line
-  kExitInvalid = 3,       // the coordinator rejected the request's content
+  kExitInvalid = 3,       // the coordinator rejected or refused the request's content
   kExitNotFound = 4,      // no such job
   kExitUnavailable = 5,   // coordinator unreachable or timed out
   kExitError = 6,         // anything else

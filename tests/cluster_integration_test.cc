@@ -1,11 +1,16 @@
 // The real binaries on loopback: a coordinator, two GPU workers, a ReRAM
 // and a systolic worker that register with it, and hptctl submitting,
 // watching, reporting and exporting jobs.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -18,6 +23,7 @@ namespace hpt {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::ChildProcess;
 using testing::RunCommand;
 using testing::RunfilePath;
@@ -40,7 +46,7 @@ class ClusterTest : public ::testing::Test {
     auto coordinator = ChildProcess::Start(
         {RunfilePath("coordinator/hpt_coordinator"), "--listen=127.0.0.1:0",
          "--metrics=127.0.0.1:0", "--port_file=" + *dir_ + "/coordinator.port",
-         "--worker_timeout_s=5"},
+         "--worker_timeout_s=5", "--data_root=" + *dir_},
         *dir_ + "/coordinator.log");
     ASSERT_TRUE(coordinator.ok()) << coordinator.status();
     coordinator_ = new ChildProcess(std::move(*coordinator));
@@ -183,7 +189,7 @@ TEST_F(ClusterTest, HptJobSwitchesToReramAndSystolicWorkersAndExports) {
 TEST_F(ClusterTest, BadInputIsRejectedAndTheCoordinatorKeepsServing) {
   auto bad = RunCommand(Hptctl("submit --batch_size=-5"));
   EXPECT_EQ(bad.exit_code, 3) << bad.output;
-  EXPECT_THAT(bad.output, HasSubstr("training.batch_size must be positive, got -5"));
+  EXPECT_THAT(bad.output, HasSubstr("training.batch_size must be in 1..65536, got -5"));
 
   const std::string csv = *dir_ + "/bad.csv";
   FILE* f = std::fopen(csv.c_str(), "w");
@@ -200,6 +206,55 @@ TEST_F(ClusterTest, BadInputIsRejectedAndTheCoordinatorKeepsServing) {
 
   auto list = RunCommand(Hptctl("list"));
   EXPECT_EQ(list.exit_code, 0) << list.output;
+  EXPECT_TRUE(coordinator_->Running());
+}
+
+TEST_F(ClusterTest, ServerFilesAndNodesThatBlockAreRefusedAtOnceWithoutTheirContents) {
+  // The coordinator reads data only under --data_root (this test's folder).
+  const std::string outside = testing::MakeTempDir("outside") + "/secret.csv";
+  FILE* f = std::fopen(outside.c_str(), "w");
+  std::fputs("TOPSECRET-1234,5\n", f);
+  std::fclose(f);
+  const std::string fifo = *dir_ + "/pipe.csv";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const std::string folder = *dir_ + "/folder.csv";
+  ASSERT_EQ(mkdir(folder.c_str(), 0700), 0);
+  const std::string link = *dir_ + "/link.csv";  // inside, pointing out
+  ASSERT_EQ(symlink(outside.c_str(), link.c_str()), 0);
+  struct Case {
+    std::string path, message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"/etc/shadow", "outside the data roots"},
+           {"/proc/self/environ", "outside the data roots"},
+           {"/dev/zero", "outside the data roots"},
+           {outside, "outside the data roots"},
+           {link, "outside the data roots"},
+           {fifo, "a FIFO, not a regular file"},
+           {folder, "a directory, not a regular file"}}) {
+    const auto start = std::chrono::steady_clock::now();
+    auto result = RunCommand(Hptctl("submit --csv=" + c.path));
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(result.exit_code, 3) << c.path << ": " << result.output;
+    EXPECT_THAT(result.output, HasSubstr(c.message)) << c.path;
+    EXPECT_THAT(result.output, HasSubstr("data.csv: " + c.path)) << c.path;
+    EXPECT_THAT(result.output, Not(HasSubstr("TOPSECRET"))) << c.path;
+    EXPECT_THAT(result.output, Not(HasSubstr("root:"))) << c.path;
+    EXPECT_THAT(result.output, Not(HasSubstr("PATH="))) << c.path;
+    EXPECT_LT(seconds, 1.0) << c.path << " took " << seconds << " s";
+  }
+  auto list = RunCommand(Hptctl("list"));
+  EXPECT_EQ(list.exit_code, 0) << list.output;
+  EXPECT_TRUE(coordinator_->Running());
+}
+
+TEST_F(ClusterTest, ASecondCoordinatorOnAPortInUseFailsNamingIt) {
+  const std::string address = absl::StrCat("127.0.0.1:", coordinator_ports_.grpc);
+  auto second = RunCommand(absl::StrCat(RunfilePath("coordinator/hpt_coordinator"),
+                                        " --listen=", address, " --metrics="));
+  EXPECT_EQ(second.exit_code, 1) << second.output;
+  EXPECT_THAT(second.output, HasSubstr("cannot listen on '" + address + "'"));
   EXPECT_TRUE(coordinator_->Running());
 }
 

@@ -72,7 +72,7 @@ TEST_F(CoordinatorServiceTest, InvalidFieldIsRejectedByName) {
   auto job = Submit(request);
   ASSERT_FALSE(job.ok());
   EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(job.status().message(), "training.batch_size must be positive, got -3");
+  EXPECT_EQ(job.status().message(), "training.batch_size must be in 1..65536, got -3");
 }
 
 TEST_F(CoordinatorServiceTest, MalformedCsvIsRejectedWithFileAndLine) {

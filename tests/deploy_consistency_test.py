@@ -22,7 +22,10 @@ import yaml
 
 DEPLOY = sys.argv.pop(1) if len(sys.argv) > 1 else "deploy"
 SERVICES = ["coordinator", "worker-gpu", "worker-reram", "worker-systolic"]
-HOST_FLAGS = ("--listen=", "--advertise=", "--metrics=", "--coordinator=", "--rendezvous_host=")
+# Flags whose value names a place on the machine (a host, or the data
+# root, which the launcher maps to the host folder compose mounts).
+HOST_FLAGS = ("--listen=", "--advertise=", "--metrics=", "--coordinator=", "--rendezvous_host=",
+              "--data_root=")
 
 
 def read_env():
