@@ -21,6 +21,14 @@ absl::Status CheckShape(const google::protobuf::RepeatedField<int64_t>& shape,
       return absl::InvalidArgumentError(absl::StrCat(
           field, ".shape ", ShapeToString(shape), " has a negative dimension"));
     }
+  }
+  // The product, refused past kMaxTensorElements before it can overflow.
+  for (int64_t d : shape) {
+    if (d != 0 && *elements > kMaxTensorElements / d) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".shape ", ShapeToString(shape), " is over ", kMaxTensorElements,
+          " elements"));
+    }
     *elements *= d;
   }
   return absl::OkStatus();
@@ -123,8 +131,9 @@ absl::Status ChunkAssembler::Add(const TensorChunk& chunk) {
   auto [it, inserted] = partial_.try_emplace(chunk.name());
   Partial& partial = it->second;
   if (inserted) {
-    partial.tensor = HostTensor(
-        std::vector<int64_t>(chunk.shape().begin(), chunk.shape().end()));
+    // The buffer grows with the bytes that arrive, so a chunk that merely
+    // declares a large shape allocates nothing.
+    partial.tensor.shape.assign(chunk.shape().begin(), chunk.shape().end());
   } else if (partial.tensor.shape !=
              std::vector<int64_t>(chunk.shape().begin(), chunk.shape().end())) {
     return absl::InvalidArgumentError(
@@ -140,10 +149,12 @@ absl::Status ChunkAssembler::Add(const TensorChunk& chunk) {
     return absl::InvalidArgumentError(
         absl::StrCat(field, ": chunk runs past total_bytes ", total));
   }
-  std::memcpy(reinterpret_cast<char*>(partial.tensor.data.data()) +
-                  partial.received_bytes,
+  if (chunk.data().empty()) return absl::OkStatus();
+  const int64_t end = partial.received_bytes + int64_t(chunk.data().size());
+  partial.tensor.data.resize(size_t((end + int64_t(sizeof(float)) - 1) / int64_t(sizeof(float))));
+  std::memcpy(reinterpret_cast<char*>(partial.tensor.data.data()) + partial.received_bytes,
               chunk.data().data(), chunk.data().size());
-  partial.received_bytes += chunk.data().size();
+  partial.received_bytes = end;
   return absl::OkStatus();
 }
 
@@ -151,6 +162,7 @@ absl::StatusOr<std::map<std::string, HostTensor>> ChunkAssembler::Finish() {
   std::map<std::string, HostTensor> out;
   for (auto& [name, partial] : partial_) {
     const int64_t total = partial.tensor.num_elements() * sizeof(float);
+    partial.tensor.data.resize(size_t(partial.tensor.num_elements()));  // a zero-size tensor
     if (partial.received_bytes != total) {
       return absl::InvalidArgumentError(
           absl::StrCat("tensor '", name, "' is incomplete: received ",

@@ -53,6 +53,8 @@ absl::StatusOr<std::map<std::string, HostTensor>> AssembleChunks(
     const std::vector<TensorChunk>& chunks);
 
 inline constexpr int64_t kDefaultChunkBytes = 1 << 20;
+// The most elements a wire tensor may declare (4 GiB of fp32).
+inline constexpr int64_t kMaxTensorElements = int64_t{1} << 30;
 
 }  // namespace hpt
 

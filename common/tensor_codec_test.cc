@@ -73,3 +73,38 @@ TEST(TensorCodecTest, EmptyTensorIsOneChunk) {
 
 }  // namespace
 }  // namespace hpt
+
+namespace hpt {
+namespace {
+
+TEST(ChunkAssemblerBoundsTest, DeclaredShapesAreBoundedAndAllocateOnlyWhatArrives) {
+  // A shape whose product overflows int64 is refused, not wrapped.
+  TensorChunk overflow;
+  overflow.set_name("w");
+  overflow.set_dtype(FLOAT32);
+  for (int i = 0; i < 4; ++i) overflow.add_shape(int64_t{1} << 20);
+  overflow.set_total_bytes(0);
+  ChunkAssembler a;
+  absl::Status s = a.Add(overflow);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("is over 1073741824 elements"));
+
+  // 2^28 floats (1 GiB) declared by an 8-byte chunk: accepted as a start,
+  // then reported incomplete; nothing near 1 GiB was allocated for it (a
+  // ASan/RSS-limited fuzzer run would fail otherwise).
+  TensorChunk big;
+  big.set_name("w");
+  big.set_dtype(FLOAT32);
+  big.add_shape(int64_t{1} << 28);
+  big.set_total_bytes(int64_t{1} << 30);
+  big.set_data(std::string(8, '\0'));
+  ChunkAssembler b;
+  ASSERT_TRUE(b.Add(big).ok());
+  auto finished = b.Finish();
+  ASSERT_FALSE(finished.ok());
+  EXPECT_THAT(std::string(finished.status().message()),
+              ::testing::HasSubstr("received 8 of 1073741824 bytes"));
+}
+
+}  // namespace
+}  // namespace hpt

@@ -31,6 +31,9 @@ ABSL_FLAG(std::string, data_root, ".",
 ABSL_FLAG(int64_t, max_data_file_mb, 1024, "Largest data file a job may name, in MiB.");
 ABSL_FLAG(int64_t, max_data_cells, 50'000'000,
           "Most rows x columns a job's loaded series may hold (checked before allocating).");
+ABSL_FLAG(std::string, state_dir, "",
+          "Folder of the durable job registry (jobs.db, SQLite in WAL mode): jobs and their "
+          "ids survive a restart. Empty: jobs live in memory only.");
 ABSL_FLAG(std::string, port_file, "",
           "Write 'grpc=PORT metrics=PORT' here once serving.");
 
@@ -60,6 +63,7 @@ int main(int argc, char** argv) {
   options.task_deadline = absl::Seconds(absl::GetFlag(FLAGS_task_deadline_s));
   options.rendezvous_host = absl::GetFlag(FLAGS_rendezvous_host);
   if (metrics) options.metrics_registry = &metrics->registry();
+  options.state_dir = absl::GetFlag(FLAGS_state_dir);
   options.data_limits.max_file_bytes = absl::GetFlag(FLAGS_max_data_file_mb) << 20;
   options.data_limits.max_cells = absl::GetFlag(FLAGS_max_data_cells);
   for (absl::string_view root : absl::StrSplit(absl::GetFlag(FLAGS_data_root), ',',

@@ -23,6 +23,7 @@ struct CoordinatorServer::Impl {
   std::unique_ptr<CoordinatorMetrics> metrics;
   std::unique_ptr<WorkerPool> pool;
   std::unique_ptr<RendezvousStore> rendezvous;
+  std::unique_ptr<JobStore> store;  // outlives `jobs`, which writes to it
   std::unique_ptr<JobManager> jobs;
   std::unique_ptr<JobServiceImpl> job_service;
   std::unique_ptr<WorkerRegistryImpl> registry_service;
@@ -72,7 +73,13 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   if (!store.ok()) return store.status();
   impl->rendezvous = std::move(*store);
 
+  if (!options.state_dir.empty()) {
+    absl::StatusOr<std::unique_ptr<JobStore>> store = JobStore::Open(options.state_dir);
+    if (!store.ok()) return store.status();
+    impl->store = std::move(*store);
+  }
   JobManager::Options job_options;
+  job_options.store = impl->store.get();
   job_options.metrics = impl->metrics.get();
   job_options.rendezvous = impl->rendezvous.get();
   job_options.worker_wait = options.worker_wait;

@@ -36,6 +36,9 @@ class CoordinatorServer {
     // Where job data files may be and how big; the default allows any path
     // (in-process use). hpt_coordinator sets it from --data_root.
     DataLimits data_limits;
+    // Folder of the durable job registry (jobs.db, SQLite); empty: jobs
+    // live in memory and are gone when the coordinator stops.
+    std::string state_dir;
   };
 
   static absl::StatusOr<std::unique_ptr<CoordinatorServer>> Start(

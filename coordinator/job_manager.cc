@@ -18,7 +18,65 @@ bool JobManager::IsTerminal(JobState state) {
 
 JobManager::JobManager(Options options, WorkerPool* pool)
     : options_(std::move(options)), pool_(pool) {
+  if (options_.store != nullptr) {
+    absl::MutexLock lock(&mu_);
+    Recover();
+  }
   scheduler_ = std::thread([this] { SchedulerLoop(); });
+}
+
+void JobManager::Recover() {
+  absl::StatusOr<std::vector<Job>> stored = options_.store->LoadAll();
+  if (!stored.ok()) {
+    std::fprintf(stderr, "hpt_coordinator: %s\n", std::string(stored.status().message()).c_str());
+    return;
+  }
+  for (Job& job : *stored) {
+    auto record = std::make_unique<Record>();
+    const std::string id = job.job_id();
+    record->job = std::move(job);
+    if (!IsTerminal(record->job.state())) {
+      // Its data set was in memory: load it again, then queue the job.
+      const bool was_running = record->job.state() == RUNNING;
+      DataSummary summary;
+      absl::StatusOr<WindowDataset> data =
+          BuildJobData(record->job.spec().data(), &summary, options_.data_limits);
+      if (!data.ok()) {
+        record->job.set_state(FAILED);
+        record->job.set_error(absl::StrCat("after a coordinator restart its data did not load: ",
+                                           data.status().message()));
+        record->job.set_end_time_unix_ms(absl::ToUnixMillis(absl::Now()));
+      } else {
+        record->data = std::make_unique<WindowDataset>(std::move(*data));
+        record->job.set_state(QUEUED);
+        record->job.clear_workers();
+        if (was_running) {
+          record->job.clear_progress();
+          record->job.clear_epoch_losses();
+          std::fprintf(stderr,
+                       "hpt_coordinator: %s was running when the coordinator stopped; it "
+                       "starts again from step 0 (no checkpoint)\n",
+                       id.c_str());
+        }
+        queue_.push_back(id);
+      }
+      Persist(*record, /*force=*/true);
+    }
+    jobs_[id] = std::move(record);
+  }
+  std::fprintf(stderr, "hpt_coordinator: %zu job(s) from %s, %zu queued again\n", jobs_.size(),
+               options_.store->path().c_str(), queue_.size());
+  UpdateCounts();
+}
+
+void JobManager::Persist(Record& record, bool force) {
+  if (options_.store == nullptr) return;
+  const absl::Time now = absl::Now();
+  if (!force && now - record.persisted < absl::Seconds(1)) return;
+  record.persisted = now;
+  if (absl::Status s = options_.store->Put(record.job); !s.ok()) {
+    std::fprintf(stderr, "hpt_coordinator: %s\n", std::string(s.message()).c_str());
+  }
 }
 
 JobManager::~JobManager() {
@@ -67,9 +125,14 @@ absl::StatusOr<Job> JobManager::Submit(const SubmitJobRequest& request) {
                                      data.output_features())
                       .status());
 
+  int64_t number = 0;
+  if (options_.store != nullptr) {
+    ASSIGN_OR_RETURN(number, options_.store->NextJobNumber());
+  }
   absl::MutexLock lock(&mu_);
   auto record = std::make_unique<Record>();
-  const std::string id = absl::StrFormat("job-%06d", next_job_++);
+  if (options_.store == nullptr) number = next_job_++;
+  const std::string id = absl::StrFormat("job-%06d", number);
   record->job.set_job_id(id);
   record->job.set_name(spec.name());
   *record->job.mutable_spec() = std::move(spec);
@@ -77,6 +140,7 @@ absl::StatusOr<Job> JobManager::Submit(const SubmitJobRequest& request) {
   *record->job.mutable_data() = data_summary;
   record->job.set_create_time_unix_ms(absl::ToUnixMillis(absl::Now()));
   record->data = std::make_unique<WindowDataset>(std::move(data));
+  Persist(*record, /*force=*/true);
   Job snapshot = record->job;
   jobs_[id] = std::move(record);
   queue_.push_back(id);
@@ -149,6 +213,7 @@ void JobManager::SetState(Record& record, JobState state,
     record.job.set_end_time_unix_ms(absl::ToUnixMillis(absl::Now()));
     record.data.reset();  // the data set is only needed while training
   }
+  Persist(record, /*force=*/true);
   UpdateCounts();
   Notify(record.job);
 }
@@ -180,6 +245,7 @@ void JobManager::ForgetOldJobs() {
     if (IsTerminal(it->second->job.state()) &&
         watchers_.count(it->first) == 0) {
       if (options_.metrics != nullptr) options_.metrics->ForgetJob(it->first);
+      if (options_.store != nullptr) options_.store->Remove(it->first).IgnoreError();
       it = jobs_.erase(it);
       --finished;
     } else {
@@ -300,6 +366,7 @@ void JobManager::RunJob(const std::string& job_id) {
     for (const DeviceCost& d : update.device_costs) *job.add_device_costs() = d;
     *job.mutable_test_metrics() = update.test_metrics;
     *job.mutable_hpt() = update.hpt;
+    Persist(**record, /*force=*/false);
     Notify(job);
   };
   Trainer trainer(job_id, spec, data, raw, trainer_options);

@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "coordinator/coordinator_metrics.h"
+#include "coordinator/job_store.h"
 #include "coordinator/trainer.h"
 #include "coordinator/worker_client.h"
 #include "coordinator/worker_pool.h"
@@ -43,6 +44,11 @@ class JobManager {
     absl::Duration worker_wait = absl::Seconds(30);
     int max_retained_jobs = 100;  // finished jobs beyond this are forgotten
     DataLimits data_limits;       // what a job's data files may be
+    // The durable registry (--state_dir); null: jobs live in memory only.
+    // At construction every stored job comes back: finished ones as they
+    // were, queued ones re-queued, and ones that were running re-queued
+    // from step 0 (there are no checkpoints yet).
+    JobStore* store = nullptr;
   };
 
   JobManager(Options options, WorkerPool* pool);
@@ -70,6 +76,7 @@ class JobManager {
     std::unique_ptr<WindowDataset> data;
     bool cancel_requested = false;
     std::shared_ptr<const TrainedModel> trained;  // after success
+    absl::Time persisted = absl::InfinitePast();   // last write to the store
   };
 
   void SchedulerLoop();
@@ -78,6 +85,10 @@ class JobManager {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Notify(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateCounts() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes the job to the store, if any (always when `force`, else at
+  // most once a second per job); a failed write is logged, not fatal.
+  void Persist(Record& record, bool force) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Recover() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ForgetOldJobs() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<Record*> Find(const std::string& job_id) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -257,12 +257,21 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
     }
   }
   if (h.window_steps() > 0) {
-    if (h.window() > 0 && h.window() != h.window_steps() * batch) {
+    // Both given (a normalised spec has both): they must agree, k samples
+    // spanning exactly window_steps steps.
+    if (h.window() > 0 && (h.window() + batch - 1) / batch != h.window_steps()) {
       return Invalid("hpt.window_steps",
                      absl::StrCat(h.window_steps(), " steps and hpt.window ", h.window(),
                                   " samples disagree at batch ", batch, "; give one"));
     }
-    h.set_window(h.window_steps() * batch);
+    if (h.window() == 0) {
+      if (h.window_steps() > 1'000'000'000 / batch) {
+        return Invalid("hpt.window_steps",
+                       absl::StrCat(h.window_steps(), " steps at batch ", batch,
+                                    " are over 1000000000 samples"));
+      }
+      h.set_window(h.window_steps() * batch);
+    }
   } else {
     if (h.window() == 0) h.set_window(PaperWindow(model.preset()));
     h.set_window_steps((h.window() + batch - 1) / batch);

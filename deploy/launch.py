@@ -71,7 +71,7 @@ def compose_services(env):
             for name, svc in compose["services"].items()}
 
 
-def local_command(argv, bin_dir, env=None):
+def local_command(argv, bin_dir, env=None, run_dir=None):
     """A compose command line as the launcher runs it on loopback (the data
     root is the host folder compose would mount there)."""
     hosts = "|".join(re.escape(s) for s in HPT_SERVICES)
@@ -86,13 +86,16 @@ def local_command(argv, bin_dir, env=None):
         arg = re.sub(r"^--rendezvous_host=(%s)$" % hosts, "--rendezvous_host=127.0.0.1", arg)
         if env and arg.startswith("--data_root="):
             arg = "--data_root=" + os.path.normpath(os.path.join(DEPLOY, env["HPT_DATA_DIR"]))
+        if arg.startswith("--state_dir="):
+            arg = "--state_dir=" + os.path.join(run_dir or os.path.join(ROOT, "build-out"),
+                                                "state")
         out.append(arg)
     return out
 
 
-def plan(env, bin_dir):
+def plan(env, bin_dir, run_dir=None):
     services = compose_services(env)
-    return {name: local_command(services[name], bin_dir, env) for name in HPT_SERVICES}
+    return {name: local_command(services[name], bin_dir, env, run_dir) for name in HPT_SERVICES}
 
 
 def prometheus_config(env, scrape_interval):
@@ -165,7 +168,7 @@ def up(args, env):
     run_dir = os.path.abspath(args.dir)
     down(run_dir, quiet=True)
     os.makedirs(run_dir, exist_ok=True)
-    commands = plan(env, args.bin_dir)
+    commands = plan(env, args.bin_dir, run_dir)
     pids = {}
     procs = []
 

@@ -25,7 +25,7 @@ SERVICES = ["coordinator", "worker-gpu", "worker-reram", "worker-systolic"]
 # Flags whose value names a place on the machine (a host, or the data
 # root, which the launcher maps to the host folder compose mounts).
 HOST_FLAGS = ("--listen=", "--advertise=", "--metrics=", "--coordinator=", "--rendezvous_host=",
-              "--data_root=")
+              "--data_root=", "--state_dir=")
 
 
 def read_env():

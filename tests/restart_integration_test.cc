@@ -1,0 +1,84 @@
+// The coordinator's durable registry on real processes: a job submitted to
+// a coordinator that is then SIGKILLed is there, under the same id, when a
+// new coordinator starts on the same --state_dir; it runs to success once a
+// worker registers, and the next job gets a fresh id.
+#include <signal.h>
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/test_util.h"
+
+namespace hpt {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::ChildProcess;
+using testing::RunCommand;
+using testing::RunfilePath;
+
+ChildProcess StartCoordinator(const std::string& dir, const std::string& name, testing::Ports* ports) {
+  auto coordinator = ChildProcess::Start(
+      {RunfilePath("coordinator/hpt_coordinator"), "--listen=127.0.0.1:0", "--metrics=",
+       "--port_file=" + dir + "/" + name + ".port", "--state_dir=" + dir + "/state",
+       "--worker_wait_s=120", "--worker_timeout_s=5"},
+      dir + "/" + name + ".log");
+  EXPECT_TRUE(coordinator.ok()) << coordinator.status();
+  auto p = testing::WaitForPortFile(dir + "/" + name + ".port", *coordinator, absl::Seconds(60));
+  EXPECT_TRUE(p.ok()) << p.status();
+  if (p.ok()) *ports = *p;
+  return std::move(*coordinator);
+}
+
+std::string Hptctl(const testing::Ports& ports, const std::string& args) {
+  return absl::StrCat(RunfilePath("hptctl/hptctl"), " --coordinator=127.0.0.1:", ports.grpc, " ",
+                      args);
+}
+
+TEST(RestartTest, JobsKeepTheirIdsAndRunAfterTheCoordinatorIsKilled) {
+  const std::string dir = testing::MakeTempDir("restart");
+  testing::Ports first_ports;
+  ChildProcess first = StartCoordinator(dir, "first", &first_ports);
+  // No worker yet: the job waits for one.
+  auto submitted =
+      RunCommand(Hptctl(first_ports, "submit --preset=tiny --epochs=2 --mode=full --name=durable"));
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.output;
+  EXPECT_THAT(submitted.output, HasSubstr("job-000001"));
+  auto waiting = RunCommand(Hptctl(first_ports, "status job-000001"));
+  EXPECT_EQ(waiting.exit_code, 0) << waiting.output;
+
+  ASSERT_EQ(kill(first.pid(), SIGKILL), 0);
+  first.Stop();  // reaps it
+
+  testing::Ports second_ports;
+  ChildProcess second = StartCoordinator(dir, "second", &second_ports);
+  auto worker = ChildProcess::Start(
+      {RunfilePath("workers/hpt_worker"), "--kind=gpu", "--listen=127.0.0.1:0", "--metrics=",
+       "--threads=1", absl::StrCat("--coordinator=127.0.0.1:", second_ports.grpc)},
+      dir + "/worker.log");
+  ASSERT_TRUE(worker.ok()) << worker.status();
+
+  auto watched = RunCommand(Hptctl(second_ports, "watch job-000001"));
+  EXPECT_EQ(watched.exit_code, 0) << watched.output;
+  EXPECT_THAT(watched.output, HasSubstr("durable"));
+  EXPECT_THAT(watched.output, HasSubstr("succeeded"));
+
+  auto next = RunCommand(Hptctl(second_ports, "submit --preset=tiny --epochs=1 --mode=full --name=after"));
+  ASSERT_EQ(next.exit_code, 0) << next.output;
+  EXPECT_THAT(next.output, HasSubstr("job-000002"));  // 1 is never reissued
+  auto list = RunCommand(Hptctl(second_ports, "list"));
+  EXPECT_THAT(list.output, HasSubstr("job-000001"));
+  EXPECT_THAT(list.output, HasSubstr("job-000002"));
+
+  // A second coordinator on the same state folder refuses to start.
+  auto clash = RunCommand(absl::StrCat(RunfilePath("coordinator/hpt_coordinator"),
+                                       " --listen=127.0.0.1:0 --metrics= --state_dir=", dir,
+                                       "/state"));
+  EXPECT_EQ(clash.exit_code, 1) << clash.output;
+  EXPECT_THAT(clash.output, HasSubstr("in use by another coordinator"));
+}
+
+}  // namespace
+}  // namespace hpt
