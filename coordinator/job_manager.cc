@@ -297,14 +297,20 @@ void JobManager::RunJob(const std::string& job_id) {
     ForgetOldJobs();
   };
 
+  // A cancel ends the wait for workers at once, not after worker_wait.
+  auto cancelled = [this, &job_id] {
+    absl::MutexLock lock(&mu_);
+    absl::StatusOr<Record*> record = Find(job_id);
+    return !record.ok() || (*record)->cancel_requested;
+  };
   absl::StatusOr<std::vector<WorkerEntry>> entries = pool_->WaitFor(
-      "gpu", spec.placement().gpu_workers(), options_.worker_wait);
+      "gpu", spec.placement().gpu_workers(), options_.worker_wait, cancelled);
   if (!entries.ok()) return finish(entries.status());
   const std::string& head_kind = spec.placement().head_device();
   std::unique_ptr<WorkerClient> head;
   if (head_kind != "gpu" && !head_kind.empty()) {
     absl::StatusOr<std::vector<WorkerEntry>> head_entry =
-        pool_->WaitFor(head_kind, 1, options_.worker_wait);
+        pool_->WaitFor(head_kind, 1, options_.worker_wait, cancelled);
     if (!head_entry.ok()) return finish(head_entry.status());
     entries->push_back(head_entry->front());
   }
@@ -315,7 +321,8 @@ void JobManager::RunJob(const std::string& job_id) {
   if (devices) {
     for (const char* kind : {"reram", "systolic"}) {
       absl::StatusOr<std::vector<WorkerEntry>> some =
-          pool_->WaitFor(kind, 1, options_.worker_wait);
+          pool_->WaitFor(kind, 1, options_.worker_wait, cancelled);
+      if (some.status().code() == absl::StatusCode::kCancelled) return finish(some.status());
       if (!some.ok()) {
         return finish(absl::FailedPreconditionError(absl::StrCat(
             "hpt.placement '", hpt.placement(), "' needs a ", kind,

@@ -55,9 +55,14 @@ std::vector<WorkerEntry> WorkerPool::All() const {
 }
 
 absl::StatusOr<std::vector<WorkerEntry>> WorkerPool::WaitFor(
-    const std::string& kind, int count, absl::Duration timeout) {
+    const std::string& kind, int count, absl::Duration timeout,
+    const std::function<bool()>& cancelled) {
   const absl::Time give_up = absl::Now() + timeout;
   while (true) {
+    if (cancelled && cancelled()) {
+      return absl::CancelledError(
+          absl::StrCat("cancelled while waiting for ", count, " ", kind, " worker(s)"));
+    }
     std::vector<WorkerEntry> live = Live(kind);
     if (static_cast<int>(live.size()) >= count) {
       live.resize(count);

@@ -40,10 +40,12 @@ class WorkerPool {
   std::vector<WorkerEntry> Live(const std::string& kind) const;
   std::vector<WorkerEntry> All() const;
 
-  // Waits until `count` workers of `kind` are live, or `timeout` passes.
-  absl::StatusOr<std::vector<WorkerEntry>> WaitFor(const std::string& kind,
-                                                   int count,
-                                                   absl::Duration timeout);
+  // Waits until `count` workers of `kind` are live, or `timeout` passes
+  // (UNAVAILABLE), or `cancelled` returns true (CANCELLED; polled with the
+  // pool, five times a second).
+  absl::StatusOr<std::vector<WorkerEntry>> WaitFor(
+      const std::string& kind, int count, absl::Duration timeout,
+      const std::function<bool()>& cancelled = nullptr);
 
  private:
   bool IsLive(const WorkerEntry& e) const ABSL_SHARED_LOCKS_REQUIRED(mu_);

@@ -48,6 +48,15 @@ TEST_F(WorkerPoolTest, BadRegistrationIsRejected) {
             "RegisterWorkerRequest.kind 'tpu' is not gpu, reram or systolic");
 }
 
+TEST_F(WorkerPoolTest, WaitForEndsWhenCancelled) {
+  int polls = 0;
+  auto result = pool_.WaitFor("gpu", 1, absl::Hours(1), [&polls] { return ++polls == 3; });
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(polls, 3);  // checked at every poll, not only at the timeout
+  EXPECT_EQ(result.status().message(), "cancelled while waiting for 1 gpu worker(s)");
+}
+
 TEST_F(WorkerPoolTest, WaitForReportsWhatIsMissing) {
   pool_.AddStatic("127.0.0.1:2", "gpu");
   auto two = pool_.WaitFor("gpu", 2, absl::ZeroDuration());

@@ -22,7 +22,7 @@ class CoordinatorServiceTest : public ::testing::Test {
   void SetUp() override {
     CoordinatorServer::Options o;
     o.listen_address = "127.0.0.1:0";
-    o.worker_wait = absl::ZeroDuration();
+    o.worker_wait = WorkerWait();
     auto server = CoordinatorServer::Start(o);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
@@ -52,10 +52,50 @@ class CoordinatorServiceTest : public ::testing::Test {
     return last;
   }
 
+  virtual absl::Duration WorkerWait() const { return absl::ZeroDuration(); }
+
   std::unique_ptr<CoordinatorServer> server_;
   std::string address_;
   std::unique_ptr<JobService::Stub> stub_;
 };
+
+// Jobs wait an hour for workers here: only a cancel can end the wait.
+class PatientCoordinatorTest : public CoordinatorServiceTest {
+ protected:
+  absl::Duration WorkerWait() const override { return absl::Hours(1); }
+};
+
+TEST_F(PatientCoordinatorTest, CancelEndsAJobsWaitForWorkers) {
+  SubmitJobRequest request;
+  request.mutable_spec()->mutable_hpt()->set_mode("full");
+  auto job = Submit(request);
+  ASSERT_TRUE(job.ok()) << job.status();
+  // Follow the job until the scheduler has taken it (it then waits for a
+  // GPU worker that never comes), then cancel it.
+  {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    WatchJobRequest watch;
+    watch.set_job_id(job->job_id());
+    auto reader = stub_->WatchJob(&context, watch);
+    Job update;
+    while (reader->Read(&update) && update.state() != RUNNING) {
+    }
+    ASSERT_EQ(update.state(), RUNNING);
+    context.TryCancel();
+    reader->Finish().ok();
+  }
+  grpc::ClientContext context;
+  CancelJobRequest cancel;
+  cancel.set_job_id(job->job_id());
+  Job cancelled;
+  ASSERT_TRUE(stub_->CancelJob(&context, cancel, &cancelled).ok());
+  // Without the cancel reaching the wait, this would time out (30 s).
+  auto end = WaitForEnd(job->job_id());
+  ASSERT_TRUE(end.ok()) << end.status();
+  EXPECT_EQ(end->state(), CANCELLED);
+  EXPECT_THAT(end->error(), HasSubstr("cancelled while waiting for 1 gpu worker(s)"));
+}
 
 TEST_F(CoordinatorServiceTest, MalformedSpecTextIsRejectedWithItsLine) {
   SubmitJobRequest request;
