@@ -68,10 +68,6 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     if (!hp.ok()) return hp.status();
     impl->pool->AddStatic(w.substr(eq + 1), w.substr(0, eq));
   }
-  absl::StatusOr<std::unique_ptr<RendezvousStore>> store =
-      RendezvousStore::Start(options.rendezvous_host);
-  if (!store.ok()) return store.status();
-  impl->rendezvous = std::move(*store);
 
   if (!options.state_dir.empty()) {
     absl::StatusOr<std::unique_ptr<JobStore>> store = JobStore::Open(options.state_dir);
@@ -81,7 +77,18 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   JobManager::Options job_options;
   job_options.store = impl->store.get();
   job_options.metrics = impl->metrics.get();
-  job_options.rendezvous = impl->rendezvous.get();
+  Impl* raw_impl = impl.get();
+  const std::string rendezvous_host = options.rendezvous_host;
+  job_options.rendezvous = [raw_impl, rendezvous_host]() -> absl::StatusOr<RendezvousStore*> {
+    absl::MutexLock lock(&raw_impl->mu);
+    if (raw_impl->rendezvous == nullptr) {
+      absl::StatusOr<std::unique_ptr<RendezvousStore>> store =
+          RendezvousStore::Start(rendezvous_host);
+      if (!store.ok()) return store.status();
+      raw_impl->rendezvous = std::move(*store);
+    }
+    return raw_impl->rendezvous.get();
+  };
   job_options.worker_wait = options.worker_wait;
   job_options.data_limits = options.data_limits;
   CoordinatorMetrics* metrics = impl->metrics.get();

@@ -354,7 +354,14 @@ void JobManager::RunJob(const std::string& job_id) {
       if (record.ok()) (*record)->job.add_workers(e.address);
     }
   }
-  trainer_options.rendezvous = options_.rendezvous;
+  if (spec.placement().gpu_workers() > 1 && options_.rendezvous) {
+    absl::StatusOr<RendezvousStore*> store = options_.rendezvous();
+    if (!store.ok()) {
+      for (auto& client : clients) client->Release(job_id).IgnoreError();
+      return finish(store.status());
+    }
+    trainer_options.rendezvous = *store;
+  }
   trainer_options.cancelled = [this, job_id] {
     absl::MutexLock lock(&mu_);
     absl::StatusOr<Record*> record = Find(job_id);

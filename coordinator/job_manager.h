@@ -40,7 +40,10 @@ class JobManager {
   struct Options {
     ClientFactory client_factory;
     CoordinatorMetrics* metrics = nullptr;  // optional
-    RendezvousStore* rendezvous = nullptr;  // for data-parallel jobs
+    // The c10d store data-parallel jobs rendezvous at, started on the first
+    // call (so nothing listens for it while no such job has run); unset:
+    // data-parallel jobs fail with a clear error.
+    std::function<absl::StatusOr<RendezvousStore*>()> rendezvous;
     absl::Duration worker_wait = absl::Seconds(30);
     int max_retained_jobs = 100;  // finished jobs beyond this are forgotten
     DataLimits data_limits;       // what a job's data files may be

@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -59,6 +60,10 @@ TEST(RestartTest, JobsKeepTheirIdsAndRunAfterTheCoordinatorIsKilled) {
        "--threads=1", absl::StrCat("--coordinator=127.0.0.1:", second_ports.grpc)},
       dir + "/worker.log");
   ASSERT_TRUE(worker.ok()) << worker.status();
+
+  // Only the gRPC port listens (--metrics= is off): the c10d store starts
+  // with the first data-parallel job, and none has run.
+  EXPECT_EQ(testing::ListeningPorts(second.pid()), std::vector<int>{second_ports.grpc});
 
   auto watched = RunCommand(Hptctl(second_ports, "watch job-000001"));
   EXPECT_EQ(watched.exit_code, 0) << watched.output;

@@ -6,6 +6,7 @@
 #include <spawn.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +16,8 @@
 #include <cstring>
 #include <cstdlib>
 #include <fstream>
+#include <algorithm>
+#include <set>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -153,6 +156,39 @@ absl::StatusOr<std::string> HttpGet(int port, const std::string& path) {
                                             response.substr(0, 80)));
   }
   return response.substr(body + 4);
+}
+
+std::vector<int> ListeningPorts(pid_t pid) {
+  // The inodes of the process's sockets.
+  std::set<std::string> inodes;
+  const std::string fd_dir = absl::StrCat("/proc/", pid, "/fd");
+  if (DIR* d = opendir(fd_dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      char target[256];
+      const ssize_t n =
+          readlink((fd_dir + "/" + e->d_name).c_str(), target, sizeof(target) - 1);
+      if (n <= 0) continue;
+      target[n] = '\0';
+      const std::string t = target;  // "socket:[12345]"
+      if (t.rfind("socket:[", 0) == 0) inodes.insert(t.substr(8, t.size() - 9));
+    }
+    closedir(d);
+  }
+  std::set<int> ports;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+      fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >>
+          timeout >> inode;
+      if (state != "0A" || inodes.count(inode) == 0) continue;  // 0A: LISTEN
+      ports.insert(int(std::strtol(local.substr(local.find(':') + 1).c_str(), nullptr, 16)));
+    }
+  }
+  return std::vector<int>(ports.begin(), ports.end());
 }
 
 }  // namespace testing

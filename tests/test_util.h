@@ -62,6 +62,10 @@ std::string MakeTempDir(const std::string& name);
 // HTTP GET of http://127.0.0.1:port/path; the body, or an error.
 absl::StatusOr<std::string> HttpGet(int port, const std::string& path);
 
+// TCP ports process `pid` listens on (IPv4 and IPv6), from its socket fds
+// and /proc/net/tcp{,6}; sorted.
+std::vector<int> ListeningPorts(pid_t pid);
+
 }  // namespace testing
 }  // namespace hpt
 
