@@ -224,6 +224,13 @@ TEST_F(ClusterTest, ServerFilesAndNodesThatBlockAreRefusedAtOnceWithoutTheirCont
   struct Case {
     std::string path, message;
   };
+  // The refusals are timed against a call that reads no file at all (hptctl
+  // starting, connecting, listing), measured here on the same machine, so
+  // that a loaded CI machine does not fail them and a blocking read does.
+  const auto list_start = std::chrono::steady_clock::now();
+  ASSERT_EQ(RunCommand(Hptctl("list")).exit_code, 0);
+  const double baseline =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - list_start).count();
   for (const Case& c : std::vector<Case>{
            {"/etc/shadow", "outside the data roots"},
            {"/proc/self/environ", "outside the data roots"},
@@ -242,7 +249,8 @@ TEST_F(ClusterTest, ServerFilesAndNodesThatBlockAreRefusedAtOnceWithoutTheirCont
     EXPECT_THAT(result.output, Not(HasSubstr("TOPSECRET"))) << c.path;
     EXPECT_THAT(result.output, Not(HasSubstr("root:"))) << c.path;
     EXPECT_THAT(result.output, Not(HasSubstr("PATH="))) << c.path;
-    EXPECT_LT(seconds, 1.0) << c.path << " took " << seconds << " s";
+    EXPECT_LT(seconds, baseline + 1.0)
+        << c.path << " took " << seconds << " s; a plain list took " << baseline << " s";
   }
   auto list = RunCommand(Hptctl("list"));
   EXPECT_EQ(list.exit_code, 0) << list.output;
