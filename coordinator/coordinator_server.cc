@@ -93,16 +93,19 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   job_options.data_limits = options.data_limits;
   CoordinatorMetrics* metrics = impl->metrics.get();
   const absl::Duration task_deadline = options.task_deadline;
-  job_options.client_factory = [metrics, task_deadline](const std::string& address,
-                                                         const std::string& kind) {
+  WorkerPool* pool = impl->pool.get();
+  job_options.client_factory = [metrics, task_deadline, pool](const std::string& address,
+                                                               const std::string& kind) {
     GrpcWorkerClient::Options client_options;
     client_options.task_deadline = task_deadline;
-    if (metrics != nullptr) {
-      client_options.on_rpc = [metrics, kind](const std::string& method,
-                                              const std::string& code, double seconds) {
-        metrics->ObserveRpc(kind, method, code, seconds);
-      };
-    }
+    client_options.on_rpc = [metrics, kind, pool, address](
+                                const std::string& method, const std::string& code,
+                                double seconds) {
+      if (metrics != nullptr) metrics->ObserveRpc(kind, method, code, seconds);
+      // The worker is gone: no later job is placed on it before it is heard
+      // from again (instead of for the liveness timeout).
+      if (code == "UNAVAILABLE") pool->MarkDown(address);
+    };
     return std::make_unique<GrpcWorkerClient>(address, client_options);
   };
   impl->jobs = std::make_unique<JobManager>(job_options, impl->pool.get());

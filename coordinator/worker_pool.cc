@@ -34,8 +34,16 @@ void WorkerPool::AddStatic(const std::string& address, const std::string& kind) 
   e.is_static = true;
 }
 
+void WorkerPool::MarkDown(const std::string& address) {
+  absl::MutexLock lock(&mu_);
+  auto it = workers_.find(address);
+  if (it != workers_.end()) it->second.down_since = options_.now();
+}
+
 bool WorkerPool::IsLive(const WorkerEntry& e) const {
-  return e.is_static || options_.now() - e.last_seen <= options_.liveness_timeout;
+  const absl::Time now = options_.now();
+  if (e.is_static) return now - e.down_since > options_.liveness_timeout;
+  return e.last_seen > e.down_since && now - e.last_seen <= options_.liveness_timeout;
 }
 
 std::vector<WorkerEntry> WorkerPool::Live(const std::string& kind) const {

@@ -23,6 +23,10 @@ struct WorkerEntry {
   std::string name;
   absl::Time last_seen;
   bool is_static = false;
+  // A call to it failed with UNAVAILABLE at this time: out of the pool
+  // until it is heard from again (a registered worker's next heartbeat), or
+  // for a liveness timeout (a static one).
+  absl::Time down_since = absl::InfinitePast();
 };
 
 class WorkerPool {
@@ -36,6 +40,9 @@ class WorkerPool {
   absl::Status Register(const std::string& address, const std::string& kind,
                         const std::string& name);
   void AddStatic(const std::string& address, const std::string& kind);
+  // Takes a worker out of the pool at once (a call to it found it gone),
+  // instead of after the liveness timeout; jobs placed later skip it.
+  void MarkDown(const std::string& address);
 
   std::vector<WorkerEntry> Live(const std::string& kind) const;
   std::vector<WorkerEntry> All() const;

@@ -48,6 +48,21 @@ TEST_F(WorkerPoolTest, BadRegistrationIsRejected) {
             "RegisterWorkerRequest.kind 'tpu' is not gpu, reram or systolic");
 }
 
+TEST_F(WorkerPoolTest, AWorkerFoundGoneLeavesAtOnceAndReturnsWithItsHeartbeat) {
+  ASSERT_TRUE(pool_.Register("127.0.0.1:5", "gpu", "").ok());
+  pool_.AddStatic("127.0.0.1:6", "reram");
+  now_ += absl::Seconds(1);
+  pool_.MarkDown("127.0.0.1:5");
+  pool_.MarkDown("127.0.0.1:6");
+  EXPECT_TRUE(pool_.Live("gpu").empty());  // well inside the 10 s timeout
+  EXPECT_TRUE(pool_.Live("reram").empty());
+  now_ += absl::Seconds(1);
+  ASSERT_TRUE(pool_.Register("127.0.0.1:5", "gpu", "").ok());  // its next heartbeat
+  EXPECT_EQ(pool_.Live("gpu").size(), 1u);
+  now_ += absl::Seconds(10);  // a static worker is retried after the timeout
+  EXPECT_EQ(pool_.Live("reram").size(), 1u);
+}
+
 TEST_F(WorkerPoolTest, WaitForEndsWhenCancelled) {
   int polls = 0;
   auto result = pool_.WaitFor("gpu", 1, absl::Hours(1), [&polls] { return ++polls == 3; });

@@ -16,6 +16,7 @@ namespace hpt {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::ChildProcess;
 using testing::RunCommand;
 using testing::RunfilePath;
@@ -76,6 +77,25 @@ TEST(RestartTest, JobsKeepTheirIdsAndRunAfterTheCoordinatorIsKilled) {
   auto list = RunCommand(Hptctl(second_ports, "list"));
   EXPECT_THAT(list.output, HasSubstr("job-000001"));
   EXPECT_THAT(list.output, HasSubstr("job-000002"));
+
+  // The GPU worker dies. The next job that lands on it fails on its first
+  // call, and that call takes the worker out of the pool: the job after it
+  // waits for a worker instead of being sent to the dead one.
+  ASSERT_EQ(kill(worker->pid(), SIGKILL), 0);
+  worker->Stop();
+  auto doomed = RunCommand(Hptctl(second_ports, "submit --preset=tiny --epochs=1 --mode=full "
+                                                "--name=doomed --watch"));
+  EXPECT_NE(doomed.exit_code, 0) << doomed.output;
+  EXPECT_THAT(doomed.output, HasSubstr("job-000003"));
+  auto waiting_job = RunCommand(Hptctl(second_ports, "submit --preset=tiny --epochs=1 --mode=full "
+                                                     "--name=patient"));
+  ASSERT_EQ(waiting_job.exit_code, 0) << waiting_job.output;
+  auto cancelled = RunCommand(Hptctl(second_ports, "cancel job-000004"));
+  EXPECT_EQ(cancelled.exit_code, 0) << cancelled.output;
+  auto patient = RunCommand(Hptctl(second_ports, "watch job-000004"));
+  EXPECT_THAT(patient.output, HasSubstr("cancelled"));
+  EXPECT_THAT(patient.output, Not(HasSubstr("UNAVAILABLE")));
+  EXPECT_THAT(patient.output, Not(HasSubstr("failed")));
 
   // A second coordinator on the same state folder refuses to start.
   auto clash = RunCommand(absl::StrCat(RunfilePath("coordinator/hpt_coordinator"),
