@@ -297,8 +297,9 @@ void JobManager::RunJob(const std::string& job_id) {
     ForgetOldJobs();
   };
 
-  // A cancel ends the wait for workers at once, not after worker_wait.
-  auto cancelled = [this, &job_id] {
+  // Polled while waiting for workers (a cancel ends the wait at once, not
+  // after worker_wait) and by the trainer at every step boundary.
+  auto cancelled = [this, job_id] {
     absl::MutexLock lock(&mu_);
     absl::StatusOr<Record*> record = Find(job_id);
     return !record.ok() || (*record)->cancel_requested;
@@ -362,11 +363,7 @@ void JobManager::RunJob(const std::string& job_id) {
     }
     trainer_options.rendezvous = *store;
   }
-  trainer_options.cancelled = [this, job_id] {
-    absl::MutexLock lock(&mu_);
-    absl::StatusOr<Record*> record = Find(job_id);
-    return !record.ok() || (*record)->cancel_requested;
-  };
+  trainer_options.cancelled = cancelled;
   trainer_options.on_progress = [this, job_id](const TrainerUpdate& update) {
     absl::MutexLock lock(&mu_);
     absl::StatusOr<Record*> record = Find(job_id);

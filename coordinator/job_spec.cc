@@ -23,9 +23,9 @@ constexpr int kMaxFfMultiplier = 64;
 constexpr int kMaxEpochs = 100'000;
 constexpr int kMaxBatch = 1 << 16;
 constexpr size_t kMaxNameBytes = 256;
+constexpr int64_t kMaxWindowSamples = 1'000'000'000;
 // Weights, gradients and Adam's two moments in fp32, on one worker.
 constexpr double kMaxTrainingBytes = 64.0 * (int64_t{1} << 30);
-
 
 class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
  public:
@@ -83,9 +83,6 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
       return Invalid(absl::StrCat("model.", field),
                      absl::StrCat("must be at most ", most, ", got ", value));
     }
-  }
-  if (model.dropout_set() && !(model.dropout() >= 0 && model.dropout() < 1)) {
-    return Invalid("model.dropout", absl::StrCat("must be in [0, 1), got ", model.dropout()));
   }
 
   // Data.
@@ -252,8 +249,8 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
   const int64_t batch = t.batch_size();
   for (auto [field, value] : {std::pair<const char*, int64_t>{"hpt.window", h.window()},
                                {"hpt.window_steps", h.window_steps()}}) {
-    if (value < 0 || value > 1'000'000'000) {
-      return Invalid(field, absl::StrCat("must be in 1..1000000000, got ", value));
+    if (value < 0 || value > kMaxWindowSamples) {
+      return Invalid(field, absl::StrCat("must be in 1..", kMaxWindowSamples, ", got ", value));
     }
   }
   if (h.window_steps() > 0) {
@@ -265,10 +262,10 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
                                   " samples disagree at batch ", batch, "; give one"));
     }
     if (h.window() == 0) {
-      if (h.window_steps() > 1'000'000'000 / batch) {
+      if (h.window_steps() > kMaxWindowSamples / batch) {
         return Invalid("hpt.window_steps",
-                       absl::StrCat(h.window_steps(), " steps at batch ", batch,
-                                    " are over 1000000000 samples"));
+                       absl::StrCat(h.window_steps(), " steps at batch ", batch, " are over ",
+                                    kMaxWindowSamples, " samples"));
       }
       h.set_window(h.window_steps() * batch);
     }
