@@ -76,6 +76,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   }
   JobManager::Options job_options;
   job_options.store = impl->store.get();
+  job_options.state_dir = options.state_dir;
   job_options.metrics = impl->metrics.get();
   Impl* raw_impl = impl.get();
   const std::string rendezvous_host = options.rendezvous_host;
@@ -104,7 +105,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
       if (metrics != nullptr) metrics->ObserveRpc(kind, method, code, seconds);
       // The worker is gone: no later job is placed on it before it is heard
       // from again (instead of for the liveness timeout).
-      if (code == "UNAVAILABLE") pool->MarkDown(address);
+      // So is one that let a call's deadline pass (stopped, or hung).
+      if (code == "UNAVAILABLE" || code == "DEADLINE_EXCEEDED") pool->MarkDown(address);
     };
     return std::make_unique<GrpcWorkerClient>(address, client_options);
   };

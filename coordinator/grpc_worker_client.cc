@@ -112,12 +112,14 @@ absl::StatusOr<ApplyUpdateResponse> GrpcWorkerClient::ApplyUpdate(
 }
 
 absl::StatusOr<std::vector<TensorChunk>> GrpcWorkerClient::Snapshot(
-    const std::string& job_id, const std::vector<std::string>& names) {
+    const std::string& job_id, const std::vector<std::string>& names,
+    bool optimizer_state) {
   grpc::ClientContext context;
   SetDeadline(&context, options_.load_deadline);
   SnapshotRequest request;
   request.set_job_id(job_id);
   for (const std::string& name : names) request.add_names(name);
+  request.set_optimizer_state(optimizer_state);
   auto reader = stub_->Snapshot(&context, request);
   std::vector<TensorChunk> chunks;
   TensorChunk chunk;

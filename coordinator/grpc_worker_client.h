@@ -40,7 +40,8 @@ class GrpcWorkerClient : public WorkerClient {
   absl::StatusOr<ApplyUpdateResponse> ApplyUpdate(
       const ApplyUpdateRequest& request) override;
   absl::StatusOr<std::vector<TensorChunk>> Snapshot(
-      const std::string& job_id, const std::vector<std::string>& names) override;
+      const std::string& job_id, const std::vector<std::string>& names,
+      bool optimizer_state = false) override;
   absl::Status Release(const std::string& job_id) override;
 
  private:

@@ -47,7 +47,7 @@ std::vector<WorkerClient*> HybridRunner::Workers() const {
 }
 
 absl::Status HybridRunner::Load(const std::map<std::string, HostTensor>& params,
-                                const TaskSink& sink) {
+                                const TaskSink& sink, int64_t optimizer_steps) {
   if (reram_.empty() || systolic_.empty()) {
     return absl::FailedPreconditionError(
         "the LoRA phase's device placement needs a reram and a systolic worker");
@@ -57,8 +57,15 @@ absl::Status HybridRunner::Load(const std::map<std::string, HostTensor>& params,
     header.set_job_id(job_id_);
     *header.mutable_optimizer() = optimizer_;
     *header.mutable_segment() = segment.spec;
+    header.set_optimizer_steps(optimizer_steps);
     std::vector<TensorChunk> chunks;
     int64_t bytes = 0;
+    auto add = [&](const std::string& name, const HostTensor& t) {
+      bytes += t.num_bytes();
+      for (TensorChunk& c : SplitIntoChunks(name, t.shape, t.data.data(), kDefaultChunkBytes)) {
+        chunks.push_back(std::move(c));
+      }
+    };
     for (const std::string& name : segment.params) {
       auto it = params.find(name);
       if (it == params.end()) {
@@ -66,10 +73,14 @@ absl::Status HybridRunner::Load(const std::map<std::string, HostTensor>& params,
                                                 "' needs parameter '", name,
                                                 "', which the model does not have"));
       }
-      bytes += it->second.num_bytes();
-      for (TensorChunk& c : SplitIntoChunks(name, it->second.shape, it->second.data.data(),
-                                            kDefaultChunkBytes)) {
-        chunks.push_back(std::move(c));
+      add(name, it->second);
+      // Its state from a checkpoint: "<name>@exp_avg", "@exp_avg_sq",
+      // "@reram_read" (worker_service.proto).
+      const std::string prefix = name + "@";
+      for (auto state = params.lower_bound(prefix);
+           state != params.end() && state->first.compare(0, prefix.size(), prefix) == 0;
+           ++state) {
+        add(state->first, state->second);
       }
     }
     WorkerClient* worker = WorkerOf(segment);
@@ -186,10 +197,12 @@ absl::Status HybridRunner::Update(int64_t step, double learning_rate,
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::map<std::string, HostTensor>> HybridRunner::Parameters() {
+absl::StatusOr<std::map<std::string, HostTensor>> HybridRunner::Parameters(
+    bool optimizer_state) {
   ChunkAssembler assembler;
   for (WorkerClient* worker : Workers()) {
-    ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks, worker->Snapshot(job_id_, {}));
+    ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks,
+                     worker->Snapshot(job_id_, {}, optimizer_state));
     for (const TensorChunk& c : chunks) RETURN_IF_ERROR(assembler.Add(c));
   }
   return assembler.Finish();

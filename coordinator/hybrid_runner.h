@@ -52,8 +52,11 @@ class HybridRunner {
   HybridRunner(std::string job_id, HybridPlan plan, std::vector<WorkerClient*> reram,
                std::vector<WorkerClient*> systolic, OptimizerConfig optimizer);
 
-  // Loads every segment with its parameters (by name; all must be present).
-  absl::Status Load(const std::map<std::string, HostTensor>& params, const TaskSink& sink);
+  // Loads every segment with its parameters (by name; all must be present)
+  // and, restoring a checkpoint, their optimizer state ("<name>@exp_avg",
+  // "@exp_avg_sq") after `optimizer_steps` updates.
+  absl::Status Load(const std::map<std::string, HostTensor>& params, const TaskSink& sink,
+                    int64_t optimizer_steps = 0);
   // Runs the segments. `targets` non-null: returns the loss (the last
   // segment's MSE); `prediction` non-null: receives the model's output.
   absl::StatusOr<double> Forward(const HostTensor& inputs, const HostTensor* targets,
@@ -63,8 +66,8 @@ class HybridRunner {
   absl::Status Backward(int64_t step, const TaskSink& sink,
                         HostTensor* input_grad = nullptr);
   absl::Status Update(int64_t step, double learning_rate, const TaskSink& sink);
-  // Every parameter held by the segments.
-  absl::StatusOr<std::map<std::string, HostTensor>> Parameters();
+  // Every parameter held by the segments (and the optimizer's state).
+  absl::StatusOr<std::map<std::string, HostTensor>> Parameters(bool optimizer_state = false);
   void Release();
 
   const HybridPlan& plan() const { return plan_; }

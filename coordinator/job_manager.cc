@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
@@ -51,12 +52,20 @@ void JobManager::Recover() {
         record->job.set_state(QUEUED);
         record->job.clear_workers();
         if (was_running) {
-          record->job.clear_progress();
-          record->job.clear_epoch_losses();
-          std::fprintf(stderr,
-                       "hpt_coordinator: %s was running when the coordinator stopped; it "
-                       "starts again from step 0 (no checkpoint)\n",
-                       id.c_str());
+          // Its newest checkpoint file, if any (RunJob reads it).
+          std::vector<CheckpointInfo> kept;
+          if (!options_.state_dir.empty()) {
+            kept = ListCheckpoints(CheckpointDir(options_.state_dir, id));
+          }
+          const int64_t from = kept.empty() ? 0 : kept.back().step();
+          AddRecovery(*record,
+                      kept.empty() ? "the coordinator restarted; no checkpoint, so from the start"
+                                   : "the coordinator restarted",
+                      from);
+          if (kept.empty()) {
+            record->job.clear_progress();
+            record->job.clear_epoch_losses();
+          }
         }
         queue_.push_back(id);
       }
@@ -272,6 +281,53 @@ void JobManager::SchedulerLoop() {
   }
 }
 
+namespace {
+
+// A step failed because a worker is gone or lost the job: worth going back
+// to a checkpoint on the workers still live.
+bool IsWorkerLoss(const absl::Status& s) {
+  switch (s.code()) {
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kAborted:
+      return true;
+    case absl::StatusCode::kFailedPrecondition:
+      // A restarted worker (worker_service.h) no longer holds the job.
+      return absl::StrContains(s.message(), "call LoadParameters first");
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+void JobManager::AddRecovery(Record& record, const std::string& cause, int64_t from_step) {
+  Recovery& r = *record.job.add_recoveries();
+  r.set_time_unix_ms(absl::ToUnixMillis(absl::Now()));
+  r.set_cause(cause);
+  r.set_from_step(from_step);
+  r.set_lost_steps(std::max<int64_t>(0, record.job.progress().step() - from_step));
+  std::fprintf(stderr, "hpt_coordinator: %s goes back to step %lld: %s\n",
+               record.job.job_id().c_str(), static_cast<long long>(from_step), cause.c_str());
+}
+
+std::shared_ptr<const Checkpoint> JobManager::LatestCheckpoint(const std::string& job_id) {
+  {
+    absl::MutexLock lock(&mu_);
+    absl::StatusOr<Record*> record = Find(job_id);
+    if (record.ok() && (*record)->checkpoint != nullptr) return (*record)->checkpoint;
+  }
+  if (options_.state_dir.empty()) return nullptr;
+  absl::StatusOr<Checkpoint> read = ReadCheckpoint(CheckpointDir(options_.state_dir, job_id));
+  if (!read.ok()) {
+    if (read.status().code() != absl::StatusCode::kNotFound) {
+      std::fprintf(stderr, "hpt_coordinator: %s\n", std::string(read.status().message()).c_str());
+    }
+    return nullptr;
+  }
+  return std::make_shared<const Checkpoint>(std::move(*read));
+}
+
 void JobManager::RunJob(const std::string& job_id) {
   JobSpec spec;
   const WindowDataset* data = nullptr;
@@ -283,20 +339,37 @@ void JobManager::RunJob(const std::string& job_id) {
     data = (*record)->data.get();
     SetState(**record, RUNNING, "");
   }
-  auto finish = [&](const absl::Status& status) {
+  std::shared_ptr<const Checkpoint> resume = LatestCheckpoint(job_id);
+  absl::Status status;
+  for (int failovers = 0;; ++failovers) {
+    status = Attempt(job_id, spec, data, resume, failovers > 0);
+    if (status.ok() || !IsWorkerLoss(status) || failovers >= options_.max_failovers) break;
+    resume = LatestCheckpoint(job_id);
     absl::MutexLock lock(&mu_);
     absl::StatusOr<Record*> record = Find(job_id);
-    if (!record.ok()) return;
-    if (status.ok()) {
-      SetState(**record, SUCCEEDED, "");
-    } else if (status.code() == absl::StatusCode::kCancelled) {
-      SetState(**record, CANCELLED, std::string(status.message()));
-    } else {
-      SetState(**record, FAILED, std::string(status.message()));
-    }
-    ForgetOldJobs();
-  };
+    if (!record.ok() || (*record)->cancel_requested) break;
+    AddRecovery(**record, std::string(status.message()),
+                resume != nullptr ? resume->header.step() : 0);
+    (*record)->job.clear_workers();
+    Persist(**record, /*force=*/true);
+    Notify((*record)->job);
+  }
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<Record*> record = Find(job_id);
+  if (!record.ok()) return;
+  if (status.ok()) {
+    SetState(**record, SUCCEEDED, "");
+  } else if (status.code() == absl::StatusCode::kCancelled) {
+    SetState(**record, CANCELLED, std::string(status.message()));
+  } else {
+    SetState(**record, FAILED, std::string(status.message()));
+  }
+  ForgetOldJobs();
+}
 
+absl::Status JobManager::Attempt(const std::string& job_id, const JobSpec& spec,
+                                 const WindowDataset* data,
+                                 std::shared_ptr<const Checkpoint> resume, bool failover) {
   // Polled while waiting for workers (a cancel ends the wait at once, not
   // after worker_wait) and by the trainer at every step boundary.
   auto cancelled = [this, job_id] {
@@ -304,15 +377,21 @@ void JobManager::RunJob(const std::string& job_id) {
     absl::StatusOr<Record*> record = Find(job_id);
     return !record.ok() || (*record)->cancel_requested;
   };
-  absl::StatusOr<std::vector<WorkerEntry>> entries = pool_->WaitFor(
-      "gpu", spec.placement().gpu_workers(), options_.worker_wait, cancelled);
-  if (!entries.ok()) return finish(entries.status());
+  const int width = spec.placement().gpu_workers();
+  absl::StatusOr<std::vector<WorkerEntry>> entries =
+      pool_->WaitFor("gpu", failover ? 1 : width, options_.worker_wait, cancelled);
+  if (!entries.ok()) return entries.status();
+  if (failover) {
+    // A data-parallel group shrinks to the GPU workers live now.
+    std::vector<WorkerEntry> live = pool_->Live("gpu");
+    if (live.size() > size_t(width)) live.resize(width);
+    if (live.size() > entries->size()) *entries = std::move(live);
+  }
   const std::string& head_kind = spec.placement().head_device();
-  std::unique_ptr<WorkerClient> head;
   if (head_kind != "gpu" && !head_kind.empty()) {
     absl::StatusOr<std::vector<WorkerEntry>> head_entry =
         pool_->WaitFor(head_kind, 1, options_.worker_wait, cancelled);
-    if (!head_entry.ok()) return finish(head_entry.status());
+    if (!head_entry.ok()) return head_entry.status();
     entries->push_back(head_entry->front());
   }
   // The LoRA phase's device placement needs a ReRAM and a systolic worker;
@@ -323,12 +402,12 @@ void JobManager::RunJob(const std::string& job_id) {
     for (const char* kind : {"reram", "systolic"}) {
       absl::StatusOr<std::vector<WorkerEntry>> some =
           pool_->WaitFor(kind, 1, options_.worker_wait, cancelled);
-      if (some.status().code() == absl::StatusCode::kCancelled) return finish(some.status());
+      if (some.status().code() == absl::StatusCode::kCancelled) return some.status();
       if (!some.ok()) {
-        return finish(absl::FailedPreconditionError(absl::StrCat(
+        return absl::FailedPreconditionError(absl::StrCat(
             "hpt.placement '", hpt.placement(), "' needs a ", kind,
             " worker for the LoRA phase: ", some.status().message(),
-            " (or submit with hpt.placement gpu)")));
+            " (or submit with hpt.placement gpu)"));
       }
       for (const WorkerEntry& e : pool_->Live(kind)) entries->push_back(e);
     }
@@ -339,6 +418,7 @@ void JobManager::RunJob(const std::string& job_id) {
   {
     absl::MutexLock lock(&mu_);
     absl::StatusOr<Record*> record = Find(job_id);
+    if (record.ok()) (*record)->job.clear_workers();
     for (size_t i = 0; i < entries->size(); ++i) {
       const WorkerEntry& e = (*entries)[i];
       clients.push_back(options_.client_factory(e.address, e.kind));
@@ -354,16 +434,49 @@ void JobManager::RunJob(const std::string& job_id) {
       }
       if (record.ok()) (*record)->job.add_workers(e.address);
     }
+    if (record.ok() && failover) {
+      Recovery* last = (*record)->job.mutable_recoveries()->empty()
+                           ? nullptr
+                           : &*(*record)->job.mutable_recoveries()->rbegin();
+      if (last != nullptr) {
+        for (const WorkerEntry& e : *entries) last->add_workers(e.address);
+      }
+    }
   }
-  if (spec.placement().gpu_workers() > 1 && options_.rendezvous) {
+  auto release = [&] {
+    for (auto& client : clients) client->Release(job_id).IgnoreError();
+  };
+  if (raw.size() > 1 && options_.rendezvous) {
     absl::StatusOr<RendezvousStore*> store = options_.rendezvous();
     if (!store.ok()) {
-      for (auto& client : clients) client->Release(job_id).IgnoreError();
-      return finish(store.status());
+      release();
+      return store.status();
     }
     trainer_options.rendezvous = *store;
   }
   trainer_options.cancelled = cancelled;
+  trainer_options.resume = std::move(resume);
+  const TrainingSpec& training = spec.training();
+  trainer_options.checkpoint_every = training.checkpoint_every();
+  trainer_options.on_checkpoint = [this, job_id, keep = training.checkpoints_kept()](
+                                      Checkpoint checkpoint) {
+    auto shared = std::make_shared<const Checkpoint>(std::move(checkpoint));
+    if (!options_.state_dir.empty()) {
+      absl::StatusOr<CheckpointInfo> written =
+          WriteCheckpoint(CheckpointDir(options_.state_dir, job_id), *shared, keep);
+      if (!written.ok()) {
+        std::fprintf(stderr, "hpt_coordinator: %s: checkpoint at step %lld not written: %s\n",
+                     job_id.c_str(), static_cast<long long>(shared->header.step()),
+                     std::string(written.status().message()).c_str());
+      }
+    }
+    absl::MutexLock lock(&mu_);
+    absl::StatusOr<Record*> record = Find(job_id);
+    if (!record.ok()) return;
+    (*record)->checkpoint = shared;
+    (*record)->job.set_checkpoint_step(shared->header.step());
+    Persist(**record, /*force=*/true);
+  };
   trainer_options.on_progress = [this, job_id](const TrainerUpdate& update) {
     absl::MutexLock lock(&mu_);
     absl::StatusOr<Record*> record = Find(job_id);
@@ -387,10 +500,80 @@ void JobManager::RunJob(const std::string& job_id) {
     absl::StatusOr<Record*> record = Find(job_id);
     if (record.ok()) {
       (*record)->trained = std::make_shared<TrainedModel>(trainer.trained_model());
+      (*record)->checkpoint.reset();
     }
   }
-  for (auto& client : clients) client->Release(job_id).IgnoreError();
-  finish(status);
+  release();
+  return status;
+}
+
+absl::StatusOr<std::vector<CheckpointInfo>> JobManager::Checkpoints(
+    const std::string& job_id) const {
+  std::shared_ptr<const Checkpoint> in_memory;
+  {
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(Record * record, Find(job_id));
+    in_memory = record->checkpoint;
+  }
+  if (!options_.state_dir.empty()) return ListCheckpoints(CheckpointDir(options_.state_dir, job_id));
+  std::vector<CheckpointInfo> out;
+  if (in_memory != nullptr) out.push_back(InfoOf(in_memory->header, 0));
+  return out;
+}
+
+absl::StatusOr<Job> JobManager::Resume(const std::string& job_id, int64_t step) {
+  JobSpec spec;
+  {
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(Record * record, Find(job_id));
+    const JobState state = record->job.state();
+    if (state != FAILED && state != CANCELLED) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job '", job_id, "' is ", JobState_Name(state),
+          "; only a failed or cancelled job can be resumed"));
+    }
+    spec = record->job.spec();
+  }
+  std::shared_ptr<const Checkpoint> from;
+  if (step > 0) {
+    if (options_.state_dir.empty()) {
+      return absl::FailedPreconditionError(
+          "the coordinator keeps no checkpoint files (start it with --state_dir); resume "
+          "without a step takes the newest checkpoint in memory");
+    }
+    ASSIGN_OR_RETURN(Checkpoint read,
+                     ReadCheckpoint(CheckpointDir(options_.state_dir, job_id), step));
+    from = std::make_shared<const Checkpoint>(std::move(read));
+  } else {
+    from = LatestCheckpoint(job_id);
+  }
+  // The data set was dropped when the job ended.
+  DataSummary summary;
+  ASSIGN_OR_RETURN(WindowDataset data, BuildJobData(spec.data(), &summary, options_.data_limits));
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Record * record, Find(job_id));
+  if (record->job.state() != FAILED && record->job.state() != CANCELLED) {
+    return absl::FailedPreconditionError(absl::StrCat("job '", job_id, "' is ",
+                                                      JobState_Name(record->job.state())));
+  }
+  record->data = std::make_unique<WindowDataset>(std::move(data));
+  record->checkpoint = from;
+  record->cancel_requested = false;
+  const int64_t from_step = from != nullptr ? from->header.step() : 0;
+  AddRecovery(*record,
+              from != nullptr ? "resumed by request"
+                              : "resumed by request; no checkpoint, so from the start",
+              from_step);
+  if (from == nullptr) {
+    record->job.clear_progress();
+    record->job.clear_epoch_losses();
+  }
+  record->job.clear_error();
+  record->job.set_end_time_unix_ms(0);
+  record->job.clear_workers();
+  SetState(*record, QUEUED, "");
+  queue_.push_back(job_id);
+  return record->job;
 }
 
 }  // namespace hpt

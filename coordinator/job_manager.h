@@ -3,6 +3,18 @@
 // rejected at submit time with INVALID_ARGUMENT), keeps each job's state
 // machine (QUEUED -> RUNNING -> SUCCEEDED | FAILED | CANCELLED), runs queued
 // jobs one at a time on a scheduler thread, and notifies watchers.
+//
+// Checkpoints and recovery: a running job's trainer hands it a checkpoint
+// every training.checkpoint_every steps and at the switch. The newest is
+// kept in memory, and with a state directory written under it
+// (checkpoint.h). When a step fails because a worker is gone (UNAVAILABLE,
+// a deadline, or a worker that lost the job), the job goes back to its
+// newest checkpoint on the workers that are live then (a live worker of the
+// same kind, or a data-parallel group shrunk to the GPU workers left) and
+// replays the steps since, up to max_failovers times. A coordinator started
+// on the same state directory resumes every job that was running from its
+// newest checkpoint file, and ResumeJob queues a failed or cancelled job
+// again from one. Each of these is a Recovery in the job's history.
 // Thread-safe.
 #ifndef HPT_COORDINATOR_JOB_MANAGER_H_
 #define HPT_COORDINATOR_JOB_MANAGER_H_
@@ -17,6 +29,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "coordinator/checkpoint.h"
 #include "coordinator/coordinator_metrics.h"
 #include "coordinator/job_store.h"
 #include "coordinator/trainer.h"
@@ -52,6 +65,11 @@ class JobManager {
     // were, queued ones re-queued, and ones that were running re-queued
     // from step 0 (there are no checkpoints yet).
     JobStore* store = nullptr;
+    // Where checkpoint files go (<state_dir>/checkpoints/<job id>); empty:
+    // the newest checkpoint is kept in memory only.
+    std::string state_dir;
+    // Times a job goes back to a checkpoint after losing a worker.
+    int max_failovers = 3;
   };
 
   JobManager(Options options, WorkerPool* pool);
@@ -61,6 +79,11 @@ class JobManager {
   absl::StatusOr<Job> Get(const std::string& job_id) const;
   std::vector<Job> List() const;
   absl::StatusOr<Job> Cancel(const std::string& job_id);
+  // The job's checkpoints, oldest first.
+  absl::StatusOr<std::vector<CheckpointInfo>> Checkpoints(const std::string& job_id) const;
+  // Queues a failed or cancelled job again from its checkpoint of `step`
+  // (0: the newest; from step 0 when it has none).
+  absl::StatusOr<Job> Resume(const std::string& job_id, int64_t step);
   // The trained model of a succeeded job (LoRA merged).
   absl::StatusOr<std::shared_ptr<const TrainedModel>> TrainedModelOf(
       const std::string& job_id) const;
@@ -80,10 +103,22 @@ class JobManager {
     bool cancel_requested = false;
     std::shared_ptr<const TrainedModel> trained;  // after success
     absl::Time persisted = absl::InfinitePast();   // last write to the store
+    std::shared_ptr<const Checkpoint> checkpoint;  // the one to resume from
   };
 
   void SchedulerLoop();
   void RunJob(const std::string& job_id);
+  // One attempt: acquires workers (`failover`: as many GPU workers as are
+  // live, at least one), trains from `resume` (null: from the start), and
+  // releases them.
+  absl::Status Attempt(const std::string& job_id, const JobSpec& spec, const WindowDataset* data,
+                       std::shared_ptr<const Checkpoint> resume, bool failover);
+  // The newest checkpoint of the job in memory or on disk (null: none).
+  std::shared_ptr<const Checkpoint> LatestCheckpoint(const std::string& job_id)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Records that the job went back to `from_step`.
+  void AddRecovery(Record& record, const std::string& cause, int64_t from_step)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SetState(Record& record, JobState state, const std::string& error)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Notify(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

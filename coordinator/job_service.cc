@@ -4,6 +4,7 @@
 #include <optional>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/grpc_setup.h"
 #include "common/grpc_status.h"
@@ -67,6 +68,28 @@ grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(
     grpc::CallbackServerContext* context, const CancelJobRequest* request,
     Job* response) {
   return Reply(context, jobs_->Cancel(request->job_id()), response);
+}
+
+grpc::ServerUnaryReactor* JobServiceImpl::ListCheckpoints(
+    grpc::CallbackServerContext* context, const ListCheckpointsRequest* request,
+    ListCheckpointsResponse* response) {
+  absl::StatusOr<std::vector<CheckpointInfo>> list = jobs_->Checkpoints(request->job_id());
+  if (list.ok()) {
+    for (CheckpointInfo& c : *list) *response->add_checkpoints() = std::move(c);
+  }
+  return Done(context, list.status());
+}
+
+grpc::ServerUnaryReactor* JobServiceImpl::ResumeJob(grpc::CallbackServerContext* context,
+                                                    const ResumeJobRequest* request,
+                                                    Job* response) {
+  if (request->step() < 0) {
+    return Done(context, absl::InvalidArgumentError(absl::StrCat(
+                             "ResumeJobRequest.step must not be negative, got ",
+                             request->step())));
+  }
+  // Resume reloads the job's data, as Submit does.
+  return Reply(context, jobs_->Resume(request->job_id(), request->step()), response);
 }
 
 // Streams a trained model: its configuration, then its parameters in

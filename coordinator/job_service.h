@@ -32,6 +32,12 @@ class JobServiceImpl final : public JobService::CallbackService {
 
   grpc::ServerWriteReactor<ExportModelChunk>* ExportModel(
       grpc::CallbackServerContext* context, const ExportModelRequest* request) override;
+  grpc::ServerUnaryReactor* ListCheckpoints(grpc::CallbackServerContext* context,
+                                            const ListCheckpointsRequest* request,
+                                            ListCheckpointsResponse* response) override;
+  grpc::ServerUnaryReactor* ResumeJob(grpc::CallbackServerContext* context,
+                                      const ResumeJobRequest* request,
+                                      Job* response) override;
 
  private:
   class WatchReactor;

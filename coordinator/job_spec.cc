@@ -24,6 +24,11 @@ constexpr int kMaxEpochs = 100'000;
 constexpr int kMaxBatch = 1 << 16;
 constexpr size_t kMaxNameBytes = 256;
 constexpr int64_t kMaxWindowSamples = 1'000'000'000;
+// Checkpoints: often enough that a failover replays little, seldom enough
+// that snapshots (a few RPCs and a file) stay a small share of the steps.
+constexpr int kDefaultCheckpointEvery = 100;
+constexpr int kDefaultCheckpointsKept = 3;
+constexpr int kMaxCheckpointsKept = 1000;
 // Weights, gradients and Adam's two moments in fp32, on one worker.
 constexpr double kMaxTrainingBytes = 64.0 * (int64_t{1} << 30);
 
@@ -206,6 +211,14 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
   if (t.max_steps_per_epoch() < 0) {
     return Invalid("training.max_steps_per_epoch",
                    absl::StrCat("must not be negative, got ", t.max_steps_per_epoch()));
+  }
+  if (t.checkpoint_every() == 0) t.set_checkpoint_every(kDefaultCheckpointEvery);
+  if (t.checkpoint_every() < 0) t.set_checkpoint_every(-1);  // only at the switch
+  if (t.checkpoints_kept() == 0) t.set_checkpoints_kept(kDefaultCheckpointsKept);
+  if (t.checkpoints_kept() < 0 || t.checkpoints_kept() > kMaxCheckpointsKept) {
+    return Invalid("training.checkpoints_kept",
+                   absl::StrCat("must be in 1..", kMaxCheckpointsKept, ", got ",
+                                t.checkpoints_kept()));
   }
 
   // Placement.

@@ -44,8 +44,9 @@ class LocalWorkerClient : public WorkerClient {
     return executor_->ApplyUpdate(request);
   }
   absl::StatusOr<std::vector<TensorChunk>> Snapshot(
-      const std::string& job_id, const std::vector<std::string>& names) override {
-    return executor_->Snapshot(job_id, kDefaultChunkBytes, names);
+      const std::string& job_id, const std::vector<std::string>& names,
+      bool optimizer_state = false) override {
+    return executor_->Snapshot(job_id, kDefaultChunkBytes, names, optimizer_state);
   }
   absl::Status Release(const std::string& job_id) override {
     return executor_->Release(job_id);

@@ -96,4 +96,21 @@ PhaseController::Action PhaseController::Step(int64_t iteration, double full_los
   return Action::kStartTrial;
 }
 
+PhaseController::State PhaseController::state() const {
+  return State{phase_,     window_loss_sum_, window_count_,     window_losses_,
+               distances_, trial_full_,      trial_lora_,       switch_iteration_};
+}
+
+void PhaseController::Restore(State state) {
+  phase_ = state.phase;
+  window_loss_sum_ = state.window_loss_sum;
+  window_count_ = state.window_count;
+  window_losses_ = std::move(state.window_losses);
+  distances_ = std::move(state.distances);
+  trial_full_ = std::move(state.trial_full);
+  trial_lora_ = std::move(state.trial_lora);
+  switch_iteration_ = state.switch_iteration;
+  events_.clear();
+}
+
 }  // namespace hpt

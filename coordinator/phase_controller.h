@@ -76,6 +76,18 @@ class PhaseController {
   int64_t switch_iteration() const { return switch_iteration_; }  // -1 before
   const PhaseControllerOptions& options() const { return options_; }
 
+  // What it carries from one iteration to the next (checkpoints). The
+  // events are the job's history, kept by the trainer, not part of it.
+  struct State {
+    TrainingPhase phase = TrainingPhase::kFull;
+    double window_loss_sum = 0;
+    int64_t window_count = 0;
+    std::vector<double> window_losses, distances, trial_full, trial_lora;
+    int64_t switch_iteration = -1;
+  };
+  State state() const;
+  void Restore(State state);
+
   // The three-point test on consecutive window values.
   static bool ThreePointTest(const double v[3], double threshold);
 

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <random>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/cost_util.h"
@@ -85,6 +86,9 @@ Trainer::Trainer(std::string job_id, JobSpec spec, const WindowDataset* data,
   switch_cost_.set_first_step(-1);
   switch_cost_.set_last_step(-1);
   lora_cost_.set_phase("lora");
+  recovery_cost_.set_phase("recovery");
+  recovery_cost_.set_first_step(-1);
+  recovery_cost_.set_last_step(-1);
 }
 
 Trainer::~Trainer() = default;
@@ -123,6 +127,7 @@ void Trainer::RecordTask(TaskRecord record) {
     case Chain::kMain: main_tasks_.push_back(std::move(record)); break;
     case Chain::kTrial: trial_tasks_.push_back(std::move(record)); break;
     case Chain::kSwitch: switch_tasks_.push_back(std::move(record)); break;
+    case Chain::kRecovery: recovery_tasks_.push_back(std::move(record)); break;
     case Chain::kNone: break;
   }
 }
@@ -150,7 +155,13 @@ absl::Status Trainer::LoadModel() {
   }));
   trainable_bytes_ = loaded[0].num_trainable() * int64_t(sizeof(float));
   RETURN_IF_ERROR(JoinGroups());
-  if (options_.head_worker != nullptr) RETURN_IF_ERROR(LoadHead());
+  if (options_.head_worker != nullptr) {
+    // The head's initial weights are the GPU's seeded ones.
+    ASSIGN_OR_RETURN(std::vector<TensorChunk> head,
+                     workers_[0]->Snapshot(job_id_, {"reduction.0.weight", "reduction.0.bias",
+                                                     "head.weight", "head.bias"}));
+    RETURN_IF_ERROR(LoadHead(std::move(head), 0));
+  }
   return absl::OkStatus();
 }
 
@@ -175,18 +186,14 @@ absl::Status Trainer::JoinGroups() {
   });
 }
 
-// The head's initial weights are the GPU's seeded ones: read them back and
-// send them to the head worker as its segment.
-absl::Status Trainer::LoadHead() {
-  const std::vector<std::string> names = {"reduction.0.weight", "reduction.0.bias",
-                                          "head.weight", "head.bias"};
-  ASSIGN_OR_RETURN(std::vector<TensorChunk> head, workers_[0]->Snapshot(job_id_, names));
+absl::Status Trainer::LoadHead(std::vector<TensorChunk> head, int64_t optimizer_steps) {
   const bool trainable = HeadKind(spec_) != "reram";  // ReRAM weights stay frozen
   LoadParametersHeader header;
   header.set_job_id(job_id_);
   *header.mutable_optimizer() = spec_.training().optimizer();
   SegmentSpec& segment = *header.mutable_segment();
   segment.set_name("head");
+  header.set_optimizer_steps(optimizer_steps);
   SegmentOp* reduce = segment.add_ops();
   reduce->set_type(SegmentOp::LINEAR);
   reduce->set_weight("reduction.0.weight");
@@ -462,6 +469,7 @@ absl::Status Trainer::StartTrial() {
   ASSIGN_OR_RETURN(LoadParametersResponse loaded, gpu->LoadParameters(header, chunks));
   Record(gpu, "gpu", "load", loaded.cost(), ChunkBytes(chunks));
   trial_active_ = true;
+  trial_updates_ = 0;
   state_.hpt.set_phase("trial");
   return absl::OkStatus();
 }
@@ -504,37 +512,43 @@ absl::Status Trainer::Switch() {
     ASSIGN_OR_RETURN(std::vector<TensorChunk> lora_chunks, gpu->Snapshot(job_id_, {}));
     ASSIGN_OR_RETURN(auto params, AssembleChunks(lora_chunks));
     params["token_encoding"] = TokenEncodingTable(data_->num_tokens(), model_.d_model());
-    HybridPlanOptions plan_options;
-    plan_options.policy = placement;
-    plan_options.reram_workers = int(options_.reram_workers.size());
-    plan_options.systolic_workers = int(options_.systolic_workers.size());
-    plan_options.seed = spec_.training().seed();
-    plan_options.vectors_per_step =
-        int64_t(spec_.training().batch_size()) * data_->num_tokens();
-    if (spec_.hpt().reram_chip_tiles() > 0) {
-      plan_options.chip.tiles = spec_.hpt().reram_chip_tiles();
-    }
-    ASSIGN_OR_RETURN(HybridPlan plan,
-                     PlanHybrid(model_, spec_.hpt().lora(), ranks, plan_options));
-    for (const ReramPlacement& r : plan.reram_layers) {
-      ReramLayerPlacement& out = *state_.hpt.add_reram_layers();
-      out.set_layer(r.layer);
-      out.set_worker(r.worker);
-      out.set_in_features(r.in_features);
-      out.set_out_features(r.out_features);
-      out.set_duplication(r.duplication);
-      out.set_tiles(r.tiles);
-    }
-    hybrid_ = std::make_unique<HybridRunner>(job_id_, std::move(plan),
-                                             options_.reram_workers,
-                                             options_.systolic_workers,
-                                             spec_.training().optimizer());
-    RETURN_IF_ERROR(hybrid_->Load(params, sink_));
+    RETURN_IF_ERROR(StartHybrid(params, ranks, 0));
     for (WorkerClient* w : workers_) w->Release(job_id_).IgnoreError();
   }
+  main_updates_ = 0;  // the LoRA model's optimizer is a fresh one
   phase_ = Phase::kLora;
   state_.hpt.set_phase("lora");
   return absl::OkStatus();
+}
+
+absl::Status Trainer::StartHybrid(const std::map<std::string, HostTensor>& params,
+                                  const std::map<std::string, int>& ranks,
+                                  int64_t optimizer_steps) {
+  const std::string& placement = spec_.hpt().placement();
+  HybridPlanOptions plan_options;
+  plan_options.policy = placement;
+  plan_options.reram_workers = int(options_.reram_workers.size());
+  plan_options.systolic_workers = int(options_.systolic_workers.size());
+  plan_options.seed = spec_.training().seed();
+  plan_options.vectors_per_step = int64_t(spec_.training().batch_size()) * data_->num_tokens();
+  if (spec_.hpt().reram_chip_tiles() > 0) {
+    plan_options.chip.tiles = spec_.hpt().reram_chip_tiles();
+  }
+  ASSIGN_OR_RETURN(HybridPlan plan, PlanHybrid(model_, spec_.hpt().lora(), ranks, plan_options));
+  state_.hpt.clear_reram_layers();
+  for (const ReramPlacement& r : plan.reram_layers) {
+    ReramLayerPlacement& out = *state_.hpt.add_reram_layers();
+    out.set_layer(r.layer);
+    out.set_worker(r.worker);
+    out.set_in_features(r.in_features);
+    out.set_out_features(r.out_features);
+    out.set_duplication(r.duplication);
+    out.set_tiles(r.tiles);
+  }
+  hybrid_ = std::make_unique<HybridRunner>(job_id_, std::move(plan), options_.reram_workers,
+                                           options_.systolic_workers,
+                                           spec_.training().optimizer());
+  return hybrid_->Load(params, sink_, optimizer_steps);
 }
 
 void Trainer::RecordEvents() {
@@ -699,9 +713,13 @@ void Trainer::UpdateComparison() {
     *h.add_phases() = switch_cost_;
   }
   if (lora_steps_ > 0) *h.add_phases() = lora_cost_;
+  if (recovery_cost_.simulated_s() > 0 || recovery_cost_.energy_j() > 0) {
+    *h.add_phases() = recovery_cost_;
+  }
   const double hpt_s = full_cost_.simulated_s() + switch_cost_.simulated_s() +
-                       lora_cost_.simulated_s();
-  const double hpt_j = full_cost_.energy_j() + switch_cost_.energy_j() + lora_cost_.energy_j();
+                       lora_cost_.simulated_s() + recovery_cost_.simulated_s();
+  const double hpt_j = full_cost_.energy_j() + switch_cost_.energy_j() + lora_cost_.energy_j() +
+                       recovery_cost_.energy_j();
   const double mean_s = full_steps_ > 0 ? gpu_only_full_s_ / double(full_steps_) : 0;
   const double mean_j = full_steps_ > 0 ? gpu_only_full_j_ / double(full_steps_) : 0;
   CostComparison& c = *h.mutable_comparison();
@@ -716,7 +734,10 @@ void Trainer::UpdateComparison() {
       "the ", full_steps_, " full-phase steps as run, without trial tasks (measured), + ",
       lora_steps_, " steps after the switch at the mean full-phase step (",
       mean_s, " s, ", mean_j, " J; projected). HpT = full phase with trials + switch "
-      "(LoRA loads, ReRAM programming) + LoRA-phase steps, all as run."));
+      "(LoRA loads, ReRAM programming) + LoRA-phase steps, all as run",
+      recovery_cost_.simulated_s() > 0 || recovery_cost_.energy_j() > 0
+          ? ", + recovery (re-loading devices after a restart or failover)."
+          : "."));
 
   // The paper's length: every epoch of the data at this batch size.
   const double epochs = spec_.hpt().project_epochs();
@@ -810,6 +831,222 @@ void Trainer::UpdateComparison() {
   }
 }
 
+absl::StatusOr<Checkpoint> Trainer::MakeCheckpoint(int64_t step, const std::string& reason) {
+  Checkpoint c;
+  CheckpointHeader& h = c.header;
+  h.set_job_id(job_id_);
+  h.set_step(step);
+  h.set_time_unix_ms(absl::ToUnixMillis(options_.now()));
+  h.set_reason(reason);
+  h.set_phase(state_.hpt.phase().empty() ? "full" : state_.hpt.phase());
+  *h.mutable_model() = model_;
+  h.set_steps_per_epoch(steps_per_epoch_);
+  *h.mutable_progress() = state_.progress;
+  for (double l : state_.epoch_losses) h.add_epoch_losses(l);
+  *h.mutable_cost() = state_.cost;
+  for (const DeviceCost& d : state_.device_costs) *h.add_device_costs() = d;
+  *h.mutable_test_metrics() = state_.test_metrics;
+  *h.mutable_hpt() = state_.hpt;
+  h.set_epoch_loss_sum(epoch_sum_);
+  h.set_samples(samples_);
+  if (controller_ != nullptr) {
+    const PhaseController::State s = controller_->state();
+    PhaseControllerState& out = *h.mutable_controller();
+    out.set_phase(int(s.phase));
+    out.set_window_loss_sum(s.window_loss_sum);
+    out.set_window_count(s.window_count);
+    for (double v : s.window_losses) out.add_window_losses(v);
+    for (double v : s.distances) out.add_distances(v);
+    for (double v : s.trial_full) out.add_trial_full(v);
+    for (double v : s.trial_lora) out.add_trial_lora(v);
+    out.set_switch_iteration(s.switch_iteration);
+  }
+  for (float w : last_weights_) h.add_last_weights(w);
+  h.set_trial_active(trial_active_);
+  h.set_main_updates(main_updates_);
+  h.set_trial_updates(trial_updates_);
+  h.set_trainable_bytes(trainable_bytes_);
+  *h.mutable_full_cost() = full_cost_;
+  *h.mutable_switch_cost() = switch_cost_;
+  *h.mutable_lora_cost() = lora_cost_;
+  *h.mutable_recovery_cost() = recovery_cost_;
+  h.set_gpu_only_full_s(gpu_only_full_s_);
+  h.set_gpu_only_full_j(gpu_only_full_j_);
+  h.set_full_steps(full_steps_);
+  h.set_lora_steps(lora_steps_);
+  h.set_elapsed_s(absl::ToDoubleSeconds(options_.now() - start_));
+
+  auto take = [&](const std::string& prefix, std::map<std::string, HostTensor> tensors) {
+    for (auto& [name, t] : tensors) c.tensors[prefix + name] = std::move(t);
+  };
+  if (hybrid_ != nullptr) {
+    ASSIGN_OR_RETURN(auto params, hybrid_->Parameters(/*optimizer_state=*/true));
+    take("model/", std::move(params));
+    return c;
+  }
+  auto snapshot = [&](WorkerClient* worker, const std::string& job,
+                      const std::string& prefix) -> absl::Status {
+    ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks, worker->Snapshot(job, {}, true));
+    ASSIGN_OR_RETURN(auto tensors, AssembleChunks(chunks));
+    take(prefix, std::move(tensors));
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(snapshot(workers_[0], job_id_, "model/"));
+  if (options_.head_worker != nullptr) {
+    RETURN_IF_ERROR(snapshot(options_.head_worker, job_id_, "head/"));
+  }
+  if (trial_active_) RETURN_IF_ERROR(snapshot(workers_[0], job_id_ + "/trial", "trial/"));
+  return c;
+}
+
+absl::Status Trainer::SaveCheckpoint(int64_t step, const std::string& reason) {
+  if (!options_.on_checkpoint) return absl::OkStatus();
+  ASSIGN_OR_RETURN(Checkpoint c, MakeCheckpoint(step, reason));
+  options_.on_checkpoint(std::move(c));
+  return absl::OkStatus();
+}
+
+namespace {
+
+// The tensors of `checkpoint` under `prefix`, without it.
+std::map<std::string, HostTensor> Group(const Checkpoint& checkpoint, const std::string& prefix) {
+  std::map<std::string, HostTensor> out;
+  for (auto it = checkpoint.tensors.lower_bound(prefix);
+       it != checkpoint.tensors.end() && absl::StartsWith(it->first, prefix); ++it) {
+    out[it->first.substr(prefix.size())] = it->second;
+  }
+  return out;
+}
+
+std::vector<TensorChunk> ToChunks(const std::map<std::string, HostTensor>& tensors) {
+  std::vector<TensorChunk> chunks;
+  for (const auto& [name, t] : tensors) {
+    for (TensorChunk& c : SplitIntoChunks(name, t.shape, t.data.data(), kDefaultChunkBytes)) {
+      chunks.push_back(std::move(c));
+    }
+  }
+  return chunks;
+}
+
+}  // namespace
+
+absl::Status Trainer::Restore(const Checkpoint& checkpoint) {
+  const CheckpointHeader& h = checkpoint.header;
+  if (h.job_id() != job_id_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the checkpoint is job ", h.job_id(), "'s, not ", job_id_, "'s"));
+  }
+  if (h.steps_per_epoch() != steps_per_epoch_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the checkpoint at step ", h.step(), " was made with ", h.steps_per_epoch(),
+        " steps per epoch; the job now has ", steps_per_epoch_,
+        " (its data or batch size changed)"));
+  }
+  model_ = h.model();
+  state_.progress = h.progress();
+  state_.epoch_losses.assign(h.epoch_losses().begin(), h.epoch_losses().end());
+  state_.cost = h.cost();
+  state_.device_costs.assign(h.device_costs().begin(), h.device_costs().end());
+  state_.test_metrics = h.test_metrics();
+  state_.hpt = h.hpt();
+  epoch_sum_ = h.epoch_loss_sum();
+  samples_ = h.samples();
+  last_weights_.assign(h.last_weights().begin(), h.last_weights().end());
+  trial_active_ = h.trial_active();
+  main_updates_ = h.main_updates();
+  trial_updates_ = h.trial_updates();
+  trainable_bytes_ = h.trainable_bytes();
+  full_cost_ = h.full_cost();
+  switch_cost_ = h.switch_cost();
+  lora_cost_ = h.lora_cost();
+  recovery_cost_ = h.recovery_cost();
+  recovery_cost_.set_phase("recovery");
+  gpu_only_full_s_ = h.gpu_only_full_s();
+  gpu_only_full_j_ = h.gpu_only_full_j();
+  full_steps_ = h.full_steps();
+  lora_steps_ = h.lora_steps();
+  start_ = options_.now() - absl::Seconds(h.elapsed_s());
+  phase_ = h.phase() == "lora" ? Phase::kLora : Phase::kFull;
+  if (controller_ != nullptr) {
+    const PhaseControllerState& in = h.controller();
+    PhaseController::State s;
+    s.phase = TrainingPhase(in.phase());
+    s.window_loss_sum = in.window_loss_sum();
+    s.window_count = in.window_count();
+    s.window_losses.assign(in.window_losses().begin(), in.window_losses().end());
+    s.distances.assign(in.distances().begin(), in.distances().end());
+    s.trial_full.assign(in.trial_full().begin(), in.trial_full().end());
+    s.trial_lora.assign(in.trial_lora().begin(), in.trial_lora().end());
+    s.switch_iteration = in.switch_iteration();
+    controller_->Restore(std::move(s));
+    events_seen_ = 0;
+  }
+  // This run's workers take over the costs of the ones they replace where
+  // the address is the same.
+  cost_index_.clear();
+  std::vector<WorkerClient*> all = workers_;
+  for (auto* list : {&options_.reram_workers, &options_.systolic_workers}) {
+    all.insert(all.end(), list->begin(), list->end());
+  }
+  if (options_.head_worker != nullptr) all.push_back(options_.head_worker);
+  for (WorkerClient* w : all) {
+    for (size_t i = 0; i < state_.device_costs.size(); ++i) {
+      if (state_.device_costs[i].worker() == w->address()) cost_index_[w] = i;
+    }
+  }
+
+  chain_ = Chain::kRecovery;
+  const std::map<std::string, HostTensor> model = Group(checkpoint, "model/");
+  if (model.empty()) {
+    return absl::DataLossError(absl::StrCat("the checkpoint at step ", h.step(),
+                                            " holds no model parameters"));
+  }
+  if (phase_ == Phase::kLora && spec_.hpt().placement() != "gpu") {
+    std::map<std::string, int> ranks(h.hpt().lora_ranks().begin(), h.hpt().lora_ranks().end());
+    RETURN_IF_ERROR(StartHybrid(model, ranks, main_updates_));
+  } else {
+    LoadParametersHeader header;
+    header.set_job_id(job_id_);
+    *header.mutable_model() = model_;
+    *header.mutable_optimizer() = spec_.training().optimizer();
+    header.set_init_seed(spec_.training().seed() + (phase_ == Phase::kLora ? 2 : 0));
+    header.set_num_tokens(static_cast<int32_t>(data_->num_tokens()));
+    header.set_optimizer_steps(main_updates_);
+    if (phase_ == Phase::kLora) *header.mutable_lora() = spec_.hpt().lora();
+    if (options_.head_worker != nullptr) header.set_gpu_segment("encoder");
+    const std::vector<TensorChunk> chunks = ToChunks(model);
+    RETURN_IF_ERROR(ForEachWorker(workers_.size(), [&](size_t i) -> absl::Status {
+      return workers_[i]->LoadParameters(header, chunks).status();
+    }));
+    RETURN_IF_ERROR(JoinGroups());
+    if (options_.head_worker != nullptr) {
+      RETURN_IF_ERROR(LoadHead(ToChunks(Group(checkpoint, "head/")), main_updates_));
+    }
+    if (trial_active_) {
+      LoadParametersHeader trial = header;
+      trial.set_job_id(job_id_ + "/trial");
+      trial.set_init_seed(spec_.training().seed() + 1);
+      trial.set_optimizer_steps(trial_updates_);
+      trial.clear_gpu_segment();
+      *trial.mutable_lora() = spec_.hpt().lora();
+      trial.mutable_lora()->set_reference_job(job_id_);
+      RETURN_IF_ERROR(
+          workers_[0]->LoadParameters(trial, ToChunks(Group(checkpoint, "trial/"))).status());
+    }
+  }
+  chain_ = Chain::kNone;
+  if (!recovery_tasks_.empty()) {
+    CostTimeline reload(link_);
+    LayTasks(recovery_tasks_, false, &reload);
+    AccumulateTimeline(reload, &recovery_cost_);
+    recovery_cost_.set_first_step(h.step());
+    recovery_cost_.set_last_step(h.step());
+    recovery_tasks_.clear();
+  }
+  UpdateComparison();
+  return absl::OkStatus();
+}
+
 absl::Status Trainer::CollectTrainedModel() {
   std::map<std::string, HostTensor> params;
   if (hybrid_ != nullptr) {
@@ -839,7 +1076,10 @@ absl::Status Trainer::Run() {
   const int64_t batch = training.batch_size();
   int64_t steps_per_epoch = (n_train + batch - 1) / batch;
   // A last batch smaller than the data-parallel width cannot be sharded.
-  if (n_train % batch != 0 && n_train % batch < static_cast<int64_t>(workers_.size())) {
+  // (The width asked for, not the workers this run has: a failover that
+  // shrinks the group keeps the epoch's steps.)
+  const int64_t width = std::max<int64_t>(spec_.placement().gpu_workers(), 1);
+  if (n_train % batch != 0 && n_train % batch < width) {
     --steps_per_epoch;
   }
   if (training.max_steps_per_epoch() > 0) {
@@ -862,7 +1102,6 @@ absl::Status Trainer::Run() {
   state_.hpt.set_window_samples(spec_.hpt().window());
   state_.hpt.set_batch_size(training.batch_size());
   state_.hpt.set_placement(hpt_ ? spec_.hpt().placement() : "gpu");
-  RETURN_IF_ERROR(LoadModel());
   if (hpt_) {
     PhaseControllerOptions controller;
     controller.window = spec_.hpt().window_steps();
@@ -871,12 +1110,18 @@ absl::Status Trainer::Run() {
     controller.alpha = spec_.hpt().alpha();
     controller.trial_on_rising_loss = spec_.hpt().trial_on_rising_loss();
     controller_ = std::make_unique<PhaseController>(controller);
-    RETURN_IF_ERROR(WeightDistance().status());  // W at the start
   }
-
   int64_t step = 0;
-  int64_t samples = 0;
-  for (int epoch = 0; epoch < training.epochs(); ++epoch) {
+  if (options_.resume != nullptr) {
+    RETURN_IF_ERROR(Restore(*options_.resume));
+    step = options_.resume->header.step();
+  } else {
+    RETURN_IF_ERROR(LoadModel());
+    if (hpt_) RETURN_IF_ERROR(WeightDistance().status());  // W at the start
+  }
+  const int64_t first_step = step;
+  std::string checkpoint_due;  // a reason, at the end of the epoch's evaluation
+  for (int epoch = int(step / steps_per_epoch); epoch < training.epochs(); ++epoch) {
     const double lr = LearningRate(training, epoch);
     p.set_epoch(epoch + 1);
     p.set_learning_rate(lr);
@@ -884,8 +1129,9 @@ absl::Status Trainer::Run() {
     std::iota(order.begin(), order.end(), 0);
     std::mt19937_64 rng(training.seed() * 1000003 + epoch);
     std::shuffle(order.begin(), order.end(), rng);
-    double epoch_sum = 0;
-    for (int64_t s = 0; s < steps_per_epoch; ++s) {
+    const int64_t first_s = step == first_step ? step % steps_per_epoch : 0;
+    if (first_s == 0) epoch_sum_ = 0;
+    for (int64_t s = first_s; s < steps_per_epoch; ++s) {
       if (options_.cancelled()) {
         return absl::CancelledError(absl::StrCat("cancelled at step ", step));
       }
@@ -897,6 +1143,8 @@ absl::Status Trainer::Run() {
       double loss = 0;
       chain_ = Chain::kMain;
       RETURN_IF_ERROR(TrainStep(indices, step, lr, &loss));
+      ++main_updates_;
+      bool switched = false;
       if (hpt_ && phase_ == Phase::kFull) {
         double trial_loss = 0;
         if (trial_active_) {
@@ -904,6 +1152,7 @@ absl::Status Trainer::Run() {
           HostTensor x, y;
           data_->Gather(data_->train_starts(), indices, &x, &y);
           ASSIGN_OR_RETURN(trial_loss, TrialStep(x, y, step, lr));
+          ++trial_updates_;
         }
         chain_ = Chain::kNone;
         double distance = 0;
@@ -921,6 +1170,7 @@ absl::Status Trainer::Run() {
           chain_ = Chain::kSwitch;
           RETURN_IF_ERROR(Switch());
           state_.hpt.set_switch_step(step + 1);
+          switched = true;
         } else if (controller_->phase() == TrainingPhase::kFull) {
           state_.hpt.set_phase("full");
         }
@@ -928,22 +1178,37 @@ absl::Status Trainer::Run() {
       chain_ = Chain::kNone;
       CloseStep(step, lora_step);
       ++step;
-      samples += end - begin;
-      epoch_sum += loss;
+      samples_ += end - begin;
+      epoch_sum_ += loss;
       const double elapsed = absl::ToDoubleSeconds(options_.now() - start_);
       p.set_step(step);
       p.set_loss(loss);
       p.set_elapsed_s(elapsed);
-      p.set_samples_per_s(elapsed > 0 ? samples / elapsed : 0);
+      p.set_samples_per_s(elapsed > 0 ? samples_ / elapsed : 0);
       p.set_eta_s(elapsed / step * (p.total_steps() - step));
       Report();
+      // A checkpoint at the epoch's last step waits for its evaluation, so
+      // the epoch's loss and test metrics are in it.
+      if (switched) {
+        checkpoint_due = "phase switch";
+      } else if (options_.checkpoint_every > 0 && step % options_.checkpoint_every == 0) {
+        checkpoint_due = absl::StrCat("every ", options_.checkpoint_every, " steps");
+      }
+      if (!checkpoint_due.empty() && s + 1 < steps_per_epoch) {
+        RETURN_IF_ERROR(SaveCheckpoint(step, checkpoint_due));
+        checkpoint_due.clear();
+      }
     }
-    const double epoch_loss = epoch_sum / steps_per_epoch;
+    const double epoch_loss = epoch_sum_ / steps_per_epoch;
     state_.epoch_losses.push_back(epoch_loss);
     p.set_epoch_loss(epoch_loss);
     if (epoch == 0) p.set_first_epoch_loss(epoch_loss);
     RETURN_IF_ERROR(Evaluate());
     Report();
+    if (!checkpoint_due.empty() && epoch + 1 < training.epochs()) {
+      RETURN_IF_ERROR(SaveCheckpoint(step, checkpoint_due));
+    }
+    checkpoint_due.clear();
   }
   if (trial_active_) workers_[0]->Release(job_id_ + "/trial").IgnoreError();
   RETURN_IF_ERROR(CollectTrainedModel());

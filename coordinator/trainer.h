@@ -20,6 +20,16 @@
 // step is: encoder forward (GPU) -> head forward and loss (head worker) ->
 // head backward -> encoder backward -> both updates.
 //
+// Checkpoints (checkpoint.h): every `checkpoint_every` steps and at the
+// switch, the trainer snapshots the model with its optimizer state (and the
+// trial's, the head's, or every device segment's), and its own state: the
+// phase controller's, the data position, the cost totals and the history.
+// A trainer given one resumes there: the workers are loaded from it (the
+// ReRAM workers re-programmed, those writes counted under a "recovery"
+// phase), and training goes on with the next step. The epoch's order comes
+// from (seed, epoch) and dropout masks from (seed, step), so the steps that
+// follow are those an uninterrupted run takes.
+//
 // Every task's cost report is added per worker and laid on a per-step cost
 // timeline (cost_timeline.h) to give simulated time and energy per phase and
 // the comparison with GPU-only full-parameter training. Progress, phase
@@ -39,6 +49,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/clock.h"
 #include "common/host_tensor.h"
+#include "coordinator/checkpoint.h"
 #include "coordinator/cost_timeline.h"
 #include "coordinator/hybrid_runner.h"
 #include "coordinator/phase_controller.h"
@@ -79,6 +90,12 @@ class Trainer {
     WorkerClient* head_worker = nullptr;
     // The LoRA phase's device workers (placements paper and reram_full).
     std::vector<WorkerClient*> reram_workers, systolic_workers;
+    // A checkpoint every this many steps (<= 0: none but the switch's);
+    // each goes to on_checkpoint (unset: none are made).
+    int64_t checkpoint_every = 0;
+    std::function<void(Checkpoint)> on_checkpoint;
+    // Resume from this checkpoint of the job instead of step 0.
+    std::shared_ptr<const Checkpoint> resume;
   };
 
   // `spec` is normalised; `workers` has spec.placement.gpu_workers entries.
@@ -100,11 +117,20 @@ class Trainer {
 
  private:
   enum class Phase { kFull, kLora };
-  enum class Chain { kMain, kTrial, kSwitch, kNone };
+  enum class Chain { kMain, kTrial, kSwitch, kRecovery, kNone };
 
   absl::Status LoadModel();
   absl::Status JoinGroups();
-  absl::Status LoadHead();
+  // The head's parameters (and optimizer state, after `optimizer_steps`
+  // updates) to the head worker.
+  absl::Status LoadHead(std::vector<TensorChunk> head, int64_t optimizer_steps);
+  // Plans the LoRA phase's device segments for `ranks` and loads them.
+  absl::Status StartHybrid(const std::map<std::string, HostTensor>& params,
+                           const std::map<std::string, int>& ranks, int64_t optimizer_steps);
+  // Checkpoints.
+  absl::StatusOr<Checkpoint> MakeCheckpoint(int64_t step, const std::string& reason);
+  absl::Status SaveCheckpoint(int64_t step, const std::string& reason);
+  absl::Status Restore(const Checkpoint& checkpoint);
   absl::Status TrainStep(const std::vector<int64_t>& indices, int64_t step,
                          double learning_rate, double* loss);
   absl::StatusOr<double> HeadStep(const HostTensor& x, const HostTensor& y,
@@ -156,13 +182,17 @@ class Trainer {
   // Cost timeline.
   InterconnectConfig link_;
   Chain chain_ = Chain::kNone;
-  std::vector<TaskRecord> main_tasks_, trial_tasks_, switch_tasks_;
+  std::vector<TaskRecord> main_tasks_, trial_tasks_, switch_tasks_, recovery_tasks_;
   int64_t trainable_bytes_ = 0;
-  PhaseCost full_cost_, switch_cost_, lora_cost_;
+  PhaseCost full_cost_, switch_cost_, lora_cost_, recovery_cost_;
   double gpu_only_full_s_ = 0, gpu_only_full_j_ = 0;
   int64_t full_steps_ = 0, lora_steps_ = 0;
   int64_t steps_per_epoch_ = 0;
   double full_wall_s_ = 0, lora_wall_s_ = 0;
+  // Position in the data and the optimizers' update counts (checkpoints).
+  double epoch_sum_ = 0;
+  int64_t samples_ = 0;
+  int64_t main_updates_ = 0, trial_updates_ = 0;
   absl::Time step_start_;
   // Hands the hybrid runner's tasks to RecordTask.
   const TaskSink sink_ = [this](const TaskRecord& r) { RecordTask(r); };

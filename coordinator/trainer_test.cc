@@ -65,7 +65,8 @@ class FakeWorker : public WorkerClient {
     return response;
   }
   absl::StatusOr<std::vector<TensorChunk>> Snapshot(const std::string&,
-                                                     const std::vector<std::string>&) override {
+                                                     const std::vector<std::string>&,
+                                                     bool = false) override {
     return std::vector<TensorChunk>();
   }
   absl::Status Release(const std::string&) override { return absl::OkStatus(); }

@@ -28,8 +28,10 @@ class WorkerClient {
   virtual absl::StatusOr<ApplyUpdateResponse> ApplyUpdate(
       const ApplyUpdateRequest& request) = 0;
   // The job's parameters on the worker; `names` non-empty: only those.
+  // `optimizer_state`: also the optimizer's moments (checkpoints).
   virtual absl::StatusOr<std::vector<TensorChunk>> Snapshot(
-      const std::string& job_id, const std::vector<std::string>& names) = 0;
+      const std::string& job_id, const std::vector<std::string>& names,
+      bool optimizer_state = false) = 0;
   virtual absl::Status Release(const std::string& job_id) = 0;
 };
 

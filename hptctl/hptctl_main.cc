@@ -42,6 +42,9 @@ ABSL_FLAG(int, gpu_workers, 0, "submit: data-parallel GPU workers (0: 1).");
 ABSL_FLAG(std::string, head_device, "",
           "submit: where the output head runs: gpu, reram or systolic.");
 ABSL_FLAG(int, max_steps_per_epoch, 0, "submit: cap on steps per epoch.");
+ABSL_FLAG(int, checkpoint_every, 0,
+          "submit: a checkpoint every N steps (0: 100; -1: only at the phase switch).");
+ABSL_FLAG(int64_t, step, 0, "resume: the checkpoint's step (0: the newest).");
 ABSL_FLAG(uint64_t, seed, 0, "submit: training seed.");
 ABSL_FLAG(std::string, csv, "", "submit: wide CSV file, read by the coordinator.");
 ABSL_FLAG(std::string, train_rows, "",
@@ -99,6 +102,9 @@ constexpr char kUsage[] =
     "  cancel   JOB: cancel a job\n"
     "  report   JOB: phases, switch decision, costs, HpT vs GPU-only, metrics\n"
     "  export   JOB --out FILE: the trained model (LoRA merged) for torch::load\n"
+    "  checkpoints JOB: the job's checkpoints\n"
+    "  resume   JOB [--step=N]: queue a failed or cancelled job again from its newest\n"
+    "           checkpoint (or the one at step N)\n"
     "exit codes: 0 ok, 1 job failed/cancelled, 2 usage, 3 invalid or refused request,\n"
     "            4 not found, 5 coordinator unreachable, 6 other error";
 
@@ -168,6 +174,7 @@ absl::StatusOr<SubmitJobRequest> BuildSubmit() {
            absl::GetFlag(FLAGS_step_lr_step_size) || absl::GetFlag(FLAGS_gpu_workers) ||
            !absl::GetFlag(FLAGS_head_device).empty() ||
            absl::GetFlag(FLAGS_max_steps_per_epoch) || absl::GetFlag(FLAGS_seed) ||
+           absl::GetFlag(FLAGS_checkpoint_every) ||
            !absl::GetFlag(FLAGS_csv).empty() || absl::GetFlag(FLAGS_window) ||
            !absl::GetFlag(FLAGS_weather_dir).empty() ||
            !absl::GetFlag(FLAGS_covid_csv).empty() ||
@@ -203,6 +210,9 @@ absl::StatusOr<SubmitJobRequest> BuildSubmit() {
   }
   t.set_step_lr_step_size(absl::GetFlag(FLAGS_step_lr_step_size));
   t.set_max_steps_per_epoch(absl::GetFlag(FLAGS_max_steps_per_epoch));
+  if (absl::GetFlag(FLAGS_checkpoint_every) != 0) {
+    t.set_checkpoint_every(absl::GetFlag(FLAGS_checkpoint_every));
+  }
   t.set_seed(absl::GetFlag(FLAGS_seed));
   spec.mutable_placement()->set_gpu_workers(absl::GetFlag(FLAGS_gpu_workers));
   spec.mutable_placement()->set_head_device(absl::GetFlag(FLAGS_head_device));
@@ -387,6 +397,42 @@ int Run(const std::vector<char*>& args) {
     if (!s.ok()) return Fail(s);
     std::cout << (Json() ? ToJson(job) + "\n" : FormatSummary(job));
     return kExitOk;
+  }
+  if (command == "checkpoints") {
+    const std::string job_id = need_job();
+    if (job_id.empty()) return Usage("checkpoints needs a job id, e.g. hptctl checkpoints job-000001");
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    ListCheckpointsRequest request;
+    request.set_job_id(job_id);
+    ListCheckpointsResponse response;
+    absl::Status s = FromGrpcStatus(stub->ListCheckpoints(&context, request, &response));
+    if (!s.ok()) return Fail(s);
+    std::cout << (Json() ? ToJson(response) + "\n"
+                         : FormatCheckpoints(job_id, {response.checkpoints().begin(),
+                                                      response.checkpoints().end()}));
+    return kExitOk;
+  }
+  if (command == "resume") {
+    const std::string job_id = need_job();
+    if (job_id.empty()) return Usage("resume needs a job id, e.g. hptctl resume job-000001");
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    ResumeJobRequest request;
+    request.set_job_id(job_id);
+    request.set_step(absl::GetFlag(FLAGS_step));
+    Job job;
+    absl::Status s = FromGrpcStatus(stub->ResumeJob(&context, request, &job));
+    if (!s.ok()) return Fail(s);
+    if (Json()) {
+      std::cout << ToJson(job) << std::endl;
+    } else {
+      const int64_t from = job.recoveries_size() > 0
+                               ? job.recoveries(job.recoveries_size() - 1).from_step()
+                               : 0;
+      std::cout << "resumed " << job.job_id() << " from step " << from << std::endl;
+    }
+    return absl::GetFlag(FLAGS_watch) ? Watch(*stub, job.job_id()) : kExitOk;
   }
   if (command == "report") {
     const std::string job_id = need_job();

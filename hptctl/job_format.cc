@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 
 namespace hpt {
 
@@ -119,7 +120,34 @@ std::string FormatSummary(const Job& job) {
       if (!counters.empty()) absl::StrAppendFormat(&out, "             (%s)\n", counters);
     }
   }
+  if (job.checkpoint_step() > 0) {
+    absl::StrAppendFormat(&out, "  checkpoint step %d (hptctl checkpoints %s)\n",
+                          job.checkpoint_step(), job.job_id());
+  }
+  for (const Recovery& r : job.recoveries()) {
+    absl::StrAppendFormat(&out, "  recovery   back to step %d (%d step(s) replayed): %s\n",
+                          r.from_step(), r.lost_steps(), r.cause());
+    if (r.workers_size() > 0) {
+      absl::StrAppendFormat(&out, "             went on with %s\n", absl::StrJoin(r.workers(), ", "));
+    }
+  }
   if (!job.error().empty()) absl::StrAppendFormat(&out, "  error      %s\n", job.error());
+  return out;
+}
+
+std::string FormatCheckpoints(const std::string& job_id,
+                              const std::vector<CheckpointInfo>& checkpoints) {
+  if (checkpoints.empty()) return absl::StrCat(job_id, " has no checkpoints\n");
+  std::string out = absl::StrFormat("%8s %6s %-6s %10s %10s  %-20s %s\n", "step", "epoch",
+                                    "phase", "loss", "size", "time", "why");
+  for (const CheckpointInfo& c : checkpoints) {
+    absl::StrAppendFormat(
+        &out, "%8d %6d %-6s %10.5g %10s  %-20s %s\n", c.step(), c.epoch(), c.phase(), c.loss(),
+        c.bytes() > 0 ? absl::StrFormat("%.1f MiB", double(c.bytes()) / (1 << 20)) : "memory",
+        absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(c.time_unix_ms()),
+                         absl::UTCTimeZone()),
+        c.reason());
+  }
   return out;
 }
 

@@ -4,6 +4,7 @@
 #define HPT_HPTCTL_JOB_FORMAT_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "proto/job_service.pb.h"
@@ -28,6 +29,9 @@ std::string FormatRow(const Job& job);        // one line of `list`
 // "[#####.....]  50% epoch 2/3 step 10/20 loss 0.1234 ..."; width in chars.
 std::string FormatProgress(const Job& job, int bar_width);
 std::string FormatSummary(const Job& job);    // multi-line, for status/watch
+// A table of a job's checkpoints, for `hptctl checkpoints`.
+std::string FormatCheckpoints(const std::string& job_id,
+                              const std::vector<CheckpointInfo>& checkpoints);
 // The HpT report as tables: phases and their step ranges, the switch
 // decision and its statistics, test metrics, wall time, simulated time and
 // energy per device kind and phase, and the HpT-vs-GPU-only ratios.

@@ -23,7 +23,8 @@ int AutoRank(const torch::Tensor& delta, double energy, int max_rank) {
 
 absl::StatusOr<std::map<std::string, int>> ApplyLora(
     SpatioTemporalTransformer& model, const LoraConfig& raw,
-    const std::map<std::string, torch::Tensor>& initial) {
+    const std::map<std::string, torch::Tensor>& initial,
+    const std::map<std::string, int>& fixed_ranks) {
   const LoraConfig config = LoraDefaults(raw);
   if (absl::Status s = ValidateLoraConfig(config); !s.ok()) return s;
   std::map<std::string, int> ranks;
@@ -32,7 +33,13 @@ absl::StatusOr<std::map<std::string, int>> ApplyLora(
     for (const std::string& target : config.targets()) {
       const std::string name = absl::StrCat("layers.", layer, ".self_attn.", target);
       int rank = config.rank();
-      if (config.auto_rank()) {
+      if (auto fixed = fixed_ranks.find(name); fixed != fixed_ranks.end()) {
+        if (fixed->second < 1) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("LoRA rank of '", name, "' must be positive, got ", fixed->second));
+        }
+        rank = fixed->second;
+      } else if (config.auto_rank()) {
         auto it = initial.find(name + ".weight");
         if (it == initial.end()) {
           return absl::FailedPreconditionError(absl::StrCat(

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <tuple>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
@@ -60,6 +62,51 @@ void AdamUpdate(const OptimizerConfig& opt, int64_t t, double lr,
     p[i] = static_cast<float>(p[i] - lr * m_hat / (std::sqrt(v_hat) + eps));
   }
   std::fill(g.begin(), g.end(), 0.0f);
+}
+
+// A parameter's Adam moments in snapshots and loads (worker_service.proto).
+constexpr const char* kExpAvg = "@exp_avg";
+constexpr const char* kExpAvgSq = "@exp_avg_sq";
+
+// A ReRAM layer's read state (reram_layer.h) as a tensor: five 64-bit
+// values, each as four 16-bit pieces (exact in fp32).
+constexpr const char* kReramRead = "@reram_read";
+
+std::vector<float> EncodeReadState(const ReramLayer::ReadState& s) {
+  uint64_t words[5];
+  std::memcpy(&words[0], &s.adc_error_var[0], 8);
+  std::memcpy(&words[1], &s.adc_error_var[1], 8);
+  words[2] = uint64_t(s.reads_since_calibration[0]);
+  words[3] = uint64_t(s.reads_since_calibration[1]);
+  words[4] = s.draws;
+  std::vector<float> out;
+  for (uint64_t w : words) {
+    for (int piece = 0; piece < 4; ++piece) out.push_back(float((w >> (16 * piece)) & 0xFFFF));
+  }
+  return out;
+}
+
+absl::StatusOr<ReramLayer::ReadState> DecodeReadState(const std::string& name,
+                                                      const std::vector<float>& in) {
+  if (in.size() != 20) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", name, "' has ", in.size(), " values; a ReRAM read state has 20"));
+  }
+  uint64_t words[5] = {0, 0, 0, 0, 0};
+  for (int i = 0; i < 20; ++i) {
+    const float piece = in[i];
+    if (!(piece >= 0 && piece <= 65535) || piece != std::floor(piece)) {
+      return absl::InvalidArgumentError(absl::StrCat("'", name, "' is not a ReRAM read state"));
+    }
+    words[i / 4] |= uint64_t(piece) << (16 * (i % 4));
+  }
+  ReramLayer::ReadState s;
+  std::memcpy(&s.adc_error_var[0], &words[0], 8);
+  std::memcpy(&s.adc_error_var[1], &words[1], 8);
+  s.reads_since_calibration[0] = int64_t(words[2]);
+  s.reads_since_calibration[1] = int64_t(words[3]);
+  s.draws = words[4];
+  return s;
 }
 
 uint64_t MaskSeed(uint64_t seed, const TaskKey& key) {
@@ -145,9 +192,52 @@ absl::StatusOr<LoadParametersResponse> DeviceExecutor::Load(
     return absl::InvalidArgumentError("LoadParametersHeader.job_id is empty");
   }
   CostBuilder cost(impl_->node.kind);
+  // Optimizer state (a checkpoint's) is set after the graph exists.
+  std::map<std::string, HostTensor> optimizer_state;
+  for (auto it = parameters.begin(); it != parameters.end();) {
+    if (it->first.find('@') == std::string::npos) {
+      ++it;
+      continue;
+    }
+    optimizer_state[it->first] = std::move(it->second);
+    it = parameters.erase(it);
+  }
+  const bool has_moments =
+      std::any_of(optimizer_state.begin(), optimizer_state.end(),
+                  [](const auto& e) { return absl::StrContains(e.first, kExpAvg); });
+  if (has_moments && header.optimizer_steps() <= 0) {
+    return absl::InvalidArgumentError(
+        "LoadParameters sent optimizer state but optimizer_steps is not positive");
+  }
   absl::StatusOr<std::unique_ptr<SegmentGraph>> graph =
       SegmentGraph::Create(impl_->node, header.segment(), parameters, &cost);
   if (!graph.ok()) return graph.status();
+  size_t used = 0;
+  for (auto& [name, p] : (*graph)->params()) {
+    if (auto read = optimizer_state.find(name + kReramRead);
+        read != optimizer_state.end() && p.crossbars) {
+      absl::StatusOr<ReramLayer::ReadState> state = DecodeReadState(read->first, read->second.data);
+      if (!state.ok()) return state.status();
+      p.crossbars->RestoreReadState(*state);
+      ++used;
+    }
+    auto m = optimizer_state.find(name + kExpAvg);
+    auto v = optimizer_state.find(name + kExpAvgSq);
+    if (!p.trainable || m == optimizer_state.end() || v == optimizer_state.end()) continue;
+    if (m->second.data.size() != p.value.size() || v->second.data.size() != p.value.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "optimizer state of '", name, "' has ", m->second.data.size(), " and ",
+          v->second.data.size(), " values; the parameter has ", p.value.size()));
+    }
+    p.adam_m = std::move(m->second.data);
+    p.adam_v = std::move(v->second.data);
+    used += 2;
+  }
+  if (used != optimizer_state.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "LoadParameters sent ", optimizer_state.size(),
+        " optimizer tensors; this segment's trainable parameters take ", used));
+  }
   LoadParametersResponse response;
   response.set_num_parameters((*graph)->num_parameters());
   int64_t trainable = 0;
@@ -162,6 +252,7 @@ absl::StatusOr<LoadParametersResponse> DeviceExecutor::Load(
   std::unique_ptr<Job>& job = impl_->jobs[header.job_id()];
   if (!job) job = std::make_unique<Job>();
   job->optimizer = header.optimizer();
+  if (header.optimizer_steps() > 0) job->adam_steps = header.optimizer_steps();
   job->segments[header.segment().name()] = std::move(*graph);
   return response;
 }
@@ -349,7 +440,7 @@ absl::StatusOr<ApplyUpdateResponse> DeviceExecutor::ApplyUpdate(
 
 absl::StatusOr<std::vector<TensorChunk>> DeviceExecutor::Snapshot(
     const std::string& job_id, int64_t max_chunk_bytes,
-    const std::vector<std::string>& names) {
+    const std::vector<std::string>& names, bool optimizer_state) {
   auto wanted = [&](const std::string& name) {
     return names.empty() || std::find(names.begin(), names.end(), name) != names.end();
   };
@@ -362,6 +453,20 @@ absl::StatusOr<std::vector<TensorChunk>> DeviceExecutor::Snapshot(
       if (!wanted(name)) continue;
       for (TensorChunk& c : SplitIntoChunks(name, p.shape, p.value.data(), max_chunk_bytes)) {
         chunks.push_back(std::move(c));
+      }
+      if (optimizer_state && p.crossbars) {
+        const std::vector<float> read = EncodeReadState(p.crossbars->read_state());
+        for (TensorChunk& c : SplitIntoChunks(name + kReramRead, {int64_t(read.size())},
+                                              read.data(), max_chunk_bytes)) {
+          chunks.push_back(std::move(c));
+        }
+      }
+      if (!optimizer_state || !p.trainable || p.adam_m.size() != p.value.size()) continue;
+      for (const auto& [suffix, state] : {std::pair{kExpAvg, &p.adam_m}, {kExpAvgSq, &p.adam_v}}) {
+        for (TensorChunk& c :
+             SplitIntoChunks(name + suffix, p.shape, state->data(), max_chunk_bytes)) {
+          chunks.push_back(std::move(c));
+        }
       }
     }
   }

@@ -48,7 +48,8 @@ class DeviceExecutor : public TaskExecutor {
       const ApplyUpdateRequest& request) override;
   absl::StatusOr<std::vector<TensorChunk>> Snapshot(
       const std::string& job_id, int64_t max_chunk_bytes,
-      const std::vector<std::string>& names = {}) override;
+      const std::vector<std::string>& names = {},
+      bool optimizer_state = false) override;
   absl::Status Release(const std::string& job_id) override;
   std::vector<std::string> Jobs() const override;
 

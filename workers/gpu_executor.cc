@@ -11,6 +11,7 @@
 #include <set>
 #include <tuple>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
@@ -101,7 +102,42 @@ struct JobSession {
   // an auto LoRA rank ("the change since training began").
   std::map<std::string, torch::Tensor> initial;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
+  uint64_t seed = 0;  // init_seed: with the step, seeds each step's dropout
 };
+
+// The suffixes of a parameter's optimizer state in snapshots and loads.
+constexpr const char* kExpAvg = "@exp_avg";
+constexpr const char* kExpAvgSq = "@exp_avg_sq";
+
+// LibTorch keys an optimizer's per-parameter state by the tensor's impl.
+std::string StateKey(const torch::Tensor& p) {
+  return c10::guts::to_string(p.unsafeGetTensorImpl());
+}
+
+// Adam's and AdamW's state of `p`, or null before its first update.
+template <typename State>
+State* FindState(torch::optim::Optimizer& optimizer, const torch::Tensor& p) {
+  auto it = optimizer.state().find(StateKey(p));
+  return it == optimizer.state().end() ? nullptr : static_cast<State*>(it->second.get());
+}
+
+template <typename State>
+void SetState(torch::optim::Optimizer& optimizer, const torch::Tensor& p, int64_t steps,
+              torch::Tensor exp_avg, torch::Tensor exp_avg_sq) {
+  auto state = std::make_unique<State>();
+  state->step(steps);
+  state->exp_avg(std::move(exp_avg));
+  state->exp_avg_sq(std::move(exp_avg_sq));
+  optimizer.state()[StateKey(p)] = std::move(state);
+}
+
+// A training step's dropout masks depend on the job's seed and the step
+// only, never on what ran before on this worker: a step replayed after a
+// failover or a restart draws the same masks.
+uint64_t StepSeed(uint64_t seed, const TaskKey& key, int rank) {
+  return seed * 1000003ULL + uint64_t(key.step()) * 8191ULL +
+         uint64_t(key.micro_batch()) * 131ULL + uint64_t(rank) * 7ULL;
+}
 
 }  // namespace
 
@@ -204,18 +240,30 @@ absl::StatusOr<LoadParametersResponse> GpuExecutor::Load(
     // Seeds initialisation here and dropout in later forwards.
     torch::manual_seed(header.init_seed());
     session->model = SpatioTemporalTransformer(header.model());
+    session->seed = header.init_seed();
     LoadParametersResponse response;
     auto named = session->model->named_parameters();
-    if (!parameters.empty()) {
-      if (parameters.size() != named.size()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "LoadParameters sent ", parameters.size(), " tensors; the model has ",
-            named.size(), " (send all or none)"));
+    // The chunks: the base model's parameters (all or none), LoRA adapters
+    // and optimizer state (restoring a checkpoint).
+    std::map<std::string, HostTensor> base, adapters, optimizer_state;
+    for (auto& [name, tensor] : parameters) {
+      if (name.find('@') != std::string::npos) {
+        optimizer_state[name] = std::move(tensor);
+      } else if (named.contains(name)) {
+        base[name] = std::move(tensor);
+      } else if (absl::StrContains(name, ".lora_")) {
+        adapters[name] = std::move(tensor);
+      } else {
+        return absl::InvalidArgumentError(
+            absl::StrCat("LoadParameters sent tensor '", name, "', which the model lacks"));
       }
+    }
+    auto copy_into = [](torch::OrderedDict<std::string, torch::Tensor>& into,
+                        std::map<std::string, HostTensor>& from) -> absl::Status {
       torch::NoGradGuard no_grad;
-      for (auto& item : named) {
-        auto it = parameters.find(item.key());
-        if (it == parameters.end()) {
+      for (auto& item : into) {
+        auto it = from.find(item.key());
+        if (it == from.end()) {
           return absl::InvalidArgumentError(
               absl::StrCat("LoadParameters lacks tensor '", item.key(), "'"));
         }
@@ -226,6 +274,15 @@ absl::StatusOr<LoadParametersResponse> GpuExecutor::Load(
         }
         item.value().copy_(ToTorch(it->second, torch::kCPU));
       }
+      return absl::OkStatus();
+    };
+    if (!base.empty()) {
+      if (base.size() != named.size()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "LoadParameters sent ", base.size(), " tensors; the model has ",
+            named.size(), " (send all or none)"));
+      }
+      RETURN_IF_ERROR(copy_into(named, base));
     }
     // Initial projection weights: kept from an earlier load of this job (or
     // of the reference job), else these.
@@ -241,11 +298,37 @@ absl::StatusOr<LoadParametersResponse> GpuExecutor::Load(
         }
       }
     }
+    if (!adapters.empty() && !header.lora().enabled()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "LoadParameters sent LoRA adapter '", adapters.begin()->first,
+          "' but the header's lora is not enabled"));
+    }
     if (header.lora().enabled()) {
+      // Restored adapters keep their ranks: A is [rank, in].
+      std::map<std::string, int> fixed_ranks;
+      for (const auto& [name, t] : adapters) {
+        const size_t at = name.find(".lora_");
+        if (absl::EndsWith(name, ".A.weight") && !t.shape.empty()) {
+          const std::string target = name.substr(at + 6, name.size() - at - 6 - 9);
+          fixed_ranks[name.substr(0, at + 1) + target] = int(t.shape[0]);
+        }
+      }
       absl::StatusOr<std::map<std::string, int>> ranks =
-          ApplyLora(session->model, header.lora(), session->initial);
+          ApplyLora(session->model, header.lora(), session->initial, fixed_ranks);
       if (!ranks.ok()) return ranks.status();
       for (const auto& [name, rank] : *ranks) (*response.mutable_lora_ranks())[name] = rank;
+      if (!adapters.empty()) {
+        torch::OrderedDict<std::string, torch::Tensor> added;
+        for (const auto& item : session->model->named_parameters()) {
+          if (absl::StrContains(item.key(), ".lora_")) added.insert(item.key(), item.value());
+        }
+        if (added.size() != adapters.size()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "LoadParameters sent ", adapters.size(), " LoRA tensors; the adapters have ",
+              added.size()));
+        }
+        RETURN_IF_ERROR(copy_into(added, adapters));
+      }
     }
     session->model->to(impl_->device);
     std::vector<torch::Tensor> trainable;
@@ -275,6 +358,43 @@ absl::StatusOr<LoadParametersResponse> GpuExecutor::Load(
               .betas({beta1, beta2})
               .eps(eps)
               .weight_decay(opt.weight_decay()));
+    }
+    if (!optimizer_state.empty()) {
+      if (header.optimizer_steps() <= 0) {
+        return absl::InvalidArgumentError(
+            "LoadParameters sent optimizer state but optimizer_steps is not positive");
+      }
+      size_t used = 0;
+      for (const auto& item : session->model->named_parameters()) {
+        if (!item.value().requires_grad()) continue;
+        auto m = optimizer_state.find(item.key() + kExpAvg);
+        auto v = optimizer_state.find(item.key() + kExpAvgSq);
+        if (m == optimizer_state.end() || v == optimizer_state.end()) continue;
+        for (auto* t : {&m->second, &v->second}) {
+          if (c10::IntArrayRef(t->shape) != item.value().sizes()) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "optimizer state of '", item.key(), "' has shape ", t->ShapeString(),
+                "; the parameter is ", ShapeString(item.value().sizes())));
+          }
+        }
+        torch::Tensor exp_avg = ToTorch(m->second, impl_->device);
+        torch::Tensor exp_avg_sq = ToTorch(v->second, impl_->device);
+        if (session->optimizer_type == ADAMW) {
+          SetState<torch::optim::AdamWParamState>(*session->optimizer, item.value(),
+                                                  header.optimizer_steps(), exp_avg,
+                                                  exp_avg_sq);
+        } else {
+          SetState<torch::optim::AdamParamState>(*session->optimizer, item.value(),
+                                                 header.optimizer_steps(), exp_avg,
+                                                 exp_avg_sq);
+        }
+        used += 2;
+      }
+      if (used != optimizer_state.size()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "LoadParameters sent ", optimizer_state.size(),
+            " optimizer tensors; the trainable parameters take ", used));
+      }
     }
     impl_->jobs[header.job_id()] = std::move(session);
     return response;
@@ -357,6 +477,10 @@ absl::StatusOr<ForwardResponse> GpuExecutor::Forward(
     ForwardResponse response;
     const int64_t batch = inputs->size(0);
     response.set_num_samples(batch);
+    if (request.train()) {
+      torch::manual_seed(StepSeed(session.seed, request.key(),
+                                  session.group ? session.group->getRank() : 0));
+    }
     torch::Tensor outputs;
     if (session.encoder_only) {
       // The loss is computed downstream: hand the encoder output on.
@@ -527,7 +651,7 @@ absl::StatusOr<ApplyUpdateResponse> GpuExecutor::ApplyUpdate(
 
 absl::StatusOr<std::vector<TensorChunk>> GpuExecutor::Snapshot(
     const std::string& job_id, int64_t max_chunk_bytes,
-    const std::vector<std::string>& names) {
+    const std::vector<std::string>& names, bool optimizer_state) {
   absl::MutexLock lock(&impl_->mu);
   absl::StatusOr<JobSession*> found = impl_->Find(job_id);
   if (!found.ok()) return found.status();
@@ -544,6 +668,27 @@ absl::StatusOr<std::vector<TensorChunk>> GpuExecutor::Snapshot(
           std::vector<int64_t>(cpu.sizes().begin(), cpu.sizes().end()),
           cpu.data_ptr<float>(), max_chunk_bytes);
       for (auto& c : part) chunks.push_back(std::move(c));
+      if (!optimizer_state) continue;
+      JobSession& session = **found;
+      torch::Tensor exp_avg, exp_avg_sq;
+      if (session.optimizer_type == ADAMW) {
+        if (auto* st = FindState<torch::optim::AdamWParamState>(*session.optimizer,
+                                                                item.value())) {
+          exp_avg = st->exp_avg(), exp_avg_sq = st->exp_avg_sq();
+        }
+      } else if (auto* st = FindState<torch::optim::AdamParamState>(*session.optimizer,
+                                                                    item.value())) {
+        exp_avg = st->exp_avg(), exp_avg_sq = st->exp_avg_sq();
+      }
+      if (!exp_avg.defined()) continue;  // frozen, or not updated yet
+      for (const auto& [suffix, t] : {std::pair{kExpAvg, exp_avg}, {kExpAvgSq, exp_avg_sq}}) {
+        torch::Tensor state = t.detach().to(torch::kCPU).contiguous();
+        const std::vector<int64_t> shape(state.sizes().begin(), state.sizes().end());
+        for (auto& c : SplitIntoChunks(item.key() + suffix, shape, state.data_ptr<float>(),
+                                       max_chunk_bytes)) {
+          chunks.push_back(std::move(c));
+        }
+      }
     }
     return chunks;
   });

@@ -33,7 +33,9 @@ class TaskExecutor {
       const ApplyUpdateRequest& request) = 0;
   virtual absl::StatusOr<std::vector<TensorChunk>> Snapshot(
       const std::string& job_id, int64_t max_chunk_bytes,
-      const std::vector<std::string>& names = {}) = 0;  // empty: all
+      const std::vector<std::string>& names = {},  // empty: all
+      // Also Adam's moments ("<name>@exp_avg", "<name>@exp_avg_sq").
+      bool optimizer_state = false) = 0;
   virtual absl::Status Release(const std::string& job_id) = 0;
   virtual std::vector<std::string> Jobs() const = 0;
 };

@@ -138,7 +138,8 @@ class WorkerServiceImpl::SnapshotReactor
       const auto start = std::chrono::steady_clock::now();
       auto chunks = service_->executor_->Snapshot(
           copy.job_id(), copy.max_chunk_bytes(),
-          std::vector<std::string>(copy.names().begin(), copy.names().end()));
+          std::vector<std::string>(copy.names().begin(), copy.names().end()),
+          copy.optimizer_state());
       service_->Observe("snapshot", SecondsSince(start), chunks.status());
       if (!chunks.ok()) return Finish(ToGrpcStatus(chunks.status()));
       chunks_ = std::move(*chunks);

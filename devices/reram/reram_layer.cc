@@ -409,4 +409,24 @@ absl::StatusOr<ReramReport> ReramLayer::Transposed(const float* g, int64_t batch
   return report;
 }
 
+ReramLayer::ReadState ReramLayer::read_state() const {
+  ReadState s;
+  for (int dir = 0; dir < 2; ++dir) {
+    s.adc_error_var[dir] = adc_error_var_[dir];
+    s.reads_since_calibration[dir] = reads_since_calibration_[dir];
+  }
+  s.draws = rng_.draws;
+  return s;
+}
+
+void ReramLayer::RestoreReadState(const ReadState& state) {
+  for (int dir = 0; dir < 2; ++dir) {
+    adc_error_var_[dir] = state.adc_error_var[dir];
+    reads_since_calibration_[dir] = state.reads_since_calibration[dir];
+  }
+  rng_ = CountingEngine(config_.seed);
+  rng_.engine.discard(state.draws);
+  rng_.draws = state.draws;
+}
+
 }  // namespace hpt

@@ -100,6 +100,19 @@ class ReramLayer {
   const ReramConfig& config() const { return config_; }
   bool programmed() const { return programmed_; }
 
+  // What one read hands the next: the ADC error calibration and the
+  // position in the layer's random stream. A checkpoint carries it, so a
+  // layer programmed afresh on another worker reads on exactly as this one
+  // would (with programming noise off, the default: the fresh layer's cells
+  // then hold the same levels).
+  struct ReadState {
+    double adc_error_var[2] = {-1, -1};
+    int64_t reads_since_calibration[2] = {0, 0};
+    uint64_t draws = 0;  // values drawn from the random stream so far
+  };
+  ReadState read_state() const;
+  void RestoreReadState(const ReadState& state);
+
   // Full-scale ADC step (in level units) of a sum over `lines` cells.
   double FullScaleStep(int64_t lines) const;
   // Weight and input scales of the last Program / read.
@@ -146,7 +159,20 @@ class ReramLayer {
   bool programmed_ = false;
   int64_t duplication_ = 1;
   ReramFloorplan plan_;
-  std::mt19937_64 rng_;
+  // The layer's random stream, counting what it hands out.
+  struct CountingEngine {
+    using result_type = std::mt19937_64::result_type;
+    explicit CountingEngine(uint64_t seed) : engine(seed) {}
+    static constexpr result_type min() { return std::mt19937_64::min(); }
+    static constexpr result_type max() { return std::mt19937_64::max(); }
+    result_type operator()() {
+      ++draws;
+      return engine();
+    }
+    std::mt19937_64 engine;
+    uint64_t draws = 0;
+  };
+  CountingEngine rng_;
 };
 
 }  // namespace hpt
