@@ -18,8 +18,9 @@ ABSL_FLAG(std::string, metrics, "127.0.0.1:9451",
           "host:port for Prometheus /metrics; empty disables.");
 ABSL_FLAG(std::string, workers, "",
           "Comma-separated kind=host:port workers known without registration.");
-ABSL_FLAG(int, worker_timeout_s, 10,
-          "A registered worker silent this long is considered down.");
+ABSL_FLAG(double, worker_timeout_s, 2,
+          "A registered worker silent this long is down (workers heartbeat every 0.5 s): "
+          "its calls in flight end and its jobs go back to their newest checkpoint.");
 ABSL_FLAG(int, worker_wait_s, 60,
           "How long a job waits for the workers it needs.");
 ABSL_FLAG(int, task_deadline_s, 300, "Deadline of each worker task call.");
@@ -59,6 +60,10 @@ int main(int argc, char** argv) {
   }
   options.worker_liveness_timeout =
       absl::Seconds(absl::GetFlag(FLAGS_worker_timeout_s));
+  if (!(absl::GetFlag(FLAGS_worker_timeout_s) > 0)) {
+    std::cerr << "hpt_coordinator: --worker_timeout_s must be positive" << std::endl;
+    return 2;
+  }
   options.worker_wait = absl::Seconds(absl::GetFlag(FLAGS_worker_wait_s));
   options.task_deadline = absl::Seconds(absl::GetFlag(FLAGS_task_deadline_s));
   options.rendezvous_host = absl::GetFlag(FLAGS_rendezvous_host);

@@ -27,7 +27,7 @@ class CoordinatorServer {
     std::string listen_address = "127.0.0.1:50051";
     // Workers known without registration, as "kind=host:port".
     std::vector<std::string> static_workers;
-    absl::Duration worker_liveness_timeout = absl::Seconds(10);
+    absl::Duration worker_liveness_timeout = absl::Seconds(2);
     absl::Duration worker_wait = absl::Seconds(60);
     absl::Duration task_deadline = absl::Minutes(5);
     // Host the c10d rendezvous store listens on (reachable by workers).

@@ -1,5 +1,6 @@
 #include "coordinator/grpc_worker_client.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -29,19 +30,58 @@ GrpcWorkerClient::GrpcWorkerClient(std::string address, Options options)
       options_(std::move(options)),
       stub_(WorkerService::NewStub(MakeChannel(address_))) {}
 
+bool GrpcWorkerClient::Begin(grpc::ClientContext* context) {
+  absl::MutexLock lock(&mu_);
+  if (!aborted_.ok()) return false;
+  in_flight_.insert(context);
+  return true;
+}
+
+void GrpcWorkerClient::End(grpc::ClientContext* context, const std::string& method,
+                           absl::Duration took) {
+  absl::MutexLock lock(&mu_);
+  in_flight_.erase(context);
+  absl::Duration& slowest = slowest_[method];
+  slowest = std::max(slowest, took);
+}
+
+void GrpcWorkerClient::Abort(const absl::Status& reason) {
+  absl::MutexLock lock(&mu_);
+  if (aborted_.ok()) aborted_ = reason;
+  for (grpc::ClientContext* context : in_flight_) context->TryCancel();
+}
+
+absl::Duration GrpcWorkerClient::TaskDeadline(const std::string& method) const {
+  absl::MutexLock lock(&mu_);
+  auto it = slowest_.find(method);
+  if (it == slowest_.end()) return options_.task_deadline;
+  return std::clamp(it->second * kDeadlineFactor, options_.min_task_deadline,
+                    options_.task_deadline);
+}
+
 template <typename Request, typename Response, typename Method>
 absl::Status GrpcWorkerClient::CallWithRetry(const char* name, Method method,
                                              const Request& request,
                                              Response* response,
-                                             absl::Duration deadline) {
+                                             absl::Duration deadline, bool abortable) {
   const auto start = std::chrono::steady_clock::now();
   absl::Status status;
   for (int attempt = 1; attempt <= options_.max_attempts; ++attempt) {
     grpc::ClientContext context;
     SetDeadline(&context, deadline);
+    const auto call_start = std::chrono::steady_clock::now();
+    if (abortable && !Begin(&context)) break;
     status = FromGrpcStatus((stub_.get()->*method)(&context, request, response));
+    if (abortable) {
+      End(&context, name, absl::FromChrono(std::chrono::steady_clock::now() - call_start));
+    }
     if (status.code() != absl::StatusCode::kUnavailable) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100 * attempt));
+  }
+  {
+    // An aborted call ends with the abort's reason, not gRPC's CANCELLED.
+    absl::MutexLock lock(&mu_);
+    if (abortable && !aborted_.ok()) status = aborted_;
   }
   if (options_.on_rpc) {
     options_.on_rpc(name, absl::StatusCodeToString(status.code()),
@@ -58,6 +98,10 @@ absl::StatusOr<LoadParametersResponse> GrpcWorkerClient::LoadParameters(
   grpc::ClientContext context;
   SetDeadline(&context, options_.load_deadline);
   LoadParametersResponse response;
+  if (!Begin(&context)) {
+    absl::MutexLock lock(&mu_);
+    return aborted_;
+  }
   auto writer = stub_->LoadParameters(&context, &response);
   LoadParametersRequest request;
   *request.mutable_header() = header;
@@ -68,6 +112,11 @@ absl::StatusOr<LoadParametersResponse> GrpcWorkerClient::LoadParameters(
   }
   writer->WritesDone();
   absl::Status status = FromGrpcStatus(writer->Finish());
+  End(&context, "load", absl::FromChrono(std::chrono::steady_clock::now() - start));
+  {
+    absl::MutexLock lock(&mu_);
+    if (!aborted_.ok()) status = aborted_;
+  }
   if (options_.on_rpc) {
     options_.on_rpc("load", absl::StatusCodeToString(status.code()),
                     std::chrono::duration<double>(
@@ -88,7 +137,7 @@ absl::StatusOr<ForwardResponse> GrpcWorkerClient::Forward(
     const ForwardRequest& request) {
   ForwardResponse response;
   absl::Status s = CallWithRetry("forward", &WorkerService::Stub::Forward,
-                                 request, &response, options_.task_deadline);
+                                 request, &response, TaskDeadline("forward"));
   if (!s.ok()) return s;
   return response;
 }
@@ -97,7 +146,7 @@ absl::StatusOr<BackwardResponse> GrpcWorkerClient::Backward(
     const BackwardRequest& request) {
   BackwardResponse response;
   absl::Status s = CallWithRetry("backward", &WorkerService::Stub::Backward,
-                                 request, &response, options_.task_deadline);
+                                 request, &response, TaskDeadline("backward"));
   if (!s.ok()) return s;
   return response;
 }
@@ -106,7 +155,7 @@ absl::StatusOr<ApplyUpdateResponse> GrpcWorkerClient::ApplyUpdate(
     const ApplyUpdateRequest& request) {
   ApplyUpdateResponse response;
   absl::Status s = CallWithRetry("update", &WorkerService::Stub::ApplyUpdate,
-                                 request, &response, options_.task_deadline);
+                                 request, &response, TaskDeadline("update"));
   if (!s.ok()) return s;
   return response;
 }
@@ -120,11 +169,21 @@ absl::StatusOr<std::vector<TensorChunk>> GrpcWorkerClient::Snapshot(
   request.set_job_id(job_id);
   for (const std::string& name : names) request.add_names(name);
   request.set_optimizer_state(optimizer_state);
+  const auto start = std::chrono::steady_clock::now();
+  if (!Begin(&context)) {
+    absl::MutexLock lock(&mu_);
+    return aborted_;
+  }
   auto reader = stub_->Snapshot(&context, request);
   std::vector<TensorChunk> chunks;
   TensorChunk chunk;
   while (reader->Read(&chunk)) chunks.push_back(chunk);
   absl::Status status = FromGrpcStatus(reader->Finish());
+  End(&context, "snapshot", absl::FromChrono(std::chrono::steady_clock::now() - start));
+  {
+    absl::MutexLock lock(&mu_);
+    if (!aborted_.ok()) status = aborted_;
+  }
   if (!status.ok()) return Annotate(status, "Snapshot", address_);
   return chunks;
 }
@@ -133,8 +192,14 @@ absl::Status GrpcWorkerClient::Release(const std::string& job_id) {
   ReleaseRequest request;
   request.set_job_id(job_id);
   ReleaseResponse response;
-  return CallWithRetry("release", &WorkerService::Stub::Release, request,
-                       &response, absl::Seconds(30));
+  {
+    // A worker that stopped answering will not free the job's memory now.
+    absl::MutexLock lock(&mu_);
+    if (aborted_.code() == absl::StatusCode::kUnavailable) return aborted_;
+  }
+  // After a cancel the job's model is still freed.
+  return CallWithRetry("release", &WorkerService::Stub::Release, request, &response,
+                       absl::Seconds(10), /*abortable=*/false);
 }
 
 }  // namespace hpt

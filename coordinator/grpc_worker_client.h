@@ -2,13 +2,21 @@
 // task calls that fail with UNAVAILABLE are retried (they are idempotent,
 // keyed by job, step, micro-batch and segment), so a dropped connection
 // never applies an update twice.
+//
+// A task's deadline follows what the same method has cost on this worker:
+// kDeadlineFactor times its slowest call so far, at least min_task_deadline
+// and at most task_deadline (which the first call of a method gets). Abort
+// ends calls in flight at once (TryCancel) rather than at their deadline.
 #ifndef HPT_COORDINATOR_GRPC_WORKER_CLIENT_H_
 #define HPT_COORDINATOR_GRPC_WORKER_CLIENT_H_
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "coordinator/worker_client.h"
 #include "proto/worker_service.grpc.pb.h"
@@ -18,7 +26,8 @@ namespace hpt {
 class GrpcWorkerClient : public WorkerClient {
  public:
   struct Options {
-    absl::Duration task_deadline = absl::Minutes(5);
+    absl::Duration task_deadline = absl::Minutes(5);  // the most a task may take
+    absl::Duration min_task_deadline = absl::Seconds(10);
     absl::Duration load_deadline = absl::Minutes(10);
     int max_attempts = 3;
     // Called after each RPC with its method and final status code name.
@@ -43,16 +52,29 @@ class GrpcWorkerClient : public WorkerClient {
       const std::string& job_id, const std::vector<std::string>& names,
       bool optimizer_state = false) override;
   absl::Status Release(const std::string& job_id) override;
+  void Abort(const absl::Status& reason) override;
+
+  // A call of `method` may take this long now.
+  absl::Duration TaskDeadline(const std::string& method) const;
+  static constexpr double kDeadlineFactor = 20;
 
  private:
+  // Registers a call in flight; null when the client was aborted.
+  bool Begin(grpc::ClientContext* context);
+  void End(grpc::ClientContext* context, const std::string& method, absl::Duration took);
+
   template <typename Request, typename Response, typename Method>
   absl::Status CallWithRetry(const char* name, Method method,
                              const Request& request, Response* response,
-                             absl::Duration deadline);
+                             absl::Duration deadline, bool abortable = true);
 
   std::string address_;
   Options options_;
   std::unique_ptr<WorkerService::Stub> stub_;
+  mutable absl::Mutex mu_;
+  std::set<grpc::ClientContext*> in_flight_ ABSL_GUARDED_BY(mu_);
+  absl::Status aborted_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, absl::Duration> slowest_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace hpt

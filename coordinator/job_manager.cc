@@ -24,6 +24,31 @@ JobManager::JobManager(Options options, WorkerPool* pool)
     Recover();
   }
   scheduler_ = std::thread([this] { SchedulerLoop(); });
+  monitor_ = std::thread([this] { MonitorLoop(); });
+}
+
+void JobManager::MonitorLoop() {
+  absl::MutexLock lock(&mu_);
+  while (!mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Milliseconds(250))) {
+    for (auto& [id, record] : jobs_) {
+      std::string down;
+      for (WorkerClient* client : record->clients) {
+        if (pool_->IsUp(client->address())) continue;
+        down = client->address();
+        client->Abort(absl::UnavailableError(absl::StrCat(
+            "worker ", down, " stopped answering (no heartbeat within the liveness timeout)")));
+      }
+      if (down.empty()) continue;
+      // Its peers' calls (a collective waiting for it) end too; the step
+      // is replayed from the checkpoint.
+      for (WorkerClient* client : record->clients) {
+        if (client->address() == down) continue;
+        client->Abort(absl::AbortedError(
+            absl::StrCat("the step was abandoned: worker ", down, " stopped answering")));
+      }
+      record->clients.clear();
+    }
+  }
 }
 
 void JobManager::Recover() {
@@ -92,9 +117,15 @@ JobManager::~JobManager() {
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
-    for (auto& [id, record] : jobs_) record->cancel_requested = true;
+    for (auto& [id, record] : jobs_) {
+      record->cancel_requested = true;
+      for (WorkerClient* client : record->clients) {
+        client->Abort(absl::CancelledError("the coordinator is stopping"));
+      }
+    }
   }
   scheduler_.join();
+  monitor_.join();
 }
 
 absl::StatusOr<JobManager::Record*> JobManager::Find(
@@ -180,6 +211,10 @@ absl::StatusOr<Job> JobManager::Cancel(const std::string& job_id) {
   ASSIGN_OR_RETURN(Record * record, Find(job_id));
   if (IsTerminal(record->job.state())) return record->job;  // idempotent
   record->cancel_requested = true;
+  // Calls in flight end now, not at the step's end.
+  for (WorkerClient* client : record->clients) {
+    client->Abort(absl::CancelledError("cancelled by request"));
+  }
   if (record->job.state() == QUEUED) {
     queue_.erase(std::remove(queue_.begin(), queue_.end(), job_id), queue_.end());
     SetState(*record, CANCELLED, "cancelled before it started");
@@ -342,8 +377,14 @@ void JobManager::RunJob(const std::string& job_id) {
   std::shared_ptr<const Checkpoint> resume = LatestCheckpoint(job_id);
   absl::Status status;
   for (int failovers = 0;; ++failovers) {
-    status = Attempt(job_id, spec, data, resume, failovers > 0);
-    if (status.ok() || !IsWorkerLoss(status) || failovers >= options_.max_failovers) break;
+    bool trained = false;
+    status = Attempt(job_id, spec, data, resume, failovers > 0, &trained);
+    // Only a loss while training goes back to a checkpoint; a wait for
+    // workers that ran out is final.
+    if (status.ok() || !trained || !IsWorkerLoss(status) ||
+        failovers >= options_.max_failovers) {
+      break;
+    }
     resume = LatestCheckpoint(job_id);
     absl::MutexLock lock(&mu_);
     absl::StatusOr<Record*> record = Find(job_id);
@@ -369,7 +410,8 @@ void JobManager::RunJob(const std::string& job_id) {
 
 absl::Status JobManager::Attempt(const std::string& job_id, const JobSpec& spec,
                                  const WindowDataset* data,
-                                 std::shared_ptr<const Checkpoint> resume, bool failover) {
+                                 std::shared_ptr<const Checkpoint> resume, bool failover,
+                                 bool* trained) {
   // Polled while waiting for workers (a cancel ends the wait at once, not
   // after worker_wait) and by the trainer at every step boundary.
   auto cancelled = [this, job_id] {
@@ -434,6 +476,9 @@ absl::Status JobManager::Attempt(const std::string& job_id, const JobSpec& spec,
       }
       if (record.ok()) (*record)->job.add_workers(e.address);
     }
+    if (record.ok()) {
+      for (auto& c : clients) (*record)->clients.push_back(c.get());
+    }
     if (record.ok() && failover) {
       Recovery* last = (*record)->job.mutable_recoveries()->empty()
                            ? nullptr
@@ -444,6 +489,11 @@ absl::Status JobManager::Attempt(const std::string& job_id, const JobSpec& spec,
     }
   }
   auto release = [&] {
+    {
+      absl::MutexLock lock(&mu_);
+      absl::StatusOr<Record*> record = Find(job_id);
+      if (record.ok()) (*record)->clients.clear();
+    }
     for (auto& client : clients) client->Release(job_id).IgnoreError();
   };
   if (raw.size() > 1 && options_.rendezvous) {
@@ -494,6 +544,7 @@ absl::Status JobManager::Attempt(const std::string& job_id, const JobSpec& spec,
     Notify(job);
   };
   Trainer trainer(job_id, spec, data, raw, trainer_options);
+  *trained = true;
   absl::Status status = trainer.Run();
   if (status.ok()) {
     absl::MutexLock lock(&mu_);

@@ -104,15 +104,23 @@ class JobManager {
     std::shared_ptr<const TrainedModel> trained;  // after success
     absl::Time persisted = absl::InfinitePast();   // last write to the store
     std::shared_ptr<const Checkpoint> checkpoint;  // the one to resume from
+    // The running attempt's workers: a cancel aborts their calls, and so
+    // does the pool losing one of them.
+    std::vector<WorkerClient*> clients;
   };
 
   void SchedulerLoop();
+  // Four times a second: aborts the calls of running jobs to workers the
+  // pool no longer counts live (a stopped worker's calls would otherwise
+  // wait for their deadline).
+  void MonitorLoop();
   void RunJob(const std::string& job_id);
   // One attempt: acquires workers (`failover`: as many GPU workers as are
   // live, at least one), trains from `resume` (null: from the start), and
   // releases them.
+  // `trained`: set when the trainer ran (the workers were there).
   absl::Status Attempt(const std::string& job_id, const JobSpec& spec, const WindowDataset* data,
-                       std::shared_ptr<const Checkpoint> resume, bool failover);
+                       std::shared_ptr<const Checkpoint> resume, bool failover, bool* trained);
   // The newest checkpoint of the job in memory or on disk (null: none).
   std::shared_ptr<const Checkpoint> LatestCheckpoint(const std::string& job_id)
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -142,7 +150,7 @@ class JobManager {
   int64_t next_job_ = 1 ABSL_GUARDED_BY(mu_);
   int64_t next_token_ = 1 ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread scheduler_;
+  std::thread scheduler_, monitor_;
 };
 
 }  // namespace hpt

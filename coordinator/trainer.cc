@@ -21,7 +21,9 @@
 namespace hpt {
 namespace {
 
-// Runs fn(i) for every worker at once; returns the first error.
+// Runs fn(i) for every worker at once; returns the first error, or rather
+// the first worker's that is gone: the others' errors (a collective whose
+// peer vanished) follow from it.
 template <typename Fn>
 absl::Status ForEachWorker(size_t n, Fn fn) {
   if (n == 1) return fn(0);
@@ -29,12 +31,14 @@ absl::Status ForEachWorker(size_t n, Fn fn) {
   for (size_t i = 0; i < n; ++i) {
     futures.push_back(std::async(std::launch::async, fn, i));
   }
-  absl::Status first;
+  absl::Status first, gone, late;
   for (auto& f : futures) {
     absl::Status s = f.get();
     if (first.ok() && !s.ok()) first = s;
+    if (gone.ok() && absl::IsUnavailable(s)) gone = s;
+    if (late.ok() && absl::IsDeadlineExceeded(s)) late = s;
   }
-  return first;
+  return !gone.ok() ? gone : !late.ok() ? late : first;
 }
 
 // A non-finite loss ends the job with advice, before any update applies.
@@ -182,6 +186,7 @@ absl::Status Trainer::JoinGroups() {
     join.set_store_port(options_.rendezvous->port());
     join.set_store_prefix(prefix);
     join.set_timeout_s(options_.join_timeout_s);
+    join.set_collective_timeout_s(options_.collective_timeout_s);
     return workers_[i]->JoinGroup(join);
   });
 }

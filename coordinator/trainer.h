@@ -85,6 +85,9 @@ class Trainer {
     // Needed when the job has more than one GPU worker.
     RendezvousStore* rendezvous = nullptr;
     double join_timeout_s = 60;
+    // How long a gradient allreduce waits for a peer: after a peer stops,
+    // the worker left is free again this long after the step began.
+    double collective_timeout_s = 15;
     // The worker running the output head when placement.head_device is not
     // "gpu"; the GPU worker then runs the encoder segment.
     WorkerClient* head_worker = nullptr;

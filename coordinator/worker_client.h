@@ -33,6 +33,10 @@ class WorkerClient {
       const std::string& job_id, const std::vector<std::string>& names,
       bool optimizer_state = false) = 0;
   virtual absl::Status Release(const std::string& job_id) = 0;
+
+  // Ends every call in flight, and fails every later one, with `reason`
+  // (the job was cancelled; the worker stopped answering). Thread-safe.
+  virtual void Abort(const absl::Status& reason) { (void)reason; }
 };
 
 }  // namespace hpt

@@ -46,6 +46,12 @@ bool WorkerPool::IsLive(const WorkerEntry& e) const {
   return e.last_seen > e.down_since && now - e.last_seen <= options_.liveness_timeout;
 }
 
+bool WorkerPool::IsUp(const std::string& address) const {
+  absl::ReaderMutexLock lock(&mu_);
+  auto it = workers_.find(address);
+  return it != workers_.end() && IsLive(it->second);
+}
+
 std::vector<WorkerEntry> WorkerPool::Live(const std::string& kind) const {
   absl::ReaderMutexLock lock(&mu_);
   std::vector<WorkerEntry> live;

@@ -32,7 +32,8 @@ struct WorkerEntry {
 class WorkerPool {
  public:
   struct Options {
-    absl::Duration liveness_timeout = absl::Seconds(10);
+    // Workers heartbeat every 0.5 s (worker_server.h): four missed beats.
+    absl::Duration liveness_timeout = absl::Seconds(2);
     std::function<absl::Time()> now = [] { return absl::Now(); };
   };
   explicit WorkerPool(Options options);
@@ -45,6 +46,8 @@ class WorkerPool {
   void MarkDown(const std::string& address);
 
   std::vector<WorkerEntry> Live(const std::string& kind) const;
+  // Whether the worker at `address` is known and live.
+  bool IsUp(const std::string& address) const;
   std::vector<WorkerEntry> All() const;
 
   // Waits until `count` workers of `kind` are live, or `timeout` passes

@@ -78,24 +78,35 @@ TEST(RestartTest, JobsKeepTheirIdsAndRunAfterTheCoordinatorIsKilled) {
   EXPECT_THAT(list.output, HasSubstr("job-000001"));
   EXPECT_THAT(list.output, HasSubstr("job-000002"));
 
-  // The GPU worker dies. The next job that lands on it fails on its first
-  // call, and that call takes the worker out of the pool: the job after it
-  // waits for a worker instead of being sent to the dead one.
+  // The GPU worker dies. A job submitted now waits for a live worker (the
+  // dead one is out of the pool once a call finds it gone, or when its
+  // heartbeats stop), and a cancel ends that wait at once.
   ASSERT_EQ(kill(worker->pid(), SIGKILL), 0);
   worker->Stop();
-  auto doomed = RunCommand(Hptctl(second_ports, "submit --preset=tiny --epochs=1 --mode=full "
-                                                "--name=doomed --watch"));
-  EXPECT_NE(doomed.exit_code, 0) << doomed.output;
-  EXPECT_THAT(doomed.output, HasSubstr("job-000003"));
   auto waiting_job = RunCommand(Hptctl(second_ports, "submit --preset=tiny --epochs=1 --mode=full "
                                                      "--name=patient"));
   ASSERT_EQ(waiting_job.exit_code, 0) << waiting_job.output;
-  auto cancelled = RunCommand(Hptctl(second_ports, "cancel job-000004"));
+  EXPECT_THAT(waiting_job.output, HasSubstr("job-000003"));
+  auto cancelled = RunCommand(Hptctl(second_ports, "cancel job-000003"));
   EXPECT_EQ(cancelled.exit_code, 0) << cancelled.output;
-  auto patient = RunCommand(Hptctl(second_ports, "watch job-000004"));
+  auto patient = RunCommand(Hptctl(second_ports, "watch job-000003"));
   EXPECT_THAT(patient.output, HasSubstr("cancelled"));
   EXPECT_THAT(patient.output, Not(HasSubstr("UNAVAILABLE")));
   EXPECT_THAT(patient.output, Not(HasSubstr("failed")));
+  // A cancelled job resumes on request; with a worker back it succeeds.
+  auto again = ChildProcess::Start(
+      {RunfilePath("workers/hpt_worker"), "--kind=gpu", "--listen=127.0.0.1:0", "--metrics=",
+       "--threads=1", absl::StrCat("--coordinator=127.0.0.1:", second_ports.grpc)},
+      dir + "/worker2.log");
+  ASSERT_TRUE(again.ok()) << again.status();
+  auto resumed = RunCommand(Hptctl(second_ports, "resume job-000003 --watch"));
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_THAT(resumed.output, HasSubstr("resumed job-000003 from step 0"));
+  EXPECT_THAT(resumed.output, HasSubstr("succeeded"));
+  EXPECT_THAT(resumed.output, HasSubstr("resumed by request"));
+  auto resume_again = RunCommand(Hptctl(second_ports, "resume job-000003"));
+  EXPECT_EQ(resume_again.exit_code, 3) << resume_again.output;
+  EXPECT_THAT(resume_again.output, HasSubstr("only a failed or cancelled job can be resumed"));
 
   // A second coordinator on the same state folder refuses to start.
   auto clash = RunCommand(absl::StrCat(RunfilePath("coordinator/hpt_coordinator"),

@@ -131,13 +131,6 @@ void SetState(torch::optim::Optimizer& optimizer, const torch::Tensor& p, int64_
   optimizer.state()[StateKey(p)] = std::move(state);
 }
 
-// A training step's dropout masks depend on the job's seed and the step
-// only, never on what ran before on this worker: a step replayed after a
-// failover or a restart draws the same masks.
-uint64_t StepSeed(uint64_t seed, const TaskKey& key, int rank) {
-  return seed * 1000003ULL + uint64_t(key.step()) * 8191ULL +
-         uint64_t(key.micro_batch()) * 131ULL + uint64_t(rank) * 7ULL;
-}
 
 }  // namespace
 
@@ -426,7 +419,9 @@ absl::Status GpuExecutor::JoinGroup(const JoinGroupRequest& request) {
                                                      store_options);
     auto prefixed =
         c10::make_intrusive<c10d::PrefixStore>(request.store_prefix(), store);
-    auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+    auto options = c10d::ProcessGroupGloo::Options::create(
+        std::chrono::milliseconds(static_cast<int64_t>(
+            1000 * (request.collective_timeout_s() > 0 ? request.collective_timeout_s() : 15))));
     options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(
         impl_->options.gloo_host));
     (*session)->group = c10::make_intrusive<c10d::ProcessGroupGloo>(
@@ -478,8 +473,9 @@ absl::StatusOr<ForwardResponse> GpuExecutor::Forward(
     const int64_t batch = inputs->size(0);
     response.set_num_samples(batch);
     if (request.train()) {
-      torch::manual_seed(StepSeed(session.seed, request.key(),
-                                  session.group ? session.group->getRank() : 0));
+      torch::manual_seed(DropoutSeed(session.seed, request.key().step(),
+                                     request.key().micro_batch(),
+                                     session.group ? session.group->getRank() : 0));
     }
     torch::Tensor outputs;
     if (session.encoder_only) {

@@ -39,6 +39,15 @@ namespace hpt {
 
 class GpuExecutor : public TaskExecutor {
  public:
+  // The seed of a training forward's dropout masks: a function of the
+  // job's init_seed, the task and the data-parallel rank only, never of
+  // what ran before on the worker, so a step replayed after a failover or
+  // a restart draws the same masks.
+  static uint64_t DropoutSeed(uint64_t init_seed, int64_t step, int32_t micro_batch, int rank) {
+    return init_seed * 1000003ULL + uint64_t(step) * 8191ULL + uint64_t(micro_batch) * 131ULL +
+           uint64_t(rank) * 7ULL;
+  }
+
   struct Options {
     // "auto" (cuda:0 when available, else cpu), "cpu", or "cuda:N".
     std::string device = "auto";

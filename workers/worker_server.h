@@ -32,7 +32,8 @@ class WorkerServer {
     // Coordinator to register with; empty: run unregistered (the
     // coordinator may list this worker in its --workers flag instead).
     std::string coordinator_address;
-    absl::Duration heartbeat_interval = absl::Seconds(2);
+    // Four beats fit in the coordinator's default 2 s liveness timeout.
+    absl::Duration heartbeat_interval = absl::Milliseconds(500);
     GpuExecutor::Options executor;      // kind gpu
     DeviceExecutor::Options device;     // kinds reram and systolic
     prometheus::Registry* metrics_registry = nullptr;  // optional
