@@ -400,6 +400,9 @@ void JobManager::RunJob(const std::string& job_id) {
   if (!record.ok()) return;
   if (status.ok()) {
     SetState(**record, SUCCEEDED, "");
+  } else if ((*record)->cancel_requested && !absl::IsCancelled(status)) {
+    // The cancel's abort ended a call first: the job was cancelled.
+    SetState(**record, CANCELLED, "cancelled by request");
   } else if (status.code() == absl::StatusCode::kCancelled) {
     SetState(**record, CANCELLED, std::string(status.message()));
   } else {
