@@ -6,7 +6,10 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/status.h"
 #include "grpcpp/channel.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server_context.h"
 #include "grpcpp/server_builder.h"
 
 namespace hpt {
@@ -22,8 +25,32 @@ inline constexpr int kMaxApiMessageBytes = 4 << 20;
 // sharing (SO_REUSEPORT) off.
 void ConfigureServerBuilder(grpc::ServerBuilder& builder);
 
-// An insecure channel (loopback by default; TLS arrives with a later issue)
-// with the project's message limits.
+// TLS for every server and client of this process (flags --tls_cert,
+// --tls_key, --tls_ca). Off (all empty) by default: plaintext, for the
+// loopback demo. PEM files:
+//   cert, key  this process's certificate and key (servers must have them;
+//              a client presents them when the server asks: mutual TLS);
+//   ca         the CA that signed the peers' certificates: clients verify
+//              servers with it, servers verify client certificates with it.
+struct TlsFiles {
+  std::string cert, key, ca;
+  bool enabled() const { return !cert.empty() || !key.empty() || !ca.empty(); }
+};
+// Reads the files (errors name the flag, never the contents) and makes
+// them the process's TLS. `require_client_certs`: this process's servers
+// refuse clients without a certificate the CA signed (workers); otherwise
+// a certificate is asked for and checked when sent (the coordinator, whose
+// users authenticate with tokens).
+absl::Status SetTls(const TlsFiles& files, bool require_client_certs);
+bool TlsEnabled();
+std::shared_ptr<grpc::ServerCredentials> ServerCredentials();
+
+// Whether the call's peer presented a certificate the CA signed (always
+// true with TLS off: there is nothing to check).
+bool PeerHasClusterCertificate(const grpc::ServerContextBase& context);
+
+// A channel with the process's credentials (TLS when set) and the
+// project's message limits.
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
 
 }  // namespace hpt

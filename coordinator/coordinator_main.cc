@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "absl/flags/flag.h"
+#include "common/tls_flags.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_split.h"
@@ -23,6 +24,9 @@ ABSL_FLAG(double, worker_timeout_s, 2,
           "its calls in flight end and its jobs go back to their newest checkpoint.");
 ABSL_FLAG(int, worker_wait_s, 60,
           "How long a job waits for the workers it needs.");
+ABSL_FLAG(std::string, tokens_file, "",
+          "Bearer tokens of the JobService's users, \"TOKEN USER [admin]\" per line; "
+          "empty: no authentication.");
 ABSL_FLAG(int, task_deadline_s, 300, "Deadline of each worker task call.");
 ABSL_FLAG(std::string, rendezvous_host, "127.0.0.1",
           "Address of the c10d store data-parallel workers rendezvous at.");
@@ -41,6 +45,12 @@ ABSL_FLAG(std::string, port_file, "",
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("HpT coordinator: schedules training jobs.");
   absl::ParseCommandLine(argc, argv);
+  // Workers and the coordinator prove themselves with certificates; users
+  // with tokens (--tokens_file), so client certificates are optional here.
+  if (absl::Status s = hpt::ApplyTlsFlags(/*require_client_certs=*/false); !s.ok()) {
+    std::cerr << "hpt_coordinator: " << s.message() << std::endl;
+    return 2;
+  }
 
   std::unique_ptr<hpt::MetricsServer> metrics;
   if (!absl::GetFlag(FLAGS_metrics).empty()) {
@@ -67,6 +77,7 @@ int main(int argc, char** argv) {
   options.worker_wait = absl::Seconds(absl::GetFlag(FLAGS_worker_wait_s));
   options.task_deadline = absl::Seconds(absl::GetFlag(FLAGS_task_deadline_s));
   options.rendezvous_host = absl::GetFlag(FLAGS_rendezvous_host);
+  options.tokens_file = absl::GetFlag(FLAGS_tokens_file);
   if (metrics) options.metrics_registry = &metrics->registry();
   options.state_dir = absl::GetFlag(FLAGS_state_dir);
   options.data_limits.max_file_bytes = absl::GetFlag(FLAGS_max_data_file_mb) << 20;

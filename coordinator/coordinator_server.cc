@@ -25,6 +25,7 @@ struct CoordinatorServer::Impl {
   std::unique_ptr<RendezvousStore> rendezvous;
   std::unique_ptr<JobStore> store;  // outlives `jobs`, which writes to it
   std::unique_ptr<JobManager> jobs;
+  std::unique_ptr<TokenTable> tokens;  // outlives job_service
   std::unique_ptr<JobServiceImpl> job_service;
   std::unique_ptr<WorkerRegistryImpl> registry_service;
   std::unique_ptr<grpc::Server> server;
@@ -111,7 +112,12 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     return std::make_unique<GrpcWorkerClient>(address, client_options);
   };
   impl->jobs = std::make_unique<JobManager>(job_options, impl->pool.get());
-  impl->job_service = std::make_unique<JobServiceImpl>(impl->jobs.get());
+  if (!options.tokens_file.empty()) {
+    absl::StatusOr<TokenTable> tokens = TokenTable::Load(options.tokens_file);
+    if (!tokens.ok()) return tokens.status();
+    impl->tokens = std::make_unique<TokenTable>(std::move(*tokens));
+  }
+  impl->job_service = std::make_unique<JobServiceImpl>(impl->jobs.get(), impl->tokens.get());
   impl->registry_service = std::make_unique<WorkerRegistryImpl>(
       impl->pool.get(), absl::ToDoubleSeconds(options.worker_liveness_timeout) / 5);
 
@@ -119,7 +125,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   ConfigureServerBuilder(builder);
   builder.SetMaxReceiveMessageSize(kMaxApiMessageBytes);
   builder.AddListeningPort(options.listen_address,
-                           grpc::InsecureServerCredentials(), &impl->port);
+                           ServerCredentials(), &impl->port);
   builder.RegisterService(impl->job_service.get());
   builder.RegisterService(impl->registry_service.get());
   impl->server = builder.BuildAndStart();

@@ -39,6 +39,8 @@ class CoordinatorServer {
     // Folder of the durable job registry (jobs.db, SQLite); empty: jobs
     // live in memory and are gone when the coordinator stops.
     std::string state_dir;
+    // Bearer tokens for the JobService (auth.h); empty: no authentication.
+    std::string tokens_file;
   };
 
   static absl::StatusOr<std::unique_ptr<CoordinatorServer>> Start(

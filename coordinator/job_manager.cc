@@ -137,7 +137,8 @@ absl::StatusOr<JobManager::Record*> JobManager::Find(
   return it->second.get();
 }
 
-absl::StatusOr<Job> JobManager::Submit(const SubmitJobRequest& request) {
+absl::StatusOr<Job> JobManager::Submit(const SubmitJobRequest& request,
+                                       const std::string& owner) {
   {
     absl::MutexLock lock(&mu_);
     if (!request.request_id().empty()) {
@@ -175,6 +176,7 @@ absl::StatusOr<Job> JobManager::Submit(const SubmitJobRequest& request) {
   const std::string id = absl::StrFormat("job-%06d", number);
   record->job.set_job_id(id);
   record->job.set_name(spec.name());
+  record->job.set_owner(owner);
   *record->job.mutable_spec() = std::move(spec);
   record->job.set_state(QUEUED);
   *record->job.mutable_data() = data_summary;

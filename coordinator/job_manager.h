@@ -75,7 +75,8 @@ class JobManager {
   JobManager(Options options, WorkerPool* pool);
   ~JobManager();  // cancels running work and joins the scheduler
 
-  absl::StatusOr<Job> Submit(const SubmitJobRequest& request);
+  // `owner`: the submitting user (auth.h), empty without authentication.
+  absl::StatusOr<Job> Submit(const SubmitJobRequest& request, const std::string& owner = "");
   absl::StatusOr<Job> Get(const std::string& job_id) const;
   std::vector<Job> List() const;
   absl::StatusOr<Job> Cancel(const std::string& job_id);

@@ -27,26 +27,63 @@ grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context,
   return Done(context, result.status());
 }
 
+// A streaming call refused before it starts.
+template <typename T>
+class Refused : public grpc::ServerWriteReactor<T> {
+ public:
+  explicit Refused(const absl::Status& status) { this->Finish(ToGrpcStatus(status)); }
+  void OnDone() override { delete this; }
+};
+
 }  // namespace
+
+absl::StatusOr<Caller> JobServiceImpl::Authenticate(grpc::CallbackServerContext* context) const {
+  if (tokens_ == nullptr) return Caller{"", true};
+  const auto& metadata = context->client_metadata();
+  auto it = metadata.find("authorization");
+  if (it == metadata.end()) return tokens_->Authenticate(nullptr);
+  const std::string value(it->second.data(), it->second.size());
+  return tokens_->Authenticate(&value);
+}
+
+absl::Status JobServiceImpl::Authorize(grpc::CallbackServerContext* context,
+                                       const std::string& job_id) const {
+  absl::StatusOr<Caller> caller = Authenticate(context);
+  if (!caller.ok()) return caller.status();
+  if (caller->admin) return absl::OkStatus();
+  absl::StatusOr<Job> job = jobs_->Get(job_id);
+  if (!job.ok()) return job.status();
+  return MayAccess(*caller, *job);
+}
 
 grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(
     grpc::CallbackServerContext* context, const SubmitJobRequest* request,
     Job* response) {
   // Submit loads the job's data (a CSV may take a moment); that is the
   // validation the caller waits for, so it runs here.
-  return Reply(context, jobs_->Submit(*request), response);
+  absl::StatusOr<Caller> caller = Authenticate(context);
+  if (!caller.ok()) return Done(context, caller.status());
+  return Reply(context, jobs_->Submit(*request, caller->user), response);
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::GetJob(
     grpc::CallbackServerContext* context, const GetJobRequest* request,
     Job* response) {
+  if (absl::Status s = Authorize(context, request->job_id()); !s.ok()) return Done(context, s);
   return Reply(context, jobs_->Get(request->job_id()), response);
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(
     grpc::CallbackServerContext* context, const ListJobsRequest*,
     ListJobsResponse* response) {
+  absl::StatusOr<Caller> caller = Authenticate(context);
+  if (!caller.ok()) return Done(context, caller.status());
   std::vector<Job> jobs = jobs_->List();
+  if (!caller->admin) {
+    jobs.erase(std::remove_if(jobs.begin(), jobs.end(),
+                              [&](const Job& j) { return j.owner() != caller->user; }),
+               jobs.end());
+  }
   std::reverse(jobs.begin(), jobs.end());  // ids grow with time: newest first
   // Room for the omitted ids and framing under the client's 4 MiB limit.
   const size_t budget = kMaxApiMessageBytes - (256 << 10);
@@ -67,12 +104,14 @@ grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(
 grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(
     grpc::CallbackServerContext* context, const CancelJobRequest* request,
     Job* response) {
+  if (absl::Status s = Authorize(context, request->job_id()); !s.ok()) return Done(context, s);
   return Reply(context, jobs_->Cancel(request->job_id()), response);
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::ListCheckpoints(
     grpc::CallbackServerContext* context, const ListCheckpointsRequest* request,
     ListCheckpointsResponse* response) {
+  if (absl::Status s = Authorize(context, request->job_id()); !s.ok()) return Done(context, s);
   absl::StatusOr<std::vector<CheckpointInfo>> list = jobs_->Checkpoints(request->job_id());
   if (list.ok()) {
     for (CheckpointInfo& c : *list) *response->add_checkpoints() = std::move(c);
@@ -88,6 +127,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::ResumeJob(grpc::CallbackServerContext*
                              "ResumeJobRequest.step must not be negative, got ",
                              request->step())));
   }
+  if (absl::Status s = Authorize(context, request->job_id()); !s.ok()) return Done(context, s);
   // Resume reloads the job's data, as Submit does.
   return Reply(context, jobs_->Resume(request->job_id(), request->step()), response);
 }
@@ -135,7 +175,10 @@ class JobServiceImpl::ExportReactor : public grpc::ServerWriteReactor<ExportMode
 };
 
 grpc::ServerWriteReactor<ExportModelChunk>* JobServiceImpl::ExportModel(
-    grpc::CallbackServerContext*, const ExportModelRequest* request) {
+    grpc::CallbackServerContext* context, const ExportModelRequest* request) {
+  if (absl::Status s = Authorize(context, request->job_id()); !s.ok()) {
+    return new Refused<ExportModelChunk>(s);
+  }
   return new ExportReactor(jobs_, request->job_id());
 }
 
@@ -216,13 +259,20 @@ class JobServiceImpl::WatchReactor : public grpc::ServerWriteReactor<Job> {
 };
 
 grpc::ServerWriteReactor<Job>* JobServiceImpl::WatchJob(
-    grpc::CallbackServerContext*, const WatchJobRequest* request) {
+    grpc::CallbackServerContext* context, const WatchJobRequest* request) {
+  if (absl::Status s = Authorize(context, request->job_id()); !s.ok()) return new Refused<Job>(s);
   return new WatchReactor(jobs_, request->job_id());
 }
 
 grpc::ServerUnaryReactor* WorkerRegistryImpl::RegisterWorker(
     grpc::CallbackServerContext* context, const RegisterWorkerRequest* request,
     RegisterWorkerResponse* response) {
+  // Only a process holding a certificate of the cluster's CA joins it.
+  if (!PeerHasClusterCertificate(*context)) {
+    return Done(context, absl::UnauthenticatedError(
+                             "RegisterWorker needs the cluster's client certificate "
+                             "(worker --tls_cert/--tls_key signed by the coordinator's --tls_ca)"));
+  }
   absl::Status status =
       pool_->Register(request->address(), request->kind(), request->name());
   response->set_heartbeat_interval_s(heartbeat_interval_s_);

@@ -3,6 +3,7 @@
 #ifndef HPT_COORDINATOR_JOB_SERVICE_H_
 #define HPT_COORDINATOR_JOB_SERVICE_H_
 
+#include "coordinator/auth.h"
 #include "coordinator/job_manager.h"
 #include "coordinator/worker_pool.h"
 #include "proto/job_service.grpc.pb.h"
@@ -12,7 +13,9 @@ namespace hpt {
 
 class JobServiceImpl final : public JobService::CallbackService {
  public:
-  explicit JobServiceImpl(JobManager* jobs) : jobs_(jobs) {}
+  // `tokens` null: no authentication (auth.h).
+  explicit JobServiceImpl(JobManager* jobs, const TokenTable* tokens = nullptr)
+      : jobs_(jobs), tokens_(tokens) {}
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const SubmitJobRequest* request,
@@ -42,7 +45,12 @@ class JobServiceImpl final : public JobService::CallbackService {
  private:
   class WatchReactor;
   class ExportReactor;
+  absl::StatusOr<Caller> Authenticate(grpc::CallbackServerContext* context) const;
+  // OK when the caller may act on the job (it exists and is theirs, or they
+  // are an admin).
+  absl::Status Authorize(grpc::CallbackServerContext* context, const std::string& job_id) const;
   JobManager* const jobs_;
+  const TokenTable* const tokens_;
 };
 
 class WorkerRegistryImpl final : public WorkerRegistry::CallbackService {

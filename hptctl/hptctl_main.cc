@@ -7,6 +7,7 @@
 // Exit codes are stable (hptctl/job_format.h, README.md).
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -19,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/grpc_setup.h"
+#include "common/tls_flags.h"
 #include "common/grpc_status.h"
 #include "google/protobuf/util/json_util.h"
 #include "common/tensor_codec.h"
@@ -29,6 +31,9 @@
 ABSL_FLAG(std::string, coordinator, "127.0.0.1:50051", "Coordinator host:port.");
 ABSL_FLAG(std::string, format, "text", "Output format: text or json.");
 ABSL_FLAG(int, timeout_s, 30, "Deadline of each unary call, seconds.");
+ABSL_FLAG(std::string, token_file, "",
+          "File holding your bearer token for a coordinator started with --tokens_file "
+          "(default: $HPT_TOKEN_FILE).");
 // submit
 ABSL_FLAG(std::string, spec, "", "submit: job spec file (protobuf text format).");
 ABSL_FLAG(std::string, name, "", "submit: job name.");
@@ -135,7 +140,18 @@ std::string ToJson(const google::protobuf::Message& m) {
   return out;
 }
 
+std::string& Token() {
+  static std::string token;
+  return token;
+}
+
+// Every call carries the user's token, when there is one.
+void Authorize(grpc::ClientContext* context) {
+  if (!Token().empty()) context->AddMetadata("authorization", "Bearer " + Token());
+}
+
 void SetDeadline(grpc::ClientContext* context) {
+  Authorize(context);
   context->set_deadline(std::chrono::system_clock::now() +
                         std::chrono::seconds(absl::GetFlag(FLAGS_timeout_s)));
 }
@@ -293,6 +309,7 @@ absl::StatusOr<SubmitJobRequest> BuildSubmit() {
 
 int Watch(JobService::Stub& stub, const std::string& job_id) {
   grpc::ClientContext context;  // no deadline: a job may train for hours
+  Authorize(&context);
   WatchJobRequest request;
   request.set_job_id(job_id);
   auto reader = stub.WatchJob(&context, request);
@@ -468,6 +485,7 @@ int Run(const std::vector<char*>& args) {
       return Usage("export needs a job id and --out, e.g. hptctl export job-000001 --out model.pt");
     }
     grpc::ClientContext context;  // a large model may take a while: no deadline
+    Authorize(&context);
     ExportModelRequest request;
     request.set_job_id(job_id);
     auto reader = stub->ExportModel(&context, request);
@@ -508,6 +526,21 @@ int Run(const std::vector<char*>& args) {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(hpt::kUsage);
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  if (absl::Status s = hpt::ApplyTlsFlags(/*require_client_certs=*/false); !s.ok()) {
+    return hpt::Usage(std::string(s.message()));
+  }
+  std::string token_file = absl::GetFlag(FLAGS_token_file);
+  if (token_file.empty() && std::getenv("HPT_TOKEN_FILE") != nullptr) {
+    token_file = std::getenv("HPT_TOKEN_FILE");
+  }
+  if (!token_file.empty()) {
+    std::ifstream in(token_file);
+    std::string token;
+    if (!in || !std::getline(in, token) || token.empty()) {
+      return hpt::Usage("--token_file: cannot read a token from " + token_file);
+    }
+    hpt::Token() = token;
+  }
   const std::string format = absl::GetFlag(FLAGS_format);
   if (format != "text" && format != "json") {
     return hpt::Usage("--format must be text or json, got '" + format + "'");

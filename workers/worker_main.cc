@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "absl/flags/flag.h"
+#include "common/tls_flags.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "common/metrics.h"
@@ -64,6 +65,12 @@ ABSL_FLAG(std::string, port_file, "",
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("HpT worker: runs training tasks for one device.");
   absl::ParseCommandLine(argc, argv);
+  // Only the coordinator and other workers (certificates of the cluster's
+  // CA) may call a worker.
+  if (absl::Status s = hpt::ApplyTlsFlags(/*require_client_certs=*/true); !s.ok()) {
+    std::cerr << "hpt_worker: " << s.message() << std::endl;
+    return 2;
+  }
 
   std::unique_ptr<hpt::MetricsServer> metrics;
   if (!absl::GetFlag(FLAGS_metrics).empty()) {

@@ -95,7 +95,7 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
   grpc::ServerBuilder builder;
   ConfigureServerBuilder(builder);
   builder.AddListeningPort(options.listen_address,
-                           grpc::InsecureServerCredentials(), &impl->port);
+                           ServerCredentials(), &impl->port);
   builder.RegisterService(impl->service.get());
   impl->server = builder.BuildAndStart();
   if (impl->server == nullptr || impl->port == 0) {

@@ -1,0 +1,15 @@
+// The --tls_cert, --tls_key and --tls_ca flags every binary takes
+// (grpc_setup.h TlsFiles), defined once.
+#ifndef HPT_COMMON_TLS_FLAGS_H_
+#define HPT_COMMON_TLS_FLAGS_H_
+
+#include "absl/status/status.h"
+
+namespace hpt {
+
+// Makes the flags the process's TLS (SetTls); call after parsing flags.
+absl::Status ApplyTlsFlags(bool require_client_certs);
+
+}  // namespace hpt
+
+#endif  // HPT_COMMON_TLS_FLAGS_H_

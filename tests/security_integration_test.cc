@@ -1,0 +1,164 @@
+// Identity and isolation on real processes: certificates made here with
+// Debian's openssl, a coordinator with TLS and bearer tokens, a worker with
+// the cluster's certificate (mutual TLS), hptctl as alice, bob and an
+// admin.
+//   - no token: UNAUTHENTICATED; another user's job: PERMISSION_DENIED on
+//     status, cancel and export; ListJobs shows a user their own jobs;
+//   - a client without the CA cannot connect;
+//   - a worker without a certificate of the cluster's CA cannot register,
+//     and nothing without one can call a worker.
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/grpc_setup.h"
+#include "gmock/gmock.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "gtest/gtest.h"
+#include "proto/worker_service.grpc.pb.h"
+#include "tests/test_util.h"
+
+namespace hpt {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::ChildProcess;
+using testing::RunCommand;
+using testing::RunfilePath;
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A CA and a certificate it signs for 127.0.0.1 / localhost.
+void MakePki(const std::string& dir, const std::string& ca, const std::string& leaf) {
+  const std::string cmd = absl::StrCat(
+      "set -e; cd ", dir, "; ",
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=", ca, " -keyout ", ca,
+      ".key -out ", ca, ".pem 2>/dev/null; ",
+      "openssl req -newkey rsa:2048 -nodes -subj /CN=", leaf, " -keyout ", leaf, ".key -out ",
+      leaf, ".csr 2>/dev/null; ",
+      "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > ", leaf, ".ext; ",
+      "openssl x509 -req -in ", leaf, ".csr -CA ", ca, ".pem -CAkey ", ca,
+      ".key -CAcreateserial -days 2 -extfile ", leaf, ".ext -out ", leaf, ".pem 2>/dev/null");
+  auto r = RunCommand(cmd);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+}
+
+TEST(SecurityTest, TokensCertificatesAndOwnership) {
+  const std::string dir = testing::MakeTempDir("security");
+  MakePki(dir, "cluster-ca", "node");
+  MakePki(dir, "rogue-ca", "rogue");
+  {
+    std::ofstream tokens(dir + "/tokens");
+    tokens << "# users\nalice-token-0123456789 alice\nbob-token-0123456789ab bob\n"
+              "ops-token-0123456789abc ops admin\n";
+    std::ofstream(dir + "/alice") << "alice-token-0123456789\n";
+    std::ofstream(dir + "/bob") << "bob-token-0123456789ab\n";
+    std::ofstream(dir + "/ops") << "ops-token-0123456789abc\n";
+  }
+  const std::string tls = absl::StrCat(" --tls_cert=", dir, "/node.pem --tls_key=", dir,
+                                       "/node.key --tls_ca=", dir, "/cluster-ca.pem");
+  auto coordinator = ChildProcess::Start(
+      {RunfilePath("coordinator/hpt_coordinator"), "--listen=127.0.0.1:0", "--metrics=",
+       "--port_file=" + dir + "/coordinator.port", "--tokens_file=" + dir + "/tokens",
+       "--tls_cert=" + dir + "/node.pem", "--tls_key=" + dir + "/node.key",
+       "--tls_ca=" + dir + "/cluster-ca.pem", "--worker_wait_s=60"},
+      dir + "/coordinator.log");
+  ASSERT_TRUE(coordinator.ok()) << coordinator.status();
+  auto ports = testing::WaitForPortFile(dir + "/coordinator.port", *coordinator, absl::Seconds(60));
+  ASSERT_TRUE(ports.ok()) << ports.status();
+  const std::string at = absl::StrCat("127.0.0.1:", ports->grpc);
+  auto worker = ChildProcess::Start(
+      {RunfilePath("workers/hpt_worker"), "--kind=gpu", "--listen=127.0.0.1:0", "--metrics=",
+       "--threads=1", "--coordinator=" + at, "--tls_cert=" + dir + "/node.pem",
+       "--tls_key=" + dir + "/node.key", "--tls_ca=" + dir + "/cluster-ca.pem"},
+      dir + "/worker.log");
+  ASSERT_TRUE(worker.ok()) << worker.status();
+
+  auto hptctl = [&](const std::string& user, const std::string& args) {
+    return RunCommand(absl::StrCat(RunfilePath("hptctl/hptctl"), " --coordinator=", at,
+                                   " --tls_ca=", dir, "/cluster-ca.pem",
+                                   user.empty() ? "" : " --token_file=" + dir + "/" + user, " ",
+                                   args));
+  };
+  auto submitted = hptctl("alice", "submit --preset=tiny --epochs=1 --mode=full --name=mine --watch");
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.output;
+  EXPECT_THAT(submitted.output, HasSubstr("job-000001"));
+  EXPECT_THAT(submitted.output, HasSubstr("succeeded"));
+
+  auto anonymous = hptctl("", "list");
+  EXPECT_NE(anonymous.exit_code, 0);
+  EXPECT_THAT(anonymous.output, HasSubstr("UNAUTHENTICATED"));
+  for (const char* command : {"status job-000001", "cancel job-000001"}) {
+    auto bob = hptctl("bob", command);
+    EXPECT_EQ(bob.exit_code, 3) << command << ": " << bob.output;
+    EXPECT_THAT(bob.output, HasSubstr("PERMISSION_DENIED"));
+  }
+  auto bob_export = hptctl("bob", "export job-000001 --out=" + dir + "/stolen.pt");
+  EXPECT_EQ(bob_export.exit_code, 3) << bob_export.output;
+  EXPECT_THAT(bob_export.output, HasSubstr("PERMISSION_DENIED"));
+  auto bob_list = hptctl("bob", "list");
+  EXPECT_EQ(bob_list.exit_code, 0) << bob_list.output;
+  EXPECT_THAT(bob_list.output, Not(HasSubstr("job-000001")));
+  auto admin_list = hptctl("ops", "list");
+  EXPECT_THAT(admin_list.output, HasSubstr("job-000001"));
+  auto alice_export = hptctl("alice", "export job-000001 --out=" + dir + "/mine.pt");
+  EXPECT_EQ(alice_export.exit_code, 0) << alice_export.output;
+
+  // Without the CA, TLS to the coordinator fails: nothing is exchanged.
+  auto no_ca = RunCommand(absl::StrCat(RunfilePath("hptctl/hptctl"), " --coordinator=", at,
+                                       " --token_file=", dir, "/alice list"));
+  EXPECT_EQ(no_ca.exit_code, 5) << no_ca.output;
+  EXPECT_THAT(no_ca.output, Not(HasSubstr("job-000001")));
+
+  // Registration: with the CA but no certificate, refused by the
+  // coordinator; with the rogue CA's certificate, refused by TLS.
+  auto register_with = [&](const grpc::SslCredentialsOptions& options) {
+    auto stub = WorkerRegistry::NewStub(grpc::CreateChannel(at, grpc::SslCredentials(options)));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    RegisterWorkerRequest request;
+    request.set_address("127.0.0.1:1");
+    request.set_kind("gpu");
+    RegisterWorkerResponse response;
+    return stub->RegisterWorker(&context, request, &response);
+  };
+  grpc::SslCredentialsOptions no_cert;
+  no_cert.pem_root_certs = Slurp(dir + "/cluster-ca.pem");
+  grpc::Status refused = register_with(no_cert);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAUTHENTICATED) << refused.error_message();
+  grpc::SslCredentialsOptions rogue = no_cert;
+  rogue.pem_private_key = Slurp(dir + "/rogue.key");
+  rogue.pem_cert_chain = Slurp(dir + "/rogue.pem");
+  EXPECT_FALSE(register_with(rogue).ok());
+  grpc::SslCredentialsOptions good = no_cert;
+  good.pem_private_key = Slurp(dir + "/node.key");
+  good.pem_cert_chain = Slurp(dir + "/node.pem");
+  EXPECT_TRUE(register_with(good).ok());
+
+  // The worker itself: only a cluster certificate may call it.
+  auto status = hptctl("ops", "status job-000001");
+  const size_t w = status.output.find("127.0.0.1:", status.output.find("gpu "));
+  ASSERT_NE(w, std::string::npos) << status.output;
+  const std::string worker_at = status.output.substr(w, status.output.find(' ', w) - w);
+  auto info = [&](const grpc::SslCredentialsOptions& options) {
+    auto stub = WorkerService::NewStub(grpc::CreateChannel(worker_at, grpc::SslCredentials(options)));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    WorkerInfo reply;
+    return stub->GetInfo(&context, GetInfoRequest(), &reply);
+  };
+  EXPECT_FALSE(info(no_cert).ok()) << worker_at;
+  EXPECT_FALSE(info(rogue).ok());
+  EXPECT_TRUE(info(good).ok()) << worker_at;
+}
+
+}  // namespace
+}  // namespace hpt
