@@ -24,6 +24,9 @@ ABSL_FLAG(double, worker_timeout_s, 2,
           "its calls in flight end and its jobs go back to their newest checkpoint.");
 ABSL_FLAG(int, worker_wait_s, 60,
           "How long a job waits for the workers it needs.");
+ABSL_FLAG(int, max_running_jobs, 4,
+          "Jobs that train (or wait for workers) at once; the rest queue. Jobs share "
+          "workers.");
 ABSL_FLAG(std::string, tokens_file, "",
           "Bearer tokens of the JobService's users, \"TOKEN USER [admin]\" per line; "
           "empty: no authentication.");
@@ -78,6 +81,11 @@ int main(int argc, char** argv) {
   options.task_deadline = absl::Seconds(absl::GetFlag(FLAGS_task_deadline_s));
   options.rendezvous_host = absl::GetFlag(FLAGS_rendezvous_host);
   options.tokens_file = absl::GetFlag(FLAGS_tokens_file);
+  options.max_running_jobs = absl::GetFlag(FLAGS_max_running_jobs);
+  if (options.max_running_jobs < 1) {
+    std::cerr << "hpt_coordinator: --max_running_jobs must be at least 1" << std::endl;
+    return 2;
+  }
   if (metrics) options.metrics_registry = &metrics->registry();
   options.state_dir = absl::GetFlag(FLAGS_state_dir);
   options.data_limits.max_file_bytes = absl::GetFlag(FLAGS_max_data_file_mb) << 20;

@@ -78,6 +78,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   JobManager::Options job_options;
   job_options.store = impl->store.get();
   job_options.state_dir = options.state_dir;
+  job_options.max_running_jobs = options.max_running_jobs;
   job_options.metrics = impl->metrics.get();
   Impl* raw_impl = impl.get();
   const std::string rendezvous_host = options.rendezvous_host;

@@ -41,6 +41,7 @@ class CoordinatorServer {
     std::string state_dir;
     // Bearer tokens for the JobService (auth.h); empty: no authentication.
     std::string tokens_file;
+    int max_running_jobs = 4;
   };
 
   static absl::StatusOr<std::unique_ptr<CoordinatorServer>> Start(

@@ -193,9 +193,11 @@ absl::Status GrpcWorkerClient::Release(const std::string& job_id) {
   request.set_job_id(job_id);
   ReleaseResponse response;
   {
-    // A worker that stopped answering will not free the job's memory now.
+    // A worker that stopped answering will not free the job's memory now,
+    // nor will one whose step was abandoned (it may sit in a collective
+    // until its timeout): the next load of the job replaces it.
     absl::MutexLock lock(&mu_);
-    if (aborted_.code() == absl::StatusCode::kUnavailable) return aborted_;
+    if (absl::IsUnavailable(aborted_) || absl::IsAborted(aborted_)) return aborted_;
   }
   // After a cancel the job's model is still freed.
   return CallWithRetry("release", &WorkerService::Stub::Release, request, &response,

@@ -301,21 +301,41 @@ void JobManager::ForgetOldJobs() {
 }
 
 void JobManager::SchedulerLoop() {
+  absl::MutexLock lock(&mu_);
   while (true) {
-    std::string job_id;
-    {
-      absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(
-          +[](JobManager* m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(m->mu_) {
-            return m->stopping_ || !m->queue_.empty();
-          },
-          this));
-      if (stopping_) return;
-      job_id = queue_.front();
-      queue_.pop_front();
+    mu_.Await(absl::Condition(
+        +[](JobManager* m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(m->mu_) {
+          return m->stopping_ || !m->finished_runners_.empty() ||
+                 (!m->queue_.empty() && m->running_ < std::max(1, m->options_.max_running_jobs));
+        },
+        this));
+    // Join the runners that are done.
+    for (int64_t id : finished_runners_) {
+      std::thread t = std::move(runners_[id]);
+      runners_.erase(id);
+      mu_.Unlock();
+      t.join();
+      mu_.Lock();
     }
-    RunJob(job_id);
+    finished_runners_.clear();
+    if (stopping_) break;
+    if (queue_.empty() || running_ >= std::max(1, options_.max_running_jobs)) continue;
+    const std::string job_id = queue_.front();
+    queue_.pop_front();
+    ++running_;
+    const int64_t id = next_runner_++;
+    runners_[id] = std::thread([this, job_id, id] {
+      RunJob(job_id);
+      absl::MutexLock done(&mu_);
+      --running_;
+      finished_runners_.push_back(id);
+    });
   }
+  // Stopping: every running job was asked to cancel; wait for them.
+  std::map<int64_t, std::thread> left = std::move(runners_);
+  mu_.Unlock();
+  for (auto& [id, t] : left) t.join();
+  mu_.Lock();
 }
 
 namespace {

@@ -2,7 +2,10 @@
 // accepts jobs (loading their data up front, so a bad spec or CSV is
 // rejected at submit time with INVALID_ARGUMENT), keeps each job's state
 // machine (QUEUED -> RUNNING -> SUCCEEDED | FAILED | CANCELLED), runs queued
-// jobs one at a time on a scheduler thread, and notifies watchers.
+// jobs in submission order, up to max_running_jobs at once (each on a
+// thread of its own, so a job waiting for workers holds up no other), and
+// notifies watchers. Jobs share workers: a worker keeps each job's model
+// apart and runs their tasks in turn.
 //
 // Checkpoints and recovery: a running job's trainer hands it a checkpoint
 // every training.checkpoint_every steps and at the switch. The newest is
@@ -59,6 +62,7 @@ class JobManager {
     std::function<absl::StatusOr<RendezvousStore*>()> rendezvous;
     absl::Duration worker_wait = absl::Seconds(30);
     int max_retained_jobs = 100;  // finished jobs beyond this are forgotten
+    int max_running_jobs = 4;     // jobs training (or waiting for workers) at once
     DataLimits data_limits;       // what a job's data files may be
     // The durable registry (--state_dir); null: jobs live in memory only.
     // At construction every stored job comes back: finished ones as they
@@ -149,6 +153,10 @@ class JobManager {
   std::multimap<std::string, std::pair<int64_t, Watcher>> watchers_
       ABSL_GUARDED_BY(mu_);
   int64_t next_job_ = 1 ABSL_GUARDED_BY(mu_);
+  int running_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<int64_t, std::thread> runners_ ABSL_GUARDED_BY(mu_);
+  std::vector<int64_t> finished_runners_ ABSL_GUARDED_BY(mu_);
+  int64_t next_runner_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t next_token_ = 1 ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread scheduler_, monitor_;

@@ -8,7 +8,8 @@
 //   - the coordinator is SIGKILLed mid-job and started again on the same
 //     --state_dir and port: the job resumes from its checkpoint file;
 //   - a worker is stopped with SIGSTOP: it is out of the pool when its
-//     heartbeats stop, its calls in flight end, and the job goes on.
+//     heartbeats stop, its calls in flight end, and the job goes on;
+//   - a job waiting for workers it lacks holds up no other job.
 // No step is lost or applied twice: the parameters match within float
 // tolerance (data-parallel shards sum in another order on one worker).
 #include <signal.h>
@@ -308,6 +309,26 @@ TEST_F(FailoverTest, StoppedWorkerIsDroppedAndItsCallsEnd) {
   Job done = WaitUntil(id, Finished);
   EXPECT_EQ(done.state(), SUCCEEDED) << done.error();
   kill(gpu1.pid(), SIGCONT);
+}
+
+TEST_F(FailoverTest, AJobWaitingForWorkersHoldsUpNoOther) {
+  StartCoordinator("coordinator");
+  ChildProcess gpu = StartWorker("gpu", "gpu0");
+  // Needs a ReRAM and a systolic worker for its LoRA phase: none exist.
+  const std::string waiting = Submit(R"(
+    name: "needs-devices" model { preset: "tiny" } training { epochs: 1 }
+    hpt { placement: "paper" })");
+  const std::string quick = Submit(R"(
+    name: "gpu-only" model { preset: "tiny" } training { epochs: 1 } hpt { mode: "full" })");
+  Job done = WaitUntil(quick, Finished, absl::Seconds(50));
+  EXPECT_EQ(done.state(), SUCCEEDED) << done.error();
+  EXPECT_EQ(Get(waiting).state(), RUNNING);  // still waiting for its devices
+  grpc::ClientContext context;
+  CancelJobRequest cancel;
+  cancel.set_job_id(waiting);
+  Job cancelled;
+  ASSERT_TRUE(stub_->CancelJob(&context, cancel, &cancelled).ok());
+  EXPECT_EQ(WaitUntil(waiting, Finished, absl::Seconds(10)).state(), CANCELLED);
 }
 
 }  // namespace
