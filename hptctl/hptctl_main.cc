@@ -156,6 +156,15 @@ void SetDeadline(grpc::ClientContext* context) {
                         std::chrono::seconds(absl::GetFlag(FLAGS_timeout_s)));
 }
 
+// One unary call with the token and the deadline.
+template <typename Method, typename Request, typename Response>
+absl::Status Call(JobService::Stub& stub, Method method, const Request& request,
+                  Response* response) {
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  return FromGrpcStatus((stub.*method)(&context, request, response));
+}
+
 absl::Status ParseRows(const std::string& flag, const std::string& value,
                        int64_t* begin, int64_t* end) {
   std::vector<std::string> parts = absl::StrSplit(value, ':');
@@ -361,10 +370,8 @@ int Run(const std::vector<char*>& args) {
       std::cerr << "hptctl: " << request.status().message() << std::endl;
       return kExitUsage;
     }
-    grpc::ClientContext context;
-    SetDeadline(&context);
     Job job;
-    absl::Status s = FromGrpcStatus(stub->SubmitJob(&context, *request, &job));
+    absl::Status s = Call(*stub, &JobService::Stub::SubmitJob, *request, &job);
     if (!s.ok()) return Fail(s);
     if (Json()) {
       std::cout << ToJson(job) << std::endl;
@@ -375,11 +382,8 @@ int Run(const std::vector<char*>& args) {
     return absl::GetFlag(FLAGS_watch) ? Watch(*stub, job.job_id()) : kExitOk;
   }
   if (command == "list") {
-    grpc::ClientContext context;
-    SetDeadline(&context);
     ListJobsResponse response;
-    absl::Status s =
-        FromGrpcStatus(stub->ListJobs(&context, ListJobsRequest(), &response));
+    absl::Status s = Call(*stub, &JobService::Stub::ListJobs, ListJobsRequest(), &response);
     if (!s.ok()) return Fail(s);
     if (Json()) {
       std::cout << ToJson(response) << std::endl;
@@ -398,18 +402,16 @@ int Run(const std::vector<char*>& args) {
     const std::string job_id = need_job();
     if (job_id.empty()) return Usage(command + " needs a job id, e.g. hptctl " + command + " job-000001");
     if (command == "watch") return Watch(*stub, job_id);
-    grpc::ClientContext context;
-    SetDeadline(&context);
     Job job;
     absl::Status s;
     if (command == "status") {
       GetJobRequest request;
       request.set_job_id(job_id);
-      s = FromGrpcStatus(stub->GetJob(&context, request, &job));
+      s = Call(*stub, &JobService::Stub::GetJob, request, &job);
     } else {
       CancelJobRequest request;
       request.set_job_id(job_id);
-      s = FromGrpcStatus(stub->CancelJob(&context, request, &job));
+      s = Call(*stub, &JobService::Stub::CancelJob, request, &job);
     }
     if (!s.ok()) return Fail(s);
     std::cout << (Json() ? ToJson(job) + "\n" : FormatSummary(job));
@@ -418,12 +420,10 @@ int Run(const std::vector<char*>& args) {
   if (command == "checkpoints") {
     const std::string job_id = need_job();
     if (job_id.empty()) return Usage("checkpoints needs a job id, e.g. hptctl checkpoints job-000001");
-    grpc::ClientContext context;
-    SetDeadline(&context);
     ListCheckpointsRequest request;
     request.set_job_id(job_id);
     ListCheckpointsResponse response;
-    absl::Status s = FromGrpcStatus(stub->ListCheckpoints(&context, request, &response));
+    absl::Status s = Call(*stub, &JobService::Stub::ListCheckpoints, request, &response);
     if (!s.ok()) return Fail(s);
     std::cout << (Json() ? ToJson(response) + "\n"
                          : FormatCheckpoints(job_id, {response.checkpoints().begin(),
@@ -433,13 +433,11 @@ int Run(const std::vector<char*>& args) {
   if (command == "resume") {
     const std::string job_id = need_job();
     if (job_id.empty()) return Usage("resume needs a job id, e.g. hptctl resume job-000001");
-    grpc::ClientContext context;
-    SetDeadline(&context);
     ResumeJobRequest request;
     request.set_job_id(job_id);
     request.set_step(absl::GetFlag(FLAGS_step));
     Job job;
-    absl::Status s = FromGrpcStatus(stub->ResumeJob(&context, request, &job));
+    absl::Status s = Call(*stub, &JobService::Stub::ResumeJob, request, &job);
     if (!s.ok()) return Fail(s);
     if (Json()) {
       std::cout << ToJson(job) << std::endl;
@@ -454,12 +452,10 @@ int Run(const std::vector<char*>& args) {
   if (command == "report") {
     const std::string job_id = need_job();
     if (job_id.empty()) return Usage("report needs a job id, e.g. hptctl report job-000001");
-    grpc::ClientContext context;
-    SetDeadline(&context);
     GetJobRequest request;
     request.set_job_id(job_id);
     Job job;
-    absl::Status s = FromGrpcStatus(stub->GetJob(&context, request, &job));
+    absl::Status s = Call(*stub, &JobService::Stub::GetJob, request, &job);
     if (!s.ok()) return Fail(s);
     if (Json()) {
       // The report's parts of the job, for scripts.
