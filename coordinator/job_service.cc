@@ -37,6 +37,10 @@ class Refused : public grpc::ServerWriteReactor<T> {
 
 }  // namespace
 
+TaskQueue& JobServiceImpl::Loader() {
+  return *loaders_[next_loader_.fetch_add(1) % loaders_.size()];
+}
+
 absl::StatusOr<Caller> JobServiceImpl::Authenticate(grpc::CallbackServerContext* context) const {
   if (tokens_ == nullptr) return Caller{"", true};
   const auto& metadata = context->client_metadata();
@@ -63,7 +67,15 @@ grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(
   // validation the caller waits for, so it runs here.
   absl::StatusOr<Caller> caller = Authenticate(context);
   if (!caller.ok()) return Done(context, caller.status());
-  return Reply(context, jobs_->Submit(*request, caller->user), response);
+  // Loading the data (a large CSV) runs on a loader thread, never on
+  // gRPC's: the reply is finished from there.
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  Loader().Post([this, reactor, request, response, user = caller->user] {
+    absl::StatusOr<Job> job = jobs_->Submit(*request, user);
+    if (job.ok()) *response = std::move(*job);
+    reactor->Finish(ToGrpcStatus(job.status()));
+  });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::GetJob(
@@ -128,8 +140,14 @@ grpc::ServerUnaryReactor* JobServiceImpl::ResumeJob(grpc::CallbackServerContext*
                              request->step())));
   }
   if (absl::Status s = Authorize(context, request->job_id()); !s.ok()) return Done(context, s);
-  // Resume reloads the job's data, as Submit does.
-  return Reply(context, jobs_->Resume(request->job_id(), request->step()), response);
+  // Resume reloads the job's data, as Submit does: on a loader thread.
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  Loader().Post([this, reactor, request, response] {
+    absl::StatusOr<Job> job = jobs_->Resume(request->job_id(), request->step());
+    if (job.ok()) *response = std::move(*job);
+    reactor->Finish(ToGrpcStatus(job.status()));
+  });
+  return reactor;
 }
 
 // Streams a trained model: its configuration, then its parameters in

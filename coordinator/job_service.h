@@ -3,6 +3,11 @@
 #ifndef HPT_COORDINATOR_JOB_SERVICE_H_
 #define HPT_COORDINATOR_JOB_SERVICE_H_
 
+#include <array>
+#include <atomic>
+#include <memory>
+
+#include "common/task_queue.h"
 #include "coordinator/auth.h"
 #include "coordinator/job_manager.h"
 #include "coordinator/worker_pool.h"
@@ -15,7 +20,9 @@ class JobServiceImpl final : public JobService::CallbackService {
  public:
   // `tokens` null: no authentication (auth.h).
   explicit JobServiceImpl(JobManager* jobs, const TokenTable* tokens = nullptr)
-      : jobs_(jobs), tokens_(tokens) {}
+      : jobs_(jobs), tokens_(tokens) {
+    for (auto& loader : loaders_) loader = std::make_unique<TaskQueue>("loader");
+  }
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const SubmitJobRequest* request,
@@ -49,8 +56,12 @@ class JobServiceImpl final : public JobService::CallbackService {
   // OK when the caller may act on the job (it exists and is theirs, or they
   // are an admin).
   absl::Status Authorize(grpc::CallbackServerContext* context, const std::string& job_id) const;
+  // Submits and resumes, which load data, take turns on these.
+  TaskQueue& Loader();
   JobManager* const jobs_;
   const TokenTable* const tokens_;
+  std::array<std::unique_ptr<TaskQueue>, 2> loaders_;
+  std::atomic<size_t> next_loader_{0};
 };
 
 class WorkerRegistryImpl final : public WorkerRegistry::CallbackService {
