@@ -192,6 +192,11 @@ absl::StatusOr<CheckpointInfo> WriteCheckpoint(const std::string& dir,
   return InfoOf(header, bytes);
 }
 
+void RemoveCheckpoints(const std::string& dir) {
+  for (int64_t step : Steps(dir)) ::unlink(absl::StrCat(dir, "/", FileName(step)).c_str());
+  ::rmdir(dir.c_str());
+}
+
 std::vector<CheckpointInfo> ListCheckpoints(const std::string& dir) {
   std::vector<CheckpointInfo> out;
   for (int64_t step : Steps(dir)) {

@@ -39,6 +39,9 @@ std::string CheckpointDir(const std::string& state_dir, const std::string& job_i
 absl::StatusOr<CheckpointInfo> WriteCheckpoint(const std::string& dir,
                                                const Checkpoint& checkpoint, int keep);
 
+// Deletes every checkpoint in `dir`, then `dir` if it is empty then.
+void RemoveCheckpoints(const std::string& dir);
+
 // The checkpoints in `dir`, oldest first; none when it does not exist.
 // Files that do not read are skipped (and named on stderr).
 std::vector<CheckpointInfo> ListCheckpoints(const std::string& dir);

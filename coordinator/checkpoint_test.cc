@@ -86,10 +86,14 @@ TEST(CheckpointTest, WritesKeepsNewestAndReadsBack) {
   EXPECT_EQ(latest->tensors.at("trial/big").data[123456], 7.0f);
   EXPECT_EQ(latest->tensors.at("model/layers.0.w@exp_avg").data[5], 0.5f);
 
+  RemoveCheckpoints(CheckpointDir(TempDir(), "nothing-here"));  // a no-op
   absl::StatusOr<Checkpoint> older = ReadCheckpoint(dir, 40);
   ASSERT_TRUE(older.ok()) << older.status();
   EXPECT_EQ(older->tensors.at("model/layers.0.w").data[5], 40.0f);
   EXPECT_EQ(ReadCheckpoint(dir, 10).status().code(), absl::StatusCode::kNotFound);
+  RemoveCheckpoints(dir);
+  EXPECT_TRUE(ListCheckpoints(dir).empty());
+  EXPECT_EQ(opendir(dir.c_str()), nullptr);  // the folder went too
 }
 
 TEST(CheckpointTest, NoneIsNotFound) {

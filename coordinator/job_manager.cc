@@ -268,12 +268,29 @@ absl::StatusOr<std::shared_ptr<const TrainedModel>> JobManager::TrainedModelOf(
     const std::string& job_id) const {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Record * record, Find(job_id));
+  if (record->trained == nullptr && record->job.state() == SUCCEEDED &&
+      !options_.state_dir.empty()) {
+    // Trained before a restart: its model is on disk.
+    absl::StatusOr<Checkpoint> file = ReadCheckpoint(ModelDir(job_id));
+    if (file.ok()) {
+      auto trained = std::make_shared<TrainedModel>();
+      trained->config = file->header.model();
+      for (auto& [name, t] : file->tensors) {
+        if (absl::StartsWith(name, "model/")) trained->parameters[name.substr(6)] = std::move(t);
+      }
+      record->trained = std::move(trained);
+    }
+  }
   if (record->trained == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat(
         "job '", job_id, "' is ", JobState_Name(record->job.state()),
         "; only a succeeded job has a model to export"));
   }
   return record->trained;
+}
+
+std::string JobManager::ModelDir(const std::string& job_id) const {
+  return absl::StrCat(options_.state_dir, "/models/", job_id);
 }
 
 void JobManager::UpdateCounts() {
@@ -292,6 +309,10 @@ void JobManager::ForgetOldJobs() {
         watchers_.count(it->first) == 0) {
       if (options_.metrics != nullptr) options_.metrics->ForgetJob(it->first);
       if (options_.store != nullptr) options_.store->Remove(it->first).IgnoreError();
+      if (!options_.state_dir.empty()) {
+        RemoveCheckpoints(CheckpointDir(options_.state_dir, it->first));
+        RemoveCheckpoints(ModelDir(it->first));
+      }
       it = jobs_.erase(it);
       --finished;
     } else {
@@ -572,10 +593,25 @@ absl::Status JobManager::Attempt(const std::string& job_id, const JobSpec& spec,
   *trained = true;
   absl::Status status = trainer.Run();
   if (status.ok()) {
+    auto trained = std::make_shared<TrainedModel>(trainer.trained_model());
+    if (!options_.state_dir.empty()) {
+      // The model outlives the coordinator: export works after a restart.
+      Checkpoint file;
+      file.header.set_job_id(job_id);
+      file.header.set_step(std::max<int64_t>(1, spec.training().epochs()));
+      file.header.set_reason("trained model");
+      *file.header.mutable_model() = trained->config;
+      for (const auto& [name, t] : trained->parameters) file.tensors["model/" + name] = t;
+      absl::StatusOr<CheckpointInfo> written = WriteCheckpoint(ModelDir(job_id), file, 1);
+      if (!written.ok()) {
+        std::fprintf(stderr, "hpt_coordinator: %s: trained model not written: %s\n",
+                     job_id.c_str(), std::string(written.status().message()).c_str());
+      }
+    }
     absl::MutexLock lock(&mu_);
     absl::StatusOr<Record*> record = Find(job_id);
     if (record.ok()) {
-      (*record)->trained = std::make_shared<TrainedModel>(trainer.trained_model());
+      (*record)->trained = std::move(trained);
       (*record)->checkpoint.reset();
     }
   }

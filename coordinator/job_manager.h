@@ -89,7 +89,8 @@ class JobManager {
   // Queues a failed or cancelled job again from its checkpoint of `step`
   // (0: the newest; from step 0 when it has none).
   absl::StatusOr<Job> Resume(const std::string& job_id, int64_t step);
-  // The trained model of a succeeded job (LoRA merged).
+  // The trained model of a succeeded job (LoRA merged); with a state
+  // directory it is also on disk, so it survives a restart.
   absl::StatusOr<std::shared_ptr<const TrainedModel>> TrainedModelOf(
       const std::string& job_id) const;
 
@@ -141,6 +142,8 @@ class JobManager {
   void Persist(Record& record, bool force) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Recover() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ForgetOldJobs() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Where a succeeded job's model is kept under state_dir.
+  std::string ModelDir(const std::string& job_id) const;
   absl::StatusOr<Record*> Find(const std::string& job_id) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
