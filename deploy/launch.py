@@ -14,6 +14,11 @@ folder.
 
 `./hpt up` and `./hpt down` call it. Without --detach `up` stays in the
 foreground and stops everything on Ctrl-C.
+
+--secure: makes a CA, one certificate for 127.0.0.1/localhost and a bearer
+token for the user with openssl (under DIR/tls), starts every process with
+--tls_cert/--tls_key/--tls_ca (mutual TLS between coordinator and workers)
+and the coordinator with --tokens_file, and prints the hptctl flags to use.
 """
 import argparse
 import json
@@ -93,9 +98,46 @@ def local_command(argv, bin_dir, env=None, run_dir=None):
     return out
 
 
-def plan(env, bin_dir, run_dir=None):
+def plan(env, bin_dir, run_dir=None, tls_dir=None):
+    """Each service's command line; with tls_dir, with the secure mode's flags."""
     services = compose_services(env)
-    return {name: local_command(services[name], bin_dir, env, run_dir) for name in HPT_SERVICES}
+    commands = {name: local_command(services[name], bin_dir, env, run_dir)
+                for name in HPT_SERVICES}
+    if tls_dir:
+        for name, argv in commands.items():
+            argv += [f"--tls_cert={tls_dir}/node.pem", f"--tls_key={tls_dir}/node.key",
+                     f"--tls_ca={tls_dir}/ca.pem"]
+            if name == "coordinator":
+                argv.append(f"--tokens_file={tls_dir}/tokens")
+    return commands
+
+
+def make_pki(tls_dir):
+    """A CA, a certificate it signs for 127.0.0.1 and localhost, and an
+    admin token for this user (kept when they exist)."""
+    os.makedirs(tls_dir, mode=0o700, exist_ok=True)
+    if not os.path.exists(os.path.join(tls_dir, "node.pem")):
+        with open(os.path.join(tls_dir, "node.ext"), "w") as f:
+            f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+        for cmd in (
+                "openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj /CN=hpt-ca "
+                "-keyout ca.key -out ca.pem",
+                "openssl req -newkey rsa:2048 -nodes -subj /CN=hpt-node -keyout node.key "
+                "-out node.csr",
+                "openssl x509 -req -in node.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+                "-days 30 -extfile node.ext -out node.pem"):
+            done = subprocess.run(cmd.split(), cwd=tls_dir, capture_output=True, text=True)
+            if done.returncode != 0:
+                sys.exit(f"hpt: openssl failed: {done.stderr.strip()}")
+    token_path = os.path.join(tls_dir, "token")
+    if not os.path.exists(token_path):
+        token = os.urandom(24).hex()
+        user = os.environ.get("USER") or "admin"
+        with open(os.path.join(tls_dir, "tokens"), "w") as f:
+            f.write(f"# TOKEN USER [admin]; add a line per user\n{token} {user} admin\n")
+        fd = os.open(token_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(token + "\n")
 
 
 def prometheus_config(env, scrape_interval):
@@ -168,7 +210,10 @@ def up(args, env):
     run_dir = os.path.abspath(args.dir)
     down(run_dir, quiet=True)
     os.makedirs(run_dir, exist_ok=True)
-    commands = plan(env, args.bin_dir, run_dir)
+    tls_dir = os.path.join(run_dir, "tls") if args.secure else None
+    if tls_dir:
+        make_pki(tls_dir)
+    commands = plan(env, args.bin_dir, run_dir, tls_dir)
     pids = {}
     procs = []
 
@@ -215,6 +260,9 @@ def up(args, env):
     for name, grpc, metrics, log in rows:
         print(f"{name:<{width}}  {grpc:<16}  {metrics}")
     print(f"logs and pids in {run_dir}; Grafana runs only under docker compose")
+    if tls_dir:
+        print(f"secure mode: hptctl --tls_ca={tls_dir}/ca.pem --token_file={tls_dir}/token "
+              f"--coordinator=localhost:{port_of(commands['coordinator'], 'listen')} list")
     sys.stdout.flush()
     if args.detach:
         return
@@ -243,6 +291,8 @@ def main():
                         help="override a deploy/hpt.env value")
     parser.add_argument("--detach", "-d", action="store_true")
     parser.add_argument("--no_prometheus", action="store_true")
+    parser.add_argument("--secure", action="store_true",
+                        help="TLS with certificates made here, and bearer tokens")
     parser.add_argument("--scrape_interval", default="",
                         help="override prometheus.yml's scrape interval (e.g. 1s)")
     args = parser.parse_args()
@@ -250,7 +300,9 @@ def main():
     if args.command == "down":
         down(os.path.abspath(args.dir))
     elif args.command == "commands":
-        print(json.dumps(plan(env, args.bin_dir), indent=1))
+        print(json.dumps(plan(env, args.bin_dir,
+                              tls_dir=os.path.join(os.path.abspath(args.dir), "tls")
+                              if args.secure else None), indent=1))
     else:
         up(args, env)
 

@@ -87,6 +87,21 @@ class DeployConsistencyTest(unittest.TestCase):
                 self.assertEqual(normalise(self.launcher[service]), compose)
                 self.assertEqual(normalise(self.k8s_command(service)), compose)
 
+    def test_secure_mode_adds_tls_everywhere_and_tokens_on_the_coordinator(self):
+        out = subprocess.run(["/usr/bin/python3", os.path.join(DEPLOY, "launch.py"), "commands",
+                              "--bin_dir=/bin", "--secure", "--dir=/run/x"],
+                             check=True, capture_output=True, text=True)
+        secure = json.loads(out.stdout)
+        self.assertEqual(sorted(secure), sorted(self.launcher))
+        for name, argv in secure.items():
+            plain = self.launcher[name]
+            self.assertEqual(argv[:len(plain)], plain, name)
+            extra = argv[len(plain):]
+            self.assertIn("--tls_cert=/run/x/tls/node.pem", extra, name)
+            self.assertIn("--tls_key=/run/x/tls/node.key", extra, name)
+            self.assertIn("--tls_ca=/run/x/tls/ca.pem", extra, name)
+            self.assertEqual("--tokens_file=/run/x/tls/tokens" in extra, name == "coordinator")
+
     def test_ports_are_the_env_files(self):
         prefixes = {"coordinator": "HPT_COORDINATOR", "worker-gpu": "HPT_GPU",
                     "worker-reram": "HPT_RERAM", "worker-systolic": "HPT_SYSTOLIC"}
