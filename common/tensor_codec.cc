@@ -84,6 +84,17 @@ absl::StatusOr<HostTensor> FromProto(const Tensor& proto,
   return tensor;
 }
 
+std::vector<TensorChunk> SplitTensors(const std::map<std::string, HostTensor>& tensors,
+                                      int64_t max_chunk_bytes) {
+  std::vector<TensorChunk> chunks;
+  for (const auto& [name, t] : tensors) {
+    for (TensorChunk& c : SplitIntoChunks(name, t.shape, t.data.data(), max_chunk_bytes)) {
+      chunks.push_back(std::move(c));
+    }
+  }
+  return chunks;
+}
+
 std::vector<TensorChunk> SplitIntoChunks(const std::string& name,
                                          const std::vector<int64_t>& shape,
                                          const float* data,

@@ -27,6 +27,8 @@ absl::StatusOr<HostTensor> FromProto(const Tensor& proto,
 void FloatsToProto(const float* data, const std::vector<int64_t>& shape,
                    const std::string& name, Tensor* proto);
 
+inline constexpr int64_t kDefaultChunkBytes = 1 << 20;
+
 // Cuts `num_floats` floats into chunks of at most max_chunk_bytes.
 std::vector<TensorChunk> SplitIntoChunks(const std::string& name,
                                          const std::vector<int64_t>& shape,
@@ -48,11 +50,15 @@ class ChunkAssembler {
   std::map<std::string, Partial> partial_;
 };
 
+// Every tensor of `tensors` cut into chunks (SplitIntoChunks), by name:
+// the inverse of AssembleChunks.
+std::vector<TensorChunk> SplitTensors(const std::map<std::string, HostTensor>& tensors,
+                                      int64_t max_chunk_bytes = kDefaultChunkBytes);
+
 // The named tensors of a complete set of chunks (ChunkAssembler over all).
 absl::StatusOr<std::map<std::string, HostTensor>> AssembleChunks(
     const std::vector<TensorChunk>& chunks);
 
-inline constexpr int64_t kDefaultChunkBytes = 1 << 20;
 // The most elements a wire tensor may declare (4 GiB of fp32).
 inline constexpr int64_t kMaxTensorElements = int64_t{1} << 30;
 

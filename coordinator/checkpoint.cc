@@ -72,14 +72,20 @@ absl::Status WriteRecord(int fd, const std::string& bytes, const std::string& pa
   return WriteAll(fd, bytes.data(), bytes.size(), path);
 }
 
+// A record's 8-byte little-endian length.
+uint64_t LoadLength(const char* p) {
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= uint64_t(uint8_t(p[i])) << (8 * i);
+  return n;
+}
+
 // Reads records from a whole file held in memory.
 class RecordReader {
  public:
   RecordReader(const std::string& data, const std::string& path) : data_(data), path_(path) {}
   absl::StatusOr<std::string_view> Next() {
     if (data_.size() - pos_ < 8) return Damaged("ends inside a record length");
-    uint64_t n = 0;
-    for (int i = 0; i < 8; ++i) n |= uint64_t(uint8_t(data_[pos_ + i])) << (8 * i);
+    const uint64_t n = LoadLength(data_.data() + pos_);
     pos_ += 8;
     if (n > kMaxRecordBytes || n > data_.size() - pos_) return Damaged("has a record past its end");
     std::string_view record(data_.data() + pos_, n);
@@ -116,6 +122,27 @@ absl::StatusOr<CheckpointHeader> ParseHeader(RecordReader& reader) {
   return header;
 }
 
+// The header of the checkpoint at `path`, reading no more of the file;
+// `bytes` gets the file's size.
+absl::StatusOr<CheckpointHeader> ReadHeader(const std::string& path, int64_t* bytes) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  *bytes = int64_t(in.tellg());
+  in.seekg(0);
+  std::string data(kMagicBytes + 8, '\0');
+  if (!in.read(data.data(), std::streamsize(data.size())) ||
+      data.compare(0, kMagicBytes, kMagic) != 0) {
+    return absl::DataLossError(absl::StrCat(path, " is not a checkpoint"));
+  }
+  // RecordReader checks the length against what was read.
+  const uint64_t n = std::min(LoadLength(data.data() + kMagicBytes), kMaxRecordBytes);
+  data.resize(data.size() + n);
+  in.read(data.data() + kMagicBytes + 8, std::streamsize(n));
+  data.resize(kMagicBytes + 8 + size_t(in.gcount()));
+  RecordReader reader(data, path);
+  return ParseHeader(reader);
+}
+
 // The steps of the checkpoint files in `dir`, ascending.
 std::vector<int64_t> Steps(const std::string& dir) {
   std::vector<int64_t> steps;
@@ -131,6 +158,16 @@ std::vector<int64_t> Steps(const std::string& dir) {
 }
 
 }  // namespace
+
+std::map<std::string, HostTensor> TensorsUnder(const Checkpoint& checkpoint,
+                                               const std::string& prefix) {
+  std::map<std::string, HostTensor> out;
+  for (auto it = checkpoint.tensors.lower_bound(prefix);
+       it != checkpoint.tensors.end() && absl::StartsWith(it->first, prefix); ++it) {
+    out[it->first.substr(prefix.size())] = it->second;
+  }
+  return out;
+}
 
 CheckpointInfo InfoOf(const CheckpointHeader& header, int64_t bytes) {
   CheckpointInfo info;
@@ -151,12 +188,7 @@ std::string CheckpointDir(const std::string& state_dir, const std::string& job_i
 absl::StatusOr<CheckpointInfo> WriteCheckpoint(const std::string& dir,
                                                const Checkpoint& checkpoint, int keep) {
   RETURN_IF_ERROR(MakeDirs(dir));
-  std::vector<TensorChunk> chunks;
-  for (const auto& [name, t] : checkpoint.tensors) {
-    for (TensorChunk& c : SplitIntoChunks(name, t.shape, t.data.data(), kChunkBytes)) {
-      chunks.push_back(std::move(c));
-    }
-  }
+  const std::vector<TensorChunk> chunks = SplitTensors(checkpoint.tensors, kChunkBytes);
   CheckpointHeader header = checkpoint.header;
   header.set_format_version(1);
   header.set_tensors(int64_t(chunks.size()));
@@ -201,20 +233,14 @@ std::vector<CheckpointInfo> ListCheckpoints(const std::string& dir) {
   std::vector<CheckpointInfo> out;
   for (int64_t step : Steps(dir)) {
     const std::string path = absl::StrCat(dir, "/", FileName(step));
-    absl::StatusOr<std::string> data = ReadWhole(path);
-    absl::StatusOr<CheckpointHeader> header =
-        data.ok() ? absl::StatusOr<CheckpointHeader>(absl::UnknownError("unread"))
-                  : absl::StatusOr<CheckpointHeader>(data.status());
-    if (data.ok()) {
-      RecordReader reader(*data, path);
-      header = ParseHeader(reader);
-    }
+    int64_t bytes = 0;
+    absl::StatusOr<CheckpointHeader> header = ReadHeader(path, &bytes);
     if (!header.ok()) {
       std::fprintf(stderr, "hpt_coordinator: skipping %s\n",
                    std::string(header.status().message()).c_str());
       continue;
     }
-    out.push_back(InfoOf(*header, int64_t(data->size())));
+    out.push_back(InfoOf(*header, bytes));
   }
   return out;
 }

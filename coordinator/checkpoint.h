@@ -28,6 +28,10 @@ struct Checkpoint {
   std::map<std::string, HostTensor> tensors;  // "model/<name>", "head/…", "trial/…"
 };
 
+// The tensors of `checkpoint` named "<prefix><name>", by <name>.
+std::map<std::string, HostTensor> TensorsUnder(const Checkpoint& checkpoint,
+                                               const std::string& prefix);
+
 // What a listing shows of a checkpoint of `bytes` bytes.
 CheckpointInfo InfoOf(const CheckpointHeader& header, int64_t bytes);
 

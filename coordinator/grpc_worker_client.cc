@@ -30,19 +30,22 @@ GrpcWorkerClient::GrpcWorkerClient(std::string address, Options options)
       options_(std::move(options)),
       stub_(WorkerService::NewStub(MakeChannel(address_))) {}
 
-bool GrpcWorkerClient::Begin(grpc::ClientContext* context) {
+absl::Status GrpcWorkerClient::Begin(grpc::ClientContext* context) {
   absl::MutexLock lock(&mu_);
-  if (!aborted_.ok()) return false;
-  in_flight_.insert(context);
-  return true;
+  if (aborted_.ok()) in_flight_.insert(context);
+  return aborted_;
 }
 
-void GrpcWorkerClient::End(grpc::ClientContext* context, const std::string& method,
-                           absl::Duration took) {
+bool GrpcWorkerClient::End(grpc::ClientContext* context, const std::string& method,
+                           absl::Duration took, absl::Status* status) {
   absl::MutexLock lock(&mu_);
   in_flight_.erase(context);
   absl::Duration& slowest = slowest_[method];
   slowest = std::max(slowest, took);
+  // An aborted call ends with the abort's reason, not gRPC's CANCELLED.
+  if (aborted_.ok()) return false;
+  *status = aborted_;
+  return true;
 }
 
 void GrpcWorkerClient::Abort(const absl::Status& reason) {
@@ -70,18 +73,18 @@ absl::Status GrpcWorkerClient::CallWithRetry(const char* name, Method method,
     grpc::ClientContext context;
     SetDeadline(&context, deadline);
     const auto call_start = std::chrono::steady_clock::now();
-    if (abortable && !Begin(&context)) break;
-    status = FromGrpcStatus((stub_.get()->*method)(&context, request, response));
     if (abortable) {
-      End(&context, name, absl::FromChrono(std::chrono::steady_clock::now() - call_start));
+      status = Begin(&context);
+      if (!status.ok()) break;
+    }
+    status = FromGrpcStatus((stub_.get()->*method)(&context, request, response));
+    if (abortable &&
+        End(&context, name, absl::FromChrono(std::chrono::steady_clock::now() - call_start),
+            &status)) {
+      break;
     }
     if (status.code() != absl::StatusCode::kUnavailable) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100 * attempt));
-  }
-  {
-    // An aborted call ends with the abort's reason, not gRPC's CANCELLED.
-    absl::MutexLock lock(&mu_);
-    if (abortable && !aborted_.ok()) status = aborted_;
   }
   if (options_.on_rpc) {
     options_.on_rpc(name, absl::StatusCodeToString(status.code()),
@@ -98,10 +101,7 @@ absl::StatusOr<LoadParametersResponse> GrpcWorkerClient::LoadParameters(
   grpc::ClientContext context;
   SetDeadline(&context, options_.load_deadline);
   LoadParametersResponse response;
-  if (!Begin(&context)) {
-    absl::MutexLock lock(&mu_);
-    return aborted_;
-  }
+  if (absl::Status aborted = Begin(&context); !aborted.ok()) return aborted;
   auto writer = stub_->LoadParameters(&context, &response);
   LoadParametersRequest request;
   *request.mutable_header() = header;
@@ -112,11 +112,7 @@ absl::StatusOr<LoadParametersResponse> GrpcWorkerClient::LoadParameters(
   }
   writer->WritesDone();
   absl::Status status = FromGrpcStatus(writer->Finish());
-  End(&context, "load", absl::FromChrono(std::chrono::steady_clock::now() - start));
-  {
-    absl::MutexLock lock(&mu_);
-    if (!aborted_.ok()) status = aborted_;
-  }
+  End(&context, "load", absl::FromChrono(std::chrono::steady_clock::now() - start), &status);
   if (options_.on_rpc) {
     options_.on_rpc("load", absl::StatusCodeToString(status.code()),
                     std::chrono::duration<double>(
@@ -170,20 +166,14 @@ absl::StatusOr<std::vector<TensorChunk>> GrpcWorkerClient::Snapshot(
   for (const std::string& name : names) request.add_names(name);
   request.set_optimizer_state(optimizer_state);
   const auto start = std::chrono::steady_clock::now();
-  if (!Begin(&context)) {
-    absl::MutexLock lock(&mu_);
-    return aborted_;
-  }
+  if (absl::Status aborted = Begin(&context); !aborted.ok()) return aborted;
   auto reader = stub_->Snapshot(&context, request);
   std::vector<TensorChunk> chunks;
   TensorChunk chunk;
   while (reader->Read(&chunk)) chunks.push_back(chunk);
   absl::Status status = FromGrpcStatus(reader->Finish());
-  End(&context, "snapshot", absl::FromChrono(std::chrono::steady_clock::now() - start));
-  {
-    absl::MutexLock lock(&mu_);
-    if (!aborted_.ok()) status = aborted_;
-  }
+  End(&context, "snapshot", absl::FromChrono(std::chrono::steady_clock::now() - start),
+      &status);
   if (!status.ok()) return Annotate(status, "Snapshot", address_);
   return chunks;
 }

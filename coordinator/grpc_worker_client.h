@@ -59,9 +59,13 @@ class GrpcWorkerClient : public WorkerClient {
   static constexpr double kDeadlineFactor = 20;
 
  private:
-  // Registers a call in flight; null when the client was aborted.
-  bool Begin(grpc::ClientContext* context);
-  void End(grpc::ClientContext* context, const std::string& method, absl::Duration took);
+  // Registers a call in flight; the abort's reason when the client was
+  // aborted (the call must not start).
+  absl::Status Begin(grpc::ClientContext* context);
+  // Unregisters it and notes what it took; when the client was aborted
+  // meanwhile, sets `status` to the abort's reason and returns true.
+  bool End(grpc::ClientContext* context, const std::string& method, absl::Duration took,
+           absl::Status* status);
 
   template <typename Request, typename Response, typename Method>
   absl::Status CallWithRetry(const char* name, Method method,

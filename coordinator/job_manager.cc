@@ -275,9 +275,7 @@ absl::StatusOr<std::shared_ptr<const TrainedModel>> JobManager::TrainedModelOf(
     if (file.ok()) {
       auto trained = std::make_shared<TrainedModel>();
       trained->config = file->header.model();
-      for (auto& [name, t] : file->tensors) {
-        if (absl::StartsWith(name, "model/")) trained->parameters[name.substr(6)] = std::move(t);
-      }
+      trained->parameters = TensorsUnder(*file, "model/");
       record->trained = std::move(trained);
     }
   }
@@ -525,13 +523,10 @@ absl::Status JobManager::Attempt(const std::string& job_id, const JobSpec& spec,
     if (record.ok()) {
       for (auto& c : clients) (*record)->clients.push_back(c.get());
     }
-    if (record.ok() && failover) {
-      Recovery* last = (*record)->job.mutable_recoveries()->empty()
-                           ? nullptr
-                           : &*(*record)->job.mutable_recoveries()->rbegin();
-      if (last != nullptr) {
-        for (const WorkerEntry& e : *entries) last->add_workers(e.address);
-      }
+    if (record.ok() && failover && (*record)->job.recoveries_size() > 0) {
+      Job& job = (*record)->job;
+      Recovery* last = job.mutable_recoveries(job.recoveries_size() - 1);
+      for (const WorkerEntry& e : *entries) last->add_workers(e.address);
     }
   }
   auto release = [&] {

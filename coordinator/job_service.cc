@@ -37,8 +37,17 @@ class Refused : public grpc::ServerWriteReactor<T> {
 
 }  // namespace
 
-TaskQueue& JobServiceImpl::Loader() {
-  return *loaders_[next_loader_.fetch_add(1) % loaders_.size()];
+grpc::ServerUnaryReactor* JobServiceImpl::OnLoader(grpc::CallbackServerContext* context,
+                                                   Job* response,
+                                                   std::function<absl::StatusOr<Job>()> load) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  loaders_[next_loader_.fetch_add(1) % loaders_.size()]->Post(
+      [reactor, response, load = std::move(load)] {
+        absl::StatusOr<Job> job = load();
+        if (job.ok()) *response = std::move(*job);
+        reactor->Finish(ToGrpcStatus(job.status()));
+      });
+  return reactor;
 }
 
 absl::StatusOr<Caller> JobServiceImpl::Authenticate(grpc::CallbackServerContext* context) const {
@@ -67,15 +76,9 @@ grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(
   // validation the caller waits for, so it runs here.
   absl::StatusOr<Caller> caller = Authenticate(context);
   if (!caller.ok()) return Done(context, caller.status());
-  // Loading the data (a large CSV) runs on a loader thread, never on
-  // gRPC's: the reply is finished from there.
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  Loader().Post([this, reactor, request, response, user = caller->user] {
-    absl::StatusOr<Job> job = jobs_->Submit(*request, user);
-    if (job.ok()) *response = std::move(*job);
-    reactor->Finish(ToGrpcStatus(job.status()));
+  return OnLoader(context, response, [this, request, user = caller->user] {
+    return jobs_->Submit(*request, user);
   });
-  return reactor;
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::GetJob(
@@ -140,14 +143,9 @@ grpc::ServerUnaryReactor* JobServiceImpl::ResumeJob(grpc::CallbackServerContext*
                              request->step())));
   }
   if (absl::Status s = Authorize(context, request->job_id()); !s.ok()) return Done(context, s);
-  // Resume reloads the job's data, as Submit does: on a loader thread.
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  Loader().Post([this, reactor, request, response] {
-    absl::StatusOr<Job> job = jobs_->Resume(request->job_id(), request->step());
-    if (job.ok()) *response = std::move(*job);
-    reactor->Finish(ToGrpcStatus(job.status()));
-  });
-  return reactor;
+  // Resume reloads the job's data, as Submit does.
+  return OnLoader(context, response,
+                  [this, request] { return jobs_->Resume(request->job_id(), request->step()); });
 }
 
 // Streams a trained model: its configuration, then its parameters in
@@ -161,11 +159,8 @@ class JobServiceImpl::ExportReactor : public grpc::ServerWriteReactor<ExportMode
       return;
     }
     *messages_.emplace_back().mutable_model() = (*model)->config;
-    for (const auto& [name, tensor] : (*model)->parameters) {
-      for (TensorChunk& c :
-           SplitIntoChunks(name, tensor.shape, tensor.data.data(), kDefaultChunkBytes)) {
-        *messages_.emplace_back().mutable_chunk() = std::move(c);
-      }
+    for (TensorChunk& c : SplitTensors((*model)->parameters)) {
+      *messages_.emplace_back().mutable_chunk() = std::move(c);
     }
     Next();
   }

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <atomic>
+#include <functional>
 #include <memory>
 
 #include "common/task_queue.h"
@@ -56,8 +57,10 @@ class JobServiceImpl final : public JobService::CallbackService {
   // OK when the caller may act on the job (it exists and is theirs, or they
   // are an admin).
   absl::Status Authorize(grpc::CallbackServerContext* context, const std::string& job_id) const;
-  // Submits and resumes, which load data, take turns on these.
-  TaskQueue& Loader();
+  // Runs `load` (a submit or resume: it loads the job's data) on a loader
+  // thread, never on gRPC's, and finishes the call from there.
+  grpc::ServerUnaryReactor* OnLoader(grpc::CallbackServerContext* context, Job* response,
+                                     std::function<absl::StatusOr<Job>()> load);
   JobManager* const jobs_;
   const TokenTable* const tokens_;
   std::array<std::unique_ptr<TaskQueue>, 2> loaders_;

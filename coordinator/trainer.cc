@@ -6,7 +6,6 @@
 #include <numeric>
 #include <random>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/cost_util.h"
@@ -140,15 +139,27 @@ void Trainer::Report() {
   if (options_.on_progress) options_.on_progress(state_);
 }
 
+LoadParametersHeader Trainer::GpuHeader(const std::string& job, uint64_t seed_offset) const {
+  LoadParametersHeader header;
+  header.set_job_id(job);
+  *header.mutable_model() = model_;
+  *header.mutable_optimizer() = spec_.training().optimizer();
+  header.set_init_seed(spec_.training().seed() + seed_offset);
+  header.set_num_tokens(static_cast<int32_t>(data_->num_tokens()));
+  return header;
+}
+
+LoadParametersHeader Trainer::TrialHeader() const {
+  LoadParametersHeader header = GpuHeader(job_id_ + "/trial", kTrialSeedOffset);
+  *header.mutable_lora() = spec_.hpt().lora();
+  header.mutable_lora()->set_reference_job(job_id_);
+  return header;
+}
+
 absl::Status Trainer::LoadModel() {
   ASSIGN_OR_RETURN(model_, ResolveModelConfig(spec_.model(), data_->input_features(),
                                               data_->output_features()));
-  LoadParametersHeader header;
-  header.set_job_id(job_id_);
-  *header.mutable_model() = model_;
-  *header.mutable_optimizer() = spec_.training().optimizer();
-  header.set_init_seed(spec_.training().seed());
-  header.set_num_tokens(static_cast<int32_t>(data_->num_tokens()));
+  LoadParametersHeader header = GpuHeader(job_id_, 0);
   if (options_.head_worker != nullptr) header.set_gpu_segment("encoder");
   // Every rank initialises from the same seed; JoinGroup then broadcasts
   // rank 0's parameters so replicas are identical whatever the platform.
@@ -463,15 +474,7 @@ absl::StatusOr<double> Trainer::WeightDistance() {
 absl::Status Trainer::StartTrial() {
   WorkerClient* gpu = workers_[0];
   ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks, gpu->Snapshot(job_id_, {}));
-  LoadParametersHeader header;
-  header.set_job_id(job_id_ + "/trial");
-  *header.mutable_model() = model_;
-  *header.mutable_optimizer() = spec_.training().optimizer();
-  header.set_init_seed(spec_.training().seed() + 1);
-  header.set_num_tokens(static_cast<int32_t>(data_->num_tokens()));
-  *header.mutable_lora() = spec_.hpt().lora();
-  header.mutable_lora()->set_reference_job(job_id_);
-  ASSIGN_OR_RETURN(LoadParametersResponse loaded, gpu->LoadParameters(header, chunks));
+  ASSIGN_OR_RETURN(LoadParametersResponse loaded, gpu->LoadParameters(TrialHeader(), chunks));
   Record(gpu, "gpu", "load", loaded.cost(), ChunkBytes(chunks));
   trial_active_ = true;
   trial_updates_ = 0;
@@ -484,12 +487,7 @@ absl::Status Trainer::Switch() {
   gpu->Release(job_id_ + "/trial").IgnoreError();
   trial_active_ = false;
   ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks, gpu->Snapshot(job_id_, {}));
-  LoadParametersHeader header;
-  header.set_job_id(job_id_);
-  *header.mutable_model() = model_;
-  *header.mutable_optimizer() = spec_.training().optimizer();
-  header.set_init_seed(spec_.training().seed() + 2);
-  header.set_num_tokens(static_cast<int32_t>(data_->num_tokens()));
+  LoadParametersHeader header = GpuHeader(job_id_, kLoraSeedOffset);
   *header.mutable_lora() = spec_.hpt().lora();
   const std::string& placement = spec_.hpt().placement();
   // LoRA is created on the GPU workers first (adapters from the seed, B = 0,
@@ -911,30 +909,6 @@ absl::Status Trainer::SaveCheckpoint(int64_t step, const std::string& reason) {
   return absl::OkStatus();
 }
 
-namespace {
-
-// The tensors of `checkpoint` under `prefix`, without it.
-std::map<std::string, HostTensor> Group(const Checkpoint& checkpoint, const std::string& prefix) {
-  std::map<std::string, HostTensor> out;
-  for (auto it = checkpoint.tensors.lower_bound(prefix);
-       it != checkpoint.tensors.end() && absl::StartsWith(it->first, prefix); ++it) {
-    out[it->first.substr(prefix.size())] = it->second;
-  }
-  return out;
-}
-
-std::vector<TensorChunk> ToChunks(const std::map<std::string, HostTensor>& tensors) {
-  std::vector<TensorChunk> chunks;
-  for (const auto& [name, t] : tensors) {
-    for (TensorChunk& c : SplitIntoChunks(name, t.shape, t.data.data(), kDefaultChunkBytes)) {
-      chunks.push_back(std::move(c));
-    }
-  }
-  return chunks;
-}
-
-}  // namespace
-
 absl::Status Trainer::Restore(const Checkpoint& checkpoint) {
   const CheckpointHeader& h = checkpoint.header;
   if (h.job_id() != job_id_) {
@@ -1001,7 +975,7 @@ absl::Status Trainer::Restore(const Checkpoint& checkpoint) {
   }
 
   chain_ = Chain::kRecovery;
-  const std::map<std::string, HostTensor> model = Group(checkpoint, "model/");
+  const std::map<std::string, HostTensor> model = TensorsUnder(checkpoint, "model/");
   if (model.empty()) {
     return absl::DataLossError(absl::StrCat("the checkpoint at step ", h.step(),
                                             " holds no model parameters"));
@@ -1010,33 +984,23 @@ absl::Status Trainer::Restore(const Checkpoint& checkpoint) {
     std::map<std::string, int> ranks(h.hpt().lora_ranks().begin(), h.hpt().lora_ranks().end());
     RETURN_IF_ERROR(StartHybrid(model, ranks, main_updates_));
   } else {
-    LoadParametersHeader header;
-    header.set_job_id(job_id_);
-    *header.mutable_model() = model_;
-    *header.mutable_optimizer() = spec_.training().optimizer();
-    header.set_init_seed(spec_.training().seed() + (phase_ == Phase::kLora ? 2 : 0));
-    header.set_num_tokens(static_cast<int32_t>(data_->num_tokens()));
+    LoadParametersHeader header = GpuHeader(job_id_, phase_ == Phase::kLora ? kLoraSeedOffset : 0);
     header.set_optimizer_steps(main_updates_);
     if (phase_ == Phase::kLora) *header.mutable_lora() = spec_.hpt().lora();
     if (options_.head_worker != nullptr) header.set_gpu_segment("encoder");
-    const std::vector<TensorChunk> chunks = ToChunks(model);
+    const std::vector<TensorChunk> chunks = SplitTensors(model);
     RETURN_IF_ERROR(ForEachWorker(workers_.size(), [&](size_t i) -> absl::Status {
       return workers_[i]->LoadParameters(header, chunks).status();
     }));
     RETURN_IF_ERROR(JoinGroups());
     if (options_.head_worker != nullptr) {
-      RETURN_IF_ERROR(LoadHead(ToChunks(Group(checkpoint, "head/")), main_updates_));
+      RETURN_IF_ERROR(LoadHead(SplitTensors(TensorsUnder(checkpoint, "head/")), main_updates_));
     }
     if (trial_active_) {
-      LoadParametersHeader trial = header;
-      trial.set_job_id(job_id_ + "/trial");
-      trial.set_init_seed(spec_.training().seed() + 1);
+      LoadParametersHeader trial = TrialHeader();
       trial.set_optimizer_steps(trial_updates_);
-      trial.clear_gpu_segment();
-      *trial.mutable_lora() = spec_.hpt().lora();
-      trial.mutable_lora()->set_reference_job(job_id_);
       RETURN_IF_ERROR(
-          workers_[0]->LoadParameters(trial, ToChunks(Group(checkpoint, "trial/"))).status());
+          workers_[0]->LoadParameters(trial, SplitTensors(TensorsUnder(checkpoint, "trial/"))).status());
     }
   }
   chain_ = Chain::kNone;

@@ -122,6 +122,13 @@ class Trainer {
   enum class Phase { kFull, kLora };
   enum class Chain { kMain, kTrial, kSwitch, kRecovery, kNone };
 
+  // A GPU worker's header for `job` (this one or its "/trial"): the model,
+  // the optimizer, the tokens, and the seed plus `seed_offset` (0 the full
+  // model, kTrialSeedOffset the trial's adapters, kLoraSeedOffset the LoRA
+  // phase's).
+  static constexpr uint64_t kTrialSeedOffset = 1, kLoraSeedOffset = 2;
+  LoadParametersHeader GpuHeader(const std::string& job, uint64_t seed_offset) const;
+  LoadParametersHeader TrialHeader() const;
   absl::Status LoadModel();
   absl::Status JoinGroups();
   // The head's parameters (and optimizer state, after `optimizer_steps`
