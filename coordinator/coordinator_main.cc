@@ -39,6 +39,9 @@ ABSL_FLAG(std::string, data_root, ".",
 ABSL_FLAG(int64_t, max_data_file_mb, 1024, "Largest data file a job may name, in MiB.");
 ABSL_FLAG(int64_t, max_data_cells, 50'000'000,
           "Most rows x columns a job's loaded series may hold (checked before allocating).");
+ABSL_FLAG(double, max_load_s, 120,
+          "Longest a job's data may take to load (the job is LOADING meanwhile); past it "
+          "the submit fails with DEADLINE_EXCEEDED.");
 ABSL_FLAG(std::string, state_dir, "",
           "Folder of the durable job registry (jobs.db, SQLite in WAL mode): jobs and their "
           "ids survive a restart. Empty: jobs live in memory only.");
@@ -90,6 +93,11 @@ int main(int argc, char** argv) {
   options.state_dir = absl::GetFlag(FLAGS_state_dir);
   options.data_limits.max_file_bytes = absl::GetFlag(FLAGS_max_data_file_mb) << 20;
   options.data_limits.max_cells = absl::GetFlag(FLAGS_max_data_cells);
+  if (!(absl::GetFlag(FLAGS_max_load_s) > 0)) {
+    std::cerr << "hpt_coordinator: --max_load_s must be positive" << std::endl;
+    return 2;
+  }
+  options.max_load_time = absl::Seconds(absl::GetFlag(FLAGS_max_load_s));
   for (absl::string_view root : absl::StrSplit(absl::GetFlag(FLAGS_data_root), ',',
                                                absl::SkipEmpty())) {
     absl::StatusOr<std::string> resolved =

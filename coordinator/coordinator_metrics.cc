@@ -97,7 +97,7 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& registry)
                           .Register(registry)) {}
 
 void CoordinatorMetrics::SetJobCounts(const std::map<JobState, int>& counts) {
-  for (JobState state : {QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED}) {
+  for (JobState state : {LOADING, QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED}) {
     auto it = counts.find(state);
     jobs.Add({{"state", absl::AsciiStrToLower(JobState_Name(state))}})
         .Set(it == counts.end() ? 0 : it->second);

@@ -94,6 +94,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   };
   job_options.worker_wait = options.worker_wait;
   job_options.data_limits = options.data_limits;
+  job_options.max_load_time = options.max_load_time;
   CoordinatorMetrics* metrics = impl->metrics.get();
   const absl::Duration task_deadline = options.task_deadline;
   WorkerPool* pool = impl->pool.get();

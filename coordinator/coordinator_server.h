@@ -36,6 +36,7 @@ class CoordinatorServer {
     // Where job data files may be and how big; the default allows any path
     // (in-process use). hpt_coordinator sets it from --data_root.
     DataLimits data_limits;
+    absl::Duration max_load_time = absl::Seconds(120);  // --max_load_s
     // Folder of the durable job registry (jobs.db, SQLite); empty: jobs
     // live in memory and are gone when the coordinator stops.
     std::string state_dir;

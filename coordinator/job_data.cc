@@ -13,17 +13,39 @@ namespace hpt {
 namespace {
 
 // `status` with `field` before its message; its code kept (a path outside
-// the roots stays PERMISSION_DENIED, a missing file NOT_FOUND), any other
+// the roots stays PERMISSION_DENIED, a missing file NOT_FOUND, a load past
+// its time DEADLINE_EXCEEDED, a cancelled one CANCELLED), any other
 // loader error the submitter's INVALID_ARGUMENT.
 absl::Status InField(const char* field, const absl::Status& status) {
   const absl::StatusCode code = status.code();
   const std::string message = absl::StrCat(field, ": ", status.message());
   if (code == absl::StatusCode::kPermissionDenied) return absl::PermissionDeniedError(message);
   if (code == absl::StatusCode::kNotFound) return absl::NotFoundError(message);
+  if (code == absl::StatusCode::kDeadlineExceeded) return absl::DeadlineExceededError(message);
+  if (code == absl::StatusCode::kCancelled) return absl::CancelledError(message);
   return absl::InvalidArgumentError(message);
 }
 
 }  // namespace
+
+absl::Status CheckJobDataPaths(const DataSpec& spec, const DataLimits& limits) {
+  absl::StatusOr<std::string> resolved = std::string();
+  const char* field = "";
+  if (spec.has_weather()) {
+    field = "data.weather";
+    resolved = ResolveDataPath(spec.weather().dir(), limits, /*directory=*/true);
+  } else if (spec.has_swe()) {
+    field = "data.swe";
+    resolved = ResolveDataPath(spec.swe().stations_csv(), limits);
+  } else if (spec.has_covid()) {
+    field = "data.covid";
+    resolved = ResolveDataPath(spec.covid().path(), limits);
+  } else if (spec.has_csv()) {
+    field = "data.csv";
+    resolved = ResolveDataPath(spec.csv().path(), limits);
+  }
+  return resolved.ok() ? absl::OkStatus() : InField(field, resolved.status());
+}
 
 absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec, DataSummary* summary,
                                            const DataLimits& limits) {

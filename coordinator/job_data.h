@@ -14,6 +14,10 @@
 
 namespace hpt {
 
+// Checks the files `spec` names (where they are and what they are) without
+// reading them: the fast refusals, errors as BuildJobData gives them.
+absl::Status CheckJobDataPaths(const DataSpec& spec, const DataLimits& limits);
+
 // `spec` must be normalised (NormalizeJobSpec). `summary`, if given, says
 // what was loaded and what the loader repaired.
 absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec,

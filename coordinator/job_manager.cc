@@ -63,10 +63,11 @@ void JobManager::Recover() {
     record->job = std::move(job);
     if (!IsTerminal(record->job.state())) {
       // Its data set was in memory: load it again, then queue the job.
+      // (A job that was LOADING simply loads again.)
       const bool was_running = record->job.state() == RUNNING;
       DataSummary summary;
       absl::StatusOr<WindowDataset> data =
-          BuildJobData(record->job.spec().data(), &summary, options_.data_limits);
+          LoadData(id, record->job.spec().data(), &summary, /*cancellable=*/false);
       if (!data.ok()) {
         record->job.set_state(FAILED);
         record->job.set_error(absl::StrCat("after a coordinator restart its data did not load: ",
@@ -158,41 +159,81 @@ absl::StatusOr<Job> JobManager::Submit(const SubmitJobRequest& request,
     ASSIGN_OR_RETURN(spec, ParseJobSpecText(request.spec_text()));
   }
   ASSIGN_OR_RETURN(spec, NormalizeJobSpec(std::move(spec)));
-  // Load the data and resolve the model now: their errors are the
-  // submitter's to fix, and must not surface later as a failed job.
-  DataSummary data_summary;
-  ASSIGN_OR_RETURN(WindowDataset data, BuildJobData(spec.data(), &data_summary, options_.data_limits));
-  RETURN_IF_ERROR(ResolveModelConfig(spec.model(), data.input_features(),
-                                     data.output_features())
-                      .status());
+  // Paths outside the data roots, FIFOs, devices and missing files are
+  // refused before the job exists.
+  RETURN_IF_ERROR(CheckJobDataPaths(spec.data(), options_.data_limits));
 
   int64_t number = 0;
   if (options_.store != nullptr) {
     ASSIGN_OR_RETURN(number, options_.store->NextJobNumber());
   }
-  absl::MutexLock lock(&mu_);
-  auto record = std::make_unique<Record>();
-  if (options_.store == nullptr) number = next_job_++;
-  const std::string id = absl::StrFormat("job-%06d", number);
-  record->job.set_job_id(id);
-  record->job.set_name(spec.name());
-  record->job.set_owner(owner);
-  *record->job.mutable_spec() = std::move(spec);
-  record->job.set_state(QUEUED);
-  *record->job.mutable_data() = data_summary;
-  record->job.set_create_time_unix_ms(absl::ToUnixMillis(absl::Now()));
-  record->data = std::make_unique<WindowDataset>(std::move(data));
-  Persist(*record, /*force=*/true);
-  Job snapshot = record->job;
-  jobs_[id] = std::move(record);
-  queue_.push_back(id);
-  if (!request.request_id().empty()) request_ids_[request.request_id()] = id;
-  if (options_.metrics != nullptr) {
-    options_.metrics->jobs_submitted.Add({}).Increment();
+  std::string id;
+  {
+    absl::MutexLock lock(&mu_);
+    auto record = std::make_unique<Record>();
+    if (options_.store == nullptr) number = next_job_++;
+    id = absl::StrFormat("job-%06d", number);
+    record->job.set_job_id(id);
+    record->job.set_name(spec.name());
+    record->job.set_owner(owner);
+    *record->job.mutable_spec() = spec;
+    record->job.set_state(LOADING);
+    record->job.set_create_time_unix_ms(absl::ToUnixMillis(absl::Now()));
+    Persist(*record, /*force=*/true);
+    jobs_[id] = std::move(record);
+    if (!request.request_id().empty()) request_ids_[request.request_id()] = id;
+    if (options_.metrics != nullptr) {
+      options_.metrics->jobs_submitted.Add({}).Increment();
+    }
+    UpdateCounts();
+    ForgetOldJobs();
   }
-  UpdateCounts();
-  ForgetOldJobs();
-  return snapshot;
+  // The data and the model it implies are checked now: their errors are
+  // the submitter's to fix, and come back in this reply.
+  DataSummary summary;
+  return FinishLoading(id, LoadData(id, spec.data(), &summary, /*cancellable=*/true), summary,
+                       "its data did not load");
+}
+
+absl::StatusOr<WindowDataset> JobManager::LoadData(const std::string& job_id,
+                                                   const DataSpec& spec, DataSummary* summary,
+                                                   bool cancellable) {
+  DataLimits limits = options_.data_limits;
+  limits.deadline = absl::Now() + options_.max_load_time;
+  if (cancellable) {
+    limits.cancelled = [this, job_id] {
+      absl::MutexLock lock(&mu_);
+      absl::StatusOr<Record*> record = Find(job_id);
+      return !record.ok() || (*record)->cancel_requested;
+    };
+  }
+  return BuildJobData(spec, summary, limits);
+}
+
+absl::StatusOr<Job> JobManager::FinishLoading(const std::string& job_id,
+                                              absl::StatusOr<WindowDataset> data,
+                                              const DataSummary& summary, const char* what) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Record * record, Find(job_id));
+  absl::Status status = data.status();
+  if (status.ok()) {
+    const JobSpec& spec = record->job.spec();
+    status = ResolveModelConfig(spec.model(), data->input_features(), data->output_features())
+                 .status();
+  }
+  if (record->cancel_requested) {
+    // Cancel already ended it.
+    return absl::CancelledError(absl::StrCat("job '", job_id, "' was cancelled while loading"));
+  }
+  if (!status.ok()) {
+    SetState(*record, FAILED, absl::StrCat(what, ": ", status.message()));
+    return status;
+  }
+  record->data = std::make_unique<WindowDataset>(std::move(*data));
+  *record->job.mutable_data() = summary;
+  queue_.push_back(job_id);
+  SetState(*record, QUEUED, "");
+  return record->job;
 }
 
 absl::StatusOr<Job> JobManager::Get(const std::string& job_id) const {
@@ -220,6 +261,9 @@ absl::StatusOr<Job> JobManager::Cancel(const std::string& job_id) {
   if (record->job.state() == QUEUED) {
     queue_.erase(std::remove(queue_.begin(), queue_.end(), job_id), queue_.end());
     SetState(*record, CANCELLED, "cancelled before it started");
+  } else if (record->job.state() == LOADING) {
+    // Its loader stops at its next check and leaves the job as it is.
+    SetState(*record, CANCELLED, "cancelled while its data loaded");
   }
   // A running job stops at its next step boundary (see RunJob).
   return record->job;
@@ -629,6 +673,19 @@ absl::StatusOr<std::vector<CheckpointInfo>> JobManager::Checkpoints(
 }
 
 absl::StatusOr<Job> JobManager::Resume(const std::string& job_id, int64_t step) {
+  if (step > 0 && options_.state_dir.empty()) {
+    return absl::FailedPreconditionError(
+        "the coordinator keeps no checkpoint files (start it with --state_dir); resume "
+        "without a step takes the newest checkpoint in memory");
+  }
+  std::shared_ptr<const Checkpoint> from;
+  if (step > 0) {
+    ASSIGN_OR_RETURN(Checkpoint read,
+                     ReadCheckpoint(CheckpointDir(options_.state_dir, job_id), step));
+    from = std::make_shared<const Checkpoint>(std::move(read));
+  } else {
+    from = LatestCheckpoint(job_id);
+  }
   JobSpec spec;
   {
     absl::MutexLock lock(&mu_);
@@ -640,47 +697,26 @@ absl::StatusOr<Job> JobManager::Resume(const std::string& job_id, int64_t step) 
           "; only a failed or cancelled job can be resumed"));
     }
     spec = record->job.spec();
-  }
-  std::shared_ptr<const Checkpoint> from;
-  if (step > 0) {
-    if (options_.state_dir.empty()) {
-      return absl::FailedPreconditionError(
-          "the coordinator keeps no checkpoint files (start it with --state_dir); resume "
-          "without a step takes the newest checkpoint in memory");
+    record->checkpoint = from;
+    record->cancel_requested = false;
+    const int64_t from_step = from != nullptr ? from->header.step() : 0;
+    AddRecovery(*record,
+                from != nullptr ? "resumed by request"
+                                : "resumed by request; no checkpoint, so from the start",
+                from_step);
+    if (from == nullptr) {
+      record->job.clear_progress();
+      record->job.clear_epoch_losses();
     }
-    ASSIGN_OR_RETURN(Checkpoint read,
-                     ReadCheckpoint(CheckpointDir(options_.state_dir, job_id), step));
-    from = std::make_shared<const Checkpoint>(std::move(read));
-  } else {
-    from = LatestCheckpoint(job_id);
+    record->job.clear_error();
+    record->job.set_end_time_unix_ms(0);
+    record->job.clear_workers();
+    // The data set was dropped when the job ended: it loads again.
+    SetState(*record, LOADING, "");
   }
-  // The data set was dropped when the job ended.
   DataSummary summary;
-  ASSIGN_OR_RETURN(WindowDataset data, BuildJobData(spec.data(), &summary, options_.data_limits));
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(Record * record, Find(job_id));
-  if (record->job.state() != FAILED && record->job.state() != CANCELLED) {
-    return absl::FailedPreconditionError(absl::StrCat("job '", job_id, "' is ",
-                                                      JobState_Name(record->job.state())));
-  }
-  record->data = std::make_unique<WindowDataset>(std::move(data));
-  record->checkpoint = from;
-  record->cancel_requested = false;
-  const int64_t from_step = from != nullptr ? from->header.step() : 0;
-  AddRecovery(*record,
-              from != nullptr ? "resumed by request"
-                              : "resumed by request; no checkpoint, so from the start",
-              from_step);
-  if (from == nullptr) {
-    record->job.clear_progress();
-    record->job.clear_epoch_losses();
-  }
-  record->job.clear_error();
-  record->job.set_end_time_unix_ms(0);
-  record->job.clear_workers();
-  SetState(*record, QUEUED, "");
-  queue_.push_back(job_id);
-  return record->job;
+  return FinishLoading(job_id, LoadData(job_id, spec.data(), &summary, /*cancellable=*/true),
+                       summary, "on resume its data did not load");
 }
 
 }  // namespace hpt

@@ -64,6 +64,8 @@ class JobManager {
     int max_retained_jobs = 100;  // finished jobs beyond this are forgotten
     int max_running_jobs = 4;     // jobs training (or waiting for workers) at once
     DataLimits data_limits;       // what a job's data files may be
+    // How long loading a job's data may take (--max_load_s).
+    absl::Duration max_load_time = absl::Seconds(120);
     // The durable registry (--state_dir); null: jobs live in memory only.
     // At construction every stored job comes back: finished ones as they
     // were, queued ones re-queued, and ones that were running re-queued
@@ -114,6 +116,16 @@ class JobManager {
     // does the pool losing one of them.
     std::vector<WorkerClient*> clients;
   };
+
+  // Loads a job's data under data_limits and max_load_time; `cancellable`:
+  // a cancel of `job_id` stops it (the caller must not hold mu_).
+  absl::StatusOr<WindowDataset> LoadData(const std::string& job_id, const DataSpec& spec,
+                                         DataSummary* summary, bool cancellable);
+  // After a load for Submit or Resume: queues the job with its data, or
+  // ends it FAILED (CANCELLED when cancelled meanwhile) and returns why.
+  absl::StatusOr<Job> FinishLoading(const std::string& job_id,
+                                    absl::StatusOr<WindowDataset> data,
+                                    const DataSummary& summary, const char* what);
 
   void SchedulerLoop();
   // Four times a second: aborts the calls of running jobs to workers the

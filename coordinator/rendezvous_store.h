@@ -16,7 +16,8 @@ namespace hpt {
 
 class RendezvousStore {
  public:
-  // Listens on `host` at a free port chosen by the kernel.
+  // Listens on `host` only (an address or a name; the coordinator passes
+  // --rendezvous_host, loopback by default) at a port the kernel picks.
   static absl::StatusOr<std::unique_ptr<RendezvousStore>> Start(
       const std::string& host);
   ~RendezvousStore();

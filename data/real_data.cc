@@ -80,6 +80,7 @@ absl::StatusOr<WeatherSeries> ParseAgWeather(
           " (data.weather.target names the column to forecast)"));
     }
     for (size_t i = 1; i < lines.size(); ++i) {
+      if (absl::Status s = CheckLoadingEvery(i, name, options.limits); !s.ok()) return s;
       const std::vector<std::string> cells = SplitTrimmedCells(lines[i]);
       const size_t line = i + 1;
       // A row without an hour is skipped and counted, whatever else it holds.
@@ -239,6 +240,7 @@ absl::StatusOr<CovidSeries> ParseCovidCsv(const std::string& text, const std::st
   std::map<std::string, std::map<int64_t, std::vector<float>>> rows;  // county -> day -> features
   std::map<int64_t, int> days;
   for (size_t i = 1; i < lines.size(); ++i) {
+    if (absl::Status s = CheckLoadingEvery(i, source, options.limits); !s.ok()) return s;
     const std::vector<std::string> cells = SplitTrimmedCells(lines[i]);
     const size_t line = i + 1;
     if (cells.size() != header.size()) {

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -101,7 +102,8 @@ absl::StatusOr<std::string> ReadTextFile(const std::string& path, const DataLimi
     text.resize(size_t(st.st_size));
     size_t done = 0;
     while (done < text.size()) {
-      const ssize_t n = read(fd, text.data() + done, text.size() - done);
+      if (status = CheckLoading(path, limits); !status.ok()) break;
+      const ssize_t n = read(fd, text.data() + done, std::min<size_t>(text.size() - done, 64 << 20));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) break;  // the file shrank: keep what was there
       done += size_t(n);
@@ -111,6 +113,17 @@ absl::StatusOr<std::string> ReadTextFile(const std::string& path, const DataLimi
   close(fd);
   if (!status.ok()) return status;
   return text;
+}
+
+absl::Status CheckLoading(absl::string_view what, const DataLimits& limits) {
+  if (limits.cancelled && limits.cancelled()) {
+    return absl::CancelledError(absl::StrCat(what, ": loading stopped: the job was cancelled"));
+  }
+  if (absl::Now() > limits.deadline) {
+    return absl::DeadlineExceededError(
+        absl::StrCat(what, ": loading took longer than its time limit (--max_load_s)"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CheckCells(const std::string& what, int64_t rows, int64_t columns,

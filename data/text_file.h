@@ -5,11 +5,13 @@
 #define HPT_DATA_TEXT_FILE_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 
 namespace hpt {
 
@@ -24,7 +26,23 @@ struct DataLimits {
   // Rows x columns of a loaded series (and of COVID's per-feature grid),
   // checked before it is allocated: 50 M floats = 200 MB.
   int64_t max_cells = 50'000'000;
+  // Loading gives up with DEADLINE_EXCEEDED after this moment (the
+  // coordinator's --max_load_s from the load's start), and with CANCELLED
+  // once `cancelled` returns true (the job was cancelled while loading).
+  // Both are checked every few thousand lines and between reads.
+  absl::Time deadline = absl::InfiniteFuture();
+  std::function<bool()> cancelled;
 };
+
+// DEADLINE_EXCEEDED or CANCELLED naming `what` when a load must stop
+// (see DataLimits::deadline and ::cancelled); OK otherwise.
+absl::Status CheckLoading(absl::string_view what, const DataLimits& limits);
+
+// CheckLoading every 4096th line: the cost of a clock read stays hidden.
+inline absl::Status CheckLoadingEvery(size_t line, absl::string_view what,
+                                      const DataLimits& limits) {
+  return (line & 4095) == 0 ? CheckLoading(what, limits) : absl::Status();
+}
 
 // `path` with symlinks resolved, when it is under one of limits.roots and
 // is a regular file (a directory when `directory`). Reads nothing: errors

@@ -125,5 +125,34 @@ TEST(CheckCellsTest, CountsRowsTimesColumnsWithoutOverflow) {
               HasSubstr("grid: 11 rows x 10 columns is over the limit of 100 cells"));
 }
 
+TEST_F(DataPathTest, ALoadPastItsDeadlineStopsNamingTheFile) {
+  limits_.deadline = absl::Now() - absl::Seconds(1);
+  auto text = ReadTextFile(root_ + "/good.csv", limits_);
+  ASSERT_FALSE(text.ok());
+  EXPECT_EQ(text.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(std::string(text.status().message()), HasSubstr("good.csv"));
+  EXPECT_THAT(std::string(text.status().message()), HasSubstr("--max_load_s"));
+  limits_.deadline = absl::Now() + absl::Hours(1);
+  EXPECT_TRUE(ReadTextFile(root_ + "/good.csv", limits_).ok());
+}
+
+TEST_F(DataPathTest, ACancelledLoadStops) {
+  int asked = 0;
+  limits_.cancelled = [&] { return ++asked > 0; };
+  auto text = ReadTextFile(root_ + "/good.csv", limits_);
+  ASSERT_FALSE(text.ok());
+  EXPECT_EQ(text.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_GE(asked, 1);
+}
+
+TEST(CheckLoadingTest, ChecksEvery4096thLineOnly) {
+  DataLimits limits;
+  limits.deadline = absl::Now() - absl::Seconds(1);
+  EXPECT_TRUE(CheckLoadingEvery(4095, "f", limits).ok());
+  EXPECT_TRUE(CheckLoadingEvery(1, "f", limits).ok());
+  EXPECT_EQ(CheckLoadingEvery(8192, "f", limits).code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_TRUE(CheckLoading("f", DataLimits()).ok());
+}
+
 }  // namespace
 }  // namespace hpt

@@ -67,6 +67,7 @@ absl::StatusOr<TimeSeriesMatrix> ParseWideCsv(const std::string& text,
   }
   m.values.reserve((lines.size() - first_data) * m.columns);
   for (size_t i = first_data; i < lines.size(); ++i) {
+    if (absl::Status s = CheckLoadingEvery(i, source, options.limits); !s.ok()) return s;
     const size_t line_no = i + 1;
     std::vector<absl::string_view> cells = SplitCells(lines[i]);
     if (static_cast<int64_t>(cells.size()) != m.columns) {

@@ -78,5 +78,17 @@ TEST(WideCsvTest, LoadsFileFromDisk) {
   std::remove(path.c_str());
 }
 
+TEST(WideCsvTest, ALongParsePastItsDeadlineStops) {
+  std::string text;
+  for (int i = 0; i < 10000; ++i) text += "1,2,3\n";
+  WideCsvOptions options;
+  EXPECT_TRUE(ParseWideCsv(text, "big.csv", options).ok());
+  options.limits.deadline = absl::Now() - absl::Seconds(1);
+  auto parsed = ParseWideCsv(text, "big.csv", options);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_NE(parsed.status().message().find("big.csv"), absl::string_view::npos);
+}
+
 }  // namespace
 }  // namespace hpt

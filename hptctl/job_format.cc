@@ -55,6 +55,7 @@ std::string FormatRow(const Job& job) {
 std::string FormatProgress(const Job& job, int bar_width) {
   const JobProgress& p = job.progress();
   if (job.state() == QUEUED) return "queued: waiting for the scheduler";
+  if (job.state() == LOADING) return "loading its data";
   if (job.state() == RUNNING && p.total_steps() == 0) {
     return "starting: waiting for workers and loading the model";
   }

@@ -2,6 +2,8 @@
 // files are INVALID_ARGUMENT naming the field or line, and the server keeps
 // serving; health checking and reflection answer.
 #include <fstream>
+#include <thread>
+#include <vector>
 
 #include "common/grpc_setup.h"
 #include "common/grpc_status.h"
@@ -23,6 +25,7 @@ class CoordinatorServiceTest : public ::testing::Test {
     CoordinatorServer::Options o;
     o.listen_address = "127.0.0.1:0";
     o.worker_wait = WorkerWait();
+    o.max_load_time = MaxLoadTime();
     auto server = CoordinatorServer::Start(o);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
@@ -53,6 +56,14 @@ class CoordinatorServiceTest : public ::testing::Test {
   }
 
   virtual absl::Duration WorkerWait() const { return absl::ZeroDuration(); }
+  virtual absl::Duration MaxLoadTime() const { return absl::Seconds(120); }
+
+  std::vector<Job> List() {
+    grpc::ClientContext context;
+    ListJobsResponse list;
+    EXPECT_TRUE(stub_->ListJobs(&context, ListJobsRequest(), &list).ok());
+    return {list.jobs().begin(), list.jobs().end()};
+  }
 
   std::unique_ptr<CoordinatorServer> server_;
   std::string address_;
@@ -130,17 +141,78 @@ TEST_F(CoordinatorServiceTest, MalformedCsvIsRejectedWithFileAndLine) {
   EXPECT_EQ(job.status().message(),
             "data.csv: " + path + ":31: expected 3 columns, got 2");
 
-  // The coordinator keeps serving: a valid job is accepted and listed.
+  // The coordinator keeps serving: a valid job is accepted and listed,
+  // after the one whose data did not load (newest first).
   SubmitJobRequest good;
   good.mutable_spec()->set_name("after-errors");
   auto accepted = Submit(good);
   ASSERT_TRUE(accepted.ok()) << accepted.status();
   EXPECT_EQ(accepted->state(), QUEUED);
+  std::vector<Job> jobs = List();
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_EQ(jobs[0].name(), "after-errors");
+  EXPECT_EQ(jobs[1].state(), FAILED);
+  EXPECT_EQ(jobs[1].error(),
+            "its data did not load: data.csv: " + path + ":31: expected 3 columns, got 2");
+}
+
+TEST_F(CoordinatorServiceTest, AJobIsLoadingUntilItsDataIsInAndACancelStopsTheLoad) {
+  const std::string path = testing::MakeTempDir("csv") + "/big.csv";
+  {
+    std::ofstream out(path);
+    for (int r = 0; r < 3'000'000; ++r) out << "1.5,2,1\n";
+  }
+  SubmitJobRequest request;
+  request.mutable_spec()->set_name("big");
+  request.mutable_spec()->mutable_data()->mutable_csv()->set_path(path);
+  absl::StatusOr<Job> submitted;
+  std::thread submitter([&] { submitted = Submit(request); });
+  // The job is listed as LOADING while the submit waits for its data.
+  std::string loading;
+  const absl::Time give_up = absl::Now() + absl::Seconds(20);
+  while (loading.empty() && absl::Now() < give_up) {
+    for (const Job& job : List()) {
+      if (job.state() == LOADING) loading = job.job_id();
+    }
+  }
+  ASSERT_FALSE(loading.empty()) << "never saw the job LOADING";
   grpc::ClientContext context;
-  ListJobsResponse list;
-  ASSERT_TRUE(stub_->ListJobs(&context, ListJobsRequest(), &list).ok());
-  ASSERT_EQ(list.jobs_size(), 1);
-  EXPECT_EQ(list.jobs(0).name(), "after-errors");
+  CancelJobRequest cancel;
+  cancel.set_job_id(loading);
+  Job cancelled;
+  ASSERT_TRUE(stub_->CancelJob(&context, cancel, &cancelled).ok());
+  EXPECT_EQ(cancelled.state(), CANCELLED);
+  submitter.join();
+  ASSERT_FALSE(submitted.ok());
+  EXPECT_EQ(submitted.status().code(), absl::StatusCode::kCancelled);
+  auto end = WaitForEnd(loading);
+  ASSERT_TRUE(end.ok()) << end.status();
+  EXPECT_EQ(end->state(), CANCELLED);
+  EXPECT_EQ(end->error(), "cancelled while its data loaded");
+}
+
+// Loading may take no time at all here.
+class HastyCoordinatorTest : public CoordinatorServiceTest {
+ protected:
+  absl::Duration MaxLoadTime() const override { return absl::Nanoseconds(1); }
+};
+
+TEST_F(HastyCoordinatorTest, ALoadPastMaxLoadTimeFailsNamingTheFlag) {
+  const std::string path = testing::MakeTempDir("csv") + "/slow.csv";
+  {
+    std::ofstream out(path);
+    for (int r = 0; r < 100; ++r) out << r << ",1\n";
+  }
+  SubmitJobRequest request;
+  request.mutable_spec()->mutable_data()->mutable_csv()->set_path(path);
+  auto job = Submit(request);
+  ASSERT_FALSE(job.ok());
+  EXPECT_EQ(job.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(std::string(job.status().message()), HasSubstr("--max_load_s"));
+  std::vector<Job> jobs = List();
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].state(), FAILED);
+  EXPECT_THAT(jobs[0].error(), HasSubstr("slow.csv: loading took longer than its time limit"));
 }
 
 TEST_F(CoordinatorServiceTest, JobWithoutWorkersFailsWithAClearError) {

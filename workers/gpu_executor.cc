@@ -109,10 +109,9 @@ struct JobSession {
 constexpr const char* kExpAvg = "@exp_avg";
 constexpr const char* kExpAvgSq = "@exp_avg_sq";
 
-// LibTorch keys an optimizer's per-parameter state by the tensor's impl.
-std::string StateKey(const torch::Tensor& p) {
-  return c10::guts::to_string(p.unsafeGetTensorImpl());
-}
+// LibTorch 2 keys an optimizer's per-parameter state by the tensor's impl
+// pointer (1.13 keyed it by that pointer's decimal text).
+void* StateKey(const torch::Tensor& p) { return p.unsafeGetTensorImpl(); }
 
 // Adam's and AdamW's state of `p`, or null before its first update.
 template <typename State>
