@@ -2,16 +2,79 @@
 
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/credentials.h"
+#include "grpcpp/support/server_interceptor.h"
 
 namespace hpt {
 
+namespace {
+
+// gRPC's callback server answers a request that does not parse with
+// UNIMPLEMENTED and no message (CallbackUnaryHandler falls back to its
+// UnimplementedUnaryReactor). For a method this process serves, that
+// status can only mean the request did not parse: say so.
+class UnparsedRequestInterceptor : public grpc::experimental::Interceptor {
+ public:
+  explicit UnparsedRequestInterceptor(const char* method) : method_(method) {}
+
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(
+            grpc::experimental::InterceptionHookPoints::PRE_SEND_STATUS)) {
+      const grpc::Status status = methods->GetSendStatus();
+      if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED &&
+          status.error_message().empty()) {
+        methods->ModifySendStatus(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                               RequestDidNotParse(method_)));
+      }
+    }
+    methods->Proceed();
+  }
+
+ private:
+  std::string method_;
+};
+
+class UnparsedRequestFactory : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override {
+    // Only the project's own methods (found in the generated descriptors);
+    // an unknown method stays UNIMPLEMENTED.
+    const std::string method = info->method() != nullptr ? info->method() : "";
+    if (FindMethod(method) == nullptr) return nullptr;
+    return new UnparsedRequestInterceptor(info->method());
+  }
+};
+
+}  // namespace
+
+const google::protobuf::MethodDescriptor* FindMethod(const std::string& path) {
+  // "/package.Service/Method" -> "package.Service.Method"
+  if (path.size() < 2 || path[0] != '/' || path.find('/', 1) == std::string::npos) {
+    return nullptr;
+  }
+  std::string full = path.substr(1);
+  full[full.find('/')] = '.';
+  return google::protobuf::DescriptorPool::generated_pool()->FindMethodByName(full);
+}
+
+std::string RequestDidNotParse(const std::string& path) {
+  const google::protobuf::MethodDescriptor* method = FindMethod(path);
+  return absl::StrCat("the request to ", path, " did not parse as ",
+                      method != nullptr ? method->input_type()->full_name() : "its message",
+                      " (a protobuf of another type, or damaged bytes)");
+}
+
 void ConfigureServerBuilder(grpc::ServerBuilder& builder) {
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
+  creators.push_back(std::make_unique<UnparsedRequestFactory>());
+  builder.experimental().SetInterceptorCreators(std::move(creators));
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "google/protobuf/descriptor.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_context.h"
@@ -21,9 +22,17 @@ inline constexpr int kMaxMessageBytes = 256 << 20;
 inline constexpr int kMaxApiMessageBytes = 4 << 20;
 
 // Turns on grpc.health.v1 and server reflection (process-wide; call before
-// building any server), sets message limits on `builder` and turns port
-// sharing (SO_REUSEPORT) off.
+// building any server), sets message limits on `builder`, turns port
+// sharing (SO_REUSEPORT) off, and makes a request that does not parse
+// INVALID_ARGUMENT with a message (gRPC's callback server would answer
+// UNIMPLEMENTED with none).
 void ConfigureServerBuilder(grpc::ServerBuilder& builder);
+
+// The method a call path ("/hpt.JobService/GetJob") names among the
+// compiled-in protos, or null.
+const google::protobuf::MethodDescriptor* FindMethod(const std::string& path);
+// "the request to PATH did not parse as TYPE (...)".
+std::string RequestDidNotParse(const std::string& path);
 
 // TLS for every server and client of this process (flags --tls_cert,
 // --tls_key, --tls_ca). Off (all empty) by default: plaintext, for the

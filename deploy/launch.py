@@ -113,12 +113,14 @@ def plan(env, bin_dir, run_dir=None, tls_dir=None):
 
 
 def make_pki(tls_dir):
-    """A CA, a certificate it signs for 127.0.0.1 and localhost, and an
-    admin token for this user (kept when they exist)."""
+    """A CA, one certificate it signs for 127.0.0.1, localhost and every
+    compose service name, and an admin token for this user (kept when they
+    exist)."""
     os.makedirs(tls_dir, mode=0o700, exist_ok=True)
     if not os.path.exists(os.path.join(tls_dir, "node.pem")):
         with open(os.path.join(tls_dir, "node.ext"), "w") as f:
-            f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+            names = ",".join(f"DNS:{s}" for s in HPT_SERVICES)
+            f.write(f"subjectAltName=IP:127.0.0.1,DNS:localhost,{names}\n")
         for cmd in (
                 "openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj /CN=hpt-ca "
                 "-keyout ca.key -out ca.pem",
@@ -284,7 +286,7 @@ def up(args, env):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("command", choices=["up", "down", "commands"])
+    parser.add_argument("command", choices=["up", "down", "commands", "pki"])
     parser.add_argument("--dir", default=os.path.join(ROOT, "build-out", "up"))
     parser.add_argument("--bin_dir", default=os.path.join(ROOT, "bazel-bin"))
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -297,7 +299,10 @@ def main():
                         help="override prometheus.yml's scrape interval (e.g. 1s)")
     args = parser.parse_args()
     env = read_env(os.path.join(DEPLOY, "hpt.env"), args.set)
-    if args.command == "down":
+    if args.command == "pki":
+        make_pki(os.path.abspath(args.dir))
+        print(f"certificates and token in {os.path.abspath(args.dir)}")
+    elif args.command == "down":
         down(os.path.abspath(args.dir))
     elif args.command == "commands":
         print(json.dumps(plan(env, args.bin_dir,

@@ -244,21 +244,20 @@ TEST_F(CoordinatorServiceTest, SubmitIsIdempotentPerRequestId) {
   EXPECT_EQ(first->job_id(), second->job_id());
 }
 
-TEST_F(CoordinatorServiceTest, HealthCheckSaysServing) {
-  // grpc.health.v1.Health/Check with an empty request; the reply's field 1
-  // is the enum SERVING (1), i.e. the bytes 08 01.
-  grpc::GenericStub generic(MakeChannel(address_));
+// One unary call with raw request bytes through a generic stub.
+grpc::Status RawCall(const std::string& address, const std::string& method,
+                     const std::string& bytes, std::string* reply) {
+  grpc::GenericStub generic(MakeChannel(address));
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  grpc::ByteBuffer request, response;
-  grpc::Slice empty("", 0);
-  request = grpc::ByteBuffer(&empty, 1);
+  grpc::Slice slice(bytes.data(), bytes.size());
+  grpc::ByteBuffer request(&slice, 1), response;
   std::mutex mu;
   std::condition_variable cv;
   bool done = false;
   grpc::Status status;
-  generic.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(),
-                    &request, &response, [&](grpc::Status s) {
+  generic.UnaryCall(&context, method, grpc::StubOptions(), &request, &response,
+                    [&](grpc::Status s) {
                       std::lock_guard<std::mutex> lock(mu);
                       status = s;
                       done = true;
@@ -266,12 +265,37 @@ TEST_F(CoordinatorServiceTest, HealthCheckSaysServing) {
                     });
   std::unique_lock<std::mutex> lock(mu);
   cv.wait(lock, [&] { return done; });
-  ASSERT_TRUE(status.ok()) << status.error_message();
   std::vector<grpc::Slice> slices;
-  ASSERT_TRUE(response.Dump(&slices).ok());
+  if (status.ok() && response.Dump(&slices).ok()) {
+    for (const auto& s : slices) reply->append(s.begin(), s.end());
+  }
+  return status;
+}
+
+TEST_F(CoordinatorServiceTest, HealthCheckSaysServing) {
+  // grpc.health.v1.Health/Check with an empty request; the reply's field 1
+  // is the enum SERVING (1), i.e. the bytes 08 01.
   std::string bytes;
-  for (const auto& s : slices) bytes += std::string(s.begin(), s.end());
+  grpc::Status status = RawCall(address_, "/grpc.health.v1.Health/Check", "", &bytes);
+  ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(bytes, std::string("\x08\x01", 2));
+}
+
+TEST_F(CoordinatorServiceTest, ARequestThatDoesNotParseIsInvalidArgumentWithAMessage) {
+  // Field 1 as a length-delimited string of 200 bytes, with 3 of them there.
+  std::string reply;
+  grpc::Status status =
+      RawCall(address_, "/hpt.JobService/GetJob", std::string("\x0a\xc8\x01abc", 6), &reply);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(),
+            "the request to /hpt.JobService/GetJob did not parse as hpt.GetJobRequest (a "
+            "protobuf of another type, or damaged bytes)");
+  // A method nobody serves stays UNIMPLEMENTED.
+  status = RawCall(address_, "/hpt.JobService/NoSuchMethod", "", &reply);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  // And the server keeps serving.
+  status = RawCall(address_, "/grpc.health.v1.Health/Check", "", &reply);
+  EXPECT_TRUE(status.ok()) << status.error_message();
 }
 
 }  // namespace

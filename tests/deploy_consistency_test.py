@@ -102,6 +102,33 @@ class DeployConsistencyTest(unittest.TestCase):
             self.assertIn("--tls_ca=/run/x/tls/ca.pem", extra, name)
             self.assertEqual("--tokens_file=/run/x/tls/tokens" in extra, name == "coordinator")
 
+    def test_compose_secure_mode_adds_the_launchers_secure_flags(self):
+        with open(os.path.join(DEPLOY, "docker-compose.secure.yml")) as f:
+            secure = yaml.safe_load(f)
+        self.assertEqual(sorted(secure["services"]), sorted(SERVICES))
+        out = subprocess.run(["/usr/bin/python3", os.path.join(DEPLOY, "launch.py"), "commands",
+                              "--bin_dir=/bin", "--secure", "--dir=/run/x"],
+                             check=True, capture_output=True, text=True)
+        launcher = json.loads(out.stdout)
+        for service in SERVICES:
+            with self.subTest(service=service):
+                svc = secure["services"][service]
+                self.assertEqual(svc["entrypoint"], ["/usr/local/bin/with-tls"])
+                self.assertIn("./tls:/tls:ro", svc["volumes"])
+                # What deploy/with-tls runs, with echo in front of the command.
+                command = self.compose_command(service)
+                ran = subprocess.run([os.path.join(DEPLOY, "with-tls"), "echo"] + command,
+                                     env={"HPT_TLS_DIR": "/run/x/tls", "PATH": "/usr/bin:/bin"},
+                                     check=True, capture_output=True, text=True)
+                added = ran.stdout.split()[len(command):]
+                plain = self.launcher[service]
+                self.assertEqual(added, launcher[service][len(plain):])
+        # The image carries the wrapper in /usr/local/bin.
+        with open(os.path.join(DEPLOY, "Dockerfile")) as f:
+            dockerfile = f.read()
+        self.assertIn("deploy/with-tls /out/", dockerfile)
+        self.assertIn("COPY --from=builder /out/ /usr/local/bin/", dockerfile)
+
     def test_ports_are_the_env_files(self):
         prefixes = {"coordinator": "HPT_COORDINATOR", "worker-gpu": "HPT_GPU",
                     "worker-reram": "HPT_RERAM", "worker-systolic": "HPT_SYSTOLIC"}
