@@ -160,12 +160,12 @@ absl::StatusOr<HybridPlan> PlanHybrid(const ModelConfig& model, const LoraConfig
     for (const char* target : {"q_proj", "k_proj", "v_proj"}) {
       if (absl::Status s = adapt(target, h); !s.ok()) return s;
     }
+    // As the model does (models/st_transformer.cc): attention without
+    // dropout on its weights, dropout on its context.
     list.Systolic(i, SegmentOp::ATTENTION,
                   {projected["q_proj"], projected["k_proj"], projected["v_proj"]},
-                  v + "context", [&](SegmentOp& op) {
-                    op.set_num_heads(model.num_heads());
-                    op.set_dropout(dropout);
-                  });
+                  v + "attention", [&](SegmentOp& op) { op.set_num_heads(model.num_heads()); });
+    list.Systolic(i, SegmentOp::DROPOUT, {v + "attention"}, v + "context", with_dropout(dropout));
     list.Linear(p + "self_attn.o_proj", v + "context", v + "o_proj.base", false, i, d, d);
     if (absl::Status s = adapt("o_proj", v + "context"); !s.ok()) return s;
     list.Systolic(i, SegmentOp::DROPOUT, {projected["o_proj"]}, v + "attn",

@@ -70,13 +70,21 @@ torch::Tensor MultiHeadSelfAttentionImpl::forward(const torch::Tensor& x) {
   torch::Tensor q = split(project("q_proj", q_proj));
   torch::Tensor k = split(project("k_proj", k_proj));
   torch::Tensor v = split(project("v_proj", v_proj));
-  // Scores over token pairs: [batch, heads, tokens, tokens].
-  torch::Tensor scores =
-      torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(head_dim_));
-  torch::Tensor weights = attn_dropout_(torch::softmax(scores, -1));
-  torch::Tensor context = torch::matmul(weights, v)
-                              .transpose(1, 2)
-                              .reshape({batch, tokens, num_heads_ * head_dim_});
+  // Fused attention (flash kernels forward and backward on CPU; flash or
+  // memory-efficient on CUDA): softmax(q k^T / sqrt(head_dim)) v without
+  // materialising the [batch, heads, tokens, tokens] scores. Its dropout
+  // stays 0: a non-zero dropout_p sends the CPU path back to the unfused
+  // math kernels, so the attention dropout acts on the context instead
+  // (same rate, before the output projection).
+  torch::Tensor heads;
+  if (fused_) {
+    heads = at::scaled_dot_product_attention(q, k, v);
+  } else {
+    torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(head_dim_));
+    heads = torch::matmul(torch::softmax(scores, -1), v);
+  }
+  torch::Tensor context = heads.transpose(1, 2).reshape({batch, tokens, num_heads_ * head_dim_});
+  context = attn_dropout_(context);
   torch::Tensor out = o_proj(context);
   auto it = adapters.find("o_proj");
   if (it != adapters.end()) out = out + it->second->forward(context);

@@ -43,6 +43,11 @@ class MultiHeadSelfAttentionImpl : public torch::nn::Module {
                              double dropout);
   torch::Tensor forward(const torch::Tensor& x);
 
+  // Fused attention (at::scaled_dot_product_attention) by default; false:
+  // the unfused matmul + softmax + matmul path, as a reference for tests
+  // and //benchmarks:attention_bench. Same numerics within float error.
+  void set_fused(bool fused) { fused_ = fused; }
+
   // Adds an adapter beside projection `target` (q_proj, k_proj, v_proj or
   // o_proj), registered as "lora_<target>".
   void AddAdapter(const std::string& target, int64_t rank, double alpha,
@@ -57,6 +62,7 @@ class MultiHeadSelfAttentionImpl : public torch::nn::Module {
  private:
   int64_t num_heads_;
   int64_t head_dim_;
+  bool fused_ = true;
   torch::nn::Dropout attn_dropout_{nullptr};
 };
 TORCH_MODULE(MultiHeadSelfAttention);

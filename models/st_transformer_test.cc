@@ -1,5 +1,8 @@
 #include "models/st_transformer.h"
 
+#include <cmath>
+#include <vector>
+
 #include "gtest/gtest.h"
 #include "models/model_config.h"
 
@@ -33,6 +36,36 @@ TEST(SpatioTemporalTransformerTest, AttentionMixesInformationAcrossTokens) {
     EXPECT_GT((y[0][t] - y2[0][t]).abs().max().item<float>(), 1e-5)
         << "token " << t;
   }
+}
+
+TEST(FusedAttentionTest, MatchesTheEagerPathForwardAndBackward) {
+  torch::manual_seed(7);
+  const int64_t heads = 4;
+  MultiHeadSelfAttention fused(64, heads, /*dropout=*/0.0);
+  torch::Tensor x = torch::randn({3, 37, 64}, torch::requires_grad());
+  torch::Tensor y_fused = fused->forward(x);
+  fused->set_fused(false);
+  torch::Tensor y_eager = fused->forward(x);
+  EXPECT_LT((y_fused - y_eager).abs().max().item<float>(), 1e-5);
+
+  torch::Tensor upstream = torch::randn_like(y_fused);
+  auto grads = [&](const torch::Tensor& y) {
+    std::vector<torch::Tensor> inputs = {x, fused->q_proj->weight, fused->k_proj->weight,
+                                         fused->v_proj->weight};
+    return torch::autograd::grad({y}, inputs, {upstream}, /*retain_graph=*/true);
+  };
+  const std::vector<torch::Tensor> g_fused = grads(y_fused), g_eager = grads(y_eager);
+  for (size_t i = 0; i < g_fused.size(); ++i) {
+    EXPECT_LT((g_fused[i] - g_eager[i]).abs().max().item<float>(), 1e-4) << "input " << i;
+    EXPECT_GT(g_fused[i].abs().max().item<float>(), 1e-3) << "input " << i;
+  }
+}
+
+TEST(FusedAttentionTest, TheCpuPicksFlashOnlyWithoutDropoutOnTheWeights) {
+  // at::_fused_sdp_choice: 0 math (unfused), 1 flash (sdp::SDPBackend).
+  torch::Tensor q = torch::randn({2, 4, 37, 16});
+  EXPECT_EQ(at::_fused_sdp_choice(q, q, q), 1);
+  EXPECT_EQ(at::_fused_sdp_choice(q, q, q, {}, /*dropout_p=*/0.1), 0);
 }
 
 TEST(SpatioTemporalTransformerTest, NamedProjectionsExist) {

@@ -82,6 +82,19 @@ std::optional<double> ProductFlops(const std::string& op,
     return 2.0 * double(x[0]) * double(x[1]) * double(x[2]) * double(y[2]) +
            (op == "aten::baddbmm" ? double(x[0]) * double(x[1]) * double(y[2]) : 0.0);
   }
+  // Fused attention (the CPU flash kernel, CUDA's flash, memory-efficient
+  // and cuDNN kernels): one kernel. Forward: q k^T and p v, 4 B H Lq Lk D;
+  // backward (flash recomputes the scores): q k^T again, dV, dP, dQ, dK,
+  // 10 B H Lq Lk D. q, k are [B, H, L, D]; a backward's come after its
+  // output gradient. The composite aten::scaled_dot_product_attention is
+  // not itself a kernel: what it calls is.
+  if (op.rfind("aten::_scaled_dot_product_", 0) == 0) {
+    const bool backward = op.find("_backward") != std::string::npos;
+    const auto q = dims(TensorAt(in, backward ? 1 : 0)), k = dims(TensorAt(in, backward ? 2 : 1));
+    if (q.size() != 4 || k.size() != 4) return 0;
+    const double pairs = double(q[0]) * double(q[1]) * double(q[2]) * double(k[2]) * double(q[3]);
+    return (backward ? 10.0 : 4.0) * pairs;
+  }
   if (op == "aten::mv" || op == "aten::addmv") {
     const auto x = dims(TensorAt(in, op == "aten::mv" ? 0 : 1));
     return x.size() == 2 ? 2.0 * double(x[0]) * double(x[1]) : 0.0;
