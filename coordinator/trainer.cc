@@ -124,6 +124,7 @@ void Trainer::RecordTask(TaskRecord record) {
     d.set_worker(record.worker->address());
   }
   DeviceCost& d = state_.device_costs[it->second];
+  if (d.device().empty()) d.set_device(record.cost.device());
   d.set_tasks(d.tasks() + 1);
   hpt::AddCost(record.cost, d.mutable_cost());
   switch (chain_) {

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -103,6 +104,12 @@ std::string FormatSummary(const Job& job) {
     absl::StrAppendFormat(&out, "  test MSE   %.4f (normalised units)\n",
                           p.test_loss());
   }
+  for (const DeviceCost& d : job.device_costs()) {
+    if (d.kind() == "gpu" && absl::StrContains(d.device(), "CUDA not found")) {
+      absl::StrAppend(&out, "  gpu        CUDA not found: LibTorch ran on the CPU\n");
+      break;
+    }
+  }
   if (job.device_costs_size() > 0) {
     absl::StrAppendFormat(&out, "  devices    %-8s %-22s %6s %10s %12s %12s\n", "kind",
                           "worker", "tasks", "measured", "simulated", "energy");
@@ -110,7 +117,7 @@ std::string FormatSummary(const Job& job) {
       absl::StrAppendFormat(&out, "             %-8s %-22s %6d %9.3fs %11.6fs %10.4g J\n",
                             d.kind(), d.worker(), d.tasks(), d.cost().measured_s(),
                             d.cost().simulated_s(), d.cost().energy_j());
-      std::string counters;
+      std::string counters = d.device().empty() ? "" : absl::StrCat("ran on ", d.device());
       for (const char* name : {"cell_writes", "max_cell_writes", "adc_conversions",
                                "crossbar_activations", "macs", "cycles"}) {
         auto it = d.cost().counters().find(name);

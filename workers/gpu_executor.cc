@@ -137,12 +137,14 @@ struct GpuExecutor::Impl {
   Options options;
   GpuSpec reference;
   torch::Device device{torch::kCPU};
+  std::string device_name;  // device.str(), noting an auto choice without CUDA
 
   // Measured time, and the cost of the kernels the task ran on the
   // reference GPU (devices/gpu/kernel_cost.h).
   void Cost(const std::vector<GpuKernel>& kernels, Clock::time_point start,
             CostReport* cost) {
     cost->set_device_kind("gpu");
+    cost->set_device(device_name);
     cost->set_measured_s(std::chrono::duration<double>(Clock::now() - start).count());
     const GpuStepCost simulated = CostKernels(reference, GpuPrecision::kFp32, kernels);
     cost->set_simulated_s(simulated.time_s);
@@ -198,13 +200,17 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(
           "device '", options.device, "' asked for, but CUDA is not available"));
     }
   }
+  impl->device_name = impl->device.str();
+  if (options.device == "auto" && !impl->device.is_cuda()) {
+    impl->device_name += " (CUDA not found)";
+  }
   if (options.intra_op_threads > 0) {
     torch::set_num_threads(options.intra_op_threads);
   }
   return std::unique_ptr<GpuExecutor>(new GpuExecutor(std::move(impl)));
 }
 
-std::string GpuExecutor::device_name() const { return impl_->device.str(); }
+std::string GpuExecutor::device_name() const { return impl_->device_name; }
 
 absl::StatusOr<LoadParametersResponse> GpuExecutor::Load(
     const LoadParametersHeader& header,
@@ -612,6 +618,7 @@ absl::StatusOr<ApplyUpdateResponse> GpuExecutor::ApplyUpdate(
   JobSession& session = **found;
   ApplyUpdateResponse response;
   response.mutable_cost()->set_device_kind("gpu");
+  response.mutable_cost()->set_device(impl_->device_name);
   if (request.step() <= session.last_applied_step) {
     response.set_applied(false);  // a retry of an update already applied
     return response;

@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
   const int metrics_port = metrics ? metrics->port() : 0;
   std::cout << "hpt_worker kind=" << options.kind << " grpc="
             << (*server)->address() << " metrics_port=" << metrics_port
-            << std::endl;
+            << " device=" << (*server)->device() << std::endl;
   if (absl::Status written = hpt::WritePortFile(absl::GetFlag(FLAGS_port_file),
                                                  (*server)->port(), metrics_port);
       !written.ok()) {

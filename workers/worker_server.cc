@@ -118,6 +118,8 @@ WorkerServer::~WorkerServer() { Shutdown(); }
 int WorkerServer::port() const { return impl_->port; }
 std::string WorkerServer::address() const { return impl_->address; }
 
+std::string WorkerServer::device() const { return impl_->executor->device_name(); }
+
 void WorkerServer::Wait() { impl_->server->Wait(); }
 
 void WorkerServer::Shutdown() {

@@ -44,6 +44,9 @@ class WorkerServer {
 
   int port() const;
   std::string address() const;  // as advertised to the coordinator
+  // What the tasks run on: "cpu", "cuda:0", "cpu (CUDA not found)", or the
+  // simulated device.
+  std::string device() const;
   void Wait();                   // blocks until Shutdown()
   void Shutdown();
 
