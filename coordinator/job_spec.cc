@@ -171,6 +171,11 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
     return Invalid("training.epochs",
                    absl::StrCat("must be in 1..", kMaxEpochs, ", got ", t.epochs()));
   }
+  if (t.eval_batch_size() < 0 || t.eval_batch_size() > kMaxBatch) {
+    return Invalid("training.eval_batch_size",
+                   absl::StrCat("must be in 0..", kMaxBatch, " (0: automatic), got ",
+                                t.eval_batch_size()));
+  }
   if (t.max_test_samples() < 0) {
     return Invalid("training.max_test_samples",
                    absl::StrCat("must not be negative, got ", t.max_test_samples()));

@@ -406,6 +406,18 @@ absl::StatusOr<HostTensor> Trainer::Predict(const HostTensor& x) {
   return FromProto(response.outputs(), "ForwardResponse.outputs");
 }
 
+int64_t EvalBatchSize(const TrainingSpec& training, const ModelConfig& model, int64_t tokens) {
+  if (training.eval_batch_size() > 0) return training.eval_batch_size();
+  // No gradients are kept, so one request may carry many samples; what
+  // bounds it is a layer's activations (samples x tokens rows of d_model,
+  // 4 d_model in the feed-forward) and the attention weights (samples x
+  // heads x tokens^2) that the device workers hold at once.
+  const int64_t t = std::max<int64_t>(1, tokens);
+  const int64_t by_rows = (int64_t{16} << 10) / t;
+  const int64_t by_attention = (int64_t{32} << 20) / (std::max(1, model.num_heads()) * t * t);
+  return std::max<int64_t>(training.batch_size(), std::min(by_rows, by_attention));
+}
+
 absl::Status Trainer::Evaluate() {
   std::vector<int64_t> starts = data_->test_starts();
   if (spec_.training().max_test_samples() > 0 &&
@@ -413,7 +425,7 @@ absl::Status Trainer::Evaluate() {
     starts.resize(spec_.training().max_test_samples());
   }
   if (starts.empty()) return absl::OkStatus();
-  const int64_t batch = spec_.training().batch_size();
+  const int64_t batch = EvalBatchSize(spec_.training(), model_, data_->num_tokens());
   double sum_sq = 0;
   int64_t count = 0;
   QualityAccumulator quality;

@@ -116,6 +116,25 @@ TEST(TrainerTest, StepLrHalvesEachEpoch) {
   EXPECT_DOUBLE_EQ(Trainer::LearningRate(t, 5), 0.01);
 }
 
+TEST(TrainerTest, EvaluationBatchesAreLargeButBounded) {
+  TrainingSpec training;
+  training.set_batch_size(16);
+  ModelConfig model;
+  model.set_num_heads(8);
+  // Wind-like: 8 tokens -> 16384 / 8 = 2048 rows-bound; attention bound
+  // 32 Mi / (8 * 64) = 65536.
+  EXPECT_EQ(EvalBatchSize(training, model, 8), 2048);
+  // swe-like: 323 tokens, 16 heads -> rows 50; attention 33554432 /
+  // (16 * 104329) = 20.
+  model.set_num_heads(16);
+  EXPECT_EQ(EvalBatchSize(training, model, 323), 20);
+  // Never below the training batch, and an explicit size wins.
+  training.set_batch_size(64);
+  EXPECT_EQ(EvalBatchSize(training, model, 323), 64);
+  training.set_eval_batch_size(7);
+  EXPECT_EQ(EvalBatchSize(training, model, 323), 7);
+}
+
 TEST(TrainerTest, ShardsAreAsEvenAsPossible) {
   EXPECT_THAT(Trainer::ShardSizes(5, 2), ElementsAre(3, 2));
   EXPECT_THAT(Trainer::ShardSizes(6, 3), ElementsAre(2, 2, 2));

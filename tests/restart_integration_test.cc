@@ -90,9 +90,12 @@ TEST(RestartTest, JobsKeepTheirIdsAndRunAfterTheCoordinatorIsKilled) {
   auto cancelled = RunCommand(Hptctl(second_ports, "cancel job-000003"));
   EXPECT_EQ(cancelled.exit_code, 0) << cancelled.output;
   auto patient = RunCommand(Hptctl(second_ports, "watch job-000003"));
-  EXPECT_THAT(patient.output, HasSubstr("cancelled"));
+  // (If the pool still counted the dead worker live when the job started,
+  // its first call failed and a recovery line says so; the job itself is
+  // cancelled, not failed.)
+  EXPECT_THAT(patient.output, HasSubstr("(patient): cancelled"));
   EXPECT_THAT(patient.output, Not(HasSubstr("UNAVAILABLE")));
-  EXPECT_THAT(patient.output, Not(HasSubstr("failed")));
+  EXPECT_THAT(patient.output, Not(HasSubstr("): failed")));
   // A cancelled job resumes on request; with a worker back it succeeds.
   auto again = ChildProcess::Start(
       {RunfilePath("workers/hpt_worker"), "--kind=gpu", "--listen=127.0.0.1:0", "--metrics=",
