@@ -136,7 +136,9 @@ class ReramLayer {
   // Quantises `n` values to input_bits; returns the scale.
   double QuantizeInputs(const float* in, int64_t n, std::vector<float>* q) const;
   void ReadCosts(int64_t batch, bool transposed, ReramReport* report) const;
-  void FastRead(const std::vector<float>& xq, int64_t batch, bool transposed,
+  // The calibrated fast path: `out` = scale * (xq W + ADC and read noise),
+  // the scale folded into the GEMM and the noise so no pass is spent on it.
+  void FastRead(const std::vector<float>& xq, int64_t batch, bool transposed, float scale,
                 float* out);
   // Variance (integer-product units) of the bit-exact path's ADC error per
   // output, measured on the first few input vectors.
