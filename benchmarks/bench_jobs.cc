@@ -55,7 +55,8 @@ absl::Status SetRealData(const std::string& dataset, const std::string& dir, Job
 }
 
 absl::StatusOr<BenchRun> RunInProcess(const JobSpec& raw, const std::string& mode,
-                                      const std::string& label, int threads) {
+                                      const std::string& label, int threads,
+                                      std::function<void(const TrainerUpdate&)> observe) {
   JobSpec spec = raw;
   spec.mutable_hpt()->set_mode(mode);
   ASSIGN_OR_RETURN(spec, NormalizeJobSpec(spec));
@@ -78,6 +79,7 @@ absl::StatusOr<BenchRun> RunInProcess(const JobSpec& raw, const std::string& mod
   options.systolic_workers = {&systolic_client};
   int last_epoch = 0;
   options.on_progress = [&](const TrainerUpdate& u) {
+    if (observe) observe(u);
     Job& j = result.job;
     *j.mutable_progress() = u.progress;
     *j.mutable_test_metrics() = u.test_metrics;

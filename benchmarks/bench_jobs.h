@@ -4,9 +4,11 @@
 #ifndef HPT_BENCHMARKS_BENCH_JOBS_H_
 #define HPT_BENCHMARKS_BENCH_JOBS_H_
 
+#include <functional>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "coordinator/trainer.h"
 #include "proto/job_service.pb.h"
 
 namespace hpt {
@@ -25,9 +27,12 @@ struct BenchRun {
 };
 
 // Trains `spec` with hpt.mode `mode` ("full" or "hpt") on CPU; `label`
-// prefixes the per-epoch progress lines on stderr.
-absl::StatusOr<BenchRun> RunInProcess(const JobSpec& spec, const std::string& mode,
-                                      const std::string& label, int threads = 0);
+// prefixes the per-epoch progress lines on stderr. `observe`, if given,
+// sees every progress update (after each step, and after each epoch's
+// evaluation) as it happens.
+absl::StatusOr<BenchRun> RunInProcess(
+    const JobSpec& spec, const std::string& mode, const std::string& label, int threads = 0,
+    std::function<void(const TrainerUpdate&)> observe = nullptr);
 
 }  // namespace hpt
 

@@ -18,6 +18,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "common/large_buffers.h"
 #include "absl/strings/str_cat.h"
 #include "benchmarks/bench_jobs.h"
 
@@ -157,5 +158,6 @@ int Main() {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  hpt::KeepLargeBuffersOnTheHeap();
   return hpt::Main();
 }

@@ -12,6 +12,7 @@
 #include "absl/flags/flag.h"
 #include "common/tls_flags.h"
 #include "absl/flags/parse.h"
+#include "common/large_buffers.h"
 #include "absl/flags/usage.h"
 #include "common/metrics.h"
 #include "common/server_main.h"
@@ -65,6 +66,7 @@ ABSL_FLAG(std::string, port_file, "",
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("HpT worker: runs training tasks for one device.");
   absl::ParseCommandLine(argc, argv);
+  hpt::KeepLargeBuffersOnTheHeap();
   // Only the coordinator and other workers (certificates of the cluster's
   // CA) may call a worker.
   if (absl::Status s = hpt::ApplyTlsFlags(/*require_client_certs=*/true); !s.ok()) {
