@@ -63,25 +63,85 @@ out=$(timeout 600 "${ctl[@]}" submit --name=compose-test --preset=tiny --station
   echo "$out"; "${DC[@]}" logs --tail=50; exit 1; }
 echo "$out" | tail -25
 echo "$out" | grep -q "): succeeded" || { log "the job did not succeed"; exit 1; }
-echo "$out" | grep -q "lora" || { log "the job never reached the LoRA phase"; exit 1; }
 job=$(echo "$out" | grep -o 'job-[0-9]*' | head -1)
+"${ctl[@]}" report "$job" --format=json | grep -q '"phase": "lora"' \
+  || { log "$job never reached the LoRA phase"; exit 1; }
+log "$job switched to LoRA (frozen weights on worker-reram, the rest on worker-systolic)"
 up_s=$((SECONDS - t1))
 
 # Prometheus' HTTP API, from inside the compose network.
 query() {
   "${DC[@]}" exec -T prometheus wget -qO- \
-    "http://localhost:$HPT_PROMETHEUS_PORT/api/v1/query?query=$1"
+    "http://localhost:$HPT_PROMETHEUS_PORT/api/v1/query?query=$1" 2>/dev/null || true
 }
+# The value of a one-sample instant vector ("" when there is none).
+value() { query "$1" | grep -o '"value":\[[^]]*\]' | grep -o '"[0-9.]*"\]$' | tr -d '"]' || true; }
 ok=""
 for _ in $(seq 1 30); do
-  targets=$(query 'count(up==1)' | grep -o '"value":\[[^]]*\]' | grep -o '"[0-9]*"$' | tr -d '"')
-  loss=$(query "count(hpt_job_loss{job_id=\"$job\"})" | grep -o '"value":\[[^]]*\]' || true)
-  phase=$(query "count(hpt_job_phase{job_id=\"$job\"})" | grep -o '"value":\[[^]]*\]' || true)
+  targets=$(value 'count(up==1)')
+  loss=$(value "count(hpt_job_loss{job_id=\"$job\"})")
+  phase=$(value "count(hpt_job_phase{job_id=\"$job\"})")
   if [ "${targets:-0}" = "4" ] && [ -n "$loss" ] && [ -n "$phase" ]; then ok=1; break; fi
   sleep 2
 done
 [ -n "$ok" ] || { log "Prometheus: targets up ${targets:-0}/4, loss series '${loss}', phase series '${phase}'"; exit 1; }
 log "Prometheus scraped all 4 processes; $job's hpt_job_loss and hpt_job_phase series are there"
+# Faults across containers, each on a full-parameter job long enough to be
+# hit mid-way (checkpoints every 20 steps).
+container() { "${DC[@]}" ps -q "$1"; }
+step_of() {
+  "${ctl[@]}" status "$1" --format=json 2>/dev/null | grep -o '"step": "\?[0-9]*' | head -1 \
+    | grep -o '[0-9]*$' || echo 0
+}
+long_job() {
+  "${ctl[@]}" submit --name="$1" --preset=tiny --stations=16 --time_steps=4096 --epochs=3 \
+    --batch_size=16 --mode=full --checkpoint_every=20 | grep -o 'job-[0-9]*' | head -1
+}
+wait_for_step() {
+  for _ in $(seq 1 600); do
+    [ "$(step_of "$1")" -ge "$2" ] && return 0
+    sleep 0.2
+  done
+  return 1
+}
+# Watches JOB to its end (10 min at most); prints its summary.
+finish() { timeout 600 "${ctl[@]}" watch "$1" 2>&1 | tail -14; }
+fault_report() {  # NAME JOB FAULT_TIME SUMMARY
+  echo "$4" | grep -q "): succeeded" || { echo "$4"; log "fault '$1': $2 did not succeed"; exit 1; }
+  log "fault '$1': $2 succeeded $(( $(date +%s) - $3 ))s after the fault; $(echo "$4" | grep -m1 'recovery' | sed 's/^ *//')"
+}
+
+job=$(long_job kill-worker)
+wait_for_step "$job" 30
+fault=$(date +%s)
+docker kill "$(container worker-gpu)" >/dev/null
+"${DC[@]}" up -d --no-build worker-gpu >/dev/null 2>&1   # a fresh GPU worker
+fault_report "docker kill worker-gpu" "$job" "$fault" "$(finish "$job")"
+
+job=$(long_job disconnect)
+wait_for_step "$job" 30
+network=$(docker inspect -f '{{range $k, $v := .NetworkSettings.Networks}}{{$k}}{{end}}' "$(container worker-gpu)")
+fault=$(date +%s)
+docker network disconnect "$network" "$(container worker-gpu)"
+sleep 10
+docker network connect --alias worker-gpu "$network" "$(container worker-gpu)"
+summary=$(finish "$job")
+if echo "$summary" | grep -q "): succeeded"; then
+  fault_report "worker-gpu off the network for 10 s" "$job" "$fault" "$summary"
+elif echo "$summary" | grep -q "): failed" && echo "$summary" | grep -q "worker-gpu"; then
+  log "fault 'worker-gpu off the network for 10 s': $job failed naming the worker, $(( $(date +%s) - fault ))s after the fault"
+else
+  echo "$summary"; log "fault 'network': $job neither recovered nor failed naming worker-gpu"; exit 1
+fi
+
+job=$(long_job restart-coordinator)
+wait_for_step "$job" 30
+fault=$(date +%s)
+docker kill "$(container coordinator)" >/dev/null
+"${DC[@]}" up -d --no-build coordinator >/dev/null 2>&1
+for _ in $(seq 1 120); do "${ctl[@]}" list >/dev/null 2>&1 && break; sleep 1; done
+fault_report "coordinator killed and started again on its state volume" "$job" "$fault" "$(finish "$job")"
+
 "${DC[@]}" down -v >/dev/null 2>&1
 trap - EXIT
 log "passed: images ${build_s}s, up to succeeded ${up_s}s, ${SECONDS}s in all"
