@@ -14,6 +14,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "common/large_buffers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "coordinator/grpc_worker_client.h"
@@ -158,6 +159,7 @@ int Main() {
 }  // namespace hpt
 
 int main(int argc, char** argv) {
+  hpt::UsePassiveOpenMpWaits(argv);
   absl::ParseCommandLine(argc, argv);
   return hpt::Main();
 }

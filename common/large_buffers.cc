@@ -1,6 +1,9 @@
 #include "common/large_buffers.h"
 
 #include <malloc.h>
+#include <unistd.h>
+
+#include <cstdlib>
 
 namespace hpt {
 
@@ -10,6 +13,13 @@ void KeepLargeBuffersOnTheHeap() {
   // block comes from the heap, and the heap is trimmed only past 1 GiB free.
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
+
+void UsePassiveOpenMpWaits(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
+  setenv("OMP_WAIT_POLICY", "passive", 1);
+  execv("/proc/self/exe", argv);
+  // Could not re-execute: go on with the default policy.
 }
 
 }  // namespace hpt

@@ -13,6 +13,15 @@ namespace hpt {
 // buffers are reused, not unmapped.
 void KeepLargeBuffersOnTheHeap();
 
+// LibTorch's OpenMP threads spin after each parallel region by default.
+// With a coordinator and workers sharing a machine's cores, those spins
+// take the cores the other processes' work needs: measured here, a wind
+// step through the coordinator and a worker took 1.86x a single-process
+// step with spinning, 0.95x with OMP_WAIT_POLICY=passive. libgomp reads
+// the variable when it loads, before main, so this re-executes the program
+// with it set (once; a value the user set is kept). Call first in main.
+void UsePassiveOpenMpWaits(char** argv);
+
 }  // namespace hpt
 
 #endif  // HPT_COMMON_LARGE_BUFFERS_H_

@@ -6,6 +6,7 @@
 #include "absl/flags/flag.h"
 #include "common/tls_flags.h"
 #include "absl/flags/parse.h"
+#include "common/large_buffers.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_split.h"
 #include "common/metrics.h"
@@ -49,6 +50,7 @@ ABSL_FLAG(std::string, port_file, "",
           "Write 'grpc=PORT metrics=PORT' here once serving.");
 
 int main(int argc, char** argv) {
+  hpt::UsePassiveOpenMpWaits(argv);
   absl::SetProgramUsageMessage("HpT coordinator: schedules training jobs.");
   absl::ParseCommandLine(argc, argv);
   // Workers and the coordinator prove themselves with certificates; users
