@@ -5,8 +5,9 @@
 # with docker-compose, trains a tiny HpT job through the phase switch from
 # the host with hptctl through the published port, checks through
 # Prometheus' HTTP API inside the compose network that all four processes
-# were scraped and the job's loss and phase series arrived, and tears the
-# stack down (docker-compose down -v). Prints timings; exits non-zero on
+# were scraped and the job's loss and phase series arrived, injects three
+# faults across containers, runs a job in secure mode (TLS and tokens), and
+# tears the stack down (docker-compose down -v). Prints timings; exits non-zero on
 # any failure. Without a Docker engine it prints one line and exits 3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -142,6 +143,23 @@ docker kill "$(container coordinator)" >/dev/null
 for _ in $(seq 1 120); do "${ctl[@]}" list >/dev/null 2>&1 && break; sleep 1; done
 fault_report "coordinator killed and started again on its state volume" "$job" "$fault" "$(finish "$job")"
 
+"${DC[@]}" down -v >/dev/null 2>&1
+
+# Secure mode, as the README gives it: mutual TLS between the containers,
+# tokens on the JobService.
+/usr/bin/python3 deploy/launch.py pki --dir=deploy/tls >/dev/null
+DC=("${DC[@]}" -f deploy/docker-compose.secure.yml)
+"${DC[@]}" up -d --no-build >/dev/null 2>&1 || { "${DC[@]}" up -d --no-build; exit 1; }
+secure=("${ctl[@]}" --tls_ca=deploy/tls/ca.pem --token_file=deploy/tls/token)
+for _ in $(seq 1 120); do "${secure[@]}" list >/dev/null 2>&1 && break; sleep 1; done
+out=$(timeout 600 "${secure[@]}" submit --name=compose-secure --preset=tiny --stations=16 \
+  --time_steps=512 --epochs=3 --hpt_window_steps=5 --loss_threshold=0.5 --weight_threshold=0.5 \
+  --lora_rank=4 --watch 2>&1) || { echo "$out"; exit 1; }
+echo "$out" | grep -q "): succeeded" || { echo "$out"; log "secure mode: the job did not succeed"; exit 1; }
+if "${ctl[@]}" --tls_ca=deploy/tls/ca.pem list >/dev/null 2>&1; then
+  log "secure mode: a call without a token was accepted"; exit 1
+fi
+log "secure mode: a job succeeded over mutual TLS with a token; no token was refused"
 "${DC[@]}" down -v >/dev/null 2>&1
 trap - EXIT
 log "passed: images ${build_s}s, up to succeeded ${up_s}s, ${SECONDS}s in all"
