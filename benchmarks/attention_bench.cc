@@ -21,6 +21,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "benchmarks/median_time.h"
 #include "models/model_config.h"
 #include "models/st_transformer.h"
 
@@ -32,22 +33,14 @@ ABSL_FLAG(std::string, device, "cpu", "cpu or cuda:N.");
 
 namespace {
 
+// Median of `repeats` timed calls; a CUDA device is synchronised inside
+// each, so queued kernels count.
 template <typename Fn>
 double MedianSeconds(int repeats, const torch::Device& device, Fn fn) {
-  auto sync = [&] {
-    if (device.is_cuda()) torch::cuda::synchronize(device.index());
-  };
-  fn();  // warm up
-  sync();
-  std::vector<double> t;
-  for (int i = 0; i < repeats; ++i) {
-    const auto start = std::chrono::steady_clock::now();
+  return hpt::MedianSeconds(repeats, [&] {
     fn();
-    sync();
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+    if (device.is_cuda()) torch::cuda::synchronize(device.index());
+  });
 }
 
 }  // namespace

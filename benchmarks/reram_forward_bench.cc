@@ -12,6 +12,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "benchmarks/median_time.h"
 #include "devices/reram/reram_layer.h"
 
 ABSL_FLAG(int, rows, 928, "Input rows.");
@@ -19,22 +20,7 @@ ABSL_FLAG(int, features, 512, "Layer size (square).");
 ABSL_FLAG(int, repeats, 20, "Timed repetitions (median reported).");
 ABSL_FLAG(int, exact_repeats, 2, "Timed repetitions of the bit-exact mode.");
 
-namespace {
-
-template <typename Fn>
-double MedianSeconds(int repeats, Fn fn) {
-  fn();  // warm up
-  std::vector<double> t;
-  for (int i = 0; i < repeats; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    fn();
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-}  // namespace
+using hpt::MedianSeconds;
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);

@@ -2,35 +2,22 @@
 
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/test_util.h"
 
 namespace hpt {
 namespace {
 
 // The local addresses (hex, as the kernel prints them) of the listening
-// TCP sockets on `port`, from /proc/net/tcp and /proc/net/tcp6.
+// TCP sockets on `port`.
 std::vector<std::string> ListenersOn(int port) {
   std::vector<std::string> found;
-  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
-    std::ifstream in(table);
-    std::string line;
-    std::getline(in, line);  // header
-    while (std::getline(in, line)) {
-      std::istringstream fields(line);
-      std::string slot, local, remote, state;
-      fields >> slot >> local >> remote >> state;
-      const size_t colon = local.rfind(':');
-      if (state != "0A" || colon == std::string::npos) continue;  // 0A: LISTEN
-      if (std::stoi(local.substr(colon + 1), nullptr, 16) == port) {
-        found.push_back(local.substr(0, colon));
-      }
-    }
+  for (const testing::Listener& l : testing::Listeners()) {
+    if (l.port == port) found.push_back(l.address);
   }
   return found;
 }

@@ -158,6 +158,26 @@ absl::StatusOr<std::string> HttpGet(int port, const std::string& path) {
   return response.substr(body + 4);
 }
 
+std::vector<Listener> Listeners() {
+  std::vector<Listener> out;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+      fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >>
+          timeout >> inode;
+      const size_t colon = local.rfind(':');
+      if (state != "0A" || colon == std::string::npos) continue;  // 0A: LISTEN
+      out.push_back({local.substr(0, colon),
+                     int(std::strtol(local.substr(colon + 1).c_str(), nullptr, 16)), inode});
+    }
+  }
+  return out;
+}
+
 std::vector<int> ListeningPorts(pid_t pid) {
   // The inodes of the process's sockets.
   std::set<std::string> inodes;
@@ -175,18 +195,8 @@ std::vector<int> ListeningPorts(pid_t pid) {
     closedir(d);
   }
   std::set<int> ports;
-  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
-    std::ifstream in(table);
-    std::string line;
-    std::getline(in, line);  // header
-    while (std::getline(in, line)) {
-      std::istringstream fields(line);
-      std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
-      fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >>
-          timeout >> inode;
-      if (state != "0A" || inodes.count(inode) == 0) continue;  // 0A: LISTEN
-      ports.insert(int(std::strtol(local.substr(local.find(':') + 1).c_str(), nullptr, 16)));
-    }
+  for (const Listener& l : Listeners()) {
+    if (inodes.count(l.inode) > 0) ports.insert(l.port);
   }
   return std::vector<int>(ports.begin(), ports.end());
 }

@@ -62,6 +62,16 @@ std::string MakeTempDir(const std::string& name);
 // HTTP GET of http://127.0.0.1:port/path; the body, or an error.
 absl::StatusOr<std::string> HttpGet(int port, const std::string& path);
 
+// A listening TCP socket of this machine: its local address as the kernel
+// prints it (hex; 0100007F is 127.0.0.1), port and socket inode.
+struct Listener {
+  std::string address;
+  int port = 0;
+  std::string inode;
+};
+// Every listening socket in /proc/net/tcp and /proc/net/tcp6.
+std::vector<Listener> Listeners();
+
 // TCP ports process `pid` listens on (IPv4 and IPv6), from its socket fds
 // and /proc/net/tcp{,6}; sorted.
 std::vector<int> ListeningPorts(pid_t pid);
