@@ -21,7 +21,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "common/large_buffers.h"
+#include "common/process_setup.h"
 #include "benchmarks/bench_jobs.h"
 #include "coordinator/trainer.h"
 

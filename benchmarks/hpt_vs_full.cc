@@ -18,7 +18,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "common/large_buffers.h"
+#include "common/process_setup.h"
 #include "absl/strings/str_cat.h"
 #include "benchmarks/bench_jobs.h"
 

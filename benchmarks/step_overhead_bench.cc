@@ -14,7 +14,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "common/large_buffers.h"
+#include "common/process_setup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "coordinator/grpc_worker_client.h"

@@ -6,7 +6,7 @@
 #include "absl/flags/flag.h"
 #include "common/tls_flags.h"
 #include "absl/flags/parse.h"
-#include "common/large_buffers.h"
+#include "common/process_setup.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_split.h"
 #include "common/metrics.h"

@@ -70,12 +70,12 @@ struct TrainerUpdate {
   HptStatus hpt;
 };
 
-// The trained model, LoRA merged (model_export.h).
 // Samples per evaluation request: training.eval_batch_size, or when 0 as
 // many as keep a request near 16 Ki token rows and 32 Mi attention weights
 // (never fewer than batch_size).
 int64_t EvalBatchSize(const TrainingSpec& training, const ModelConfig& model, int64_t tokens);
 
+// The trained model, LoRA merged (model_export.h).
 struct TrainedModel {
   ModelConfig config;
   std::map<std::string, HostTensor> parameters;

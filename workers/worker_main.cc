@@ -12,7 +12,7 @@
 #include "absl/flags/flag.h"
 #include "common/tls_flags.h"
 #include "absl/flags/parse.h"
-#include "common/large_buffers.h"
+#include "common/process_setup.h"
 #include "absl/flags/usage.h"
 #include "common/metrics.h"
 #include "common/server_main.h"

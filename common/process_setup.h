@@ -1,3 +1,6 @@
+// Process-wide settings the service's binaries make first in main: the heap
+// policy for large buffers and OpenMP's wait policy.
+//
 // The device models and the trainer allocate and free tensors of tens of
 // megabytes per task. glibc serves each from a fresh mmap (its dynamic
 // threshold stops at 32 MiB) and returns it with munmap, so every task

@@ -1,4 +1,4 @@
-#include "common/large_buffers.h"
+#include "common/process_setup.h"
 
 #include <malloc.h>
 #include <unistd.h>
