@@ -4,18 +4,25 @@
 //   - torch::cuda::is_available() says whether this machine has one (the
 //     NVIDIA driver's /dev/nvidiactl), false on CI;
 //   - with a GPU, a job runs end to end on a worker with --device=cuda:0.
-//     Without one that test is skipped and reported as not run.
+//     Without one that test is skipped and reported as not run;
+//   - with a GPU, a data-parallel group on CUDA tensors is NCCL's, and its
+//     collectives run (not run without a GPU, likewise).
 #include <torch/torch.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "coordinator/rendezvous_store.h"
+#include "models/model_config.h"
 #include "tests/test_util.h"
+#include "workers/gpu_executor.h"
 
 namespace hpt {
 namespace {
@@ -37,7 +44,9 @@ TEST(CudaSupportTest, LibTorchsCudaLibrariesAreLoaded) {
 
 TEST(CudaSupportTest, CudaIsAvailableExactlyWhereAGpuIs) {
   EXPECT_EQ(torch::cuda::is_available(), MachineHasNvidiaGpu());
-  if (!torch::cuda::is_available()) EXPECT_EQ(torch::cuda::device_count(), 0);
+  if (!torch::cuda::is_available()) {
+    EXPECT_EQ(torch::cuda::device_count(), 0);
+  }
 }
 
 TEST(CudaSmokeTest, AJobRunsEndToEndOnCuda0) {
@@ -68,6 +77,61 @@ TEST(CudaSmokeTest, AJobRunsEndToEndOnCuda0) {
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_THAT(result.output, HasSubstr("): succeeded"));
   EXPECT_THAT(result.output, HasSubstr("cuda:0"));
+}
+
+TEST(CudaSmokeTest, DataParallelGroupOnCudaIsNccl) {
+  if (!torch::cuda::is_available()) {
+    GTEST_SKIP() << "not run: no CUDA device on this machine";
+  }
+  // One rank per GPU (NCCL refuses two ranks on one device): two ranks
+  // where the machine has two GPUs, else a group of one.
+  const int world = torch::cuda::device_count() >= 2 ? 2 : 1;
+  auto store = RendezvousStore::Start("127.0.0.1");
+  ASSERT_TRUE(store.ok()) << store.status();
+  std::vector<std::unique_ptr<GpuExecutor>> ranks;
+  for (int rank = 0; rank < world; ++rank) {
+    GpuExecutor::Options options;
+    options.device = absl::StrCat("cuda:", rank);
+    auto executor = GpuExecutor::Create(options);
+    ASSERT_TRUE(executor.ok()) << executor.status();
+    LoadParametersHeader header;
+    header.set_job_id("nccl");
+    *header.mutable_model() = *PresetModelConfig("tiny");
+    header.mutable_model()->set_input_features(8);
+    header.mutable_model()->set_output_features(1);
+    // Different seeds: JoinGroup's broadcast must make rank 1 equal rank 0.
+    header.set_init_seed(7 + rank);
+    ASSERT_TRUE((*executor)->Load(header, {}).ok());
+    ranks.push_back(std::move(*executor));
+  }
+  std::vector<std::thread> threads;
+  std::vector<absl::Status> joined(world);
+  for (int rank = 0; rank < world; ++rank) {
+    threads.emplace_back([&, rank] {
+      JoinGroupRequest j;
+      j.set_job_id("nccl");
+      j.set_rank(rank);
+      j.set_world_size(world);
+      j.set_store_host("127.0.0.1");
+      j.set_store_port((*store)->port());
+      j.set_store_prefix("cuda-test/");
+      joined[rank] = ranks[rank]->JoinGroup(j);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int rank = 0; rank < world; ++rank) {
+    ASSERT_TRUE(joined[rank].ok()) << joined[rank];
+    EXPECT_EQ(ranks[rank]->CollectiveBackend("nccl"), "nccl");
+  }
+  if (world == 2) {
+    auto a = ranks[0]->Snapshot("nccl", 1 << 20);
+    auto b = ranks[1]->Snapshot("nccl", 1 << 20);
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_EQ(a->size(), b->size());
+    for (size_t i = 0; i < a->size(); ++i) {
+      EXPECT_EQ((*a)[i].data(), (*b)[i].data()) << "chunk " << i << " differs after broadcast";
+    }
+  }
 }
 
 }  // namespace

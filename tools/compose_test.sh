@@ -29,22 +29,34 @@ fi
 HPT_VENV=${HPT_VENV:-$HOME/.cache/hpt/venv}
 PROJECT=hpt-test
 DC=("${COMPOSE[@]}" -p "$PROJECT" --env-file deploy/hpt.env -f deploy/docker-compose.yml)
+# The GPU override resolves (its reservation lands on worker-gpu), and is
+# used where the engine has the NVIDIA runtime.
+"${DC[@]}" -f deploy/docker-compose.gpu.yml config | grep -q "driver: nvidia" \
+  || { log "deploy/docker-compose.gpu.yml does not resolve to a GPU reservation"; exit 1; }
+if docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q nvidia; then
+  DC+=(-f deploy/docker-compose.gpu.yml)
+  log "the engine has the NVIDIA runtime: worker-gpu gets a GPU (deploy/docker-compose.gpu.yml)"
+fi
 set -a; . deploy/hpt.env; set +a
 
 cleanup() { "${DC[@]}" down -v >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 
 t0=$SECONDS
-tools/debian_base_image.sh debian:12
-site=$("$HPT_VENV/bin/python3" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
-stage=$ROOT/build-out/image
-rm -rf "$stage" && mkdir -p "$stage/bin" "$stage/site/torch"
-cp bazel-bin/coordinator/hpt_coordinator bazel-bin/workers/hpt_worker bazel-bin/hptctl/hptctl \
-  deploy/with-tls "$stage/bin/"
-cp -al "$site/torch/lib" "$stage/site/torch/lib" 2>/dev/null || cp -a "$site/torch/lib" "$stage/site/torch/lib"
-cp -al "$site/nvidia" "$stage/site/nvidia" 2>/dev/null || cp -a "$site/nvidia" "$stage/site/nvidia"
-find "$stage/site/nvidia" -name include -type d -prune -exec rm -rf {} +
-docker build -q -t hpt:latest --build-arg SITE="$site" -f deploy/Dockerfile.runtime "$stage" >/dev/null
+if [ "${1:-}" = --from-source ]; then
+  tools/build_image.sh hpt:latest
+else
+  tools/debian_base_image.sh debian:12
+  site=$("$HPT_VENV/bin/python3" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+  stage=$ROOT/build-out/image
+  rm -rf "$stage" && mkdir -p "$stage/bin" "$stage/site/torch"
+  cp bazel-bin/coordinator/hpt_coordinator bazel-bin/workers/hpt_worker bazel-bin/hptctl/hptctl \
+    deploy/with-tls "$stage/bin/"
+  cp -al "$site/torch/lib" "$stage/site/torch/lib" 2>/dev/null || cp -a "$site/torch/lib" "$stage/site/torch/lib"
+  cp -al "$site/nvidia" "$stage/site/nvidia" 2>/dev/null || cp -a "$site/nvidia" "$stage/site/nvidia"
+  find "$stage/site/nvidia" \( -name include -o -name __pycache__ \) -type d -prune -exec rm -rf {} +
+  docker build -q -t hpt:latest --build-arg SITE="$site" -f deploy/Dockerfile.runtime "$stage" >/dev/null
+fi
 docker build -q -t hpt-prometheus:latest -f deploy/Dockerfile.prometheus deploy >/dev/null
 build_s=$((SECONDS - t0))
 log "images built in ${build_s}s: $(docker image inspect -f '{{.Size}}' hpt:latest | awk '{printf "hpt %.2f GB", $1/1e9}'),\

@@ -19,6 +19,7 @@
 #include "common/tensor_codec.h"
 #include "devices/gpu/kernel_cost.h"
 #include "workers/kernel_recorder.h"
+#include "workers/nccl_group.h"
 #include "devices/gpu/roofline.h"
 #include "models/model_config.h"
 #include "models/model_flops.h"
@@ -101,7 +102,8 @@ struct JobSession {
   // Attention projection weights at the job's first load: the reference of
   // an auto LoRA rank ("the change since training began").
   std::map<std::string, torch::Tensor> initial;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
+  // The data-parallel group: NCCL when the model is on CUDA, Gloo on CPU.
+  c10::intrusive_ptr<c10d::Backend> group;
   uint64_t seed = 0;  // init_seed: with the step, seeds each step's dropout
 };
 
@@ -424,13 +426,19 @@ absl::Status GpuExecutor::JoinGroup(const JoinGroupRequest& request) {
                                                      store_options);
     auto prefixed =
         c10::make_intrusive<c10d::PrefixStore>(request.store_prefix(), store);
-    auto options = c10d::ProcessGroupGloo::Options::create(
-        std::chrono::milliseconds(static_cast<int64_t>(
-            1000 * (request.collective_timeout_s() > 0 ? request.collective_timeout_s() : 15))));
-    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(
-        impl_->options.gloo_host));
-    (*session)->group = c10::make_intrusive<c10d::ProcessGroupGloo>(
-        prefixed, request.rank(), request.world_size(), options);
+    const std::chrono::milliseconds collective_timeout(static_cast<int64_t>(
+        1000 * (request.collective_timeout_s() > 0 ? request.collective_timeout_s() : 15)));
+    if (impl_->device.is_cuda()) {
+      (*session)->group = MakeNcclGroup(prefixed, request.rank(), request.world_size(),
+                                        impl_->device.has_index() ? impl_->device.index() : 0,
+                                        collective_timeout);
+    } else {
+      auto options = c10d::ProcessGroupGloo::Options::create(collective_timeout);
+      options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(
+          impl_->options.gloo_host));
+      (*session)->group = c10::make_intrusive<c10d::ProcessGroupGloo>(
+          prefixed, request.rank(), request.world_size(), options);
+    }
     // Start from rank 0's parameters so every replica is identical.
     std::vector<torch::Tensor> params;
     for (const auto& p : (*session)->model->parameters()) {
@@ -442,6 +450,13 @@ absl::Status GpuExecutor::JoinGroup(const JoinGroupRequest& request) {
     }
     return absl::OkStatus();
   });
+}
+
+std::string GpuExecutor::CollectiveBackend(const std::string& job_id) const {
+  absl::MutexLock lock(&impl_->mu);
+  auto it = impl_->jobs.find(job_id);
+  if (it == impl_->jobs.end() || !it->second->group) return "";
+  return it->second->group->getBackendName();
 }
 
 absl::StatusOr<ForwardResponse> GpuExecutor::Forward(

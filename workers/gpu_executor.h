@@ -51,7 +51,8 @@ class GpuExecutor : public TaskExecutor {
   struct Options {
     // "auto" (cuda:0 when available, else cpu), "cpu", or "cuda:N".
     std::string device = "auto";
-    // Address Gloo binds for collectives; the worker's host.
+    // Address Gloo binds for collectives on CPU; the worker's host (NCCL
+    // finds its own interfaces).
     std::string gloo_host = "127.0.0.1";
     // LibTorch intra-op threads; 0 keeps LibTorch's default.
     int intra_op_threads = 0;
@@ -71,7 +72,12 @@ class GpuExecutor : public TaskExecutor {
   absl::StatusOr<LoadParametersResponse> Load(
       const LoadParametersHeader& header,
       std::map<std::string, HostTensor> parameters) override;
+  // Joins the job's data-parallel group through the c10d store named in
+  // `request`: NCCL when this worker's device is CUDA, Gloo on CPU.
   absl::Status JoinGroup(const JoinGroupRequest& request) override;
+  // The c10d backend of the job's group ("nccl" or "gloo"), or "" when the
+  // job has none.
+  std::string CollectiveBackend(const std::string& job_id) const;
   absl::StatusOr<ForwardResponse> Forward(const ForwardRequest& request) override;
   absl::StatusOr<BackwardResponse> Backward(const BackwardRequest& request) override;
   absl::StatusOr<ApplyUpdateResponse> ApplyUpdate(

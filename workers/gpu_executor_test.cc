@@ -292,6 +292,9 @@ TEST(GpuExecutorGlooTest, TwoRanksEqualOneWorkerOnCombinedBatch) {
   for (auto& t : threads) t.join();
   ASSERT_TRUE(join_status[0].ok()) << join_status[0];
   ASSERT_TRUE(join_status[1].ok()) << join_status[1];
+  // On CPU the group is Gloo's (NCCL is for CUDA tensors).
+  EXPECT_EQ(ranks[0]->CollectiveBackend("dp"), "gloo");
+  EXPECT_EQ(single->CollectiveBackend("s"), "");
 
   auto expected = Params(*single, "s");
   // Float tolerance: the sum of two weighted shard gradients rounds

@@ -38,6 +38,19 @@ def _impl(ctx):
         if entry.basename not in ("google", "pybind11"):
             ctx.symlink(entry, "include/" + entry.basename)
 
+    # The CUDA runtime's and NCCL's headers (nvidia-cuda-runtime and
+    # nvidia-nccl wheels), for the one translation unit that makes an NCCL
+    # process group.
+    cuda_include = ""
+    for name in ("cu13", "cuda_runtime"):
+        if ctx.path("%s/nvidia/%s/include/cuda_runtime_api.h" % (site, name)).exists:
+            cuda_include = "%s/nvidia/%s/include" % (site, name)
+            break
+    if not cuda_include or not ctx.path(site + "/nvidia/nccl/include/nccl.h").exists:
+        fail("%s has no CUDA runtime or NCCL headers: run ./hpt setup" % site)
+    ctx.symlink(cuda_include, "cuda_include")
+    ctx.symlink(site + "/nvidia/nccl/include", "nccl_include")
+
     # Every nvidia-* wheel's library folder, for the rpath.
     listed = ctx.execute(["/bin/sh", "-c", "ls -d '%s'/nvidia/*/lib 2>/dev/null | sort" % site])
     nvidia = [d for d in listed.stdout.strip().split("\n") if d]
@@ -61,6 +74,13 @@ cc_library(
     includes = ["include", "include/torch/csrc/api/include"],
     defines = ["USE_C10D_GLOO"],
     linkopts = {linkopts},
+)
+
+cc_library(
+    name = "torch_cuda_headers",
+    hdrs = glob(["cuda_include/**", "nccl_include/**"]),
+    includes = ["cuda_include", "nccl_include"],
+    deps = [":torch"],
 )
 """.format(venv = venv, linkopts = repr(linkopts)))
     ctx.file("WORKSPACE", "workspace(name = \"%s\")\n" % ctx.name)

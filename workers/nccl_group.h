@@ -1,0 +1,23 @@
+// The NCCL backend of a data-parallel group whose tensors live on a CUDA
+// device. Kept in its own translation unit: it is the only one that needs
+// the CUDA and NCCL headers (from the nvidia-* wheels) and USE_C10D_NCCL.
+#ifndef HPT_WORKERS_NCCL_GROUP_H_
+#define HPT_WORKERS_NCCL_GROUP_H_
+
+#include <chrono>
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+namespace hpt {
+
+// A ProcessGroupNCCL of `size` ranks bound to CUDA device `device_index`,
+// rendezvousing through `store`; collectives fail after `timeout`. Throws
+// c10::Error as c10d does (the caller's guard turns it into a status).
+c10::intrusive_ptr<c10d::Backend> MakeNcclGroup(
+    const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+    int device_index, std::chrono::milliseconds timeout);
+
+}  // namespace hpt
+
+#endif  // HPT_WORKERS_NCCL_GROUP_H_
