@@ -68,7 +68,7 @@ void Print(const char* label, const Totals& t) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  hpt::UsePassiveOpenMpWaits(argv);
+  hpt::UsePassiveThreadWaits(argv);
   absl::ParseCommandLine(argc, argv);
   hpt::KeepLargeBuffersOnTheHeap();
   hpt::JobSpec spec;

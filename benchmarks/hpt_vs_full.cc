@@ -157,7 +157,7 @@ int Main() {
 }  // namespace hpt
 
 int main(int argc, char** argv) {
-  hpt::UsePassiveOpenMpWaits(argv);
+  hpt::UsePassiveThreadWaits(argv);
   absl::ParseCommandLine(argc, argv);
   hpt::KeepLargeBuffersOnTheHeap();
   return hpt::Main();

@@ -159,7 +159,7 @@ int Main() {
 }  // namespace hpt
 
 int main(int argc, char** argv) {
-  hpt::UsePassiveOpenMpWaits(argv);
+  hpt::UsePassiveThreadWaits(argv);
   absl::ParseCommandLine(argc, argv);
   return hpt::Main();
 }

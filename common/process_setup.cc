@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <utility>
 
 namespace hpt {
 
@@ -15,11 +16,17 @@ void KeepLargeBuffersOnTheHeap() {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
-void UsePassiveOpenMpWaits(char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
-  setenv("OMP_WAIT_POLICY", "passive", 1);
+void UsePassiveThreadWaits(char** argv) {
+  bool changed = false;
+  for (const auto& [name, value] : {std::pair<const char*, const char*>{"OMP_WAIT_POLICY", "passive"},
+                                    {"OPENBLAS_THREAD_TIMEOUT", "4"}}) {
+    if (std::getenv(name) != nullptr) continue;
+    setenv(name, value, 1);
+    changed = true;
+  }
+  if (!changed) return;
   execv("/proc/self/exe", argv);
-  // Could not re-execute: go on with the default policy.
+  // Could not re-execute: go on with the default policies.
 }
 
 }  // namespace hpt

@@ -1,5 +1,5 @@
 // Process-wide settings the service's binaries make first in main: the heap
-// policy for large buffers and OpenMP's wait policy.
+// policy for large buffers and how idle compute threads wait.
 //
 // The device models and the trainer allocate and free tensors of tens of
 // megabytes per task. glibc serves each from a fresh mmap (its dynamic
@@ -20,10 +20,14 @@ void KeepLargeBuffersOnTheHeap();
 // With a coordinator and workers sharing a machine's cores, those spins
 // take the cores the other processes' work needs: measured here, a wind
 // step through the coordinator and a worker took 1.86x a single-process
-// step with spinning, 0.95x with OMP_WAIT_POLICY=passive. libgomp reads
-// the variable when it loads, before main, so this re-executes the program
-// with it set (once; a value the user set is kept). Call first in main.
-void UsePassiveOpenMpWaits(char** argv);
+// step with spinning, 0.95x with OMP_WAIT_POLICY=passive. OpenBLAS's
+// threads (the device models' GEMMs) likewise call sched_yield in a loop
+// for 2^28 cycles after each call before they sleep; OPENBLAS_THREAD_TIMEOUT
+// =4 (its minimum, 2^4 cycles) makes them sleep at once. Both libraries
+// read their variable when they load, before main, so this re-executes the
+// program with them set (once; values the user set are kept). Call first
+// in main.
+void UsePassiveThreadWaits(char** argv);
 
 }  // namespace hpt
 

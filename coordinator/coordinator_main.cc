@@ -50,7 +50,7 @@ ABSL_FLAG(std::string, port_file, "",
           "Write 'grpc=PORT metrics=PORT' here once serving.");
 
 int main(int argc, char** argv) {
-  hpt::UsePassiveOpenMpWaits(argv);
+  hpt::UsePassiveThreadWaits(argv);
   absl::SetProgramUsageMessage("HpT coordinator: schedules training jobs.");
   absl::ParseCommandLine(argc, argv);
   // Workers and the coordinator prove themselves with certificates; users

@@ -97,6 +97,12 @@ absl::StatusOr<double> HybridRunner::Forward(const HostTensor& inputs,
   std::map<std::string, HostTensor> values;
   values[plan_.input] = inputs;
   if (train) samples_ = inputs.shape.empty() ? 1 : std::max<int64_t>(1, inputs.shape[0]);
+  // The last segment that reads each value: a value is dropped once sent
+  // to it, so a forward holds a few activations, not all of them.
+  std::map<std::string, size_t> last_reader;
+  for (size_t i = 0; i < plan_.segments.size(); ++i) {
+    for (const std::string& name : plan_.segments[i].spec.inputs()) last_reader[name] = i;
+  }
   double loss = 0;
   for (size_t i = 0; i < plan_.segments.size(); ++i) {
     const PlannedSegment& segment = plan_.segments[i];
@@ -108,9 +114,14 @@ absl::StatusOr<double> HybridRunner::Forward(const HostTensor& inputs,
     request.set_train(train);
     int64_t bytes_in = 0;
     for (const std::string& name : segment.spec.inputs()) {
-      const HostTensor& v = values.at(name);
-      ToProto(v, name, request.add_values());
-      bytes_in += v.num_bytes();
+      auto it = values.find(name);
+      if (it == values.end()) {
+        return absl::InternalError(absl::StrCat("segment '", segment.spec.name(),
+                                                "' reads '", name, "', which no segment made"));
+      }
+      ToProto(it->second, name, request.add_values());
+      bytes_in += it->second.num_bytes();
+      if (last_reader[name] == i && name != plan_.prediction) values.erase(it);
     }
     if (last && targets != nullptr) {
       ToProto(*targets, "targets", request.mutable_targets());

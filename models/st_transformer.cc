@@ -1,9 +1,54 @@
 #include "models/st_transformer.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/record_function.h>
+
 #include <cmath>
+#include <mutex>
 #include <string>
 
+#include "devices/cpu_kernels.h"
+
 namespace hpt {
+
+
+namespace {
+
+class CounterDropout : public torch::autograd::Function<CounterDropout> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                               double p) {
+    uint64_t seed;
+    {
+      at::Generator generator = at::detail::getDefaultCPUGenerator();
+      std::lock_guard<std::mutex> lock(generator.mutex());
+      seed = at::check_generator<at::CPUGeneratorImpl>(generator)->random64();
+    }
+    torch::Tensor mask = torch::empty(x.sizes(), x.options().dtype(torch::kFloat));
+    {
+      // Costed as the bernoulli kernel a GPU would launch for it.
+      RECORD_FUNCTION("aten::bernoulli_", std::vector<c10::IValue>({mask}));
+      FillDropoutMask(mask.data_ptr<float>(), mask.numel(), p, seed);
+    }
+    ctx->save_for_backward({mask});
+    return x * mask;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const torch::Tensor mask = ctx->get_saved_variables()[0];
+    return {grads[0] * mask, torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor Dropout(const torch::Tensor& x, double p, bool training) {
+  if (!training || p <= 0) return x;
+  if (x.is_cuda() || x.scalar_type() != torch::kFloat || p >= 1) {
+    return torch::dropout(x, p, /*train=*/true);
+  }
+  return CounterDropout::apply(x.contiguous(), p);
+}
 
 LoraAdapterImpl::LoraAdapterImpl(int64_t in, int64_t out, int64_t rank,
                                  double alpha, double dropout)
@@ -12,11 +57,11 @@ LoraAdapterImpl::LoraAdapterImpl(int64_t in, int64_t out, int64_t rank,
   B = register_module("B", torch::nn::Linear(torch::nn::LinearOptions(rank, out).bias(false)));
   torch::NoGradGuard no_grad;
   B->weight.zero_();  // a new adapter changes nothing
-  dropout_ = register_module("dropout", torch::nn::Dropout(dropout));
+  dropout_ = dropout;
 }
 
 torch::Tensor LoraAdapterImpl::forward(const torch::Tensor& x) {
-  return B(A(dropout_(x))) * scale;
+  return B(A(Dropout(x, dropout_, is_training()))) * scale;
 }
 
 torch::Tensor LoraAdapterImpl::Delta() const {
@@ -52,7 +97,7 @@ MultiHeadSelfAttentionImpl::MultiHeadSelfAttentionImpl(int64_t d_model,
   k_proj = register_module("k_proj", torch::nn::Linear(d_model, d_model));
   v_proj = register_module("v_proj", torch::nn::Linear(d_model, d_model));
   o_proj = register_module("o_proj", torch::nn::Linear(d_model, d_model));
-  attn_dropout_ = register_module("attn_dropout", torch::nn::Dropout(dropout));
+  attn_dropout_ = dropout;
 }
 
 torch::Tensor MultiHeadSelfAttentionImpl::forward(const torch::Tensor& x) {
@@ -84,7 +129,7 @@ torch::Tensor MultiHeadSelfAttentionImpl::forward(const torch::Tensor& x) {
     heads = torch::matmul(torch::softmax(scores, -1), v);
   }
   torch::Tensor context = heads.transpose(1, 2).reshape({batch, tokens, num_heads_ * head_dim_});
-  context = attn_dropout_(context);
+  context = Dropout(context, attn_dropout_, is_training());
   torch::Tensor out = o_proj(context);
   auto it = adapters.find("o_proj");
   if (it != adapters.end()) out = out + it->second->forward(context);
@@ -101,14 +146,14 @@ EncoderLayerImpl::EncoderLayerImpl(int64_t d_model, int64_t num_heads,
       "norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model})));
   norm2 = register_module(
       "norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model})));
-  dropout_ = register_module("dropout", torch::nn::Dropout(dropout));
+  dropout_ = dropout;
 }
 
 torch::Tensor EncoderLayerImpl::forward(const torch::Tensor& x) {
   // Post-norm, as in the original transformer encoder.
-  torch::Tensor h = norm1(x + dropout_(self_attn(x)));
-  torch::Tensor ff = ff2(dropout_(torch::relu(ff1(h))));
-  return norm2(h + dropout_(ff));
+  torch::Tensor h = norm1(x + Dropout(self_attn(x), dropout_, is_training()));
+  torch::Tensor ff = ff2(Dropout(torch::relu(ff1(h)), dropout_, is_training()));
+  return norm2(h + Dropout(ff, dropout_, is_training()));
 }
 
 SpatioTemporalTransformerImpl::SpatioTemporalTransformerImpl(

@@ -19,6 +19,16 @@
 
 namespace hpt {
 
+// Inverted dropout with probability `p` while `training`. CUDA tensors use
+// LibTorch's fused kernel; CPU tensors a counter-based mask (element e is
+// dropped when a hash of (e, a seed drawn once per call from LibTorch's CPU
+// generator) falls under p * 2^32), filled by vectorised passes over the
+// intra-op threads. LibTorch's CPU bernoulli draws one number at a time
+// from a locked generator: measured here, 10 % of a wind training step and
+// more of a LoRA step, whose adapters add four dropouts a layer. Seeded by
+// torch::manual_seed like LibTorch's own, so replays draw the same masks.
+torch::Tensor Dropout(const torch::Tensor& x, double p, bool training);
+
 // A low-rank adapter: x -> B(A(dropout(x))) * alpha / rank, with B = 0 at
 // creation (models/lora.h).
 class LoraAdapterImpl : public torch::nn::Module {
@@ -33,7 +43,7 @@ class LoraAdapterImpl : public torch::nn::Module {
   double scale;
 
  private:
-  torch::nn::Dropout dropout_{nullptr};
+  double dropout_;
 };
 TORCH_MODULE(LoraAdapter);
 
@@ -63,7 +73,7 @@ class MultiHeadSelfAttentionImpl : public torch::nn::Module {
   int64_t num_heads_;
   int64_t head_dim_;
   bool fused_ = true;
-  torch::nn::Dropout attn_dropout_{nullptr};
+  double attn_dropout_;
 };
 TORCH_MODULE(MultiHeadSelfAttention);
 
@@ -78,7 +88,7 @@ class EncoderLayerImpl : public torch::nn::Module {
   torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
 
  private:
-  torch::nn::Dropout dropout_{nullptr};
+  double dropout_;
 };
 TORCH_MODULE(EncoderLayer);
 

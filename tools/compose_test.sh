@@ -31,9 +31,9 @@ PROJECT=hpt-test
 DC=("${COMPOSE[@]}" -p "$PROJECT" --env-file deploy/hpt.env -f deploy/docker-compose.yml)
 # The GPU override resolves (its reservation lands on worker-gpu), and is
 # used where the engine has the NVIDIA runtime.
-"${DC[@]}" -f deploy/docker-compose.gpu.yml config | grep -q "driver: nvidia" \
+"${DC[@]}" -f deploy/docker-compose.gpu.yml config | grep "driver: nvidia" >/dev/null \
   || { log "deploy/docker-compose.gpu.yml does not resolve to a GPU reservation"; exit 1; }
-if docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q nvidia; then
+if docker info --format '{{json .Runtimes}}' 2>/dev/null | grep nvidia >/dev/null; then
   DC+=(-f deploy/docker-compose.gpu.yml)
   log "the engine has the NVIDIA runtime: worker-gpu gets a GPU (deploy/docker-compose.gpu.yml)"
 fi
@@ -70,14 +70,28 @@ for _ in $(seq 1 120); do
   sleep 1
 done
 log "stack up; submitting a tiny HpT job through the published port"
-out=$(timeout 600 "${ctl[@]}" submit --name=compose-test --preset=tiny --stations=16 \
+submitted=$(timeout 60 "${ctl[@]}" submit --name=compose-test --preset=tiny --stations=16 \
   --time_steps=512 --epochs=6 --batch_size=16 --lr=0.002 --hpt_window_steps=5 \
-  --loss_threshold=0.5 --weight_threshold=0.5 --lora_rank=4 --watch 2>&1) || {
-  echo "$out"; "${DC[@]}" logs --tail=50; exit 1; }
+  --loss_threshold=0.5 --weight_threshold=0.5 --lora_rank=4 2>&1) || {
+  echo "$submitted"; "${DC[@]}" logs --tail=50; exit 1; }
+job=$(echo "$submitted" | grep -o 'job-[0-9]*' | head -1)
+# From `up` to the job's first finished step, as its status reports it.
+first_step_s=""
+for _ in $(seq 1 600); do
+  # Captured first: grep -q would stop reading early, and under pipefail
+  # hptctl's SIGPIPE would fail the test.
+  status_json=$("${ctl[@]}" status "$job" --format=json 2>/dev/null || true)
+  if echo "$status_json" | grep -qE '"step": *"[1-9]'; then
+    first_step_s=$((SECONDS - t1)); break
+  fi
+  sleep 0.2
+done
+[ -n "$first_step_s" ] || { log "$job made no step"; "${DC[@]}" logs --tail=50; exit 1; }
+log "$job: first step done ${first_step_s}s after up"
+out=$(timeout 600 "${ctl[@]}" watch "$job" 2>&1) || { echo "$out"; "${DC[@]}" logs --tail=50; exit 1; }
 echo "$out" | tail -25
 echo "$out" | grep -q "): succeeded" || { log "the job did not succeed"; exit 1; }
-job=$(echo "$out" | grep -o 'job-[0-9]*' | head -1)
-"${ctl[@]}" report "$job" --format=json | grep -q '"phase": "lora"' \
+"${ctl[@]}" report "$job" --format=json | grep '"phase": "lora"' >/dev/null \
   || { log "$job never reached the LoRA phase"; exit 1; }
 log "$job switched to LoRA (frozen weights on worker-reram, the rest on worker-systolic)"
 up_s=$((SECONDS - t1))
@@ -174,4 +188,4 @@ fi
 log "secure mode: a job succeeded over mutual TLS with a token; no token was refused"
 "${DC[@]}" down -v >/dev/null 2>&1
 trap - EXIT
-log "passed: images ${build_s}s, up to succeeded ${up_s}s, ${SECONDS}s in all"
+log "passed: images ${build_s}s, up to first step ${first_step_s}s, up to succeeded ${up_s}s, ${SECONDS}s in all"

@@ -2,15 +2,78 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/cost_util.h"
 #include "devices/blas.h"
+#include "devices/cpu_kernels.h"
 
 namespace hpt {
+// The systolic segments' element-wise work, compiled for AVX-512, AVX2 and
+// the baseline and picked by the CPU at load time (GCC function
+// multiversioning): the build targets any x86-64.
+namespace graph_kernels {
+#define HPT_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+
+HPT_VECTOR_CLONES void Relu(float* y, int64_t n) {
+  for (int64_t e = 0; e < n; ++e) y[e] = y[e] > 0.0f ? y[e] : 0.0f;
+}
+// g where x > 0, else 0.
+HPT_VECTOR_CLONES void ReluBackward(float* g, const float* x, int64_t n) {
+  for (int64_t e = 0; e < n; ++e) g[e] = x[e] > 0.0f ? g[e] : 0.0f;
+}
+HPT_VECTOR_CLONES void AddInPlace(float* y, const float* x, int64_t n) {
+  for (int64_t e = 0; e < n; ++e) y[e] += x[e];
+}
+HPT_VECTOR_CLONES void MulInPlace(float* y, const float* m, int64_t n) {
+  for (int64_t e = 0; e < n; ++e) y[e] *= m[e];
+}
+// out = a * b.
+HPT_VECTOR_CLONES void Mul(const float* a, const float* b, float* out, int64_t n) {
+  for (int64_t e = 0; e < n; ++e) out[e] = a[e] * b[e];
+}
+// One row of LayerNorm in place: y = (y - mean) / sigma * gamma + beta, with
+// x-hat written to `xhat` when given; returns 1 / sigma. Sums in double.
+HPT_VECTOR_CLONES float LayerNormRow(float* y, const float* gamma, const float* beta,
+                                     int64_t cols, double eps, float* xhat) {
+  double mean = 0;
+#pragma omp simd reduction(+ : mean)
+  for (int64_t c = 0; c < cols; ++c) mean += y[c];
+  mean /= double(cols);
+  double var = 0;
+#pragma omp simd reduction(+ : var)
+  for (int64_t c = 0; c < cols; ++c) var += (y[c] - mean) * (y[c] - mean);
+  var /= double(cols);
+  const float rstd = float(1.0 / std::sqrt(var + eps));
+  const float m = float(mean);
+  if (xhat != nullptr) {
+    for (int64_t c = 0; c < cols; ++c) xhat[c] = (y[c] - m) * rstd;
+  }
+  for (int64_t c = 0; c < cols; ++c) y[c] = (y[c] - m) * rstd * gamma[c] + beta[c];
+  return rstd;
+}
+// One row's LayerNorm input gradient from its output gradient g.
+HPT_VECTOR_CLONES void LayerNormBackwardRow(const float* g, const float* gamma,
+                                            const float* xhat, float rstd, int64_t cols,
+                                            float* gy, float* gx) {
+  double mean_g = 0, mean_gx = 0;
+#pragma omp simd reduction(+ : mean_g, mean_gx)
+  for (int64_t c = 0; c < cols; ++c) {
+    gy[c] = g[c] * gamma[c];
+    mean_g += gy[c];
+    mean_gx += double(gy[c]) * xhat[c];
+  }
+  mean_g /= double(cols);
+  mean_gx /= double(cols);
+  for (int64_t c = 0; c < cols; ++c) {
+    gx[c] = float(rstd * (gy[c] - mean_g - xhat[c] * mean_gx));
+  }
+}
+#undef HPT_VECTOR_CLONES
+}  // namespace graph_kernels
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -36,8 +99,11 @@ std::vector<float> Transpose(const float* a, int64_t rows, int64_t cols) {
 }
 
 void AddInto(std::vector<float>& acc, const std::vector<float>& v) {
-  if (acc.empty()) acc.assign(v.size(), 0.0f);
-  for (size_t i = 0; i < v.size(); ++i) acc[i] += v[i];
+  if (acc.empty()) {
+    acc = v;
+    return;
+  }
+  graph_kernels::AddInPlace(acc.data(), v.data(), static_cast<int64_t>(v.size()));
 }
 
 // Products with the node's numerics: the systolic array's (fp32 or bf16
@@ -58,6 +124,14 @@ void GemmBt(const DeviceNode& node, const float* a, const float* b, int64_t m,
     SystolicGemmBt(node.systolic, a, b, m, n, k, out);
   }
 }
+// `n` values as the node's products take them: a systolic array's operand
+// (bf16-rounded in bf16 mode), or the values themselves on a ReRAM node's
+// digital unit.
+const float* Operand(const DeviceNode& node, const float* data, int64_t n,
+                     std::vector<float>* storage) {
+  return node.is_reram() ? data : SystolicOperand(node.systolic, data, n, storage);
+}
+
 // Cost of `times` products [m x k] x [k x n] on the array (a ReRAM node's
 // digital unit is costed as the same array at the node's clock).
 void GemmCost(const DeviceNode& node, CostBuilder* cost, int64_t m, int64_t n,
@@ -85,13 +159,11 @@ uint64_t MixSeed(uint64_t seed, int op) {
   return z ^ (z >> 31);
 }
 
-// Inverted-dropout mask: 0 or 1/(1-p).
+// Inverted-dropout mask: 0 or 1/(1-p), a function of (seed, element) only
+// (devices/cpu_kernels.h).
 std::vector<float> DropoutMask(size_t n, double p, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  const float keep = static_cast<float>(1.0 / (1.0 - p));
   std::vector<float> mask(n);
-  for (float& m : mask) m = u(rng) < p ? 0.0f : keep;
+  FillDropoutMask(mask.data(), static_cast<int64_t>(n), p, seed);
   return mask;
 }
 
@@ -329,6 +401,15 @@ absl::Status SegmentGraph::Compile(std::map<std::string, HostTensor>& params,
       }
     }
   }
+  last_reader_.assign(spec_.ops_size(), false);
+  std::set<std::string> read_later(outputs_.begin(), outputs_.end());
+  for (int i = spec_.ops_size() - 1; i >= 0; --i) {
+    const SegmentOp& op = spec_.ops(i);
+    const std::string& first = op.inputs(0);
+    last_reader_[i] = !read_later.count(first) &&
+                      std::count(op.inputs().begin(), op.inputs().end(), first) == 1;
+    read_later.insert(op.inputs().begin(), op.inputs().end());
+  }
   return absl::OkStatus();
 }
 
@@ -354,8 +435,15 @@ absl::StatusOr<std::map<std::string, HostTensor>> SegmentGraph::Forward(
   for (int i = 0; i < spec_.ops_size(); ++i) {
     const SegmentOp& op = spec_.ops(i);
     const std::string where = absl::StrCat("segment '", spec_.name(), "' op ", i, ": ");
-    const HostTensor& x = values.at(op.inputs(0));
+    HostTensor& x = values.at(op.inputs(0));
     const int64_t rows = Rows(x), cols = Cols(x);
+    // An element-wise op's result starts as its first input: the input's
+    // own buffer when nothing reads it afterwards in an inference forward
+    // (training keeps every value for the backward), else a copy.
+    auto input_copy = [&]() -> HostTensor {
+      if (!train && last_reader_[i]) return std::move(x);
+      return x;
+    };
     HostTensor y;
     switch (op.type()) {
       case SegmentOp::LINEAR: {
@@ -407,7 +495,6 @@ absl::StatusOr<std::map<std::string, HostTensor>> SegmentGraph::Forward(
         break;
       }
       case SegmentOp::ADD: {
-        y = x;
         for (int j = 1; j < op.inputs_size(); ++j) {
           const HostTensor& other = values.at(op.inputs(j));
           if (other.shape != x.shape) {
@@ -415,7 +502,11 @@ absl::StatusOr<std::map<std::string, HostTensor>> SegmentGraph::Forward(
                 where, "adding '", op.inputs(j), "' ", other.ShapeString(), " to '",
                 op.inputs(0), "' ", x.ShapeString()));
           }
-          for (size_t e = 0; e < y.data.size(); ++e) y.data[e] += other.data[e];
+        }
+        y = input_copy();
+        for (int j = 1; j < op.inputs_size(); ++j) {
+          const HostTensor& other = values.at(op.inputs(j));
+          graph_kernels::AddInPlace(y.data.data(), other.data.data(), y.num_elements());
         }
         cost->Elementwise(node_, double(y.data.size()) * (op.inputs_size() - 1));
         break;
@@ -430,22 +521,26 @@ absl::StatusOr<std::map<std::string, HostTensor>> SegmentGraph::Forward(
               " does not end with the shape of '", op.weight(), "' [",
               absl::StrJoin(c.shape, ", "), "]"));
         }
-        y = x;
-        for (size_t e = 0; e < y.data.size(); ++e) y.data[e] += c.value[e % c.value.size()];
+        y = input_copy();
+        const size_t period = c.value.size();
+        for (size_t e0 = 0; e0 < y.data.size(); e0 += period) {
+          float* row = y.data.data() + e0;
+          for (size_t e = 0; e < period; ++e) row[e] += c.value[e];
+        }
         cost->Elementwise(node_, double(y.data.size()));
         break;
       }
       case SegmentOp::RELU:
-        y = x;
-        for (float& v : y.data) v = std::max(v, 0.0f);
+        y = input_copy();
+        graph_kernels::Relu(y.data.data(), y.num_elements());
         cost->Elementwise(node_, double(y.data.size()));
         break;
       case SegmentOp::DROPOUT:
-        y = x;
+        y = input_copy();
         if (train && op.dropout() > 0) {
           std::vector<float> mask =
               DropoutMask(y.data.size(), op.dropout(), MixSeed(mask_seed, i));
-          for (size_t e = 0; e < y.data.size(); ++e) y.data[e] *= mask[e];
+          graph_kernels::MulInPlace(y.data.data(), mask.data(), y.num_elements());
           cost->Elementwise(node_, 2.0 * double(y.data.size()));
           saved->aux[i] = std::move(mask);
         }
@@ -459,22 +554,16 @@ absl::StatusOr<std::map<std::string, HostTensor>> SegmentGraph::Forward(
               op.weight(), "' normalises ", gamma.size()));
         }
         const double eps = op.eps() > 0 ? op.eps() : 1e-5;
-        y = x;
-        std::vector<float> aux(rows * cols + rows);  // x-hat, then 1/sigma
+        // In place on y (row by row: a row's statistics are taken before it
+        // is overwritten).
+        y = input_copy();
+        std::vector<float> aux;  // training: x-hat, then 1/sigma per row
+        if (train) aux.resize(rows * cols + rows);
         for (int64_t r = 0; r < rows; ++r) {
-          const float* xr = x.data.data() + r * cols;
-          double mean = 0, var = 0;
-          for (int64_t c = 0; c < cols; ++c) mean += xr[c];
-          mean /= double(cols);
-          for (int64_t c = 0; c < cols; ++c) var += (xr[c] - mean) * (xr[c] - mean);
-          var /= double(cols);
-          const double rstd = 1.0 / std::sqrt(var + eps);
-          aux[rows * cols + r] = float(rstd);
-          for (int64_t c = 0; c < cols; ++c) {
-            const float xhat = float((xr[c] - mean) * rstd);
-            aux[r * cols + c] = xhat;
-            y.data[r * cols + c] = xhat * gamma[c] + beta[c];
-          }
+          const float rstd = graph_kernels::LayerNormRow(
+              y.data.data() + r * cols, gamma.data(), beta.data(), cols, eps,
+              train ? aux.data() + r * cols : nullptr);
+          if (train) aux[rows * cols + r] = rstd;
         }
         cost->Elementwise(node_, kLayerNormOps * double(y.data.size()));
         if (train) saved->aux[i] = std::move(aux);
@@ -498,15 +587,20 @@ absl::StatusOr<std::map<std::string, HostTensor>> SegmentGraph::Forward(
         std::vector<float> mask;
         if (drop) mask = DropoutMask(probs.size(), op.dropout(), MixSeed(mask_seed, i));
         y = HostTensor(x.shape);
-        std::vector<float> qh(tokens * hd), kh(tokens * hd), vh(tokens * hd),
-            oh(tokens * hd), weights(tokens * tokens);
+        // Each head's q, k, v and output are [tokens, hd] blocks with row
+        // stride d inside the [batch, tokens, d] tensors: the products read
+        // and write them in place (BLAS leading dimensions), no copies.
+        std::vector<float> qs, ks, vs, ws;
+        const float* qd = Operand(node_, x.data.data(), x.num_elements(), &qs);
+        const float* kd = Operand(node_, k.data.data(), k.num_elements(), &ks);
+        const float* vd = Operand(node_, v.data.data(), v.num_elements(), &vs);
+        std::vector<float> weights(tokens * tokens);
         for (int64_t b = 0; b < batch; ++b) {
           for (int64_t h = 0; h < heads; ++h) {
-            GatherHead(x, b, h, hd, qh.data());
-            GatherHead(k, b, h, hd, kh.data());
-            GatherHead(v, b, h, hd, vh.data());
+            const int64_t offset = b * tokens * cols + h * hd;
             float* p = probs.data() + (b * heads + h) * tokens * tokens;
-            GemmBt(node_, qh.data(), kh.data(), tokens, tokens, hd, p);
+            SgemmBt(tokens, tokens, hd, 1.0f, qd + offset, cols, kd + offset, cols, 0.0f, p,
+                    tokens);
             for (int64_t r = 0; r < tokens; ++r) {
               float* row = p + r * tokens;
               float mx = -INFINITY;
@@ -524,8 +618,9 @@ absl::StatusOr<std::map<std::string, HostTensor>> SegmentGraph::Forward(
               for (int64_t e = 0; e < tokens * tokens; ++e) weights[e] = p[e] * m[e];
               used = weights.data();
             }
-            Gemm(node_, used, vh.data(), tokens, hd, tokens, oh.data());
-            ScatterHead(oh.data(), b, h, hd, y);
+            used = Operand(node_, used, tokens * tokens, &ws);
+            Sgemm(tokens, hd, tokens, 1.0f, used, tokens, vd + offset, cols, 0.0f,
+                  y.data.data() + offset, cols);
           }
         }
         const double pairs = double(batch * heads);
@@ -544,7 +639,9 @@ absl::StatusOr<std::map<std::string, HostTensor>> SegmentGraph::Forward(
     values[op.output()] = std::move(y);
   }
   std::map<std::string, HostTensor> outputs;
-  for (const std::string& name : outputs_) outputs[name] = values.at(name);
+  for (const std::string& name : outputs_) {
+    outputs[name] = train ? values.at(name) : std::move(values.at(name));
+  }
   if (train) saved->values = std::move(values);
   return outputs;
 }
@@ -640,15 +737,13 @@ absl::StatusOr<std::map<std::string, HostTensor>> SegmentGraph::Backward(
         accumulate(op.inputs(0), std::move(g));
         break;
       case SegmentOp::RELU:
-        for (size_t e = 0; e < g.data.size(); ++e) {
-          if (x.data[e] <= 0) g.data[e] = 0;
-        }
+        graph_kernels::ReluBackward(g.data.data(), x.data.data(), g.num_elements());
         cost->Elementwise(node_, double(g.data.size()));
         accumulate(op.inputs(0), std::move(g));
         break;
       case SegmentOp::DROPOUT:
         if (aux != saved.aux.end()) {
-          for (size_t e = 0; e < g.data.size(); ++e) g.data[e] *= aux->second[e];
+          graph_kernels::MulInPlace(g.data.data(), aux->second.data(), g.num_elements());
           cost->Elementwise(node_, double(g.data.size()));
         }
         accumulate(op.inputs(0), std::move(g));
@@ -671,18 +766,9 @@ absl::StatusOr<std::map<std::string, HostTensor>> SegmentGraph::Backward(
         HostTensor gx(x.shape);
         std::vector<float> gy(cols);
         for (int64_t r = 0; r < rows; ++r) {
-          double mean_g = 0, mean_gx = 0;
-          for (int64_t c = 0; c < cols; ++c) {
-            gy[c] = g.data[r * cols + c] * gamma.value[c];
-            mean_g += gy[c];
-            mean_gx += double(gy[c]) * xhat[r * cols + c];
-          }
-          mean_g /= double(cols);
-          mean_gx /= double(cols);
-          for (int64_t c = 0; c < cols; ++c) {
-            gx.data[r * cols + c] =
-                float(rstd[r] * (gy[c] - mean_g - xhat[r * cols + c] * mean_gx));
-          }
+          graph_kernels::LayerNormBackwardRow(g.data.data() + r * cols, gamma.value.data(),
+                                              xhat + r * cols, rstd[r], cols, gy.data(),
+                                              gx.data.data() + r * cols);
         }
         cost->Elementwise(node_, kLayerNormOps * double(g.data.size()));
         accumulate(op.inputs(0), std::move(gx));

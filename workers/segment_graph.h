@@ -132,6 +132,10 @@ class SegmentGraph {
   bool chain_ = false;
   std::vector<std::string> inputs_, outputs_;
   std::map<std::string, SegmentParam> params_;
+  // Per op: whether it is the last reader of its first input (no later op
+  // reads it, no other input of the op is it, and it is not an output), so
+  // an inference forward may take that buffer for the op's result.
+  std::vector<bool> last_reader_;
 };
 
 }  // namespace hpt

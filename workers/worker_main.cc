@@ -64,7 +64,7 @@ ABSL_FLAG(std::string, port_file, "",
           "and tests that use port 0).");
 
 int main(int argc, char** argv) {
-  hpt::UsePassiveOpenMpWaits(argv);
+  hpt::UsePassiveThreadWaits(argv);
   absl::SetProgramUsageMessage("HpT worker: runs training tasks for one device.");
   absl::ParseCommandLine(argc, argv);
   hpt::KeepLargeBuffersOnTheHeap();

@@ -1,15 +1,83 @@
 #include "devices/reram/reram_layer.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <type_traits>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "devices/blas.h"
+#include "devices/cpu_kernels.h"
 
 namespace hpt {
 namespace {
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+// The fast read's element-wise passes, compiled for AVX-512, AVX2 and the
+// baseline, picked at load time by the CPU (GCC function multiversioning):
+// the build targets any x86-64, these loops run at the machine's width.
+namespace reram_kernels {
+#define HPT_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+
+// max |x| over n values, as the bits of a non-negative float (which order
+// as integers do): an integer max reduction, which vectorises.
+HPT_VECTOR_CLONES uint32_t MaxAbsBits(const float* x, int64_t n) {
+  uint32_t best = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &x[i], 4);
+    bits &= 0x7FFFFFFFu;
+    best = bits > best ? bits : best;
+  }
+  return best;
+}
+
+// Round to nearest by adding and removing 1.5 * 2^23 (|value| <= 2^15).
+HPT_VECTOR_CLONES void QuantizeToFloat(const float* in, int64_t n, float inv, float* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = (in[i] * inv + 12582912.0f) - 12582912.0f;
+}
+HPT_VECTOR_CLONES void QuantizeToInt8(const float* in, int64_t n, float inv, int8_t* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    out[i] = static_cast<int8_t>(static_cast<int32_t>((in[i] * inv + 12582912.0f) - 12582912.0f));
+  }
+}
+
+// The dither of four crossbars per element e in [begin, end): a counter
+// hash of (e, call seed, pass), one byte per crossbar (AddReadErrors).
+// With `sums`, out = scale * sums + dither; else out += dither.
+HPT_VECTOR_CLONES void Dither(float* out, const int32_t* sums, float scale, int64_t begin,
+                              int64_t end, uint32_t call_seed, uint32_t pass, uint32_t mask,
+                              float unit, float centre) {
+  for (int64_t e = begin; e < end; ++e) {
+    uint32_t h = (static_cast<uint32_t>(e) * 0x9E3779B1u ^ call_seed) + pass;
+    h ^= h >> 15;
+    h *= 0x2C1B3C6Du;
+    h ^= h >> 12;
+    h *= 0x297A2D39u;
+    h ^= h >> 15;
+    h &= mask;
+    const uint32_t pairs = (h & 0x00FF00FFu) + ((h >> 8) & 0x00FF00FFu);
+    const uint32_t bytes = (pairs & 0xFFFFu) + (pairs >> 16);
+    const float d = static_cast<float>(static_cast<int32_t>(bytes)) * unit - centre;
+    out[e] = (sums ? scale * static_cast<float>(sums[e]) : out[e]) + d;
+  }
+}
+HPT_VECTOR_CLONES void ScaleSums(const int32_t* sums, int64_t begin, int64_t end, float scale,
+                                 float* out) {
+  for (int64_t e = begin; e < end; ++e) out[e] = scale * static_cast<float>(sums[e]);
+}
+#undef HPT_VECTOR_CLONES
+}  // namespace reram_kernels
+
+namespace {
+
+// Element-wise passes split over LibTorch's threads in chunks of this many.
+constexpr int64_t kGrain = 1 << 16;
 
 // Cheap uniform numbers in [0, 1) for the fast path's dither (splitmix64).
 class SplitMix {
@@ -99,18 +167,42 @@ void ReramLayer::Adc(float* sums, int64_t count, int64_t lines) const {
   }
 }
 
-double ReramLayer::QuantizeInputs(const float* in, int64_t n,
-                                  std::vector<float>* q) const {
-  float max_abs = 0;
-  for (int64_t i = 0; i < n; ++i) max_abs = std::max(max_abs, std::fabs(in[i]));
+template <typename T>
+double ReramLayer::QuantizeInputs(const float* in, int64_t n, std::vector<T>* q) const {
+  std::atomic<uint32_t> max_bits{0};
+  ParallelFor(n, kGrain, [&](int64_t begin, int64_t end) {
+    const uint32_t local = reram_kernels::MaxAbsBits(in + begin, end - begin);
+    uint32_t seen = max_bits.load();
+    while (local > seen && !max_bits.compare_exchange_weak(seen, local)) {
+    }
+  });
+  float max_abs;
+  const uint32_t bits = max_bits.load();
+  std::memcpy(&max_abs, &bits, 4);
   const double qmax = double((int64_t{1} << (config_.input_bits - 1)) - 1);
   const double scale = max_abs > 0 ? max_abs / qmax : 1.0;
   const float inv = static_cast<float>(1.0 / scale);
   q->resize(n);
-  // Round to nearest by adding and removing 1.5 * 2^23 (|value| <= 2^15).
-  float* dst = q->data();
-  for (int64_t i = 0; i < n; ++i) dst[i] = (in[i] * inv + 12582912.0f) - 12582912.0f;
+  T* dst = q->data();
+  ParallelFor(n, kGrain, [&](int64_t begin, int64_t end) {
+    if constexpr (std::is_same_v<T, int8_t>) {
+      reram_kernels::QuantizeToInt8(in + begin, end - begin, inv, dst + begin);
+    } else {
+      reram_kernels::QuantizeToFloat(in + begin, end - begin, inv, dst + begin);
+    }
+  });
   return scale;
+}
+
+namespace {
+std::atomic<bool> int8_reads{true};
+}  // namespace
+
+void ReramLayer::SetInt8Reads(bool on) { int8_reads = on; }
+
+bool ReramLayer::Int8Reads() const {
+  return int8_reads && config_.numerics == ReramNumerics::kFast && config_.input_bits <= 8 &&
+         !effective_i8_.empty();
 }
 
 absl::StatusOr<ReramReport> ReramLayer::Program(const float* w) {
@@ -166,6 +258,15 @@ absl::StatusOr<ReramReport> ReramLayer::Program(const float* w) {
     }
     if (config_.sign_mode == SignMode::kOffset) effective -= double(offset);
     effective_[i] = static_cast<float>(effective);
+  }
+  // Integer levels within int8 (no programming noise, weight_bits <= 8):
+  // reads may take the exact int8 product.
+  effective_i8_.clear();
+  if (!noisy && config_.weight_bits <= 8) {
+    effective_i8_.resize(k_ * n_);
+    for (int64_t i = 0; i < k_ * n_; ++i) {
+      effective_i8_[i] = static_cast<int8_t>(effective_[i]);
+    }
   }
   adc_error_var_[0] = adc_error_var_[1] = -1;  // new weights: recalibrate
   for (uint32_t& count : writes_) ++count;
@@ -312,24 +413,63 @@ double ReramLayer::CalibrateAdcError(const std::vector<float>& xq, int64_t batch
 
 void ReramLayer::FastRead(const std::vector<float>& xq, int64_t batch,
                           bool transposed, float scale, float* out) {
-  const int64_t in_len = transposed ? n_ : k_;
-  const int64_t out_len = transposed ? k_ : n_;
-  const int64_t block = transposed ? config_.crossbar_cols : config_.crossbar_rows;
-  const int64_t blocks = CeilDiv(in_len, block);
   if (transposed) {
     SgemmBt(batch, k_, n_, scale, xq.data(), n_, effective_.data(), n_, 0.0f, out, k_);
   } else {
     Sgemm(batch, n_, k_, scale, xq.data(), k_, effective_.data(), n_, 0.0f, out, n_);
   }
-  const int64_t count = batch * out_len;
+  MaybeCalibrate(xq, batch, transposed);
+  AddReadErrors(batch, transposed, scale, out);
+}
+
+void ReramLayer::FastReadInt8(const std::vector<int8_t>& xq, int64_t batch,
+                              bool transposed, float scale, float* out) {
+  const int64_t in_len = transposed ? n_ : k_;
+  const int64_t count = batch * (transposed ? k_ : n_);
+  std::unique_ptr<int32_t[]> sums(new int32_t[count]);  // the GEMM writes all
+  if (transposed) {
+    Int8Gemm(batch, k_, n_, xq.data(), effective_i8_.data(), /*b_transposed=*/true,
+             sums.get());
+  } else {
+    Int8Gemm(batch, n_, k_, xq.data(), effective_i8_.data(), /*b_transposed=*/false,
+             sums.get());
+  }
+  if (NeedsCalibration(transposed)) {
+    // The bit-exact path on the first few vectors, in its float operands.
+    const int64_t rows = std::min<int64_t>(batch, 8);
+    const std::vector<float> sample(xq.begin(), xq.begin() + rows * in_len);
+    MaybeCalibrate(sample, rows, transposed);
+  } else {
+    MaybeCalibrate({}, 0, transposed);
+  }
+  AddReadErrors(batch, transposed, scale, out, sums.get());
+}
+
+bool ReramLayer::NeedsCalibration(bool transposed) const {
+  const int dir = transposed ? 1 : 0;
+  return adc_error_var_[dir] < 0 || reads_since_calibration_[dir] >= 64;
+}
+
+void ReramLayer::MaybeCalibrate(const std::vector<float>& xq, int64_t batch,
+                                bool transposed) {
   // ADC error: calibrated against the bit-exact path on the first read and
   // every 64th after (weights are fixed; input statistics drift slowly).
   const int dir = transposed ? 1 : 0;
-  if (adc_error_var_[dir] < 0 || reads_since_calibration_[dir] >= 64) {
+  if (NeedsCalibration(transposed)) {
     adc_error_var_[dir] = CalibrateAdcError(xq, batch, transposed);
     reads_since_calibration_[dir] = 0;
   }
   ++reads_since_calibration_[dir];
+}
+
+void ReramLayer::AddReadErrors(int64_t batch, bool transposed, float scale, float* out,
+                               const int32_t* sums) {
+  const int64_t in_len = transposed ? n_ : k_;
+  const int64_t out_len = transposed ? k_ : n_;
+  const int64_t block = transposed ? config_.crossbar_cols : config_.crossbar_rows;
+  const int64_t blocks = CeilDiv(in_len, block);
+  const int64_t count = batch * out_len;
+  const int dir = transposed ? 1 : 0;
   const uint32_t call_seed = static_cast<uint32_t>(rng_());
   if (adc_error_var_[dir] > 0) {
     // One dithered rounding per crossbar along the input: each adds an
@@ -348,19 +488,17 @@ void ReramLayer::FastRead(const std::vector<float>& xq, int64_t batch,
       // Sum of `used` bytes each centred: (byte + 0.5) - 128 per crossbar.
       const float centre = unit * (128.0f - 0.5f) * float(used);
       const uint32_t pass = static_cast<uint32_t>(first / 4) * 0x85EBCA6Bu;
-      for (int64_t e = 0; e < count; ++e) {
-        uint32_t h = (static_cast<uint32_t>(e) * 0x9E3779B1u ^ call_seed) + pass;
-        h ^= h >> 15;
-        h *= 0x2C1B3C6Du;
-        h ^= h >> 12;
-        h *= 0x297A2D39u;
-        h ^= h >> 15;
-        h &= mask;
-        const uint32_t pairs = (h & 0x00FF00FFu) + ((h >> 8) & 0x00FF00FFu);
-        const uint32_t bytes = (pairs & 0xFFFFu) + (pairs >> 16);
-        out[e] += static_cast<float>(static_cast<int32_t>(bytes)) * unit - centre;
-      }
+      // The first pass also scales the integer sums into `out`.
+      const int32_t* scaled = first == 0 ? sums : nullptr;
+      ParallelFor(count, kGrain, [&](int64_t begin, int64_t end) {
+        reram_kernels::Dither(out, scaled, scale, begin, end, call_seed, pass, mask, unit,
+                              centre);
+      });
     }
+  } else if (sums != nullptr) {
+    ParallelFor(count, kGrain, [&](int64_t begin, int64_t end) {
+      reram_kernels::ScaleSums(sums, begin, end, scale, out);
+    });
   }
   if (config_.read_noise_sigma > 0) {
     // Read noise of every conversion, weighted as the shift-and-add
@@ -387,14 +525,20 @@ absl::StatusOr<ReramReport> ReramLayer::Forward(const float* x, int64_t batch,
     return absl::FailedPreconditionError("reram layer read before Program()");
   }
   if (batch < 1) return absl::InvalidArgumentError("reram read batch must be positive");
-  std::vector<float> xq;
-  const double x_scale = QuantizeInputs(x, batch * k_, &xq);
-  const float scale = static_cast<float>(x_scale * w_scale_);
-  if (config_.numerics == ReramNumerics::kBitExact) {
-    ExactRead(xq, batch, false, y);
-    for (int64_t e = 0; e < batch * n_; ++e) y[e] *= scale;
+  if (Int8Reads()) {
+    std::vector<int8_t> xq;
+    const double x_scale = QuantizeInputs(x, batch * k_, &xq);
+    FastReadInt8(xq, batch, false, static_cast<float>(x_scale * w_scale_), y);
   } else {
-    FastRead(xq, batch, false, scale, y);
+    std::vector<float> xq;
+    const double x_scale = QuantizeInputs(x, batch * k_, &xq);
+    const float scale = static_cast<float>(x_scale * w_scale_);
+    if (config_.numerics == ReramNumerics::kBitExact) {
+      ExactRead(xq, batch, false, y);
+      for (int64_t e = 0; e < batch * n_; ++e) y[e] *= scale;
+    } else {
+      FastRead(xq, batch, false, scale, y);
+    }
   }
   ReramReport report;
   ReadCosts(batch, /*transposed=*/false, &report);
@@ -407,14 +551,20 @@ absl::StatusOr<ReramReport> ReramLayer::Transposed(const float* g, int64_t batch
     return absl::FailedPreconditionError("reram layer read before Program()");
   }
   if (batch < 1) return absl::InvalidArgumentError("reram read batch must be positive");
-  std::vector<float> gq;
-  const double g_scale = QuantizeInputs(g, batch * n_, &gq);
-  const float scale = static_cast<float>(g_scale * w_scale_);
-  if (config_.numerics == ReramNumerics::kBitExact) {
-    ExactRead(gq, batch, true, g_x);
-    for (int64_t e = 0; e < batch * k_; ++e) g_x[e] *= scale;
+  if (Int8Reads()) {
+    std::vector<int8_t> gq;
+    const double g_scale = QuantizeInputs(g, batch * n_, &gq);
+    FastReadInt8(gq, batch, true, static_cast<float>(g_scale * w_scale_), g_x);
   } else {
-    FastRead(gq, batch, true, scale, g_x);
+    std::vector<float> gq;
+    const double g_scale = QuantizeInputs(g, batch * n_, &gq);
+    const float scale = static_cast<float>(g_scale * w_scale_);
+    if (config_.numerics == ReramNumerics::kBitExact) {
+      ExactRead(gq, batch, true, g_x);
+      for (int64_t e = 0; e < batch * k_; ++e) g_x[e] *= scale;
+    } else {
+      FastRead(gq, batch, true, scale, g_x);
+    }
   }
   ReramReport report;
   ReadCosts(batch, /*transposed=*/true, &report);

@@ -17,7 +17,10 @@
 // validation); kFast quantises weights and inputs exactly as the device
 // does, and models the ADCs as a dithered rounding of each crossbar's
 // output (an error uniform over one step, independent of the value),
-// computed as one product plus those errors. Its step is calibrated: the
+// computed as one product plus those errors. The product is exact: with
+// 8-bit inputs and integer weight levels within int8 (weight_bits <= 8, no
+// programming noise) it is an int8 GEMM with int32 sums (cpu_kernels.h);
+// otherwise an fp32 GEMM of the integer-valued operands. Its step is calibrated: the
 // first read, and every 64th after, runs the bit-exact path on a few input
 // vectors and sets the step so the error variance matches; read noise adds
 // the variance the bit-exact path would. With an ADC fine enough to
@@ -113,6 +116,12 @@ class ReramLayer {
   ReadState read_state() const;
   void RestoreReadState(const ReadState& state);
 
+  // Process-wide: whether fast reads may take the int8 product (default
+  // true); false forces the fp32 GEMM, for benchmarks that compare them.
+  static void SetInt8Reads(bool on);
+  // Whether this layer's fast reads take the int8 product now.
+  bool Int8Reads() const;
+
   // Full-scale ADC step (in level units) of a sum over `lines` cells.
   double FullScaleStep(int64_t lines) const;
   // Weight and input scales of the last Program / read.
@@ -133,13 +142,27 @@ class ReramLayer {
   }
   // Digitises `count` line sums read together by one crossbar (in place).
   void Adc(float* sums, int64_t count, int64_t lines) const;
-  // Quantises `n` values to input_bits; returns the scale.
-  double QuantizeInputs(const float* in, int64_t n, std::vector<float>* q) const;
+  // Quantises `n` values to input_bits (as floats, or int8 when
+  // input_bits <= 8); returns the scale.
+  template <typename T>
+  double QuantizeInputs(const float* in, int64_t n, std::vector<T>* q) const;
   void ReadCosts(int64_t batch, bool transposed, ReramReport* report) const;
   // The calibrated fast path: `out` = scale * (xq W + ADC and read noise),
   // the scale folded into the GEMM and the noise so no pass is spent on it.
   void FastRead(const std::vector<float>& xq, int64_t batch, bool transposed, float scale,
                 float* out);
+  // The same with int8 operands and exact int32 sums.
+  void FastReadInt8(const std::vector<int8_t>& xq, int64_t batch, bool transposed,
+                    float scale, float* out);
+  // On the first read of a direction and every 64th after, measures the
+  // ADC error on the first vectors of `xq` (CalibrateAdcError).
+  bool NeedsCalibration(bool transposed) const;
+  void MaybeCalibrate(const std::vector<float>& xq, int64_t batch, bool transposed);
+  // Adds the ADC dither and the read noise to a product in `out`, drawing
+  // the call's seed from the layer's stream. With `sums` (the int8 path's
+  // integer product), first sets out = scale * sums.
+  void AddReadErrors(int64_t batch, bool transposed, float scale, float* out,
+                     const int32_t* sums = nullptr);
   // Variance (integer-product units) of the bit-exact path's ADC error per
   // output, measured on the first few input vectors.
   double CalibrateAdcError(const std::vector<float>& xq, int64_t batch,
@@ -153,6 +176,7 @@ class ReramLayer {
   int magnitude_bits_;
   std::vector<float> levels_;     // signs x slices x K x N, level units
   std::vector<float> effective_;  // K x N integer-valued weights (with noise)
+  std::vector<int8_t> effective_i8_;  // the same as int8, when they all are
   std::vector<uint32_t> writes_;  // per crossbar (all its cells alike)
   int64_t max_writes_ = 0;
   double adc_error_var_[2] = {-1, -1};  // forward, transposed; <0: unknown

@@ -124,6 +124,48 @@ TEST(ReramLayerTest, LosslessAdcMakesBothModesTheSameIntegerProduct) {
   }
 }
 
+// The fast read's int8 product (8-bit inputs, int8 weight levels) and its
+// fp32 product compute the same read: same quantised operands, same ADC
+// dither and read noise from the same stream, differing only by the fp32
+// GEMM's rounding of sums past 2^24. Forward and transposed, across the
+// 64-read recalibration, and at the training shape's batch.
+TEST(ReramLayerTest, Int8AndFp32ProductsGiveTheSameRead) {
+  const Data d = MakeData(96, 512, 128, 9);
+  ReramConfig config;  // defaults: 8-bit inputs and weights, 5-bit ADC
+  config.read_noise_sigma = 0.01;
+  std::vector<float> y8(d.batch * d.n), y32(d.batch * d.n), g8(d.batch * d.k),
+      g32(d.batch * d.k);
+  auto int8 = ReramLayer::Create(config, d.k, d.n);
+  auto fp32 = ReramLayer::Create(config, d.k, d.n);
+  ASSERT_TRUE(int8.ok() && fp32.ok());
+  ASSERT_TRUE(int8->Program(d.w.data()).ok());
+  ASSERT_TRUE(fp32->Program(d.w.data()).ok());
+  EXPECT_TRUE(int8->Int8Reads());
+  for (int read = 0; read < 66; ++read) {
+    ReramLayer::SetInt8Reads(true);
+    ASSERT_TRUE(int8->Forward(d.x.data(), d.batch, y8.data()).ok());
+    ASSERT_TRUE(int8->Transposed(d.g.data(), d.batch, g8.data()).ok());
+    ReramLayer::SetInt8Reads(false);
+    ASSERT_TRUE(fp32->Forward(d.x.data(), d.batch, y32.data()).ok());
+    ASSERT_TRUE(fp32->Transposed(d.g.data(), d.batch, g32.data()).ok());
+    const float ys = MaxAbs(y32), gs = MaxAbs(g32);
+    for (size_t i = 0; i < y8.size(); ++i) {
+      ASSERT_NEAR(y8[i], y32[i], 1e-5f * ys) << "read " << read << " output " << i;
+    }
+    for (size_t i = 0; i < g8.size(); ++i) {
+      ASSERT_NEAR(g8[i], g32[i], 1e-5f * gs) << "read " << read << " transposed " << i;
+    }
+  }
+  EXPECT_FALSE(fp32->Int8Reads());
+  ReramLayer::SetInt8Reads(true);
+  EXPECT_EQ(int8->read_state().draws, fp32->read_state().draws);
+  // Programming noise makes the levels non-integer: the fp32 product then.
+  config.program_noise_sigma = 0.05;
+  auto noisy = ReramLayer::Create(config, d.k, d.n);
+  ASSERT_TRUE(noisy->Program(d.w.data()).ok());
+  EXPECT_FALSE(noisy->Int8Reads());
+}
+
 // Removing one ADC bit: with per-read ranging each conversion's step is
 // range / (2^b - 1), and the rounding error scales with the step, so the
 // output error grows by (2^b - 1) / (2^(b-1) - 1): 15/7 = 2.14 from 4 to 3

@@ -213,31 +213,25 @@ float RoundToBf16(float v) {
   return out;
 }
 
-namespace {
-
-// The operand as the array sees it: itself in fp32, or rounded to bf16
-// (kept in `storage`).
-const float* ArrayOperand(const SystolicConfig& config, const float* data,
-                          int64_t n, std::vector<float>* storage) {
+const float* SystolicOperand(const SystolicConfig& config, const float* data, int64_t n,
+                             std::vector<float>* storage) {
   if (config.precision != SystolicPrecision::kBf16) return data;
   BroadcastBf16(data, n, storage);
   return storage->data();
 }
 
-}  // namespace
-
 void SystolicGemm(const SystolicConfig& config, const float* x, const float* w,
                   int64_t m, int64_t n, int64_t k, float* out) {
   std::vector<float> xb, wb;
-  Sgemm(m, n, k, 1.0f, ArrayOperand(config, x, m * k, &xb), k,
-        ArrayOperand(config, w, k * n, &wb), n, 0.0f, out, n);
+  Sgemm(m, n, k, 1.0f, SystolicOperand(config, x, m * k, &xb), k,
+        SystolicOperand(config, w, k * n, &wb), n, 0.0f, out, n);
 }
 
 void SystolicGemmBt(const SystolicConfig& config, const float* x, const float* w,
                     int64_t m, int64_t n, int64_t k, float* out) {
   std::vector<float> xb, wb;
-  SgemmBt(m, n, k, 1.0f, ArrayOperand(config, x, m * k, &xb), k,
-          ArrayOperand(config, w, n * k, &wb), k, 0.0f, out, n);
+  SgemmBt(m, n, k, 1.0f, SystolicOperand(config, x, m * k, &xb), k,
+          SystolicOperand(config, w, n * k, &wb), k, 0.0f, out, n);
 }
 
 }  // namespace hpt

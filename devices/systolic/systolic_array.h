@@ -123,6 +123,12 @@ void SystolicGemm(const SystolicConfig& config, const float* x, const float* w,
 void SystolicGemmBt(const SystolicConfig& config, const float* x, const float* w,
                     int64_t m, int64_t n, int64_t k, float* out);
 
+// `n` values as the array takes them as an operand: `data` itself in fp32,
+// or a bf16-rounded copy kept in `storage`. For callers that run strided
+// products on the operand themselves.
+const float* SystolicOperand(const SystolicConfig& config, const float* data, int64_t n,
+                             std::vector<float>* storage);
+
 // bf16 rounding (round to nearest even), for callers and tests.
 float RoundToBf16(float v);
 

@@ -1,0 +1,42 @@
+// The two LibTorch services the device models use, behind a header that
+// keeps LibTorch out of its includers:
+//   - an exact integer GEMM for operands that are small integers (the ReRAM
+//     crossbar read: 8-bit inputs times 8-bit weight levels): int8
+//     operands, int32 sums, through at::_int_mm (oneDNN), several times
+//     faster than an fp32 GEMM of the same shape on CPUs with VNNI or AMX
+//     (measured in //benchmarks:reram_forward_bench);
+//   - a parallel loop over LibTorch's intra-op thread pool, for the
+//     element-wise passes around those products;
+//   - inverted-dropout masks from a counter-based hash, shared by the
+//     LibTorch model on CPU and the systolic-array segments.
+#ifndef HPT_DEVICES_CPU_KERNELS_H_
+#define HPT_DEVICES_CPU_KERNELS_H_
+
+#include <cstdint>
+#include <functional>
+
+namespace hpt {
+
+// C[m x n] = A[m x k] B, all row-major and dense: B is [k x n], or with
+// `b_transposed` stored [n x k] and read transposed. Exact while every sum
+// fits int32 (|sum| < 2^31; 8-bit operands allow k up to 2^17).
+void Int8Gemm(int64_t m, int64_t n, int64_t k, const int8_t* a, const int8_t* b,
+              bool b_transposed, int32_t* c);
+
+// Calls body(begin, end) on disjoint chunks covering [0, n), of at least
+// `grain` elements each, on LibTorch's intra-op threads (inline when n is
+// under `grain` or there is one thread). The chunks are fixed by n, grain
+// and the thread count, so a body whose result depends only on the index
+// (a counter-based random draw, say) is deterministic.
+void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
+
+// mask[e] for e in [0, n): 0 with probability p, else 1 / (1 - p). Element e
+// is dropped when a 32-bit hash of (e, seed) falls under p * 2^32, so the
+// mask is a function of (seed, e) only, whatever the threads; the loop is
+// vectorised (AVX-512, AVX2 or baseline, picked by the CPU) and split over
+// the intra-op threads. Needs 0 <= p < 1.
+void FillDropoutMask(float* mask, int64_t n, double p, uint64_t seed);
+
+}  // namespace hpt
+
+#endif  // HPT_DEVICES_CPU_KERNELS_H_
