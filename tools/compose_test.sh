@@ -74,14 +74,15 @@ submitted=$(timeout 60 "${ctl[@]}" submit --name=compose-test --preset=tiny --st
   --time_steps=512 --epochs=6 --batch_size=16 --lr=0.002 --hpt_window_steps=5 \
   --loss_threshold=0.5 --weight_threshold=0.5 --lora_rank=4 2>&1) || {
   echo "$submitted"; "${DC[@]}" logs --tail=50; exit 1; }
-job=$(echo "$submitted" | grep -o 'job-[0-9]*' | head -1)
+job=$(grep -o -m1 'job-[0-9]*' <<<"$submitted")
 # From `up` to the job's first finished step, as its status reports it.
 first_step_s=""
 for _ in $(seq 1 600); do
-  # Captured first: grep -q would stop reading early, and under pipefail
-  # hptctl's SIGPIPE would fail the test.
+  # Captured first, and grep reads a here-string, not a pipe: grep -q stops
+  # reading at its first match, and under pipefail the writer's SIGPIPE
+  # would fail the test.
   status_json=$("${ctl[@]}" status "$job" --format=json 2>/dev/null || true)
-  if echo "$status_json" | grep -qE '"step": *"[1-9]'; then
+  if grep -qE '"step": *"[1-9]' <<<"$status_json"; then
     first_step_s=$((SECONDS - t1)); break
   fi
   sleep 0.2
@@ -90,7 +91,7 @@ done
 log "$job: first step done ${first_step_s}s after up"
 out=$(timeout 600 "${ctl[@]}" watch "$job" 2>&1) || { echo "$out"; "${DC[@]}" logs --tail=50; exit 1; }
 echo "$out" | tail -25
-echo "$out" | grep -q "): succeeded" || { log "the job did not succeed"; exit 1; }
+grep -q "): succeeded" <<<"$out" || { log "the job did not succeed"; exit 1; }
 "${ctl[@]}" report "$job" --format=json | grep '"phase": "lora"' >/dev/null \
   || { log "$job never reached the LoRA phase"; exit 1; }
 log "$job switched to LoRA (frozen weights on worker-reram, the rest on worker-systolic)"
@@ -117,12 +118,15 @@ log "Prometheus scraped all 4 processes; $job's hpt_job_loss and hpt_job_phase s
 # hit mid-way (checkpoints every 20 steps).
 container() { "${DC[@]}" ps -q "$1"; }
 step_of() {
-  "${ctl[@]}" status "$1" --format=json 2>/dev/null | grep -o '"step": "\?[0-9]*' | head -1 \
-    | grep -o '[0-9]*$' || echo 0
+  local json
+  json=$("${ctl[@]}" status "$1" --format=json 2>/dev/null || true)
+  grep -o -m1 '"step": "\?[0-9]*' <<<"$json" | grep -o '[0-9]*$' || echo 0
 }
 long_job() {
-  "${ctl[@]}" submit --name="$1" --preset=tiny --stations=16 --time_steps=4096 --epochs=3 \
-    --batch_size=16 --mode=full --checkpoint_every=20 | grep -o 'job-[0-9]*' | head -1
+  local out
+  out=$("${ctl[@]}" submit --name="$1" --preset=tiny --stations=16 --time_steps=4096 --epochs=3 \
+    --batch_size=16 --mode=full --checkpoint_every=20)
+  grep -o -m1 'job-[0-9]*' <<<"$out"
 }
 wait_for_step() {
   for _ in $(seq 1 600); do
@@ -132,9 +136,11 @@ wait_for_step() {
   return 1
 }
 # Watches JOB to its end (10 min at most); prints its summary.
-finish() { timeout 600 "${ctl[@]}" watch "$1" 2>&1 | tail -14; }
+# The whole summary: its first line says how the job ended, and each
+# recovery adds lines.
+finish() { timeout 600 "${ctl[@]}" watch "$1" 2>&1 || true; }
 fault_report() {  # NAME JOB FAULT_TIME SUMMARY
-  echo "$4" | grep -q "): succeeded" || { echo "$4"; log "fault '$1': $2 did not succeed"; exit 1; }
+  grep -q "): succeeded" <<<"$4" || { echo "$4"; log "fault '$1': $2 did not succeed"; exit 1; }
   log "fault '$1': $2 succeeded $(( $(date +%s) - $3 ))s after the fault; $(echo "$4" | grep -m1 'recovery' | sed 's/^ *//')"
 }
 
@@ -153,9 +159,9 @@ docker network disconnect "$network" "$(container worker-gpu)"
 sleep 10
 docker network connect --alias worker-gpu "$network" "$(container worker-gpu)"
 summary=$(finish "$job")
-if echo "$summary" | grep -q "): succeeded"; then
+if grep -q "): succeeded" <<<"$summary"; then
   fault_report "worker-gpu off the network for 10 s" "$job" "$fault" "$summary"
-elif echo "$summary" | grep -q "): failed" && echo "$summary" | grep -q "worker-gpu"; then
+elif grep -q "): failed" <<<"$summary" && grep -q "worker-gpu" <<<"$summary"; then
   log "fault 'worker-gpu off the network for 10 s': $job failed naming the worker, $(( $(date +%s) - fault ))s after the fault"
 else
   echo "$summary"; log "fault 'network': $job neither recovered nor failed naming worker-gpu"; exit 1
@@ -181,7 +187,7 @@ for _ in $(seq 1 120); do "${secure[@]}" list >/dev/null 2>&1 && break; sleep 1;
 out=$(timeout 600 "${secure[@]}" submit --name=compose-secure --preset=tiny --stations=16 \
   --time_steps=512 --epochs=3 --hpt_window_steps=5 --loss_threshold=0.5 --weight_threshold=0.5 \
   --lora_rank=4 --watch 2>&1) || { echo "$out"; exit 1; }
-echo "$out" | grep -q "): succeeded" || { echo "$out"; log "secure mode: the job did not succeed"; exit 1; }
+grep -q "): succeeded" <<<"$out" || { echo "$out"; log "secure mode: the job did not succeed"; exit 1; }
 if "${ctl[@]}" --tls_ca=deploy/tls/ca.pem list >/dev/null 2>&1; then
   log "secure mode: a call without a token was accepted"; exit 1
 fi
