@@ -521,53 +521,38 @@ void ReramLayer::AddReadErrors(int64_t batch, bool transposed, float scale, floa
 
 absl::StatusOr<ReramReport> ReramLayer::Forward(const float* x, int64_t batch,
                                                 float* y) {
-  if (!programmed_) {
-    return absl::FailedPreconditionError("reram layer read before Program()");
-  }
-  if (batch < 1) return absl::InvalidArgumentError("reram read batch must be positive");
-  if (Int8Reads()) {
-    std::vector<int8_t> xq;
-    const double x_scale = QuantizeInputs(x, batch * k_, &xq);
-    FastReadInt8(xq, batch, false, static_cast<float>(x_scale * w_scale_), y);
-  } else {
-    std::vector<float> xq;
-    const double x_scale = QuantizeInputs(x, batch * k_, &xq);
-    const float scale = static_cast<float>(x_scale * w_scale_);
-    if (config_.numerics == ReramNumerics::kBitExact) {
-      ExactRead(xq, batch, false, y);
-      for (int64_t e = 0; e < batch * n_; ++e) y[e] *= scale;
-    } else {
-      FastRead(xq, batch, false, scale, y);
-    }
-  }
-  ReramReport report;
-  ReadCosts(batch, /*transposed=*/false, &report);
-  return report;
+  return Read(x, batch, /*transposed=*/false, y);
 }
 
 absl::StatusOr<ReramReport> ReramLayer::Transposed(const float* g, int64_t batch,
                                                    float* g_x) {
+  return Read(g, batch, /*transposed=*/true, g_x);
+}
+
+absl::StatusOr<ReramReport> ReramLayer::Read(const float* in, int64_t batch, bool transposed,
+                                             float* out) {
   if (!programmed_) {
     return absl::FailedPreconditionError("reram layer read before Program()");
   }
   if (batch < 1) return absl::InvalidArgumentError("reram read batch must be positive");
+  const int64_t in_len = transposed ? n_ : k_, out_len = transposed ? k_ : n_;
   if (Int8Reads()) {
-    std::vector<int8_t> gq;
-    const double g_scale = QuantizeInputs(g, batch * n_, &gq);
-    FastReadInt8(gq, batch, true, static_cast<float>(g_scale * w_scale_), g_x);
+    std::vector<int8_t> q;
+    const double in_scale = QuantizeInputs(in, batch * in_len, &q);
+    FastReadInt8(q, batch, transposed, static_cast<float>(in_scale * w_scale_), out);
   } else {
-    std::vector<float> gq;
-    const double g_scale = QuantizeInputs(g, batch * n_, &gq);
-    const float scale = static_cast<float>(g_scale * w_scale_);
+    std::vector<float> q;
+    const double in_scale = QuantizeInputs(in, batch * in_len, &q);
+    const float scale = static_cast<float>(in_scale * w_scale_);
     if (config_.numerics == ReramNumerics::kBitExact) {
-      ExactRead(gq, batch, true, g_x);
-      for (int64_t e = 0; e < batch * k_; ++e) g_x[e] *= scale;
+      ExactRead(q, batch, transposed, out);
+      for (int64_t e = 0; e < batch * out_len; ++e) out[e] *= scale;
     } else {
-      FastRead(gq, batch, true, scale, g_x);
+      FastRead(q, batch, transposed, scale, out);
     }
   }
   ReramReport report;
-  ReadCosts(batch, /*transposed=*/true, &report);
+  ReadCosts(batch, transposed, &report);
   return report;
 }
 

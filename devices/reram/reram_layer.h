@@ -142,6 +142,9 @@ class ReramLayer {
   }
   // Digitises `count` line sums read together by one crossbar (in place).
   void Adc(float* sums, int64_t count, int64_t lines) const;
+  // Forward (transposed false) or transposed read of `batch` vectors.
+  absl::StatusOr<ReramReport> Read(const float* in, int64_t batch, bool transposed,
+                                   float* out);
   // Quantises `n` values to input_bits (as floats, or int8 when
   // input_bits <= 8); returns the scale.
   template <typename T>
