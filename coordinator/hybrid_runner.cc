@@ -94,8 +94,11 @@ absl::StatusOr<double> HybridRunner::Forward(const HostTensor& inputs,
                                              const HostTensor* targets, int64_t step,
                                              bool train, const TaskSink& sink,
                                              HostTensor* prediction) {
-  std::map<std::string, HostTensor> values;
-  values[plan_.input] = inputs;
+  // Values travel between segments as the Tensor messages the workers
+  // returned: moved into the next request that reads them (copied only for
+  // readers before the last), never decoded here but for the prediction.
+  std::map<std::string, Tensor> values;
+  ToProto(inputs, plan_.input, &values[plan_.input]);
   if (train) samples_ = inputs.shape.empty() ? 1 : std::max<int64_t>(1, inputs.shape[0]);
   // The last segment that reads each value: a value is dropped once sent
   // to it, so a forward holds a few activations, not all of them.
@@ -119,9 +122,14 @@ absl::StatusOr<double> HybridRunner::Forward(const HostTensor& inputs,
         return absl::InternalError(absl::StrCat("segment '", segment.spec.name(),
                                                 "' reads '", name, "', which no segment made"));
       }
-      ToProto(it->second, name, request.add_values());
-      bytes_in += it->second.num_bytes();
-      if (last_reader[name] == i && name != plan_.prediction) values.erase(it);
+      Tensor* sent = request.add_values();
+      bytes_in += int64_t(it->second.data().size());
+      if (last_reader[name] == i && name != plan_.prediction) {
+        sent->Swap(&it->second);
+        values.erase(it);
+      } else {
+        *sent = it->second;
+      }
     }
     if (last && targets != nullptr) {
       ToProto(*targets, "targets", request.mutable_targets());
@@ -131,10 +139,11 @@ absl::StatusOr<double> HybridRunner::Forward(const HostTensor& inputs,
     WorkerClient* worker = WorkerOf(segment);
     ASSIGN_OR_RETURN(ForwardResponse response, worker->Forward(request));
     int64_t bytes_out = 0;
-    for (const Tensor& t : response.values()) {
-      ASSIGN_OR_RETURN(HostTensor v, FromProto(t, "ForwardResponse.values"));
-      bytes_out += v.num_bytes();
-      values[t.name()] = std::move(v);
+    for (Tensor& t : *response.mutable_values()) {
+      RETURN_IF_ERROR(ValidateTensorProto(t, "ForwardResponse.values"));
+      bytes_out += int64_t(t.data().size());
+      const std::string name = t.name();
+      values[name].Swap(&t);
     }
     if (sink) {
       sink({worker, segment.kind, "forward", response.cost(), bytes_in, bytes_out,
@@ -147,7 +156,7 @@ absl::StatusOr<double> HybridRunner::Forward(const HostTensor& inputs,
     if (it == values.end()) {
       return absl::InternalError("the last segment returned no prediction");
     }
-    *prediction = std::move(it->second);
+    ASSIGN_OR_RETURN(*prediction, FromProto(it->second, "ForwardResponse.values"));
   }
   return loss;
 }
