@@ -61,7 +61,9 @@ LoraAdapterImpl::LoraAdapterImpl(int64_t in, int64_t out, int64_t rank,
 }
 
 torch::Tensor LoraAdapterImpl::forward(const torch::Tensor& x) {
-  return B(A(Dropout(x, dropout_, is_training()))) * scale;
+  // The scale on the rank-r activation, not the [.., out] one: the same
+  // product with out / rank times fewer multiplies.
+  return B(A(Dropout(x, dropout_, is_training())) * scale);
 }
 
 torch::Tensor LoraAdapterImpl::Delta() const {
