@@ -167,21 +167,6 @@ std::vector<float> DropoutMask(size_t n, double p, uint64_t seed) {
   return mask;
 }
 
-// One head's [tokens, head_dim] block of sample b in a [batch, tokens, d]
-// tensor (PyTorch's view(batch, tokens, heads, head_dim)), copied out or in.
-void GatherHead(const HostTensor& t, int64_t b, int64_t h, int64_t hd, float* out) {
-  const int64_t tokens = t.shape[1], cols = t.shape[2];
-  for (int64_t t0 = 0; t0 < tokens; ++t0) {
-    std::copy_n(t.data.data() + (b * tokens + t0) * cols + h * hd, hd, out + t0 * hd);
-  }
-}
-void ScatterHead(const float* in, int64_t b, int64_t h, int64_t hd, HostTensor& t) {
-  const int64_t tokens = t.shape[1], cols = t.shape[2];
-  for (int64_t t0 = 0; t0 < tokens; ++t0) {
-    std::copy_n(in + t0 * hd, hd, t.data.data() + (b * tokens + t0) * cols + h * hd);
-  }
-}
-
 constexpr double kLayerNormOps = 8;  // mean, variance, normalise, scale, shift
 constexpr double kSoftmaxOps = 5;    // max, subtract, exp, sum, divide
 
@@ -783,23 +768,29 @@ absl::StatusOr<std::map<std::string, HostTensor>> SegmentGraph::Backward(
         const std::vector<float>& stash = aux->second;
         const bool drop = int64_t(stash.size()) == 2 * batch * heads * tt;
         HostTensor gq(x.shape), gk(x.shape), gv(x.shape);
-        std::vector<float> qh(tokens * hd), kh(tokens * hd), vh(tokens * hd),
-            go(tokens * hd), tmp(tokens * hd), gp(tt), used(tt), used_t(tt), gs_t(tt);
+        // As in the forward, each head's blocks are read and written in
+        // place with BLAS leading dimensions; only the [tokens, tokens]
+        // matrices are transposed, and operands rounded as the node takes
+        // them (whole tensors once, per-head matrices as they are made).
+        std::vector<float> qs, ks, vs, gs, os;
+        const float* qd = Operand(node_, x.data.data(), x.num_elements(), &qs);
+        const float* kd = Operand(node_, k.data.data(), k.num_elements(), &ks);
+        const float* vd = Operand(node_, v.data.data(), v.num_elements(), &vs);
+        const float* gd = Operand(node_, g.data.data(), g.num_elements(), &gs);
+        std::vector<float> gp(tt), used(tt), used_t(tt), gs_t(tt);
         for (int64_t b = 0; b < batch; ++b) {
           for (int64_t h = 0; h < heads; ++h) {
             const int64_t base = (b * heads + h) * tt;
+            const int64_t offset = b * tokens * cols + h * hd;
             const float* p = stash.data() + base;
             const float* m = drop ? stash.data() + batch * heads * tt + base : nullptr;
-            GatherHead(x, b, h, hd, qh.data());
-            GatherHead(k, b, h, hd, kh.data());
-            GatherHead(v, b, h, hd, vh.data());
-            GatherHead(g, b, h, hd, go.data());
             for (int64_t e = 0; e < tt; ++e) used[e] = m ? p[e] * m[e] : p[e];
             // dV = P'^T dO; dP' = dO V^T.
             used_t = Transpose(used.data(), tokens, tokens);
-            Gemm(node_, used_t.data(), go.data(), tokens, hd, tokens, tmp.data());
-            ScatterHead(tmp.data(), b, h, hd, gv);
-            GemmBt(node_, go.data(), vh.data(), tokens, tokens, hd, gp.data());
+            Sgemm(tokens, hd, tokens, 1.0f, Operand(node_, used_t.data(), tt, &os), tokens,
+                  gd + offset, cols, 0.0f, gv.data.data() + offset, cols);
+            SgemmBt(tokens, tokens, hd, 1.0f, gd + offset, cols, vd + offset, cols, 0.0f,
+                    gp.data(), tokens);
             // dS = P (dP - rowsum(dP P)) / sqrt(hd), with dP = dP' * mask.
             for (int64_t r = 0; r < tokens; ++r) {
               double dot = 0;
@@ -814,11 +805,11 @@ absl::StatusOr<std::map<std::string, HostTensor>> SegmentGraph::Backward(
               }
             }
             // dQ = dS K; dK = dS^T Q.
-            Gemm(node_, gp.data(), kh.data(), tokens, hd, tokens, tmp.data());
-            ScatterHead(tmp.data(), b, h, hd, gq);
             gs_t = Transpose(gp.data(), tokens, tokens);
-            Gemm(node_, gs_t.data(), qh.data(), tokens, hd, tokens, tmp.data());
-            ScatterHead(tmp.data(), b, h, hd, gk);
+            Sgemm(tokens, hd, tokens, 1.0f, Operand(node_, gp.data(), tt, &os), tokens,
+                  kd + offset, cols, 0.0f, gq.data.data() + offset, cols);
+            Sgemm(tokens, hd, tokens, 1.0f, Operand(node_, gs_t.data(), tt, &os), tokens,
+                  qd + offset, cols, 0.0f, gk.data.data() + offset, cols);
           }
         }
         const double pairs = double(batch * heads);
