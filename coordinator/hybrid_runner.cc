@@ -22,7 +22,11 @@ HybridRunner::HybridRunner(std::string job_id, HybridPlan plan,
       plan_(std::move(plan)),
       reram_(std::move(reram)),
       systolic_(std::move(systolic)),
-      optimizer_(std::move(optimizer)) {}
+      optimizer_(std::move(optimizer)) {
+  for (size_t i = 0; i < plan_.segments.size(); ++i) {
+    for (const std::string& name : plan_.segments[i].spec.inputs()) last_reader_[name] = i;
+  }
+}
 
 std::string HybridRunner::Resource(const PlannedSegment& segment,
                                    WorkerClient* worker) const {
@@ -100,12 +104,6 @@ absl::StatusOr<double> HybridRunner::Forward(const HostTensor& inputs,
   std::map<std::string, Tensor> values;
   ToProto(inputs, plan_.input, &values[plan_.input]);
   if (train) samples_ = inputs.shape.empty() ? 1 : std::max<int64_t>(1, inputs.shape[0]);
-  // The last segment that reads each value: a value is dropped once sent
-  // to it, so a forward holds a few activations, not all of them.
-  std::map<std::string, size_t> last_reader;
-  for (size_t i = 0; i < plan_.segments.size(); ++i) {
-    for (const std::string& name : plan_.segments[i].spec.inputs()) last_reader[name] = i;
-  }
   double loss = 0;
   for (size_t i = 0; i < plan_.segments.size(); ++i) {
     const PlannedSegment& segment = plan_.segments[i];
@@ -124,7 +122,9 @@ absl::StatusOr<double> HybridRunner::Forward(const HostTensor& inputs,
       }
       Tensor* sent = request.add_values();
       bytes_in += int64_t(it->second.data().size());
-      if (last_reader[name] == i && name != plan_.prediction) {
+      // A value goes to its last reader by move, so a forward holds a few
+      // activations, not all of them.
+      if (last_reader_.at(name) == i && name != plan_.prediction) {
         sent->Swap(&it->second);
         values.erase(it);
       } else {

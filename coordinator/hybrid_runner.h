@@ -82,6 +82,9 @@ class HybridRunner {
 
   std::string job_id_;
   HybridPlan plan_;
+  // Index of the last segment that reads each value: the forward drops a
+  // value once it is sent there.
+  std::map<std::string, size_t> last_reader_;
   std::vector<WorkerClient*> reram_, systolic_;
   OptimizerConfig optimizer_;
   double grad_norm_sq_ = 0;

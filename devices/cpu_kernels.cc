@@ -8,7 +8,7 @@
 namespace hpt {
 namespace cpu_kernels {
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) void FillMaskRange(
+HPT_VECTOR_CLONES void FillMaskRange(
     float* mask, int64_t begin, int64_t end, uint32_t k0, uint32_t k1, uint32_t threshold,
     float keep) {
   for (int64_t e = begin; e < end; ++e) {

@@ -11,11 +11,9 @@
 #include "devices/cpu_kernels.h"
 
 namespace hpt {
-// The systolic segments' element-wise work, compiled for AVX-512, AVX2 and
-// the baseline and picked by the CPU at load time (GCC function
-// multiversioning): the build targets any x86-64.
+// The systolic segments' element-wise work (HPT_VECTOR_CLONES:
+// devices/cpu_kernels.h).
 namespace graph_kernels {
-#define HPT_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 
 HPT_VECTOR_CLONES void Relu(float* y, int64_t n) {
   for (int64_t e = 0; e < n; ++e) y[e] = y[e] > 0.0f ? y[e] : 0.0f;
@@ -29,10 +27,6 @@ HPT_VECTOR_CLONES void AddInPlace(float* y, const float* x, int64_t n) {
 }
 HPT_VECTOR_CLONES void MulInPlace(float* y, const float* m, int64_t n) {
   for (int64_t e = 0; e < n; ++e) y[e] *= m[e];
-}
-// out = a * b.
-HPT_VECTOR_CLONES void Mul(const float* a, const float* b, float* out, int64_t n) {
-  for (int64_t e = 0; e < n; ++e) out[e] = a[e] * b[e];
 }
 // One row of LayerNorm in place: y = (y - mean) / sigma * gamma + beta, with
 // x-hat written to `xhat` when given; returns 1 / sigma. Sums in double.
@@ -71,7 +65,6 @@ HPT_VECTOR_CLONES void LayerNormBackwardRow(const float* g, const float* gamma,
     gx[c] = float(rstd * (gy[c] - mean_g - xhat[c] * mean_gx));
   }
 }
-#undef HPT_VECTOR_CLONES
 }  // namespace graph_kernels
 
 namespace {

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <type_traits>
-#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "devices/blas.h"
@@ -18,11 +18,8 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
-// The fast read's element-wise passes, compiled for AVX-512, AVX2 and the
-// baseline, picked at load time by the CPU (GCC function multiversioning):
-// the build targets any x86-64, these loops run at the machine's width.
+// The fast read's element-wise passes (HPT_VECTOR_CLONES: cpu_kernels.h).
 namespace reram_kernels {
-#define HPT_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 
 // max |x| over n values, as the bits of a non-negative float (which order
 // as integers do): an integer max reduction, which vectorises.
@@ -71,7 +68,6 @@ HPT_VECTOR_CLONES void ScaleSums(const int32_t* sums, int64_t begin, int64_t end
                                  float* out) {
   for (int64_t e = begin; e < end; ++e) out[e] = scale * static_cast<float>(sums[e]);
 }
-#undef HPT_VECTOR_CLONES
 }  // namespace reram_kernels
 
 namespace {
@@ -434,14 +430,12 @@ void ReramLayer::FastReadInt8(const std::vector<int8_t>& xq, int64_t batch,
     Int8Gemm(batch, n_, k_, xq.data(), effective_i8_.data(), /*b_transposed=*/false,
              sums.get());
   }
-  if (NeedsCalibration(transposed)) {
-    // The bit-exact path on the first few vectors, in its float operands.
-    const int64_t rows = std::min<int64_t>(batch, 8);
-    const std::vector<float> sample(xq.begin(), xq.begin() + rows * in_len);
-    MaybeCalibrate(sample, rows, transposed);
-  } else {
-    MaybeCalibrate({}, 0, transposed);
-  }
+  // Calibration runs the bit-exact path on the first few vectors, which
+  // takes float operands: copied only when it is due.
+  const int64_t rows = std::min<int64_t>(batch, 8);
+  std::vector<float> sample;
+  if (NeedsCalibration(transposed)) sample.assign(xq.begin(), xq.begin() + rows * in_len);
+  MaybeCalibrate(sample, rows, transposed);
   AddReadErrors(batch, transposed, scale, out, sums.get());
 }
 
