@@ -31,4 +31,14 @@ void SgemmBt(int64_t m, int64_t n, int64_t k, float alpha, const float* a,
   sgemm_("T", "N", &in, &im, &ik, &alpha, b, &ildb, a, &ilda, &beta, c, &ildc);
 }
 
+void SgemmAt(int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+             int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+             int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  const int im = static_cast<int>(m), in = static_cast<int>(n),
+            ik = static_cast<int>(k), ilda = static_cast<int>(lda),
+            ildb = static_cast<int>(ldb), ildc = static_cast<int>(ldc);
+  sgemm_("N", "T", &in, &im, &ik, &alpha, b, &ildb, a, &ilda, &beta, c, &ildc);
+}
+
 }  // namespace hpt

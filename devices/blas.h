@@ -19,6 +19,11 @@ void SgemmBt(int64_t m, int64_t n, int64_t k, float alpha, const float* a,
              int64_t lda, const float* b, int64_t ldb, float beta, float* c,
              int64_t ldc);
 
+// C[m x n] = alpha * A^T * B + beta * C, with A stored [k x m].
+void SgemmAt(int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+             int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+             int64_t ldc);
+
 }  // namespace hpt
 
 #endif  // HPT_DEVICES_BLAS_H_

@@ -43,6 +43,13 @@ void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int
 // the intra-op threads. Needs 0 <= p < 1.
 void FillDropoutMask(float* mask, int64_t n, double p, uint64_t seed);
 
+// y[j] = x[j] * mask[first + j] for j in [0, n), with the mask of
+// FillDropoutMask(seed) computed on the fly, never stored: a backward
+// applies the same call to the gradient. `y` may be `x`. `parallel`: split
+// over the intra-op threads (false from inside a ParallelFor body).
+void ApplyDropout(const float* x, float* y, int64_t n, double p, uint64_t seed,
+                  int64_t first = 0, bool parallel = true);
+
 }  // namespace hpt
 
 #endif  // HPT_DEVICES_CPU_KERNELS_H_

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <set>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -25,13 +27,11 @@ HPT_VECTOR_CLONES void ReluBackward(float* g, const float* x, int64_t n) {
 HPT_VECTOR_CLONES void AddInPlace(float* y, const float* x, int64_t n) {
   for (int64_t e = 0; e < n; ++e) y[e] += x[e];
 }
-HPT_VECTOR_CLONES void MulInPlace(float* y, const float* m, int64_t n) {
-  for (int64_t e = 0; e < n; ++e) y[e] *= m[e];
-}
-// One row of LayerNorm in place: y = (y - mean) / sigma * gamma + beta, with
-// x-hat written to `xhat` when given; returns 1 / sigma. Sums in double.
-HPT_VECTOR_CLONES float LayerNormRow(float* y, const float* gamma, const float* beta,
-                                     int64_t cols, double eps, float* xhat) {
+// One row of LayerNorm in place: y = (y - mean) / sigma * gamma + beta.
+// Returns {mean, 1 / sigma}; sums in double.
+HPT_VECTOR_CLONES std::pair<float, float> LayerNormRow(float* y, const float* gamma,
+                                                       const float* beta, int64_t cols,
+                                                       double eps) {
   double mean = 0;
 #pragma omp simd reduction(+ : mean)
   for (int64_t c = 0; c < cols; ++c) mean += y[c];
@@ -42,19 +42,19 @@ HPT_VECTOR_CLONES float LayerNormRow(float* y, const float* gamma, const float* 
   var /= double(cols);
   const float rstd = float(1.0 / std::sqrt(var + eps));
   const float m = float(mean);
-  if (xhat != nullptr) {
-    for (int64_t c = 0; c < cols; ++c) xhat[c] = (y[c] - m) * rstd;
-  }
   for (int64_t c = 0; c < cols; ++c) y[c] = (y[c] - m) * rstd * gamma[c] + beta[c];
-  return rstd;
+  return {m, rstd};
 }
-// One row's LayerNorm input gradient from its output gradient g.
+// One row's LayerNorm input gradient from its output gradient g, with x-hat
+// rebuilt from the row's input x and its statistics (written to `xhat`).
 HPT_VECTOR_CLONES void LayerNormBackwardRow(const float* g, const float* gamma,
-                                            const float* xhat, float rstd, int64_t cols,
-                                            float* gy, float* gx) {
+                                            const float* x, float mean, float rstd,
+                                            int64_t cols, float* xhat, float* gy,
+                                            float* gx) {
   double mean_g = 0, mean_gx = 0;
 #pragma omp simd reduction(+ : mean_g, mean_gx)
   for (int64_t c = 0; c < cols; ++c) {
+    xhat[c] = (x[c] - mean) * rstd;
     gy[c] = g[c] * gamma[c];
     mean_g += gy[c];
     mean_gx += double(gy[c]) * xhat[c];
@@ -64,6 +64,52 @@ HPT_VECTOR_CLONES void LayerNormBackwardRow(const float* g, const float* gamma,
   for (int64_t c = 0; c < cols; ++c) {
     gx[c] = float(rstd * (gy[c] - mean_g - xhat[c] * mean_gx));
   }
+}
+
+// e^x in single precision, vectorisable: x = n ln 2 + r with |r| <= ln 2 / 2
+// (ln 2 split in two for an exact product), e^r from Cephes' expf
+// polynomial (S. Moshier, Cephes Math Library, expf.c; relative error
+// within 2 ulp over the range), 2^n put into the exponent bits. Inputs are
+// clamped to [-87.3, 88.7], where the result stays a normal float.
+__attribute__((always_inline)) inline float ExpF(float x) {
+  x = std::min(88.7f, std::max(-87.3f, x));
+  const float n = std::floor(x * 1.44269504088896341f + 0.5f);
+  float r = x - n * 0.693359375f;
+  r -= n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float e = p * r * r + r + 1.0f;
+  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof(scale));
+  return e * scale;
+}
+// A row of scores s in place: softmax(s * scale). The sum in double.
+HPT_VECTOR_CLONES void SoftmaxRow(float* s, int64_t n, float scale) {
+  float mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
+  for (int64_t c = 0; c < n; ++c) mx = std::max(mx, s[c] * scale);
+  double sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t c = 0; c < n; ++c) {
+    s[c] = ExpF(s[c] * scale - mx);
+    sum += s[c];
+  }
+  const float inv = float(1.0 / sum);
+  for (int64_t c = 0; c < n; ++c) s[c] *= inv;
+}
+// A row of the softmax's input gradient in place: given dP (d) and P (p),
+// dS = P (dP - rowsum(dP P)) * scale.
+HPT_VECTOR_CLONES void SoftmaxBackwardRow(float* d, const float* p, int64_t n, float scale) {
+  double dot = 0;
+#pragma omp simd reduction(+ : dot)
+  for (int64_t c = 0; c < n; ++c) dot += double(d[c]) * p[c];
+  const float fdot = float(dot);
+  for (int64_t c = 0; c < n; ++c) d[c] = p[c] * (d[c] - fdot) * scale;
 }
 }  // namespace graph_kernels
 
@@ -134,15 +180,18 @@ void GemmCost(const DeviceNode& node, CostBuilder* cost, int64_t m, int64_t n,
   cost->Systolic(SimulateGemm(config, {m, n, k}), times);
 }
 
-// a[m x k]^T-free weight gradient: acc[n x k] += g[m x n]^T x[m x k].
+// Weight gradient: acc[n x k] += g[m x n]^T x[m x k], accumulated by the
+// product itself (g read transposed in place, no copy).
 void AddWeightGrad(const DeviceNode& node, CostBuilder* cost, const float* g,
                    const float* x, int64_t m, int64_t n, int64_t k,
                    std::vector<float>& acc) {
-  const std::vector<float> gt = Transpose(g, m, n);
-  std::vector<float> dw(n * k);
-  Gemm(node, gt.data(), x, n, k, m, dw.data());
+  std::vector<float> gs, xs;
+  const float* ga = Operand(node, g, m * n, &gs);
+  const float* xa = Operand(node, x, m * k, &xs);
+  const float beta = acc.empty() ? 0.0f : 1.0f;
+  acc.resize(n * k);
+  SgemmAt(n, k, m, 1.0f, ga, n, xa, k, beta, acc.data(), k);
   GemmCost(node, cost, n, k, m);
-  AddInto(acc, dw);
 }
 
 uint64_t MixSeed(uint64_t seed, int op) {
@@ -152,13 +201,8 @@ uint64_t MixSeed(uint64_t seed, int op) {
   return z ^ (z >> 31);
 }
 
-// Inverted-dropout mask: 0 or 1/(1-p), a function of (seed, element) only
-// (devices/cpu_kernels.h).
-std::vector<float> DropoutMask(size_t n, double p, uint64_t seed) {
-  std::vector<float> mask(n);
-  FillDropoutMask(mask.data(), static_cast<int64_t>(n), p, seed);
-  return mask;
-}
+// Rows per parallel chunk of a row-wise op: about 16 Ki elements.
+int64_t RowGrain(int64_t cols) { return std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, cols)); }
 
 constexpr double kLayerNormOps = 8;  // mean, variance, normalise, scale, shift
 constexpr double kSoftmaxOps = 5;    // max, subtract, exp, sum, divide
@@ -401,6 +445,7 @@ absl::StatusOr<std::map<std::string, HostTensor>> SegmentGraph::Forward(
     std::map<std::string, HostTensor> inputs, uint64_t mask_seed,
     CostBuilder* cost, Saved* saved) {
   const bool train = saved != nullptr;
+  if (train) saved->mask_seed = mask_seed;
   std::map<std::string, HostTensor> values;
   for (const std::string& name : inputs_) {
     auto it = inputs.find(name);
@@ -516,11 +561,12 @@ absl::StatusOr<std::map<std::string, HostTensor>> SegmentGraph::Forward(
       case SegmentOp::DROPOUT:
         y = input_copy();
         if (train && op.dropout() > 0) {
-          std::vector<float> mask =
-              DropoutMask(y.data.size(), op.dropout(), MixSeed(mask_seed, i));
-          graph_kernels::MulInPlace(y.data.data(), mask.data(), y.num_elements());
+          // The mask is a function of (seed, element): made on the fly here
+          // and again in the backward, never stored.
+          ApplyDropout(y.data.data(), y.data.data(), y.num_elements(), op.dropout(),
+                       MixSeed(mask_seed, i));
           cost->Elementwise(node_, 2.0 * double(y.data.size()));
-          saved->aux[i] = std::move(mask);
+          saved->aux[i];  // marks the op as dropped out
         }
         break;
       case SegmentOp::LAYER_NORM: {
@@ -533,16 +579,21 @@ absl::StatusOr<std::map<std::string, HostTensor>> SegmentGraph::Forward(
         }
         const double eps = op.eps() > 0 ? op.eps() : 1e-5;
         // In place on y (row by row: a row's statistics are taken before it
-        // is overwritten).
+        // is overwritten). Training keeps each row's mean and 1/sigma; the
+        // backward rebuilds x-hat from the saved input.
         y = input_copy();
-        std::vector<float> aux;  // training: x-hat, then 1/sigma per row
-        if (train) aux.resize(rows * cols + rows);
-        for (int64_t r = 0; r < rows; ++r) {
-          const float rstd = graph_kernels::LayerNormRow(
-              y.data.data() + r * cols, gamma.data(), beta.data(), cols, eps,
-              train ? aux.data() + r * cols : nullptr);
-          if (train) aux[rows * cols + r] = rstd;
-        }
+        std::vector<float> aux;
+        if (train) aux.resize(2 * rows);
+        ParallelFor(rows, RowGrain(cols), [&](int64_t begin, int64_t end) {
+          for (int64_t r = begin; r < end; ++r) {
+            const auto [mean, rstd] = graph_kernels::LayerNormRow(
+                y.data.data() + r * cols, gamma.data(), beta.data(), cols, eps);
+            if (train) {
+              aux[2 * r] = mean;
+              aux[2 * r + 1] = rstd;
+            }
+          }
+        });
         cost->Elementwise(node_, kLayerNormOps * double(y.data.size()));
         if (train) saved->aux[i] = std::move(aux);
         break;
@@ -561,54 +612,48 @@ absl::StatusOr<std::map<std::string, HostTensor>> SegmentGraph::Forward(
         const int64_t hd = cols / heads;
         const float inv_sqrt = float(1.0 / std::sqrt(double(hd)));
         const bool drop = train && op.dropout() > 0;
-        std::vector<float> probs(batch * heads * tokens * tokens);
-        std::vector<float> mask;
-        if (drop) mask = DropoutMask(probs.size(), op.dropout(), MixSeed(mask_seed, i));
+        const uint64_t seed = MixSeed(mask_seed, i);
+        const int64_t tt = tokens * tokens;
+        // Training keeps every head's probabilities for the backward (the
+        // dropout mask is made again there); inference needs one scratch
+        // matrix per thread.
+        std::vector<float> probs(train ? batch * heads * tt : 0);
         y = HostTensor(x.shape);
         // Each head's q, k, v and output are [tokens, hd] blocks with row
         // stride d inside the [batch, tokens, d] tensors: the products read
-        // and write them in place (BLAS leading dimensions), no copies.
-        std::vector<float> qs, ks, vs, ws;
+        // and write them in place (BLAS leading dimensions), no copies. The
+        // (sample, head) pairs are independent: split over the threads.
+        std::vector<float> qs, ks, vs;
         const float* qd = Operand(node_, x.data.data(), x.num_elements(), &qs);
         const float* kd = Operand(node_, k.data.data(), k.num_elements(), &ks);
         const float* vd = Operand(node_, v.data.data(), v.num_elements(), &vs);
-        std::vector<float> weights(tokens * tokens);
-        for (int64_t b = 0; b < batch; ++b) {
-          for (int64_t h = 0; h < heads; ++h) {
+        ParallelFor(batch * heads, 1, [&](int64_t begin, int64_t end) {
+          std::vector<float> scratch(train ? 0 : tt), weights(drop ? tt : 0), ws;
+          for (int64_t pair = begin; pair < end; ++pair) {
+            const int64_t b = pair / heads, h = pair % heads;
             const int64_t offset = b * tokens * cols + h * hd;
-            float* p = probs.data() + (b * heads + h) * tokens * tokens;
+            float* p = train ? probs.data() + pair * tt : scratch.data();
             SgemmBt(tokens, tokens, hd, 1.0f, qd + offset, cols, kd + offset, cols, 0.0f, p,
                     tokens);
             for (int64_t r = 0; r < tokens; ++r) {
-              float* row = p + r * tokens;
-              float mx = -INFINITY;
-              for (int64_t c = 0; c < tokens; ++c) mx = std::max(mx, row[c] * inv_sqrt);
-              double sum = 0;
-              for (int64_t c = 0; c < tokens; ++c) {
-                row[c] = std::exp(row[c] * inv_sqrt - mx);
-                sum += row[c];
-              }
-              for (int64_t c = 0; c < tokens; ++c) row[c] = float(row[c] / sum);
+              graph_kernels::SoftmaxRow(p + r * tokens, tokens, inv_sqrt);
             }
             const float* used = p;
             if (drop) {
-              const float* m = mask.data() + (b * heads + h) * tokens * tokens;
-              for (int64_t e = 0; e < tokens * tokens; ++e) weights[e] = p[e] * m[e];
+              ApplyDropout(p, weights.data(), tt, op.dropout(), seed, pair * tt,
+                           /*parallel=*/false);
               used = weights.data();
             }
-            used = Operand(node_, used, tokens * tokens, &ws);
+            used = Operand(node_, used, tt, &ws);
             Sgemm(tokens, hd, tokens, 1.0f, used, tokens, vd + offset, cols, 0.0f,
                   y.data.data() + offset, cols);
           }
-        }
+        });
         const double pairs = double(batch * heads);
         GemmCost(node_, cost, tokens, tokens, hd, pairs);
         GemmCost(node_, cost, tokens, hd, tokens, pairs);
-        cost->Elementwise(node_, (kSoftmaxOps + (drop ? 1 : 0)) * double(probs.size()));
-        if (train) {
-          if (drop) probs.insert(probs.end(), mask.begin(), mask.end());
-          saved->aux[i] = std::move(probs);
-        }
+        cost->Elementwise(node_, (kSoftmaxOps + (drop ? 1 : 0)) * pairs * double(tt));
+        if (train) saved->aux[i] = std::move(probs);
         break;
       }
       default:
@@ -721,7 +766,8 @@ absl::StatusOr<std::map<std::string, HostTensor>> SegmentGraph::Backward(
         break;
       case SegmentOp::DROPOUT:
         if (aux != saved.aux.end()) {
-          graph_kernels::MulInPlace(g.data.data(), aux->second.data(), g.num_elements());
+          ApplyDropout(g.data.data(), g.data.data(), g.num_elements(), op.dropout(),
+                       MixSeed(saved.mask_seed, i));
           cost->Elementwise(node_, double(g.data.size()));
         }
         accumulate(op.inputs(0), std::move(g));
@@ -729,24 +775,39 @@ absl::StatusOr<std::map<std::string, HostTensor>> SegmentGraph::Backward(
       case SegmentOp::LAYER_NORM: {
         SegmentParam& gamma = params_.at(op.weight());
         SegmentParam& beta = params_.at(op.bias());
-        const float* xhat = aux->second.data();
-        const float* rstd = aux->second.data() + rows * cols;
+        const std::vector<float>& stats = aux->second;  // mean, 1/sigma per row
+        HostTensor gx(x.shape);
+        // Each chunk of rows sums its own gamma and beta gradients; the
+        // chunks are added in order, so the result does not depend on timing.
+        const int64_t grain = RowGrain(cols);
+        const int64_t chunks = (rows + grain - 1) / grain;
+        std::vector<float> partial(gamma.trainable ? 2 * chunks * cols : 0);
+        ParallelFor(chunks, 1, [&](int64_t first_chunk, int64_t end_chunk) {
+          std::vector<float> xhat(cols), gy(cols);
+          for (int64_t r = first_chunk * grain; r < std::min(rows, end_chunk * grain); ++r) {
+            const float* gr = g.data.data() + r * cols;
+            graph_kernels::LayerNormBackwardRow(gr, gamma.value.data(),
+                                                x.data.data() + r * cols, stats[2 * r],
+                                                stats[2 * r + 1], cols, xhat.data(),
+                                                gy.data(), gx.data.data() + r * cols);
+            if (gamma.trainable) {
+              float* pg = partial.data() + 2 * (r / grain) * cols;
+              float* pb = pg + cols;
+              for (int64_t c = 0; c < cols; ++c) {
+                pg[c] += gr[c] * xhat[c];
+                pb[c] += gr[c];
+              }
+            }
+          }
+        });
         if (gamma.trainable) {
           if (gamma.grad.empty()) gamma.grad.assign(cols, 0.0f);
           if (beta.grad.empty()) beta.grad.assign(cols, 0.0f);
-          for (int64_t r = 0; r < rows; ++r) {
-            for (int64_t c = 0; c < cols; ++c) {
-              gamma.grad[c] += g.data[r * cols + c] * xhat[r * cols + c];
-              beta.grad[c] += g.data[r * cols + c];
-            }
+          for (int64_t ch = 0; ch < chunks; ++ch) {
+            graph_kernels::AddInPlace(gamma.grad.data(), partial.data() + 2 * ch * cols, cols);
+            graph_kernels::AddInPlace(beta.grad.data(), partial.data() + (2 * ch + 1) * cols,
+                                      cols);
           }
-        }
-        HostTensor gx(x.shape);
-        std::vector<float> gy(cols);
-        for (int64_t r = 0; r < rows; ++r) {
-          graph_kernels::LayerNormBackwardRow(g.data.data() + r * cols, gamma.value.data(),
-                                              xhat + r * cols, rstd[r], cols, gy.data(),
-                                              gx.data.data() + r * cols);
         }
         cost->Elementwise(node_, kLayerNormOps * double(g.data.size()));
         accumulate(op.inputs(0), std::move(gx));
@@ -758,53 +819,54 @@ absl::StatusOr<std::map<std::string, HostTensor>> SegmentGraph::Backward(
         const int64_t batch = x.shape[0], tokens = x.shape[1], heads = op.num_heads();
         const int64_t hd = cols / heads, tt = tokens * tokens;
         const float inv_sqrt = float(1.0 / std::sqrt(double(hd)));
-        const std::vector<float>& stash = aux->second;
-        const bool drop = int64_t(stash.size()) == 2 * batch * heads * tt;
+        const std::vector<float>& probs = aux->second;
+        const bool drop = op.dropout() > 0;
+        const uint64_t seed = MixSeed(saved.mask_seed, i);
         HostTensor gq(x.shape), gk(x.shape), gv(x.shape);
         // As in the forward, each head's blocks are read and written in
-        // place with BLAS leading dimensions; only the [tokens, tokens]
-        // matrices are transposed, and operands rounded as the node takes
-        // them (whole tensors once, per-head matrices as they are made).
-        std::vector<float> qs, ks, vs, gs, os;
+        // place with BLAS leading dimensions, the [tokens, tokens] matrices
+        // read transposed by the products, and operands rounded as the node
+        // takes them (whole tensors once, per-head matrices as they are
+        // made). Pairs split over the threads.
+        std::vector<float> qs, ks, vs, gs;
         const float* qd = Operand(node_, x.data.data(), x.num_elements(), &qs);
         const float* kd = Operand(node_, k.data.data(), k.num_elements(), &ks);
         const float* vd = Operand(node_, v.data.data(), v.num_elements(), &vs);
         const float* gd = Operand(node_, g.data.data(), g.num_elements(), &gs);
-        std::vector<float> gp(tt), used(tt), used_t(tt), gs_t(tt);
-        for (int64_t b = 0; b < batch; ++b) {
-          for (int64_t h = 0; h < heads; ++h) {
-            const int64_t base = (b * heads + h) * tt;
+        ParallelFor(batch * heads, 1, [&](int64_t begin, int64_t end) {
+          std::vector<float> gp(tt), used(drop ? tt : 0), os;
+          for (int64_t pair = begin; pair < end; ++pair) {
+            const int64_t b = pair / heads, h = pair % heads;
             const int64_t offset = b * tokens * cols + h * hd;
-            const float* p = stash.data() + base;
-            const float* m = drop ? stash.data() + batch * heads * tt + base : nullptr;
-            for (int64_t e = 0; e < tt; ++e) used[e] = m ? p[e] * m[e] : p[e];
+            const float* p = probs.data() + pair * tt;
+            const float* pm = p;  // P' = P * mask
+            if (drop) {
+              ApplyDropout(p, used.data(), tt, op.dropout(), seed, pair * tt,
+                           /*parallel=*/false);
+              pm = used.data();
+            }
             // dV = P'^T dO; dP' = dO V^T.
-            used_t = Transpose(used.data(), tokens, tokens);
-            Sgemm(tokens, hd, tokens, 1.0f, Operand(node_, used_t.data(), tt, &os), tokens,
-                  gd + offset, cols, 0.0f, gv.data.data() + offset, cols);
+            SgemmAt(tokens, hd, tokens, 1.0f, Operand(node_, pm, tt, &os), tokens,
+                    gd + offset, cols, 0.0f, gv.data.data() + offset, cols);
             SgemmBt(tokens, tokens, hd, 1.0f, gd + offset, cols, vd + offset, cols, 0.0f,
                     gp.data(), tokens);
-            // dS = P (dP - rowsum(dP P)) / sqrt(hd), with dP = dP' * mask.
+            // dP = dP' * mask; dS = P (dP - rowsum(dP P)) / sqrt(hd).
+            if (drop) {
+              ApplyDropout(gp.data(), gp.data(), tt, op.dropout(), seed, pair * tt,
+                           /*parallel=*/false);
+            }
             for (int64_t r = 0; r < tokens; ++r) {
-              double dot = 0;
-              for (int64_t c = 0; c < tokens; ++c) {
-                float& d = gp[r * tokens + c];
-                if (m) d *= m[r * tokens + c];
-                dot += double(d) * p[r * tokens + c];
-              }
-              for (int64_t c = 0; c < tokens; ++c) {
-                float& d = gp[r * tokens + c];
-                d = float(p[r * tokens + c] * (d - dot)) * inv_sqrt;
-              }
+              graph_kernels::SoftmaxBackwardRow(gp.data() + r * tokens, p + r * tokens,
+                                                tokens, inv_sqrt);
             }
             // dQ = dS K; dK = dS^T Q.
-            gs_t = Transpose(gp.data(), tokens, tokens);
-            Sgemm(tokens, hd, tokens, 1.0f, Operand(node_, gp.data(), tt, &os), tokens,
-                  kd + offset, cols, 0.0f, gq.data.data() + offset, cols);
-            Sgemm(tokens, hd, tokens, 1.0f, Operand(node_, gs_t.data(), tt, &os), tokens,
-                  qd + offset, cols, 0.0f, gk.data.data() + offset, cols);
+            const float* ds = Operand(node_, gp.data(), tt, &os);
+            Sgemm(tokens, hd, tokens, 1.0f, ds, tokens, kd + offset, cols, 0.0f,
+                  gq.data.data() + offset, cols);
+            SgemmAt(tokens, hd, tokens, 1.0f, ds, tokens, qd + offset, cols, 0.0f,
+                    gk.data.data() + offset, cols);
           }
-        }
+        });
         const double pairs = double(batch * heads);
         GemmCost(node_, cost, tokens, hd, tokens, 3 * pairs);   // dV, dQ, dK
         GemmCost(node_, cost, tokens, tokens, hd, pairs);       // dP'

@@ -87,7 +87,8 @@ class SegmentGraph {
   // What a training forward keeps for its backward.
   struct Saved {
     std::map<std::string, HostTensor> values;       // every value of the forward
-    std::map<int, std::vector<float>> aux;          // per op (masks, statistics)
+    std::map<int, std::vector<float>> aux;          // per op (statistics, probabilities)
+    uint64_t mask_seed = 0;                         // the forward's dropout seed
   };
 
   // Validates `spec` against the parameters (moved out of `params`) and, on
