@@ -32,6 +32,7 @@ ABSL_FLAG(std::string, placement, "paper", "LoRA-phase placement: paper or gpu."
 ABSL_FLAG(int, steps, 8, "Steps per epoch (two epochs: the switch falls in the first).");
 ABSL_FLAG(int, window_steps, 2, "Phase-controller window in steps.");
 ABSL_FLAG(bool, eval, true, "Evaluate on the whole test split (false: 1 sample).");
+ABSL_FLAG(int, eval_batch, 0, "Samples per evaluation request (0: the trainer's automatic size).");
 ABSL_FLAG(int, threads, 2, "LibTorch threads of the GPU worker.");
 
 namespace {
@@ -85,6 +86,7 @@ int main(int argc, char** argv) {
   t.set_batch_size(absl::GetFlag(FLAGS_batch));
   t.set_max_steps_per_epoch(absl::GetFlag(FLAGS_steps));
   t.set_checkpoint_every(-1);
+  t.set_eval_batch_size(absl::GetFlag(FLAGS_eval_batch));
   if (!absl::GetFlag(FLAGS_eval)) t.set_max_test_samples(1);
   hpt::HptSpec& h = *spec.mutable_hpt();
   h.set_window_steps(absl::GetFlag(FLAGS_window_steps));

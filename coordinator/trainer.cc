@@ -408,14 +408,22 @@ absl::StatusOr<HostTensor> Trainer::Predict(const HostTensor& x) {
 
 int64_t EvalBatchSize(const TrainingSpec& training, const ModelConfig& model, int64_t tokens) {
   if (training.eval_batch_size() > 0) return training.eval_batch_size();
-  // No gradients are kept, so one request may carry many samples; what
-  // bounds it is a layer's activations (samples x tokens rows of d_model,
-  // 4 d_model in the feed-forward) and the attention weights (samples x
-  // heads x tokens^2) that the device workers hold at once.
+  // No gradients are kept, so one request may carry many samples. Bigger is
+  // not faster past a point: each op of a simulated device streams its whole
+  // input and output, and once a request's widest activation (token rows x
+  // the feed-forward width) outgrows the CPU's caches, every element-wise
+  // pass and copy goes to DRAM. On the wind preset (d_model 512, 57 tokens)
+  // the test split took 26-28 s at 287 samples a request, 21-22 s at 9-72
+  // and 20.4-20.8 s at 36 (//benchmarks:device_step_bench --eval_batch).
+  // So: the widest activation near 16 MiB (at most 16 Ki token rows), and
+  // the attention weights (samples x heads x tokens^2) within 32 Mi.
   const int64_t t = std::max<int64_t>(1, tokens);
-  const int64_t by_rows = (int64_t{16} << 10) / t;
+  const int64_t ff_width = int64_t(std::max(1, model.d_model())) *
+                           (model.ff_multiplier() > 0 ? model.ff_multiplier() : 4);
+  const int64_t rows = std::min<int64_t>(int64_t{16} << 10, (int64_t{4} << 20) / ff_width);
+  const int64_t by_rows = rows / t;
   const int64_t by_attention = (int64_t{32} << 20) / (std::max(1, model.num_heads()) * t * t);
-  return std::max<int64_t>(training.batch_size(), std::min(by_rows, by_attention));
+  return std::max<int64_t>({int64_t{1}, training.batch_size(), std::min(by_rows, by_attention)});
 }
 
 absl::Status Trainer::Evaluate() {

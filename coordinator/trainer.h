@@ -71,7 +71,8 @@ struct TrainerUpdate {
 };
 
 // Samples per evaluation request: training.eval_batch_size, or when 0 as
-// many as keep a request near 16 Ki token rows and 32 Mi attention weights
+// many as keep a request's widest activation near 16 MiB (at most 16 Ki
+// token rows) and its attention weights within 32 Mi
 // (never fewer than batch_size).
 int64_t EvalBatchSize(const TrainingSpec& training, const ModelConfig& model, int64_t tokens);
 

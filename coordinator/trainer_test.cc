@@ -121,11 +121,18 @@ TEST(TrainerTest, EvaluationBatchesAreLargeButBounded) {
   training.set_batch_size(16);
   ModelConfig model;
   model.set_num_heads(8);
-  // Wind-like: 8 tokens -> 16384 / 8 = 2048 rows-bound; attention bound
+  model.set_d_model(64);
+  // Small model, 8 tokens: the widest activation (4 x 64 floats a row)
+  // allows 16 Ki rows, the cap -> 2048 samples; attention bound
   // 32 Mi / (8 * 64) = 65536.
   EXPECT_EQ(EvalBatchSize(training, model, 8), 2048);
-  // swe-like: 323 tokens, 16 heads -> rows 50; attention 33554432 /
-  // (16 * 104329) = 20.
+  // Wind-like: d_model 512, 57 tokens: 16 MiB / (2048 floats x 4 B) = 2048
+  // rows -> 35 samples.
+  model.set_d_model(512);
+  EXPECT_EQ(EvalBatchSize(training, model, 57), 35);
+  // swe-like: 323 tokens, 16 heads, d_model 64 -> rows 50; attention
+  // 33554432 / (16 * 104329) = 20.
+  model.set_d_model(64);
   model.set_num_heads(16);
   EXPECT_EQ(EvalBatchSize(training, model, 323), 20);
   // Never below the training batch, and an explicit size wins.
