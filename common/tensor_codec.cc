@@ -78,11 +78,26 @@ absl::StatusOr<HostTensor> FromProto(const Tensor& proto,
   if (!valid.ok()) return valid;
   HostTensor tensor;
   tensor.shape.assign(proto.shape().begin(), proto.shape().end());
-  // One pass: copied straight from the bytes (x86 reads unaligned floats;
-  // a zero-filled vector and a memcpy would write the buffer twice).
-  const float* values = reinterpret_cast<const float*>(proto.data().data());
-  tensor.data.assign(values, values + proto.data().size() / sizeof(float));
+  // One pass: the bytes copied as bytes.
+  tensor.data = FloatBuffer::FromBytes(std::string(proto.data()));
   return tensor;
+}
+
+absl::StatusOr<HostTensor> FromProto(Tensor&& proto, const std::string& field) {
+  absl::Status valid = ValidateTensorProto(proto, field);
+  if (!valid.ok()) return valid;
+  HostTensor tensor;
+  tensor.shape.assign(proto.shape().begin(), proto.shape().end());
+  tensor.data = FloatBuffer::FromBytes(std::move(*proto.mutable_data()));
+  return tensor;
+}
+
+void ToProto(HostTensor&& tensor, const std::string& name, Tensor* proto) {
+  proto->Clear();
+  proto->set_name(name);
+  proto->set_dtype(FLOAT32);
+  for (int64_t d : tensor.shape) proto->add_shape(d);
+  proto->set_data(std::move(tensor.data).TakeBytes());
 }
 
 std::vector<TensorChunk> SplitTensors(const std::map<std::string, HostTensor>& tensors,

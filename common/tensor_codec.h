@@ -22,6 +22,11 @@ absl::Status ValidateTensorProto(const Tensor& proto, const std::string& field);
 void ToProto(const HostTensor& tensor, const std::string& name, Tensor* proto);
 absl::StatusOr<HostTensor> FromProto(const Tensor& proto,
                                      const std::string& field);
+// The same, moving the float bytes between the tensor and the message
+// instead of copying them (`tensor` is left empty; so is `proto`'s data,
+// on success).
+void ToProto(HostTensor&& tensor, const std::string& name, Tensor* proto);
+absl::StatusOr<HostTensor> FromProto(Tensor&& proto, const std::string& field);
 
 // Raw-buffer forms used by the LibTorch codec so it needs no HostTensor copy.
 void FloatsToProto(const float* data, const std::vector<int64_t>& shape,

@@ -20,6 +20,34 @@ TEST(TensorCodecTest, RoundTripsThroughProto) {
   EXPECT_EQ(back->data, t.data);
 }
 
+TEST(TensorCodecTest, MovingFormsHandOverTheBytesWithoutCopying) {
+  HostTensor t({3, 5});
+  for (int i = 0; i < 15; ++i) t.data[i] = i * 0.25f - 2.0f;
+  const HostTensor expected = t;
+  const float* buffer = t.data.data();
+  Tensor proto;
+  ToProto(std::move(t), "x", &proto);
+  EXPECT_TRUE(t.data.empty());
+  EXPECT_EQ(proto.name(), "x");
+  EXPECT_EQ(reinterpret_cast<const float*>(proto.data().data()), buffer);  // the same bytes
+  auto back = FromProto(std::move(proto), "req.x");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(proto.data().empty());
+  EXPECT_EQ(back->data.data(), buffer);
+  EXPECT_EQ(back->shape, expected.shape);
+  EXPECT_EQ(back->data, expected.data);
+  // A bad message is refused, named, and left as it was.
+  Tensor bad;
+  bad.set_dtype(FLOAT32);
+  bad.add_shape(4);
+  bad.set_data(std::string(12, '\1'));
+  auto refused = FromProto(std::move(bad), "ForwardRequest.values 'h'");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("ForwardRequest.values 'h'.data has 12 bytes"));
+  EXPECT_EQ(bad.data().size(), 12u);
+}
+
 TEST(TensorCodecTest, WrongByteCountNamesTheField) {
   Tensor proto;
   proto.set_dtype(FLOAT32);

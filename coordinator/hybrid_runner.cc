@@ -137,7 +137,7 @@ absl::StatusOr<double> HybridRunner::Forward(const HostTensor& inputs,
     }
     request.set_return_outputs(!last || prediction != nullptr);
     WorkerClient* worker = WorkerOf(segment);
-    ASSIGN_OR_RETURN(ForwardResponse response, worker->Forward(request));
+    ASSIGN_OR_RETURN(ForwardResponse response, worker->TakeForward(std::move(request)));
     int64_t bytes_out = 0;
     for (Tensor& t : *response.mutable_values()) {
       RETURN_IF_ERROR(ValidateTensorProto(t, "ForwardResponse.values"));
@@ -156,7 +156,7 @@ absl::StatusOr<double> HybridRunner::Forward(const HostTensor& inputs,
     if (it == values.end()) {
       return absl::InternalError("the last segment returned no prediction");
     }
-    ASSIGN_OR_RETURN(*prediction, FromProto(it->second, "ForwardResponse.values"));
+    ASSIGN_OR_RETURN(*prediction, FromProto(std::move(it->second), "ForwardResponse.values"));
   }
   return loss;
 }
@@ -176,15 +176,15 @@ absl::Status HybridRunner::Backward(int64_t step, const TaskSink& sink,
     for (const std::string& name : segment.spec.outputs()) {
       auto it = grads.find(name);
       if (it == grads.end()) continue;  // the loss, or nothing downstream
-      ToProto(it->second, name, request.add_grad_values());
       bytes_in += it->second.num_bytes();
+      ToProto(std::move(it->second), name, request.add_grad_values());
       grads.erase(it);
     }
     WorkerClient* worker = WorkerOf(segment);
-    ASSIGN_OR_RETURN(BackwardResponse response, worker->Backward(request));
+    ASSIGN_OR_RETURN(BackwardResponse response, worker->TakeBackward(std::move(request)));
     int64_t bytes_out = 0;
-    for (const Tensor& t : response.grad_values()) {
-      ASSIGN_OR_RETURN(HostTensor g, FromProto(t, "BackwardResponse.grad_values"));
+    for (Tensor& t : *response.mutable_grad_values()) {
+      ASSIGN_OR_RETURN(HostTensor g, FromProto(std::move(t), "BackwardResponse.grad_values"));
       bytes_out += g.num_bytes();
       auto [it, inserted] = grads.try_emplace(t.name(), std::move(g));
       if (!inserted) AddInto(it->second, g);

@@ -36,8 +36,14 @@ class LocalWorkerClient : public WorkerClient {
   absl::StatusOr<ForwardResponse> Forward(const ForwardRequest& request) override {
     return executor_->Forward(request);
   }
+  absl::StatusOr<ForwardResponse> TakeForward(ForwardRequest&& request) override {
+    return executor_->TakeForward(std::move(request));
+  }
   absl::StatusOr<BackwardResponse> Backward(const BackwardRequest& request) override {
     return executor_->Backward(request);
+  }
+  absl::StatusOr<BackwardResponse> TakeBackward(BackwardRequest&& request) override {
+    return executor_->TakeBackward(std::move(request));
   }
   absl::StatusOr<ApplyUpdateResponse> ApplyUpdate(
       const ApplyUpdateRequest& request) override {

@@ -33,7 +33,7 @@ absl::StatusOr<std::map<std::string, HostTensor>> MergeLoraTensors(
           absl::StrCat("adapter '", adapter, "' does not fit '", base, "'"));
     }
     const double scale = alpha / double(rank);
-    std::vector<float>& wd = w->second.data;
+    FloatBuffer& wd = w->second.data;
     for (int64_t o = 0; o < out; ++o) {
       for (int64_t i = 0; i < in; ++i) {
         double sum = 0;

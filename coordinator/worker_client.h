@@ -25,6 +25,15 @@ class WorkerClient {
       const ForwardRequest& request) = 0;
   virtual absl::StatusOr<BackwardResponse> Backward(
       const BackwardRequest& request) = 0;
+  // The same for a caller that is done with the request: an in-process
+  // worker takes its tensor bytes instead of copying them. By default, the
+  // calls above (over gRPC the request is serialised either way).
+  virtual absl::StatusOr<ForwardResponse> TakeForward(ForwardRequest&& request) {
+    return Forward(request);
+  }
+  virtual absl::StatusOr<BackwardResponse> TakeBackward(BackwardRequest&& request) {
+    return Backward(request);
+  }
   virtual absl::StatusOr<ApplyUpdateResponse> ApplyUpdate(
       const ApplyUpdateRequest& request) = 0;
   // The job's parameters on the worker; `names` non-empty: only those.

@@ -87,7 +87,7 @@ std::vector<float> EncodeReadState(const ReramLayer::ReadState& s) {
 }
 
 absl::StatusOr<ReramLayer::ReadState> DecodeReadState(const std::string& name,
-                                                      const std::vector<float>& in) {
+                                                      const FloatBuffer& in) {
   if (in.size() != 20) {
     return absl::InvalidArgumentError(
         absl::StrCat("'", name, "' has ", in.size(), " values; a ReRAM read state has 20"));
@@ -113,11 +113,13 @@ uint64_t MaskSeed(uint64_t seed, const TaskKey& key) {
   return seed * 1000003ULL + uint64_t(key.step()) * 8191ULL + uint64_t(key.micro_batch());
 }
 
+// The named tensors of a request, their bytes taken from it.
 absl::StatusOr<std::map<std::string, HostTensor>> NamedTensors(
-    const google::protobuf::RepeatedPtrField<Tensor>& tensors, const std::string& field) {
+    google::protobuf::RepeatedPtrField<Tensor>* tensors, const std::string& field) {
   std::map<std::string, HostTensor> out;
-  for (const Tensor& t : tensors) {
-    absl::StatusOr<HostTensor> value = FromProto(t, absl::StrCat(field, " '", t.name(), "'"));
+  for (Tensor& t : *tensors) {
+    absl::StatusOr<HostTensor> value =
+        FromProto(std::move(t), absl::StrCat(field, " '", t.name(), "'"));
     if (!value.ok()) return value.status();
     out[t.name()] = std::move(*value);
   }
@@ -229,8 +231,8 @@ absl::StatusOr<LoadParametersResponse> DeviceExecutor::Load(
           "optimizer state of '", name, "' has ", m->second.data.size(), " and ",
           v->second.data.size(), " values; the parameter has ", p.value.size()));
     }
-    p.adam_m = std::move(m->second.data);
-    p.adam_v = std::move(v->second.data);
+    p.adam_m = m->second.data.ToVector();
+    p.adam_v = v->second.data.ToVector();
     used += 2;
   }
   if (used != optimizer_state.size()) {
@@ -263,6 +265,14 @@ absl::Status DeviceExecutor::JoinGroup(const JoinGroupRequest&) {
 }
 
 absl::StatusOr<ForwardResponse> DeviceExecutor::Forward(const ForwardRequest& request) {
+  return TakeForward(ForwardRequest(request));
+}
+
+absl::StatusOr<BackwardResponse> DeviceExecutor::Backward(const BackwardRequest& request) {
+  return TakeBackward(BackwardRequest(request));
+}
+
+absl::StatusOr<ForwardResponse> DeviceExecutor::TakeForward(ForwardRequest&& request) {
   const auto start = Clock::now();
   absl::MutexLock lock(&impl_->mu);
   absl::StatusOr<Job*> found = impl_->Find(request.key().job_id());
@@ -273,7 +283,8 @@ absl::StatusOr<ForwardResponse> DeviceExecutor::Forward(const ForwardRequest& re
   SegmentGraph& graph = **segment;
   std::map<std::string, HostTensor> inputs;
   if (graph.chain()) {
-    absl::StatusOr<HostTensor> input = FromProto(request.inputs(), "ForwardRequest.inputs");
+    absl::StatusOr<HostTensor> input =
+        FromProto(std::move(*request.mutable_inputs()), "ForwardRequest.inputs");
     if (!input.ok()) return input.status();
     if (input->shape.empty() || input->num_elements() == 0) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -282,7 +293,7 @@ absl::StatusOr<ForwardResponse> DeviceExecutor::Forward(const ForwardRequest& re
     inputs[graph.inputs().front()] = std::move(*input);
   } else {
     absl::StatusOr<std::map<std::string, HostTensor>> named =
-        NamedTensors(request.values(), "ForwardRequest.values");
+        NamedTensors(request.mutable_values(), "ForwardRequest.values");
     if (!named.ok()) return named.status();
     inputs = std::move(*named);
   }
@@ -321,11 +332,11 @@ absl::StatusOr<ForwardResponse> DeviceExecutor::Forward(const ForwardRequest& re
     cost.Elementwise(impl_->node, 3.0 * double(y.data.size()));
   }
   if (request.return_outputs() || !has_targets) {
-    for (const auto& [name, value] : *outputs) {
+    for (auto& [name, value] : *outputs) {
       if (graph.chain()) {
-        FloatsToProto(value.data.data(), value.shape, "outputs", response.mutable_outputs());
+        ToProto(std::move(value), "outputs", response.mutable_outputs());
       } else {
-        FloatsToProto(value.data.data(), value.shape, name, response.add_values());
+        ToProto(std::move(value), name, response.add_values());
       }
     }
   }
@@ -334,7 +345,7 @@ absl::StatusOr<ForwardResponse> DeviceExecutor::Forward(const ForwardRequest& re
   return response;
 }
 
-absl::StatusOr<BackwardResponse> DeviceExecutor::Backward(const BackwardRequest& request) {
+absl::StatusOr<BackwardResponse> DeviceExecutor::TakeBackward(BackwardRequest&& request) {
   const auto start = Clock::now();
   absl::MutexLock lock(&impl_->mu);
   absl::StatusOr<Job*> found = impl_->Find(request.key().job_id());
@@ -357,12 +368,12 @@ absl::StatusOr<BackwardResponse> DeviceExecutor::Backward(const BackwardRequest&
   std::map<std::string, HostTensor> grads;
   if (graph.chain() && request.grad_output().shape_size() > 0) {
     absl::StatusOr<HostTensor> grad =
-        FromProto(request.grad_output(), "BackwardRequest.grad_output");
+        FromProto(std::move(*request.mutable_grad_output()), "BackwardRequest.grad_output");
     if (!grad.ok()) return grad.status();
     grads[graph.outputs().front()] = std::move(*grad);
   } else if (!graph.chain()) {
     absl::StatusOr<std::map<std::string, HostTensor>> named =
-        NamedTensors(request.grad_values(), "BackwardRequest.grad_values");
+        NamedTensors(request.mutable_grad_values(), "BackwardRequest.grad_values");
     if (!named.ok()) return named.status();
     grads = std::move(*named);
   }
@@ -383,11 +394,11 @@ absl::StatusOr<BackwardResponse> DeviceExecutor::Backward(const BackwardRequest&
   }
   BackwardResponse response;
   response.set_grad_norm(std::sqrt(grad_sq));
-  for (const auto& [name, g] : *input_grads) {
+  for (auto& [name, g] : *input_grads) {
     if (graph.chain()) {
-      FloatsToProto(g.data.data(), g.shape, "grad_input", response.mutable_grad_input());
+      ToProto(std::move(g), "grad_input", response.mutable_grad_input());
     } else {
-      FloatsToProto(g.data.data(), g.shape, name, response.add_grad_values());
+      ToProto(std::move(g), name, response.add_grad_values());
     }
   }
   *response.mutable_cost() = cost.Finish(start);

@@ -44,6 +44,8 @@ class DeviceExecutor : public TaskExecutor {
   absl::Status JoinGroup(const JoinGroupRequest& request) override;
   absl::StatusOr<ForwardResponse> Forward(const ForwardRequest& request) override;
   absl::StatusOr<BackwardResponse> Backward(const BackwardRequest& request) override;
+  absl::StatusOr<ForwardResponse> TakeForward(ForwardRequest&& request) override;
+  absl::StatusOr<BackwardResponse> TakeBackward(BackwardRequest&& request) override;
   absl::StatusOr<ApplyUpdateResponse> ApplyUpdate(
       const ApplyUpdateRequest& request) override;
   absl::StatusOr<std::vector<TensorChunk>> Snapshot(

@@ -137,7 +137,7 @@ std::vector<float> Transpose(const float* a, int64_t rows, int64_t cols) {
   return t;
 }
 
-void AddInto(std::vector<float>& acc, const std::vector<float>& v) {
+void AddInto(FloatBuffer& acc, const FloatBuffer& v) {
   if (acc.empty()) {
     acc = v;
     return;
@@ -301,7 +301,7 @@ absl::Status SegmentGraph::Compile(std::map<std::string, HostTensor>& params,
     }
     SegmentParam& p = params_[name];
     p.shape = it->second.shape;
-    p.value = std::move(it->second.data);
+    p.value = it->second.data.ToVector();
     p.trainable = trainable;
     params.erase(it);
     return &p;

@@ -29,6 +29,15 @@ class TaskExecutor {
       const ForwardRequest& request) = 0;
   virtual absl::StatusOr<BackwardResponse> Backward(
       const BackwardRequest& request) = 0;
+  // The same, free to take the request's tensor bytes instead of copying
+  // them (in-process callers that are done with the request). By default,
+  // the calls above.
+  virtual absl::StatusOr<ForwardResponse> TakeForward(ForwardRequest&& request) {
+    return Forward(request);
+  }
+  virtual absl::StatusOr<BackwardResponse> TakeBackward(BackwardRequest&& request) {
+    return Backward(request);
+  }
   virtual absl::StatusOr<ApplyUpdateResponse> ApplyUpdate(
       const ApplyUpdateRequest& request) = 0;
   virtual absl::StatusOr<std::vector<TensorChunk>> Snapshot(
