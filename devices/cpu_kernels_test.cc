@@ -64,5 +64,34 @@ TEST(ParallelForTest, CoversEveryIndexOnce) {
   }
 }
 
+TEST(DropoutTest, AppliedMaskIsTheStoredMaskAtAnyOffset) {
+  constexpr int64_t kN = 200000;  // several parallel chunks
+  constexpr double kP = 0.3;
+  constexpr uint64_t kSeed = 0x1234567890ULL;
+  std::vector<float> mask(kN), x(kN);
+  FillDropoutMask(mask.data(), kN, kP, kSeed);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-2, 2);
+  for (float& v : x) v = u(rng);
+  std::vector<float> y(kN);
+  ApplyDropout(x.data(), y.data(), kN, kP, kSeed);
+  int64_t dropped = 0;
+  for (int64_t e = 0; e < kN; ++e) {
+    ASSERT_EQ(y[e], x[e] * mask[e]) << e;
+    dropped += mask[e] == 0.0f;
+  }
+  EXPECT_NEAR(double(dropped) / kN, kP, 0.01);
+  // A block starting at `first`, serial, in place: the same elements.
+  constexpr int64_t kFirst = 77777, kLen = 3000;
+  std::vector<float> block(x.begin() + kFirst, x.begin() + kFirst + kLen);
+  ApplyDropout(block.data(), block.data(), kLen, kP, kSeed, kFirst, /*parallel=*/false);
+  for (int64_t j = 0; j < kLen; ++j) ASSERT_EQ(block[j], y[kFirst + j]) << j;
+  // Another seed, another mask.
+  ApplyDropout(x.data(), y.data(), kN, kP, kSeed + 1);
+  int64_t differ = 0;
+  for (int64_t e = 0; e < kN; ++e) differ += y[e] != x[e] * mask[e];
+  EXPECT_GT(differ, kN / 4);
+}
+
 }  // namespace
 }  // namespace hpt
