@@ -204,6 +204,15 @@ uint64_t MixSeed(uint64_t seed, int op) {
 // Rows per parallel chunk of a row-wise op: about 16 Ki elements.
 int64_t RowGrain(int64_t cols) { return std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, cols)); }
 
+// (Sample, head) pairs per parallel chunk of attention: 1 while a head's
+// products are small enough that OpenBLAS runs them on the calling thread
+// (under its threading threshold, 65,536 x 4 multiply-adds by default),
+// else all of them, inline, so the products thread inside BLAS instead of
+// BLAS threads starting under each of ours.
+int64_t PairGrain(int64_t pairs, int64_t tokens, int64_t hd) {
+  return tokens * tokens * hd < (int64_t{1} << 18) ? 1 : pairs + 1;
+}
+
 constexpr double kLayerNormOps = 8;  // mean, variance, normalise, scale, shift
 constexpr double kSoftmaxOps = 5;    // max, subtract, exp, sum, divide
 
@@ -627,7 +636,7 @@ absl::StatusOr<std::map<std::string, HostTensor>> SegmentGraph::Forward(
         const float* qd = Operand(node_, x.data.data(), x.num_elements(), &qs);
         const float* kd = Operand(node_, k.data.data(), k.num_elements(), &ks);
         const float* vd = Operand(node_, v.data.data(), v.num_elements(), &vs);
-        ParallelFor(batch * heads, 1, [&](int64_t begin, int64_t end) {
+        ParallelFor(batch * heads, PairGrain(batch * heads, tokens, hd), [&](int64_t begin, int64_t end) {
           std::vector<float> scratch(train ? 0 : tt), weights(drop ? tt : 0), ws;
           for (int64_t pair = begin; pair < end; ++pair) {
             const int64_t b = pair / heads, h = pair % heads;
@@ -833,7 +842,7 @@ absl::StatusOr<std::map<std::string, HostTensor>> SegmentGraph::Backward(
         const float* kd = Operand(node_, k.data.data(), k.num_elements(), &ks);
         const float* vd = Operand(node_, v.data.data(), v.num_elements(), &vs);
         const float* gd = Operand(node_, g.data.data(), g.num_elements(), &gs);
-        ParallelFor(batch * heads, 1, [&](int64_t begin, int64_t end) {
+        ParallelFor(batch * heads, PairGrain(batch * heads, tokens, hd), [&](int64_t begin, int64_t end) {
           std::vector<float> gp(tt), used(drop ? tt : 0), os;
           for (int64_t pair = begin; pair < end; ++pair) {
             const int64_t b = pair / heads, h = pair % heads;
