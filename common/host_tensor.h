@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <iterator>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -31,7 +30,7 @@ class FloatBuffer {
   explicit FloatBuffer(size_t n, float value = 0.0f) { assign(n, value); }
   FloatBuffer(std::initializer_list<float> values) { assign(values.begin(), values.end()); }
   FloatBuffer(const std::vector<float>& values) {  // NOLINT: vector-like
-    assign(values.begin(), values.end());
+    assign(values.data(), values.data() + values.size());
   }
 
   // The bytes, moved in or out (their size is a multiple of 4).
@@ -54,11 +53,6 @@ class FloatBuffer {
   const float* end() const { return data() + size(); }
 
   void resize(size_t n) { bytes_.resize(n * sizeof(float), '\0'); }
-  void resize(size_t n, float value) {
-    const size_t old = size();
-    resize(n);
-    for (size_t i = old; i < n; ++i) (*this)[i] = value;
-  }
   void assign(size_t n, float value) {
     bytes_.assign(n * sizeof(float), '\0');
     if (value != 0.0f) std::fill(begin(), end(), value);
@@ -66,12 +60,6 @@ class FloatBuffer {
   void assign(const float* first, const float* last) {  // one pass
     bytes_.assign(reinterpret_cast<const char*>(first), size_t(last - first) * sizeof(float));
   }
-  template <typename It>
-  void assign(It first, It last) {
-    bytes_.resize(size_t(std::distance(first, last)) * sizeof(float));
-    std::copy(first, last, begin());
-  }
-  void clear() { bytes_.clear(); }
   std::vector<float> ToVector() const { return std::vector<float>(begin(), end()); }
 
   friend bool operator==(const FloatBuffer& a, const FloatBuffer& b) {
@@ -81,9 +69,6 @@ class FloatBuffer {
     return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
   }
   friend bool operator!=(const FloatBuffer& a, const FloatBuffer& b) { return !(a == b); }
-  friend bool operator!=(const FloatBuffer& a, const std::vector<float>& b) {
-    return !(a == b);
-  }
 
  private:
   std::string bytes_;

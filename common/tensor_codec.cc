@@ -55,17 +55,31 @@ absl::Status ValidateTensorProto(const Tensor& proto,
   return absl::OkStatus();
 }
 
-void FloatsToProto(const float* data, const std::vector<int64_t>& shape,
-                   const std::string& name, Tensor* proto) {
+namespace {
+
+// `proto` reset to an fp32 tensor `name` of `shape`, its data not yet set.
+void SetHeader(const std::string& name, const std::vector<int64_t>& shape, Tensor* proto) {
   proto->Clear();
   proto->set_name(name);
   proto->set_dtype(FLOAT32);
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    proto->add_shape(d);
-    n *= d;
-  }
-  proto->set_data(reinterpret_cast<const char*>(data), n * sizeof(float));
+  for (int64_t d : shape) proto->add_shape(d);
+}
+
+// A validated message's tensor, holding `bytes` (its data, copied or moved).
+HostTensor WithBytes(const Tensor& proto, std::string bytes) {
+  HostTensor tensor;
+  tensor.shape.assign(proto.shape().begin(), proto.shape().end());
+  tensor.data = FloatBuffer::FromBytes(std::move(bytes));
+  return tensor;
+}
+
+}  // namespace
+
+void FloatsToProto(const float* data, const std::vector<int64_t>& shape,
+                   const std::string& name, Tensor* proto) {
+  SetHeader(name, shape, proto);
+  proto->set_data(reinterpret_cast<const char*>(data),
+                  HostTensor::NumElements(shape) * sizeof(float));
 }
 
 void ToProto(const HostTensor& tensor, const std::string& name, Tensor* proto) {
@@ -76,27 +90,17 @@ absl::StatusOr<HostTensor> FromProto(const Tensor& proto,
                                      const std::string& field) {
   absl::Status valid = ValidateTensorProto(proto, field);
   if (!valid.ok()) return valid;
-  HostTensor tensor;
-  tensor.shape.assign(proto.shape().begin(), proto.shape().end());
-  // One pass: the bytes copied as bytes.
-  tensor.data = FloatBuffer::FromBytes(std::string(proto.data()));
-  return tensor;
+  return WithBytes(proto, proto.data());  // one pass: the bytes copied as bytes
 }
 
 absl::StatusOr<HostTensor> FromProto(Tensor&& proto, const std::string& field) {
   absl::Status valid = ValidateTensorProto(proto, field);
   if (!valid.ok()) return valid;
-  HostTensor tensor;
-  tensor.shape.assign(proto.shape().begin(), proto.shape().end());
-  tensor.data = FloatBuffer::FromBytes(std::move(*proto.mutable_data()));
-  return tensor;
+  return WithBytes(proto, std::move(*proto.mutable_data()));
 }
 
 void ToProto(HostTensor&& tensor, const std::string& name, Tensor* proto) {
-  proto->Clear();
-  proto->set_name(name);
-  proto->set_dtype(FLOAT32);
-  for (int64_t d : tensor.shape) proto->add_shape(d);
+  SetHeader(name, tensor.shape, proto);
   proto->set_data(std::move(tensor.data).TakeBytes());
 }
 

@@ -204,7 +204,9 @@ uint64_t MixSeed(uint64_t seed, int op) {
 }
 
 // Rows per parallel chunk of a row-wise op: about 16 Ki elements.
-int64_t RowGrain(int64_t cols) { return std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, cols)); }
+int64_t RowGrain(int64_t cols) {
+  return std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, cols));
+}
 
 // (Sample, head) pairs per parallel chunk of attention: 1 while a head's
 // products are small enough that OpenBLAS runs them on the calling thread
@@ -577,7 +579,6 @@ absl::StatusOr<std::map<std::string, HostTensor>> SegmentGraph::Forward(
           ApplyDropout(y.data.data(), y.data.data(), y.num_elements(), op.dropout(),
                        MixSeed(mask_seed, i));
           cost->Elementwise(node_, 2.0 * double(y.data.size()));
-          saved->aux[i];  // marks the op as dropped out
         }
         break;
       case SegmentOp::LAYER_NORM: {
@@ -638,7 +639,8 @@ absl::StatusOr<std::map<std::string, HostTensor>> SegmentGraph::Forward(
         const float* qd = Operand(node_, x.data.data(), x.num_elements(), &qs);
         const float* kd = Operand(node_, k.data.data(), k.num_elements(), &ks);
         const float* vd = Operand(node_, v.data.data(), v.num_elements(), &vs);
-        ParallelFor(batch * heads, PairGrain(batch * heads, tokens, hd), [&](int64_t begin, int64_t end) {
+        const int64_t pair_grain = PairGrain(batch * heads, tokens, hd);
+        ParallelFor(batch * heads, pair_grain, [&](int64_t begin, int64_t end) {
           std::vector<float> scratch(train ? 0 : tt), weights(drop ? tt : 0), ws;
           for (int64_t pair = begin; pair < end; ++pair) {
             const int64_t b = pair / heads, h = pair % heads;
@@ -776,7 +778,7 @@ absl::StatusOr<std::map<std::string, HostTensor>> SegmentGraph::Backward(
         accumulate(op.inputs(0), std::move(g));
         break;
       case SegmentOp::DROPOUT:
-        if (aux != saved.aux.end()) {
+        if (op.dropout() > 0) {  // the training forward dropped out
           ApplyDropout(g.data.data(), g.data.data(), g.num_elements(), op.dropout(),
                        MixSeed(saved.mask_seed, i));
           cost->Elementwise(node_, double(g.data.size()));
@@ -844,7 +846,8 @@ absl::StatusOr<std::map<std::string, HostTensor>> SegmentGraph::Backward(
         const float* kd = Operand(node_, k.data.data(), k.num_elements(), &ks);
         const float* vd = Operand(node_, v.data.data(), v.num_elements(), &vs);
         const float* gd = Operand(node_, g.data.data(), g.num_elements(), &gs);
-        ParallelFor(batch * heads, PairGrain(batch * heads, tokens, hd), [&](int64_t begin, int64_t end) {
+        const int64_t pair_grain = PairGrain(batch * heads, tokens, hd);
+        ParallelFor(batch * heads, pair_grain, [&](int64_t begin, int64_t end) {
           std::vector<float> gp(tt), used(drop ? tt : 0), os;
           for (int64_t pair = begin; pair < end; ++pair) {
             const int64_t b = pair / heads, h = pair % heads;
