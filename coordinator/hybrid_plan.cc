@@ -279,4 +279,21 @@ absl::StatusOr<HybridPlan> PlanHybrid(const ModelConfig& model, const LoraConfig
   return plan;
 }
 
+SegmentSpec HeadSegment(bool trainable) {
+  SegmentSpec segment;
+  segment.set_name("head");
+  SegmentOp* reduce = segment.add_ops();
+  reduce->set_type(SegmentOp::LINEAR);
+  reduce->set_weight("reduction.0.weight");
+  reduce->set_bias("reduction.0.bias");
+  reduce->set_trainable(trainable);
+  segment.add_ops()->set_type(SegmentOp::RELU);
+  SegmentOp* out = segment.add_ops();
+  out->set_type(SegmentOp::LINEAR);
+  out->set_weight("head.weight");
+  out->set_bias("head.bias");
+  out->set_trainable(trainable);
+  return segment;
+}
+
 }  // namespace hpt

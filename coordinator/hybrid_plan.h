@@ -1,5 +1,5 @@
 // HybridPlan: the LoRA phase of the spatio-temporal transformer as a chain
-// of segments on simulated-device workers (DESIGN §5, the paper's mapping).
+// of segments on simulated-device workers (docs/method.md, the paper's mapping).
 //
 // The model is written out as ops over named values (SegmentOp), each op is
 // placed on a device kind by the policy, and consecutive ops on the same
@@ -77,6 +77,11 @@ struct HybridPlanOptions {
 absl::StatusOr<HybridPlan> PlanHybrid(const ModelConfig& model, const LoraConfig& lora,
                                       const std::map<std::string, int>& ranks,
                                       const HybridPlanOptions& options);
+
+// The output head (dimension reduction, ReLU, head) as one segment, for a
+// head placed on a ReRAM or systolic worker in the full phase; its linear
+// layers train unless `trainable` is false (frozen weights in ReRAM).
+SegmentSpec HeadSegment(bool trainable);
 
 // The sinusoidal token encoding the model adds after the embedding, the
 // same values as models/st_transformer.h TokenEncoding: [tokens, d_model].

@@ -1,39 +1,34 @@
 // Trainer: runs one job's training schedule against its workers. Owns the
-// epochs and batches, the StepLR learning-rate schedule, the split of each
-// batch across data-parallel GPU workers, the order of tasks, and the HpT
-// method (DESIGN §4-5):
+// epochs and batches, the StepLR learning-rate schedule, the order of
+// tasks and the HpT method (docs/method.md):
 //
 //   full phase   every step: forwards, backwards (gradients averaged by the
-//                workers through Gloo), updates, on the GPU workers. The
-//                phase controller sees each step's loss and, at the end of
-//                each window, the distance the tracked layer's [W_q | W_v]
-//                moved. A trial trains a LoRA copy (job "<id>/trial" on
-//                the first GPU worker) on the same batches.
+//                workers through Gloo), updates, on the GPU workers
+//                (gpu_tasks.h). The phase controller sees each step's loss
+//                and, at the end of each check window, the distance the
+//                tracked layer's [W_q | W_v] moved. A trial trains a LoRA
+//                copy (job "<id>/trial" on the first GPU worker) on the
+//                same batches.
 //   switch       LoRA is created from the current full weights with a fresh
 //                optimizer. Placement "gpu" keeps it on the GPU workers;
 //                "paper" / "reram_full" plan its segments (hybrid_plan.h),
 //                program the base weights into ReRAM workers once, and run
-//                the rest on systolic workers.
+//                the rest on systolic workers (hybrid_runner.h).
 //   lora phase   the same schedule to the end, on the new placement.
 //
 // With the output head on a ReRAM or systolic worker (hpt.mode full), a
 // step is: encoder forward (GPU) -> head forward and loss (head worker) ->
 // head backward -> encoder backward -> both updates.
 //
-// Checkpoints (checkpoint.h): every `checkpoint_every` steps and at the
-// switch, the trainer snapshots the model with its optimizer state (and the
-// trial's, the head's, or every device segment's), and its own state: the
-// phase controller's, the data position, the cost totals and the history.
+// What it calls: every task's cost goes to its CostLedger (cost_ledger.h),
+// which lays steps on the cost timeline and compares with GPU-only
+// training; checkpoints are encoded by checkpoint_codec.h every
+// `checkpoint_every` steps and at the switch, with the workers' snapshots.
 // A trainer given one resumes there: the workers are loaded from it (the
 // ReRAM workers re-programmed, those writes counted under a "recovery"
 // phase), and training goes on with the next step. The epoch's order comes
 // from (seed, epoch) and dropout masks from (seed, step), so the steps that
-// follow are those an uninterrupted run takes.
-//
-// Every task's cost report is added per worker and laid on a per-step cost
-// timeline (cost_timeline.h) to give simulated time and energy per phase and
-// the comparison with GPU-only full-parameter training. Progress, phase
-// events and costs are reported through a callback.
+// follow are those an uninterrupted run takes. Evaluation is evaluation.h's.
 //
 // Not thread-safe: one Run at a time. The clock is injectable.
 #ifndef HPT_COORDINATOR_TRAINER_H_
@@ -50,9 +45,12 @@
 #include "absl/time/clock.h"
 #include "common/host_tensor.h"
 #include "coordinator/checkpoint.h"
-#include "coordinator/cost_timeline.h"
+#include "coordinator/cost_ledger.h"
+#include "coordinator/evaluation.h"
+#include "coordinator/gpu_tasks.h"
 #include "coordinator/hybrid_runner.h"
 #include "coordinator/phase_controller.h"
+#include "coordinator/training_state.h"
 #include "coordinator/worker_client.h"
 #include "data/window_dataset.h"
 #include "proto/job_service.pb.h"
@@ -60,21 +58,6 @@
 namespace hpt {
 
 class RendezvousStore;
-
-struct TrainerUpdate {
-  JobProgress progress;
-  std::vector<double> epoch_losses;
-  CostReport cost;                       // all tasks
-  std::vector<DeviceCost> device_costs;  // per worker
-  QualityMetrics test_metrics;
-  HptStatus hpt;
-};
-
-// Samples per evaluation request: training.eval_batch_size, or when 0 as
-// many as keep a request's widest activation near 16 MiB (at most 16 Ki
-// token rows) and its attention weights within 32 Mi
-// (never fewer than batch_size).
-int64_t EvalBatchSize(const TrainingSpec& training, const ModelConfig& model, int64_t tokens);
 
 // The trained model, LoRA merged (model_export.h).
 struct TrainedModel {
@@ -122,11 +105,13 @@ class Trainer {
   // Learning rate of 0-based `epoch` under StepLR.
   static double LearningRate(const TrainingSpec& training, int epoch);
   // Sizes of the data-parallel shards of a batch of `batch` samples.
-  static std::vector<int64_t> ShardSizes(int64_t batch, int workers);
+  static std::vector<int64_t> ShardSizes(int64_t batch, int workers) {
+    return GpuTasks::ShardSizes(batch, workers);
+  }
 
  private:
   enum class Phase { kFull, kLora };
-  enum class Chain { kMain, kTrial, kSwitch, kRecovery, kNone };
+  using Chain = CostLedger::Chain;
 
   // A GPU worker's header for `job` (this one or its "/trial"): the model,
   // the optimizer, the tokens, and the seed plus `seed_offset` (0 the full
@@ -135,6 +120,25 @@ class Trainer {
   static constexpr uint64_t kTrialSeedOffset = 1, kLoraSeedOffset = 2;
   LoadParametersHeader GpuHeader(const std::string& job, uint64_t seed_offset) const;
   LoadParametersHeader TrialHeader() const;
+
+  // Schedule.
+  // Steps per epoch, the progress totals and the phase controller.
+  absl::Status Prepare();
+  // One step of the schedule: the model's, then the method's.
+  absl::Status RunStep(const std::vector<int64_t>& indices, int64_t step, double learning_rate,
+                       bool* switched);
+  absl::Status TrainStep(const std::vector<int64_t>& indices, int64_t step,
+                         double learning_rate, double* loss);
+  // The phase controller's view of a full-phase step: the trial's step,
+  // the weight check, and the trial or switch it decides on.
+  absl::Status ControlPhase(const std::vector<int64_t>& indices, int64_t step,
+                            double learning_rate, double loss, bool* switched);
+  // Progress after a step of `samples` samples with `loss`.
+  void FinishStep(int64_t step, int64_t samples, double loss);
+  absl::Status Evaluate();
+  absl::StatusOr<HostTensor> Predict(const HostTensor& x);
+
+  // Loading workers.
   absl::Status LoadModel();
   absl::Status JoinGroups();
   // The head's parameters (and optimizer state, after `optimizer_steps`
@@ -143,36 +147,23 @@ class Trainer {
   // Plans the LoRA phase's device segments for `ranks` and loads them.
   absl::Status StartHybrid(const std::map<std::string, HostTensor>& params,
                            const std::map<std::string, int>& ranks, int64_t optimizer_steps);
-  // Checkpoints.
-  absl::StatusOr<Checkpoint> MakeCheckpoint(int64_t step, const std::string& reason);
-  absl::Status SaveCheckpoint(int64_t step, const std::string& reason);
-  absl::Status Restore(const Checkpoint& checkpoint);
-  absl::Status TrainStep(const std::vector<int64_t>& indices, int64_t step,
-                         double learning_rate, double* loss);
-  absl::StatusOr<double> HeadStep(const HostTensor& x, const HostTensor& y,
-                                  int64_t step, double learning_rate);
-  absl::StatusOr<double> TrialStep(const HostTensor& x, const HostTensor& y, int64_t step,
-                                   double learning_rate);
-  absl::Status Evaluate();
-  absl::StatusOr<HostTensor> Predict(const HostTensor& x);
+  absl::Status CollectTrainedModel();
 
   // Phase control.
   absl::StatusOr<double> WeightDistance();
   absl::Status StartTrial();
   absl::Status Switch();
   void RecordEvents();
-  absl::Status CollectTrainedModel();
 
-  // Costs.
+  // Checkpoints.
+  absl::StatusOr<Checkpoint> MakeCheckpoint(int64_t step, const std::string& reason);
+  absl::Status SaveCheckpoint(int64_t step, const std::string& reason);
+  absl::Status Restore(const Checkpoint& checkpoint);
+  // Loads the workers from a restored checkpoint's tensors.
+  absl::Status Reload(const Checkpoint& checkpoint);
+
   void Record(WorkerClient* worker, const std::string& kind, const std::string& type,
-              const CostReport& cost, int64_t bytes_in = 0, int64_t bytes_out = 0);
-  // Adds a task's cost to the worker's totals and to the current chain of
-  // the step's timeline.
-  void RecordTask(TaskRecord record);
-  void CloseStep(int64_t step, bool lora_step);
-  void LayTasks(const std::vector<TaskRecord>& tasks, bool data_parallel,
-                CostTimeline* timeline) const;
-  void UpdateComparison();
+              const CostReport& cost, int64_t bytes_in = 0);
   void Report();
 
   const std::string job_id_;
@@ -182,36 +173,19 @@ class Trainer {
   Options options_;
   ModelConfig model_;
   TrainerUpdate state_;
-  std::map<WorkerClient*, size_t> cost_index_;  // into state_.device_costs
+  TrainerCursor cursor_;
   absl::Time start_;
+  absl::Time step_start_;
+  CostLedger ledger_;
+  GpuTasks gpu_;
 
   // HpT.
   bool hpt_ = false;
   Phase phase_ = Phase::kFull;
   std::unique_ptr<PhaseController> controller_;
   size_t events_seen_ = 0;
-  std::vector<float> last_weights_;  // tracked [W_q | W_v] at the last window end
-  bool trial_active_ = false;
   std::unique_ptr<HybridRunner> hybrid_;
   TrainedModel trained_;
-
-  // Cost timeline.
-  InterconnectConfig link_;
-  Chain chain_ = Chain::kNone;
-  std::vector<TaskRecord> main_tasks_, trial_tasks_, switch_tasks_, recovery_tasks_;
-  int64_t trainable_bytes_ = 0;
-  PhaseCost full_cost_, switch_cost_, lora_cost_, recovery_cost_;
-  double gpu_only_full_s_ = 0, gpu_only_full_j_ = 0;
-  int64_t full_steps_ = 0, lora_steps_ = 0;
-  int64_t steps_per_epoch_ = 0;
-  double full_wall_s_ = 0, lora_wall_s_ = 0;
-  // Position in the data and the optimizers' update counts (checkpoints).
-  double epoch_sum_ = 0;
-  int64_t samples_ = 0;
-  int64_t main_updates_ = 0, trial_updates_ = 0;
-  absl::Time step_start_;
-  // Hands the hybrid runner's tasks to RecordTask.
-  const TaskSink sink_ = [this](const TaskRecord& r) { RecordTask(r); };
 };
 
 }  // namespace hpt

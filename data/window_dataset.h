@@ -66,6 +66,12 @@ class WindowDataset {
 
   float mean(int64_t station) const { return mean_[station]; }
   float stddev(int64_t station) const { return std_[station]; }
+  // A normalised value of `token` in sample `sample` (an element of the
+  // starts), in the data's own units: the station's z-scoring undone.
+  double ToDataUnits(int64_t sample, int64_t token, double value) const {
+    const int64_t station = StationOf(sample, token);
+    return value * double(std_[station]) + double(mean_[station]);
+  }
 
  private:
   WindowDataset() = default;
