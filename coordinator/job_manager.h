@@ -1,11 +1,13 @@
-// JobManager: the coordinator's job registry and scheduler. Validates and
-// accepts jobs (loading their data up front, so a bad spec or CSV is
-// rejected at submit time with INVALID_ARGUMENT), keeps each job's state
-// machine (QUEUED -> RUNNING -> SUCCEEDED | FAILED | CANCELLED), runs queued
-// jobs in submission order, up to max_running_jobs at once (each on a
-// thread of its own, so a job waiting for workers holds up no other), and
-// notifies watchers. Jobs share workers: a worker keeps each job's model
-// apart and runs their tasks in turn.
+// JobManager: the coordinator's jobs, as JobService sees them. Validates
+// and accepts jobs (loading their data up front, so a bad spec or CSV is
+// rejected at submit time with INVALID_ARGUMENT), and answers get, list,
+// watch, cancel, resume and export. Built from three parts:
+//   JobRegistry   (job_registry.h)  records, state machine, watchers, store;
+//   JobScheduler  (job_scheduler.h) queued jobs in order, max_running_jobs
+//                                   at once, each on its own thread;
+//   JobRunner     (job_runner.h)    a job's attempts, failover, the monitor.
+// Jobs share workers: a worker keeps each job's model apart and runs their
+// tasks in turn.
 //
 // Checkpoints and recovery: a running job's trainer hands it a checkpoint
 // every training.checkpoint_every steps and at the switch. The newest is
@@ -22,18 +24,19 @@
 #ifndef HPT_COORDINATOR_JOB_MANAGER_H_
 #define HPT_COORDINATOR_JOB_MANAGER_H_
 
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "coordinator/checkpoint.h"
 #include "coordinator/coordinator_metrics.h"
+#include "coordinator/job_registry.h"
+#include "coordinator/job_runner.h"
+#include "coordinator/job_scheduler.h"
 #include "coordinator/job_store.h"
 #include "coordinator/trainer.h"
 #include "coordinator/worker_client.h"
@@ -48,10 +51,8 @@ class RendezvousStore;
 
 class JobManager {
  public:
-  using ClientFactory =
-      std::function<std::unique_ptr<WorkerClient>(const std::string& address,
-                                                  const std::string& kind)>;
-  using Watcher = std::function<void(const Job&)>;
+  using ClientFactory = JobRunner::ClientFactory;
+  using Watcher = JobRegistry::Watcher;
 
   struct Options {
     ClientFactory client_factory;
@@ -69,7 +70,7 @@ class JobManager {
     // The durable registry (--state_dir); null: jobs live in memory only.
     // At construction every stored job comes back: finished ones as they
     // were, queued ones re-queued, and ones that were running re-queued
-    // from step 0 (there are no checkpoints yet).
+    // from their newest checkpoint file (from step 0 without one).
     JobStore* store = nullptr;
     // Where checkpoint files go (<state_dir>/checkpoints/<job id>); empty:
     // the newest checkpoint is kept in memory only.
@@ -79,7 +80,7 @@ class JobManager {
   };
 
   JobManager(Options options, WorkerPool* pool);
-  ~JobManager();  // cancels running work and joins the scheduler
+  ~JobManager();  // cancels running work and joins it
 
   // `owner`: the submitting user (auth.h), empty without authentication.
   absl::StatusOr<Job> Submit(const SubmitJobRequest& request, const std::string& owner = "");
@@ -102,23 +103,11 @@ class JobManager {
   absl::StatusOr<int64_t> Watch(const std::string& job_id, Watcher watcher);
   void Unwatch(int64_t token);
 
-  static bool IsTerminal(JobState state);
+  static bool IsTerminal(JobState state) { return JobRegistry::IsTerminal(state); }
 
  private:
-  struct Record {
-    Job job;
-    std::unique_ptr<WindowDataset> data;
-    bool cancel_requested = false;
-    std::shared_ptr<const TrainedModel> trained;  // after success
-    absl::Time persisted = absl::InfinitePast();   // last write to the store
-    std::shared_ptr<const Checkpoint> checkpoint;  // the one to resume from
-    // The running attempt's workers: a cancel aborts their calls, and so
-    // does the pool losing one of them.
-    std::vector<WorkerClient*> clients;
-  };
-
   // Loads a job's data under data_limits and max_load_time; `cancellable`:
-  // a cancel of `job_id` stops it (the caller must not hold mu_).
+  // a cancel of `job_id` stops it (the caller must not hold the lock).
   absl::StatusOr<WindowDataset> LoadData(const std::string& job_id, const DataSpec& spec,
                                          DataSummary* summary, bool cancellable);
   // After a load for Submit or Resume: queues the job with its data, or
@@ -126,55 +115,15 @@ class JobManager {
   absl::StatusOr<Job> FinishLoading(const std::string& job_id,
                                     absl::StatusOr<WindowDataset> data,
                                     const DataSummary& summary, const char* what);
-
-  void SchedulerLoop();
-  // Four times a second: aborts the calls of running jobs to workers the
-  // pool no longer counts live (a stopped worker's calls would otherwise
-  // wait for their deadline).
-  void MonitorLoop();
-  void RunJob(const std::string& job_id);
-  // One attempt: acquires workers (`failover`: as many GPU workers as are
-  // live, at least one), trains from `resume` (null: from the start), and
-  // releases them.
-  // `trained`: set when the trainer ran (the workers were there).
-  absl::Status Attempt(const std::string& job_id, const JobSpec& spec, const WindowDataset* data,
-                       std::shared_ptr<const Checkpoint> resume, bool failover, bool* trained);
-  // The newest checkpoint of the job in memory or on disk (null: none).
-  std::shared_ptr<const Checkpoint> LatestCheckpoint(const std::string& job_id)
-      ABSL_LOCKS_EXCLUDED(mu_);
-  // Records that the job went back to `from_step`.
-  void AddRecovery(Record& record, const std::string& cause, int64_t from_step)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void SetState(Record& record, JobState state, const std::string& error)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Notify(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void UpdateCounts() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Writes the job to the store, if any (always when `force`, else at
-  // most once a second per job); a failed write is logged, not fatal.
-  void Persist(Record& record, bool force) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Recover() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void ForgetOldJobs() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Where a succeeded job's model is kept under state_dir.
-  std::string ModelDir(const std::string& job_id) const;
-  absl::StatusOr<Record*> Find(const std::string& job_id) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Brings back the store's jobs (constructor).
+  void Recover();
+  // A stored job that was not finished: its data again, then the queue.
+  void Requeue(JobRegistry::Record& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(registry_.mu());
 
   const Options options_;
-  WorkerPool* const pool_;
-  mutable absl::Mutex mu_;
-  std::map<std::string, std::unique_ptr<Record>> jobs_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::string> request_ids_ ABSL_GUARDED_BY(mu_);
-  std::deque<std::string> queue_ ABSL_GUARDED_BY(mu_);
-  std::multimap<std::string, std::pair<int64_t, Watcher>> watchers_
-      ABSL_GUARDED_BY(mu_);
-  int64_t next_job_ = 1 ABSL_GUARDED_BY(mu_);
-  int running_ ABSL_GUARDED_BY(mu_) = 0;
-  std::map<int64_t, std::thread> runners_ ABSL_GUARDED_BY(mu_);
-  std::vector<int64_t> finished_runners_ ABSL_GUARDED_BY(mu_);
-  int64_t next_runner_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t next_token_ = 1 ABSL_GUARDED_BY(mu_);
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread scheduler_, monitor_;
+  mutable JobRegistry registry_;
+  JobRunner runner_;
+  JobScheduler scheduler_;
 };
 
 }  // namespace hpt
