@@ -2,9 +2,11 @@
 // simulated systolic array, ReRAM crossbars (one layer, or on a chip with
 // --tiles), or one kernel on a reference GPU.
 //
-//   hpt_devsim --device=systolic --rows=128 --cols=128 --dataflow=ws
-//       --m=928 --n=512 --k=512 [--dram_bw_words_per_cycle=16] [--format=json]
-//   hpt_devsim --device=reram --m=928 --n=512 --k=512 [--tiles=1008] [--adc_bits=6]
+//   hpt_devsim --device=systolic --systolic_rows=128 --systolic_cols=128
+//       --systolic_dataflow=ws --m=928 --n=512 --k=512
+//       [--systolic_dram_bw_words_per_cycle=16] [--format=json]
+//   hpt_devsim --device=reram --m=928 --n=512 --k=512 [--tiles=1008]
+//       [--reram_adc_bits=6]
 //   hpt_devsim --device=gpu --gpu=v100 --m=928 --n=512 --k=512
 #include <cstdio>
 #include <iostream>
@@ -16,6 +18,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_cat.h"
+#include "devices/device_flags.h"
 #include "devices/gpu/kernel_cost.h"
 #include "devices/reram/reram_chip.h"
 #include "devices/reram/reram_layer.h"
@@ -29,28 +32,9 @@ ABSL_FLAG(int64_t, m, 0, "Input rows (M).");
 ABSL_FLAG(int64_t, n, 0, "Weight columns (N).");
 ABSL_FLAG(int64_t, k, 0, "Reduction dimension (K).");
 ABSL_FLAG(std::string, format, "table", "table or json.");
-// systolic
-ABSL_FLAG(int64_t, rows, 128, "systolic: PE rows.");
-ABSL_FLAG(int64_t, cols, 128, "systolic: PE columns.");
-ABSL_FLAG(std::string, dataflow, "os", "systolic: os, ws or is.");
-ABSL_FLAG(double, dram_bw_words_per_cycle, 0,
-          "systolic: DRAM bandwidth in words/cycle (0: unlimited, SCALE-Sim CALC).");
-ABSL_FLAG(int64_t, ifmap_sram_kb, 1024, "systolic: input SRAM size.");
-ABSL_FLAG(int64_t, filter_sram_kb, 1024, "systolic: weight SRAM size.");
-ABSL_FLAG(int64_t, ofmap_sram_kb, 1024, "systolic: output SRAM size.");
-ABSL_FLAG(bool, bf16, false, "systolic: bf16 operands.");
-ABSL_FLAG(int64_t, word_bytes, 1,
-          "systolic: bytes per SRAM word for the SRAM sizes (SCALE-Sim: 1).");
-// reram
-ABSL_FLAG(int64_t, crossbar_rows, 128, "reram: crossbar rows.");
-ABSL_FLAG(int64_t, crossbar_cols, 128, "reram: crossbar columns.");
-ABSL_FLAG(int, cell_bits, 2, "reram: bits per cell.");
-ABSL_FLAG(int, weight_bits, 8, "reram: weight bits.");
-ABSL_FLAG(int, input_bits, 8, "reram: input bits (applied bit-serially).");
-ABSL_FLAG(int, adc_bits, 5, "reram: ADC bits.");
-ABSL_FLAG(int64_t, cols_per_adc, 8, "reram: columns sharing one ADC.");
-ABSL_FLAG(std::string, sign_mode, "offset",
-          "reram: offset (NeuroSim V1.3's mapping) or differential.");
+// The device flags (--systolic_*, --reram_*): devices/device_flags.h,
+// the same as hpt_worker's. The short names this tool took before
+// (--rows, --adc_bits, ...) still work: RenameLegacyDeviceFlag.
 ABSL_FLAG(int64_t, tiles, 0,
           "reram: tiles of the chip (16 subarrays each); free ones hold copies "
           "of the layer. 0: the layer alone, no duplication.");
@@ -84,7 +68,20 @@ std::string Int(int64_t v) { return absl::StrCat(v); }
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "hpt_devsim --device=systolic|reram --m=M --n=N --k=K [device flags]");
-  absl::ParseCommandLine(argc, argv);
+  // SCALE-Sim counts SRAM sizes in 1-byte words: this tool compares with
+  // it, so that is its default (the worker's is the operands' size).
+  absl::SetFlag(&FLAGS_systolic_word_bytes, 1);
+  std::vector<std::string> args(argv, argv + argc);
+  for (std::string& arg : args) {
+    const std::string old_name = hpt::RenameLegacyDeviceFlag(arg);
+    if (!old_name.empty()) {
+      std::cerr << "hpt_devsim: --" << old_name << " is now " << arg.substr(0, arg.find('='))
+                << std::endl;
+    }
+  }
+  std::vector<char*> renamed;
+  for (std::string& arg : args) renamed.push_back(arg.data());
+  absl::ParseCommandLine(int(renamed.size()), renamed.data());
   const int64_t m = absl::GetFlag(FLAGS_m), n = absl::GetFlag(FLAGS_n),
                 k = absl::GetFlag(FLAGS_k);
   if (m < 1 || n < 1 || k < 1) {
@@ -99,22 +96,9 @@ int main(int argc, char** argv) {
   const std::string device = absl::GetFlag(FLAGS_device);
 
   if (device == "systolic") {
-    hpt::SystolicConfig c;
-    c.rows = absl::GetFlag(FLAGS_rows);
-    c.cols = absl::GetFlag(FLAGS_cols);
-    auto dataflow = hpt::ParseDataflow(absl::GetFlag(FLAGS_dataflow));
-    if (!dataflow.ok()) return Fail("--" + std::string(dataflow.status().message()));
-    c.dataflow = *dataflow;
-    c.dram_bw_words_per_cycle = absl::GetFlag(FLAGS_dram_bw_words_per_cycle);
-    c.ifmap_sram_kb = absl::GetFlag(FLAGS_ifmap_sram_kb);
-    c.filter_sram_kb = absl::GetFlag(FLAGS_filter_sram_kb);
-    c.ofmap_sram_kb = absl::GetFlag(FLAGS_ofmap_sram_kb);
-    if (absl::GetFlag(FLAGS_bf16)) c.precision = hpt::SystolicPrecision::kBf16;
-    c.sram_word_bytes = absl::GetFlag(FLAGS_word_bytes);
-    if (absl::Status s = hpt::ValidateSystolicConfig(c); !s.ok()) {
-      return Fail(std::string(s.message()));
-    }
-    const hpt::SystolicReport r = hpt::SimulateGemm(c, {m, n, k});
+    absl::StatusOr<hpt::SystolicConfig> c = hpt::SystolicConfigFromFlags();
+    if (!c.ok()) return Fail(std::string(c.status().message()));
+    const hpt::SystolicReport r = hpt::SimulateGemm(*c, {m, n, k});
     Print(json, {{"total_cycles", Int(r.total_cycles)},
                  {"compute_cycles", Int(r.compute_cycles)},
                  {"stall_cycles", Int(r.stall_cycles)},
@@ -133,20 +117,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (device == "reram") {
-    hpt::ReramConfig c;
-    c.crossbar_rows = absl::GetFlag(FLAGS_crossbar_rows);
-    c.crossbar_cols = absl::GetFlag(FLAGS_crossbar_cols);
-    c.cell_bits = absl::GetFlag(FLAGS_cell_bits);
-    c.weight_bits = absl::GetFlag(FLAGS_weight_bits);
-    c.input_bits = absl::GetFlag(FLAGS_input_bits);
-    c.adc_bits = absl::GetFlag(FLAGS_adc_bits);
-    c.cols_per_adc = absl::GetFlag(FLAGS_cols_per_adc);
-    const std::string sign = absl::GetFlag(FLAGS_sign_mode);
-    if (sign == "differential") {
-      c.sign_mode = hpt::SignMode::kDifferential;
-    } else if (sign != "offset") {
-      return Fail("--sign_mode must be differential or offset, got '" + sign + "'");
-    }
+    absl::StatusOr<hpt::ReramConfig> config = hpt::ReramConfigFromFlags();
+    if (!config.ok()) return Fail(std::string(config.status().message()));
+    const hpt::ReramConfig& c = *config;
     auto layer = hpt::ReramLayer::Create(c, k, n);
     if (!layer.ok()) return Fail(std::string(layer.status().message()));
     const int64_t chip_tiles = absl::GetFlag(FLAGS_tiles);

@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <tuple>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -13,16 +12,12 @@
 #include "common/cost_util.h"
 #include "common/tensor_codec.h"
 #include "workers/segment_graph.h"
+#include "workers/task_book.h"
 
 namespace hpt {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using PendingKey = std::tuple<int64_t, int32_t, std::string>;
-
-PendingKey KeyOf(const TaskKey& key) {
-  return {key.step(), key.micro_batch(), key.segment()};
-}
 
 struct Pending {
   std::string segment;
@@ -33,9 +28,7 @@ struct Pending {
 struct Job {
   std::map<std::string, std::unique_ptr<SegmentGraph>> segments;
   OptimizerConfig optimizer;
-  std::map<PendingKey, Pending> pending;
-  std::map<PendingKey, BackwardResponse> backward_done;
-  int64_t last_applied_step = -1;
+  TaskBook<Pending> tasks;
   int64_t adam_steps = 0;
 };
 
@@ -63,10 +56,6 @@ void AdamUpdate(const OptimizerConfig& opt, int64_t t, double lr,
   }
   std::fill(g.begin(), g.end(), 0.0f);
 }
-
-// A parameter's Adam moments in snapshots and loads (worker_service.proto).
-constexpr const char* kExpAvg = "@exp_avg";
-constexpr const char* kExpAvgSq = "@exp_avg_sq";
 
 // A ReRAM layer's read state (reram_layer.h) as a tensor: five 64-bit
 // values, each as four 16-bit pieces (exact in fp32).
@@ -129,19 +118,12 @@ absl::StatusOr<std::map<std::string, HostTensor>> NamedTensors(
 }  // namespace
 
 struct DeviceExecutor::Impl {
+  explicit Impl(const std::string& kind)
+      : jobs(absl::StrCat("has no segment on this ", kind, " worker")) {}
+
   DeviceNode node;
   mutable absl::Mutex mu;
-  std::map<std::string, std::unique_ptr<Job>> jobs ABSL_GUARDED_BY(mu);
-
-  absl::StatusOr<Job*> Find(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    auto it = jobs.find(id);
-    if (it == jobs.end()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "job '", id, "' has no segment on this ", node.kind,
-          " worker; call LoadParameters first"));
-    }
-    return it->second.get();
-  }
+  JobTable<Job> jobs ABSL_GUARDED_BY(mu);
 
   absl::StatusOr<SegmentGraph*> FindSegment(Job& job, const TaskKey& key) {
     auto it = job.segments.find(key.segment());
@@ -167,7 +149,7 @@ absl::StatusOr<std::unique_ptr<DeviceExecutor>> DeviceExecutor::Create(
   }
   if (absl::Status s = ValidateSystolicConfig(options.systolic); !s.ok()) return s;
   if (absl::Status s = ValidateReramConfig(options.reram); !s.ok()) return s;
-  auto impl = std::make_unique<Impl>();
+  auto impl = std::make_unique<Impl>(options.kind);
   impl->node.kind = options.kind;
   impl->node.systolic = options.systolic;
   impl->node.reram = options.reram;
@@ -206,7 +188,7 @@ absl::StatusOr<LoadParametersResponse> DeviceExecutor::Load(
   }
   const bool has_moments =
       std::any_of(optimizer_state.begin(), optimizer_state.end(),
-                  [](const auto& e) { return absl::StrContains(e.first, kExpAvg); });
+                  [](const auto& e) { return absl::StrContains(e.first, kExpAvgSuffix); });
   if (has_moments && header.optimizer_steps() <= 0) {
     return absl::InvalidArgumentError(
         "LoadParameters sent optimizer state but optimizer_steps is not positive");
@@ -223,8 +205,8 @@ absl::StatusOr<LoadParametersResponse> DeviceExecutor::Load(
       p.crossbars->RestoreReadState(*state);
       ++used;
     }
-    auto m = optimizer_state.find(name + kExpAvg);
-    auto v = optimizer_state.find(name + kExpAvgSq);
+    auto m = optimizer_state.find(name + kExpAvgSuffix);
+    auto v = optimizer_state.find(name + kExpAvgSqSuffix);
     if (!p.trainable || m == optimizer_state.end() || v == optimizer_state.end()) continue;
     if (m->second.data.size() != p.value.size() || v->second.data.size() != p.value.size()) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -251,11 +233,10 @@ absl::StatusOr<LoadParametersResponse> DeviceExecutor::Load(
   *response.mutable_cost() = cost.Finish(start);
   // A job may hold several segments here; loading one replaces only it.
   absl::MutexLock lock(&impl_->mu);
-  std::unique_ptr<Job>& job = impl_->jobs[header.job_id()];
-  if (!job) job = std::make_unique<Job>();
-  job->optimizer = header.optimizer();
-  if (header.optimizer_steps() > 0) job->adam_steps = header.optimizer_steps();
-  job->segments[header.segment().name()] = std::move(*graph);
+  Job& job = impl_->jobs.Emplace(header.job_id());
+  job.optimizer = header.optimizer();
+  if (header.optimizer_steps() > 0) job.adam_steps = header.optimizer_steps();
+  job.segments[header.segment().name()] = std::move(*graph);
   return response;
 }
 
@@ -275,7 +256,7 @@ absl::StatusOr<BackwardResponse> DeviceExecutor::Backward(const BackwardRequest&
 absl::StatusOr<ForwardResponse> DeviceExecutor::TakeForward(ForwardRequest&& request) {
   const auto start = Clock::now();
   absl::MutexLock lock(&impl_->mu);
-  absl::StatusOr<Job*> found = impl_->Find(request.key().job_id());
+  absl::StatusOr<Job*> found = impl_->jobs.Find(request.key().job_id());
   if (!found.ok()) return found.status();
   Job& job = **found;
   absl::StatusOr<SegmentGraph*> segment = impl_->FindSegment(job, request.key());
@@ -340,7 +321,7 @@ absl::StatusOr<ForwardResponse> DeviceExecutor::TakeForward(ForwardRequest&& req
       }
     }
   }
-  if (request.train()) job.pending[KeyOf(request.key())] = std::move(pending);
+  if (request.train()) job.tasks.AddPending(request.key(), std::move(pending));
   *response.mutable_cost() = cost.Finish(start);
   return response;
 }
@@ -348,23 +329,18 @@ absl::StatusOr<ForwardResponse> DeviceExecutor::TakeForward(ForwardRequest&& req
 absl::StatusOr<BackwardResponse> DeviceExecutor::TakeBackward(BackwardRequest&& request) {
   const auto start = Clock::now();
   absl::MutexLock lock(&impl_->mu);
-  absl::StatusOr<Job*> found = impl_->Find(request.key().job_id());
+  absl::StatusOr<Job*> found = impl_->jobs.Find(request.key().job_id());
   if (!found.ok()) return found.status();
   Job& job = **found;
-  const PendingKey key = KeyOf(request.key());
-  if (auto done = job.backward_done.find(key); done != job.backward_done.end()) {
-    return done->second;  // a retry: gradients are already accumulated
+  if (const BackwardResponse* done = job.tasks.Answered(request.key())) {
+    return *done;  // a retry: gradients are already accumulated
   }
-  auto it = job.pending.find(key);
-  if (it == job.pending.end()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "no pending forward for job '", request.key().job_id(), "' step ",
-        request.key().step(), " segment '", request.key().segment(), "'"));
-  }
+  absl::StatusOr<Pending*> waiting = job.tasks.FindPending(request.key());
+  if (!waiting.ok()) return waiting.status();
   absl::StatusOr<SegmentGraph*> segment = impl_->FindSegment(job, request.key());
   if (!segment.ok()) return segment.status();
   SegmentGraph& graph = **segment;
-  Pending& pending = it->second;
+  Pending& pending = **waiting;
   std::map<std::string, HostTensor> grads;
   if (graph.chain() && request.grad_output().shape_size() > 0) {
     absl::StatusOr<HostTensor> grad =
@@ -402,8 +378,7 @@ absl::StatusOr<BackwardResponse> DeviceExecutor::TakeBackward(BackwardRequest&& 
     }
   }
   *response.mutable_cost() = cost.Finish(start);
-  job.pending.erase(it);
-  job.backward_done[key] = response;
+  job.tasks.FinishBackward(request.key(), response);
   return response;
 }
 
@@ -416,12 +391,12 @@ absl::StatusOr<ApplyUpdateResponse> DeviceExecutor::ApplyUpdate(
         request.learning_rate()));
   }
   absl::MutexLock lock(&impl_->mu);
-  absl::StatusOr<Job*> found = impl_->Find(request.job_id());
+  absl::StatusOr<Job*> found = impl_->jobs.Find(request.job_id());
   if (!found.ok()) return found.status();
   Job& job = **found;
   ApplyUpdateResponse response;
   CostBuilder cost(impl_->node.kind);
-  if (request.step() <= job.last_applied_step) {
+  if (job.tasks.Applied(request.step())) {
     response.set_applied(false);
     *response.mutable_cost() = cost.Finish(start);
     return response;
@@ -439,11 +414,7 @@ absl::StatusOr<ApplyUpdateResponse> DeviceExecutor::ApplyUpdate(
     // Trained weights in ReRAM (a what-if): every update rewrites the cells.
     if (absl::Status s = graph->Reprogram(&cost); !s.ok()) return s;
   }
-  job.last_applied_step = request.step();
-  job.backward_done.clear();
-  for (auto it = job.pending.begin(); it != job.pending.end();) {
-    it = std::get<0>(it->first) <= request.step() ? job.pending.erase(it) : std::next(it);
-  }
+  job.tasks.Apply(request.step());
   response.set_applied(true);
   *response.mutable_cost() = cost.Finish(start);
   return response;
@@ -456,7 +427,7 @@ absl::StatusOr<std::vector<TensorChunk>> DeviceExecutor::Snapshot(
     return names.empty() || std::find(names.begin(), names.end(), name) != names.end();
   };
   absl::MutexLock lock(&impl_->mu);
-  absl::StatusOr<Job*> found = impl_->Find(job_id);
+  absl::StatusOr<Job*> found = impl_->jobs.Find(job_id);
   if (!found.ok()) return found.status();
   std::vector<TensorChunk> chunks;
   for (const auto& [segment_name, graph] : (*found)->segments) {
@@ -473,7 +444,7 @@ absl::StatusOr<std::vector<TensorChunk>> DeviceExecutor::Snapshot(
         }
       }
       if (!optimizer_state || !p.trainable || p.adam_m.size() != p.value.size()) continue;
-      for (const auto& [suffix, state] : {std::pair{kExpAvg, &p.adam_m}, {kExpAvgSq, &p.adam_v}}) {
+      for (const auto& [suffix, state] : {std::pair{kExpAvgSuffix, &p.adam_m}, {kExpAvgSqSuffix, &p.adam_v}}) {
         for (TensorChunk& c :
              SplitIntoChunks(name + suffix, p.shape, state->data(), max_chunk_bytes)) {
           chunks.push_back(std::move(c));
@@ -486,15 +457,13 @@ absl::StatusOr<std::vector<TensorChunk>> DeviceExecutor::Snapshot(
 
 absl::Status DeviceExecutor::Release(const std::string& job_id) {
   absl::MutexLock lock(&impl_->mu);
-  impl_->jobs.erase(job_id);
+  impl_->jobs.Erase(job_id);
   return absl::OkStatus();
 }
 
 std::vector<std::string> DeviceExecutor::Jobs() const {
   absl::MutexLock lock(&impl_->mu);
-  std::vector<std::string> ids;
-  for (const auto& [id, job] : impl_->jobs) ids.push_back(id);
-  return ids;
+  return impl_->jobs.Ids();
 }
 
 }  // namespace hpt

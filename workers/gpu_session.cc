@@ -1,0 +1,305 @@
+#include "workers/gpu_session.h"
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <chrono>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "common/tensor_codec.h"
+#include "models/lora.h"
+#include "workers/nccl_group.h"
+
+namespace hpt {
+namespace {
+
+// LibTorch 2 keys an optimizer's per-parameter state by the tensor's impl
+// pointer (1.13 keyed it by that pointer's decimal text).
+void* StateKey(const torch::Tensor& p) { return p.unsafeGetTensorImpl(); }
+
+// Adam's and AdamW's state of `p`, or null before its first update.
+template <typename State>
+State* FindState(torch::optim::Optimizer& optimizer, const torch::Tensor& p) {
+  auto it = optimizer.state().find(StateKey(p));
+  return it == optimizer.state().end() ? nullptr : static_cast<State*>(it->second.get());
+}
+
+template <typename State>
+void SetState(torch::optim::Optimizer& optimizer, const torch::Tensor& p, int64_t steps,
+              torch::Tensor exp_avg, torch::Tensor exp_avg_sq) {
+  auto state = std::make_unique<State>();
+  state->step(steps);
+  state->exp_avg(std::move(exp_avg));
+  state->exp_avg_sq(std::move(exp_avg_sq));
+  optimizer.state()[StateKey(p)] = std::move(state);
+}
+
+// The tensors a load sends, by kind.
+struct LoadTensors {
+  std::map<std::string, HostTensor> base, adapters, optimizer_state;
+};
+
+absl::StatusOr<LoadTensors> SortTensors(std::map<std::string, HostTensor> parameters,
+                                        const torch::OrderedDict<std::string, torch::Tensor>& named) {
+  LoadTensors out;
+  for (auto& [name, tensor] : parameters) {
+    if (name.find('@') != std::string::npos) {
+      out.optimizer_state[name] = std::move(tensor);
+    } else if (named.contains(name)) {
+      out.base[name] = std::move(tensor);
+    } else if (absl::StrContains(name, ".lora_")) {
+      out.adapters[name] = std::move(tensor);
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("LoadParameters sent tensor '", name, "', which the model lacks"));
+    }
+  }
+  return out;
+}
+
+// Copies `from` into every tensor of `into`, which must all be there.
+absl::Status CopyInto(torch::OrderedDict<std::string, torch::Tensor>& into,
+                      std::map<std::string, HostTensor>& from) {
+  torch::NoGradGuard no_grad;
+  for (auto& item : into) {
+    auto it = from.find(item.key());
+    if (it == from.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("LoadParameters lacks tensor '", item.key(), "'"));
+    }
+    if (c10::IntArrayRef(it->second.shape) != item.value().sizes()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor '", item.key(), "' has shape ", it->second.ShapeString(),
+          "; the model needs ", ShapeString(item.value().sizes())));
+    }
+    item.value().copy_(ToTorch(it->second, torch::kCPU));
+  }
+  return absl::OkStatus();
+}
+
+// LoRA on the session's model: adapters of the ranks restored ones have
+// (A is [rank, in]), else from the header; restored adapters copied in.
+absl::Status ApplyAdapters(const LoadParametersHeader& header,
+                           std::map<std::string, HostTensor>& adapters, GpuSession& session,
+                           LoadParametersResponse* response) {
+  if (!adapters.empty() && !header.lora().enabled()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "LoadParameters sent LoRA adapter '", adapters.begin()->first,
+        "' but the header's lora is not enabled"));
+  }
+  if (!header.lora().enabled()) return absl::OkStatus();
+  std::map<std::string, int> fixed_ranks;
+  for (const auto& [name, t] : adapters) {
+    const size_t at = name.find(".lora_");
+    if (absl::EndsWith(name, ".A.weight") && !t.shape.empty()) {
+      const std::string target = name.substr(at + 6, name.size() - at - 6 - 9);
+      fixed_ranks[name.substr(0, at + 1) + target] = int(t.shape[0]);
+    }
+  }
+  absl::StatusOr<std::map<std::string, int>> ranks =
+      ApplyLora(session.model, header.lora(), session.initial, fixed_ranks);
+  if (!ranks.ok()) return ranks.status();
+  for (const auto& [name, rank] : *ranks) (*response->mutable_lora_ranks())[name] = rank;
+  if (adapters.empty()) return absl::OkStatus();
+  torch::OrderedDict<std::string, torch::Tensor> added;
+  for (const auto& item : session.model->named_parameters()) {
+    if (absl::StrContains(item.key(), ".lora_")) added.insert(item.key(), item.value());
+  }
+  if (added.size() != adapters.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "LoadParameters sent ", adapters.size(), " LoRA tensors; the adapters have ",
+        added.size()));
+  }
+  return CopyInto(added, adapters);
+}
+
+void MakeOptimizer(const OptimizerConfig& opt, const std::vector<torch::Tensor>& trainable,
+                   GpuSession& session) {
+  const double beta1 = opt.beta1() > 0 ? opt.beta1() : 0.9;
+  const double beta2 = opt.beta2() > 0 ? opt.beta2() : 0.999;
+  const double eps = opt.eps() > 0 ? opt.eps() : 1e-8;
+  session.optimizer_type = opt.type() == ADAMW ? ADAMW : ADAM;
+  if (session.optimizer_type == ADAMW) {
+    session.optimizer = std::make_unique<torch::optim::AdamW>(
+        trainable, torch::optim::AdamWOptions(opt.learning_rate())
+                       .betas({beta1, beta2})
+                       .eps(eps)
+                       .weight_decay(opt.weight_decay()));
+  } else {
+    session.optimizer = std::make_unique<torch::optim::Adam>(
+        trainable, torch::optim::AdamOptions(opt.learning_rate())
+                       .betas({beta1, beta2})
+                       .eps(eps)
+                       .weight_decay(opt.weight_decay()));
+  }
+}
+
+// A checkpoint's Adam moments into the new optimizer, as after `steps`
+// updates.
+absl::Status RestoreOptimizerState(const std::map<std::string, HostTensor>& state, int64_t steps,
+                                   const torch::Device& device, GpuSession& session) {
+  if (state.empty()) return absl::OkStatus();
+  if (steps <= 0) {
+    return absl::InvalidArgumentError(
+        "LoadParameters sent optimizer state but optimizer_steps is not positive");
+  }
+  size_t used = 0;
+  for (const auto& item : session.model->named_parameters()) {
+    if (!item.value().requires_grad()) continue;
+    auto m = state.find(item.key() + kExpAvgSuffix);
+    auto v = state.find(item.key() + kExpAvgSqSuffix);
+    if (m == state.end() || v == state.end()) continue;
+    for (const HostTensor* t : {&m->second, &v->second}) {
+      if (c10::IntArrayRef(t->shape) != item.value().sizes()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "optimizer state of '", item.key(), "' has shape ", t->ShapeString(),
+            "; the parameter is ", ShapeString(item.value().sizes())));
+      }
+    }
+    torch::Tensor exp_avg = ToTorch(m->second, device);
+    torch::Tensor exp_avg_sq = ToTorch(v->second, device);
+    if (session.optimizer_type == ADAMW) {
+      SetState<torch::optim::AdamWParamState>(*session.optimizer, item.value(), steps, exp_avg,
+                                              exp_avg_sq);
+    } else {
+      SetState<torch::optim::AdamParamState>(*session.optimizer, item.value(), steps, exp_avg,
+                                             exp_avg_sq);
+    }
+    used += 2;
+  }
+  if (used != state.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "LoadParameters sent ", state.size(),
+        " optimizer tensors; the trainable parameters take ", used));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+torch::Tensor ToTorch(const HostTensor& t, const torch::Device& device) {
+  torch::Tensor cpu =
+      torch::from_blob(const_cast<float*>(t.data.data()), t.shape, torch::kFloat32).clone();
+  return cpu.to(device);
+}
+
+std::string ShapeString(c10::IntArrayRef sizes) { return "[" + absl::StrJoin(sizes, ", ") + "]"; }
+
+absl::StatusOr<std::unique_ptr<GpuSession>> BuildGpuSession(
+    const LoadParametersHeader& header, std::map<std::string, HostTensor> parameters,
+    const GpuSession* reference, const torch::Device& device, LoadParametersResponse* response) {
+  auto session = std::make_unique<GpuSession>();
+  session->config = header.model();
+  session->encoder_only = header.gpu_segment() == "encoder";
+  // Seeds initialisation here and dropout in later forwards.
+  torch::manual_seed(header.init_seed());
+  session->model = SpatioTemporalTransformer(header.model());
+  session->seed = header.init_seed();
+  auto named = session->model->named_parameters();
+  // The base model's parameters (all or none), LoRA adapters and optimizer
+  // state (restoring a checkpoint).
+  ASSIGN_OR_RETURN(LoadTensors tensors, SortTensors(std::move(parameters), named));
+  if (!tensors.base.empty()) {
+    if (tensors.base.size() != named.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("LoadParameters sent ", tensors.base.size(),
+                                                     " tensors; the model has ", named.size(),
+                                                     " (send all or none)"));
+    }
+    RETURN_IF_ERROR(CopyInto(named, tensors.base));
+  }
+  // Initial projection weights: kept from an earlier load of this job (or
+  // of the reference job), else these.
+  if (reference != nullptr) session->initial = reference->initial;
+  if (session->initial.empty()) {
+    for (const auto& item : session->model->named_parameters()) {
+      if (item.key().find("_proj.weight") != std::string::npos) {
+        session->initial[item.key()] = item.value().detach().clone().cpu();
+      }
+    }
+  }
+  RETURN_IF_ERROR(ApplyAdapters(header, tensors.adapters, *session, response));
+  session->model->to(device);
+  std::vector<torch::Tensor> trainable;
+  for (const auto& item : session->model->named_parameters()) {
+    response->set_num_parameters(response->num_parameters() + item.value().numel());
+    if (item.value().requires_grad()) {
+      trainable.push_back(item.value());
+      response->set_num_trainable(response->num_trainable() + item.value().numel());
+    }
+  }
+  response->set_num_tensors(static_cast<int64_t>(named.size()));
+  MakeOptimizer(header.optimizer(), trainable, *session);
+  RETURN_IF_ERROR(RestoreOptimizerState(tensors.optimizer_state, header.optimizer_steps(),
+                                        device, *session));
+  return session;
+}
+
+void JoinGpuGroup(GpuSession& session, const JoinGroupRequest& request,
+                  const torch::Device& device, const std::string& gloo_host) {
+  const auto timeout = std::chrono::milliseconds(
+      static_cast<int64_t>(1000 * (request.timeout_s() > 0 ? request.timeout_s() : 60)));
+  c10d::TCPStoreOptions store_options;
+  store_options.port = static_cast<uint16_t>(request.store_port());
+  store_options.isServer = false;
+  store_options.timeout = timeout;
+  auto store = c10::make_intrusive<c10d::TCPStore>(request.store_host(), store_options);
+  auto prefixed = c10::make_intrusive<c10d::PrefixStore>(request.store_prefix(), store);
+  const std::chrono::milliseconds collective_timeout(static_cast<int64_t>(
+      1000 * (request.collective_timeout_s() > 0 ? request.collective_timeout_s() : 15)));
+  if (device.is_cuda()) {
+    session.group = MakeNcclGroup(prefixed, request.rank(), request.world_size(),
+                                  device.has_index() ? device.index() : 0, collective_timeout);
+  } else {
+    auto options = c10d::ProcessGroupGloo::Options::create(collective_timeout);
+    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(gloo_host));
+    session.group = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, request.rank(),
+                                                                request.world_size(), options);
+  }
+  // Start from rank 0's parameters so every replica is identical.
+  std::vector<torch::Tensor> params;
+  for (const auto& p : session.model->parameters()) params.push_back(p.detach());
+  for (auto& p : params) {
+    std::vector<torch::Tensor> one{p};
+    session.group->broadcast(one)->wait();
+  }
+}
+
+std::vector<TensorChunk> SnapshotGpuSession(GpuSession& session, int64_t max_chunk_bytes,
+                                            const std::vector<std::string>& names,
+                                            bool optimizer_state) {
+  auto append = [&](std::vector<TensorChunk>* chunks, const std::string& name,
+                    const torch::Tensor& t) {
+    torch::Tensor cpu = t.detach().to(torch::kCPU).contiguous();
+    const std::vector<int64_t> shape(cpu.sizes().begin(), cpu.sizes().end());
+    for (auto& c : SplitIntoChunks(name, shape, cpu.data_ptr<float>(), max_chunk_bytes)) {
+      chunks->push_back(std::move(c));
+    }
+  };
+  std::vector<TensorChunk> chunks;
+  for (const auto& item : session.model->named_parameters()) {
+    if (!names.empty() && std::find(names.begin(), names.end(), item.key()) == names.end()) {
+      continue;
+    }
+    append(&chunks, item.key(), item.value());
+    if (!optimizer_state) continue;
+    torch::Tensor exp_avg, exp_avg_sq;
+    if (session.optimizer_type == ADAMW) {
+      if (auto* st = FindState<torch::optim::AdamWParamState>(*session.optimizer, item.value())) {
+        exp_avg = st->exp_avg(), exp_avg_sq = st->exp_avg_sq();
+      }
+    } else if (auto* st =
+                   FindState<torch::optim::AdamParamState>(*session.optimizer, item.value())) {
+      exp_avg = st->exp_avg(), exp_avg_sq = st->exp_avg_sq();
+    }
+    if (!exp_avg.defined()) continue;  // frozen, or not updated yet
+    append(&chunks, item.key() + kExpAvgSuffix, exp_avg);
+    append(&chunks, item.key() + kExpAvgSqSuffix, exp_avg_sq);
+  }
+  return chunks;
+}
+
+}  // namespace hpt
