@@ -1,5 +1,5 @@
-// The two LibTorch services the device models use, behind a header that
-// keeps LibTorch out of its includers:
+// The CPU kernels of the device models, behind a header that keeps
+// LibTorch out of its includers. From LibTorch (cpu_kernels.cc):
 //   - an exact integer GEMM for operands that are small integers (the ReRAM
 //     crossbar read: 8-bit inputs times 8-bit weight levels): int8
 //     operands, int32 sums, through at::_int_mm (oneDNN), several times
@@ -9,11 +9,14 @@
 //     element-wise passes around those products;
 //   - inverted-dropout masks from a counter-based hash, shared by the
 //     LibTorch model on CPU and the systolic-array segments.
+// Without it (cpu_row_kernels.cc): the element-wise row kernels of the
+// simulated devices' vector work (ReLU, residual adds, LayerNorm, softmax).
 #ifndef HPT_DEVICES_CPU_KERNELS_H_
 #define HPT_DEVICES_CPU_KERNELS_H_
 
 #include <cstdint>
 #include <functional>
+#include <utility>
 
 // Compiles a function for AVX-512, AVX2 and the x86-64 baseline; the CPU
 // picks one when the program loads (GCC function multiversioning), so the
@@ -49,6 +52,29 @@ void FillDropoutMask(float* mask, int64_t n, double p, uint64_t seed);
 // over the intra-op threads (false from inside a ParallelFor body).
 void ApplyDropout(const float* x, float* y, int64_t n, double p, uint64_t seed,
                   int64_t first = 0, bool parallel = true);
+
+// Element-wise row kernels of the simulated devices' vector work
+// (workers/segment_ops*.cc), vectorised for the machine's width
+// (cpu_row_kernels.cc).
+void Relu(float* y, int64_t n);
+// g where x > 0, else 0.
+void ReluBackward(float* g, const float* x, int64_t n);
+void AddInPlace(float* y, const float* x, int64_t n);
+// One row of LayerNorm in place: y = (y - mean) / sigma * gamma + beta.
+// Returns {mean, 1 / sigma}; sums in double.
+std::pair<float, float> LayerNormRow(float* y, const float* gamma, const float* beta,
+                                     int64_t cols, double eps);
+// One row's LayerNorm input gradient gx from its output gradient g, with
+// x-hat rebuilt from the row's input x and its statistics (written to
+// `xhat`; gy = g * gamma).
+void LayerNormBackwardRow(const float* g, const float* gamma, const float* x, float mean,
+                          float rstd, int64_t cols, float* xhat, float* gy, float* gx);
+// A row of scores s in place: softmax(s * scale). The sum in double; e^x
+// within 1 ulp (a vectorisable Cephes expf).
+void SoftmaxRow(float* s, int64_t n, float scale);
+// A row of the softmax's input gradient in place: given dP (d) and P (p),
+// dS = P (dP - rowsum(dP P)) * scale.
+void SoftmaxBackwardRow(float* d, const float* p, int64_t n, float scale);
 
 }  // namespace hpt
 

@@ -3,18 +3,10 @@
 // (proto/worker_service.proto, SegmentOp): linear layers, LoRA adapters,
 // residual adds, LayerNorm, multi-head attention products, ReLU and
 // dropout. Forward and backward are written out by hand over float buffers
-// (no LibTorch), with the node's numerics and a cost for every piece:
-//
-//   ReRAM node: LINEAR weights live in crossbars, programmed once at load
-//   (every cell write counted); the forward is a crossbar read x W^T and the
-//   input gradient a transposed read g W. Any other product (a weight
-//   gradient in the reram_full what-if, an adapter placed here) runs on the
-//   node's digital unit, costed as a systolic array at the node's clock.
-//   Systolic node: every product on the array (fp32, or bf16 operands with
-//   fp32 accumulation), costed with SCALE-Sim's model.
-//   Both: element-wise work (bias, residual, LayerNorm, softmax, ReLU,
-//   dropout, loss, optimizer) on a vector unit, one operation per lane per
-//   cycle, lanes = array columns (ReRAM: crossbar columns).
+// (no LibTorch), with the node's numerics and a cost for every piece
+// (device_node.h). Each op type is one entry of a table (segment_ops.h);
+// the graph checks the dataflow, keeps the values, and runs the entries
+// forward and, for a backward, in reverse.
 //
 //   ASSIGN_OR_RETURN(auto graph, SegmentGraph::Create(node, spec, params, &cost));
 //   SegmentGraph::Saved saved;
@@ -25,7 +17,6 @@
 #ifndef HPT_WORKERS_SEGMENT_GRAPH_H_
 #define HPT_WORKERS_SEGMENT_GRAPH_H_
 
-#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -33,54 +24,11 @@
 
 #include "absl/status/statusor.h"
 #include "common/host_tensor.h"
-#include "devices/reram/reram_layer.h"
-#include "devices/systolic/systolic_array.h"
-#include "devices/vector_unit.h"
 #include "proto/worker_service.pb.h"
+#include "workers/device_node.h"
+#include "workers/segment_ops.h"
 
 namespace hpt {
-
-// The node a segment runs on.
-struct DeviceNode {
-  std::string kind = "systolic";  // "systolic" or "reram"
-  SystolicConfig systolic;
-  ReramConfig reram;
-  double elementwise_energy_j = kElementwiseOpEnergyJ;  // devices/vector_unit.h
-
-  bool is_reram() const { return kind == "reram"; }
-  double lanes() const {
-    return double(is_reram() ? reram.crossbar_cols : systolic.cols);
-  }
-  double clock_hz() const { return is_reram() ? reram.clock_hz : systolic.clock_hz; }
-};
-
-// The cost of one task, assembled from its parts.
-class CostBuilder {
- public:
-  explicit CostBuilder(const std::string& kind);
-
-  // `times` identical GEMMs (e.g. one per attention head and sample).
-  void Systolic(const SystolicReport& r, double times = 1);
-  // A ReRAM read or programming. Reads in one `concurrent` group (e.g. q,
-  // k and v reading the same input from tiles of their own) overlap: the
-  // group takes as long as its longest read. "" : in sequence.
-  void Reram(const ReramReport& r, const std::string& concurrent = "");
-  void Elementwise(const DeviceNode& node, double ops);
-  CostReport Finish(std::chrono::steady_clock::time_point start);
-
- private:
-  CostReport report_;
-  std::map<std::string, double> group_latency_s_;  // longest read per group
-};
-
-// One parameter resident on the node.
-struct SegmentParam {
-  std::vector<int64_t> shape;
-  std::vector<float> value, grad, adam_m, adam_v;
-  bool trainable = false;
-  // ReRAM nodes: a LINEAR weight's crossbars (holding W^T).
-  std::unique_ptr<ReramLayer> crossbars;
-};
 
 class SegmentGraph {
  public:

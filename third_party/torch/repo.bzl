@@ -11,7 +11,9 @@ repository and links against its libraries by absolute path:
 - libtorch_cuda.so and libc10_cuda.so register CUDA only when loaded, so
   they are linked inside --no-as-needed (pytorch #36437; push/pop-state
   leaves the rest of the link line as it was), or
-  torch::cuda::is_available() is false even on a GPU.
+  torch::cuda::is_available() is false even on a GPU;
+- the system BLAS comes first, so LibTorch's own BLAS calls go to OpenBLAS
+  (see the linkopts below).
 """
 
 def _venv(ctx):
@@ -58,6 +60,13 @@ def _impl(ctx):
     rpaths = ["-Wl,-rpath," + d for d in [lib] + nvidia]
     linkopts = ["-L" + lib] + rpaths + [
         "-Wl,--push-state,--no-as-needed",
+        # The system BLAS (OpenBLAS, Debian's libblas.so.3 alternative) is
+        # loaded before LibTorch, so LibTorch's CPU GEMMs (its sgemm_ calls)
+        # resolve to OpenBLAS, the BLAS the device models use too
+        # (devices/blas.h) and that every CPU figure in docs/ was measured
+        # with. Before this was pinned here it followed from the order of
+        # Bazel's deps, and a new dependency could flip it silently.
+        "-l:libblas.so.3",
         "-ltorch_cuda",
         "-lc10_cuda",
         "-Wl,--pop-state",
