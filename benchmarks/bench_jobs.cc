@@ -37,16 +37,16 @@ absl::Status SetRealData(const std::string& dataset, const std::string& dir, Job
     more.set_end(8387);
     csv.set_test_begin_row(480);
     csv.set_test_end_row(2120);
-    d.set_window(12);
+    d.set_input_steps(12);
   } else if (dataset == "weather") {
     d.mutable_weather()->set_dir(dir + "/weather");
-    d.set_window(24);
+    d.set_input_steps(24);
   } else if (dataset == "covid") {
     d.mutable_covid()->set_path(dir + "/covid/Covid19_01262020_09262020.csv");
-    d.set_window(4);
+    d.set_input_steps(4);
   } else if (dataset == "swe") {
     d.mutable_swe()->set_stations_csv(dir + "/swe/Snotel_Locations_Filtered_v3.csv");
-    d.set_window(14);
+    d.set_input_steps(14);
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("--dataset must be wind, weather, covid or swe, got '", dataset, "'"));

@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
   t.set_eval_batch_size(absl::GetFlag(FLAGS_eval_batch));
   if (!absl::GetFlag(FLAGS_eval)) t.set_max_test_samples(1);
   hpt::HptSpec& h = *spec.mutable_hpt();
-  h.set_window_steps(absl::GetFlag(FLAGS_window_steps));
+  h.set_check_window_steps(absl::GetFlag(FLAGS_window_steps));
   h.set_loss_threshold(1e9);
   h.set_weight_threshold(1e9);
   h.set_trial_on_rising_loss(true);

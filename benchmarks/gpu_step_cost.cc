@@ -22,7 +22,7 @@
 ABSL_FLAG(std::string, preset, "wind", "Model preset.");
 ABSL_FLAG(int64_t, batch, 32, "Samples per step.");
 ABSL_FLAG(int64_t, tokens, 57, "Tokens per sample (wind: 57 farms).");
-ABSL_FLAG(int64_t, input_features, 12, "Features per token (window length).");
+ABSL_FLAG(int64_t, input_features, 12, "Features per token (input steps).");
 ABSL_FLAG(std::string, gpu, "v100", "Reference GPU: v100, a100 or h100.");
 ABSL_FLAG(int, top, 8, "Ops to list by simulated time.");
 

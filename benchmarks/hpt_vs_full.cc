@@ -82,7 +82,7 @@ int Main() {
   t.set_batch_size(absl::GetFlag(FLAGS_batch));
   t.mutable_optimizer()->set_learning_rate(absl::GetFlag(FLAGS_lr));
   t.set_seed(absl::GetFlag(FLAGS_seed));
-  spec.mutable_hpt()->set_window(absl::GetFlag(FLAGS_hpt_window));
+  spec.mutable_hpt()->set_check_window_samples(absl::GetFlag(FLAGS_hpt_window));
   spec.mutable_hpt()->set_placement(absl::GetFlag(FLAGS_placement));
   spec.mutable_hpt()->set_loss_threshold(absl::GetFlag(FLAGS_loss_threshold));
   spec.mutable_hpt()->set_weight_threshold(absl::GetFlag(FLAGS_weight_threshold));
@@ -119,8 +119,8 @@ int Main() {
   const int64_t switch_step = hpt->job.hpt().switch_step();
   std::printf("\nswitch iteration: %s (window k %lld samples = %lld steps, %lld steps in all)\n",
               switch_step < 0 ? "none" : std::to_string(switch_step).c_str(),
-              static_cast<long long>(hpt->job.hpt().window_samples()),
-              static_cast<long long>(hpt->job.hpt().window()),
+              static_cast<long long>(hpt->job.hpt().check_window_samples()),
+              static_cast<long long>(hpt->job.hpt().check_window_steps()),
               static_cast<long long>(hpt->job.progress().step()));
   int checks = 0;
   for (const PhaseEvent& e : hpt->job.hpt().events()) {

@@ -88,7 +88,7 @@ absl::Status Measure(const std::string& dir, Row* row) {
   ASSIGN_OR_RETURN(BenchRun full, RunInProcess(small, "full", row->app + " full"));
   ASSIGN_OR_RETURN(BenchRun hpt, RunInProcess(small, "hpt", row->app + " hpt"));
   row->switch_step = hpt.job.hpt().switch_step();
-  row->window_steps = hpt.job.hpt().window();
+  row->window_steps = hpt.job.hpt().check_window_steps();
   row->rmse_full = full.job.test_metrics().rmse();
   row->rmse_hpt = hpt.job.test_metrics().rmse();
 
@@ -100,7 +100,7 @@ absl::Status Measure(const std::string& dir, Row* row) {
   paper.mutable_training()->set_max_steps_per_epoch(absl::GetFlag(FLAGS_cost_steps));
   paper.mutable_training()->set_max_test_samples(1);
   HptSpec& h = *paper.mutable_hpt();
-  h.set_window_steps(2);
+  h.set_check_window_steps(2);
   h.set_loss_threshold(1e9);
   h.set_weight_threshold(1e9);
   h.set_trial_on_rising_loss(true);
@@ -134,7 +134,7 @@ absl::Status Measure(const std::string& dir, Row* row) {
     // The switch after the same number of samples; one trial window beside
     // the full model (k samples, a LoRA step each on the GPU).
     const double before = std::min(n, double(row->switch_step) * absl::GetFlag(FLAGS_batch));
-    const double k = double(normal.hpt().window());
+    const double k = double(normal.hpt().check_window_samples());
     hpt_s = before * row->full_step_s + k * row->full_step_s + row->switch_s +
             (n - before) * row->lora_step_s;
     hpt_j = before * row->full_step_j + k * row->full_step_j + row->switch_j +

@@ -53,7 +53,7 @@ int Main() {
   spec.mutable_training()->set_epochs(1);
   spec.mutable_training()->set_batch_size(batch);
   spec.mutable_training()->set_max_steps_per_epoch(steps + 1);
-  spec.mutable_data()->set_window(absl::GetFlag(FLAGS_window));
+  spec.mutable_data()->set_input_steps(absl::GetFlag(FLAGS_window));
   spec.mutable_hpt()->set_mode("full");  // plain steps: no phase control
   auto normalized = NormalizeJobSpec(spec);
   if (!normalized.ok()) {
@@ -65,7 +65,7 @@ int Main() {
   so.stations = absl::GetFlag(FLAGS_stations);
   so.time_steps = batch * (steps + 2) + 64;
   WindowOptions wo;
-  wo.window = absl::GetFlag(FLAGS_window);
+  wo.input_steps = absl::GetFlag(FLAGS_window);
   wo.train = {0, so.time_steps};
   WindowDataset data = *WindowDataset::Create(MakeSyntheticSeries(so), wo);
   ModelConfig config = *ResolveModelConfig(spec.model(), data.input_features(),

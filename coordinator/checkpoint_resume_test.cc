@@ -33,7 +33,7 @@ class CheckpointResumeTest : public ::testing::TestWithParam<std::string> {
     s.stations = 6;
     s.time_steps = 200;
     WindowOptions w;
-    w.window = 6;
+    w.input_steps = 6;
     w.train = {0, 160};
     w.test = {160, 200};
     data_ = std::make_unique<WindowDataset>(*WindowDataset::Create(MakeSyntheticSeries(s), w));
@@ -47,7 +47,7 @@ class CheckpointResumeTest : public ::testing::TestWithParam<std::string> {
     spec_.mutable_training()->mutable_optimizer()->set_weight_decay(1e-4);
     spec_.mutable_training()->set_step_lr_step_size(2);
     HptSpec& h = *spec_.mutable_hpt();
-    h.set_window_steps(4);
+    h.set_check_window_steps(4);
     h.set_loss_threshold(0.9);
     h.set_weight_threshold(0.9);
     h.set_placement(GetParam());

@@ -21,7 +21,7 @@ class HptTrainerTest : public ::testing::TestWithParam<std::string> {
     s.stations = 6;
     s.time_steps = 200;
     WindowOptions w;
-    w.window = 6;
+    w.input_steps = 6;
     w.train = {0, 160};
     w.test = {160, 200};
     data_ = std::make_unique<WindowDataset>(*WindowDataset::Create(MakeSyntheticSeries(s), w));
@@ -31,7 +31,7 @@ class HptTrainerTest : public ::testing::TestWithParam<std::string> {
     spec.mutable_training()->set_batch_size(16);
     spec.mutable_training()->mutable_optimizer()->set_learning_rate(0.003);
     HptSpec& h = *spec.mutable_hpt();
-    h.set_window_steps(4);
+    h.set_check_window_steps(4);
     h.set_loss_threshold(0.9);
     h.set_weight_threshold(0.9);
     h.set_placement(placement);

@@ -54,7 +54,7 @@ absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec, DataSummary* su
   *summary = DataSummary();
   TimeSeriesMatrix series;
   WindowOptions options;
-  options.window = spec.window();
+  options.input_steps = spec.input_steps();
   options.horizon = spec.horizon();
   if (spec.has_synthetic()) {
     SyntheticOptions s;
@@ -109,7 +109,7 @@ absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec, DataSummary* su
     // days, their targets never do.
     const int64_t split = series.rows - 365;
     options.train = {0, split};
-    options.test = {std::max<int64_t>(0, split - options.window - options.horizon + 1),
+    options.test = {std::max<int64_t>(0, split - options.input_steps - options.horizon + 1),
                     series.rows};
   } else if (spec.has_covid()) {
     CovidOptions o;
@@ -132,7 +132,7 @@ absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec, DataSummary* su
     options.train = {0, split};
     // Test samples forecast a week at or after the split; their input
     // windows may reach back into the training weeks.
-    options.test = {std::max<int64_t>(0, split - options.window - options.horizon + 1),
+    options.test = {std::max<int64_t>(0, split - options.input_steps - options.horizon + 1),
                     series.rows};
   } else {
     const CsvData& csv = spec.csv();

@@ -1,11 +1,14 @@
 #include "coordinator/job_spec.h"
 
+#include "coordinator/spec_names.h"
+
 #include <algorithm>
 #include <cmath>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "coordinator/spec_names.h"
 #include "models/lora_config.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
@@ -58,7 +61,9 @@ absl::StatusOr<JobSpec> ParseJobSpecText(const std::string& text) {
   google::protobuf::TextFormat::Parser parser;
   FirstErrorCollector errors;
   parser.RecordErrorsTo(&errors);
-  if (!parser.ParseFromString(text, &spec)) {
+  // Renaming keeps every line where it was, so an error's line still
+  // points into the text as written.
+  if (!parser.ParseFromString(UpgradeJobSpecText(text), &spec)) {
     return absl::InvalidArgumentError(
         errors.error().empty() ? "job spec is not valid text format"
                                : errors.error());
@@ -92,10 +97,11 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
 
   // Data.
   DataSpec& data = *spec.mutable_data();
-  if (data.window() == 0) data.set_window(12);
+  if (data.input_steps() == 0) data.set_input_steps(12);
   if (data.horizon() == 0) data.set_horizon(1);
-  if (data.window() < 0) {
-    return Invalid("data.window", absl::StrCat("must be positive, got ", data.window()));
+  if (data.input_steps() < 0) {
+    return Invalid("data.input_steps",
+                   absl::StrCat("must be positive, got ", data.input_steps()));
   }
   if (data.horizon() < 0) {
     return Invalid("data.horizon", absl::StrCat("must be positive, got ", data.horizon()));
@@ -263,33 +269,35 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
         "hpt moves the whole model at the switch; placement.head_device '",
         p.head_device(), "' needs hpt.mode full"));
   }
-  // The window: k samples (the paper's unit), or whole steps.
+  // The check window: k samples (the paper's unit), or whole steps.
   const int64_t batch = t.batch_size();
-  for (auto [field, value] : {std::pair<const char*, int64_t>{"hpt.window", h.window()},
-                               {"hpt.window_steps", h.window_steps()}}) {
+  for (auto [field, value] : {std::pair<const char*, int64_t>{"hpt.check_window_samples", h.check_window_samples()},
+                               {"hpt.check_window_steps", h.check_window_steps()}}) {
     if (value < 0 || value > kMaxWindowSamples) {
       return Invalid(field, absl::StrCat("must be in 1..", kMaxWindowSamples, ", got ", value));
     }
   }
-  if (h.window_steps() > 0) {
+  if (h.check_window_steps() > 0) {
     // Both given (a normalised spec has both): they must agree, k samples
-    // spanning exactly window_steps steps.
-    if (h.window() > 0 && (h.window() + batch - 1) / batch != h.window_steps()) {
-      return Invalid("hpt.window_steps",
-                     absl::StrCat(h.window_steps(), " steps and hpt.window ", h.window(),
-                                  " samples disagree at batch ", batch, "; give one"));
+    // spanning exactly check_window_steps steps.
+    if (h.check_window_samples() > 0 &&
+        (h.check_window_samples() + batch - 1) / batch != h.check_window_steps()) {
+      return Invalid("hpt.check_window_steps",
+                     absl::StrCat(h.check_window_steps(), " steps and hpt.check_window_samples ",
+                                  h.check_window_samples(), " disagree at batch ", batch,
+                                  "; give one"));
     }
-    if (h.window() == 0) {
-      if (h.window_steps() > kMaxWindowSamples / batch) {
-        return Invalid("hpt.window_steps",
-                       absl::StrCat(h.window_steps(), " steps at batch ", batch, " are over ",
-                                    kMaxWindowSamples, " samples"));
+    if (h.check_window_samples() == 0) {
+      if (h.check_window_steps() > kMaxWindowSamples / batch) {
+        return Invalid("hpt.check_window_steps",
+                       absl::StrCat(h.check_window_steps(), " steps at batch ", batch,
+                                    " are over ", kMaxWindowSamples, " samples"));
       }
-      h.set_window(h.window_steps() * batch);
+      h.set_check_window_samples(h.check_window_steps() * batch);
     }
   } else {
-    if (h.window() == 0) h.set_window(PaperWindow(model.preset()));
-    h.set_window_steps((h.window() + batch - 1) / batch);
+    if (h.check_window_samples() == 0) h.set_check_window_samples(PaperWindow(model.preset()));
+    h.set_check_window_steps((h.check_window_samples() + batch - 1) / batch);
   }
   if (h.loss_threshold() == 0) h.set_loss_threshold(0.1);
   if (h.weight_threshold() == 0) h.set_weight_threshold(0.01);

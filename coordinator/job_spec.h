@@ -13,7 +13,8 @@
 
 namespace hpt {
 
-// Parses protobuf text format; errors carry "line L column C".
+// Parses protobuf text format; errors carry "line L column C". Field names
+// from before a rename are read as today's (spec_names.h).
 absl::StatusOr<JobSpec> ParseJobSpecText(const std::string& text);
 
 // Fills defaults (documented in proto/job_service.proto) and validates.

@@ -22,9 +22,20 @@ TEST(JobSpecTest, DefaultsFillAnEmptySpec) {
   EXPECT_DOUBLE_EQ(spec->training().optimizer().learning_rate(), 1e-3);
   EXPECT_TRUE(spec->data().has_synthetic());
   EXPECT_EQ(spec->data().synthetic().stations(), 16);
-  EXPECT_EQ(spec->data().window(), 12);
+  EXPECT_EQ(spec->data().input_steps(), 12);
   EXPECT_EQ(spec->placement().gpu_workers(), 1);
   EXPECT_EQ(spec->name(), "tiny");
+}
+
+TEST(JobSpecTest, FieldNamesFromBeforeTheRenameStillParse) {
+  auto old = ParseJobSpecText("data { window: 24 }\nhpt { window: 480 window_steps: 15 }");
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_EQ(old->data().input_steps(), 24);
+  EXPECT_EQ(old->hpt().check_window_samples(), 480);
+  EXPECT_EQ(old->hpt().check_window_steps(), 15);
+  // Both names of one field in one spec: the parser's own error.
+  auto both = ParseJobSpecText("data { window: 24 input_steps: 12 }");
+  EXPECT_FALSE(both.ok());
 }
 
 TEST(JobSpecTest, TextParseErrorNamesLineAndColumn) {
@@ -85,7 +96,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "model.preset 'giant' is unknown; choose one of tiny, swe, "
                 "weather, covid, wind"},
         BadSpec{"data { csv { } }", "data.csv.path is empty"},
-        BadSpec{"data { window: -2 }", "data.window must be positive, got -2"},
+        BadSpec{"data { window: -2 }", "data.input_steps must be positive, got -2"},
         BadSpec{"placement { gpu_workers: 4 } training { batch_size: 2 }",
                 "training.batch_size (2) must be at least placement.gpu_workers (4)"},
         BadSpec{"hpt { mode: \"lora\" }", "hpt.mode 'lora' is not hpt or full"},
@@ -148,23 +159,23 @@ TEST(JobSpecTest, WindowsCountSamplesAndSpanWholeSteps) {
   in.mutable_training()->set_batch_size(32);
   auto paper = NormalizeJobSpec(in);
   ASSERT_TRUE(paper.ok()) << paper.status();
-  EXPECT_EQ(paper->hpt().window(), 480);        // the paper's k, in samples
-  EXPECT_EQ(paper->hpt().window_steps(), 15);   // ceil(480 / 32)
-  in.mutable_hpt()->set_window(100);
-  EXPECT_EQ(NormalizeJobSpec(in)->hpt().window_steps(), 4);  // ceil(100 / 32)
-  in.mutable_hpt()->set_window(0);
-  in.mutable_hpt()->set_window_steps(5);
+  EXPECT_EQ(paper->hpt().check_window_samples(), 480);        // the paper's k, in samples
+  EXPECT_EQ(paper->hpt().check_window_steps(), 15);   // ceil(480 / 32)
+  in.mutable_hpt()->set_check_window_samples(100);
+  EXPECT_EQ(NormalizeJobSpec(in)->hpt().check_window_steps(), 4);  // ceil(100 / 32)
+  in.mutable_hpt()->set_check_window_samples(0);
+  in.mutable_hpt()->set_check_window_steps(5);
   auto steps = NormalizeJobSpec(in);
   ASSERT_TRUE(steps.ok()) << steps.status();
-  EXPECT_EQ(steps->hpt().window(), 160);
-  EXPECT_EQ(NormalizeJobSpec(*steps)->hpt().window_steps(), 5);  // idempotent
-  in.mutable_hpt()->set_window(2'000'000'000);
+  EXPECT_EQ(steps->hpt().check_window_samples(), 160);
+  EXPECT_EQ(NormalizeJobSpec(*steps)->hpt().check_window_steps(), 5);  // idempotent
+  in.mutable_hpt()->set_check_window_samples(2'000'000'000);
   EXPECT_THAT(std::string(NormalizeJobSpec(in).status().message()),
-              ::testing::HasSubstr("hpt.window must be in 1..1000000000, got 2000000000"));
-  in.mutable_hpt()->set_window(100);
+              ::testing::HasSubstr("hpt.check_window_samples must be in 1..1000000000, got 2000000000"));
+  in.mutable_hpt()->set_check_window_samples(100);
   auto both = NormalizeJobSpec(in);
   EXPECT_EQ(both.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(both.status().message()), ::testing::HasSubstr("hpt.window_steps"));
+  EXPECT_THAT(std::string(both.status().message()), ::testing::HasSubstr("hpt.check_window_steps"));
 }
 
 TEST(JobSpecTest, HptDefaultsAreThePapers) {
@@ -175,7 +186,7 @@ TEST(JobSpecTest, HptDefaultsAreThePapers) {
     auto spec = NormalizeJobSpec(in);
     ASSERT_TRUE(spec.ok()) << spec.status();
     const HptSpec& h = spec->hpt();
-    EXPECT_EQ(h.window(), window) << preset;
+    EXPECT_EQ(h.check_window_samples(), window) << preset;
     EXPECT_EQ(h.mode(), "hpt");
     EXPECT_EQ(h.placement(), "paper");
     EXPECT_DOUBLE_EQ(h.loss_threshold(), 0.1);

@@ -6,7 +6,7 @@ namespace hpt {
 
 PhaseController::PhaseController(PhaseControllerOptions options)
     : options_(std::move(options)) {
-  options_.window = std::max<int64_t>(1, options_.window);
+  options_.check_window_steps = std::max<int64_t>(1, options_.check_window_steps);
 }
 
 bool PhaseController::ThreePointTest(const double v[3], double threshold) {

@@ -1,7 +1,7 @@
 // PhaseController: the HpT phase switch (Dahal et al., TPDS 2025, Sec. 4).
 // Plain C++; the trainer feeds it one iteration at a time.
 //
-// Every `window` iterations (k) it closes a window: the mean training loss
+// Every `check_window_steps` iterations it closes a window: the mean training loss
 // L_j and the weight distance d_j = ||W_j - W_{j-1}||_F of [W_q | W_v] of
 // one named layer (W_j: at the end of window j; W_{-1}: at the start).
 // Once three windows exist it checks:
@@ -33,7 +33,10 @@
 namespace hpt {
 
 struct PhaseControllerOptions {
-  int64_t window = 480;           // k; paper: swe 365, covid 720, wind 480, weather 8000
+  // Iterations (training steps) per check window. The paper's k counts
+  // samples (swe 365, covid 720, wind 480, weather 8000, at batch size 1);
+  // the trainer passes ceil(k / batch size) steps (HptSpec).
+  int64_t check_window_steps = 480;
   double loss_threshold = 0.1;    // paper
   double weight_threshold = 0.01; // paper
   double alpha = 0.01;            // paper
@@ -93,7 +96,7 @@ class PhaseController {
 
  private:
   bool WindowEnds(int64_t iteration) const {
-    return (iteration + 1) % options_.window == 0;
+    return (iteration + 1) % options_.check_window_steps == 0;
   }
 
   PhaseControllerOptions options_;

@@ -11,7 +11,7 @@ using Action = PhaseController::Action;
 
 PhaseControllerOptions Options(int64_t window) {
   PhaseControllerOptions o;
-  o.window = window;
+  o.check_window_steps = window;
   return o;
 }
 

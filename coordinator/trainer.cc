@@ -443,13 +443,13 @@ absl::Status Trainer::Prepare() {
   hpt_ = spec_.hpt().mode() == "hpt";
   state_.hpt.set_phase("full");
   state_.hpt.set_switch_step(-1);
-  state_.hpt.set_window(spec_.hpt().window_steps());
-  state_.hpt.set_window_samples(spec_.hpt().window());
+  state_.hpt.set_check_window_steps(spec_.hpt().check_window_steps());
+  state_.hpt.set_check_window_samples(spec_.hpt().check_window_samples());
   state_.hpt.set_batch_size(training.batch_size());
   state_.hpt.set_placement(hpt_ ? spec_.hpt().placement() : "gpu");
   if (hpt_) {
     PhaseControllerOptions controller;
-    controller.window = spec_.hpt().window_steps();
+    controller.check_window_steps = spec_.hpt().check_window_steps();
     controller.loss_threshold = spec_.hpt().loss_threshold();
     controller.weight_threshold = spec_.hpt().weight_threshold();
     controller.alpha = spec_.hpt().alpha();

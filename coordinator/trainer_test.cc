@@ -88,7 +88,7 @@ WindowDataset Data(int64_t time_steps) {
   s.stations = 3;
   s.time_steps = time_steps;
   WindowOptions w;
-  w.window = 4;
+  w.input_steps = 4;
   w.horizon = 1;
   w.train = {0, time_steps};
   return *WindowDataset::Create(MakeSyntheticSeries(s), w);

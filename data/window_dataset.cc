@@ -17,9 +17,9 @@ std::vector<int64_t> StartsWithin(const RowRange& range, int64_t span) {
 
 absl::StatusOr<WindowDataset> WindowDataset::Create(
     TimeSeriesMatrix series, const WindowOptions& options) {
-  if (options.window < 1) {
+  if (options.input_steps < 1) {
     return absl::InvalidArgumentError(
-        absl::StrCat("data.window must be at least 1, got ", options.window));
+        absl::StrCat("data.input_steps must be at least 1, got ", options.input_steps));
   }
   if (options.horizon < 1) {
     return absl::InvalidArgumentError(
@@ -54,7 +54,7 @@ absl::StatusOr<WindowDataset> WindowDataset::Create(
   } else {
     ds.options_.group_stride = 1;
   }
-  const int64_t span = options.window + options.horizon;
+  const int64_t span = options.input_steps + options.horizon;
   auto add = [&](int64_t start, std::vector<int64_t>* out) {
     for (int64_t g = 0; g < ds.groups_; ++g) out->push_back(start * ds.groups_ + g);
   };
@@ -65,7 +65,7 @@ absl::StatusOr<WindowDataset> WindowDataset::Create(
   if (ds.train_starts_.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "data: the training rows (first range [", options.train.begin, ", ",
-        options.train.end, ")) hold no window of ", options.window,
+        options.train.end, ")) hold no window of ", options.input_steps,
         " steps plus a horizon of ", options.horizon));
   }
   // Per-station z-score fitted on the training rows only.
@@ -103,18 +103,18 @@ void WindowDataset::Gather(const std::vector<int64_t>& starts,
                            HostTensor* inputs, HostTensor* targets) const {
   const int64_t n = static_cast<int64_t>(indices.size());
   const int64_t tokens = group_size_;
-  const int64_t window = options_.window;
-  *inputs = HostTensor({n, tokens, window});
+  const int64_t steps = options_.input_steps;
+  *inputs = HostTensor({n, tokens, steps});
   *targets = HostTensor({n, tokens, 1});
   for (int64_t i = 0; i < n; ++i) {
     const int64_t sample = starts[indices[i]];
     const int64_t start = sample / groups_;
     for (int64_t s = 0; s < tokens; ++s) {
       const int64_t column = StationOf(sample, s);
-      float* row = &inputs->data[(i * tokens + s) * window];
-      for (int64_t w = 0; w < window; ++w) row[w] = series_.at(start + w, column);
+      float* row = &inputs->data[(i * tokens + s) * steps];
+      for (int64_t w = 0; w < steps; ++w) row[w] = series_.at(start + w, column);
       targets->data[i * tokens + s] =
-          series_.at(start + window - 1 + options_.horizon, column);
+          series_.at(start + steps - 1 + options_.horizon, column);
     }
   }
 }

@@ -1,7 +1,7 @@
 // Sliding-window samples over a TimeSeriesMatrix: a sample starting at row r
-// has one token per station whose features are the `window` values in rows
-// [r, r + window), and its target is each station's value at row
-// r + window - 1 + horizon. Values are z-scored per station with statistics
+// has one token per station whose features are the `input_steps` values in
+// rows [r, r + input_steps), and its target is each station's value at row
+// r + input_steps - 1 + horizon. Values are z-scored per station with statistics
 // fitted on the training rows only.
 //
 // Token groups: with `token_group` set, a sample is a window over a group
@@ -31,7 +31,7 @@ struct RowRange {
 };
 
 struct WindowOptions {
-  int64_t window = 12;
+  int64_t input_steps = 12;  // time steps of input per sample
   int64_t horizon = 1;
   RowRange train;          // rows a training sample may touch
   // More training ranges (a test range in the middle of the series, as the
@@ -53,12 +53,12 @@ class WindowDataset {
   int64_t StationOf(int64_t sample, int64_t token) const {
     return (sample % groups_) * options_.group_stride + token;
   }
-  int64_t input_features() const { return options_.window; }
+  int64_t input_features() const { return options_.input_steps; }
   int64_t output_features() const { return 1; }
   const std::vector<int64_t>& train_starts() const { return train_starts_; }
   const std::vector<int64_t>& test_starts() const { return test_starts_; }
 
-  // Fills inputs [n, tokens, window] and targets [n, tokens, 1] with the
+  // Fills inputs [n, tokens, input_steps] and targets [n, tokens, 1] with the
   // samples starts[indices[i]].
   void Gather(const std::vector<int64_t>& starts,
               const std::vector<int64_t>& indices, HostTensor* inputs,

@@ -20,7 +20,7 @@ TimeSeriesMatrix Ramp(int64_t rows, int64_t columns) {
 
 TEST(WindowDatasetTest, WindowsStayInsideTheirSplit) {
   WindowOptions o;
-  o.window = 3;
+  o.input_steps = 3;
   o.horizon = 2;
   o.train = {0, 10};
   o.test = {10, 16};
@@ -34,7 +34,7 @@ TEST(WindowDatasetTest, WindowsStayInsideTheirSplit) {
 
 TEST(WindowDatasetTest, GatherLaysOutTokensAndTargets) {
   WindowOptions o;
-  o.window = 3;
+  o.input_steps = 3;
   o.horizon = 2;
   o.train = {0, 10};
   auto ds = WindowDataset::Create(Ramp(10, 2), o);
@@ -52,7 +52,7 @@ TEST(WindowDatasetTest, GatherLaysOutTokensAndTargets) {
 
 TEST(WindowDatasetTest, NormalisationUsesTrainingRowsOnly) {
   WindowOptions o;
-  o.window = 2;
+  o.input_steps = 2;
   o.horizon = 1;
   o.train = {0, 4};  // rows 0..3 of column 0: 0, 10, 20, 30
   o.test = {4, 8};
@@ -64,7 +64,7 @@ TEST(WindowDatasetTest, NormalisationUsesTrainingRowsOnly) {
 
 TEST(WindowDatasetTest, TrainingRangesOnBothSidesOfTheTestRange) {
   WindowOptions o;
-  o.window = 2;
+  o.input_steps = 2;
   o.horizon = 1;
   o.train = {0, 4};        // rows 0..3: values 0, 10, 20, 30
   o.test = {4, 8};
@@ -136,7 +136,7 @@ TEST(WindowDatasetGroupsTest, SamplesAreStationGroupsAtEveryStart) {
     for (int64_t c = 0; c < m.columns; ++c) m.values.push_back(float(100 * c + r));
   }
   WindowOptions o;
-  o.window = 2;
+  o.input_steps = 2;
   o.horizon = 1;
   o.train = {0, 6};
   o.test = {6, 10};

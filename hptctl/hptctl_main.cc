@@ -55,7 +55,9 @@ ABSL_FLAG(std::string, csv, "", "submit: wide CSV file, read by the coordinator.
 ABSL_FLAG(std::string, train_rows, "",
           "submit: CSV training rows BEGIN:END[,BEGIN:END...] (e.g. 0:480,2120:8387).");
 ABSL_FLAG(std::string, test_rows, "", "submit: CSV test rows BEGIN:END.");
-ABSL_FLAG(int, window, 0, "submit: input steps per sample.");
+ABSL_FLAG(int, input_steps, 0,
+          "submit: input steps per sample (the time steps a token's features span).");
+ABSL_FLAG(int, window, 0, "submit: the old name of --input_steps.");
 ABSL_FLAG(int, horizon, 0, "submit: steps ahead to predict.");
 ABSL_FLAG(int, stations, 0, "submit: synthetic stations.");
 ABSL_FLAG(int, time_steps, 0, "submit: synthetic time steps.");
@@ -64,10 +66,12 @@ ABSL_FLAG(bool, watch, false, "submit: watch the job to its end.");
 ABSL_FLAG(std::string, mode, "", "submit: hpt (default: switch to LoRA) or full.");
 ABSL_FLAG(std::string, placement, "",
           "submit: LoRA-phase placement: paper (default), gpu or reram_full.");
-ABSL_FLAG(int64_t, hpt_window, 0,
-          "submit: phase-controller window k in samples, the paper's unit (0: the "
+ABSL_FLAG(int64_t, check_window_samples, 0,
+          "submit: phase-controller check window k in samples, the paper's unit (0: the "
           "preset's: swe 365, covid 720, wind 480, weather 8000).");
-ABSL_FLAG(int64_t, hpt_window_steps, 0, "submit: the window in steps instead.");
+ABSL_FLAG(int64_t, check_window_steps, 0, "submit: the check window in steps instead.");
+ABSL_FLAG(int64_t, hpt_window, 0, "submit: the old name of --check_window_samples.");
+ABSL_FLAG(int64_t, hpt_window_steps, 0, "submit: the old name of --check_window_steps.");
 ABSL_FLAG(double, project_epochs, 0,
           "submit: training length the report projects HpT and GPU-only to (0: the "
           "paper's epochs for the preset).");
@@ -96,6 +100,14 @@ ABSL_FLAG(std::string, out, "", "export: output file (LibTorch, torch::load-able
 
 namespace hpt {
 namespace {
+
+// A flag renamed in place (--window -> --input_steps, --hpt_window ->
+// --check_window_samples, --hpt_window_steps -> --check_window_steps): the
+// new name wins, the old one still works.
+template <typename T>
+T NewOrOld(T now, T old) {
+  return now != 0 ? now : old;
+}
 
 constexpr char kUsage[] =
     "hptctl COMMAND [flags]\n"
@@ -201,6 +213,8 @@ absl::StatusOr<SubmitJobRequest> BuildSubmit() {
            absl::GetFlag(FLAGS_max_steps_per_epoch) || absl::GetFlag(FLAGS_seed) ||
            absl::GetFlag(FLAGS_checkpoint_every) ||
            !absl::GetFlag(FLAGS_csv).empty() || absl::GetFlag(FLAGS_window) ||
+           absl::GetFlag(FLAGS_input_steps) || absl::GetFlag(FLAGS_check_window_samples) ||
+           absl::GetFlag(FLAGS_check_window_steps) ||
            !absl::GetFlag(FLAGS_weather_dir).empty() ||
            !absl::GetFlag(FLAGS_covid_csv).empty() ||
            !absl::GetFlag(FLAGS_swe_stations).empty() || absl::GetFlag(FLAGS_swe_days) ||
@@ -242,7 +256,7 @@ absl::StatusOr<SubmitJobRequest> BuildSubmit() {
   spec.mutable_placement()->set_gpu_workers(absl::GetFlag(FLAGS_gpu_workers));
   spec.mutable_placement()->set_head_device(absl::GetFlag(FLAGS_head_device));
   DataSpec& d = *spec.mutable_data();
-  d.set_window(absl::GetFlag(FLAGS_window));
+  d.set_input_steps(NewOrOld(absl::GetFlag(FLAGS_input_steps), absl::GetFlag(FLAGS_window)));
   d.set_horizon(absl::GetFlag(FLAGS_horizon));
   if (!absl::GetFlag(FLAGS_csv).empty()) {
     CsvData& csv = *d.mutable_csv();
@@ -288,8 +302,10 @@ absl::StatusOr<SubmitJobRequest> BuildSubmit() {
   HptSpec& h = *spec.mutable_hpt();
   h.set_mode(absl::GetFlag(FLAGS_mode));
   h.set_placement(absl::GetFlag(FLAGS_placement));
-  h.set_window(absl::GetFlag(FLAGS_hpt_window));
-  h.set_window_steps(absl::GetFlag(FLAGS_hpt_window_steps));
+  h.set_check_window_samples(
+      NewOrOld(absl::GetFlag(FLAGS_check_window_samples), absl::GetFlag(FLAGS_hpt_window)));
+  h.set_check_window_steps(
+      NewOrOld(absl::GetFlag(FLAGS_check_window_steps), absl::GetFlag(FLAGS_hpt_window_steps)));
   h.set_project_epochs(absl::GetFlag(FLAGS_project_epochs));
   h.set_loss_threshold(absl::GetFlag(FLAGS_loss_threshold));
   h.set_weight_threshold(absl::GetFlag(FLAGS_weight_threshold));

@@ -204,8 +204,11 @@ std::string EventLine(const PhaseEvent& e) {
 }  // namespace
 
 static std::string WindowText(const HptStatus& h) {
-  if (h.window_samples() <= 0 || h.batch_size() <= 0) return absl::StrCat(h.window(), " steps");
-  return absl::StrCat(h.window_samples(), " samples = ", h.window(), " steps at batch ",
+  if (h.check_window_samples() <= 0 || h.batch_size() <= 0) {
+    return absl::StrCat(h.check_window_steps(), " steps");
+  }
+  return absl::StrCat(h.check_window_samples(), " samples = ", h.check_window_steps(),
+                      " steps at batch ",
                       h.batch_size());
 }
 

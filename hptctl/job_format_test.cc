@@ -76,8 +76,8 @@ TEST(JobFormatTest, ReportShowsPhasesSwitchRatiosAndMetrics) {
   job.set_state(SUCCEEDED);
   HptStatus& h = *job.mutable_hpt();
   h.set_placement("paper");
-  h.set_window(15);
-  h.set_window_samples(480);
+  h.set_check_window_steps(15);
+  h.set_check_window_samples(480);
   h.set_batch_size(32);
   h.set_switch_step(40);
   (*h.mutable_lora_ranks())["layers.0.self_attn.q_proj"] = 8;

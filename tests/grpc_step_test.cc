@@ -59,7 +59,7 @@ class GrpcStepTest : public ::testing::Test {
     so.stations = 10;
     so.time_steps = 120;
     WindowOptions wo;
-    wo.window = 12;
+    wo.input_steps = 12;
     wo.train = {0, 120};
     WindowDataset ds = *WindowDataset::Create(MakeSyntheticSeries(so), wo);
     ds.Gather(ds.train_starts(), {3, 17, 40, 41, 90, 5}, &x_, &y_);

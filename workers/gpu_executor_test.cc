@@ -45,7 +45,7 @@ void Batch(int64_t first, int64_t n, HostTensor* x, HostTensor* y) {
   so.stations = kTokens;
   so.time_steps = 200;
   WindowOptions wo;
-  wo.window = kWindow;
+  wo.input_steps = kWindow;
   wo.train = {0, 200};
   WindowDataset ds = *WindowDataset::Create(MakeSyntheticSeries(so), wo);
   std::vector<int64_t> idx;
