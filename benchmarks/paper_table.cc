@@ -176,12 +176,12 @@ int Main() {
     const std::string sw =
         r.switch_step < 0 ? absl::StrFormat("none (k %d steps)", r.window_steps)
                           : absl::StrFormat("step %d (k %d steps)", r.switch_step, r.window_steps);
-    std::printf("%-8s %-22s %-12s %-12s %-10s %-10s %-16s %g epochs x %d samples\n",
+    std::printf("%-8s %-22s %-12s %-12s %-10s %-10s %-16s %g epochs x %lld samples\n",
                 r.app.c_str(), sw.c_str(), Seconds(r.full_step_s).c_str(),
                 Seconds(r.lora_step_s).c_str(), absl::StrFormat("%.2fx", r.time_ratio).c_str(),
                 absl::StrFormat("%.2fx", r.energy_ratio).c_str(),
                 absl::StrFormat("%.4f / %.4f", r.rmse_hpt, r.rmse_full).c_str(), r.epochs,
-                r.train_samples);
+                static_cast<long long>(r.train_samples));
   }
   std::printf("\nThe paper (Dahal et al., TPDS 2025): up to 11.9x less time and 12.05x less "
               "energy than GPU-only training.\n");

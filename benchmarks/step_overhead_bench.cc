@@ -43,6 +43,34 @@ double Median(std::vector<double> v) {
                       : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
+// The baseline: the same steps in this process, plain LibTorch; each
+// step's seconds, step 0 (warm-up) left out.
+std::vector<double> RunLocal(const ModelConfig& config, const JobSpec& spec,
+                             const WindowDataset& data, int steps, int batch) {
+  std::vector<double> local;
+  torch::manual_seed(spec.training().seed());
+  SpatioTemporalTransformer model(config);
+  torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
+  model->train();
+  for (int s = 0; s <= steps; ++s) {
+    std::vector<int64_t> idx;
+    for (int i = 0; i < batch; ++i) idx.push_back(s * batch + i);
+    HostTensor x, y;
+    data.Gather(data.train_starts(), idx, &x, &y);
+    const auto start = std::chrono::steady_clock::now();
+    torch::Tensor tx = torch::from_blob(x.data.data(), x.shape).clone();
+    torch::Tensor ty = torch::from_blob(y.data.data(), y.shape).clone();
+    torch::Tensor loss = torch::mse_loss(model->forward(tx), ty);
+    loss.backward();
+    adam.step();
+    adam.zero_grad();
+    const double t = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - start).count();
+    if (s > 0) local.push_back(t);  // step 0 warms up
+  }
+  return local;
+}
+
 int Main() {
   const int steps = absl::GetFlag(FLAGS_steps);
   const int batch = absl::GetFlag(FLAGS_batch);
@@ -74,33 +102,9 @@ int Main() {
               config.preset().c_str(), config.num_layers(), config.d_model(),
               config.num_heads(), batch, static_cast<int>(so.stations));
 
-  // Baseline: the same steps in this process, plain LibTorch. Timed before
-  // and after the distributed run; the faster median is the baseline, so
-  // warm-up effects cannot flatter the ratio.
-  auto run_local = [&]() {
-    std::vector<double> local;
-    torch::manual_seed(spec.training().seed());
-    SpatioTemporalTransformer model(config);
-    torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
-    model->train();
-    for (int s = 0; s <= steps; ++s) {
-      std::vector<int64_t> idx;
-      for (int i = 0; i < batch; ++i) idx.push_back(s * batch + i);
-      HostTensor x, y;
-      data.Gather(data.train_starts(), idx, &x, &y);
-      const auto start = std::chrono::steady_clock::now();
-      torch::Tensor tx = torch::from_blob(x.data.data(), x.shape).clone();
-      torch::Tensor ty = torch::from_blob(y.data.data(), y.shape).clone();
-      torch::Tensor loss = torch::mse_loss(model->forward(tx), ty);
-      loss.backward();
-      adam.step();
-      adam.zero_grad();
-      const double t = std::chrono::duration<double>(
-                           std::chrono::steady_clock::now() - start).count();
-      if (s > 0) local.push_back(t);  // step 0 warms up
-    }
-    return local;
-  };
+  // Timed before and after the distributed run; the faster median is the
+  // baseline, so warm-up effects cannot flatter the ratio.
+  auto run_local = [&]() { return RunLocal(config, spec, data, steps, batch); };
   const std::vector<double> local_before = run_local();
 
   // Through the coordinator's trainer and a real worker process.

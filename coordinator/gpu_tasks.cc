@@ -32,7 +32,7 @@ std::vector<int64_t> GpuTasks::ShardSizes(int64_t batch, int workers) {
 
 void GpuTasks::Record(WorkerClient* worker, const std::string& kind, const std::string& type,
                       const CostReport& cost, int64_t bytes_in, int64_t bytes_out) const {
-  (*sink_)({worker, kind, type, cost, bytes_in, bytes_out});
+  (*sink_)(MakeTaskRecord(worker, kind, type, cost, bytes_in, bytes_out));
 }
 
 ForwardRequest GpuTasks::MakeForward(const std::string& job, int64_t step,

@@ -89,7 +89,7 @@ absl::Status HybridRunner::Load(const std::map<std::string, HostTensor>& params,
     }
     WorkerClient* worker = WorkerOf(segment);
     ASSIGN_OR_RETURN(LoadParametersResponse loaded, worker->LoadParameters(header, chunks));
-    if (sink) sink({worker, segment.kind, "load", loaded.cost(), bytes, 0});
+    if (sink) sink(MakeTaskRecord(worker, segment.kind, "load", loaded.cost(), bytes));
   }
   return absl::OkStatus();
 }
@@ -212,7 +212,7 @@ absl::Status HybridRunner::Update(int64_t step, double learning_rate,
     request.set_step(step);
     request.set_learning_rate(learning_rate);
     ASSIGN_OR_RETURN(ApplyUpdateResponse applied, worker->ApplyUpdate(request));
-    if (sink) sink({worker, applied.cost().device_kind(), "update", applied.cost(), 0, 0});
+    if (sink) sink(MakeTaskRecord(worker, applied.cost().device_kind(), "update", applied.cost()));
   }
   return absl::OkStatus();
 }

@@ -46,6 +46,20 @@ struct TaskRecord {
 };
 using TaskSink = std::function<void(const TaskRecord&)>;
 
+// A task of `kind` and `type` on `worker` with its cost and the bytes it
+// moved, on the worker's own timeline resource, as one piece.
+inline TaskRecord MakeTaskRecord(WorkerClient* worker, std::string kind, std::string type,
+                                 CostReport cost, int64_t bytes_in = 0, int64_t bytes_out = 0) {
+  TaskRecord r;
+  r.worker = worker;
+  r.kind = std::move(kind);
+  r.type = std::move(type);
+  r.cost = std::move(cost);
+  r.bytes_in = bytes_in;
+  r.bytes_out = bytes_out;
+  return r;
+}
+
 class HybridRunner {
  public:
   // `reram` and `systolic` hold at least the workers the plan indexes.

@@ -1,13 +1,12 @@
 #include "coordinator/job_spec.h"
 
-#include "coordinator/spec_names.h"
-
 #include <algorithm>
 #include <cmath>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/status_macros.h"
 #include "coordinator/spec_names.h"
 #include "models/lora_config.h"
 #include "google/protobuf/io/tokenizer.h"
@@ -71,9 +70,9 @@ absl::StatusOr<JobSpec> ParseJobSpecText(const std::string& text) {
   return spec;
 }
 
-absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
-  // Model.
-  ModelSpec& model = *spec.mutable_model();
+namespace {
+
+absl::StatusOr<ModelConfig> NormalizeModel(ModelSpec& model) {
   if (model.preset().empty()) model.set_preset("tiny");
   absl::StatusOr<ModelConfig> preset = PresetModelConfig(model.preset());
   if (!preset.ok()) return preset.status();
@@ -94,9 +93,10 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
                      absl::StrCat("must be at most ", most, ", got ", value));
     }
   }
+  return *preset;
+}
 
-  // Data.
-  DataSpec& data = *spec.mutable_data();
+absl::Status NormalizeData(DataSpec& data) {
   if (data.input_steps() == 0) data.set_input_steps(12);
   if (data.horizon() == 0) data.set_horizon(1);
   if (data.input_steps() < 0) {
@@ -163,9 +163,10 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
       }
     }
   }
+  return absl::OkStatus();
+}
 
-  // Training.
-  TrainingSpec& t = *spec.mutable_training();
+absl::Status NormalizeTraining(TrainingSpec& t) {
   if (t.epochs() == 0) t.set_epochs(3);
   if (t.batch_size() == 0) t.set_batch_size(16);
   if (t.seed() == 0) t.set_seed(42);
@@ -231,9 +232,10 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
                    absl::StrCat("must be in 1..", kMaxCheckpointsKept, ", got ",
                                 t.checkpoints_kept()));
   }
+  return absl::OkStatus();
+}
 
-  // Placement.
-  PlacementSpec& p = *spec.mutable_placement();
+absl::Status NormalizePlacement(PlacementSpec& p, const TrainingSpec& t) {
   if (p.gpu_workers() == 0) p.set_gpu_workers(1);
   if (p.gpu_workers() < 0) {
     return Invalid("placement.gpu_workers",
@@ -258,19 +260,12 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
                                 ") must be at least placement.gpu_workers (",
                                 p.gpu_workers(), ")"));
   }
-  // HpT.
-  HptSpec& h = *spec.mutable_hpt();
-  if (h.mode().empty()) h.set_mode(p.head_device() == "gpu" ? "hpt" : "full");
-  if (h.mode() != "hpt" && h.mode() != "full") {
-    return Invalid("hpt.mode", absl::StrCat("'", h.mode(), "' is not hpt or full"));
-  }
-  if (h.mode() == "hpt" && p.head_device() != "gpu") {
-    return Invalid("hpt.mode", absl::StrCat(
-        "hpt moves the whole model at the switch; placement.head_device '",
-        p.head_device(), "' needs hpt.mode full"));
-  }
-  // The check window: k samples (the paper's unit), or whole steps.
-  const int64_t batch = t.batch_size();
+  return absl::OkStatus();
+}
+
+// The check window: k samples (the paper's unit), or whole steps; a
+// normalised spec has both.
+absl::Status NormalizeCheckWindow(HptSpec& h, const std::string& preset, int64_t batch) {
   for (auto [field, value] : {std::pair<const char*, int64_t>{"hpt.check_window_samples", h.check_window_samples()},
                                {"hpt.check_window_steps", h.check_window_steps()}}) {
     if (value < 0 || value > kMaxWindowSamples) {
@@ -296,9 +291,24 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
       h.set_check_window_samples(h.check_window_steps() * batch);
     }
   } else {
-    if (h.check_window_samples() == 0) h.set_check_window_samples(PaperWindow(model.preset()));
+    if (h.check_window_samples() == 0) h.set_check_window_samples(PaperWindow(preset));
     h.set_check_window_steps((h.check_window_samples() + batch - 1) / batch);
   }
+  return absl::OkStatus();
+}
+
+absl::Status NormalizeHpt(HptSpec& h, const ModelSpec& model, const ModelConfig& preset,
+                          const TrainingSpec& t, const PlacementSpec& p) {
+  if (h.mode().empty()) h.set_mode(p.head_device() == "gpu" ? "hpt" : "full");
+  if (h.mode() != "hpt" && h.mode() != "full") {
+    return Invalid("hpt.mode", absl::StrCat("'", h.mode(), "' is not hpt or full"));
+  }
+  if (h.mode() == "hpt" && p.head_device() != "gpu") {
+    return Invalid("hpt.mode", absl::StrCat(
+        "hpt moves the whole model at the switch; placement.head_device '",
+        p.head_device(), "' needs hpt.mode full"));
+  }
+  RETURN_IF_ERROR(NormalizeCheckWindow(h, model.preset(), t.batch_size()));
   if (h.loss_threshold() == 0) h.set_loss_threshold(0.1);
   if (h.weight_threshold() == 0) h.set_weight_threshold(0.01);
   if (h.alpha() == 0) h.set_alpha(0.01);
@@ -308,7 +318,7 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
   if (!(h.alpha() > 0 && h.alpha() < 1)) {
     return Invalid("hpt.alpha", absl::StrCat("must be in (0, 1), got ", h.alpha()));
   }
-  const int32_t layers = model.num_layers() > 0 ? model.num_layers() : preset->num_layers();
+  const int32_t layers = model.num_layers() > 0 ? model.num_layers() : preset.num_layers();
   if (h.weight_layer() == 0 && !h.weight_layer_set()) {
     h.set_weight_layer(PaperWeightLayer(model.preset(), layers));
   }
@@ -347,6 +357,19 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
     return Invalid("hpt.reram_chip_tiles",
                    absl::StrCat(h.reram_chip_tiles(), " is not in 0..10000000 (0: ISAAC's 1008)"));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
+  ASSIGN_OR_RETURN(const ModelConfig preset, NormalizeModel(*spec.mutable_model()));
+  RETURN_IF_ERROR(NormalizeData(*spec.mutable_data()));
+  RETURN_IF_ERROR(NormalizeTraining(*spec.mutable_training()));
+  RETURN_IF_ERROR(NormalizePlacement(*spec.mutable_placement(), spec.training()));
+  RETURN_IF_ERROR(NormalizeHpt(*spec.mutable_hpt(), spec.model(), preset, spec.training(),
+                               spec.placement()));
+  const ModelSpec& model = spec.model();
   if (spec.name().empty()) spec.set_name(model.preset());
   if (spec.name().size() > kMaxNameBytes) {
     return Invalid("name", absl::StrCat("is ", spec.name().size(), " bytes; at most ",

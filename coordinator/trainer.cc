@@ -57,7 +57,7 @@ double Trainer::LearningRate(const TrainingSpec& training, int epoch) {
 
 void Trainer::Record(WorkerClient* worker, const std::string& kind, const std::string& type,
                      const CostReport& cost, int64_t bytes_in) {
-  ledger_.Record({worker, kind, type, cost, bytes_in, 0});
+  ledger_.Record(MakeTaskRecord(worker, kind, type, cost, bytes_in));
 }
 
 void Trainer::Report() {

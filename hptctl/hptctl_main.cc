@@ -188,53 +188,33 @@ absl::Status ParseRows(const std::string& flag, const std::string& value,
   return absl::OkStatus();
 }
 
-// Builds the request from --spec and flags (flags override the file).
-absl::StatusOr<SubmitJobRequest> BuildSubmit() {
-  SubmitJobRequest request;
-  JobSpec& spec = *request.mutable_spec();
-  if (!absl::GetFlag(FLAGS_spec).empty()) {
-    std::ifstream in(absl::GetFlag(FLAGS_spec));
-    if (!in) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--spec: cannot read '", absl::GetFlag(FLAGS_spec), "'"));
-    }
-    std::stringstream text;
-    text << in.rdbuf();
-    // The coordinator parses the text, so errors name its lines. (`spec`
-    // stays valid: the flags below fill it, and it is dropped at the end.)
-    request.set_spec_text(text.str());
-  }
-  auto any_flag = [] {
-    return !absl::GetFlag(FLAGS_name).empty() || !absl::GetFlag(FLAGS_preset).empty() ||
-           absl::GetFlag(FLAGS_epochs) || absl::GetFlag(FLAGS_batch_size) ||
-           absl::GetFlag(FLAGS_lr) || !absl::GetFlag(FLAGS_optimizer).empty() ||
-           absl::GetFlag(FLAGS_step_lr_step_size) || absl::GetFlag(FLAGS_gpu_workers) ||
-           !absl::GetFlag(FLAGS_head_device).empty() ||
-           absl::GetFlag(FLAGS_max_steps_per_epoch) || absl::GetFlag(FLAGS_seed) ||
-           absl::GetFlag(FLAGS_checkpoint_every) ||
-           !absl::GetFlag(FLAGS_csv).empty() || absl::GetFlag(FLAGS_window) ||
-           absl::GetFlag(FLAGS_input_steps) || absl::GetFlag(FLAGS_check_window_samples) ||
-           absl::GetFlag(FLAGS_check_window_steps) ||
-           !absl::GetFlag(FLAGS_weather_dir).empty() ||
-           !absl::GetFlag(FLAGS_covid_csv).empty() ||
-           !absl::GetFlag(FLAGS_swe_stations).empty() || absl::GetFlag(FLAGS_swe_days) ||
-           absl::GetFlag(FLAGS_horizon) || absl::GetFlag(FLAGS_stations) ||
-           absl::GetFlag(FLAGS_time_steps) || !absl::GetFlag(FLAGS_mode).empty() ||
-           !absl::GetFlag(FLAGS_placement).empty() || absl::GetFlag(FLAGS_hpt_window) ||
-           absl::GetFlag(FLAGS_hpt_window_steps) || absl::GetFlag(FLAGS_project_epochs) ||
-           absl::GetFlag(FLAGS_loss_threshold) || absl::GetFlag(FLAGS_weight_threshold) ||
-           absl::GetFlag(FLAGS_alpha) || absl::GetFlag(FLAGS_weight_layer) >= 0 ||
-           !absl::GetFlag(FLAGS_lora_rank).empty() || absl::GetFlag(FLAGS_lora_alpha);
-  };
-  if (!request.spec_text().empty() && any_flag()) {
-    return absl::InvalidArgumentError(
-        "give either --spec or job flags such as --epochs, not both");
-  }
-  if (!absl::GetFlag(FLAGS_name).empty()) spec.set_name(absl::GetFlag(FLAGS_name));
-  if (!absl::GetFlag(FLAGS_preset).empty()) {
-    spec.mutable_model()->set_preset(absl::GetFlag(FLAGS_preset));
-  }
-  TrainingSpec& t = *spec.mutable_training();
+// Whether any job flag (one that fills a spec) was given.
+bool AnyJobFlag() {
+  return !absl::GetFlag(FLAGS_name).empty() || !absl::GetFlag(FLAGS_preset).empty() ||
+         absl::GetFlag(FLAGS_epochs) || absl::GetFlag(FLAGS_batch_size) ||
+         absl::GetFlag(FLAGS_lr) || !absl::GetFlag(FLAGS_optimizer).empty() ||
+         absl::GetFlag(FLAGS_step_lr_step_size) || absl::GetFlag(FLAGS_gpu_workers) ||
+         !absl::GetFlag(FLAGS_head_device).empty() ||
+         absl::GetFlag(FLAGS_max_steps_per_epoch) || absl::GetFlag(FLAGS_seed) ||
+         absl::GetFlag(FLAGS_checkpoint_every) ||
+         !absl::GetFlag(FLAGS_csv).empty() || absl::GetFlag(FLAGS_window) ||
+         absl::GetFlag(FLAGS_input_steps) || absl::GetFlag(FLAGS_check_window_samples) ||
+         absl::GetFlag(FLAGS_check_window_steps) ||
+         !absl::GetFlag(FLAGS_weather_dir).empty() ||
+         !absl::GetFlag(FLAGS_covid_csv).empty() ||
+         !absl::GetFlag(FLAGS_swe_stations).empty() || absl::GetFlag(FLAGS_swe_days) ||
+         absl::GetFlag(FLAGS_horizon) || absl::GetFlag(FLAGS_stations) ||
+         absl::GetFlag(FLAGS_time_steps) || !absl::GetFlag(FLAGS_mode).empty() ||
+         !absl::GetFlag(FLAGS_placement).empty() || absl::GetFlag(FLAGS_hpt_window) ||
+         absl::GetFlag(FLAGS_hpt_window_steps) || absl::GetFlag(FLAGS_project_epochs) ||
+         absl::GetFlag(FLAGS_loss_threshold) || absl::GetFlag(FLAGS_weight_threshold) ||
+         absl::GetFlag(FLAGS_alpha) || absl::GetFlag(FLAGS_weight_layer) >= 0 ||
+         !absl::GetFlag(FLAGS_lora_rank).empty() || absl::GetFlag(FLAGS_lora_alpha);
+
+}
+
+// The training section of a submitted spec from the flags.
+absl::Status TrainingFromFlags(TrainingSpec& t) {
   t.set_epochs(absl::GetFlag(FLAGS_epochs));
   t.set_batch_size(absl::GetFlag(FLAGS_batch_size));
   t.mutable_optimizer()->set_learning_rate(absl::GetFlag(FLAGS_lr));
@@ -253,9 +233,12 @@ absl::StatusOr<SubmitJobRequest> BuildSubmit() {
     t.set_checkpoint_every(absl::GetFlag(FLAGS_checkpoint_every));
   }
   t.set_seed(absl::GetFlag(FLAGS_seed));
-  spec.mutable_placement()->set_gpu_workers(absl::GetFlag(FLAGS_gpu_workers));
-  spec.mutable_placement()->set_head_device(absl::GetFlag(FLAGS_head_device));
-  DataSpec& d = *spec.mutable_data();
+  return absl::OkStatus();
+}
+
+// The data section: one source (--csv, --weather_dir, --swe_stations,
+// --covid_csv, or the synthetic series' --stations/--time_steps).
+absl::Status DataFromFlags(DataSpec& d) {
   d.set_input_steps(NewOrOld(absl::GetFlag(FLAGS_input_steps), absl::GetFlag(FLAGS_window)));
   d.set_horizon(absl::GetFlag(FLAGS_horizon));
   if (!absl::GetFlag(FLAGS_csv).empty()) {
@@ -299,7 +282,11 @@ absl::StatusOr<SubmitJobRequest> BuildSubmit() {
     d.mutable_synthetic()->set_stations(absl::GetFlag(FLAGS_stations));
     d.mutable_synthetic()->set_time_steps(absl::GetFlag(FLAGS_time_steps));
   }
-  HptSpec& h = *spec.mutable_hpt();
+  return absl::OkStatus();
+}
+
+// The HpT section: the method, its check window and thresholds, LoRA.
+absl::Status HptFromFlags(HptSpec& h) {
   h.set_mode(absl::GetFlag(FLAGS_mode));
   h.set_placement(absl::GetFlag(FLAGS_placement));
   h.set_check_window_samples(
@@ -327,6 +314,38 @@ absl::StatusOr<SubmitJobRequest> BuildSubmit() {
     }
     h.mutable_lora()->set_rank(parsed_rank);
   }
+  return absl::OkStatus();
+}
+
+// Builds the request from --spec and flags (flags override the file).
+absl::StatusOr<SubmitJobRequest> BuildSubmit() {
+  SubmitJobRequest request;
+  JobSpec& spec = *request.mutable_spec();
+  if (!absl::GetFlag(FLAGS_spec).empty()) {
+    std::ifstream in(absl::GetFlag(FLAGS_spec));
+    if (!in) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--spec: cannot read '", absl::GetFlag(FLAGS_spec), "'"));
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    // The coordinator parses the text, so errors name its lines. (`spec`
+    // stays valid: the flags below fill it, and it is dropped at the end.)
+    request.set_spec_text(text.str());
+  }
+  if (!request.spec_text().empty() && AnyJobFlag()) {
+    return absl::InvalidArgumentError(
+        "give either --spec or job flags such as --epochs, not both");
+  }
+  if (!absl::GetFlag(FLAGS_name).empty()) spec.set_name(absl::GetFlag(FLAGS_name));
+  if (!absl::GetFlag(FLAGS_preset).empty()) {
+    spec.mutable_model()->set_preset(absl::GetFlag(FLAGS_preset));
+  }
+  if (absl::Status st = TrainingFromFlags(*spec.mutable_training()); !st.ok()) return st;
+  spec.mutable_placement()->set_gpu_workers(absl::GetFlag(FLAGS_gpu_workers));
+  spec.mutable_placement()->set_head_device(absl::GetFlag(FLAGS_head_device));
+  if (absl::Status st = DataFromFlags(*spec.mutable_data()); !st.ok()) return st;
+  if (absl::Status st = HptFromFlags(*spec.mutable_hpt()); !st.ok()) return st;
   if (!request.spec_text().empty()) request.clear_spec();
   request.set_request_id(absl::GetFlag(FLAGS_request_id));
   return request;
@@ -371,6 +390,111 @@ int Watch(JobService::Stub& stub, const std::string& job_id) {
   return last.state() == SUCCEEDED ? kExitOk : kExitJobFailed;
 }
 
+// hptctl submit: a job from --spec and/or flags; --watch follows it.
+int SubmitCommand(JobService::Stub& stub) {
+  absl::StatusOr<SubmitJobRequest> request = BuildSubmit();
+  if (!request.ok()) {
+    // Nothing was sent: the command line is what is wrong.
+    std::cerr << "hptctl: " << request.status().message() << std::endl;
+    return kExitUsage;
+  }
+  Job job;
+  absl::Status s = Call(stub, &JobService::Stub::SubmitJob, *request, &job);
+  if (!s.ok()) return Fail(s);
+  if (Json()) {
+    std::cout << ToJson(job) << std::endl;
+  } else {
+    std::cout << "submitted " << job.job_id() << " (" << job.name() << ")"
+              << std::endl;
+  }
+  return absl::GetFlag(FLAGS_watch) ? Watch(stub, job.job_id()) : kExitOk;
+}
+
+// hptctl list.
+int ListCommand(JobService::Stub& stub) {
+  ListJobsResponse response;
+  absl::Status s = Call(stub, &JobService::Stub::ListJobs, ListJobsRequest(), &response);
+  if (!s.ok()) return Fail(s);
+  if (Json()) {
+    std::cout << ToJson(response) << std::endl;
+  } else if (response.jobs().empty()) {
+    std::cout << "no jobs" << std::endl;
+  } else {
+    for (const Job& job : response.jobs()) std::cout << FormatRow(job) << "\n";
+  }
+  if (!Json() && response.omitted() > 0) {
+    std::cout << response.omitted() << " older job(s) left out to keep the reply under 4 MiB"
+              << " (hptctl status JOB shows one)" << std::endl;
+  }
+  return kExitOk;
+}
+
+// hptctl report JOB: the text report, or its parts of the job as JSON.
+int ReportCommand(JobService::Stub& stub, const std::string& job_id) {
+  if (job_id.empty()) return Usage("report needs a job id, e.g. hptctl report job-000001");
+  GetJobRequest request;
+  request.set_job_id(job_id);
+  Job job;
+  absl::Status s = Call(stub, &JobService::Stub::GetJob, request, &job);
+  if (!s.ok()) return Fail(s);
+  if (Json()) {
+    // The report's parts of the job, for scripts.
+    Job report;
+    report.set_job_id(job.job_id());
+    report.set_name(job.name());
+    report.set_state(job.state());
+    *report.mutable_progress() = job.progress();
+    *report.mutable_test_metrics() = job.test_metrics();
+    *report.mutable_hpt() = job.hpt();
+    *report.mutable_device_costs() = job.device_costs();
+    report.set_error(job.error());
+    std::cout << ToJson(report) << std::endl;
+  } else {
+    std::cout << FormatReport(job);
+  }
+  return kExitOk;
+}
+
+// hptctl export JOB --out FILE: the trained model for torch::load.
+int ExportCommand(JobService::Stub& stub, const std::string& job_id) {
+  const std::string out = absl::GetFlag(FLAGS_out);
+  if (job_id.empty() || out.empty()) {
+    return Usage("export needs a job id and --out, e.g. hptctl export job-000001 --out model.pt");
+  }
+  grpc::ClientContext context;  // a large model may take a while: no deadline
+  Authorize(&context);
+  ExportModelRequest request;
+  request.set_job_id(job_id);
+  auto reader = stub.ExportModel(&context, request);
+  ExportModelChunk message;
+  ModelConfig config;
+  ChunkAssembler assembler;
+  while (reader->Read(&message)) {
+    if (message.has_model()) config = message.model();
+    if (message.has_chunk()) {
+      absl::Status added = assembler.Add(message.chunk());
+      if (!added.ok()) return Fail(added);
+    }
+  }
+  absl::Status s = FromGrpcStatus(reader->Finish());
+  if (!s.ok()) return Fail(s);
+  absl::StatusOr<std::map<std::string, HostTensor>> params = assembler.Finish();
+  if (!params.ok()) return Fail(params.status());
+  s = WriteTorchModel(config, *params, out);
+  if (!s.ok()) return Fail(s);
+  const std::string config_json = ToJson(config);
+  std::ofstream(out + ".json") << config_json << "\n";
+  if (Json()) {
+    std::cout << config_json << std::endl;
+  } else {
+    std::cout << "wrote " << out << " (" << params->size() << " tensors, LoRA merged) and "
+              << out << ".json (its ModelConfig)\nload it in C++ with:\n"
+              << "  hpt::SpatioTemporalTransformer model(config);  // from " << out
+              << ".json\n  torch::load(model, \"" << out << "\");" << std::endl;
+  }
+  return kExitOk;
+}
+
 int Run(const std::vector<char*>& args) {
   if (args.size() < 2) return Usage("no command given");
   const std::string command = args[1];
@@ -379,41 +503,8 @@ int Run(const std::vector<char*>& args) {
     return args.size() >= 3 ? std::string(args[2]) : std::string();
   };
 
-  if (command == "submit") {
-    absl::StatusOr<SubmitJobRequest> request = BuildSubmit();
-    if (!request.ok()) {
-      // Nothing was sent: the command line is what is wrong.
-      std::cerr << "hptctl: " << request.status().message() << std::endl;
-      return kExitUsage;
-    }
-    Job job;
-    absl::Status s = Call(*stub, &JobService::Stub::SubmitJob, *request, &job);
-    if (!s.ok()) return Fail(s);
-    if (Json()) {
-      std::cout << ToJson(job) << std::endl;
-    } else {
-      std::cout << "submitted " << job.job_id() << " (" << job.name() << ")"
-                << std::endl;
-    }
-    return absl::GetFlag(FLAGS_watch) ? Watch(*stub, job.job_id()) : kExitOk;
-  }
-  if (command == "list") {
-    ListJobsResponse response;
-    absl::Status s = Call(*stub, &JobService::Stub::ListJobs, ListJobsRequest(), &response);
-    if (!s.ok()) return Fail(s);
-    if (Json()) {
-      std::cout << ToJson(response) << std::endl;
-    } else if (response.jobs().empty()) {
-      std::cout << "no jobs" << std::endl;
-    } else {
-      for (const Job& job : response.jobs()) std::cout << FormatRow(job) << "\n";
-    }
-    if (!Json() && response.omitted() > 0) {
-      std::cout << response.omitted() << " older job(s) left out to keep the reply under 4 MiB"
-                << " (hptctl status JOB shows one)" << std::endl;
-    }
-    return kExitOk;
-  }
+  if (command == "submit") return SubmitCommand(*stub);
+  if (command == "list") return ListCommand(*stub);
   if (command == "status" || command == "watch" || command == "cancel") {
     const std::string job_id = need_job();
     if (job_id.empty()) return Usage(command + " needs a job id, e.g. hptctl " + command + " job-000001");
@@ -465,70 +556,8 @@ int Run(const std::vector<char*>& args) {
     }
     return absl::GetFlag(FLAGS_watch) ? Watch(*stub, job.job_id()) : kExitOk;
   }
-  if (command == "report") {
-    const std::string job_id = need_job();
-    if (job_id.empty()) return Usage("report needs a job id, e.g. hptctl report job-000001");
-    GetJobRequest request;
-    request.set_job_id(job_id);
-    Job job;
-    absl::Status s = Call(*stub, &JobService::Stub::GetJob, request, &job);
-    if (!s.ok()) return Fail(s);
-    if (Json()) {
-      // The report's parts of the job, for scripts.
-      Job report;
-      report.set_job_id(job.job_id());
-      report.set_name(job.name());
-      report.set_state(job.state());
-      *report.mutable_progress() = job.progress();
-      *report.mutable_test_metrics() = job.test_metrics();
-      *report.mutable_hpt() = job.hpt();
-      *report.mutable_device_costs() = job.device_costs();
-      report.set_error(job.error());
-      std::cout << ToJson(report) << std::endl;
-    } else {
-      std::cout << FormatReport(job);
-    }
-    return kExitOk;
-  }
-  if (command == "export") {
-    const std::string job_id = need_job();
-    const std::string out = absl::GetFlag(FLAGS_out);
-    if (job_id.empty() || out.empty()) {
-      return Usage("export needs a job id and --out, e.g. hptctl export job-000001 --out model.pt");
-    }
-    grpc::ClientContext context;  // a large model may take a while: no deadline
-    Authorize(&context);
-    ExportModelRequest request;
-    request.set_job_id(job_id);
-    auto reader = stub->ExportModel(&context, request);
-    ExportModelChunk message;
-    ModelConfig config;
-    ChunkAssembler assembler;
-    while (reader->Read(&message)) {
-      if (message.has_model()) config = message.model();
-      if (message.has_chunk()) {
-        absl::Status added = assembler.Add(message.chunk());
-        if (!added.ok()) return Fail(added);
-      }
-    }
-    absl::Status s = FromGrpcStatus(reader->Finish());
-    if (!s.ok()) return Fail(s);
-    absl::StatusOr<std::map<std::string, HostTensor>> params = assembler.Finish();
-    if (!params.ok()) return Fail(params.status());
-    s = WriteTorchModel(config, *params, out);
-    if (!s.ok()) return Fail(s);
-    const std::string config_json = ToJson(config);
-    std::ofstream(out + ".json") << config_json << "\n";
-    if (Json()) {
-      std::cout << config_json << std::endl;
-    } else {
-      std::cout << "wrote " << out << " (" << params->size() << " tensors, LoRA merged) and "
-                << out << ".json (its ModelConfig)\nload it in C++ with:\n"
-                << "  hpt::SpatioTemporalTransformer model(config);  // from " << out
-                << ".json\n  torch::load(model, \"" << out << "\");" << std::endl;
-    }
-    return kExitOk;
-  }
+  if (command == "report") return ReportCommand(*stub, need_job());
+  if (command == "export") return ExportCommand(*stub, need_job());
   return Usage("unknown command '" + command + "'");
 }
 

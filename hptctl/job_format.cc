@@ -212,24 +212,11 @@ static std::string WindowText(const HptStatus& h) {
                       h.batch_size());
 }
 
-std::string FormatReport(const Job& job) {
-  std::string out;
-  const HptStatus& h = job.hpt();
-  absl::StrAppend(&out, "job ", job.job_id(), " (", job.name(), ")  ", StateName(job.state()),
-                  "  wall ", FormatDuration(job.progress().elapsed_s()), "\n");
-  absl::StrAppend(&out, "placement ", h.placement().empty() ? "gpu" : h.placement(),
-                  "  window k ", WindowText(h), "  steps ", job.progress().step(), "\n");
-  if (h.switch_step() >= 0) {
-    absl::StrAppend(&out, "switched to LoRA at step ", h.switch_step(), " (",
-                    h.lora_trainable_parameters(), " trainable parameters; ranks ");
-    std::vector<std::string> ranks;
-    std::map<int, int> histogram;
-    for (const auto& [name, r] : h.lora_ranks()) ++histogram[r];
-    for (const auto& [r, n] : histogram) ranks.push_back(absl::StrCat(n, "x r", r));
-    absl::StrAppend(&out, absl::StrJoin(ranks, ", "), ")\n");
-  } else {
-    absl::StrAppend(&out, "no switch: trained full-parameter throughout\n");
-  }
+namespace {
+
+// The phases table: steps, wall and simulated time, energy by device.
+void AppendPhases(const HptStatus& h, std::string* report) {
+  std::string& out = *report;
   absl::StrAppend(&out, "\nphases\n");
   absl::StrAppend(&out, absl::StrFormat("  %-7s %-13s %9s %12s %12s  %s\n", "phase", "steps",
                                         "wall", "simulated", "energy", "by device"));
@@ -239,7 +226,10 @@ std::string FormatReport(const Job& job) {
                                   ? absl::StrCat("after ", c.last_step())
                                   : absl::StrCat(c.first_step(), "-", c.last_step());
     std::vector<std::string> parts;
-    for (const auto& [kind, j] : c.device_energy_j()) {
+    // By device kind in name order (a proto map's own order is arbitrary).
+    const std::map<std::string, double> energy(c.device_energy_j().begin(),
+                                               c.device_energy_j().end());
+    for (const auto& [kind, j] : energy) {
       auto busy = c.device_busy_s().find(kind);
       parts.push_back(busy == c.device_busy_s().end()
                           ? absl::StrCat(kind, " ", Eng(j, "J"))
@@ -250,7 +240,12 @@ std::string FormatReport(const Job& job) {
                                           Eng(c.simulated_s(), "s"), Eng(c.energy_j(), "J"),
                                           absl::StrJoin(parts, ", ")));
   }
-  // The GPU side: kernels the full phase's steps really launched.
+}
+
+// The GPU side: kernels the full phase's steps really launched.
+void AppendGpuKernels(const Job& job, std::string* report) {
+  std::string& out = *report;
+  const HptStatus& h = job.hpt();
   double kernels = 0, launch_bound_s = 0, gpu_s = 0;
   for (const DeviceCost& d : job.device_costs()) {
     if (d.kind() != "gpu") continue;
@@ -269,6 +264,11 @@ std::string FormatReport(const Job& job) {
         "included), %.0f %% of simulated GPU time launch-bound\n",
         kernels / double(full_steps), 100 * launch_bound_s / gpu_s));
   }
+}
+
+// The ReRAM chip: frozen layers and their copies.
+void AppendReramChip(const HptStatus& h, std::string* report) {
+  std::string& out = *report;
   if (h.reram_layers_size() > 0) {
     // Layers alike in shape and copies share a line.
     std::map<std::tuple<int64_t, int64_t, int64_t, int>, std::vector<std::string>> groups;
@@ -287,7 +287,11 @@ std::string FormatReport(const Job& job) {
                                             absl::StrCat(in, "x", n), copies, names.front()));
     }
   }
-  const CostComparison& cmp = h.comparison();
+}
+
+// HpT against GPU-only, as run and projected, and where the time goes.
+void AppendComparison(const CostComparison& cmp, std::string* report) {
+  std::string& out = *report;
   absl::StrAppend(&out, "\nHpT vs GPU-only full-parameter training\n");
   absl::StrAppend(&out, absl::StrFormat("  %-8s %12s %12s %8s\n", "", "HpT", "GPU-only", "ratio"));
   absl::StrAppend(&out, absl::StrFormat("  %-8s %12s %12s %7.2fx\n", "time",
@@ -316,12 +320,11 @@ std::string FormatReport(const Job& job) {
     absl::StrAppend(&out, "\nwhere the simulated time goes\n");
     for (const std::string& note : cmp.time_notes()) absl::StrAppend(&out, "  ", note, "\n");
   }
-  const QualityMetrics& q = job.test_metrics();
-  if (q.values() > 0) {
-    absl::StrAppend(&out, absl::StrFormat(
-        "\ntest metrics (data units, %d values)\n  RMSE %.4g  MAE %.4g  NSE %.4f  R2 %.4f\n",
-        q.values(), q.rmse(), q.mae(), q.nse(), q.r2()));
-  }
+}
+
+// The phase controller's events, routine failed checks left out.
+void AppendEvents(const HptStatus& h, std::string* report) {
+  std::string& out = *report;
   int shown = 0;
   std::string events;
   for (const PhaseEvent& e : h.events()) {
@@ -332,6 +335,39 @@ std::string FormatReport(const Job& job) {
   }
   absl::StrAppend(&out, "\nphase controller (", h.events_size(), " events; ", shown,
                   " shown, checks failing both tests hidden)\n", events);
+}
+
+}  // namespace
+
+std::string FormatReport(const Job& job) {
+  std::string out;
+  const HptStatus& h = job.hpt();
+  absl::StrAppend(&out, "job ", job.job_id(), " (", job.name(), ")  ", StateName(job.state()),
+                  "  wall ", FormatDuration(job.progress().elapsed_s()), "\n");
+  absl::StrAppend(&out, "placement ", h.placement().empty() ? "gpu" : h.placement(),
+                  "  window k ", WindowText(h), "  steps ", job.progress().step(), "\n");
+  if (h.switch_step() >= 0) {
+    absl::StrAppend(&out, "switched to LoRA at step ", h.switch_step(), " (",
+                    h.lora_trainable_parameters(), " trainable parameters; ranks ");
+    std::vector<std::string> ranks;
+    std::map<int, int> histogram;
+    for (const auto& [name, r] : h.lora_ranks()) ++histogram[r];
+    for (const auto& [r, n] : histogram) ranks.push_back(absl::StrCat(n, "x r", r));
+    absl::StrAppend(&out, absl::StrJoin(ranks, ", "), ")\n");
+  } else {
+    absl::StrAppend(&out, "no switch: trained full-parameter throughout\n");
+  }
+  AppendPhases(h, &out);
+  AppendGpuKernels(job, &out);
+  AppendReramChip(h, &out);
+  AppendComparison(h.comparison(), &out);
+  const QualityMetrics& q = job.test_metrics();
+  if (q.values() > 0) {
+    absl::StrAppend(&out, absl::StrFormat(
+        "\ntest metrics (data units, %d values)\n  RMSE %.4g  MAE %.4g  NSE %.4f  R2 %.4f\n",
+        q.values(), q.rmse(), q.mae(), q.nse(), q.r2()));
+  }
+  AppendEvents(h, &out);
   if (!job.error().empty()) absl::StrAppend(&out, "\nerror: ", job.error(), "\n");
   return out;
 }

@@ -285,7 +285,7 @@ TEST_F(CoordinatorServiceTest, ARequestThatDoesNotParseIsInvalidArgumentWithAMes
   // Field 1 as a length-delimited string of 200 bytes, with 3 of them there.
   std::string reply;
   grpc::Status status =
-      RawCall(address_, "/hpt.JobService/GetJob", std::string("\x0a\xc8\x01abc", 6), &reply);
+      RawCall(address_, "/hpt.JobService/GetJob", std::string("\x0a\xc8\x01" "abc", 6), &reply);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(status.error_message(),
             "the request to /hpt.JobService/GetJob did not parse as hpt.GetJobRequest (a "

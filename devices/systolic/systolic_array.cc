@@ -93,16 +93,19 @@ absl::Status ValidateSystolicConfig(const SystolicConfig& c) {
   return absl::OkStatus();
 }
 
-SystolicReport SimulateGemm(const SystolicConfig& config, const GemmShape& g) {
+namespace {
+
+// Compute (SCALE-Sim's compute module): the folds of the mapped operands
+// over the array, their mapping efficiency and utilisation, the SRAM reads
+// and writes of each fold, and the cycles with unlimited bandwidth.
+void SimulateCompute(const SystolicConfig& config, const Mapping& map, int64_t row_folds,
+                     int64_t col_folds, SystolicReport* report) {
+  SystolicReport& r = *report;
   const int64_t R = config.rows, C = config.cols;
-  const Mapping map = MapGemm(config.dataflow, g);
-  const int64_t row_folds = CeilDiv(map.sr, R), col_folds = CeilDiv(map.sc, C);
   const bool os = config.dataflow == Dataflow::kOutputStationary;
   const int64_t rows_per_fold = os ? map.t + R + C - 2 : map.t + 2 * R + C - 2;
   const int64_t util_cycles_per_fold =
       os ? map.t + R + C - 2 : map.t + 2 * R + 2 * C - 3;
-
-  SystolicReport r;
   r.folds = row_folds * col_folds;
   double mapping_sum = 0, util_sum = 0;
   for (int64_t fc = 0; fc < col_folds; ++fc) {
@@ -137,7 +140,13 @@ SystolicReport SimulateGemm(const SystolicConfig& config, const GemmShape& g) {
   r.compute_util_pct = 100.0 * util_sum / r.folds;
   r.compute_cycles = r.folds * rows_per_fold - 1;
 
-  // DRAM traffic (words), see the header.
+}
+
+// Memory in CALC mode: DRAM words of each operand (whole, or again for
+// every fold that re-reads it when it does not fit half its SRAM).
+void CountDramWords(const SystolicConfig& config, const GemmShape& g, int64_t row_folds,
+                    int64_t col_folds, SystolicReport* report) {
+  SystolicReport& r = *report;
   const int64_t word = WordBytes(config);
   const int64_t ifmap_half = config.ifmap_sram_kb * 1024 / word / 2;
   const int64_t filter_half = config.filter_sram_kb * 1024 / word / 2;
@@ -167,24 +176,43 @@ SystolicReport SimulateGemm(const SystolicConfig& config, const GemmShape& g) {
       break;
     }
   }
+}
+
+// Memory in USER mode (finite DRAM bandwidth): SCALE-Sim's double-buffered
+// SRAM model gives the stalls and the DRAM traffic.
+void SimulateMemory(const SystolicConfig& config, const GemmShape& g, SystolicReport* report) {
+  SystolicReport& r = *report;
+  const int64_t R = config.rows, C = config.cols;
+  const int64_t word = WordBytes(config);
+  const int64_t sram_word = config.sram_word_bytes > 0 ? config.sram_word_bytes : word;
+  ScaleSimMemoryConfig memory;
+  memory.rows = R;
+  memory.cols = C;
+  memory.dataflow = config.dataflow;
+  memory.ifmap_sram_words = config.ifmap_sram_kb * 1024 / sram_word;
+  memory.filter_sram_words = config.filter_sram_kb * 1024 / sram_word;
+  memory.ofmap_sram_words = config.ofmap_sram_kb * 1024 / sram_word;
+  memory.dram_bw_words_per_cycle = static_cast<int64_t>(config.dram_bw_words_per_cycle);
+  const ScaleSimMemoryResult m = SimulateScaleSimMemory(memory, g.m, g.n, g.k);
+  r.total_cycles = m.total_cycles;
+  r.stall_cycles = m.stall_cycles;
+  r.dram_ifmap_reads = m.dram_ifmap_reads;
+  r.dram_filter_reads = m.dram_filter_reads;
+  r.dram_ofmap_writes = m.dram_ofmap_writes;
+}
+
+}  // namespace
+
+SystolicReport SimulateGemm(const SystolicConfig& config, const GemmShape& g) {
+  const int64_t R = config.rows, C = config.cols;
+  const Mapping map = MapGemm(config.dataflow, g);
+  const int64_t row_folds = CeilDiv(map.sr, R), col_folds = CeilDiv(map.sc, C);
+  SystolicReport r;
+  SimulateCompute(config, map, row_folds, col_folds, &r);
+  CountDramWords(config, g, row_folds, col_folds, &r);
   r.total_cycles = r.compute_cycles;
-  if (config.dram_bw_words_per_cycle > 0) {
-    const int64_t sram_word = config.sram_word_bytes > 0 ? config.sram_word_bytes : word;
-    ScaleSimMemoryConfig memory;
-    memory.rows = R;
-    memory.cols = C;
-    memory.dataflow = config.dataflow;
-    memory.ifmap_sram_words = config.ifmap_sram_kb * 1024 / sram_word;
-    memory.filter_sram_words = config.filter_sram_kb * 1024 / sram_word;
-    memory.ofmap_sram_words = config.ofmap_sram_kb * 1024 / sram_word;
-    memory.dram_bw_words_per_cycle = static_cast<int64_t>(config.dram_bw_words_per_cycle);
-    const ScaleSimMemoryResult m = SimulateScaleSimMemory(memory, g.m, g.n, g.k);
-    r.total_cycles = m.total_cycles;
-    r.stall_cycles = m.stall_cycles;
-    r.dram_ifmap_reads = m.dram_ifmap_reads;
-    r.dram_filter_reads = m.dram_filter_reads;
-    r.dram_ofmap_writes = m.dram_ofmap_writes;
-  }
+  if (config.dram_bw_words_per_cycle > 0) SimulateMemory(config, g, &r);
+  const int64_t word = WordBytes(config);
   const int64_t dram_words =
       r.dram_ifmap_reads + r.dram_filter_reads + r.dram_ofmap_writes;
   r.macs = g.m * g.n * g.k;
