@@ -3,7 +3,7 @@
 // coordinator's trainer with real worker executors in this process (the
 // LibTorch GPU worker, the ReRAM and systolic device models). The phase
 // controller's thresholds are opened so the job switches after two windows
-// of `--window_steps`; every figure below is measured in this run:
+// of `--check_window_steps`; every figure below is measured in this run:
 //   - the mean wall time of a full-phase step (GPU worker) and of a
 //     LoRA-phase step (placement paper: frozen weights on ReRAM, the rest on
 //     systolic; placement gpu: LoRA on the GPU worker), their ratio, and
@@ -30,7 +30,7 @@ ABSL_FLAG(std::string, preset, "wind", "Model preset (the real data set of the s
 ABSL_FLAG(int, batch, 1, "Batch size.");
 ABSL_FLAG(std::string, placement, "paper", "LoRA-phase placement: paper or gpu.");
 ABSL_FLAG(int, steps, 8, "Steps per epoch (two epochs: the switch falls in the first).");
-ABSL_FLAG(int, window_steps, 2, "Phase-controller window in steps.");
+ABSL_FLAG(int, check_window_steps, 2, "Phase-controller check window in steps.");
 ABSL_FLAG(bool, eval, true, "Evaluate on the whole test split (false: 1 sample).");
 ABSL_FLAG(int, eval_batch, 0, "Samples per evaluation request (0: the trainer's automatic size).");
 ABSL_FLAG(int, threads, 2, "LibTorch threads of the GPU worker.");
@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
   t.set_eval_batch_size(absl::GetFlag(FLAGS_eval_batch));
   if (!absl::GetFlag(FLAGS_eval)) t.set_max_test_samples(1);
   hpt::HptSpec& h = *spec.mutable_hpt();
-  h.set_check_window_steps(absl::GetFlag(FLAGS_window_steps));
+  h.set_check_window_steps(absl::GetFlag(FLAGS_check_window_steps));
   h.set_loss_threshold(1e9);
   h.set_weight_threshold(1e9);
   h.set_trial_on_rising_loss(true);

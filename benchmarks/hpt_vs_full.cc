@@ -7,7 +7,7 @@
 // the switch iteration, and the simulated time and energy of each.
 //
 //   bazel run -c opt //benchmarks:hpt_vs_full -- --dataset=wind
-//       [--data_dir=../shared/data] [--epochs=4 --hpt_window=640 ...]
+//       [--data_dir=../shared/data] [--epochs=4 --check_window_samples=640 ...]
 //
 // Splits follow the paper's code (../shared/data/README): wind test rows
 // 480-2120, train on both sides; weather test year 2020; covid train
@@ -35,7 +35,7 @@ ABSL_FLAG(int, epochs, 0,
           "two CPU cores; swe needs --heads=2 for that).");
 ABSL_FLAG(int, batch, 32, "Batch size.");
 ABSL_FLAG(double, lr, 1e-3, "Learning rate.");
-ABSL_FLAG(int64_t, hpt_window, 0,
+ABSL_FLAG(int64_t, check_window_samples, 0,
           "Phase-controller window k in samples (0: the preset's, the paper's).");
 ABSL_FLAG(double, loss_threshold, 0, "Loss-test threshold (0: the paper's 0.1).");
 ABSL_FLAG(double, weight_threshold, 0, "Weight-test threshold (0: the paper's 0.01).");
@@ -82,7 +82,7 @@ int Main() {
   t.set_batch_size(absl::GetFlag(FLAGS_batch));
   t.mutable_optimizer()->set_learning_rate(absl::GetFlag(FLAGS_lr));
   t.set_seed(absl::GetFlag(FLAGS_seed));
-  spec.mutable_hpt()->set_check_window_samples(absl::GetFlag(FLAGS_hpt_window));
+  spec.mutable_hpt()->set_check_window_samples(absl::GetFlag(FLAGS_check_window_samples));
   spec.mutable_hpt()->set_placement(absl::GetFlag(FLAGS_placement));
   spec.mutable_hpt()->set_loss_threshold(absl::GetFlag(FLAGS_loss_threshold));
   spec.mutable_hpt()->set_weight_threshold(absl::GetFlag(FLAGS_weight_threshold));

@@ -28,7 +28,7 @@
 ABSL_FLAG(std::string, preset, "wind", "Model preset.");
 ABSL_FLAG(int, batch, 32, "Batch size.");
 ABSL_FLAG(int, stations, 57, "Tokens per sample (wind: 57 stations).");
-ABSL_FLAG(int, window, 12, "Input window (wind: 12 steps).");
+ABSL_FLAG(int, input_steps, 12, "Input steps per sample (wind: 12).");
 ABSL_FLAG(int, steps, 5, "Timed steps per side (after one warm-up step).");
 ABSL_FLAG(int, threads, 0, "LibTorch threads on both sides (0: default).");
 ABSL_FLAG(std::string, worker_binary, "workers/hpt_worker",
@@ -81,7 +81,7 @@ int Main() {
   spec.mutable_training()->set_epochs(1);
   spec.mutable_training()->set_batch_size(batch);
   spec.mutable_training()->set_max_steps_per_epoch(steps + 1);
-  spec.mutable_data()->set_input_steps(absl::GetFlag(FLAGS_window));
+  spec.mutable_data()->set_input_steps(absl::GetFlag(FLAGS_input_steps));
   spec.mutable_hpt()->set_mode("full");  // plain steps: no phase control
   auto normalized = NormalizeJobSpec(spec);
   if (!normalized.ok()) {
@@ -93,7 +93,7 @@ int Main() {
   so.stations = absl::GetFlag(FLAGS_stations);
   so.time_steps = batch * (steps + 2) + 64;
   WindowOptions wo;
-  wo.input_steps = absl::GetFlag(FLAGS_window);
+  wo.input_steps = absl::GetFlag(FLAGS_input_steps);
   wo.train = {0, so.time_steps};
   WindowDataset data = *WindowDataset::Create(MakeSyntheticSeries(so), wo);
   ModelConfig config = *ResolveModelConfig(spec.model(), data.input_features(),

@@ -1,5 +1,5 @@
-// CostTimeline: lays one step's tasks on their devices' timelines (DESIGN
-// §5). A task starts when its device is free and its dependencies have
+// CostTimeline: lays one step's tasks on their devices' timelines
+// (docs/cost-model.md). A task starts when its device is free and its dependencies have
 // finished and their outputs have crossed the interconnect to it (no
 // transfer between tasks on one device). The step's simulated time is the
 // makespan; energy is the tasks' energy plus the interconnect's.

@@ -7,7 +7,7 @@
 namespace hpt {
 
 LoraConfig LoraDefaults(LoraConfig c) {
-  // DESIGN §4 / the paper's PEFT setup: r 8, alpha 64, dropout 0.1, q and v.
+  // docs/method.md "The model" / the paper's PEFT setup: r 8, alpha 64, dropout 0.1, q and v.
   if (c.rank() == 0 && !c.auto_rank()) c.set_rank(8);
   if (c.alpha() == 0) c.set_alpha(64);
   if (c.dropout() == 0 && !c.dropout_set()) c.set_dropout(0.1);

@@ -11,7 +11,7 @@
 
 namespace hpt {
 
-// Fills LoRA defaults (DESIGN §4): rank 8 (unless auto_rank), alpha 64,
+// Fills LoRA defaults (docs/method.md, "The model"): rank 8 (unless auto_rank), alpha 64,
 // dropout 0.1 (unless dropout_set), targets q_proj and v_proj,
 // modules_to_save embedding, reduction and head, auto energy 0.9, max
 // rank 64.

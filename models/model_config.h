@@ -1,4 +1,4 @@
-// Presets of the spatio-temporal encoder transformer (DESIGN §3) and their
+// Presets of the spatio-temporal encoder transformer (docs/method.md, "The model") and their
 // validation. Torch-free: the coordinator resolves presets without LibTorch.
 //
 //   ASSIGN_OR_RETURN(ModelConfig config, PresetModelConfig("wind"));

@@ -1,4 +1,4 @@
-// The spatio-temporal encoder transformer in LibTorch (DESIGN §3):
+// The spatio-temporal encoder transformer in LibTorch (docs/method.md, "The model"):
 // input MLP embedding -> sinusoidal token encoding -> L post-norm encoder
 // layers (multi-head self-attention with named q/k/v/o projections,
 // feed-forward, LayerNorm, dropout) -> dimension-reduction MLP -> per-token

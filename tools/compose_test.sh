@@ -71,7 +71,7 @@ for _ in $(seq 1 120); do
 done
 log "stack up; submitting a tiny HpT job through the published port"
 submitted=$(timeout 60 "${ctl[@]}" submit --name=compose-test --preset=tiny --stations=16 \
-  --time_steps=512 --epochs=6 --batch_size=16 --lr=0.002 --hpt_window_steps=5 \
+  --time_steps=512 --epochs=6 --batch_size=16 --lr=0.002 --check_window_steps=5 \
   --loss_threshold=0.5 --weight_threshold=0.5 --lora_rank=4 2>&1) || {
   echo "$submitted"; "${DC[@]}" logs --tail=50; exit 1; }
 job=$(grep -o -m1 'job-[0-9]*' <<<"$submitted")
@@ -185,7 +185,7 @@ DC=("${DC[@]}" -f deploy/docker-compose.secure.yml)
 secure=("${ctl[@]}" --tls_ca=deploy/tls/ca.pem --token_file=deploy/tls/token)
 for _ in $(seq 1 120); do "${secure[@]}" list >/dev/null 2>&1 && break; sleep 1; done
 out=$(timeout 600 "${secure[@]}" submit --name=compose-secure --preset=tiny --stations=16 \
-  --time_steps=512 --epochs=3 --hpt_window_steps=5 --loss_threshold=0.5 --weight_threshold=0.5 \
+  --time_steps=512 --epochs=3 --check_window_steps=5 --loss_threshold=0.5 --weight_threshold=0.5 \
   --lora_rank=4 --watch 2>&1) || { echo "$out"; exit 1; }
 grep -q "): succeeded" <<<"$out" || { echo "$out"; log "secure mode: the job did not succeed"; exit 1; }
 if "${ctl[@]}" --tls_ca=deploy/tls/ca.pem list >/dev/null 2>&1; then
