@@ -266,10 +266,10 @@ TEST_F(ClusterTest, ASecondCoordinatorOnAPortInUseFailsNamingIt) {
   EXPECT_TRUE(coordinator_->Running());
 }
 
-TEST_F(ClusterTest, TheReadmeSpecFileExampleSubmitsAndTrains) {
-  // The README's spec-file example, verbatim but for the data path.
-  std::ifstream readme("README.md");
-  ASSERT_TRUE(readme) << "README.md is a data dependency of this test";
+TEST_F(ClusterTest, TheDocumentedSpecFileExampleSubmitsAndTrains) {
+  // The spec-file example of docs/jobs.md, verbatim but for the data path.
+  std::ifstream readme("docs/jobs.md");
+  ASSERT_TRUE(readme) << "docs/jobs.md is a data dependency of this test";
   std::stringstream text;
   text << readme.rdbuf();
   const std::string doc = text.str();
