@@ -4,6 +4,8 @@
 #include <iostream>
 
 #include "absl/flags/flag.h"
+#include "common/net.h"
+#include "coordinator/state_dir.h"
 #include "common/tls_flags.h"
 #include "absl/flags/parse.h"
 #include "common/process_setup.h"
@@ -44,10 +46,45 @@ ABSL_FLAG(double, max_load_s, 120,
           "Longest a job's data may take to load (the job is LOADING meanwhile); past it "
           "the submit fails with DEADLINE_EXCEEDED.");
 ABSL_FLAG(std::string, state_dir, "",
-          "Folder of the durable job registry (jobs.db, SQLite in WAL mode): jobs and their "
-          "ids survive a restart. Empty: jobs live in memory only.");
+          "Folder of the durable job registry (jobs.db, SQLite in WAL mode), checkpoints "
+          "and trained models: jobs and their ids survive a restart. Empty: the default, "
+          "$XDG_STATE_HOME/hpt, else ~/.local/state/hpt.");
+ABSL_FLAG(bool, no_state, false,
+          "Keep jobs, checkpoints and trained models in memory only: all are lost when the "
+          "coordinator ends, and job ids start again. For tests and throwaway runs.");
 ABSL_FLAG(std::string, port_file, "",
           "Write 'grpc=PORT metrics=PORT' here once serving.");
+
+namespace {
+
+// The state folder the flags ask for, made if missing, and said on stderr:
+// --state_dir, else the default folder; "" with --no_state, said loudly.
+absl::StatusOr<std::string> StateDir(const std::string& flag, bool none) {
+  if (none) {
+    if (!flag.empty()) {
+      return absl::InvalidArgumentError("--state_dir and --no_state contradict each other");
+    }
+    std::cerr << "hpt_coordinator: WARNING: --no_state: jobs, checkpoints and trained models "
+                 "are kept in memory only; they are lost when this process ends, and job ids "
+                 "start again at job-000001"
+              << std::endl;
+    return std::string();
+  }
+  std::string dir = flag;
+  if (dir.empty()) {
+    absl::StatusOr<std::string> found = hpt::DefaultStateDir(std::getenv);
+    if (!found.ok()) return found.status();
+    dir = *found;
+  }
+  if (absl::Status made = hpt::MakeDirectories(dir); !made.ok()) return made;
+  std::cerr << "hpt_coordinator: state (jobs, checkpoints, trained models) in " << dir
+            << (flag.empty() ? " (the default; --state_dir=DIR for another, --no_state for none)"
+                             : "")
+            << std::endl;
+  return dir;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   hpt::UsePassiveThreadWaits(argv);
@@ -66,12 +103,19 @@ int main(int argc, char** argv) {
         hpt::MetricsServer::Start(absl::GetFlag(FLAGS_metrics), "coordinator");
     if (!started.ok()) {
       std::cerr << "hpt_coordinator: " << started.status().message() << std::endl;
-      return 1;
+      return absl::IsInvalidArgument(started.status()) ? 2 : 1;
     }
     metrics = std::move(*started);
   }
   hpt::CoordinatorServer::Options options;
   options.listen_address = absl::GetFlag(FLAGS_listen);
+  // A malformed address or a port out of range is refused here, naming the
+  // flag, rather than bound to some other port.
+  if (absl::StatusOr<hpt::HostPort> listen = hpt::ParseHostPort(options.listen_address, "--listen");
+      !listen.ok()) {
+    std::cerr << "hpt_coordinator: " << listen.status().message() << std::endl;
+    return 2;
+  }
   if (!absl::GetFlag(FLAGS_workers).empty()) {
     options.static_workers =
         absl::StrSplit(absl::GetFlag(FLAGS_workers), ',', absl::SkipEmpty());
@@ -92,7 +136,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (metrics) options.metrics_registry = &metrics->registry();
-  options.state_dir = absl::GetFlag(FLAGS_state_dir);
+  absl::StatusOr<std::string> state_dir =
+      StateDir(absl::GetFlag(FLAGS_state_dir), absl::GetFlag(FLAGS_no_state));
+  if (!state_dir.ok()) {
+    std::cerr << "hpt_coordinator: " << state_dir.status().message() << std::endl;
+    return absl::IsInvalidArgument(state_dir.status()) ? 2 : 1;
+  }
+  options.state_dir = *state_dir;
   options.data_limits.max_file_bytes = absl::GetFlag(FLAGS_max_data_file_mb) << 20;
   options.data_limits.max_cells = absl::GetFlag(FLAGS_max_data_cells);
   if (!(absl::GetFlag(FLAGS_max_load_s) > 0)) {

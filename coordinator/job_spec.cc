@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "coordinator/spec_names.h"
 #include "models/lora_config.h"
@@ -51,6 +52,24 @@ class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
 
 absl::Status Invalid(const std::string& field, const std::string& why) {
   return absl::InvalidArgumentError(absl::StrCat(field, " ", why));
+}
+
+// An enum field's value must be one of its type's names (a binary spec can
+// carry any number).
+absl::Status CheckEnum(const std::string& field, int value,
+                       const google::protobuf::EnumDescriptor* type) {
+  if (type->FindValueByNumber(value) != nullptr) return absl::OkStatus();
+  std::vector<std::string> names;
+  for (int i = 0; i < type->value_count(); ++i) names.push_back(type->value(i)->name());
+  return Invalid(field, absl::StrCat(value, " is not one of ", absl::StrJoin(names, ", ")));
+}
+
+// A number that must be finite and within [lowest, highest].
+absl::Status CheckRange(const std::string& field, double value, double lowest,
+                        double highest) {
+  if (std::isfinite(value) && value >= lowest && value <= highest) return absl::OkStatus();
+  return Invalid(field, absl::StrCat("must be a number in [", lowest, ", ", highest, "], got ",
+                                     value));
 }
 
 }  // namespace
@@ -152,6 +171,7 @@ absl::Status NormalizeData(DataSpec& data) {
   } else {
     const CsvData& c = data.csv();
     if (c.path().empty()) return Invalid("data.csv.path", "is empty");
+    RETURN_IF_ERROR(CheckEnum("data.csv.header", c.header(), CsvData::Header_descriptor()));
     for (auto [field, value] : std::initializer_list<std::pair<const char*, int64_t>>{
              {"train_begin_row", c.train_begin_row()},
              {"train_end_row", c.train_end_row()},
@@ -172,6 +192,8 @@ absl::Status NormalizeTraining(TrainingSpec& t) {
   if (t.seed() == 0) t.set_seed(42);
   if (t.step_lr_gamma() == 0) t.set_step_lr_gamma(0.5);
   OptimizerConfig& opt = *t.mutable_optimizer();
+  RETURN_IF_ERROR(
+      CheckEnum("training.optimizer.type", opt.type(), OptimizerType_descriptor()));
   if (opt.type() == OPTIMIZER_UNSPECIFIED) opt.set_type(ADAM);
   if (opt.learning_rate() == 0) opt.set_learning_rate(1e-3);
   if (t.epochs() < 0 || t.epochs() > kMaxEpochs) {
@@ -315,6 +337,8 @@ absl::Status NormalizeHpt(HptSpec& h, const ModelSpec& model, const ModelConfig&
   if (!(h.loss_threshold() > 0) || !(h.weight_threshold() > 0)) {
     return Invalid("hpt.loss_threshold", "thresholds must be positive");
   }
+  RETURN_IF_ERROR(CheckRange("hpt.loss_threshold", h.loss_threshold(), 0, 1e9));
+  RETURN_IF_ERROR(CheckRange("hpt.weight_threshold", h.weight_threshold(), 0, 1e9));
   if (!(h.alpha() > 0 && h.alpha() < 1)) {
     return Invalid("hpt.alpha", absl::StrCat("must be in (0, 1), got ", h.alpha()));
   }
@@ -330,6 +354,13 @@ absl::Status NormalizeHpt(HptSpec& h, const ModelSpec& model, const ModelConfig&
   LoraConfig lora = LoraDefaults(h.lora());
   lora.set_enabled(true);
   if (absl::Status s = ValidateLoraConfig(lora); !s.ok()) return s;
+  // An adapter's rank cannot exceed the width of the layers it adapts (q
+  // and v are d_model x d_model).
+  const int32_t width = model.d_model() > 0 ? model.d_model() : preset.d_model();
+  if (!lora.auto_rank() && lora.rank() > width) {
+    return Invalid("hpt.lora.rank", absl::StrCat(lora.rank(), " is above the layers' width (d_model ",
+                                                 width, ")"));
+  }
   *h.mutable_lora() = lora;
   if (h.placement().empty()) h.set_placement("paper");
   if (h.placement() != "paper" && h.placement() != "gpu" && h.placement() != "reram_full") {
@@ -345,6 +376,13 @@ absl::Status NormalizeHpt(HptSpec& h, const ModelSpec& model, const ModelConfig&
     return Invalid("hpt.interconnect", "bandwidth must be positive, latency and energy "
                                        "not negative");
   }
+  // Finite, and far past any real link: NVLink 4 is 900 GB/s, a PCIe hop a
+  // microsecond, off-package wires ~10 pJ/bit (cost_timeline.h).
+  RETURN_IF_ERROR(CheckRange("hpt.interconnect.bandwidth_gb_per_s", link.bandwidth_gb_per_s(),
+                             1e-6, 1e6));
+  RETURN_IF_ERROR(CheckRange("hpt.interconnect.latency_us", link.latency_us(), 0, 1e9));
+  RETURN_IF_ERROR(CheckRange("hpt.interconnect.energy_pj_per_byte", link.energy_pj_per_byte(),
+                             0, 1e9));
   if (h.project_epochs() == 0) {
     const double paper = PaperEpochs(model.preset());
     h.set_project_epochs(paper > 0 ? paper : double(t.epochs()));

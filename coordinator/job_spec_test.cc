@@ -109,7 +109,21 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"hpt { mode: \"hpt\" } placement { head_device: \"reram\" }",
                 "hpt.mode hpt moves the whole model at the switch; "
                 "placement.head_device 'reram' needs hpt.mode full"},
-        BadSpec{"data { weather { } }", "data.weather.dir is empty"}));
+        BadSpec{"data { weather { } }", "data.weather.dir is empty"},
+        // Enum numbers no name stands for, ranks wider than the layers, and
+        // numbers that are not finite are refused by field.
+        BadSpec{"training { optimizer { type: 7 } }",
+                "training.optimizer.type 7 is not one of OPTIMIZER_UNSPECIFIED, ADAM, ADAMW"},
+        BadSpec{"data { csv { path: \"x.csv\" header: 9 } }",
+                "data.csv.header 9 is not one of AUTO, PRESENT, ABSENT"},
+        BadSpec{"hpt { lora { rank: 4096 } }",
+                "hpt.lora.rank 4096 is above the layers' width (d_model 32)"},
+        BadSpec{"hpt { interconnect { latency_us: nan } }",
+                "hpt.interconnect.latency_us must be a number in [0, 1e+09], got nan"},
+        BadSpec{"hpt { interconnect { energy_pj_per_byte: inf } }",
+                "hpt.interconnect.energy_pj_per_byte must be a number in [0, 1e+09], got inf"},
+        BadSpec{"hpt { loss_threshold: inf }",
+                "hpt.loss_threshold must be a number in [0, 1e+09], got inf"}));
 
 TEST(JobSpecTest, LongNamesAndModelsNoWorkerCanHoldAreRefused) {
   JobSpec named;

@@ -48,5 +48,12 @@ TEST(WriteTorchModelTest, TorchLoadGivesBackTheSameForward) {
   EXPECT_NE(missing.message().find("'head.bias'"), std::string::npos);
 }
 
+TEST(WriteTorchModelTest, AnUnwritablePathIsOneLineNamingIt) {
+  const absl::Status nowhere = WriteTorchModel(Config(), {}, "/proc/nope/model.pt");
+  EXPECT_EQ(nowhere.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(nowhere.message(),
+            "cannot write '/proc/nope/model.pt': folder '/proc/nope': No such file or directory");
+}
+
 }  // namespace
 }  // namespace hpt

@@ -46,7 +46,7 @@ class ClusterTest : public ::testing::Test {
     auto coordinator = ChildProcess::Start(
         {RunfilePath("coordinator/hpt_coordinator"), "--listen=127.0.0.1:0",
          "--metrics=127.0.0.1:0", "--port_file=" + *dir_ + "/coordinator.port",
-         "--worker_timeout_s=5", "--data_root=" + *dir_},
+         "--worker_timeout_s=5", "--data_root=" + *dir_, "--no_state"},
         *dir_ + "/coordinator.log");
     ASSERT_TRUE(coordinator.ok()) << coordinator.status();
     coordinator_ = new ChildProcess(std::move(*coordinator));
@@ -184,6 +184,13 @@ TEST_F(ClusterTest, HptJobSwitchesToReramAndSystolicWorkersAndExports) {
   std::fseek(f, 0, SEEK_END);
   EXPECT_GT(std::ftell(f), 4 * 8192);  // at least the layers' weights
   std::fclose(f);
+  // A folder that is not there: one line naming the path, no stack trace.
+  auto nowhere = RunCommand(Hptctl("export " + job_id + " --out=/proc/nope/model.pt"));
+  EXPECT_NE(nowhere.exit_code, 0) << nowhere.output;
+  EXPECT_EQ(nowhere.output,
+            "hptctl: FAILED_PRECONDITION: cannot write '/proc/nope/model.pt': folder "
+            "'/proc/nope': No such file or "
+            "directory\n");
 }
 
 TEST_F(ClusterTest, BadInputIsRejectedAndTheCoordinatorKeepsServing) {
@@ -260,7 +267,7 @@ TEST_F(ClusterTest, ServerFilesAndNodesThatBlockAreRefusedAtOnceWithoutTheirCont
 TEST_F(ClusterTest, ASecondCoordinatorOnAPortInUseFailsNamingIt) {
   const std::string address = absl::StrCat("127.0.0.1:", coordinator_ports_.grpc);
   auto second = RunCommand(absl::StrCat(RunfilePath("coordinator/hpt_coordinator"),
-                                        " --listen=", address, " --metrics="));
+                                        " --listen=", address, " --metrics= --no_state"));
   EXPECT_EQ(second.exit_code, 1) << second.output;
   EXPECT_THAT(second.output, HasSubstr("cannot listen on '" + address + "'"));
   EXPECT_TRUE(coordinator_->Running());

@@ -15,6 +15,7 @@
 #include "common/process_setup.h"
 #include "absl/flags/usage.h"
 #include "common/metrics.h"
+#include "common/net.h"
 #include "common/server_main.h"
 #include "devices/device_flags.h"
 #include "workers/worker_server.h"
@@ -58,11 +59,23 @@ int main(int argc, char** argv) {
                                              "worker-" + absl::GetFlag(FLAGS_kind));
     if (!started.ok()) {
       std::cerr << "hpt_worker: " << started.status().message() << std::endl;
-      return 1;
+      return absl::IsInvalidArgument(started.status()) ? 2 : 1;
     }
     metrics = std::move(*started);
   }
 
+  // Addresses are checked here, naming the flag: a malformed one would
+  // otherwise leave the worker running on, unregistered.
+  for (const auto& [flag, value] : {std::pair<const char*, std::string>{
+                                        "--coordinator", absl::GetFlag(FLAGS_coordinator)},
+                                    {"--advertise", absl::GetFlag(FLAGS_advertise)},
+                                    {"--listen", absl::GetFlag(FLAGS_listen)}}) {
+    if (value.empty() && std::string(flag) != "--listen") continue;
+    if (absl::StatusOr<hpt::HostPort> hp = hpt::ParseHostPort(value, flag); !hp.ok()) {
+      std::cerr << "hpt_worker: " << hp.status().message() << std::endl;
+      return 2;
+    }
+  }
   hpt::WorkerServer::Options options;
   absl::StatusOr<hpt::SystolicConfig> systolic = hpt::SystolicConfigFromFlags();
   absl::StatusOr<hpt::ReramConfig> reram = hpt::ReramConfigFromFlags();
