@@ -52,6 +52,9 @@ ABSL_FLAG(std::string, state_dir, "",
 ABSL_FLAG(bool, no_state, false,
           "Keep jobs, checkpoints and trained models in memory only: all are lost when the "
           "coordinator ends, and job ids start again. For tests and throwaway runs.");
+ABSL_FLAG(std::string, data_root_hint, "",
+          "What a refusal of a data file outside the data roots tells the user to do, in "
+          "the way this coordinator was started (launchers set it); empty: name --data_root.");
 ABSL_FLAG(std::string, port_file, "",
           "Write 'grpc=PORT metrics=PORT' here once serving.");
 
@@ -145,6 +148,7 @@ int main(int argc, char** argv) {
   options.state_dir = *state_dir;
   options.data_limits.max_file_bytes = absl::GetFlag(FLAGS_max_data_file_mb) << 20;
   options.data_limits.max_cells = absl::GetFlag(FLAGS_max_data_cells);
+  options.data_limits.widen_hint = absl::GetFlag(FLAGS_data_root_hint);
   if (!(absl::GetFlag(FLAGS_max_load_s) > 0)) {
     std::cerr << "hpt_coordinator: --max_load_s must be positive" << std::endl;
     return 2;

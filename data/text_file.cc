@@ -75,7 +75,10 @@ absl::StatusOr<std::string> ResolveDataPath(const std::string& path, const DataL
     for (const std::string& root : limits.roots) inside = inside || Under(resolved, root);
     if (!inside) {
       return absl::PermissionDeniedError(absl::StrCat(
-          path, ": outside the data roots (", DescribeRoots(limits), "); see --data_root"));
+          path, ": outside the data roots (", DescribeRoots(limits), "); ",
+          limits.widen_hint.empty()
+              ? "to read it, start the coordinator with --data_root=DIR[,DIR...]"
+              : limits.widen_hint));
     }
   }
   struct stat st;

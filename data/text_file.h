@@ -22,6 +22,10 @@ struct DataLimits {
   // Canonical folders (symlinks resolved) that data paths must lie under;
   // empty: anywhere.
   std::vector<std::string> roots;
+  // How to widen the roots where this coordinator runs (its
+  // --data_root_hint: the launcher's, compose's or Kubernetes' way);
+  // empty: name the --data_root flag.
+  std::string widen_hint;
   int64_t max_file_bytes = int64_t{1} << 30;
   // Rows x columns of a loaded series (and of COVID's per-feature grid),
   // checked before it is allocated: 50 M floats = 200 MB.

@@ -52,6 +52,11 @@ def read_env(path, overrides=()):
                 sys.exit(f"{path}:{n}: expected KEY=VALUE, got {line!r}")
             key, value = line.split("=", 1)
             env[key.strip()] = value.strip()
+    # As compose does: a variable set in the environment wins over the file
+    # (HPT_DATA_DIR=/my/data ./hpt up), and --set over both.
+    for key in env:
+        if key in os.environ:
+            env[key] = os.environ[key]
     for item in overrides:
         key, _, value = item.partition("=")
         if key not in env:
@@ -91,6 +96,9 @@ def local_command(argv, bin_dir, env=None, run_dir=None):
         arg = re.sub(r"^--rendezvous_host=(%s)$" % hosts, "--rendezvous_host=127.0.0.1", arg)
         if env and arg.startswith("--data_root="):
             arg = "--data_root=" + os.path.normpath(os.path.join(DEPLOY, env["HPT_DATA_DIR"]))
+        if arg.startswith("--data_root_hint="):
+            arg = ("--data_root_hint=to read it, run ./hpt down, then ./hpt up with "
+                   "HPT_DATA_DIR=its folder in the environment (or in deploy/hpt.env)")
         if arg.startswith("--state_dir="):
             arg = "--state_dir=" + os.path.join(run_dir or os.path.join(ROOT, "build-out"),
                                                 "state")

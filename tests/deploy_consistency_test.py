@@ -25,7 +25,7 @@ SERVICES = ["coordinator", "worker-gpu", "worker-reram", "worker-systolic"]
 # Flags whose value names a place on the machine (a host, or the data
 # root, which the launcher maps to the host folder compose mounts).
 HOST_FLAGS = ("--listen=", "--advertise=", "--metrics=", "--coordinator=", "--rendezvous_host=",
-              "--data_root=", "--state_dir=")
+              "--data_root=", "--state_dir=", "--data_root_hint=")
 
 
 def read_env():
@@ -115,12 +115,14 @@ class DeployConsistencyTest(unittest.TestCase):
                 svc = secure["services"][service]
                 self.assertEqual(svc["entrypoint"], ["/usr/local/bin/with-tls"])
                 self.assertIn("./tls:/tls:ro", svc["volumes"])
-                # What deploy/with-tls runs, with echo in front of the command.
+                # What deploy/with-tls runs, with printf in front of the command:
+                # one argument a line (an argument may hold spaces).
                 command = self.compose_command(service)
-                ran = subprocess.run([os.path.join(DEPLOY, "with-tls"), "echo"] + command,
+                ran = subprocess.run([os.path.join(DEPLOY, "with-tls"), "printf", "%s\\n"]
+                                     + command,
                                      env={"HPT_TLS_DIR": "/run/x/tls", "PATH": "/usr/bin:/bin"},
                                      check=True, capture_output=True, text=True)
-                added = ran.stdout.split()[len(command):]
+                added = ran.stdout.splitlines()[len(command):]
                 plain = self.launcher[service]
                 self.assertEqual(added, launcher[service][len(plain):])
         # The image carries the wrapper in /usr/local/bin.
@@ -128,6 +130,22 @@ class DeployConsistencyTest(unittest.TestCase):
             dockerfile = f.read()
         self.assertIn("deploy/with-tls /out/", dockerfile)
         self.assertIn("COPY --from=builder /out/ /usr/local/bin/", dockerfile)
+
+    def test_the_environment_wins_over_the_env_file_and_set_over_both(self):
+        def commands(env, *extra):
+            out = subprocess.run(["/usr/bin/python3", os.path.join(DEPLOY, "launch.py"),
+                                  "commands", "--bin_dir=/bin", *extra],
+                                 check=True, capture_output=True, text=True,
+                                 env=dict(os.environ, **env))
+            return json.loads(out.stdout)
+        from_env = commands({"HPT_SYSTOLIC_ROWS": "64", "HPT_DATA_DIR": "/my/data"})
+        self.assertIn("--systolic_rows=64", from_env["worker-systolic"])
+        self.assertIn("--data_root=/my/data", from_env["coordinator"])
+        from_set = commands({"HPT_SYSTOLIC_ROWS": "64"}, "--set", "HPT_SYSTOLIC_ROWS=32")
+        self.assertIn("--systolic_rows=32", from_set["worker-systolic"])
+        hint = [a for a in from_env["coordinator"] if a.startswith("--data_root_hint=")]
+        self.assertEqual(len(hint), 1)
+        self.assertIn("HPT_DATA_DIR", hint[0])
 
     def test_ports_are_the_env_files(self):
         prefixes = {"coordinator": "HPT_COORDINATOR", "worker-gpu": "HPT_GPU",

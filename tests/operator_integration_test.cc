@@ -3,7 +3,10 @@
 // addresses naming the flag with exit code 2, and one-line client errors.
 #include <signal.h>
 
+#include <cstdio>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -50,6 +53,25 @@ TEST(OperatorTest, MalformedAddressesExitTwoNamingTheFlag) {
   }
 }
 
+TEST(OperatorTest, AWorkerThatCannotRegisterSaysWhyOnEveryTryThenExits) {
+  // Nothing listens on port 1: every try fails at once.
+  const CommandResult run = RunCommand(
+      Worker() + " --kind=systolic --metrics= --listen=127.0.0.1:0 "
+                 "--coordinator=127.0.0.1:1 --register_timeout_s=2");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("cannot register with coordinator 127.0.0.1:1 (try 1): "));
+  EXPECT_THAT(run.output, HasSubstr("(try 2): "));
+  // Backing off: the second wait is twice the first.
+  EXPECT_THAT(run.output, HasSubstr("next try in 500ms"));
+  EXPECT_THAT(run.output, HasSubstr("next try in 1s"));
+  EXPECT_THAT(run.output, HasSubstr("no coordinator at 127.0.0.1:1 accepted this worker for "));
+  EXPECT_THAT(run.output, HasSubstr("giving up"));
+  const CommandResult bad = RunCommand(Worker() + " --kind=systolic --metrics= "
+                                                  "--register_timeout_s=-1");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("--register_timeout_s must be a number >= 0, got -1"));
+}
+
 TEST(OperatorTest, ACoordinatorWithNoStateFlagsKeepsItsJobsInItsDefaultFolder) {
   const std::string home = MakeTempDir("home");
   const std::string state = home + "/.local/state/hpt";
@@ -87,6 +109,30 @@ TEST(OperatorTest, ACoordinatorWithNoStateFlagsKeepsItsJobsInItsDefaultFolder) {
   const CommandResult next = RunCommand(ctl2 + " submit --stations=4 --time_steps=64");
   ASSERT_EQ(next.exit_code, 0) << next.output;
   EXPECT_THAT(next.output, HasSubstr("submitted job-000002"));
+}
+
+TEST(OperatorTest, ARefusedDataFileSaysHowToWidenTheRootsAsStarted) {
+  const std::string dir = MakeTempDir("roots");
+  std::ofstream(dir + "/outside.csv") << "1,2\n3,4\n";
+  const std::string hint = "to read it, ask the lab's admin";
+  for (const std::string& given : {std::string(), hint}) {
+    std::remove((dir + "/c.port").c_str());
+    std::vector<std::string> argv = {Coordinator(), "--no_state", "--listen=127.0.0.1:0",
+                                     "--metrics=", "--port_file=" + dir + "/c.port",
+                                     "--data_root=" + dir + "/inside"};
+    if (!given.empty()) argv.push_back("--data_root_hint=" + given);
+    auto c = ChildProcess::Start(argv, dir + "/c.log");
+    ASSERT_TRUE(c.ok()) << c.status();
+    auto ports = WaitForPortFile(dir + "/c.port", *c, absl::Seconds(60));
+    ASSERT_TRUE(ports.ok()) << ports.status();
+    const CommandResult run = RunCommand(absl::StrCat(
+        Hptctl(), " --coordinator=127.0.0.1:", ports->grpc, " submit --csv=", dir,
+        "/outside.csv"));
+    EXPECT_NE(run.exit_code, 0) << run.output;
+    EXPECT_THAT(run.output, HasSubstr("outside the data roots"));
+    EXPECT_THAT(run.output,
+                HasSubstr(given.empty() ? "start the coordinator with --data_root=DIR" : hint));
+  }
 }
 
 TEST(OperatorTest, NoStateIsSaidLoudly) {

@@ -7,6 +7,7 @@
 //
 // Device parameters come from the flags below or, with --flagfile=FILE, from
 // a file of the same flags, one per line (absl's flag files).
+#include <cmath>
 #include <iostream>
 
 #include "absl/flags/flag.h"
@@ -29,6 +30,9 @@ ABSL_FLAG(std::string, advertise, "",
 ABSL_FLAG(std::string, coordinator, "",
           "Coordinator host:port to register with (empty: do not register).");
 ABSL_FLAG(std::string, name, "", "Worker name shown by the coordinator.");
+ABSL_FLAG(double, register_timeout_s, 300,
+          "Seconds the worker goes on without registering with --coordinator (at start, or "
+          "after losing it) before it exits with status 1; 0: never.");
 ABSL_FLAG(std::string, metrics, "127.0.0.1:0",
           "host:port for Prometheus /metrics; empty disables.");
 ABSL_FLAG(std::string, device, "auto", "LibTorch device: auto, cpu or cuda:N.");
@@ -91,6 +95,14 @@ int main(int argc, char** argv) {
   options.listen_address = absl::GetFlag(FLAGS_listen);
   options.advertise_address = absl::GetFlag(FLAGS_advertise);
   options.coordinator_address = absl::GetFlag(FLAGS_coordinator);
+  const double register_timeout_s = absl::GetFlag(FLAGS_register_timeout_s);
+  if (!(register_timeout_s >= 0) || !std::isfinite(register_timeout_s)) {
+    std::cerr << "hpt_worker: --register_timeout_s must be a number >= 0, got "
+              << register_timeout_s << std::endl;
+    return 2;
+  }
+  options.register_timeout = register_timeout_s > 0 ? absl::Seconds(register_timeout_s)
+                                                    : absl::InfiniteDuration();
   options.name = absl::GetFlag(FLAGS_name);
   options.executor.device = absl::GetFlag(FLAGS_device);
   options.executor.intra_op_threads = absl::GetFlag(FLAGS_threads);
@@ -112,6 +124,9 @@ int main(int argc, char** argv) {
       !written.ok()) {
     std::cerr << "hpt_worker: " << written.message() << std::endl;
   }
-  (*server)->Wait();
+  if (absl::Status ended = (*server)->Wait(); !ended.ok()) {
+    std::cerr << "hpt_worker: " << ended.message() << std::endl;
+    return 1;
+  }
   return 0;
 }

@@ -28,35 +28,73 @@ struct WorkerServer::Impl {
   absl::Mutex mu;
   bool stopping ABSL_GUARDED_BY(mu) = false;
 
+  absl::Status gave_up ABSL_GUARDED_BY(mu);
+
+  RegisterWorkerRequest RegisterRequest() const {
+    RegisterWorkerRequest request;
+    request.set_address(address);
+    request.set_kind(options.kind);
+    request.set_name(options.name.empty() ? absl::StrCat(options.kind, "@", address)
+                                          : options.name);
+    return request;
+  }
+
+  // Registers on every beat. While registering fails: says why on every
+  // try, backs off (doubling up to 30 s), and gives up after
+  // register_timeout without registering, stopping the server.
   void HeartbeatLoop() {
     auto stub = WorkerRegistry::NewStub(MakeChannel(options.coordinator_address));
     bool registered = false;
-    while (true) {
-      RegisterWorkerRequest request;
-      request.set_address(address);
-      request.set_kind(options.kind);
-      request.set_name(options.name.empty()
-                           ? absl::StrCat(options.kind, "@", address)
-                           : options.name);
+    absl::Time unregistered_since = absl::Now();
+    absl::Duration wait = options.heartbeat_interval;
+    for (int attempt = 1;; ++attempt) {
       RegisterWorkerResponse response;
       grpc::ClientContext context;
-      context.set_deadline(std::chrono::system_clock::now() +
-                           std::chrono::seconds(2));
-      grpc::Status status = stub->RegisterWorker(&context, request, &response);
-      if (status.ok() != registered) {
-        registered = status.ok();
-        std::cerr << (registered ? "registered with coordinator "
-                                 : "lost coordinator ")
-                  << options.coordinator_address
-                  << (registered ? "" : ": " + status.error_message())
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+      const grpc::Status status = stub->RegisterWorker(&context, RegisterRequest(), &response);
+      if (status.ok()) {
+        if (!registered) {
+          std::cerr << "registered with coordinator " << options.coordinator_address
+                    << std::endl;
+        }
+        registered = true;
+        attempt = 0;
+        wait = options.heartbeat_interval;
+      } else {
+        if (registered) {
+          registered = false;
+          unregistered_since = absl::Now();
+          wait = options.heartbeat_interval;
+        }
+        const absl::Duration without = absl::Now() - unregistered_since;
+        if (without >= options.register_timeout) {
+          GiveUp(absl::UnavailableError(absl::StrCat(
+              "no coordinator at ", options.coordinator_address, " accepted this worker for ",
+              absl::FormatDuration(absl::Trunc(without, absl::Seconds(1))), " (", attempt,
+              " tries; the last: ", status.error_message(), "); giving up")));
+          return;
+        }
+        // The last wait ends at the bound, not past it.
+        wait = std::min(wait, options.register_timeout - without);
+        std::cerr << "cannot register with coordinator " << options.coordinator_address
+                  << " (try " << attempt << "): " << status.error_message()
+                  << "; next try in " << absl::FormatDuration(wait) << ", giving up after "
+                  << absl::FormatDuration(options.register_timeout) << " without one"
                   << std::endl;
       }
       absl::MutexLock lock(&mu);
-      if (mu.AwaitWithTimeout(absl::Condition(&stopping),
-                              options.heartbeat_interval)) {
-        return;
-      }
+      if (mu.AwaitWithTimeout(absl::Condition(&stopping), wait)) return;
+      if (!registered) wait = std::min(2 * wait, absl::Seconds(30));
     }
+  }
+
+  // Stops serving: Wait returns `why`.
+  void GiveUp(absl::Status why) {
+    {
+      absl::MutexLock lock(&mu);
+      gave_up = std::move(why);
+    }
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   }
 };
 
@@ -120,7 +158,11 @@ std::string WorkerServer::address() const { return impl_->address; }
 
 std::string WorkerServer::device() const { return impl_->executor->device_name(); }
 
-void WorkerServer::Wait() { impl_->server->Wait(); }
+absl::Status WorkerServer::Wait() {
+  impl_->server->Wait();
+  absl::MutexLock lock(&impl_->mu);
+  return impl_->gave_up;
+}
 
 void WorkerServer::Shutdown() {
   {

@@ -1,7 +1,10 @@
 // WorkerServer: a running worker process's server. Owns the device
 // executor (LibTorch for kind gpu, a simulated device for reram and
 // systolic), serves WorkerService (plus health and reflection), and
-// registers with the coordinator on a heartbeat.
+// registers with the coordinator on a heartbeat. While it cannot register,
+// it says why on every try, backing off from the heartbeat interval to 30 s
+// between tries; after `register_timeout` without registering (at start or
+// after losing the coordinator) it stops, and Wait returns why.
 //
 //   WorkerServer::Options o;
 //   o.listen_address = "127.0.0.1:0";
@@ -34,6 +37,9 @@ class WorkerServer {
     std::string coordinator_address;
     // Four beats fit in the coordinator's default 2 s liveness timeout.
     absl::Duration heartbeat_interval = absl::Milliseconds(500);
+    // How long the worker goes on without registering before it stops
+    // (a coordinator restarting takes seconds). Infinite: never stops.
+    absl::Duration register_timeout = absl::Minutes(5);
     GpuExecutor::Options executor;      // kind gpu
     DeviceExecutor::Options device;     // kinds reram and systolic
     prometheus::Registry* metrics_registry = nullptr;  // optional
@@ -47,7 +53,9 @@ class WorkerServer {
   // What the tasks run on: "cpu", "cuda:0", "cpu (CUDA not found)", or the
   // simulated device.
   std::string device() const;
-  void Wait();                   // blocks until Shutdown()
+  // Blocks until Shutdown(), or until the worker gave up registering:
+  // then UNAVAILABLE saying with what, for how long.
+  absl::Status Wait();
   void Shutdown();
 
  private:
