@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/grpc_setup.h"
+#include "common/net.h"
 #include "common/tls_flags.h"
 #include "common/grpc_status.h"
 #include "google/protobuf/util/json_util.h"
@@ -498,6 +499,12 @@ int ExportCommand(JobService::Stub& stub, const std::string& job_id) {
 int Run(const std::vector<char*>& args) {
   if (args.size() < 2) return Usage("no command given");
   const std::string command = args[1];
+  // gRPC would dial port 99999 as 34463: a bad address is a usage error.
+  if (absl::StatusOr<HostPort> address =
+          ParseHostPort(absl::GetFlag(FLAGS_coordinator), "--coordinator");
+      !address.ok()) {
+    return Usage(std::string(address.status().message()));
+  }
   auto stub = JobService::NewStub(MakeChannel(absl::GetFlag(FLAGS_coordinator)));
   auto need_job = [&]() -> std::string {
     return args.size() >= 3 ? std::string(args[2]) : std::string();

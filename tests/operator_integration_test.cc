@@ -45,6 +45,8 @@ TEST(OperatorTest, MalformedAddressesExitTwoNamingTheFlag) {
        "--listen '127.0.0.1:65536' has no valid port"},
       {Coordinator() + " --no_state --state_dir=/tmp/x --listen=127.0.0.1:0 --metrics=",
        "--state_dir and --no_state contradict each other"},
+      {Hptctl() + " --coordinator=127.0.0.1:99999 list",
+       "--coordinator '127.0.0.1:99999' has no valid port (0..65535)"},
   };
   for (const Case& c : cases) {
     const CommandResult run = RunCommand(c.command);
