@@ -74,6 +74,17 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& registry)
                           .Name("hpt_job_switch_step")
                           .Help("First LoRA step of the job; -1 before the switch.")
                           .Register(registry)),
+      job_waiting_for_workers(
+          prometheus::BuildGauge()
+              .Name("hpt_job_waiting_for_workers")
+              .Help("1 while the job waits for a device worker its placement needs "
+                    "(hptctl status says which).")
+              .Register(registry)),
+      job_on_fallback(prometheus::BuildGauge()
+                          .Name("hpt_job_on_fallback")
+                          .Help("1 while the job's LoRA phase runs on its fallback placement "
+                                "because the planned devices are gone.")
+                          .Register(registry)),
       job_phase_simulated_seconds(
           prometheus::BuildGauge()
               .Name("hpt_job_phase_simulated_seconds")
@@ -117,6 +128,8 @@ void CoordinatorMetrics::ObserveJob(const Job& job) {
   }
   const HptStatus& hpt = job.hpt();
   job_switch_step.Add(labels).Set(double(hpt.switch_step()));
+  job_waiting_for_workers.Add(labels).Set(job.waiting_for().empty() ? 0 : 1);
+  job_on_fallback.Add(labels).Set(hpt.fallback_reason().empty() ? 0 : 1);
   for (const PhaseCost& c : hpt.phases()) {
     const prometheus::Labels l{{"job_id", job.job_id()}, {"phase", c.phase()}};
     job_phase_simulated_seconds.Add(l).Set(c.simulated_s());
@@ -161,7 +174,9 @@ void CoordinatorMetrics::ForgetJob(const std::string& job_id) {
                        &job_samples_per_second}) {
     family->Remove(&family->Add(labels));
   }
-  job_switch_step.Remove(&job_switch_step.Add(labels));
+  for (auto* family : {&job_switch_step, &job_waiting_for_workers, &job_on_fallback}) {
+    family->Remove(&family->Add(labels));
+  }
   events_counted_.erase(job_id);
   auto drop = [&](prometheus::Family<prometheus::Gauge>& family, const char* label,
                   std::initializer_list<const char*> values) {
@@ -171,8 +186,8 @@ void CoordinatorMetrics::ForgetJob(const std::string& job_id) {
     }
   };
   drop(job_phase, "phase", {"full", "trial", "lora"});
-  drop(job_phase_simulated_seconds, "phase", {"full", "switch", "lora"});
-  drop(job_phase_energy, "phase", {"full", "switch", "lora"});
+  drop(job_phase_simulated_seconds, "phase", {"full", "switch", "lora", "lora-gpu", "recovery"});
+  drop(job_phase_energy, "phase", {"full", "switch", "lora", "lora-gpu", "recovery"});
   drop(job_gpu_only_ratio, "quantity", {"time", "energy"});
   drop(job_test_metric, "metric", {"rmse", "mae", "nse", "r2"});
   for (const char* kind : {"gpu", "reram", "systolic"}) {

@@ -43,6 +43,10 @@ struct CoordinatorMetrics {
   prometheus::Family<prometheus::Counter>& phase_switches;
   prometheus::Family<prometheus::Counter>& phase_events;
   prometheus::Family<prometheus::Gauge>& job_switch_step;
+  // 1 while the job waits for a device worker its placement needs; 1 while
+  // its LoRA phase runs on the fallback placement.
+  prometheus::Family<prometheus::Gauge>& job_waiting_for_workers;
+  prometheus::Family<prometheus::Gauge>& job_on_fallback;
   prometheus::Family<prometheus::Gauge>& job_phase_simulated_seconds;
   prometheus::Family<prometheus::Gauge>& job_phase_energy;
   prometheus::Family<prometheus::Gauge>& job_gpu_only_ratio;

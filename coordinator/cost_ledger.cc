@@ -46,6 +46,7 @@ CostLedger::CostLedger(InterconnectConfig link) : link_(link) {
   recovery_cost_.set_phase("recovery");
   recovery_cost_.set_first_step(-1);
   recovery_cost_.set_last_step(-1);
+  fallback_cost_.set_phase("lora-gpu");
 }
 
 void CostLedger::Record(TaskRecord record) {
@@ -147,17 +148,19 @@ void CostLedger::LayTasks(const std::vector<TaskRecord>& tasks, int data_paralle
 }
 
 void CostLedger::CloseStep(int64_t step, bool lora_step, int data_parallel_ranks,
-                           double wall_s) {
+                           double wall_s, bool fallback) {
   CostTimeline all(link_);
   LayTasks(main_tasks_, data_parallel_ranks, &all);
   LayTasks(trial_tasks_, 1, &all);
-  PhaseCost& phase = lora_step ? lora_cost_ : full_cost_;
-  if ((lora_step ? lora_steps_ : full_steps_) == 0) phase.set_first_step(step);
+  fallback = fallback && lora_step;
+  PhaseCost& phase = fallback ? fallback_cost_ : lora_step ? lora_cost_ : full_cost_;
+  int64_t& count = fallback ? fallback_steps_ : lora_step ? lora_steps_ : full_steps_;
+  if (count == 0) phase.set_first_step(step);
   phase.set_last_step(step);
   phase.set_wall_s(phase.wall_s() + wall_s);
   AccumulateTimeline(all, &phase);
   if (lora_step) {
-    ++lora_steps_;
+    ++count;
   } else {
     // GPU-only counts the step without its trial tasks; without a trial
     // that is the timeline just laid.
@@ -201,26 +204,34 @@ void CostLedger::Compare(double project_epochs, HptStatus* hpt) const {
   if (full_steps_ > 0) *h.add_phases() = full_cost_;
   if (HasCost(switch_cost_)) *h.add_phases() = switch_cost_;
   if (lora_steps_ > 0) *h.add_phases() = lora_cost_;
+  if (fallback_steps_ > 0) *h.add_phases() = fallback_cost_;
   if (HasCost(recovery_cost_)) *h.add_phases() = recovery_cost_;
   const double hpt_s = full_cost_.simulated_s() + switch_cost_.simulated_s() +
-                       lora_cost_.simulated_s() + recovery_cost_.simulated_s();
+                       lora_cost_.simulated_s() + recovery_cost_.simulated_s() +
+                       fallback_cost_.simulated_s();
   const double hpt_j = full_cost_.energy_j() + switch_cost_.energy_j() + lora_cost_.energy_j() +
-                       recovery_cost_.energy_j();
+                       recovery_cost_.energy_j() + fallback_cost_.energy_j();
+  // Steps after the switch, wherever they ran.
+  const int64_t after_switch = lora_steps_ + fallback_steps_;
   const double mean_s = full_steps_ > 0 ? gpu_only_full_s_ / double(full_steps_) : 0;
   const double mean_j = full_steps_ > 0 ? gpu_only_full_j_ / double(full_steps_) : 0;
   CostComparison& c = *h.mutable_comparison();
   c.set_hpt_time_s(hpt_s);
   c.set_hpt_energy_j(hpt_j);
-  c.set_gpu_only_time_s(gpu_only_full_s_ + mean_s * double(lora_steps_));
-  c.set_gpu_only_energy_j(gpu_only_full_j_ + mean_j * double(lora_steps_));
+  c.set_gpu_only_time_s(gpu_only_full_s_ + mean_s * double(after_switch));
+  c.set_gpu_only_energy_j(gpu_only_full_j_ + mean_j * double(after_switch));
   c.set_time_ratio(hpt_s > 0 ? c.gpu_only_time_s() / hpt_s : 0);
   c.set_energy_ratio(hpt_j > 0 ? c.gpu_only_energy_j() / hpt_j : 0);
   c.set_method(absl::StrCat(
       "simulated training steps on the cost timeline (evaluation excluded). GPU-only = "
       "the ", full_steps_, " full-phase steps as run, without trial tasks (measured), + ",
-      lora_steps_, " steps after the switch at the mean full-phase step (",
+      after_switch, " steps after the switch at the mean full-phase step (",
       mean_s, " s, ", mean_j, " J; projected). HpT = full phase with trials + switch "
       "(LoRA loads, ReRAM programming) + LoRA-phase steps, all as run",
+      fallback_steps_ > 0
+          ? absl::StrCat(" (", fallback_steps_,
+                         " of them on the GPU workers while the planned devices were gone)")
+          : "",
       HasCost(recovery_cost_)
           ? ", + recovery (re-loading devices after a restart or failover)."
           : "."));
@@ -236,11 +247,17 @@ void CostLedger::Compare(double project_epochs, HptStatus* hpt) const {
     c.set_full_step_with_trials_s(full_cost_.simulated_s() / double(full_steps_));
     c.set_full_step_with_trials_j(full_cost_.energy_j() / double(full_steps_));
   }
-  const double lora_mean_s = lora_steps_ > 0 ? lora_cost_.simulated_s() / lora_steps_ : 0;
-  const double lora_mean_j = lora_steps_ > 0 ? lora_cost_.energy_j() / lora_steps_ : 0;
+  // The projection's LoRA step: the planned placement's mean, or, when no
+  // step ran there, the fallback's.
+  const PhaseCost& lora_like = lora_steps_ > 0 ? lora_cost_ : fallback_cost_;
+  const int64_t lora_like_steps = lora_steps_ > 0 ? lora_steps_ : fallback_steps_;
+  const double lora_mean_s =
+      lora_like_steps > 0 ? lora_like.simulated_s() / double(lora_like_steps) : 0;
+  const double lora_mean_j =
+      lora_like_steps > 0 ? lora_like.energy_j() / double(lora_like_steps) : 0;
   c.set_lora_step_s(lora_mean_s);
   c.set_lora_step_j(lora_mean_j);
-  const bool switched = h.switch_step() >= 0 && lora_steps_ > 0;
+  const bool switched = h.switch_step() >= 0 && after_switch > 0;
   const int64_t before = switched ? std::min<int64_t>(h.switch_step(), n) : n;
   c.set_projected_gpu_only_time_s(mean_s * double(n));
   c.set_projected_gpu_only_energy_j(mean_j * double(n));
@@ -268,7 +285,7 @@ void CostLedger::Compare(double project_epochs, HptStatus* hpt) const {
       switched ? absl::StrCat("HpT: ", before, " full-phase steps at their mean with trials (",
                               full_cost_.simulated_s() / double(full_steps_), " s), the switch, ",
                               n - before, " LoRA-phase steps at their mean (", lora_mean_s,
-                              " s)")
+                              lora_steps_ > 0 ? " s)" : " s, on the fallback GPU workers)")
                : "no switch yet: HpT is full-parameter throughout",
       "; GPU-only: ", n, " steps at the mean full-phase step (", mean_s, " s)."));
   AddTimeNotes(&c);
@@ -329,6 +346,8 @@ void CostLedger::SaveTo(CheckpointHeader* h) const {
   h->set_gpu_only_full_j(gpu_only_full_j_);
   h->set_full_steps(full_steps_);
   h->set_lora_steps(lora_steps_);
+  *h->mutable_fallback_cost() = fallback_cost_;
+  h->set_fallback_steps(fallback_steps_);
 }
 
 void CostLedger::RestoreFrom(const CheckpointHeader& h,
@@ -345,6 +364,9 @@ void CostLedger::RestoreFrom(const CheckpointHeader& h,
   gpu_only_full_j_ = h.gpu_only_full_j();
   full_steps_ = h.full_steps();
   lora_steps_ = h.lora_steps();
+  if (h.has_fallback_cost()) fallback_cost_ = h.fallback_cost();
+  fallback_cost_.set_phase("lora-gpu");
+  fallback_steps_ = h.fallback_steps();
   // This run's workers take over the costs of the ones they replace where
   // the address is the same.
   cost_index_.clear();

@@ -60,8 +60,10 @@ class CostLedger {
   // Lays the step's chains on its timeline and adds it to its phase (and,
   // in the full phase, to GPU-only). `data_parallel_ranks` > 1: the main
   // tasks ran data-parallel over that many GPU workers. `wall_s`: the
-  // step's measured wall time.
-  void CloseStep(int64_t step, bool lora_step, int data_parallel_ranks, double wall_s);
+  // step's measured wall time. `fallback`: a LoRA-phase step on the
+  // fallback placement (the GPU workers), a phase of its own ("lora-gpu").
+  void CloseStep(int64_t step, bool lora_step, int data_parallel_ranks, double wall_s,
+                 bool fallback = false);
   // Lays the recovery chain (workers reloaded after a restore at `step`).
   void CloseRecovery(int64_t step);
 
@@ -94,9 +96,9 @@ class CostLedger {
   std::vector<TaskRecord> main_tasks_, trial_tasks_, switch_tasks_, recovery_tasks_;
   int64_t trainable_bytes_ = 0;
   int64_t steps_per_epoch_ = 0;
-  PhaseCost full_cost_, switch_cost_, lora_cost_, recovery_cost_;
+  PhaseCost full_cost_, switch_cost_, lora_cost_, recovery_cost_, fallback_cost_;
   double gpu_only_full_s_ = 0, gpu_only_full_j_ = 0;
-  int64_t full_steps_ = 0, lora_steps_ = 0;
+  int64_t full_steps_ = 0, lora_steps_ = 0, fallback_steps_ = 0;
   const TaskSink sink_ = [this](const TaskRecord& r) { Record(r); };
 };
 

@@ -99,13 +99,14 @@ void JobRunner::Run(const std::string& job_id) {
   }
   std::shared_ptr<const Checkpoint> resume = LatestCheckpoint(job_id);
   absl::Status status;
-  for (int failovers = 0;; ++failovers) {
-    bool trained = false;
-    status = Attempt(job_id, spec, data, resume, failovers > 0, &trained);
+  for (int attempt = 0, failovers = 0;; ++attempt) {
+    bool trained = false, returned = false;
+    status = Attempt(job_id, spec, data, resume, attempt > 0, &trained, &returned);
     // Only a loss while training goes back to a checkpoint; a wait for
-    // workers that ran out is final.
+    // workers that ran out is final. Going back to the planned placement
+    // (its devices returned) is no failure, and not counted as one.
     if (status.ok() || !trained || !IsWorkerLoss(status) ||
-        failovers >= options_.max_failovers) {
+        (!returned && failovers++ >= options_.max_failovers)) {
       break;
     }
     resume = LatestCheckpoint(job_id);
@@ -134,8 +135,29 @@ void JobRunner::Run(const std::string& job_id) {
   registry_->ForgetOldJobs();
 }
 
+absl::StatusOr<std::vector<WorkerEntry>> JobRunner::WaitForKind(
+    const std::string& job_id, const std::string& kind, absl::Duration wait,
+    const std::string& then, const std::function<bool()>& cancelled) {
+  const bool none = pool_->Live(kind).empty();
+  auto say = [&](const std::string& text) {
+    absl::MutexLock lock(&registry_->mu());
+    absl::StatusOr<JobRegistry::Record*> record = registry_->Find(job_id);
+    if (!record.ok() || (*record)->job.waiting_for() == text) return;
+    (*record)->job.set_waiting_for(text);
+    registry_->Notify((*record)->job);
+  };
+  if (none) {
+    say(absl::StrCat("a ", kind, " worker for the LoRA phase, up to ",
+                     absl::FormatDuration(wait), ", then ", then));
+  }
+  absl::StatusOr<std::vector<WorkerEntry>> found = pool_->WaitFor(kind, 1, wait, cancelled);
+  if (none) say("");
+  return found;
+}
+
 absl::StatusOr<std::vector<WorkerEntry>> JobRunner::AcquireWorkers(
-    const JobSpec& spec, bool failover, const std::function<bool()>& cancelled) {
+    const std::string& job_id, const JobSpec& spec, bool failover,
+    const std::function<bool()>& cancelled, std::string* fallback_reason) {
   const int width = spec.placement().gpu_workers();
   absl::StatusOr<std::vector<WorkerEntry>> entries =
       pool_->WaitFor("gpu", failover ? 1 : width, options_.worker_wait, cancelled);
@@ -154,29 +176,40 @@ absl::StatusOr<std::vector<WorkerEntry>> JobRunner::AcquireWorkers(
     entries->push_back(head_entry->front());
   }
   // The LoRA phase's device placement needs a ReRAM and a systolic worker;
-  // it uses every one registered.
+  // it uses every one registered. Without one after hpt.device_wait_s the
+  // job goes on with its fallback placement.
   const HptSpec& hpt = spec.hpt();
   if (hpt.mode() == "hpt" && hpt.placement() != "gpu") {
+    const bool fail = hpt.fallback_placement() == "fail";
+    const absl::Duration wait =
+        fail ? options_.worker_wait : absl::Seconds(hpt.device_wait_s());
+    std::vector<WorkerEntry> devices;
     for (const char* kind : {"reram", "systolic"}) {
-      absl::StatusOr<std::vector<WorkerEntry>> some =
-          pool_->WaitFor(kind, 1, options_.worker_wait, cancelled);
+      absl::StatusOr<std::vector<WorkerEntry>> some = WaitForKind(
+          job_id, kind, wait, fail ? "fail" : "on the GPU workers", cancelled);
       if (some.status().code() == absl::StatusCode::kCancelled) return some.status();
-      if (!some.ok()) {
+      if (!some.ok() && fail) {
         return absl::FailedPreconditionError(absl::StrCat(
             "hpt.placement '", hpt.placement(), "' needs a ", kind,
             " worker for the LoRA phase: ", some.status().message(),
             " (or submit with hpt.placement gpu)"));
       }
-      for (const WorkerEntry& e : pool_->Live(kind)) entries->push_back(e);
+      if (!some.ok()) {
+        *fallback_reason = absl::StrCat("no ", kind, " worker within ",
+                                        absl::FormatDuration(wait),
+                                        ": the LoRA phase runs on the GPU workers");
+        return entries;
+      }
+      for (const WorkerEntry& e : pool_->Live(kind)) devices.push_back(e);
     }
+    entries->insert(entries->end(), devices.begin(), devices.end());
   }
   return entries;
 }
 
-JobRunner::Workers JobRunner::Connect(const std::string& job_id, const JobSpec& spec,
-                                      std::vector<WorkerEntry> entries, bool failover) {
-  const HptSpec& hpt = spec.hpt();
-  const bool devices = hpt.mode() == "hpt" && hpt.placement() != "gpu";
+JobRunner::Workers JobRunner::Connect(const std::string& job_id,
+                                      std::vector<WorkerEntry> entries, bool devices,
+                                      bool failover) {
   Workers w;
   w.entries = std::move(entries);
   absl::MutexLock lock(&registry_->mu());
@@ -276,16 +309,21 @@ void JobRunner::KeepTrainedModel(const std::string& job_id, const JobSpec& spec,
 absl::Status JobRunner::Attempt(const std::string& job_id, const JobSpec& spec,
                                 const WindowDataset* data,
                                 std::shared_ptr<const Checkpoint> resume, bool failover,
-                                bool* trained) {
+                                bool* trained, bool* returned) {
   // Polled while waiting for workers (a cancel ends the wait at once, not
   // after worker_wait) and by the trainer at every step boundary.
   auto cancelled = [this, job_id] {
     absl::MutexLock lock(&registry_->mu());
     return registry_->Cancelled(job_id);
   };
-  absl::StatusOr<std::vector<WorkerEntry>> entries = AcquireWorkers(spec, failover, cancelled);
+  std::string fallback_reason;
+  absl::StatusOr<std::vector<WorkerEntry>> entries =
+      AcquireWorkers(job_id, spec, failover, cancelled, &fallback_reason);
   if (!entries.ok()) return entries.status();
-  Workers workers = Connect(job_id, spec, std::move(*entries), failover);
+  const HptSpec& hpt = spec.hpt();
+  const bool devices =
+      hpt.mode() == "hpt" && hpt.placement() != "gpu" && fallback_reason.empty();
+  Workers workers = Connect(job_id, std::move(*entries), devices, failover);
   auto release = [&] {
     {
       absl::MutexLock lock(&registry_->mu());
@@ -307,6 +345,11 @@ absl::Status JobRunner::Attempt(const std::string& job_id, const JobSpec& spec,
     trainer_options.rendezvous = *store;
   }
   trainer_options.resume = std::move(resume);
+  trainer_options.fallback_reason = fallback_reason;
+  trainer_options.devices_returned = [this, returned] {
+    *returned = !pool_->Live("reram").empty() && !pool_->Live("systolic").empty();
+    return *returned;
+  };
   Wire(job_id, spec.training(), &trainer_options);
   Trainer trainer(job_id, spec, data, workers.gpu, trainer_options);
   *trained = true;

@@ -78,13 +78,26 @@ class JobRunner {
   // releases them. `trained`: set when the trainer ran (the workers were
   // there).
   absl::Status Attempt(const std::string& job_id, const JobSpec& spec, const WindowDataset* data,
-                       std::shared_ptr<const Checkpoint> resume, bool failover, bool* trained);
-  // Waits for the workers the job's placement needs.
-  absl::StatusOr<std::vector<WorkerEntry>> AcquireWorkers(const JobSpec& spec, bool failover,
-                                                          const std::function<bool()>& cancelled);
-  // Clients for `entries`, recorded in the job's record.
-  Workers Connect(const std::string& job_id, const JobSpec& spec,
-                  std::vector<WorkerEntry> entries, bool failover);
+                       std::shared_ptr<const Checkpoint> resume, bool failover, bool* trained,
+                       bool* returned);
+  // Waits for the workers the job's placement needs. The LoRA phase's
+  // devices are waited for hpt.device_wait_s; without them the job goes on
+  // with hpt.fallback_placement gpu (`fallback_reason` says why) or fails.
+  absl::StatusOr<std::vector<WorkerEntry>> AcquireWorkers(const std::string& job_id,
+                                                          const JobSpec& spec, bool failover,
+                                                          const std::function<bool()>& cancelled,
+                                                          std::string* fallback_reason);
+  // Waits up to `wait` for a live worker of `kind`, saying so in the job's
+  // waiting_for meanwhile.
+  absl::StatusOr<std::vector<WorkerEntry>> WaitForKind(const std::string& job_id,
+                                                       const std::string& kind,
+                                                       absl::Duration wait,
+                                                       const std::string& then,
+                                                       const std::function<bool()>& cancelled);
+  // Clients for `entries`, recorded in the job's record; `devices`: the
+  // ReRAM and systolic workers serve the LoRA phase.
+  Workers Connect(const std::string& job_id, std::vector<WorkerEntry> entries, bool devices,
+                  bool failover);
   // The trainer's callbacks into the registry.
   void Wire(const std::string& job_id, const TrainingSpec& training,
             Trainer::Options* options);

@@ -367,6 +367,13 @@ absl::Status NormalizeHpt(HptSpec& h, const ModelSpec& model, const ModelConfig&
     return Invalid("hpt.placement",
                    absl::StrCat("'", h.placement(), "' is not paper, gpu or reram_full"));
   }
+  if (h.device_wait_s() == 0) h.set_device_wait_s(60);
+  RETURN_IF_ERROR(CheckRange("hpt.device_wait_s", h.device_wait_s(), 0, 1e6));
+  if (h.fallback_placement().empty()) h.set_fallback_placement("gpu");
+  if (h.fallback_placement() != "gpu" && h.fallback_placement() != "fail") {
+    return Invalid("hpt.fallback_placement",
+                   absl::StrCat("'", h.fallback_placement(), "' is not gpu or fail"));
+  }
   InterconnectSpec& link = *h.mutable_interconnect();
   if (link.bandwidth_gb_per_s() == 0) link.set_bandwidth_gb_per_s(32);
   if (link.latency_us() == 0) link.set_latency_us(1);

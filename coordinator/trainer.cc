@@ -39,6 +39,7 @@ Trainer::Trainer(std::string job_id, JobSpec spec, const WindowDataset* data,
                  std::vector<WorkerClient*> workers, Options options)
     : job_id_(std::move(job_id)),
       spec_(std::move(spec)),
+      placement_(options.fallback_reason.empty() ? spec_.hpt().placement() : "gpu"),
       data_(data),
       workers_(std::move(workers)),
       options_(std::move(options)),
@@ -223,7 +224,7 @@ absl::Status Trainer::Switch() {
   ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks, gpu->Snapshot(job_id_, {}));
   LoadParametersHeader header = GpuHeader(job_id_, kLoraSeedOffset);
   *header.mutable_lora() = spec_.hpt().lora();
-  const std::string& placement = spec_.hpt().placement();
+  const std::string& placement = placement_;
   // LoRA is created on the GPU workers first (adapters from the seed, B = 0,
   // auto ranks from the weight change); the device placement takes its
   // tensors from there.
@@ -365,15 +366,29 @@ absl::Status Trainer::Reload(const Checkpoint& checkpoint) {
     return absl::DataLossError(absl::StrCat("the checkpoint at step ", h.step(),
                                             " holds no model parameters"));
   }
-  if (phase_ == Phase::kLora && spec_.hpt().placement() != "gpu") {
+  if (phase_ == Phase::kLora && placement_ != "gpu") {
     std::map<std::string, int> ranks(h.hpt().lora_ranks().begin(), h.hpt().lora_ranks().end());
-    return StartHybrid(model, ranks, cursor_.main_updates);
+    // A checkpoint made on the GPU workers (a fallback) lacks the token
+    // encoding the device segments add as a constant.
+    std::map<std::string, HostTensor> params = model;
+    if (!params.count("token_encoding")) {
+      params["token_encoding"] = TokenEncodingTable(data_->num_tokens(), model_.d_model());
+    }
+    return StartHybrid(params, ranks, cursor_.main_updates);
+  }
+  // The device segments' tensors that are not the GPU model's: the token
+  // encoding constant and the ReRAM layers' read state.
+  std::map<std::string, HostTensor> on_gpu = model;
+  for (auto it = on_gpu.begin(); it != on_gpu.end();) {
+    const bool device_only = it->first == "token_encoding" ||
+                             it->first.find("@reram_read") != std::string::npos;
+    it = device_only ? on_gpu.erase(it) : std::next(it);
   }
   LoadParametersHeader header = GpuHeader(job_id_, phase_ == Phase::kLora ? kLoraSeedOffset : 0);
   header.set_optimizer_steps(cursor_.main_updates);
   if (phase_ == Phase::kLora) *header.mutable_lora() = spec_.hpt().lora();
   if (options_.head_worker != nullptr) header.set_gpu_segment("encoder");
-  const std::vector<TensorChunk> chunks = SplitTensors(model);
+  const std::vector<TensorChunk> chunks = SplitTensors(on_gpu);
   RETURN_IF_ERROR(ForEachWorker(workers_.size(), [&](size_t i) -> absl::Status {
     return workers_[i]->LoadParameters(header, chunks).status();
   }));
@@ -507,7 +522,8 @@ absl::Status Trainer::RunStep(const std::vector<int64_t>& indices, int64_t step,
   // The step's main tasks ran data-parallel unless they ran on devices.
   const bool data_parallel = workers_.size() > 1 && options_.head_worker == nullptr &&
                              !(lora_step && hybrid_ != nullptr);
-  ledger_.CloseStep(step, lora_step, data_parallel ? int(workers_.size()) : 1, wall_s);
+  ledger_.CloseStep(step, lora_step, data_parallel ? int(workers_.size()) : 1, wall_s,
+                    /*fallback=*/!options_.fallback_reason.empty());
   ledger_.Compare(spec_.hpt().project_epochs(), &state_.hpt);
   FinishStep(step + 1, int64_t(indices.size()), loss);
   return absl::OkStatus();
@@ -526,6 +542,19 @@ void Trainer::FinishStep(int64_t steps_done, int64_t samples, double loss) {
   Report();
 }
 
+absl::Status Trainer::BackToPlannedPlacement(int64_t step) {
+  if (options_.fallback_reason.empty() || !options_.devices_returned ||
+      !options_.devices_returned()) {
+    return absl::OkStatus();
+  }
+  // The checkpoint of this step boundary: the caller resumes from it on the
+  // planned placement, so no step is lost.
+  RETURN_IF_ERROR(SaveCheckpoint(step, "the planned placement's workers are back"));
+  return absl::AbortedError(absl::StrCat(
+      "the ", spec_.hpt().placement(), " placement's workers are back at step ", step,
+      ": leaving the fallback (", options_.fallback_reason, ")"));
+}
+
 absl::Status Trainer::Run() {
   const TrainingSpec& training = spec_.training();
   start_ = options_.now();
@@ -538,6 +567,7 @@ absl::Status Trainer::Run() {
     RETURN_IF_ERROR(LoadModel());
     if (hpt_) RETURN_IF_ERROR(WeightDistance().status());  // W at the start
   }
+  state_.hpt.set_fallback_reason(options_.fallback_reason);
   const int64_t n_train = static_cast<int64_t>(data_->train_starts().size());
   const int64_t batch = training.batch_size();
   const int64_t steps_per_epoch = cursor_.steps_per_epoch;
@@ -558,6 +588,7 @@ absl::Status Trainer::Run() {
       if (options_.cancelled()) {
         return absl::CancelledError(absl::StrCat("cancelled at step ", step));
       }
+      RETURN_IF_ERROR(BackToPlannedPlacement(step));
       const int64_t begin = s * batch;
       const int64_t end = std::min<int64_t>(begin + batch, n_train);
       bool switched = false;

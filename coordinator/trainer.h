@@ -88,6 +88,13 @@ class Trainer {
     std::function<void(Checkpoint)> on_checkpoint;
     // Resume from this checkpoint of the job instead of step 0.
     std::shared_ptr<const Checkpoint> resume;
+    // Non-empty: the LoRA phase's planned devices are gone (why, e.g. "no
+    // reram worker within 60 s"), and it runs on the GPU workers instead
+    // (hpt.fallback_placement gpu). Then `devices_returned` is asked at
+    // every step boundary; once it says yes, Run checkpoints and returns
+    // ABORTED, for the caller to go on from there on the planned placement.
+    std::string fallback_reason;
+    std::function<bool()> devices_returned;
   };
 
   // `spec` is normalised; `workers` has spec.placement.gpu_workers entries.
@@ -166,8 +173,14 @@ class Trainer {
               const CostReport& cost, int64_t bytes_in = 0);
   void Report();
 
+  // Goes back to the planned placement when its devices are back (see
+  // Options::fallback_reason): a checkpoint, then ABORTED. OK otherwise.
+  absl::Status BackToPlannedPlacement(int64_t step);
+
   const std::string job_id_;
   const JobSpec spec_;
+  // Where the LoRA phase runs: the spec's placement, or "gpu" on fallback.
+  const std::string placement_;
   const WindowDataset* data_;
   std::vector<WorkerClient*> workers_;
   Options options_;

@@ -1,5 +1,7 @@
 #include "hptctl/job_format.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <map>
 #include <tuple>
@@ -89,6 +91,12 @@ std::string FormatSummary(const Job& job) {
       absl::StrAppendFormat(&out, ", %d gaps interpolated", d.filled_cells());
     }
     absl::StrAppend(&out, "\n");
+  }
+  if (!job.waiting_for().empty()) {
+    absl::StrAppend(&out, "  waiting    for ", job.waiting_for(), "\n");
+  }
+  if (!job.hpt().fallback_reason().empty()) {
+    absl::StrAppend(&out, "  fallback   ", job.hpt().fallback_reason(), "\n");
   }
   absl::StrAppendFormat(&out, "  progress   epoch %d/%d, step %d/%d, %s elapsed\n",
                         p.epoch(), p.epochs(), p.step(), p.total_steps(),
@@ -218,8 +226,11 @@ namespace {
 void AppendPhases(const HptStatus& h, std::string* report) {
   std::string& out = *report;
   absl::StrAppend(&out, "\nphases\n");
-  absl::StrAppend(&out, absl::StrFormat("  %-7s %-13s %9s %12s %12s  %s\n", "phase", "steps",
-                                        "wall", "simulated", "energy", "by device"));
+  // As wide as the longest phase name ("lora-gpu" after a fallback).
+  int width = 7;
+  for (const PhaseCost& c : h.phases()) width = std::max(width, int(c.phase().size()));
+  absl::StrAppend(&out, absl::StrFormat("  %-*s %-13s %9s %12s %12s  %s\n", width, "phase",
+                                        "steps", "wall", "simulated", "energy", "by device"));
   for (const PhaseCost& c : h.phases()) {
     const std::string steps = c.first_step() < 0 ? "-"
                               : c.phase() == "switch"
@@ -235,7 +246,8 @@ void AppendPhases(const HptStatus& h, std::string* report) {
                           ? absl::StrCat(kind, " ", Eng(j, "J"))
                           : absl::StrCat(kind, " ", Eng(busy->second, "s"), "/", Eng(j, "J")));
     }
-    absl::StrAppend(&out, absl::StrFormat("  %-7s %-13s %9s %12s %12s  %s\n", c.phase(), steps,
+    absl::StrAppend(&out, absl::StrFormat("  %-*s %-13s %9s %12s %12s  %s\n", width, c.phase(),
+                                          steps,
                                           FormatDuration(c.wall_s()),
                                           Eng(c.simulated_s(), "s"), Eng(c.energy_j(), "J"),
                                           absl::StrJoin(parts, ", ")));
@@ -254,15 +266,18 @@ void AppendGpuKernels(const Job& job, std::string* report) {
     if (auto it = c.find("launch_bound_s"); it != c.end()) launch_bound_s += it->second;
     gpu_s += d.cost().simulated_s();
   }
-  int64_t full_steps = 0;
+  int64_t full_steps = 0, fallback_steps = 0;
   for (const PhaseCost& c : h.phases()) {
     if (c.phase() == "full") full_steps = c.last_step() - c.first_step() + 1;
+    if (c.phase() == "lora-gpu") fallback_steps = c.last_step() - c.first_step() + 1;
   }
   if (kernels > 0 && full_steps > 0 && gpu_s > 0) {
     absl::StrAppend(&out, absl::StrFormat(
-        "\nGPU kernels: %.0f a full-phase step (trials, loads and evaluation "
+        "\nGPU kernels: %.0f a %s step (trials, loads and evaluation "
         "included), %.0f %% of simulated GPU time launch-bound\n",
-        kernels / double(full_steps), 100 * launch_bound_s / gpu_s));
+        kernels / double(full_steps + fallback_steps),
+        fallback_steps > 0 ? "GPU (full-phase or fallback)" : "full-phase",
+        100 * launch_bound_s / gpu_s));
   }
 }
 
@@ -346,6 +361,10 @@ std::string FormatReport(const Job& job) {
                   "  wall ", FormatDuration(job.progress().elapsed_s()), "\n");
   absl::StrAppend(&out, "placement ", h.placement().empty() ? "gpu" : h.placement(),
                   "  window k ", WindowText(h), "  steps ", job.progress().step(), "\n");
+  if (!h.fallback_reason().empty()) {
+    absl::StrAppend(&out, "fallback: ", h.fallback_reason(),
+                    " (phase lora-gpu below: LoRA-phase steps on the GPU workers)\n");
+  }
   if (h.switch_step() >= 0) {
     absl::StrAppend(&out, "switched to LoRA at step ", h.switch_step(), " (",
                     h.lora_trainable_parameters(), " trainable parameters; ranks ");

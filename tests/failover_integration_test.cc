@@ -203,6 +203,94 @@ constexpr char kDevices[] = R"(
   hpt { window_steps: 4 loss_threshold: 0.9 weight_threshold: 0.9 lora { rank: 2 } }
 )";
 
+// The same job, longer, waiting 2 s for a lost device before it falls back.
+std::string FallbackSpec(int epochs) {
+  return absl::StrCat(R"(
+  name: "lora-fallback"
+  model { preset: "tiny" dropout: 0.1 dropout_set: true }
+  data { synthetic { stations: 6 time_steps: 700 } }
+  training { epochs: )", epochs, R"( batch_size: 16 seed: 5 checkpoint_every: 5
+             optimizer { learning_rate: 0.003 } }
+  hpt { check_window_steps: 4 loss_threshold: 0.9 weight_threshold: 0.9 lora { rank: 2 }
+        device_wait_s: 2 }
+)");
+}
+
+bool HasPhase(const Job& j, const std::string& name) {
+  for (const PhaseCost& p : j.hpt().phases()) {
+    if (p.phase() == name) return true;
+  }
+  return false;
+}
+
+TEST_F(FailoverTest, TheOnlyReramWorkerGoneInTheLoraPhaseTheJobFinishesOnTheGpu) {
+  StartCoordinator("coordinator");
+  ChildProcess gpu = StartWorker("gpu", "gpu0");
+  ChildProcess reram = StartWorker("reram", "reram0");
+  ChildProcess systolic = StartWorker("systolic", "systolic0");
+  const std::string id = Submit(FallbackSpec(4));
+  Job lora = WaitUntil(id, [&](const Job& j) {
+    return (j.hpt().phase() == "lora" && j.hpt().switch_step() > 0 &&
+            j.progress().step() >= j.hpt().switch_step() + 8) ||
+           Finished(j);
+  });
+  ASSERT_EQ(lora.hpt().phase(), "lora");
+  ASSERT_EQ(kill(reram.pid(), SIGKILL), 0);
+  reram.Stop();
+  // While it waits, the job says for what.
+  Job waiting = WaitUntil(id, [](const Job& j) { return !j.waiting_for().empty() || Finished(j); });
+  EXPECT_THAT(waiting.waiting_for(), HasSubstr("a reram worker for the LoRA phase, up to 2s"));
+  Job done = WaitUntil(id, Finished);
+  ASSERT_EQ(done.state(), SUCCEEDED) << done.error();
+  EXPECT_THAT(done.hpt().fallback_reason(), HasSubstr("no reram worker within 2s"));
+  EXPECT_TRUE(HasPhase(done, "lora")) << done.hpt().DebugString();
+  EXPECT_TRUE(HasPhase(done, "lora-gpu")) << done.hpt().DebugString();
+  EXPECT_TRUE(done.waiting_for().empty());
+  ASSERT_GE(done.recoveries_size(), 1);
+  EXPECT_TRUE(std::isfinite(done.progress().test_loss()));
+  EXPECT_THAT(done.hpt().comparison().method(), HasSubstr("on the GPU workers while the planned "
+                                                          "devices were gone"));
+}
+
+TEST_F(FailoverTest, OnTheFallbackTheJobGoesBackToTheChipWhenAReramWorkerReturns) {
+  StartCoordinator("coordinator");
+  ChildProcess gpu = StartWorker("gpu", "gpu0");
+  ChildProcess reram = StartWorker("reram", "reram0");
+  ChildProcess systolic = StartWorker("systolic", "systolic0");
+  const std::string id = Submit(FallbackSpec(24));
+  Job lora = WaitUntil(id, [&](const Job& j) {
+    return (j.hpt().phase() == "lora" && j.hpt().switch_step() > 0 &&
+            j.progress().step() >= j.hpt().switch_step() + 8) ||
+           Finished(j);
+  });
+  ASSERT_EQ(lora.hpt().phase(), "lora");
+  ASSERT_EQ(kill(reram.pid(), SIGKILL), 0);
+  reram.Stop();
+  Job fallen = WaitUntil(id, [](const Job& j) {
+    return !j.hpt().fallback_reason().empty() || Finished(j);
+  });
+  ASSERT_FALSE(Finished(fallen)) << "the job ended before its fallback could be seen";
+  ChildProcess back = StartWorker("reram", "reram1");
+  Job done = WaitUntil(id, Finished);
+  ASSERT_EQ(done.state(), SUCCEEDED) << done.error();
+  // Back on the chip: no fallback now, steps of both kinds, the new worker
+  // programmed (a recovery phase), and the return in the history.
+  EXPECT_TRUE(done.hpt().fallback_reason().empty()) << done.hpt().fallback_reason();
+  EXPECT_TRUE(HasPhase(done, "lora-gpu")) << done.hpt().DebugString();
+  EXPECT_TRUE(HasPhase(done, "recovery")) << done.hpt().DebugString();
+  bool returned = false;
+  for (const Recovery& r : done.recoveries()) {
+    returned |= r.cause().find("workers are back") != std::string::npos;
+  }
+  EXPECT_TRUE(returned) << done.DebugString();
+  int64_t lora_last = -1, fallback_last = -1;
+  for (const PhaseCost& p : done.hpt().phases()) {
+    if (p.phase() == "lora") lora_last = p.last_step();
+    if (p.phase() == "lora-gpu") fallback_last = p.last_step();
+  }
+  EXPECT_GT(lora_last, fallback_last);  // the last steps ran on the chip again
+}
+
 TEST_F(FailoverTest, KilledReramWorkerInTheLoraPhaseIsReplacedByAFreshOne) {
   StartCoordinator("coordinator");
   ChildProcess gpu = StartWorker("gpu", "gpu0");
