@@ -16,7 +16,7 @@
 // a deadline, or a worker that lost the job), the job goes back to its
 // newest checkpoint on the workers that are live then (a live worker of the
 // same kind, or a data-parallel group shrunk to the GPU workers left) and
-// replays the steps since, up to max_failovers times. A coordinator started
+// replays the steps since, up to max_failovers times in a row. A coordinator started
 // on the same state directory resumes every job that was running from its
 // newest checkpoint file, and ResumeJob queues a failed or cancelled job
 // again from one. Each of these is a Recovery in the job's history.
@@ -75,7 +75,8 @@ class JobManager {
     // Where checkpoint files go (<state_dir>/checkpoints/<job id>); empty:
     // the newest checkpoint is kept in memory only.
     std::string state_dir;
-    // Times a job goes back to a checkpoint after losing a worker.
+    // Times in a row (without a step of progress between them) a job goes
+    // back to a checkpoint after losing a worker.
     int max_failovers = 3;
   };
 

@@ -101,7 +101,15 @@ void JobRunner::Run(const std::string& job_id) {
   absl::Status status;
   for (int attempt = 0, failovers = 0;; ++attempt) {
     bool trained = false, returned = false;
+    const int64_t from_step = resume != nullptr ? resume->header.step() : 0;
     status = Attempt(job_id, spec, data, resume, attempt > 0, &trained, &returned);
+    {
+      // An attempt that trained past its checkpoint made progress: the
+      // failover limit counts losses in a row, not in a job's lifetime.
+      absl::MutexLock lock(&registry_->mu());
+      absl::StatusOr<JobRegistry::Record*> record = registry_->Find(job_id);
+      if (record.ok() && (*record)->job.progress().step() > from_step) failovers = 0;
+    }
     // Only a loss while training goes back to a checkpoint; a wait for
     // workers that ran out is final. Going back to the planned placement
     // (its devices returned) is no failure, and not counted as one.

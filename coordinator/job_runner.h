@@ -8,7 +8,8 @@
 // deadline, an abort, or a worker that lost the job), the job goes back to
 // its newest checkpoint on the workers live then (a live worker of the same
 // kind, or a data-parallel group shrunk to the GPU workers left) and
-// replays the steps since, up to max_failovers times; each is a Recovery in
+// replays the steps since, up to max_failovers times in a row without a
+// step of progress between them; each is a Recovery in
 // the job's history. A monitor thread aborts the calls of running jobs to
 // workers the pool no longer counts live, four times a second, so a
 // stopped worker's calls do not wait for their deadline.
@@ -50,7 +51,7 @@ class JobRunner {
     std::function<absl::StatusOr<RendezvousStore*>()> rendezvous;
     absl::Duration worker_wait = absl::Seconds(30);
     std::string state_dir;  // checkpoint and model files; may be empty
-    int max_failovers = 3;
+    int max_failovers = 3;  // in a row, without progress between them
   };
 
   // `registry` and `pool` must outlive the runner.

@@ -234,8 +234,16 @@ absl::StatusOr<LoadParametersResponse> DeviceExecutor::Load(
   // A job may hold several segments here; loading one replaces only it.
   absl::MutexLock lock(&impl_->mu);
   Job& job = impl_->jobs.Emplace(header.job_id());
+  // A load starts (or restarts, from a checkpoint) the job's run here: what
+  // an earlier run left (forwards awaiting a backward, backward answers,
+  // the last step applied) must not answer the replayed steps. A
+  // coordinator that died never released the job, and without this a
+  // replayed update at or before the old run's last one was skipped.
+  job.tasks = TaskBook<Pending>();
   job.optimizer = header.optimizer();
-  if (header.optimizer_steps() > 0) job.adam_steps = header.optimizer_steps();
+  // Adam's step count is the header's: 0 for a fresh optimizer, the
+  // checkpoint's updates when restoring (never an earlier run's count).
+  job.adam_steps = header.optimizer_steps();
   job.segments[header.segment().name()] = std::move(*graph);
   return response;
 }

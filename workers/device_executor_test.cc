@@ -293,6 +293,47 @@ TEST(SegmentGraphTest, InferenceForwardEqualsTrainingForwardWithoutDropout) {
   }
 }
 
+TEST(DeviceExecutorTest, ALoadAfterARestartDoesNotSkipReplayedSteps) {
+  // A coordinator that died never released the job here; its successor
+  // loads the segment again from a checkpoint and replays steps the old
+  // run had applied. Those must train, not be answered as retries.
+  DeviceExecutor::Options o;
+  o.kind = "systolic";
+  o.systolic.rows = o.systolic.cols = 8;
+  auto e = *DeviceExecutor::Create(o);
+  Net n;
+  auto run_step = [&](int64_t step) {
+    ForwardRequest f = Fwd(n, true);
+    f.mutable_key()->set_step(step);
+    EXPECT_TRUE(e->Forward(f).ok());
+    BackwardRequest b;
+    *b.mutable_key() = f.key();
+    auto g = e->Backward(b);
+    EXPECT_TRUE(g.ok()) << g.status();
+    ApplyUpdateRequest u;
+    u.set_job_id("j");
+    u.set_step(step);
+    u.set_learning_rate(0.01);
+    return e->ApplyUpdate(u)->applied();
+  };
+  ASSERT_TRUE(e->Load(Header(true), Params(n)).ok());
+  EXPECT_TRUE(run_step(5));
+  ASSERT_TRUE(e->Load(Header(true), Params(n)).ok());  // the successor's load
+  EXPECT_TRUE(run_step(3));
+  // The replayed step trained from the loaded weights, as the first run's
+  // step did: the same weights after it.
+  auto replayed = Snapshot(*e);
+  ASSERT_TRUE(e->Load(Header(true), Params(n)).ok());
+  EXPECT_TRUE(run_step(5));
+  auto first = Snapshot(*e);
+  for (const auto& [name, t] : first) {
+    ASSERT_EQ(t.data.size(), replayed.at(name).data.size()) << name;
+    for (size_t i = 0; i < t.data.size(); ++i) {
+      EXPECT_FLOAT_EQ(t.data[i], replayed.at(name).data[i]) << name;
+    }
+  }
+}
+
 TEST(DeviceExecutorTest, ReramProgramsFrozenWeightsOnceAndReadsBothWays) {
   DeviceExecutor::Options o;
   o.kind = "reram";
