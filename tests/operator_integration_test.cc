@@ -2,6 +2,10 @@
 // durable with no state flags (its default folder), refusals of malformed
 // addresses naming the flag with exit code 2, and one-line client errors.
 #include <signal.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 
 #include <cstdio>
 #include <fstream>
@@ -18,7 +22,6 @@ namespace hpt::testing {
 namespace {
 
 using ::testing::HasSubstr;
-using ::testing::Not;
 
 std::string Coordinator() { return RunfilePath("coordinator/hpt_coordinator"); }
 std::string Worker() { return RunfilePath("workers/hpt_worker"); }
@@ -74,41 +77,63 @@ TEST(OperatorTest, AWorkerThatCannotRegisterSaysWhyOnEveryTryThenExits) {
   EXPECT_THAT(bad.output, HasSubstr("--register_timeout_s must be a number >= 0, got -1"));
 }
 
-TEST(OperatorTest, ACoordinatorWithNoStateFlagsKeepsItsJobsInItsDefaultFolder) {
+// A port nothing listens on now, for a command that must be the same twice.
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+TEST(OperatorTest, ACoordinatorWithNoStateFlagsResumesItsJobAfterASigkill) {
   const std::string home = MakeTempDir("home");
   const std::string state = home + "/.local/state/hpt";
+  const std::string address = absl::StrCat("127.0.0.1:", FreePort());
   // The same command both times: no state flags, HOME as a user's.
-  auto start = [&](const std::string& log) {
-    return ChildProcess::Start(
-        {"/usr/bin/env", "-u", "XDG_STATE_HOME", "HOME=" + home, Coordinator(),
-         "--listen=127.0.0.1:0", "--metrics=", "--port_file=" + home + "/c.port"},
-        home + "/" + log);
-  };
-  auto first = start("first.log");
+  const std::vector<std::string> command = {
+      "/usr/bin/env", "-u", "XDG_STATE_HOME", "HOME=" + home, Coordinator(),
+      "--listen=" + address, "--metrics=", "--port_file=" + home + "/c.port",
+      "--worker_timeout_s=2"};
+  auto first = ChildProcess::Start(command, home + "/first.log");
   ASSERT_TRUE(first.ok()) << first.status();
-  auto ports = WaitForPortFile(home + "/c.port", *first, absl::Seconds(60));
-  ASSERT_TRUE(ports.ok()) << ports.status();
-  const std::string ctl = absl::StrCat(Hptctl(), " --coordinator=127.0.0.1:", ports->grpc);
-  // No worker registers: the job waits, queued, as a long job would train.
-  const CommandResult submitted = RunCommand(ctl + " submit --stations=4 --time_steps=64");
+  ASSERT_TRUE(WaitForPortFile(home + "/c.port", *first, absl::Seconds(60)).ok());
+  auto worker = ChildProcess::Start({Worker(), "--kind=gpu", "--listen=127.0.0.1:0",
+                                     "--metrics=", "--threads=1", "--coordinator=" + address},
+                                    home + "/worker.log");
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  const std::string ctl = Hptctl() + " --coordinator=" + address;
+  const CommandResult submitted =
+      RunCommand(ctl + " submit --mode=full --stations=6 --time_steps=700 --epochs=8 "
+                       "--checkpoint_every=10 --format=json");
   ASSERT_EQ(submitted.exit_code, 0) << submitted.output;
-  EXPECT_THAT(submitted.output, HasSubstr("submitted job-000001"));
+  EXPECT_THAT(submitted.output, HasSubstr("\"job_id\": \"job-000001\""));
   const CommandResult said = RunCommand("cat " + home + "/first.log");
   EXPECT_THAT(said.output, HasSubstr("state (jobs, checkpoints, trained models) in " + state +
                                      " (the default"));
-  kill(first->pid(), SIGKILL);
+  // Mid-job: past a checkpoint, far from the end.
+  for (int i = 0; i < 600; ++i) {
+    const CommandResult status = RunCommand(ctl + " status job-000001 --format=json");
+    if (status.output.find("\"checkpoint_step\"") != std::string::npos) break;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  ASSERT_EQ(kill(first->pid(), SIGKILL), 0);
   first->Stop();
   std::remove((home + "/c.port").c_str());
 
-  auto second = start("second.log");
+  auto second = ChildProcess::Start(command, home + "/second.log");
   ASSERT_TRUE(second.ok()) << second.status();
-  ports = WaitForPortFile(home + "/c.port", *second, absl::Seconds(60));
-  ASSERT_TRUE(ports.ok()) << ports.status();
-  const std::string ctl2 = absl::StrCat(Hptctl(), " --coordinator=127.0.0.1:", ports->grpc);
-  const CommandResult status = RunCommand(ctl2 + " status job-000001");
-  EXPECT_EQ(status.exit_code, 0) << status.output;
-  EXPECT_THAT(status.output, Not(HasSubstr("no job")));
-  const CommandResult next = RunCommand(ctl2 + " submit --stations=4 --time_steps=64");
+  ASSERT_TRUE(WaitForPortFile(home + "/c.port", *second, absl::Seconds(60)).ok());
+  const CommandResult watched = RunCommand(ctl + " watch job-000001");
+  EXPECT_EQ(watched.exit_code, 0) << watched.output;
+  const CommandResult status = RunCommand(ctl + " status job-000001 --format=json");
+  EXPECT_THAT(status.output, HasSubstr("\"state\": \"SUCCEEDED\""));
+  EXPECT_THAT(status.output, HasSubstr("the coordinator restarted"));
+  const CommandResult next = RunCommand(ctl + " submit --stations=4 --time_steps=64");
   ASSERT_EQ(next.exit_code, 0) << next.output;
   EXPECT_THAT(next.output, HasSubstr("submitted job-000002"));
 }
