@@ -214,4 +214,10 @@ absl::StatusOr<std::map<std::string, HostTensor>> AssembleChunks(
   return assembler.Finish();
 }
 
+int64_t ChunkBytes(const std::vector<TensorChunk>& chunks) {
+  int64_t bytes = 0;
+  for (const TensorChunk& c : chunks) bytes += int64_t(c.data().size());
+  return bytes;
+}
+
 }  // namespace hpt

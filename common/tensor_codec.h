@@ -67,6 +67,9 @@ absl::StatusOr<std::map<std::string, HostTensor>> AssembleChunks(
 // The most elements a wire tensor may declare (4 GiB of fp32).
 inline constexpr int64_t kMaxTensorElements = int64_t{1} << 30;
 
+// The data bytes of `chunks` (what they move over the wire, headers aside).
+int64_t ChunkBytes(const std::vector<TensorChunk>& chunks);
+
 }  // namespace hpt
 
 #endif  // HPT_COMMON_TENSOR_CODEC_H_

@@ -296,4 +296,33 @@ SegmentSpec HeadSegment(bool trainable) {
   return segment;
 }
 
+void DescribeReramLayers(const HybridPlan& plan, HptStatus* hpt) {
+  hpt->clear_reram_layers();
+  for (const ReramPlacement& r : plan.reram_layers) {
+    ReramLayerPlacement& out = *hpt->add_reram_layers();
+    out.set_layer(r.layer);
+    out.set_worker(r.worker);
+    out.set_in_features(r.in_features);
+    out.set_out_features(r.out_features);
+    out.set_duplication(r.duplication);
+    out.set_tiles(r.tiles);
+  }
+}
+
+void AddTokenEncoding(int64_t tokens, int64_t d_model,
+                      std::map<std::string, HostTensor>* params) {
+  if (!params->count("token_encoding")) {
+    (*params)["token_encoding"] = TokenEncodingTable(tokens, d_model);
+  }
+}
+
+std::map<std::string, HostTensor> GpuModelTensors(std::map<std::string, HostTensor> params) {
+  for (auto it = params.begin(); it != params.end();) {
+    const bool device_only =
+        it->first == "token_encoding" || it->first.find("@reram_read") != std::string::npos;
+    it = device_only ? params.erase(it) : std::next(it);
+  }
+  return params;
+}
+
 }  // namespace hpt

@@ -27,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "common/host_tensor.h"
 #include "devices/reram/reram_chip.h"
+#include "proto/job_service.pb.h"
 #include "proto/worker_service.pb.h"
 
 namespace hpt {
@@ -82,6 +83,17 @@ absl::StatusOr<HybridPlan> PlanHybrid(const ModelConfig& model, const LoraConfig
 // head placed on a ReRAM or systolic worker in the full phase; its linear
 // layers train unless `trainable` is false (frozen weights in ReRAM).
 SegmentSpec HeadSegment(bool trainable);
+
+// The frozen layers' places on the chips, as the job reports them.
+void DescribeReramLayers(const HybridPlan& plan, HptStatus* hpt);
+
+// Between the two forms of a LoRA-phase model: the device segments take a
+// token-encoding constant the GPU model computes (added when missing), and
+// keep the ReRAM layers' read state (dropped for the GPU, with the
+// constant).
+void AddTokenEncoding(int64_t tokens, int64_t d_model,
+                      std::map<std::string, HostTensor>* params);
+std::map<std::string, HostTensor> GpuModelTensors(std::map<std::string, HostTensor> params);
 
 // The sinusoidal token encoding the model adds after the embedding, the
 // same values as models/st_transformer.h TokenEncoding: [tokens, d_model].

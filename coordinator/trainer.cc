@@ -27,12 +27,6 @@ absl::Status DivergenceCheck(double loss, int64_t step, double learning_rate) {
       learning_rate, ") or check the data for extreme values"));
 }
 
-int64_t ChunkBytes(const std::vector<TensorChunk>& chunks) {
-  int64_t bytes = 0;
-  for (const TensorChunk& c : chunks) bytes += int64_t(c.data().size());
-  return bytes;
-}
-
 }  // namespace
 
 Trainer::Trainer(std::string job_id, JobSpec spec, const WindowDataset* data,
@@ -249,7 +243,7 @@ absl::Status Trainer::Switch() {
   } else {
     ASSIGN_OR_RETURN(std::vector<TensorChunk> lora_chunks, gpu->Snapshot(job_id_, {}));
     ASSIGN_OR_RETURN(auto params, AssembleChunks(lora_chunks));
-    params["token_encoding"] = TokenEncodingTable(data_->num_tokens(), model_.d_model());
+    AddTokenEncoding(data_->num_tokens(), model_.d_model(), &params);
     RETURN_IF_ERROR(StartHybrid(params, ranks, 0));
     for (WorkerClient* w : workers_) w->Release(job_id_).IgnoreError();
   }
@@ -273,16 +267,7 @@ absl::Status Trainer::StartHybrid(const std::map<std::string, HostTensor>& param
     plan_options.chip.tiles = spec_.hpt().reram_chip_tiles();
   }
   ASSIGN_OR_RETURN(HybridPlan plan, PlanHybrid(model_, spec_.hpt().lora(), ranks, plan_options));
-  state_.hpt.clear_reram_layers();
-  for (const ReramPlacement& r : plan.reram_layers) {
-    ReramLayerPlacement& out = *state_.hpt.add_reram_layers();
-    out.set_layer(r.layer);
-    out.set_worker(r.worker);
-    out.set_in_features(r.in_features);
-    out.set_out_features(r.out_features);
-    out.set_duplication(r.duplication);
-    out.set_tiles(r.tiles);
-  }
+  DescribeReramLayers(plan, &state_.hpt);
   hybrid_ = std::make_unique<HybridRunner>(job_id_, std::move(plan), options_.reram_workers,
                                            options_.systolic_workers,
                                            spec_.training().optimizer());
@@ -368,22 +353,12 @@ absl::Status Trainer::Reload(const Checkpoint& checkpoint) {
   }
   if (phase_ == Phase::kLora && placement_ != "gpu") {
     std::map<std::string, int> ranks(h.hpt().lora_ranks().begin(), h.hpt().lora_ranks().end());
-    // A checkpoint made on the GPU workers (a fallback) lacks the token
-    // encoding the device segments add as a constant.
+    // A checkpoint made on the GPU workers (a fallback) lacks the constant.
     std::map<std::string, HostTensor> params = model;
-    if (!params.count("token_encoding")) {
-      params["token_encoding"] = TokenEncodingTable(data_->num_tokens(), model_.d_model());
-    }
+    AddTokenEncoding(data_->num_tokens(), model_.d_model(), &params);
     return StartHybrid(params, ranks, cursor_.main_updates);
   }
-  // The device segments' tensors that are not the GPU model's: the token
-  // encoding constant and the ReRAM layers' read state.
-  std::map<std::string, HostTensor> on_gpu = model;
-  for (auto it = on_gpu.begin(); it != on_gpu.end();) {
-    const bool device_only = it->first == "token_encoding" ||
-                             it->first.find("@reram_read") != std::string::npos;
-    it = device_only ? on_gpu.erase(it) : std::next(it);
-  }
+  const std::map<std::string, HostTensor> on_gpu = GpuModelTensors(model);
   LoadParametersHeader header = GpuHeader(job_id_, phase_ == Phase::kLora ? kLoraSeedOffset : 0);
   header.set_optimizer_steps(cursor_.main_updates);
   if (phase_ == Phase::kLora) *header.mutable_lora() = spec_.hpt().lora();

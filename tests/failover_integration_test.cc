@@ -108,6 +108,12 @@ class FailoverTest : public ::testing::Test {
     return job;
   }
 
+  // Starts the coordinator and one worker of each kind, submits the
+  // fallback job of `epochs` epochs (FallbackSpec, below), and SIGKILLs the
+  // ReRAM worker 8 steps into the LoRA phase. The GPU and systolic workers
+  // go to `others`. Returns the job, or "" after a failed expectation.
+  std::string LoseTheOnlyReramWorkerInTheLoraPhase(int epochs, std::vector<ChildProcess>* others);
+
   static bool Finished(const Job& j) {
     return j.state() == SUCCEEDED || j.state() == FAILED || j.state() == CANCELLED;
   }
@@ -218,6 +224,25 @@ std::string FallbackSpec(int epochs) {
 )");
 }
 
+std::string FailoverTest::LoseTheOnlyReramWorkerInTheLoraPhase(
+    int epochs, std::vector<ChildProcess>* others) {
+  StartCoordinator("coordinator");
+  others->push_back(StartWorker("gpu", "gpu0"));
+  ChildProcess reram = StartWorker("reram", "reram0");
+  others->push_back(StartWorker("systolic", "systolic0"));
+  const std::string id = Submit(FallbackSpec(epochs));
+  Job lora = WaitUntil(id, [&](const Job& j) {
+    return (j.hpt().phase() == "lora" && j.hpt().switch_step() > 0 &&
+            j.progress().step() >= j.hpt().switch_step() + 8) ||
+           Finished(j);
+  });
+  EXPECT_EQ(lora.hpt().phase(), "lora");
+  if (lora.hpt().phase() != "lora") return "";
+  EXPECT_EQ(kill(reram.pid(), SIGKILL), 0);
+  reram.Stop();
+  return id;
+}
+
 bool HasPhase(const Job& j, const std::string& name) {
   for (const PhaseCost& p : j.hpt().phases()) {
     if (p.phase() == name) return true;
@@ -226,19 +251,9 @@ bool HasPhase(const Job& j, const std::string& name) {
 }
 
 TEST_F(FailoverTest, TheOnlyReramWorkerGoneInTheLoraPhaseTheJobFinishesOnTheGpu) {
-  StartCoordinator("coordinator");
-  ChildProcess gpu = StartWorker("gpu", "gpu0");
-  ChildProcess reram = StartWorker("reram", "reram0");
-  ChildProcess systolic = StartWorker("systolic", "systolic0");
-  const std::string id = Submit(FallbackSpec(4));
-  Job lora = WaitUntil(id, [&](const Job& j) {
-    return (j.hpt().phase() == "lora" && j.hpt().switch_step() > 0 &&
-            j.progress().step() >= j.hpt().switch_step() + 8) ||
-           Finished(j);
-  });
-  ASSERT_EQ(lora.hpt().phase(), "lora");
-  ASSERT_EQ(kill(reram.pid(), SIGKILL), 0);
-  reram.Stop();
+  std::vector<ChildProcess> others;
+  const std::string id = LoseTheOnlyReramWorkerInTheLoraPhase(4, &others);
+  if (id.empty()) return;  // the helper's assertion failed
   // While it waits, the job says for what.
   Job waiting = WaitUntil(id, [](const Job& j) { return !j.waiting_for().empty() || Finished(j); });
   EXPECT_THAT(waiting.waiting_for(), HasSubstr("a reram worker for the LoRA phase, up to 2s"));
@@ -255,19 +270,9 @@ TEST_F(FailoverTest, TheOnlyReramWorkerGoneInTheLoraPhaseTheJobFinishesOnTheGpu)
 }
 
 TEST_F(FailoverTest, OnTheFallbackTheJobGoesBackToTheChipWhenAReramWorkerReturns) {
-  StartCoordinator("coordinator");
-  ChildProcess gpu = StartWorker("gpu", "gpu0");
-  ChildProcess reram = StartWorker("reram", "reram0");
-  ChildProcess systolic = StartWorker("systolic", "systolic0");
-  const std::string id = Submit(FallbackSpec(24));
-  Job lora = WaitUntil(id, [&](const Job& j) {
-    return (j.hpt().phase() == "lora" && j.hpt().switch_step() > 0 &&
-            j.progress().step() >= j.hpt().switch_step() + 8) ||
-           Finished(j);
-  });
-  ASSERT_EQ(lora.hpt().phase(), "lora");
-  ASSERT_EQ(kill(reram.pid(), SIGKILL), 0);
-  reram.Stop();
+  std::vector<ChildProcess> others;
+  const std::string id = LoseTheOnlyReramWorkerInTheLoraPhase(24, &others);
+  if (id.empty()) return;  // the helper's assertion failed
   Job fallen = WaitUntil(id, [](const Job& j) {
     return !j.hpt().fallback_reason().empty() || Finished(j);
   });
@@ -388,7 +393,7 @@ TEST_F(FailoverTest, KilledCoordinatorResumesTheJobFromItsCheckpoint) {
 // loss and parameters as an uninterrupted run: no step lost or applied
 // twice. HPT_CHAOS_FAULTS sets the number of faults (default 8); the
 // longer soak is
-//   bazel test //tests:failover_integration_test --test_filter='*Chaos*' \
+//   bazel test //tests:failover_integration_test --test_filter='*Chaos*'
 //     --test_env=HPT_CHAOS_FAULTS=24 --test_output=all
 TEST_F(FailoverTest, ChaosSoakLosesNoStepAndEndsWhereAnUninterruptedRunEnds) {
   const char* faults_env = std::getenv("HPT_CHAOS_FAULTS");
