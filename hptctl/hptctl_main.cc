@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <tuple>
 #include <iostream>
 #include <sstream>
 
@@ -144,15 +145,6 @@ int Usage(const std::string& problem) {
 
 bool Json() { return absl::GetFlag(FLAGS_format) == "json"; }
 
-std::string ToJson(const google::protobuf::Message& m) {
-  std::string out;
-  google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = true;
-  options.preserve_proto_field_names = true;
-  (void)google::protobuf::util::MessageToJsonString(m, &out, options);
-  return out;
-}
-
 std::string& Token() {
   static std::string token;
   return token;
@@ -176,17 +168,6 @@ absl::Status Call(JobService::Stub& stub, Method method, const Request& request,
   grpc::ClientContext context;
   SetDeadline(&context);
   return FromGrpcStatus((stub.*method)(&context, request, response));
-}
-
-absl::Status ParseRows(const std::string& flag, const std::string& value,
-                       int64_t* begin, int64_t* end) {
-  std::vector<std::string> parts = absl::StrSplit(value, ':');
-  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], begin) ||
-      !absl::SimpleAtoi(parts[1], end)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", flag, " '", value, "' is not BEGIN:END (e.g. 0:6000)"));
-  }
-  return absl::OkStatus();
 }
 
 // Whether any job flag (one that fills a spec) was given.
@@ -362,6 +343,7 @@ int Watch(JobService::Stub& stub, const std::string& job_id) {
   Job job;
   Job last;
   int64_t last_printed_epoch = -1;
+  std::string waited_for, fallback;
   bool got_any = false;
   while (reader->Read(&job)) {
     got_any = true;
@@ -374,6 +356,17 @@ int Watch(JobService::Stub& stub, const std::string& job_id) {
       std::cout << line << std::endl;
       continue;
     }
+    // A wait for workers, and the fallback it may end in, get a line of
+    // their own when they begin.
+    for (const auto& [now, before, what] :
+         {std::tuple{job.waiting_for(), waited_for, "waiting for "},
+          std::tuple{job.hpt().fallback_reason(), fallback, "fallback: "}}) {
+      if (!now.empty() && now != before) {
+        std::cout << (tty ? "\r\x1b[K" : "") << what << now << std::endl;
+      }
+    }
+    waited_for = job.waiting_for();
+    fallback = job.hpt().fallback_reason();
     if (tty) {
       std::cout << "\r" << FormatProgress(job, 30) << "\x1b[K" << std::flush;
     } else if (job.progress().epoch() != last_printed_epoch ||

@@ -9,6 +9,9 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/util/json_util.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
@@ -389,6 +392,26 @@ std::string FormatReport(const Job& job) {
   AppendEvents(h, &out);
   if (!job.error().empty()) absl::StrAppend(&out, "\nerror: ", job.error(), "\n");
   return out;
+}
+
+std::string ToJson(const google::protobuf::Message& message) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(message, &out, options);
+  return out;
+}
+
+absl::Status ParseRows(const std::string& flag, const std::string& value, int64_t* begin,
+                       int64_t* end) {
+  std::vector<std::string> parts = absl::StrSplit(value, ':');
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], begin) ||
+      !absl::SimpleAtoi(parts[1], end)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, " '", value, "' is not BEGIN:END (e.g. 0:6000)"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace hpt

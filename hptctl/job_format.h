@@ -37,6 +37,14 @@ std::string FormatCheckpoints(const std::string& job_id,
 // energy per device kind and phase, and the HpT-vs-GPU-only ratios.
 std::string FormatReport(const Job& job);
 
+// A message as indented JSON with the protos' own field names.
+std::string ToJson(const google::protobuf::Message& message);
+
+// A row range flag's value "BEGIN:END" (--train_rows, --test_rows);
+// INVALID_ARGUMENT naming the flag otherwise.
+absl::Status ParseRows(const std::string& flag, const std::string& value, int64_t* begin,
+                       int64_t* end);
+
 }  // namespace hpt
 
 #endif  // HPT_HPTCTL_JOB_FORMAT_H_
