@@ -56,7 +56,8 @@ absl::StatusOr<Result> RunOnce(const std::string& dir, bool secure) {
   }
   std::vector<std::string> argv = {RunfilePath("coordinator/hpt_coordinator"),
                                    "--listen=127.0.0.1:0", "--metrics=",
-                                   "--port_file=" + dir + "/" + name + ".port", "--no_state"};
+                                   "--port_file=" + dir + "/" + name + ".port",
+                                   "--state_dir=" + dir + "/" + name + "-state"};
   if (secure) argv.push_back("--tokens_file=" + dir + "/tokens");
   argv.insert(argv.end(), tls.begin(), tls.end());
   auto coordinator = ChildProcess::Start(argv, dir + "/" + name + "-coordinator.log");

@@ -46,7 +46,7 @@ class ClusterTest : public ::testing::Test {
     auto coordinator = ChildProcess::Start(
         {RunfilePath("coordinator/hpt_coordinator"), "--listen=127.0.0.1:0",
          "--metrics=127.0.0.1:0", "--port_file=" + *dir_ + "/coordinator.port",
-         "--worker_timeout_s=5", "--data_root=" + *dir_, "--no_state"},
+         "--worker_timeout_s=5", "--data_root=" + *dir_, "--state_dir=" + *dir_ + "/state"},
         *dir_ + "/coordinator.log");
     ASSERT_TRUE(coordinator.ok()) << coordinator.status();
     coordinator_ = new ChildProcess(std::move(*coordinator));
@@ -267,7 +267,7 @@ TEST_F(ClusterTest, ServerFilesAndNodesThatBlockAreRefusedAtOnceWithoutTheirCont
 TEST_F(ClusterTest, ASecondCoordinatorOnAPortInUseFailsNamingIt) {
   const std::string address = absl::StrCat("127.0.0.1:", coordinator_ports_.grpc);
   auto second = RunCommand(absl::StrCat(RunfilePath("coordinator/hpt_coordinator"),
-                                        " --listen=", address, " --metrics= --no_state"));
+                                        " --listen=", address, " --metrics= --state_dir=", *dir_, "/state2"));
   EXPECT_EQ(second.exit_code, 1) << second.output;
   EXPECT_THAT(second.output, HasSubstr("cannot listen on '" + address + "'"));
   EXPECT_TRUE(coordinator_->Running());

@@ -56,7 +56,8 @@ TEST(CudaSmokeTest, AJobRunsEndToEndOnCuda0) {
   const std::string dir = testing::MakeTempDir("cuda");
   auto coordinator = ChildProcess::Start(
       {RunfilePath("coordinator/hpt_coordinator"), "--listen=127.0.0.1:0",
-       "--metrics=127.0.0.1:0", "--port_file=" + dir + "/coordinator.port", "--no_state"},
+       "--metrics=127.0.0.1:0", "--port_file=" + dir + "/coordinator.port",
+       "--state_dir=" + dir + "/state"},
       dir + "/coordinator.log");
   ASSERT_TRUE(coordinator.ok()) << coordinator.status();
   auto ports = testing::WaitForPortFile(dir + "/coordinator.port", *coordinator,

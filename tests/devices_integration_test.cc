@@ -29,7 +29,8 @@ class DevicesTest : public ::testing::Test {
     dir_ = new std::string(testing::MakeTempDir("devices"));
     auto c = ChildProcess::Start(
         {RunfilePath("coordinator/hpt_coordinator"), "--listen=127.0.0.1:0",
-         "--metrics=", "--port_file=" + *dir_ + "/c.port", "--no_state"},
+         "--metrics=", "--port_file=" + *dir_ + "/c.port",
+         "--state_dir=" + *dir_ + "/state"},
         *dir_ + "/c.log");
     ASSERT_TRUE(c.ok());
     coordinator_ = new ChildProcess(std::move(*c));

@@ -66,7 +66,7 @@ TEST(SecurityTest, TokensCertificatesAndOwnership) {
   const std::string tls = absl::StrCat(" --tls_cert=", dir, "/node.pem --tls_key=", dir,
                                        "/node.key --tls_ca=", dir, "/cluster-ca.pem");
   auto coordinator = ChildProcess::Start(
-      {RunfilePath("coordinator/hpt_coordinator"), "--listen=127.0.0.1:0", "--metrics=", "--no_state",
+      {RunfilePath("coordinator/hpt_coordinator"), "--listen=127.0.0.1:0", "--metrics=", "--state_dir=" + dir + "/state",
        "--port_file=" + dir + "/coordinator.port", "--tokens_file=" + dir + "/tokens",
        "--tls_cert=" + dir + "/node.pem", "--tls_key=" + dir + "/node.key",
        "--tls_ca=" + dir + "/cluster-ca.pem", "--worker_wait_s=60"},
