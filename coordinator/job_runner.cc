@@ -1,5 +1,6 @@
 #include "coordinator/job_runner.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "absl/strings/match.h"
@@ -100,21 +101,19 @@ void JobRunner::Run(const std::string& job_id) {
   std::shared_ptr<const Checkpoint> resume = LatestCheckpoint(job_id);
   absl::Status status;
   for (int attempt = 0, failovers = 0;; ++attempt) {
-    bool trained = false, returned = false;
     const int64_t from_step = resume != nullptr ? resume->header.step() : 0;
-    status = Attempt(job_id, spec, data, resume, attempt > 0, &trained, &returned);
-    {
-      // An attempt that trained past its checkpoint made progress: the
-      // failover limit counts losses in a row, not in a job's lifetime.
-      absl::MutexLock lock(&registry_->mu());
-      absl::StatusOr<JobRegistry::Record*> record = registry_->Find(job_id);
-      if (record.ok() && (*record)->job.progress().step() > from_step) failovers = 0;
-    }
+    const AttemptEnd end = Attempt(job_id, spec, data, resume, attempt > 0);
+    status = end.status;
+    // An attempt that finished a step past its checkpoint made progress:
+    // the failover limit counts losses in a row, not in a job's lifetime.
+    // (The job's own progress cannot tell: it still holds the step a
+    // failed attempt reached before going back.)
+    if (end.reached_step > from_step) failovers = 0;
     // Only a loss while training goes back to a checkpoint; a wait for
     // workers that ran out is final. Going back to the planned placement
     // (its devices returned) is no failure, and not counted as one.
-    if (status.ok() || !trained || !IsWorkerLoss(status) ||
-        (!returned && failovers++ >= options_.max_failovers)) {
+    if (status.ok() || !end.trained || !IsWorkerLoss(status) ||
+        (!end.returned && failovers++ >= options_.max_failovers)) {
       break;
     }
     resume = LatestCheckpoint(job_id);
@@ -248,11 +247,9 @@ JobRunner::Workers JobRunner::Connect(const std::string& job_id,
 }
 
 void JobRunner::Wire(const std::string& job_id, const TrainingSpec& training,
+                     std::function<bool()> cancelled, int64_t* reached_step,
                      Trainer::Options* options) {
-  options->cancelled = [this, job_id] {
-    absl::MutexLock lock(&registry_->mu());
-    return registry_->Cancelled(job_id);
-  };
+  options->cancelled = std::move(cancelled);
   options->checkpoint_every = training.checkpoint_every();
   options->on_checkpoint = [this, job_id, keep = training.checkpoints_kept()](
                                Checkpoint checkpoint) {
@@ -273,7 +270,8 @@ void JobRunner::Wire(const std::string& job_id, const TrainingSpec& training,
     (*record)->job.set_checkpoint_step(shared->header.step());
     registry_->Persist(**record, /*force=*/true);
   };
-  options->on_progress = [this, job_id](const TrainerUpdate& update) {
+  options->on_progress = [this, job_id, reached_step](const TrainerUpdate& update) {
+    *reached_step = std::max(*reached_step, update.progress.step());
     absl::MutexLock lock(&registry_->mu());
     absl::StatusOr<JobRegistry::Record*> record = registry_->Find(job_id);
     if (!record.ok()) return;
@@ -314,10 +312,11 @@ void JobRunner::KeepTrainedModel(const std::string& job_id, const JobSpec& spec,
   }
 }
 
-absl::Status JobRunner::Attempt(const std::string& job_id, const JobSpec& spec,
-                                const WindowDataset* data,
-                                std::shared_ptr<const Checkpoint> resume, bool failover,
-                                bool* trained, bool* returned) {
+JobRunner::AttemptEnd JobRunner::Attempt(const std::string& job_id, const JobSpec& spec,
+                                         const WindowDataset* data,
+                                         std::shared_ptr<const Checkpoint> resume,
+                                         bool failover) {
+  AttemptEnd end;
   // Polled while waiting for workers (a cancel ends the wait at once, not
   // after worker_wait) and by the trainer at every step boundary.
   auto cancelled = [this, job_id] {
@@ -327,7 +326,10 @@ absl::Status JobRunner::Attempt(const std::string& job_id, const JobSpec& spec,
   std::string fallback_reason;
   absl::StatusOr<std::vector<WorkerEntry>> entries =
       AcquireWorkers(job_id, spec, failover, cancelled, &fallback_reason);
-  if (!entries.ok()) return entries.status();
+  if (!entries.ok()) {
+    end.status = entries.status();
+    return end;
+  }
   const HptSpec& hpt = spec.hpt();
   const bool devices =
       hpt.mode() == "hpt" && hpt.placement() != "gpu" && fallback_reason.empty();
@@ -348,23 +350,24 @@ absl::Status JobRunner::Attempt(const std::string& job_id, const JobSpec& spec,
     absl::StatusOr<RendezvousStore*> store = options_.rendezvous();
     if (!store.ok()) {
       release();
-      return store.status();
+      end.status = store.status();
+      return end;
     }
     trainer_options.rendezvous = *store;
   }
   trainer_options.resume = std::move(resume);
   trainer_options.fallback_reason = fallback_reason;
-  trainer_options.devices_returned = [this, returned] {
-    *returned = !pool_->Live("reram").empty() && !pool_->Live("systolic").empty();
-    return *returned;
+  trainer_options.devices_returned = [this, &end] {
+    end.returned = !pool_->Live("reram").empty() && !pool_->Live("systolic").empty();
+    return end.returned;
   };
-  Wire(job_id, spec.training(), &trainer_options);
+  Wire(job_id, spec.training(), cancelled, &end.reached_step, &trainer_options);
   Trainer trainer(job_id, spec, data, workers.gpu, trainer_options);
-  *trained = true;
-  absl::Status status = trainer.Run();
-  if (status.ok()) KeepTrainedModel(job_id, spec, trainer.trained_model());
+  end.trained = true;
+  end.status = trainer.Run();
+  if (end.status.ok()) KeepTrainedModel(job_id, spec, trainer.trained_model());
   release();
-  return status;
+  return end;
 }
 
 }  // namespace hpt

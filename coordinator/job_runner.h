@@ -74,13 +74,18 @@ class JobRunner {
     WorkerClient* head = nullptr;
   };
 
+  // How an attempt ended.
+  struct AttemptEnd {
+    absl::Status status;
+    bool trained = false;   // the trainer ran (the workers were there)
+    bool returned = false;  // it left the fallback: the planned devices are back
+    int64_t reached_step = -1;  // the furthest step it finished; -1: none
+  };
   // One attempt: acquires workers (`failover`: as many GPU workers as are
   // live, at least one), trains from `resume` (null: from the start), and
-  // releases them. `trained`: set when the trainer ran (the workers were
-  // there).
-  absl::Status Attempt(const std::string& job_id, const JobSpec& spec, const WindowDataset* data,
-                       std::shared_ptr<const Checkpoint> resume, bool failover, bool* trained,
-                       bool* returned);
+  // releases them.
+  AttemptEnd Attempt(const std::string& job_id, const JobSpec& spec, const WindowDataset* data,
+                     std::shared_ptr<const Checkpoint> resume, bool failover);
   // Waits for the workers the job's placement needs. The LoRA phase's
   // devices are waited for hpt.device_wait_s; without them the job goes on
   // with hpt.fallback_placement gpu (`fallback_reason` says why) or fails.
@@ -100,8 +105,10 @@ class JobRunner {
   Workers Connect(const std::string& job_id, std::vector<WorkerEntry> entries, bool devices,
                   bool failover);
   // The trainer's callbacks into the registry.
+  // `cancelled` is the attempt's; the furthest step reported goes to
+  // `reached_step`.
   void Wire(const std::string& job_id, const TrainingSpec& training,
-            Trainer::Options* options);
+            std::function<bool()> cancelled, int64_t* reached_step, Trainer::Options* options);
   // Keeps a succeeded job's model (and writes it under state_dir).
   void KeepTrainedModel(const std::string& job_id, const JobSpec& spec,
                         const TrainedModel& model);
