@@ -174,26 +174,23 @@ void CostLedger::CloseStep(int64_t step, bool lora_step, int data_parallel_ranks
     gpu_only_full_j_ += gpu_only->total_energy_j();
     ++full_steps_;
   }
-  if (!switch_tasks_.empty()) {
-    CostTimeline programming(link_);
-    LayTasks(switch_tasks_, 1, &programming);
-    AccumulateTimeline(programming, &switch_cost_);
-    switch_cost_.set_first_step(step);
-    switch_cost_.set_last_step(step);
-  }
+  CloseOneOff(step, &switch_tasks_, &switch_cost_);
   main_tasks_.clear();
   trial_tasks_.clear();
-  switch_tasks_.clear();
 }
 
 void CostLedger::CloseRecovery(int64_t step) {
-  if (recovery_tasks_.empty()) return;
-  CostTimeline reload(link_);
-  LayTasks(recovery_tasks_, 1, &reload);
-  AccumulateTimeline(reload, &recovery_cost_);
-  recovery_cost_.set_first_step(step);
-  recovery_cost_.set_last_step(step);
-  recovery_tasks_.clear();
+  CloseOneOff(step, &recovery_tasks_, &recovery_cost_);
+}
+
+void CostLedger::CloseOneOff(int64_t step, std::vector<TaskRecord>* tasks, PhaseCost* phase) {
+  if (tasks->empty()) return;
+  CostTimeline timeline(link_);
+  LayTasks(*tasks, 1, &timeline);
+  AccumulateTimeline(timeline, phase);
+  phase->set_first_step(step);
+  phase->set_last_step(step);
+  tasks->clear();
 }
 
 // Long because it writes one report section field by field, each with the

@@ -87,6 +87,9 @@ class CostLedger {
   void LayTasks(const std::vector<TaskRecord>& tasks, int data_parallel_ranks,
                 CostTimeline* timeline) const;
   void AddTimeNotes(CostComparison* c) const;
+  // Lays a one-off chain (the switch's loads and programming, a recovery's
+  // reloads) as a chain at `step`, adds it to `phase`, and empties it.
+  void CloseOneOff(int64_t step, std::vector<TaskRecord>* tasks, PhaseCost* phase);
 
   InterconnectConfig link_;
   Chain chain_ = Chain::kNone;

@@ -35,12 +35,18 @@ void GpuTasks::Record(WorkerClient* worker, const std::string& kind, const std::
   (*sink_)(MakeTaskRecord(worker, kind, type, cost, bytes_in, bytes_out));
 }
 
+TaskKey GpuTasks::Key(const std::string& job, int64_t step, const std::string& segment) {
+  TaskKey key;  // micro-batch 0: a step is one micro-batch per worker
+  key.set_job_id(job);
+  key.set_step(step);
+  key.set_segment(segment);
+  return key;
+}
+
 ForwardRequest GpuTasks::MakeForward(const std::string& job, int64_t step,
                                      const std::string& segment, bool train) {
   ForwardRequest request;
-  request.mutable_key()->set_job_id(job);
-  request.mutable_key()->set_step(step);
-  request.mutable_key()->set_segment(segment);
+  *request.mutable_key() = Key(job, step, segment);
   request.set_train(train);
   return request;
 }
@@ -72,7 +78,6 @@ absl::StatusOr<double> GpuTasks::DataParallelStep(const WindowDataset& data,
     data.Gather(data.train_starts(), mine, &x, &y);
     input_bytes[i] = x.num_bytes() + y.num_bytes();
     ForwardRequest request = MakeForward(job_id_, step, "model", true);
-    request.mutable_key()->set_micro_batch(0);
     ToProto(x, "inputs", request.mutable_inputs());
     ToProto(y, "targets", request.mutable_targets());
     ASSIGN_OR_RETURN(forwards[i], workers_[i]->Forward(request));
@@ -87,8 +92,7 @@ absl::StatusOr<double> GpuTasks::DataParallelStep(const WindowDataset& data,
   if (!std::isfinite(loss)) return loss;  // the caller reports it
   RETURN_IF_ERROR(ForEachWorker(n, [&](size_t i) -> absl::Status {
     BackwardRequest request;
-    *request.mutable_key() = MakeForward(job_id_, step, "model", true).key();
-    request.mutable_key()->set_micro_batch(0);
+    *request.mutable_key() = Key(job_id_, step, "model");
     request.set_global_batch_size(batch);
     ASSIGN_OR_RETURN(backwards[i], workers_[i]->Backward(request));
     return absl::OkStatus();

@@ -58,6 +58,7 @@ class GpuTasks {
  private:
   void Record(WorkerClient* worker, const std::string& kind, const std::string& type,
               const CostReport& cost, int64_t bytes_in = 0, int64_t bytes_out = 0) const;
+  static TaskKey Key(const std::string& job, int64_t step, const std::string& segment);
   // A forward of `segment` at `step` (train: targets kept for the loss).
   static ForwardRequest MakeForward(const std::string& job, int64_t step,
                                     const std::string& segment, bool train);

@@ -5,8 +5,9 @@
 // change, writes jobs through to the durable store (job_store.h), keeps the
 // job-count metrics, and forgets the oldest finished jobs past a limit.
 //
-// One mutex guards every record; the job manager, the runner and the
-// scheduler take it through Lock() and call the *Locked methods under it:
+// One mutex guards every record; the job manager and the runner take it
+// through mu() and call the methods marked ABSL_EXCLUSIVE_LOCKS_REQUIRED
+// under it:
 //
 //   absl::MutexLock lock(&registry.mu());
 //   ASSIGN_OR_RETURN(JobRegistry::Record* record, registry.Find(job_id));

@@ -68,13 +68,13 @@ int main(int argc, char** argv) {
     metrics = std::move(*started);
   }
 
-  // Addresses are checked here, naming the flag: a malformed one would
-  // otherwise leave the worker running on, unregistered.
+  // The addresses the worker dials or hands out are checked here, naming
+  // the flag: a malformed one would otherwise leave the worker running on,
+  // unregistered. (WorkerServer::Start checks --listen.)
   for (const auto& [flag, value] : {std::pair<const char*, std::string>{
                                         "--coordinator", absl::GetFlag(FLAGS_coordinator)},
-                                    {"--advertise", absl::GetFlag(FLAGS_advertise)},
-                                    {"--listen", absl::GetFlag(FLAGS_listen)}}) {
-    if (value.empty() && std::string(flag) != "--listen") continue;
+                                    {"--advertise", absl::GetFlag(FLAGS_advertise)}}) {
+    if (value.empty()) continue;
     if (absl::StatusOr<hpt::HostPort> hp = hpt::ParseHostPort(value, flag); !hp.ok()) {
       std::cerr << "hpt_worker: " << hp.status().message() << std::endl;
       return 2;
