@@ -61,8 +61,7 @@ CheckpointHeader EncodeCheckpointHeader(const CheckpointIdentity& identity,
 
 absl::Status DecodeCheckpointHeader(const CheckpointHeader& h, CheckpointIdentity* identity,
                                     TrainerUpdate* state, TrainerCursor* cursor,
-                                    PhaseController* controller, CostLedger* ledger,
-                                    const std::vector<WorkerClient*>& workers) {
+                                    PhaseController* controller, CostLedger* ledger) {
   if (h.job_id() != identity->job_id) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the checkpoint is job ", h.job_id(), "'s, not ", identity->job_id, "'s"));
@@ -87,7 +86,7 @@ absl::Status DecodeCheckpointHeader(const CheckpointHeader& h, CheckpointIdentit
   cursor->main_updates = h.main_updates();
   cursor->trial_updates = h.trial_updates();
   cursor->lora_phase = h.phase() == "lora";
-  ledger->RestoreFrom(h, workers);
+  ledger->RestoreFrom(h);
   if (controller != nullptr) controller->Restore(DecodeController(h.controller()));
   return absl::OkStatus();
 }

@@ -2,12 +2,12 @@
 // (checkpoint.h writes and reads the files; the tensors are the workers'
 // snapshots, gathered by the trainer). What a header holds: the job's
 // reported state (TrainerUpdate), the trainer's position (TrainerCursor),
-// the phase controller's windows and trial, and the cost ledger's totals.
+// the phase controller's windows and trial, and the cost ledger's work record.
 //
 //   CheckpointHeader h = EncodeCheckpointHeader(identity, state, cursor,
 //                                               controller, ledger);
 //   RETURN_IF_ERROR(DecodeCheckpointHeader(h, expected, &state, &cursor,
-//                                          controller, &ledger, workers));
+//                                          controller, &ledger));
 #ifndef HPT_COORDINATOR_CHECKPOINT_CODEC_H_
 #define HPT_COORDINATOR_CHECKPOINT_CODEC_H_
 
@@ -41,13 +41,11 @@ CheckpointHeader EncodeCheckpointHeader(const CheckpointIdentity& identity,
 
 // Checks that `header` is `expected.job_id`'s and was made with
 // `cursor->steps_per_epoch` steps per epoch (FAILED_PRECONDITION if not),
-// then restores the rest. `workers` take over the costs recorded under
-// their addresses. Returns the checkpoint's model and elapsed time in
-// `identity`.
+// then restores the rest (the ledger's work record among it). Returns the
+// checkpoint's model and elapsed time in `identity`.
 absl::Status DecodeCheckpointHeader(const CheckpointHeader& header, CheckpointIdentity* identity,
                                     TrainerUpdate* state, TrainerCursor* cursor,
-                                    PhaseController* controller, CostLedger* ledger,
-                                    const std::vector<WorkerClient*>& workers);
+                                    PhaseController* controller, CostLedger* ledger);
 
 // A phase-controller event as the job reports it, stamped `time_unix_ms`.
 PhaseEvent ToPhaseEvent(const ControllerEvent& event, int64_t time_unix_ms);

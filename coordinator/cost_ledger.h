@@ -1,13 +1,13 @@
 // CostLedger: one job's costs, from the tasks its workers report to the
-// report a user reads (docs/cost-model.md). It records each task's cost
-// per worker and on the chain of the step it belongs to (the main step,
-// the trial's LoRA copy, the switch's loads and ReRAM programming, the
-// recovery's reloads); at the end of a step it lays those chains on a
-// CostTimeline (cost_timeline.h) and adds the step to its phase. From the
-// phases it derives the comparison with GPU-only full-parameter training,
-// its projection to the job's full length, and where the time goes.
+// report a user reads (docs/cost-model.md). Each task's work goes into the
+// job's work record (work_recorder.h) on the chain of the step it belongs
+// to (the main step, the trial's LoRA copy, the switch's loads and ReRAM
+// programming, the recovery's reloads; evaluation outside steps). The
+// report is the record costed (recost.h): the same path `hptctl whatif`
+// takes under other settings, so a whatif under the job's own settings
+// gives its report.
 //
-//   CostLedger ledger(LinkOf(spec.hpt().interconnect()));
+//   CostLedger ledger(spec.hpt());
 //   ledger.set_chain(CostLedger::Chain::kMain);
 //   ledger.Record({worker, "gpu", "forward", response.cost(), bytes});
 //   ...
@@ -20,88 +20,90 @@
 #define HPT_COORDINATOR_COST_LEDGER_H_
 
 #include <cstdint>
-#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "coordinator/cost_timeline.h"
+#include "coordinator/hybrid_plan.h"
 #include "coordinator/hybrid_runner.h"
+#include "coordinator/recost.h"
+#include "coordinator/work_recorder.h"
 #include "coordinator/worker_client.h"
 #include "proto/checkpoint.pb.h"
 #include "proto/job_service.pb.h"
 
 namespace hpt {
 
-// The job's interconnect between devices (JobSpec hpt.interconnect; unset
-// fields keep CostTimeline's defaults).
-InterconnectConfig LinkOf(const InterconnectSpec& spec);
-
 class CostLedger {
  public:
   // Which of the step's timelines a task belongs to.
   enum class Chain { kMain, kTrial, kSwitch, kRecovery, kNone };
 
-  explicit CostLedger(InterconnectConfig link);
+  // `hpt`: the job's normalised HpT spec (its interconnect and chip).
+  explicit CostLedger(const HptSpec& hpt);
   CostLedger(const CostLedger&) = delete;  // sink() points at this one
   CostLedger& operator=(const CostLedger&) = delete;
 
   void set_chain(Chain chain) { chain_ = chain; }
-  // Adds a task's cost to its worker's totals and to the current chain.
+  // Adds a task to the record: to the current chain, or, outside one, to
+  // the work outside steps (an evaluation pass: one shape until the next
+  // step or report).
   void Record(TaskRecord record);
   // Hands a HybridRunner's task records to Record. Valid while the ledger is.
   const TaskSink& sink() const { return sink_; }
 
   // The bytes of the trainable parameters: a data-parallel update moves
   // them through the ring allreduce.
-  void set_trainable_bytes(int64_t bytes) { trainable_bytes_ = bytes; }
+  void set_trainable_bytes(int64_t bytes) { recorder_.record().set_trainable_bytes(bytes); }
+  // Whose record it is, for those who read it.
+  void set_job(const std::string& job_id, const std::string& preset) {
+    recorder_.record().set_job_id(job_id);
+    recorder_.record().set_preset(preset);
+  }
   // Steps in one epoch: the projection's unit.
-  void set_steps_per_epoch(int64_t steps) { steps_per_epoch_ = steps; }
+  void set_steps_per_epoch(int64_t steps) { recorder_.record().set_steps_per_epoch(steps); }
+  // The ReRAM chips as `plan` fills them (`reram`: the plan's ReRAM
+  // workers), for re-planning the layers' copies under other settings.
+  void SetReramChips(const HybridPlan& plan, const std::vector<WorkerClient*>& reram);
 
-  // Lays the step's chains on its timeline and adds it to its phase (and,
-  // in the full phase, to GPU-only). `data_parallel_ranks` > 1: the main
-  // tasks ran data-parallel over that many GPU workers. `wall_s`: the
-  // step's measured wall time. `fallback`: a LoRA-phase step on the
-  // fallback placement (the GPU workers), a phase of its own ("lora-gpu").
+  // Adds the step's chains to the record as one step of its phase (full,
+  // lora, or lora-gpu for a LoRA-phase step on the fallback GPU workers).
+  // `data_parallel_ranks` > 1: the main tasks ran data-parallel over that
+  // many GPU workers. `wall_s`: the step's measured wall time.
   void CloseStep(int64_t step, bool lora_step, int data_parallel_ranks, double wall_s,
                  bool fallback = false);
-  // Lays the recovery chain (workers reloaded after a restore at `step`).
+  // Adds the recovery chain (workers reloaded after a restore at `step`).
   void CloseRecovery(int64_t step);
 
   // Writes the phases, the comparison with GPU-only training, its
   // projection to `project_epochs` epochs and the time notes into `hpt`
   // (whose switch_step says whether and where the job switched).
-  void Compare(double project_epochs, HptStatus* hpt) const;
+  void Compare(double project_epochs, HptStatus* hpt);
 
-  const CostReport& total() const { return total_; }
-  const std::vector<DeviceCost>& device_costs() const { return device_costs_; }
+  // All tasks' costs, and per worker, as the record costs them now.
+  const CostReport& total();
+  const std::vector<DeviceCost>& device_costs();
+  const WorkRecord& record() const { return recorder_.record(); }
 
-  // Checkpoints: the ledger's part of the header, and back. `workers` are
-  // the run's workers: each takes over the costs recorded under its
-  // address.
+  // Checkpoints: the ledger's part of the header (the work record), and
+  // back. A checkpoint written before work records restores no costs.
   void SaveTo(CheckpointHeader* header) const;
-  void RestoreFrom(const CheckpointHeader& header, const std::vector<WorkerClient*>& workers);
+  void RestoreFrom(const CheckpointHeader& header);
 
  private:
-  // Lays `tasks` on `timeline`: a data-parallel step, a pipelined chain of
-  // device segments, or a plain chain.
-  void LayTasks(const std::vector<TaskRecord>& tasks, int data_parallel_ranks,
-                CostTimeline* timeline) const;
-  void AddTimeNotes(CostComparison* c) const;
-  // Lays a one-off chain (the switch's loads and programming, a recovery's
-  // reloads) as a chain at `step`, adds it to `phase`, and empties it.
-  void CloseOneOff(int64_t step, std::vector<TaskRecord>* tasks, PhaseCost* phase);
+  // Costs the record as it stands (a new coster when devices came).
+  void Refresh();
+  void CloseOneOff(const std::string& phase, int64_t step, std::vector<TaskRecord>* tasks);
 
-  InterconnectConfig link_;
   Chain chain_ = Chain::kNone;
-  CostReport total_;
-  std::vector<DeviceCost> device_costs_;
-  std::map<WorkerClient*, size_t> cost_index_;  // into device_costs_
-  std::vector<TaskRecord> main_tasks_, trial_tasks_, switch_tasks_, recovery_tasks_;
-  int64_t trainable_bytes_ = 0;
-  int64_t steps_per_epoch_ = 0;
-  PhaseCost full_cost_, switch_cost_, lora_cost_, recovery_cost_, fallback_cost_;
-  double gpu_only_full_s_ = 0, gpu_only_full_j_ = 0;
-  int64_t full_steps_ = 0, lora_steps_ = 0, fallback_steps_ = 0;
+  WorkRecorder recorder_;
+  std::unique_ptr<RecordCoster> coster_;
+  std::string coster_devices_;  // the devices' settings the coster was made for
+  JobCosts costs_;
+  bool dirty_ = true;
+  int64_t step_ = 0;  // the step tasks outside steps are noted at
+  std::vector<TaskRecord> main_tasks_, trial_tasks_, switch_tasks_, recovery_tasks_,
+      off_step_tasks_;
   const TaskSink sink_ = [this](const TaskRecord& r) { Record(r); };
 };
 

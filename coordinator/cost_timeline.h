@@ -41,6 +41,9 @@ class CostTimeline {
 
   double makespan_s() const { return makespan_s_; }
   double finish_s(int task) const { return finish_[task]; }
+  double start_s(int task) const { return start_[task]; }
+  // Seconds the task's inputs spent crossing the interconnect before it.
+  double transfer_s(int task) const { return transfer_[task]; }
   double transfer_energy_j() const { return transfer_energy_j_; }
   int64_t transfer_bytes() const { return transfer_bytes_; }
   // Busy time and energy per device kind.
@@ -50,7 +53,7 @@ class CostTimeline {
 
  private:
   InterconnectConfig interconnect_;
-  std::vector<double> finish_;
+  std::vector<double> start_, finish_, transfer_;
   std::vector<std::string> device_of_;
   std::map<std::string, double> device_free_;
   std::map<std::string, double> busy_s_, energy_j_;

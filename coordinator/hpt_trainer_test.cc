@@ -3,7 +3,7 @@
 // LoRA-phase placement.
 #include <algorithm>
 
-#include "coordinator/local_worker_client.h"
+#include "coordinator/in_process_workers.h"
 #include "coordinator/job_spec.h"
 #include "coordinator/trainer.h"
 #include "data/synthetic.h"
@@ -37,23 +37,9 @@ class HptTrainerTest : public ::testing::TestWithParam<std::string> {
     h.set_placement(placement);
     h.mutable_lora()->set_rank(2);
     spec = *NormalizeJobSpec(spec);
-    GpuExecutor::Options g;
-    g.device = "cpu";
-    gpu_ = *GpuExecutor::Create(g);
-    DeviceExecutor::Options r, y;
-    r.kind = "reram";
-    y.kind = "systolic";
-    reram_ = *DeviceExecutor::Create(r);
-    systolic_ = *DeviceExecutor::Create(y);
-    gpu_client_ = std::make_unique<LocalWorkerClient>("gpu0", gpu_.get());
-    reram_client_ = std::make_unique<LocalWorkerClient>("reram0", reram_.get());
-    systolic_client_ = std::make_unique<LocalWorkerClient>("systolic0", systolic_.get());
-    Trainer::Options options;
-    options.reram_workers = {reram_client_.get()};
-    options.systolic_workers = {systolic_client_.get()};
+    Trainer::Options options = workers_.Options();
     options.on_progress = [this](const TrainerUpdate& u) { last_ = u; };
-    trainer_ = std::make_unique<Trainer>("j", spec, data_.get(),
-                                         std::vector<WorkerClient*>{gpu_client_.get()}, options);
+    trainer_ = std::make_unique<Trainer>("j", spec, data_.get(), workers_.gpus(), options);
     status_ = trainer_->Run();
   }
 
@@ -65,9 +51,7 @@ class HptTrainerTest : public ::testing::TestWithParam<std::string> {
   }
 
   std::unique_ptr<WindowDataset> data_;
-  std::unique_ptr<GpuExecutor> gpu_;
-  std::unique_ptr<DeviceExecutor> reram_, systolic_;
-  std::unique_ptr<LocalWorkerClient> gpu_client_, reram_client_, systolic_client_;
+  InProcessWorkers workers_;
   std::unique_ptr<Trainer> trainer_;
   TrainerUpdate last_;
   absl::Status status_;

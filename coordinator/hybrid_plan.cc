@@ -213,6 +213,7 @@ absl::StatusOr<HybridPlan> PlanHybrid(const ModelConfig& model, const LoraConfig
       // One copy each; the chip must still hold them.
       for (ReramLayerDemand& l : demand) l.vectors = 0;
     }
+    plan.chip_demands.push_back(demand);
     absl::StatusOr<std::vector<int64_t>> copies =
         PlanDuplication(options.reram, options.chip, demand);
     if (!copies.ok()) {

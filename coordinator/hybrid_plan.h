@@ -55,6 +55,9 @@ struct HybridPlan {
   std::string prediction = "prediction";  // output of the last segment
   std::vector<PlannedSegment> segments;
   std::vector<ReramPlacement> reram_layers;
+  // Per ReRAM worker: the frozen layers' demands the copies were planned
+  // for (weight names, shapes, vectors a step; 0 vectors: one copy).
+  std::vector<std::vector<ReramLayerDemand>> chip_demands;
 };
 
 struct HybridPlanOptions {

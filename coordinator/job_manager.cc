@@ -1,5 +1,7 @@
 #include "coordinator/job_manager.h"
 
+#include "coordinator/recost.h"
+
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
@@ -213,6 +215,41 @@ absl::StatusOr<Job> JobManager::Get(const std::string& job_id) const {
   absl::MutexLock lock(&registry_.mu());
   ASSIGN_OR_RETURN(JobRegistry::Record * record, registry_.Find(job_id));
   return record->job;
+}
+
+absl::StatusOr<std::shared_ptr<const WorkRecord>> JobManager::WorkRecordOf(
+    const std::string& job_id) const {
+  {
+    absl::MutexLock lock(&registry_.mu());
+    ASSIGN_OR_RETURN(JobRegistry::Record * record, registry_.Find(job_id));
+    if (record->work_record != nullptr) return record->work_record;
+  }
+  if (options_.store == nullptr) {
+    return absl::NotFoundError(absl::StrCat(job_id, " has no work record yet (no step ran)"));
+  }
+  ASSIGN_OR_RETURN(WorkRecord stored, options_.store->GetWorkRecord(job_id));
+  auto shared = std::make_shared<const WorkRecord>(std::move(stored));
+  absl::MutexLock lock(&registry_.mu());
+  ASSIGN_OR_RETURN(JobRegistry::Record * record, registry_.Find(job_id));
+  if (record->work_record == nullptr) record->work_record = record->stored_record = shared;
+  return record->work_record;
+}
+
+absl::StatusOr<WhatIfResponse> JobManager::WhatIf(const WhatIfRequest& request) const {
+  CostOverrides overrides;
+  for (const std::string& text : request.settings()) {
+    ASSIGN_OR_RETURN(auto setting, ParseCostSetting(text));
+    overrides.push_back(std::move(setting));
+  }
+  ASSIGN_OR_RETURN(Job job, Get(request.job_id()));
+  ASSIGN_OR_RETURN(std::shared_ptr<const WorkRecord> record, WorkRecordOf(request.job_id()));
+  ASSIGN_OR_RETURN(JobCosts costs, CostRecord(*record, overrides));
+  WhatIfResponse response;
+  ApplyCosts(costs, &job);
+  *response.mutable_job() = std::move(job);
+  for (const std::string& s : request.settings()) response.add_settings(s);
+  for (const std::string& n : costs.numerics_notes) response.add_numerics_notes(n);
+  return response;
 }
 
 std::vector<Job> JobManager::List() const {

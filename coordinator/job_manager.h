@@ -86,6 +86,11 @@ class JobManager {
   // `owner`: the submitting user (auth.h), empty without authentication.
   absl::StatusOr<Job> Submit(const SubmitJobRequest& request, const std::string& owner = "");
   absl::StatusOr<Job> Get(const std::string& job_id) const;
+  // What the job's devices did (proto/work.proto): the running trainer's
+  // latest, or the store's. NOT_FOUND before its first step.
+  absl::StatusOr<std::shared_ptr<const WorkRecord>> WorkRecordOf(const std::string& job_id) const;
+  // The job's report re-costed under `settings` (KEY=VALUE, recost.h).
+  absl::StatusOr<WhatIfResponse> WhatIf(const WhatIfRequest& request) const;
   std::vector<Job> List() const;
   absl::StatusOr<Job> Cancel(const std::string& job_id);
   // The job's checkpoints, oldest first.

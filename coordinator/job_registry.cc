@@ -86,6 +86,11 @@ void JobRegistry::Persist(Record& record, bool force) {
   if (absl::Status s = options_.store->Put(record.job); !s.ok()) {
     std::fprintf(stderr, "hpt_coordinator: %s\n", std::string(s.message()).c_str());
   }
+  if (record.work_record != nullptr && record.work_record != record.stored_record) {
+    absl::Status s = options_.store->PutWorkRecord(record.job.job_id(), *record.work_record);
+    if (!s.ok()) std::fprintf(stderr, "hpt_coordinator: %s\n", std::string(s.message()).c_str());
+    record.stored_record = record.work_record;
+  }
 }
 
 void JobRegistry::UpdateCounts() {

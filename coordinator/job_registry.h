@@ -50,6 +50,10 @@ class JobRegistry {
     // The running attempt's workers: a cancel aborts their calls, and so
     // does the pool losing one of them.
     std::vector<WorkerClient*> clients;
+    // What its devices did (proto/work.proto): the latest the trainer
+    // reported; written to the store with the job when it is forced there.
+    std::shared_ptr<const WorkRecord> work_record;
+    std::shared_ptr<const WorkRecord> stored_record;  // the one last written
   };
 
   struct Options {

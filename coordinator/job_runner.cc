@@ -284,6 +284,7 @@ void JobRunner::Wire(const std::string& job_id, const TrainingSpec& training,
     for (const DeviceCost& d : update.device_costs) *job.add_device_costs() = d;
     *job.mutable_test_metrics() = update.test_metrics;
     *job.mutable_hpt() = update.hpt;
+    if (update.work_record != nullptr) (*record)->work_record = update.work_record;
     registry_->Persist(**record, /*force=*/false);
     registry_->Notify(job);
   };

@@ -116,6 +116,22 @@ grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(
   return Done(context, absl::OkStatus());
 }
 
+grpc::ServerUnaryReactor* JobServiceImpl::WhatIf(grpc::CallbackServerContext* context,
+                                                 const WhatIfRequest* request,
+                                                 WhatIfResponse* response) {
+  if (absl::Status s = Authorize(context, request->job_id()); !s.ok()) return Done(context, s);
+  return Reply(context, jobs_->WhatIf(*request), response);
+}
+
+grpc::ServerUnaryReactor* JobServiceImpl::GetWorkRecord(grpc::CallbackServerContext* context,
+                                                        const GetWorkRecordRequest* request,
+                                                        WorkRecord* response) {
+  if (absl::Status s = Authorize(context, request->job_id()); !s.ok()) return Done(context, s);
+  absl::StatusOr<std::shared_ptr<const WorkRecord>> record = jobs_->WorkRecordOf(request->job_id());
+  if (record.ok()) *response = **record;
+  return Done(context, record.status());
+}
+
 grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(
     grpc::CallbackServerContext* context, const CancelJobRequest* request,
     Job* response) {

@@ -49,6 +49,12 @@ class JobServiceImpl final : public JobService::CallbackService {
   grpc::ServerUnaryReactor* ResumeJob(grpc::CallbackServerContext* context,
                                       const ResumeJobRequest* request,
                                       Job* response) override;
+  grpc::ServerUnaryReactor* WhatIf(grpc::CallbackServerContext* context,
+                                   const WhatIfRequest* request,
+                                   WhatIfResponse* response) override;
+  grpc::ServerUnaryReactor* GetWorkRecord(grpc::CallbackServerContext* context,
+                                          const GetWorkRecordRequest* request,
+                                          WorkRecord* response) override;
 
  private:
   class WatchReactor;

@@ -476,4 +476,12 @@ absl::StatusOr<ModelConfig> ResolveModelConfig(const ModelSpec& spec,
   return config;
 }
 
+void ForceEarlySwitch(HptSpec* h) {
+  h->set_check_window_steps(2);
+  h->set_loss_threshold(1e9);
+  h->set_weight_threshold(1e9);
+  h->set_trial_on_rising_loss(true);
+  h->set_alpha(1e-9);
+}
+
 }  // namespace hpt

@@ -17,6 +17,11 @@ namespace hpt {
 // from before a rename are read as today's (spec_names.h).
 absl::StatusOr<JobSpec> ParseJobSpecText(const std::string& text);
 
+// A phase controller that passes every check: the job starts a trial at
+// the end of its first 2-step window and switches after the next. For runs
+// that measure the LoRA phase's costs, not when it converges.
+void ForceEarlySwitch(HptSpec* hpt);
+
 // Fills defaults (documented in proto/job_service.proto) and validates.
 absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec);
 

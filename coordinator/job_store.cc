@@ -66,6 +66,7 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& stat
   for (const char* sql :
        {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL",
         "CREATE TABLE IF NOT EXISTS jobs (id TEXT PRIMARY KEY, job BLOB NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS work_records (id TEXT PRIMARY KEY, record BLOB NOT NULL)",
         "CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
         "INSERT OR IGNORE INTO counters VALUES ('next_job', 1)"}) {
     if (absl::Status s = store->Exec(sql); !s.ok()) return s;
@@ -126,13 +127,48 @@ absl::Status JobStore::Put(const Job& job) {
 
 absl::Status JobStore::Remove(const std::string& job_id) {
   absl::MutexLock lock(&mu_);
-  Statement del(db_, "DELETE FROM jobs WHERE id = ?1");
-  if (!del.ok()) return SqliteError(db_, "preparing a job delete");
-  sqlite3_bind_text(del.get(), 1, job_id.data(), int(job_id.size()), SQLITE_TRANSIENT);
-  if (sqlite3_step(del.get()) != SQLITE_DONE) {
-    return SqliteError(db_, absl::StrCat("deleting job ", job_id));
+  for (const char* sql :
+       {"DELETE FROM jobs WHERE id = ?1", "DELETE FROM work_records WHERE id = ?1"}) {
+    Statement del(db_, sql);
+    if (!del.ok()) return SqliteError(db_, "preparing a job delete");
+    sqlite3_bind_text(del.get(), 1, job_id.data(), int(job_id.size()), SQLITE_TRANSIENT);
+    if (sqlite3_step(del.get()) != SQLITE_DONE) {
+      return SqliteError(db_, absl::StrCat("deleting job ", job_id));
+    }
   }
   return absl::OkStatus();
+}
+
+absl::Status JobStore::PutWorkRecord(const std::string& job_id, const WorkRecord& record) {
+  const std::string bytes = record.SerializeAsString();
+  absl::MutexLock lock(&mu_);
+  Statement put(db_, "INSERT OR REPLACE INTO work_records (id, record) VALUES (?1, ?2)");
+  if (!put.ok()) return SqliteError(db_, "preparing a work record write");
+  sqlite3_bind_text(put.get(), 1, job_id.data(), int(job_id.size()), SQLITE_TRANSIENT);
+  sqlite3_bind_blob(put.get(), 2, bytes.data(), int(bytes.size()), SQLITE_TRANSIENT);
+  if (sqlite3_step(put.get()) != SQLITE_DONE) {
+    return SqliteError(db_, absl::StrCat("writing the work record of ", job_id));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<WorkRecord> JobStore::GetWorkRecord(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  Statement get(db_, "SELECT record FROM work_records WHERE id = ?1");
+  if (!get.ok()) return SqliteError(db_, "preparing a work record read");
+  sqlite3_bind_text(get.get(), 1, job_id.data(), int(job_id.size()), SQLITE_TRANSIENT);
+  const int rc = sqlite3_step(get.get());
+  if (rc == SQLITE_DONE) {
+    return absl::NotFoundError(absl::StrCat(job_id, " has no work record yet"));
+  }
+  if (rc != SQLITE_ROW) return SqliteError(db_, absl::StrCat("reading the record of ", job_id));
+  WorkRecord record;
+  if (!record.ParseFromArray(sqlite3_column_blob(get.get(), 0),
+                             sqlite3_column_bytes(get.get(), 0))) {
+    return absl::DataLossError(
+        absl::StrCat("job store '", path_, "': the work record of ", job_id, " does not parse"));
+  }
+  return record;
 }
 
 absl::StatusOr<std::vector<Job>> JobStore::LoadAll() {

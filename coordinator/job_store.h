@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "proto/job_service.pb.h"
+#include "proto/work.pb.h"
 
 struct sqlite3;
 
@@ -38,6 +39,10 @@ class JobStore {
   // Inserts or replaces the job's row.
   absl::Status Put(const Job& job);
   absl::Status Remove(const std::string& job_id);
+  // A job's work record (proto/work.proto), kept beside its row;
+  // NOT_FOUND before the first is written.
+  absl::Status PutWorkRecord(const std::string& job_id, const WorkRecord& record);
+  absl::StatusOr<WorkRecord> GetWorkRecord(const std::string& job_id);
   // Every stored job, in id order.
   absl::StatusOr<std::vector<Job>> LoadAll();
 

@@ -37,7 +37,7 @@ Trainer::Trainer(std::string job_id, JobSpec spec, const WindowDataset* data,
       data_(data),
       workers_(std::move(workers)),
       options_(std::move(options)),
-      ledger_(LinkOf(spec_.hpt().interconnect())),
+      ledger_(spec_.hpt()),
       gpu_(job_id_, workers_, options_.head_worker, spec_.placement().head_device(),
            &ledger_.sink()) {}
 
@@ -50,14 +50,12 @@ double Trainer::LearningRate(const TrainingSpec& training, int epoch) {
                        epoch / training.step_lr_step_size());
 }
 
-void Trainer::Record(WorkerClient* worker, const std::string& kind, const std::string& type,
-                     const CostReport& cost, int64_t bytes_in) {
-  ledger_.Record(MakeTaskRecord(worker, kind, type, cost, bytes_in));
-}
-
 void Trainer::Report() {
+  // Work outside steps (evaluation) counts too: the report is the record's.
+  ledger_.Compare(spec_.hpt().project_epochs(), &state_.hpt);
   state_.cost = ledger_.total();
   state_.device_costs = ledger_.device_costs();
+  state_.work_record = std::make_shared<const WorkRecord>(ledger_.record());
   if (options_.on_progress) options_.on_progress(state_);
 }
 
@@ -134,7 +132,8 @@ absl::Status Trainer::LoadHead(std::vector<TensorChunk> head, int64_t optimizer_
   header.set_optimizer_steps(optimizer_steps);
   ASSIGN_OR_RETURN(LoadParametersResponse loaded,
                    options_.head_worker->LoadParameters(header, head));
-  Record(options_.head_worker, kind, "load", loaded.cost(), ChunkBytes(head));
+  ledger_.Record(
+      MakeTaskRecord(options_.head_worker, kind, "load", loaded.cost(), ChunkBytes(head)));
   return absl::OkStatus();
 }
 
@@ -204,7 +203,7 @@ absl::Status Trainer::StartTrial() {
   WorkerClient* gpu = workers_[0];
   ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks, gpu->Snapshot(job_id_, {}));
   ASSIGN_OR_RETURN(LoadParametersResponse loaded, gpu->LoadParameters(TrialHeader(), chunks));
-  Record(gpu, "gpu", "load", loaded.cost(), ChunkBytes(chunks));
+  ledger_.Record(MakeTaskRecord(gpu, "gpu", "load", loaded.cost(), ChunkBytes(chunks)));
   cursor_.trial_active = true;
   cursor_.trial_updates = 0;
   state_.hpt.set_phase("trial");
@@ -229,7 +228,8 @@ absl::Status Trainer::Switch() {
     return absl::OkStatus();
   }));
   for (size_t i = 0; i < reload; ++i) {
-    Record(workers_[i], "gpu", "load", loaded[i].cost(), ChunkBytes(chunks));
+    ledger_.Record(
+        MakeTaskRecord(workers_[i], "gpu", "load", loaded[i].cost(), ChunkBytes(chunks)));
   }
   ledger_.set_trainable_bytes(loaded[0].num_trainable() * int64_t(sizeof(float)));
   std::map<std::string, int> ranks;
@@ -268,6 +268,7 @@ absl::Status Trainer::StartHybrid(const std::map<std::string, HostTensor>& param
   }
   ASSIGN_OR_RETURN(HybridPlan plan, PlanHybrid(model_, spec_.hpt().lora(), ranks, plan_options));
   DescribeReramLayers(plan, &state_.hpt);
+  ledger_.SetReramChips(plan, options_.reram_workers);
   hybrid_ = std::make_unique<HybridRunner>(job_id_, std::move(plan), options_.reram_workers,
                                            options_.systolic_workers,
                                            spec_.training().optimizer());
@@ -323,15 +324,10 @@ absl::Status Trainer::SaveCheckpoint(int64_t step, const std::string& reason) {
 }
 
 absl::Status Trainer::Restore(const Checkpoint& checkpoint) {
-  std::vector<WorkerClient*> all = workers_;
-  for (auto* list : {&options_.reram_workers, &options_.systolic_workers}) {
-    all.insert(all.end(), list->begin(), list->end());
-  }
-  if (options_.head_worker != nullptr) all.push_back(options_.head_worker);
   CheckpointIdentity identity;
   identity.job_id = job_id_;
   RETURN_IF_ERROR(DecodeCheckpointHeader(checkpoint.header, &identity, &state_, &cursor_,
-                                         controller_.get(), &ledger_, all));
+                                         controller_.get(), &ledger_));
   model_ = identity.model;
   start_ = options_.now() - absl::Seconds(identity.elapsed_s);
   phase_ = cursor_.lora_phase ? Phase::kLora : Phase::kFull;
@@ -422,6 +418,7 @@ absl::Status Trainer::Prepare() {
   }
   cursor_.steps_per_epoch = steps_per_epoch;
   ledger_.set_steps_per_epoch(steps_per_epoch);
+  ledger_.set_job(job_id_, spec_.model().preset());
   if (steps_per_epoch < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the training split has ", n_train, " samples, fewer than ",
@@ -499,7 +496,6 @@ absl::Status Trainer::RunStep(const std::vector<int64_t>& indices, int64_t step,
                              !(lora_step && hybrid_ != nullptr);
   ledger_.CloseStep(step, lora_step, data_parallel ? int(workers_.size()) : 1, wall_s,
                     /*fallback=*/!options_.fallback_reason.empty());
-  ledger_.Compare(spec_.hpt().project_epochs(), &state_.hpt);
   FinishStep(step + 1, int64_t(indices.size()), loss);
   return absl::OkStatus();
 }

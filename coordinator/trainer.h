@@ -169,8 +169,6 @@ class Trainer {
   // Loads the workers from a restored checkpoint's tensors.
   absl::Status Reload(const Checkpoint& checkpoint);
 
-  void Record(WorkerClient* worker, const std::string& kind, const std::string& type,
-              const CostReport& cost, int64_t bytes_in = 0);
   void Report();
 
   // Goes back to the planned placement when its devices are back (see

@@ -5,9 +5,11 @@
 #define HPT_COORDINATOR_TRAINING_STATE_H_
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "proto/job_service.pb.h"
+#include "proto/work.pb.h"
 
 namespace hpt {
 
@@ -19,6 +21,8 @@ struct TrainerUpdate {
   std::vector<DeviceCost> device_costs;  // per worker
   QualityMetrics test_metrics;
   HptStatus hpt;
+  // What the devices did (proto/work.proto), for whatif and trace.
+  std::shared_ptr<const WorkRecord> work_record;
 };
 
 // The trainer's position: in the data, in its optimizers, in the method.

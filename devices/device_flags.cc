@@ -40,6 +40,7 @@ ABSL_FLAG(double, reram_endurance, 1e6, "reram: writes a cell survives.");
 ABSL_FLAG(double, reram_program_noise, 0, "reram: programming noise, levels.");
 ABSL_FLAG(double, reram_read_noise, 0, "reram: read noise, levels.");
 ABSL_FLAG(uint64_t, reram_seed, 1, "reram: noise seed.");
+ABSL_FLAG(double, reram_clock_hz, 1e9, "reram: node clock (its digital unit's too).");
 
 namespace hpt {
 
@@ -90,6 +91,7 @@ absl::StatusOr<ReramConfig> ReramConfigFromFlags() {
   c.program_noise_sigma = absl::GetFlag(FLAGS_reram_program_noise);
   c.read_noise_sigma = absl::GetFlag(FLAGS_reram_read_noise);
   c.seed = absl::GetFlag(FLAGS_reram_seed);
+  c.clock_hz = absl::GetFlag(FLAGS_reram_clock_hz);
   return c;
 }
 

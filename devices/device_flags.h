@@ -45,6 +45,7 @@ ABSL_DECLARE_FLAG(double, reram_endurance);
 ABSL_DECLARE_FLAG(double, reram_program_noise);
 ABSL_DECLARE_FLAG(double, reram_read_noise);
 ABSL_DECLARE_FLAG(uint64_t, reram_seed);
+ABSL_DECLARE_FLAG(double, reram_clock_hz);
 
 namespace hpt {
 

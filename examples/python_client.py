@@ -25,7 +25,7 @@ def load_stubs(stubs_dir, proto_root):
         from grpc_tools import protoc
         os.makedirs(stubs_dir, exist_ok=True)
         protos = [os.path.join(proto_root, "proto", p)
-                  for p in ("common.proto", "job_service.proto")]
+                  for p in ("work.proto", "common.proto", "job_service.proto")]
         rc = protoc.main(["protoc", f"-I{proto_root}", f"--python_out={stubs_dir}",
                           f"--grpc_python_out={stubs_dir}"] + protos)
         if rc != 0:

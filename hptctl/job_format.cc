@@ -310,7 +310,10 @@ void AppendReramChip(const HptStatus& h, std::string* report) {
 // HpT against GPU-only, as run and projected, and where the time goes.
 void AppendComparison(const CostComparison& cmp, std::string* report) {
   std::string& out = *report;
-  absl::StrAppend(&out, "\nHpT vs GPU-only full-parameter training\n");
+  absl::StrAppend(&out, "\nHpT vs GPU-only full-parameter training",
+                  cmp.baseline().empty() ? ""
+                                         : absl::StrCat(" (GPU baseline: ", cmp.baseline(), ")"),
+                  "\n");
   absl::StrAppend(&out, absl::StrFormat("  %-8s %12s %12s %8s\n", "", "HpT", "GPU-only", "ratio"));
   absl::StrAppend(&out, absl::StrFormat("  %-8s %12s %12s %7.2fx\n", "time",
                                         Eng(cmp.hpt_time_s(), "s"),
@@ -333,6 +336,22 @@ void AppendComparison(const CostComparison& cmp, std::string* report) {
                                           Eng(cmp.projected_gpu_only_energy_j(), "J"),
                                           cmp.projected_energy_ratio()));
     absl::StrAppend(&out, "  how: ", cmp.projection_method(), "\n");
+  }
+  if (cmp.baselines_size() > 0) {
+    absl::StrAppend(&out, "\nagainst each GPU baseline (GPU steps run this way in both)\n");
+    absl::StrAppend(&out, absl::StrFormat("  %-8s %12s %12s %8s %8s %10s %10s\n", "baseline",
+                                          "HpT", "GPU-only", "time", "energy", "proj time",
+                                          "proj energy"));
+    for (const BaselineComparison& b : cmp.baselines()) {
+      absl::StrAppend(&out, absl::StrFormat(
+                                "  %-8s %12s %12s %7.2fx %7.2fx %9.2fx %9.2fx\n", b.baseline(),
+                                Eng(b.hpt_time_s(), "s"), Eng(b.gpu_only_time_s(), "s"),
+                                b.time_ratio(), b.energy_ratio(), b.projected_time_ratio(),
+                                b.projected_energy_ratio()));
+    }
+    for (const BaselineComparison& b : cmp.baselines()) {
+      absl::StrAppend(&out, "  ", b.source(), "\n");
+    }
   }
   if (cmp.time_notes_size() > 0) {
     absl::StrAppend(&out, "\nwhere the simulated time goes\n");

@@ -24,8 +24,9 @@ LINK=(-fsanitize=fuzzer,address,undefined)
 LIBS=($(pkg-config --libs protobuf absl_status absl_statusor absl_strings absl_str_format \
         absl_synchronization absl_time absl_hash absl_raw_hash_set))
 
-# Protos: common.proto (tensors, model and LoRA configs), job_service.proto.
-for p in common job_service; do
+# Protos: work.proto (recorded work), common.proto (tensors, model and LoRA
+# configs), job_service.proto.
+for p in work common job_service; do
   if [ ! -e "$OUT/gen/proto/$p.pb.cc" ] || [ "proto/$p.proto" -nt "$OUT/gen/proto/$p.pb.cc" ]; then
     protoc -I"$ROOT" --cpp_out="$OUT/gen" "proto/$p.proto"
   fi
@@ -49,8 +50,10 @@ declare -A SOURCES=(
   [covid]="data/real_data.cc data/text_file.cc"
   [swe]="data/swe.cc data/text_file.cc"
   [spec]="coordinator/job_spec.cc coordinator/spec_names.cc models/model_config.cc models/lora_config.cc \
-models/model_flops.cc $OUT/gen/proto/common.pb.cc $OUT/gen/proto/job_service.pb.cc"
-  [tensor_codec]="common/tensor_codec.cc common/host_tensor.cc $OUT/gen/proto/common.pb.cc"
+models/model_flops.cc $OUT/gen/proto/work.pb.cc $OUT/gen/proto/common.pb.cc \
+$OUT/gen/proto/job_service.pb.cc"
+  [tensor_codec]="common/tensor_codec.cc common/host_tensor.cc $OUT/gen/proto/work.pb.cc \
+$OUT/gen/proto/common.pb.cc"
 )
 
 failed=0

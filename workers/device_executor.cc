@@ -154,6 +154,7 @@ absl::StatusOr<std::unique_ptr<DeviceExecutor>> DeviceExecutor::Create(
   impl->node.systolic = options.systolic;
   impl->node.reram = options.reram;
   impl->node.elementwise_energy_j = options.elementwise_energy_j;
+  impl->node.SetCostSettings();
   return std::unique_ptr<DeviceExecutor>(new DeviceExecutor(std::move(impl)));
 }
 
@@ -175,7 +176,7 @@ absl::StatusOr<LoadParametersResponse> DeviceExecutor::Load(
   if (header.job_id().empty()) {
     return absl::InvalidArgumentError("LoadParametersHeader.job_id is empty");
   }
-  CostBuilder cost(impl_->node.kind);
+  CostBuilder cost(impl_->node);
   // Optimizer state (a checkpoint's) is set after the graph exists.
   std::map<std::string, HostTensor> optimizer_state;
   for (auto it = parameters.begin(); it != parameters.end();) {
@@ -289,7 +290,7 @@ absl::StatusOr<ForwardResponse> DeviceExecutor::TakeForward(ForwardRequest&& req
   const int64_t samples = inputs.empty() || inputs.begin()->second.shape.empty()
                               ? 0
                               : inputs.begin()->second.shape[0];
-  CostBuilder cost(impl_->node.kind);
+  CostBuilder cost(impl_->node);
   Pending pending;
   pending.segment = graph.name();
   absl::StatusOr<std::map<std::string, HostTensor>> outputs =
@@ -368,7 +369,7 @@ absl::StatusOr<BackwardResponse> DeviceExecutor::TakeBackward(BackwardRequest&& 
     return absl::InvalidArgumentError(
         "BackwardRequest carries no gradient and the forward computed no loss");
   }
-  CostBuilder cost(impl_->node.kind);
+  CostBuilder cost(impl_->node);
   absl::StatusOr<std::map<std::string, HostTensor>> input_grads =
       graph.Backward(pending.saved, std::move(grads), &cost);
   if (!input_grads.ok()) return input_grads.status();
@@ -403,7 +404,7 @@ absl::StatusOr<ApplyUpdateResponse> DeviceExecutor::ApplyUpdate(
   if (!found.ok()) return found.status();
   Job& job = **found;
   ApplyUpdateResponse response;
-  CostBuilder cost(impl_->node.kind);
+  CostBuilder cost(impl_->node);
   if (job.tasks.Applied(request.step())) {
     response.set_applied(false);
     *response.mutable_cost() = cost.Finish(start);

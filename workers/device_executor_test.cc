@@ -5,6 +5,7 @@
 #include <random>
 
 #include "common/tensor_codec.h"
+#include "devices/work_cost.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -213,7 +214,8 @@ std::unique_ptr<SegmentGraph> Block(double attention_dropout, double dropout) {
   std::map<std::string, HostTensor> params = {{"gamma", Random({8}, 11, 0.5f)},
                                               {"beta", Random({8}, 12, 0.5f)}};
   for (float& v : params.at("gamma").data) v += 1.0f;
-  CostBuilder cost("systolic");
+  DeviceNode cost_node;
+  CostBuilder cost(cost_node);
   auto graph = SegmentGraph::Create(node, NormAttentionDropout(attention_dropout, dropout),
                                     params, &cost);
   EXPECT_TRUE(graph.ok()) << graph.status();
@@ -227,7 +229,8 @@ TEST(SegmentGraphTest, DropoutAndLayerNormBackwardIsTheForwardsDerivative) {
   const HostTensor dir = Random({3, 5, 8}, 15, 1.0f);
   constexpr uint64_t kSeed = 77;
   auto loss = [&](const HostTensor& in) {
-    CostBuilder cost("systolic");
+    DeviceNode cost_node;
+  CostBuilder cost(cost_node);
     SegmentGraph::Saved saved;
     auto y = graph->Forward({{"x", in}}, kSeed, &cost, &saved);
     EXPECT_TRUE(y.ok()) << y.status();
@@ -235,7 +238,8 @@ TEST(SegmentGraphTest, DropoutAndLayerNormBackwardIsTheForwardsDerivative) {
     for (size_t e = 0; e < r.data.size(); ++e) l += double(y->at("y").data[e]) * r.data[e];
     return l;
   };
-  CostBuilder cost("systolic");
+  DeviceNode cost_node;
+  CostBuilder cost(cost_node);
   SegmentGraph::Saved saved;
   auto y = graph->Forward({{"x", x}}, kSeed, &cost, &saved);
   ASSERT_TRUE(y.ok()) << y.status();
@@ -269,7 +273,8 @@ TEST(SegmentGraphTest, DropoutAndLayerNormBackwardIsTheForwardsDerivative) {
 TEST(SegmentGraphTest, InferenceForwardEqualsTrainingForwardWithoutDropout) {
   auto graph = Block(0.0, 0.0);
   const HostTensor x = Random({4, 7, 8}, 16, 1.0f);
-  CostBuilder cost("systolic");
+  DeviceNode cost_node;
+  CostBuilder cost(cost_node);
   SegmentGraph::Saved saved;
   auto trained = graph->Forward({{"x", x}}, 5, &cost, &saved);
   auto inferred = graph->Forward({{"x", x}}, 5, &cost, nullptr);
@@ -425,23 +430,36 @@ TEST(DeviceExecutorTest, BadInputsAreNamed) {
 namespace hpt {
 namespace {
 
-TEST(CostBuilderTest, ConcurrentReramReadsTakeTheLongestNotTheSum) {
-  // q, k and v read the same input from tiles of their own: together they
-  // take as long as the longest; a read outside the group adds in full.
-  CostBuilder cost("reram");
-  ReramReport q, k, v, o;
-  q.latency_s = 3e-6;
-  k.latency_s = 5e-6;
-  v.latency_s = 4e-6;
-  o.latency_s = 2e-6;
-  q.energy_j = k.energy_j = v.energy_j = o.energy_j = 1e-6;
-  cost.Reram(q, "forward:h");
-  cost.Reram(k, "forward:h");
-  cost.Reram(v, "forward:h");
-  cost.Reram(o);
+TEST(CostBuilderTest, RecordsTheWorkAndCostsItOnTheOnePath) {
+  // q and k read the same input from tiles of their own: together they
+  // take as long as the longer; a read outside the group adds in full.
+  DeviceNode node;
+  node.kind = "reram";
+  node.SetCostSettings();
+  auto q = ReramLayer::Create(node.reram, 64, 64);
+  auto k = ReramLayer::Create(node.reram, 64, 256);
+  ASSERT_TRUE(q.ok() && k.ok());
+  CostBuilder cost(node);
+  cost.ReramRead("q.weight", *q, 10, false, "forward:h");
+  cost.ReramRead("k.weight", *k, 10, false, "forward:h");
+  cost.ReramRead("q.weight", *q, 10, true);
+  cost.Gemm(10, 8, 64, 2);
+  cost.Elementwise(node, 640);
   const CostReport r = cost.Finish(std::chrono::steady_clock::now());
-  EXPECT_DOUBLE_EQ(r.simulated_s(), 5e-6 + 2e-6);
-  EXPECT_DOUBLE_EQ(r.energy_j(), 4e-6);  // energy adds up regardless
+  ASSERT_EQ(r.work().items_size(), 5);
+  EXPECT_EQ(r.work().items(1).reram_read().layer(), "k.weight");
+  EXPECT_EQ(r.work().items(1).reram_read().n(), 256);
+  EXPECT_EQ(r.work().settings().at("reram_adc_bits"), "5");
+  const CostReport again = CostTaskWork(r.work(), node.CostConfig());
+  EXPECT_EQ(r.simulated_s(), again.simulated_s());
+  EXPECT_EQ(r.energy_j(), again.energy_j());
+  const double longer = ReramLayerReadCost(node.reram, 10, 64, 256).latency_s;
+  const double transposed = ReramLayerReadCost(node.reram, 10, 64, 64).latency_s;
+  SystolicConfig digital = node.systolic;
+  digital.clock_hz = node.reram.clock_hz;
+  const double gemm = 2 * SimulateGemm(digital, {10, 8, 64}).latency_s;
+  const double vector = ElementwiseCost(128, node.reram.clock_hz, 640).latency_s;
+  EXPECT_DOUBLE_EQ(r.simulated_s(), longer + transposed + gemm + vector);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "common/cost_util.h"
 #include "devices/blas.h"
+#include "devices/work_cost.h"
 
 namespace hpt {
 
@@ -39,9 +40,8 @@ const float* NodeOperand(const DeviceNode& node, const float* data, int64_t n,
 // digital unit is costed as the same array at the node's clock).
 void NodeGemmCost(const DeviceNode& node, CostBuilder* cost, int64_t m, int64_t n,
               int64_t k, double times) {
-  SystolicConfig config = node.systolic;
-  if (node.is_reram()) config.clock_hz = node.reram.clock_hz;
-  cost->Systolic(SimulateGemm(config, {m, n, k}), times);
+  (void)node;  // the builder costs on its node
+  cost->Gemm(m, n, k, times);
 }
 
 // Weight gradient: acc[n x k] += g[m x n]^T x[m x k], accumulated by the
@@ -58,58 +58,61 @@ void NodeAddWeightGrad(const DeviceNode& node, CostBuilder* cost, const float* g
   NodeGemmCost(node, cost, n, k, m);
 }
 
-CostBuilder::CostBuilder(const std::string& kind) { report_.set_device_kind(kind); }
-
-void CostBuilder::Systolic(const SystolicReport& r, double times) {
-  CostReport part;
-  part.set_simulated_s(r.latency_s * times);
-  part.set_energy_j(r.energy_j * times);
-  auto& c = *part.mutable_counters();
-  c["macs"] = double(r.macs) * times;
-  c["cycles"] = double(r.total_cycles) * times;
-  c["stall_cycles"] = double(r.stall_cycles) * times;
-  c["sram_reads"] = double(r.sram_ifmap_reads + r.sram_filter_reads) * times;
-  c["sram_writes"] = double(r.sram_ofmap_writes) * times;
-  c["dram_words"] =
-      double(r.dram_ifmap_reads + r.dram_filter_reads + r.dram_ofmap_writes) * times;
-  c["util_weighted_cycles"] =
-      r.overall_util_pct / 100.0 * double(r.total_cycles) * times;
-  AddCost(part, &report_);
+DeviceCostConfig DeviceNode::CostConfig() const {
+  DeviceCostConfig c = DefaultDeviceCostConfig(kind);
+  c.systolic = systolic;
+  c.reram = reram;
+  c.elementwise_energy_j = elementwise_energy_j;
+  return c;
 }
 
-void CostBuilder::Reram(const ReramReport& r, const std::string& concurrent) {
-  CostReport part;
-  double latency_s = r.latency_s;
-  if (!concurrent.empty()) {
-    // Only what this read adds beyond the group's longest so far.
-    double& longest = group_latency_s_[concurrent];
-    latency_s = std::max(0.0, r.latency_s - longest);
-    longest = std::max(longest, r.latency_s);
-  }
-  part.set_simulated_s(latency_s);
-  part.set_energy_j(r.energy_j);
-  auto& c = *part.mutable_counters();
-  c["crossbar_activations"] = double(r.crossbar_activations);
-  c["adc_conversions"] = double(r.adc_conversions);
-  c["cell_writes"] = double(r.cell_writes);
-  c["max_cell_writes"] = double(r.max_cell_writes);
-  c["worst_wear"] = r.worst_wear;
-  AddCost(part, &report_);
+CostBuilder::CostBuilder(const DeviceNode& node) : node_(node) {}
+
+void CostBuilder::Gemm(int64_t m, int64_t n, int64_t k, double times) {
+  SystolicGemmWork* g = work_.add_items()->mutable_gemm();
+  g->set_m(m);
+  g->set_n(n);
+  g->set_k(k);
+  g->set_times(times);
+}
+
+void CostBuilder::ReramRead(const std::string& layer, const ReramLayer& crossbars,
+                            int64_t vectors, bool transposed, const std::string& concurrent) {
+  ReramReadWork* r = work_.add_items()->mutable_reram_read();
+  r->set_layer(layer);
+  r->set_k(crossbars.in_features());
+  r->set_n(crossbars.out_features());
+  r->set_vectors(vectors);
+  r->set_transposed(transposed);
+  r->set_duplication(crossbars.duplication());
+  r->set_concurrent(concurrent);
+}
+
+void CostBuilder::ReramProgram(const std::string& layer, const ReramLayer& crossbars,
+                               const ReramReport& programmed) {
+  ReramProgramWork* p = work_.add_items()->mutable_reram_program();
+  p->set_layer(layer);
+  p->set_k(crossbars.in_features());
+  p->set_n(crossbars.out_features());
+  p->set_duplication(crossbars.duplication());
+  p->set_max_cell_writes(programmed.max_cell_writes);
+  p->set_worst_wear(programmed.worst_wear);
 }
 
 void CostBuilder::Elementwise(const DeviceNode& node, double ops) {
-  CostReport part;
-  const VectorUnitCost c =
-      ElementwiseCost(node.lanes(), node.clock_hz(), ops, node.elementwise_energy_j);
-  part.set_simulated_s(c.latency_s);
-  part.set_energy_j(c.energy_j);
-  (*part.mutable_counters())["elementwise_ops"] = ops;
-  AddCost(part, &report_);
+  (void)node;  // the builder's node
+  work_.add_items()->mutable_elementwise()->set_ops(ops);
 }
 
 CostReport CostBuilder::Finish(Clock::time_point start) {
-  report_.set_measured_s(std::chrono::duration<double>(Clock::now() - start).count());
-  return report_;
+  DeviceCostConfig config = node_.CostConfig();
+  CostReport report = CostTaskWork(work_, config);
+  report.set_device_kind(node_.kind);
+  report.set_measured_s(std::chrono::duration<double>(Clock::now() - start).count());
+  work_.mutable_settings()->insert(node_.settings.begin(), node_.settings.end());
+  *report.mutable_work() = std::move(work_);
+  work_.Clear();
+  return report;
 }
 
 }  // namespace hpt

@@ -12,10 +12,14 @@
 //                  lane per cycle, lanes = array columns (ReRAM: crossbar
 //                  columns) (devices/vector_unit.h).
 //
-//   CostBuilder cost(node.kind);
+//   CostBuilder cost(node);
 //   NodeGemmBt(node, x, w, m, n, k, y);
 //   NodeGemmCost(node, &cost, m, n, k);
 //   CostReport report = cost.Finish(start);
+//
+// The builder records the work (proto/work.proto) and costs it with the
+// one path from work to cost (devices/work_cost.h), so the coordinator can
+// re-cost it under other settings.
 //
 // Not thread-safe.
 #ifndef HPT_WORKERS_DEVICE_NODE_H_
@@ -27,10 +31,12 @@
 #include <string>
 #include <vector>
 
+#include "devices/cost_settings.h"
 #include "devices/reram/reram_layer.h"
 #include "devices/systolic/systolic_array.h"
 #include "devices/vector_unit.h"
 #include "proto/common.pb.h"
+#include "proto/work.pb.h"
 
 namespace hpt {
 
@@ -40,6 +46,12 @@ struct DeviceNode {
   SystolicConfig systolic;
   ReramConfig reram;
   double elementwise_energy_j = kElementwiseOpEnergyJ;  // devices/vector_unit.h
+  // The node's cost settings (devices/cost_settings.h), sent with its tasks'
+  // work; set by SetCostSettings from the configs above.
+  std::map<std::string, std::string> settings;
+
+  DeviceCostConfig CostConfig() const;
+  void SetCostSettings() { settings = DeviceSettingsOf(CostConfig()); }
 
   bool is_reram() const { return kind == "reram"; }
   double lanes() const {
@@ -48,23 +60,31 @@ struct DeviceNode {
   double clock_hz() const { return is_reram() ? reram.clock_hz : systolic.clock_hz; }
 };
 
-// The cost of one task, assembled from its parts.
+// One task's work, and at the end its cost.
 class CostBuilder {
  public:
-  explicit CostBuilder(const std::string& kind);
+  explicit CostBuilder(const DeviceNode& node);
 
-  // `times` identical GEMMs (e.g. one per attention head and sample).
-  void Systolic(const SystolicReport& r, double times = 1);
-  // A ReRAM read or programming. Reads in one `concurrent` group (e.g. q,
-  // k and v reading the same input from tiles of their own) overlap: the
-  // group takes as long as its longest read. "" : in sequence.
-  void Reram(const ReramReport& r, const std::string& concurrent = "");
+  // `times` identical GEMMs (e.g. one per attention head and sample) on the
+  // node's array (a ReRAM node's digital unit).
+  void Gemm(int64_t m, int64_t n, int64_t k, double times = 1);
+  // A read of the crossbars holding weight `layer`. Reads in one
+  // `concurrent` group (e.g. q, k and v reading the same input from tiles
+  // of their own) overlap: the group takes as long as its longest read.
+  // "" : in sequence.
+  void ReramRead(const std::string& layer, const ReramLayer& crossbars, int64_t vectors,
+                 bool transposed, const std::string& concurrent = "");
+  // Programming weight `layer` into its crossbars (`programmed`: the
+  // layer's report, for the wear it left).
+  void ReramProgram(const std::string& layer, const ReramLayer& crossbars,
+                    const ReramReport& programmed);
   void Elementwise(const DeviceNode& node, double ops);
+  // The work and its cost, with the time since `start` as measured_s.
   CostReport Finish(std::chrono::steady_clock::time_point start);
 
  private:
-  CostReport report_;
-  std::map<std::string, double> group_latency_s_;  // longest read per group
+  const DeviceNode& node_;
+  TaskWork work_;
 };
 
 // Products with the node's numerics: the systolic array's (fp32 or bf16

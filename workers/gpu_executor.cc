@@ -9,7 +9,9 @@
 #include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
 #include "common/tensor_codec.h"
+#include "devices/cost_settings.h"
 #include "devices/gpu/kernel_cost.h"
+#include "devices/work_cost.h"
 #include "devices/gpu/roofline.h"
 #include "models/model_config.h"
 #include "models/st_transformer.h"
@@ -60,22 +62,22 @@ struct GpuExecutor::Impl {
   torch::Device device{torch::kCPU};
   std::string device_name;  // device.str(), noting an auto choice without CUDA
 
+  DeviceCostConfig cost_config;  // the reference GPU (devices/cost_settings.h)
+  std::map<std::string, std::string> settings;
+
   // Measured time, and the cost of the kernels the task ran on the
-  // reference GPU (devices/gpu/kernel_cost.h).
-  void Cost(const std::vector<GpuKernel>& kernels, Clock::time_point start,
-            CostReport* cost) {
-    cost->set_device_kind("gpu");
+  // reference GPU, from their work (devices/work_cost.h). `optimizer`: the
+  // parameters an update stepped, for the fused baselines.
+  void Cost(const std::vector<GpuKernel>& kernels, Clock::time_point start, CostReport* cost,
+            const std::vector<int64_t>& optimizer_numel = {}) {
+    TaskWork work;
+    AddKernels(kernels, &work);
+    for (int64_t n : optimizer_numel) work.add_optimizer_numel(n);
+    *cost = CostTaskWork(work, cost_config);
     cost->set_device(device_name);
     cost->set_measured_s(std::chrono::duration<double>(Clock::now() - start).count());
-    const GpuStepCost simulated = CostKernels(reference, GpuPrecision::kFp32, kernels);
-    cost->set_simulated_s(simulated.time_s);
-    cost->set_energy_j(simulated.energy_j);
-    auto& c = *cost->mutable_counters();
-    c["flops"] = simulated.flops;
-    c["dram_bytes"] = simulated.bytes;
-    c["kernels"] = double(simulated.kernels);
-    c["launch_bound_kernels"] = double(simulated.launch_bound_kernels);
-    c["launch_bound_s"] = simulated.launch_bound_s;
+    work.mutable_settings()->insert(settings.begin(), settings.end());
+    *cost->mutable_work() = std::move(work);
   }
   mutable absl::Mutex mu;
   JobTable<GpuSession> jobs ABSL_GUARDED_BY(mu){"has no parameters on this worker"};
@@ -95,6 +97,9 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(
   absl::StatusOr<GpuSpec> reference = GpuPreset(options.reference_gpu);
   if (!reference.ok()) return reference.status();
   impl->reference = *reference;
+  impl->cost_config = DefaultDeviceCostConfig("gpu");
+  impl->cost_config.gpu = *reference;
+  impl->settings = DeviceSettingsOf(impl->cost_config);
   if (options.device == "auto") {
     impl->device = torch::cuda::is_available() ? torch::Device("cuda:0")
                                                : torch::Device(torch::kCPU);
@@ -368,12 +373,18 @@ absl::StatusOr<ApplyUpdateResponse> GpuExecutor::ApplyUpdate(
             .lr(request.learning_rate());
       }
     }
+    std::vector<int64_t> stepped;
+    for (const auto& group : session.optimizer->param_groups()) {
+      for (const torch::Tensor& p : group.params()) {
+        if (p.grad().defined()) stepped.push_back(p.numel());
+      }
+    }
     session.optimizer->step();
     session.optimizer->zero_grad();
     session.tasks.Apply(request.step());
     impl_->Sync();
     response.set_applied(true);
-    impl_->Cost(recorder.Finish(), start, response.mutable_cost());
+    impl_->Cost(recorder.Finish(), start, response.mutable_cost(), stepped);
     return response;
   });
 }

@@ -218,7 +218,7 @@ absl::Status SegmentGraph::Reprogram(CostBuilder* cost) {
     const std::vector<float> wt = Transpose(p.value.data(), p.shape[0], p.shape[1]);
     absl::StatusOr<ReramReport> programmed = p.crossbars->Program(wt.data());
     if (!programmed.ok()) return programmed.status();
-    cost->Reram(*programmed);
+    cost->ReramProgram(name, *p.crossbars, *programmed);
   }
   return absl::OkStatus();
 }

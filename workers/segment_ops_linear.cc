@@ -33,7 +33,7 @@ absl::Status LoadLinear(OpLoad& l) {
   const std::vector<float> wt = Transpose((*w)->value.data(), out, in);
   absl::StatusOr<ReramReport> programmed = (*w)->crossbars->Program(wt.data());
   if (!programmed.ok()) return programmed.status();
-  l.cost->Reram(*programmed);
+  l.cost->ReramProgram(op.weight(), *(*w)->crossbars, *programmed);
   return absl::OkStatus();
 }
 
@@ -52,7 +52,8 @@ absl::StatusOr<HostTensor> ForwardLinear(OpForward& f) {
   if (w.crossbars) {
     absl::StatusOr<ReramReport> read = w.crossbars->Forward(x.data.data(), rows, y.data.data());
     if (!read.ok()) return read.status();
-    f.cost->Reram(*read, "forward:" + op.inputs(0));
+    f.cost->ReramRead(op.weight(), *w.crossbars, rows, /*transposed=*/false,
+                      "forward:" + op.inputs(0));
   } else {
     NodeGemmBt(f.node, x.data.data(), w.value.data(), rows, out, in, y.data.data());
     NodeGemmCost(f.node, f.cost, rows, out, in);
@@ -90,7 +91,8 @@ absl::Status BackwardLinear(OpBackward& b) {
     absl::StatusOr<ReramReport> read =
         w.crossbars->Transposed(g.data.data(), rows, gx.data.data());
     if (!read.ok()) return read.status();
-    b.cost->Reram(*read, "backward:" + op.inputs(0));
+    b.cost->ReramRead(op.weight(), *w.crossbars, rows, /*transposed=*/true,
+                      "backward:" + op.inputs(0));
   } else {
     NodeGemm(b.node, g.data.data(), w.value.data(), rows, in, out, gx.data.data());
     NodeGemmCost(b.node, b.cost, rows, in, out);

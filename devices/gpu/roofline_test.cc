@@ -25,5 +25,37 @@ TEST(RooflineTest, MemoryBoundKernelAndTensorCores) {
   EXPECT_FALSE(GpuPreset("p100").ok());
 }
 
+// The presets against the vendors' published figures, restated here from
+// the documents (not from roofline.cc):
+//   V100 SXM2: NVIDIA Tesla V100 datasheet (2020): FP32 15.7 TFLOPS, Tensor
+//     Performance 125 TFLOPS, HBM2 900 GB/s, max power 300 W.
+//   A100 SXM4 40GB: NVIDIA A100 datasheet (2021): FP32 19.5 TFLOPS, TF32
+//     Tensor Core 156 TFLOPS (312 with sparsity), BF16 312 TFLOPS (624),
+//     1,555 GB/s, 400 W.
+//   H100 SXM5: NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022),
+//     Table 1: FP32 66.9 TFLOPS at boost (the datasheet rounds to 67), TF32
+//     494.7 / 989.4 (sparse), BF16 989.4 / 1,978.9 (sparse); datasheet:
+//     3.35 TB/s HBM3, up to 700 W.
+TEST(RooflineTest, PresetsMatchTheirPublishedSpecifications) {
+  struct Published {
+    const char* name;
+    double fp32_tflops, tf32_tflops, tensor16_tflops, bw_gb_s, watts;
+  };
+  const Published kPublished[] = {{"v100", 15.7, 0, 125, 900, 300},
+                                  {"a100", 19.5, 156, 312, 1555, 400},
+                                  {"h100", 67, 494.7, 989.4, 3350, 700}};
+  for (const Published& p : kPublished) {
+    absl::StatusOr<GpuSpec> g = GpuPreset(p.name);
+    ASSERT_TRUE(g.ok()) << p.name;
+    EXPECT_NEAR(g->fp32_flops / 1e12, p.fp32_tflops, 0.1) << p.name;
+    EXPECT_NEAR(g->tf32_flops / 1e12, p.tf32_tflops, 0.1) << p.name;
+    EXPECT_NEAR(g->bf16_flops / 1e12, p.tensor16_tflops, 0.1) << p.name;
+    EXPECT_NEAR(g->memory_bw / 1e9, p.bw_gb_s, 0.5) << p.name;
+    EXPECT_EQ(g->load_power_w, p.watts) << p.name;
+    EXPECT_LT(g->idle_power_w, g->load_power_w / 4) << p.name;
+  }
+  EXPECT_EQ(GpuPresetNames(), (std::vector<std::string>{"v100", "a100", "h100"}));
+}
+
 }  // namespace
 }  // namespace hpt

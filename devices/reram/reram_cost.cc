@@ -178,4 +178,36 @@ ReramReadCost ReramLayerReadCost(const ReramConfig& config, int64_t vectors,
   return c;
 }
 
+int64_t ReramCrossbars(const ReramConfig& config, int64_t k, int64_t n) {
+  const int magnitude_bits =
+      config.sign_mode == SignMode::kDifferential ? config.weight_bits - 1 : config.weight_bits;
+  const int64_t slices = CeilDiv(magnitude_bits, config.cell_bits);
+  const int64_t signs = config.sign_mode == SignMode::kDifferential ? 2 : 1;
+  return CeilDiv(k, config.crossbar_rows) * CeilDiv(n, config.crossbar_cols) * slices * signs;
+}
+
+ReramWriteCost ReramProgramCost(const ReramConfig& config, int64_t k, int64_t n,
+                                int64_t duplication) {
+  const int magnitude_bits =
+      config.sign_mode == SignMode::kDifferential ? config.weight_bits - 1 : config.weight_bits;
+  const int64_t slices = CeilDiv(magnitude_bits, config.cell_bits);
+  const int64_t signs = config.sign_mode == SignMode::kDifferential ? 2 : 1;
+  ReramWriteCost report;
+  report.cell_writes = k * n * slices * signs * duplication;
+  const double pulse_energy =
+      config.write_voltage_v * config.write_voltage_v / config.r_on_ohm * config.write_pulse_s;
+  report.energy_j = double(report.cell_writes) * config.write_pulses_per_cell * pulse_energy;
+  // Row by row within a subarray (all columns of a row at once), each pulse
+  // followed by a verify read; the subarrays of a tile share its write
+  // drivers and take turns, tiles (and copies) are written at once.
+  const ReramFloorplan plan = PlanReramLayer(config, k, n);
+  const int64_t per_tile =
+      std::min(ReramCrossbars(config, k, n),
+               (plan.tile_size / config.crossbar_rows) * (plan.tile_size / config.crossbar_cols));
+  report.latency_s = double(per_tile) * double(std::min(k, config.crossbar_rows)) *
+                     config.write_pulses_per_cell *
+                     (config.write_pulse_s + config.read_pulse_s);
+  return report;
+}
+
 }  // namespace hpt

@@ -70,6 +70,19 @@ struct ReramReadCost {
 ReramReadCost ReramLayerReadCost(const ReramConfig& config, int64_t vectors,
                                  int64_t k, int64_t n, int64_t duplication = 1);
 
+// Crossbars holding one copy of a K x N layer's cells.
+int64_t ReramCrossbars(const ReramConfig& config, int64_t k, int64_t n);
+
+// Programming a K x N layer into `duplication` copies: every mapped cell
+// of every copy written once (reram_layer.h, "Writes").
+struct ReramWriteCost {
+  int64_t cell_writes = 0;
+  double energy_j = 0;
+  double latency_s = 0;
+};
+ReramWriteCost ReramProgramCost(const ReramConfig& config, int64_t k, int64_t n,
+                                int64_t duplication);
+
 // The clock NeuroSim's synchronous mode derives from the sensing delay at
 // Param.cpp defaults; every run we made printed it.
 double ReramClockPeriodS();

@@ -269,26 +269,15 @@ absl::StatusOr<ReramReport> ReramLayer::Program(const float* w) {
   max_writes_ = needed;
   programmed_ = true;
 
+  const ReramWriteCost cost = ReramProgramCost(config_, k_, n_, duplication_);
   ReramReport report;
-  report.cell_writes = cells() * duplication_;
+  report.cell_writes = cost.cell_writes;
   report.duplication = duplication_;
+  report.write_energy_j = cost.energy_j;
+  report.energy_j = cost.energy_j;
+  report.latency_s = cost.latency_s;
   report.max_cell_writes = max_writes_;
   report.worst_wear = double(max_writes_) / config_.endurance_writes;
-  const double pulse_energy = config_.write_voltage_v * config_.write_voltage_v /
-                              config_.r_on_ohm * config_.write_pulse_s;
-  report.write_energy_j =
-      double(report.cell_writes) * config_.write_pulses_per_cell * pulse_energy;
-  report.energy_j = report.write_energy_j;
-  // Row by row within a subarray (all columns of a row at once), each pulse
-  // followed by a verify read; the subarrays of a tile share its write
-  // drivers and take turns, tiles (and copies) are written at once.
-  const int64_t per_tile =
-      std::min(crossbars(), (plan_.tile_size / config_.crossbar_rows) *
-                                (plan_.tile_size / config_.crossbar_cols));
-  report.latency_s = double(per_tile) *
-                     double(std::min(k_, config_.crossbar_rows)) *
-                     config_.write_pulses_per_cell *
-                     (config_.write_pulse_s + config_.read_pulse_s);
   return report;
 }
 

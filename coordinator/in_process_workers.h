@@ -1,0 +1,50 @@
+// For tests: a GPU worker (LibTorch on the CPU), a ReRAM worker and a
+// systolic worker in this process, behind local clients, as a trainer's
+// options take them.
+//
+//   InProcessWorkers w;
+//   Trainer trainer("j", spec, &data, w.gpus(), w.Options());
+#ifndef HPT_COORDINATOR_IN_PROCESS_WORKERS_H_
+#define HPT_COORDINATOR_IN_PROCESS_WORKERS_H_
+
+#include <memory>
+#include <vector>
+
+#include "coordinator/local_worker_client.h"
+#include "coordinator/trainer.h"
+#include "workers/device_executor.h"
+#include "workers/gpu_executor.h"
+
+namespace hpt {
+
+struct InProcessWorkers {
+  InProcessWorkers() {
+    GpuExecutor::Options g;
+    g.device = "cpu";
+    gpu = *GpuExecutor::Create(g);
+    DeviceExecutor::Options r, y;
+    r.kind = "reram";
+    y.kind = "systolic";
+    reram = *DeviceExecutor::Create(r);
+    systolic = *DeviceExecutor::Create(y);
+    gpu_client = std::make_unique<LocalWorkerClient>("gpu0", gpu.get());
+    reram_client = std::make_unique<LocalWorkerClient>("reram0", reram.get());
+    systolic_client = std::make_unique<LocalWorkerClient>("systolic0", systolic.get());
+  }
+  std::vector<WorkerClient*> gpus() const { return {gpu_client.get()}; }
+  // The device workers set; the caller adds on_progress and the rest.
+  Trainer::Options Options() const {
+    Trainer::Options options;
+    options.reram_workers = {reram_client.get()};
+    options.systolic_workers = {systolic_client.get()};
+    return options;
+  }
+
+  std::unique_ptr<GpuExecutor> gpu;
+  std::unique_ptr<DeviceExecutor> reram, systolic;
+  std::unique_ptr<LocalWorkerClient> gpu_client, reram_client, systolic_client;
+};
+
+}  // namespace hpt
+
+#endif  // HPT_COORDINATOR_IN_PROCESS_WORKERS_H_

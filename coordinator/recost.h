@@ -1,0 +1,123 @@
+// Recost: a job's report from its work record (proto/work.proto) under the
+// settings it ran with, or under others (docs/cost-model.md, "Record once,
+// cost many"). The cost ledger reports a running job with it, and
+// `hptctl whatif` / `sweep` / `trace` re-cost finished ones with it: one
+// path from work to cost.
+//
+//   ASSIGN_OR_RETURN(auto coster, RecordCoster::Create(&record, {{"systolic_rows", "64"}}));
+//   JobCosts costs = coster->Cost();
+//   // costs.comparison.time_ratio(), costs.phases, costs.devices
+//
+// A setting is KEY=VALUE with the worker flags' names
+// (devices/cost_settings.h), applied to every worker that has it, or
+// KIND:KEY=VALUE for the workers of one kind (gpu, reram, systolic); the
+// coordinator's are reram_chip_tiles, interconnect_gb_per_s,
+// interconnect_latency_us, interconnect_pj_per_byte and gpu_baseline.
+#ifndef HPT_COORDINATOR_RECOST_H_
+#define HPT_COORDINATOR_RECOST_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "coordinator/cost_timeline.h"
+#include "devices/cost_settings.h"
+#include "devices/reram/reram_chip.h"
+#include "devices/work_cost.h"
+#include "proto/job_service.pb.h"
+#include "proto/work.pb.h"
+
+namespace hpt {
+
+using CostOverrides = std::vector<std::pair<std::string, std::string>>;
+
+// Parses "KEY=VALUE" (or "KIND:KEY=VALUE"); INVALID_ARGUMENT naming it.
+absl::StatusOr<std::pair<std::string, std::string>> ParseCostSetting(const std::string& text);
+
+// What a re-cost reports: the job report's cost sections.
+struct JobCosts {
+  CostReport total;
+  std::vector<DeviceCost> devices;
+  std::vector<PhaseCost> phases;
+  CostComparison comparison;  // with one entry per GPU baseline
+  // One line per setting that changes numerics: its cost is shown, its
+  // quality needs a re-run.
+  std::vector<std::string> numerics_notes;
+};
+
+// One task laid on a step's timeline.
+struct LaidTask {
+  std::string track;  // the device (or its part) it ran on
+  std::string kind;   // gpu, reram, systolic
+  std::string type;   // load, forward, backward, update
+  std::string chain;  // main or trial
+  double start_s = 0, finish_s = 0, transfer_s = 0;
+  int64_t bytes_in = 0;
+  CostReport cost;
+};
+
+struct StepTimeline {
+  int64_t step = 0;
+  std::string phase;
+  double makespan_s = 0;
+  double energy_j = 0;
+  std::vector<LaidTask> tasks;
+};
+
+class RecordCoster {
+ public:
+  // `record` must outlive the coster; shapes added to it later are costed
+  // when first needed.
+  static absl::StatusOr<std::unique_ptr<RecordCoster>> Create(const WorkRecord* record,
+                                                              const CostOverrides& overrides);
+
+  ~RecordCoster();
+
+  // The report's cost sections for the record as it stands.
+  JobCosts Cost();
+  // Step `step`'s timeline (its shape's); NOT_FOUND for a step the record
+  // has not got.
+  absl::StatusOr<StepTimeline> Timeline(int64_t step);
+
+  GpuBaseline baseline() const { return baseline_; }
+  const InterconnectConfig& link() const { return link_; }
+
+ private:
+  struct ShapeCost;
+  RecordCoster() = default;
+  absl::Status Configure(const CostOverrides& overrides);
+  const DeviceCostConfig& DeviceConfig(int device);
+  const ShapeCost& CostOfShape(int shape, GpuBaseline baseline);
+  CostReport CostOfTask(const RecordedTask& task, GpuBaseline baseline);
+  void Lay(const StepShape& shape, const std::vector<RecordedTask>& tasks,
+           const std::vector<CostReport>& costs, int ranks, CostTimeline* timeline,
+           std::vector<int>* ids) const;
+
+  const WorkRecord* record_ = nullptr;
+  CostOverrides device_overrides_;
+  InterconnectConfig link_;
+  GpuBaseline baseline_ = GpuBaseline::kPaper;
+  std::map<int, DeviceCostConfig> configs_;  // by device index
+  // Copies of each ReRAM device's layers after a re-plan (none: recorded).
+  std::map<int, LayerCopies> copies_;
+  std::map<std::pair<int, int>, std::unique_ptr<ShapeCost>> shapes_;  // (shape, baseline)
+  std::vector<std::string> numerics_notes_;
+};
+
+// Puts `costs` into `job`'s report: its cost, device costs, phases and
+// comparison.
+void ApplyCosts(const JobCosts& costs, Job* job);
+
+// The whole path at once.
+absl::StatusOr<JobCosts> CostRecord(const WorkRecord& record, const CostOverrides& overrides);
+
+// The interconnect a record's settings describe.
+InterconnectConfig LinkFromSettings(const std::map<std::string, std::string>& settings);
+
+}  // namespace hpt
+
+#endif  // HPT_COORDINATOR_RECOST_H_

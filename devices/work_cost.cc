@@ -1,0 +1,278 @@
+#include "devices/work_cost.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "common/cost_util.h"
+#include "devices/reram/reram_cost.h"
+#include "devices/systolic/systolic_array.h"
+#include "devices/vector_unit.h"
+
+namespace hpt {
+namespace {
+
+// Accumulates a GPU task's kernels (counts, work, launch cost).
+struct GpuTally {
+  const GpuSpec& gpu;
+  double compute = 0, bandwidth = 0;
+  double launch_s = 0;  // per kernel: a launch, or a graph node
+  double time_s = 0, busy_s = 0, flops = 0, bytes = 0;
+  double kernels = 0, launch_bound = 0, launch_bound_s = 0;
+
+  GpuTally(const GpuSpec& g, GpuPrecision precision, double launch) : gpu(g), launch_s(launch) {
+    const GpuKernelModel model;
+    double peak = g.fp32_flops;
+    if (precision == GpuPrecision::kTf32 && g.tf32_flops > 0) peak = g.tf32_flops;
+    if (precision == GpuPrecision::kBf16 && g.bf16_flops > 0) peak = g.bf16_flops;
+    compute = peak * model.compute_share;
+    bandwidth = g.memory_bw * model.memory_share;
+  }
+  void Add(double kernel_flops, double kernel_bytes, double count) {
+    const double work_s = std::max(kernel_flops / compute, kernel_bytes / bandwidth);
+    const double t = std::max(launch_s, work_s);
+    kernels += count;
+    time_s += t * count;
+    busy_s += work_s * count;
+    flops += kernel_flops * count;
+    bytes += kernel_bytes * count;
+    if (launch_s > work_s) {
+      launch_bound += count;
+      launch_bound_s += t * count;
+    }
+  }
+};
+
+CostReport CostGpuWork(const TaskWork& work, const DeviceCostConfig& config,
+                       GpuBaseline baseline) {
+  const GpuKernelModel model;
+  const bool graph = baseline == GpuBaseline::kGraph;
+  GpuTally tally(config.gpu, config.gpu_precision, graph ? kGraphNodeS : model.launch_s);
+  const bool fuse = baseline != GpuBaseline::kPaper && work.optimizer_numel_size() > 0;
+  if (fuse) {
+    // The update's arithmetic as recorded, its traffic and launches as a
+    // fused multi-tensor Adam's.
+    double flops = 0, numel = 0;
+    for (const GpuKernelWork& k : work.kernels()) flops += k.flops() * double(k.count());
+    for (int64_t n : work.optimizer_numel()) numel += double(n);
+    const std::vector<int64_t> sizes(work.optimizer_numel().begin(),
+                                     work.optimizer_numel().end());
+    for (double share : MultiTensorLaunchShares(sizes)) {
+      tally.Add(flops * share, kFusedAdamBytesPerElement * numel * share, 1);
+    }
+  } else {
+    for (const GpuKernelWork& k : work.kernels()) {
+      tally.Add(k.flops(), k.bytes(), double(k.count()));
+    }
+  }
+  double time_s = tally.time_s;
+  // A graph replay costs one launch for the task's kernels.
+  if (graph && tally.kernels > 0) time_s += model.launch_s;
+  CostReport c;
+  c.set_device_kind("gpu");
+  c.set_simulated_s(time_s);
+  c.set_energy_j(config.gpu.idle_power_w * time_s +
+                 (config.gpu.load_power_w - config.gpu.idle_power_w) * tally.busy_s);
+  auto& counters = *c.mutable_counters();
+  counters["flops"] = tally.flops;
+  counters["dram_bytes"] = tally.bytes;
+  counters["kernels"] = tally.kernels;
+  counters["launch_bound_kernels"] = tally.launch_bound;
+  counters["launch_bound_s"] = tally.launch_bound_s;
+  return c;
+}
+
+void AddSystolic(const SystolicReport& r, double times, CostReport* total) {
+  CostReport part;
+  part.set_simulated_s(r.latency_s * times);
+  part.set_energy_j(r.energy_j * times);
+  auto& c = *part.mutable_counters();
+  c["macs"] = double(r.macs) * times;
+  c["cycles"] = double(r.total_cycles) * times;
+  c["stall_cycles"] = double(r.stall_cycles) * times;
+  c["sram_reads"] = double(r.sram_ifmap_reads + r.sram_filter_reads) * times;
+  c["sram_writes"] = double(r.sram_ofmap_writes) * times;
+  c["dram_words"] = double(r.dram_ifmap_reads + r.dram_filter_reads + r.dram_ofmap_writes) * times;
+  c["util_weighted_cycles"] = r.overall_util_pct / 100.0 * double(r.total_cycles) * times;
+  AddCost(part, total);
+}
+
+int64_t CopiesOf(const std::string& layer, int64_t recorded, const LayerCopies* copies) {
+  if (copies == nullptr) return recorded;
+  auto it = copies->find(layer);
+  return it == copies->end() ? recorded : it->second;
+}
+
+CostReport CostNodeWork(const TaskWork& work, const DeviceCostConfig& config,
+                        const LayerCopies* copies) {
+  CostReport total;
+  total.set_device_kind(config.kind);
+  const bool reram = config.kind == "reram";
+  // A ReRAM node's digital unit is costed as the array at the node's clock.
+  SystolicConfig array = config.systolic;
+  if (reram) array.clock_hz = config.reram.clock_hz;
+  const double lanes = double(reram ? config.reram.crossbar_cols : config.systolic.cols);
+  std::map<std::string, double> group_latency_s;  // longest read per group
+  // Identical products recur (per head, per layer): simulate each once.
+  std::map<std::tuple<int64_t, int64_t, int64_t>, SystolicReport> gemms;
+  for (const WorkItem& item : work.items()) {
+    switch (item.item_case()) {
+      case WorkItem::kGemm: {
+        const SystolicGemmWork& g = item.gemm();
+        auto [it, fresh] = gemms.try_emplace({g.m(), g.n(), g.k()});
+        if (fresh) it->second = SimulateGemm(array, {g.m(), g.n(), g.k()});
+        AddSystolic(it->second, g.times(), &total);
+        break;
+      }
+      case WorkItem::kReramRead: {
+        const ReramReadWork& r = item.reram_read();
+        const int64_t dup = CopiesOf(r.layer(), r.duplication(), copies);
+        const ReramReadCost c =
+            r.transposed() ? ReramLayerReadCost(config.reram, r.vectors(), r.n(), r.k(), dup)
+                           : ReramLayerReadCost(config.reram, r.vectors(), r.k(), r.n(), dup);
+        double latency_s = c.latency_s;
+        if (!r.concurrent().empty()) {
+          // Only what this read adds beyond the group's longest so far.
+          double& longest = group_latency_s[r.concurrent()];
+          latency_s = std::max(0.0, c.latency_s - longest);
+          longest = std::max(longest, c.latency_s);
+        }
+        CostReport part;
+        part.set_simulated_s(latency_s);
+        part.set_energy_j(c.energy_j);
+        auto& k = *part.mutable_counters();
+        k["crossbar_activations"] = double(r.vectors()) * config.reram.input_bits *
+                                    double(ReramCrossbars(config.reram, r.k(), r.n()));
+        k["adc_conversions"] = double(c.adc_conversions);
+        AddCost(part, &total);
+        break;
+      }
+      case WorkItem::kReramProgram: {
+        const ReramProgramWork& p = item.reram_program();
+        const ReramWriteCost r = ReramProgramCost(
+            config.reram, p.k(), p.n(), CopiesOf(p.layer(), p.duplication(), copies));
+        CostReport part;
+        part.set_simulated_s(r.latency_s);
+        part.set_energy_j(r.energy_j);
+        auto& k = *part.mutable_counters();
+        k["cell_writes"] = double(r.cell_writes);
+        k["max_cell_writes"] = double(p.max_cell_writes());
+        k["worst_wear"] = p.worst_wear();
+        AddCost(part, &total);
+        break;
+      }
+      case WorkItem::kElementwise: {
+        const double ops = item.elementwise().ops();
+        const double clock = reram ? config.reram.clock_hz : config.systolic.clock_hz;
+        const VectorUnitCost c = ElementwiseCost(lanes, clock, ops, config.elementwise_energy_j);
+        CostReport part;
+        part.set_simulated_s(c.latency_s);
+        part.set_energy_j(c.energy_j);
+        (*part.mutable_counters())["elementwise_ops"] = ops;
+        AddCost(part, &total);
+        break;
+      }
+      case WorkItem::ITEM_NOT_SET:
+        break;
+    }
+  }
+  return total;
+}
+
+}  // namespace
+
+absl::StatusOr<GpuBaseline> ParseGpuBaseline(const std::string& name) {
+  if (name == "paper" || name.empty()) return GpuBaseline::kPaper;
+  if (name == "fused") return GpuBaseline::kFused;
+  if (name == "graph") return GpuBaseline::kGraph;
+  return absl::InvalidArgumentError(
+      absl::StrCat("gpu_baseline '", name, "' is not paper, fused or graph"));
+}
+
+std::string GpuBaselineName(GpuBaseline baseline) {
+  switch (baseline) {
+    case GpuBaseline::kFused: return "fused";
+    case GpuBaseline::kGraph: return "graph";
+    default: return "paper";
+  }
+}
+
+std::vector<GpuBaseline> AllGpuBaselines() {
+  return {GpuBaseline::kPaper, GpuBaseline::kFused, GpuBaseline::kGraph};
+}
+
+std::string GpuBaselineSource(GpuBaseline baseline) {
+  switch (baseline) {
+    case GpuBaseline::kFused:
+      return "fused: the update as one multi-tensor Adam (ATen MultiTensorApply.cuh: 36 "
+             "tensors or 320 chunks of 65,536 elements a launch; 28 B per element)";
+    case GpuBaseline::kGraph:
+      return "graph: fused, the step replayed as a CUDA graph (one 5 us launch per task, "
+             "0.5 us per kernel node: NVIDIA, \"Getting Started with CUDA Graphs\", 2019)";
+    default:
+      return "paper: eager kernels as LibTorch ran them, per-parameter Adam (5 us a launch: "
+             "Meta HTA docs, low end of 5-20 us)";
+  }
+}
+
+CostReport CostTaskWork(const TaskWork& work, const DeviceCostConfig& config,
+                        GpuBaseline baseline, const LayerCopies* copies) {
+  if (config.kind == "gpu") return CostGpuWork(work, config, baseline);
+  return CostNodeWork(work, config, copies);
+}
+
+void AddKernels(const std::vector<GpuKernel>& kernels, TaskWork* work) {
+  std::map<std::tuple<std::string, double, double>, int> index;
+  for (int i = 0; i < work->kernels_size(); ++i) {
+    const GpuKernelWork& k = work->kernels(i);
+    index[{k.op(), k.flops(), k.bytes()}] = i;
+  }
+  for (const GpuKernel& k : kernels) {
+    if (LaunchesNoKernel(k.op)) continue;
+    auto [it, fresh] = index.try_emplace({k.op, k.flops, k.bytes}, work->kernels_size());
+    if (fresh) {
+      GpuKernelWork* w = work->add_kernels();
+      w->set_op(k.op);
+      w->set_flops(k.flops);
+      w->set_bytes(k.bytes);
+    }
+    GpuKernelWork* w = work->mutable_kernels(it->second);
+    w->set_count(w->count() + 1);
+  }
+}
+
+std::vector<double> MultiTensorLaunchShares(const std::vector<int64_t>& numel) {
+  double total = 0;
+  for (int64_t n : numel) total += double(std::max<int64_t>(n, 0));
+  std::vector<double> shares;
+  if (total <= 0) return shares;
+  // PyTorch's multi_tensor_apply: tensors fill a launch's list, their
+  // chunks its blocks; a full list, full blocks or the last chunk launch,
+  // and a tensor cut by full blocks carries on into the next launch.
+  int64_t tensors = 0, blocks = 0;
+  double elements = 0;
+  size_t last = numel.size();
+  while (last > 0 && numel[last - 1] <= 0) --last;
+  for (size_t t = 0; t < last; ++t) {
+    if (numel[t] <= 0) continue;
+    ++tensors;
+    const int64_t chunks = (numel[t] + kMultiTensorChunk - 1) / kMultiTensorChunk;
+    for (int64_t c = 0; c < chunks; ++c) {
+      ++blocks;
+      elements += double(std::min(kMultiTensorChunk, numel[t] - c * kMultiTensorChunk));
+      const bool last_chunk = c == chunks - 1;
+      const bool tensors_full = tensors == kMultiTensorMaxTensors && last_chunk;
+      const bool blocks_full = blocks == kMultiTensorMaxBlocks;
+      const bool very_last = t + 1 == last && last_chunk;
+      if (tensors_full || blocks_full || very_last) {
+        shares.push_back(elements / total);
+        elements = 0;
+        blocks = 0;
+        tensors = last_chunk ? 0 : 1;
+      }
+    }
+  }
+  return shares;
+}
+
+}  // namespace hpt

@@ -1,0 +1,183 @@
+#include "devices/work_cost.h"
+
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
+#include "devices/cost_settings.h"
+#include "devices/reram/reram_layer.h"
+#include "gtest/gtest.h"
+
+namespace hpt {
+namespace {
+
+double Counter(const CostReport& c, const std::string& name) {
+  auto it = c.counters().find(name);
+  return it == c.counters().end() ? 0 : it->second;
+}
+
+TEST(WorkCost, SystolicProductsAreSimulateGemm) {
+  DeviceCostConfig config = DefaultDeviceCostConfig("systolic");
+  config.systolic.rows = 32;
+  TaskWork work;
+  SystolicGemmWork* g = work.add_items()->mutable_gemm();
+  g->set_m(57);
+  g->set_n(64);
+  g->set_k(96);
+  g->set_times(3);
+  const SystolicReport r = SimulateGemm(config.systolic, {57, 64, 96});
+  const CostReport c = CostTaskWork(work, config);
+  EXPECT_DOUBLE_EQ(c.simulated_s(), 3 * r.latency_s);
+  EXPECT_DOUBLE_EQ(c.energy_j(), 3 * r.energy_j);
+  EXPECT_DOUBLE_EQ(Counter(c, "macs"), 3.0 * 57 * 64 * 96);
+}
+
+TEST(WorkCost, ReramReadsAndProgrammingAreTheLayersOwn) {
+  DeviceCostConfig config = DefaultDeviceCostConfig("reram");
+  absl::StatusOr<ReramLayer> layer = ReramLayer::Create(config.reram, 96, 40);
+  ASSERT_TRUE(layer.ok());
+  ASSERT_TRUE(layer->SetDuplication(3).ok());
+  std::vector<float> w(96 * 40, 0.25f), x(10 * 96, 0.5f), y(10 * 40), g(10 * 40, 0.1f),
+      gx(10 * 96);
+  absl::StatusOr<ReramReport> programmed = layer->Program(w.data());
+  absl::StatusOr<ReramReport> forward = layer->Forward(x.data(), 10, y.data());
+  absl::StatusOr<ReramReport> backward = layer->Transposed(g.data(), 10, gx.data());
+  ASSERT_TRUE(programmed.ok() && forward.ok() && backward.ok());
+
+  TaskWork work;
+  ReramProgramWork* p = work.add_items()->mutable_reram_program();
+  p->set_layer("w");
+  p->set_k(96);
+  p->set_n(40);
+  p->set_duplication(3);
+  const CostReport pc = CostTaskWork(work, config);
+  EXPECT_DOUBLE_EQ(pc.simulated_s(), programmed->latency_s);
+  EXPECT_DOUBLE_EQ(pc.energy_j(), programmed->energy_j);
+  EXPECT_EQ(Counter(pc, "cell_writes"), double(programmed->cell_writes));
+
+  for (bool transposed : {false, true}) {
+    TaskWork read;
+    ReramReadWork* r = read.add_items()->mutable_reram_read();
+    r->set_layer("w");
+    r->set_k(96);
+    r->set_n(40);
+    r->set_vectors(10);
+    r->set_transposed(transposed);
+    r->set_duplication(3);
+    const ReramReport& want = transposed ? *backward : *forward;
+    const CostReport c = CostTaskWork(read, config);
+    EXPECT_DOUBLE_EQ(c.simulated_s(), want.latency_s);
+    EXPECT_DOUBLE_EQ(c.energy_j(), want.energy_j);
+    EXPECT_EQ(Counter(c, "crossbar_activations"), double(want.crossbar_activations));
+    // A re-plan's copies replace the recorded ones.
+    const LayerCopies one = {{"w", 1}};
+    const CostReport single = CostTaskWork(read, config, GpuBaseline::kPaper, &one);
+    EXPECT_GT(single.simulated_s(), c.simulated_s());
+  }
+}
+
+TEST(WorkCost, ConcurrentReadsTakeTheLongest) {
+  DeviceCostConfig config = DefaultDeviceCostConfig("reram");
+  TaskWork work;
+  for (int64_t n : {64, 256}) {
+    ReramReadWork* r = work.add_items()->mutable_reram_read();
+    r->set_layer("w");
+    r->set_k(128);
+    r->set_n(n);
+    r->set_vectors(32);
+    r->set_duplication(1);
+    r->set_concurrent("forward:x");
+  }
+  const double longest = ReramLayerReadCost(config.reram, 32, 128, 256).latency_s;
+  EXPECT_DOUBLE_EQ(CostTaskWork(work, config).simulated_s(), longest);
+}
+
+TEST(WorkCost, PaperGpuIsTheKernelModel) {
+  DeviceCostConfig config = DefaultDeviceCostConfig("gpu");
+  std::vector<GpuKernel> kernels = {{"aten::mm", 2e9, 1e7}, {"aten::add", 1e3, 1e4},
+                                    {"aten::view", 0, 0},   {"aten::add", 1e3, 1e4},
+                                    {"aten::mm", 2e9, 1e7}, {"aten::relu", 1e3, 8e3}};
+  TaskWork work;
+  AddKernels(kernels, &work);
+  ASSERT_EQ(work.kernels_size(), 3);  // mm, add, relu; the view launches none
+  EXPECT_EQ(work.kernels(0).count(), 2);
+  const GpuStepCost want = CostKernels(config.gpu, GpuPrecision::kFp32, kernels);
+  const CostReport c = CostTaskWork(work, config);
+  EXPECT_NEAR(c.simulated_s(), want.time_s, 1e-15);
+  EXPECT_NEAR(c.energy_j(), want.energy_j, 1e-12);
+  EXPECT_EQ(Counter(c, "kernels"), 5);
+  EXPECT_EQ(Counter(c, "launch_bound_kernels"), double(want.launch_bound_kernels));
+}
+
+TEST(WorkCost, MultiTensorLaunchesFollowPytorchsChunking) {
+  // 200 small tensors: lists of 36 -> 6 launches.
+  EXPECT_EQ(MultiTensorLaunchShares(std::vector<int64_t>(200, 1000)).size(), 6u);
+  // One tensor of 700 chunks: 320 + 320 + 60 blocks.
+  const std::vector<double> big = MultiTensorLaunchShares({700 * kMultiTensorChunk});
+  ASSERT_EQ(big.size(), 3u);
+  EXPECT_DOUBLE_EQ(big[0], 320.0 / 700);
+  EXPECT_DOUBLE_EQ(big[2], 60.0 / 700);
+  std::vector<double> mixed = MultiTensorLaunchShares({10, 0, 5 * kMultiTensorChunk + 1, 7});
+  EXPECT_NEAR(std::accumulate(mixed.begin(), mixed.end(), 0.0), 1.0, 1e-12);
+  EXPECT_TRUE(MultiTensorLaunchShares({}).empty());
+}
+
+TEST(WorkCost, FusedAndGraphBaselinesLaunchLess) {
+  DeviceCostConfig config = DefaultDeviceCostConfig("gpu");
+  TaskWork update;
+  std::vector<GpuKernel> kernels;
+  for (int t = 0; t < 100; ++t) {
+    for (int k = 0; k < 8; ++k) kernels.push_back({"aten::mul_", 512, 4096});
+    update.add_optimizer_numel(512);
+  }
+  AddKernels(kernels, &update);
+  const CostReport paper = CostTaskWork(update, config, GpuBaseline::kPaper);
+  const CostReport fused = CostTaskWork(update, config, GpuBaseline::kFused);
+  const CostReport graph = CostTaskWork(update, config, GpuBaseline::kGraph);
+  EXPECT_EQ(Counter(paper, "kernels"), 800);
+  EXPECT_EQ(Counter(fused, "kernels"), 3);  // ceil(100 / 36)
+  EXPECT_NEAR(paper.simulated_s(), 800 * GpuKernelModel().launch_s, 1e-12);
+  EXPECT_NEAR(fused.simulated_s(), 3 * GpuKernelModel().launch_s, 1e-12);
+  // The graph: one launch, then three nodes, each its work or a node's
+  // overhead (lists of 36, 36 and 28 tensors of 512 elements).
+  const double bandwidth = config.gpu.memory_bw * GpuKernelModel().memory_share;
+  double want = GpuKernelModel().launch_s;
+  for (int tensors : {36, 36, 28}) {
+    want += std::max(kGraphNodeS, tensors * 512 * kFusedAdamBytesPerElement / bandwidth);
+  }
+  EXPECT_NEAR(graph.simulated_s(), want, 1e-15);
+  EXPECT_LT(graph.simulated_s(), fused.simulated_s());
+  EXPECT_DOUBLE_EQ(Counter(fused, "flops"), Counter(paper, "flops"));
+  EXPECT_DOUBLE_EQ(Counter(fused, "dram_bytes"), 100 * 512 * kFusedAdamBytesPerElement);
+}
+
+TEST(CostSettings, RoundTripAndErrorsNameTheKey) {
+  DeviceCostConfig c = DefaultDeviceCostConfig("reram");
+  ASSERT_TRUE(ApplyDeviceSetting("systolic_rows", "64", &c).ok());
+  ASSERT_TRUE(ApplyDeviceSetting("reram_clock_hz", "7.5e8", &c).ok());
+  ASSERT_TRUE(ApplyDeviceSetting("systolic_clock_hz", "1.23456789012e9", &c).ok());
+  absl::StatusOr<DeviceCostConfig> back = DeviceCostConfigFrom("reram", DeviceSettingsOf(c));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->systolic.rows, 64);
+  EXPECT_EQ(back->reram.clock_hz, 7.5e8);
+  EXPECT_EQ(back->systolic.clock_hz, 1.23456789012e9);
+
+  absl::Status unknown = ApplyDeviceSetting("systolic_rowz", "64", &c);
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(unknown.message().find("systolic_rowz"), std::string::npos);
+  absl::Status bad = ApplyDeviceSetting("systolic_rows", "sixty", &c);
+  EXPECT_NE(bad.message().find("systolic_rows='sixty'"), std::string::npos) << bad;
+  DeviceCostConfig gpu = DefaultDeviceCostConfig("gpu");
+  EXPECT_FALSE(ApplyDeviceSetting("reference_gpu", "p100", &gpu).ok());
+  ASSERT_TRUE(ApplyDeviceSetting("reference_gpu", "h100", &gpu).ok());
+  EXPECT_EQ(gpu.gpu.name, "h100");
+  // Settings of another kind's device are not this one's.
+  ASSERT_TRUE(ApplyDeviceSetting("systolic_rows", "8", &gpu).ok());
+  EXPECT_EQ(ApplyDeviceSetting("reram_chip_tiles", "8", &gpu).code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_TRUE(FindCostKnob("reram_adc_bits")->numerics);
+  EXPECT_FALSE(FindCostKnob("systolic_rows")->numerics);
+}
+
+}  // namespace
+}  // namespace hpt

@@ -1,0 +1,199 @@
+#include "hptctl/cost_commands.h"
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/grpc_status.h"
+#include "coordinator/recost.h"
+#include "hptctl/cost_views.h"
+#include "hptctl/job_format.h"
+
+namespace hpt {
+namespace {
+
+int Fail(const absl::Status& status) {
+  std::cerr << "hptctl: " << absl::StatusCodeToString(status.code()) << ": " << status.message()
+            << std::endl;
+  return ExitCodeFor(status);
+}
+
+absl::StatusOr<WorkRecord> FetchRecord(JobService::Stub& stub, const std::string& job_id,
+                                       const CostCommandOptions& options) {
+  grpc::ClientContext context;
+  options.prepare(&context);
+  GetWorkRecordRequest request;
+  request.set_job_id(job_id);
+  WorkRecord record;
+  absl::Status s = FromGrpcStatus(stub.GetWorkRecord(&context, request, &record));
+  if (!s.ok()) return s;
+  return record;
+}
+
+absl::StatusOr<CostOverrides> Overrides(const std::vector<std::string>& sets) {
+  CostOverrides out;
+  for (const std::string& text : sets) {
+    absl::StatusOr<std::pair<std::string, std::string>> kv = ParseCostSetting(text);
+    if (!kv.ok()) return kv.status();
+    out.push_back(*kv);
+  }
+  return out;
+}
+
+absl::Status WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+RepeatedFlags& RepeatedCostFlags() {
+  static auto* flags = new RepeatedFlags;
+  return *flags;
+}
+
+std::vector<std::string> TakeRepeatedFlag(const std::string& name, int* argc, char** argv) {
+  std::vector<std::string> values;
+  const std::string bare = "--" + name, with = bare + "=";
+  int kept = 1;
+  for (int i = 1; i < *argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") {  // the rest is positional
+      while (i < *argc) argv[kept++] = argv[i++];
+      break;
+    }
+    if (absl::StartsWith(arg, with)) {
+      values.push_back(arg.substr(with.size()));
+    } else if (arg == bare && i + 1 < *argc) {
+      values.push_back(argv[++i]);
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  *argc = kept;
+  return values;
+}
+
+int WhatIfCommand(JobService::Stub& stub, const std::string& job_id,
+                  const CostCommandOptions& options) {
+  if (job_id.empty() || options.sets.empty()) {
+    std::cerr << "hptctl: whatif needs a job id and at least one --set KEY=VALUE, e.g. "
+                 "hptctl whatif job-000001 --set reference_gpu=h100\n";
+    return kExitUsage;
+  }
+  WhatIfRequest request;
+  request.set_job_id(job_id);
+  for (const std::string& s : options.sets) request.add_settings(s);
+  WhatIfResponse response;
+  grpc::ClientContext context;
+  options.prepare(&context);
+  absl::Status s = FromGrpcStatus(stub.WhatIf(&context, request, &response));
+  if (!s.ok()) return Fail(s);
+  if (options.format == "json") {
+    std::cout << ToJson(response) << std::endl;
+    return kExitOk;
+  }
+  std::cout << "what if: " << job_id << " re-costed with";
+  for (const std::string& setting : response.settings()) std::cout << " " << setting;
+  std::cout << " (its recorded work; no training ran)\n";
+  for (const std::string& note : response.numerics_notes()) std::cout << "  " << note << "\n";
+  std::cout << "\n" << FormatReport(response.job());
+  return kExitOk;
+}
+
+int TraceCommand(JobService::Stub& stub, const std::string& job_id,
+                 const CostCommandOptions& options) {
+  if (job_id.empty()) {
+    std::cerr << "hptctl: trace needs a job id, e.g. hptctl trace job-000001 --step=40 "
+                 "--format=chrome --out=step40.json\n";
+    return kExitUsage;
+  }
+  absl::StatusOr<WorkRecord> record = FetchRecord(stub, job_id, options);
+  if (!record.ok()) return Fail(record.status());
+  std::string text;
+  if (options.format != "chrome") {
+    text = ToJson(*record) + "\n";
+  } else {
+    absl::StatusOr<CostOverrides> overrides = Overrides(options.sets);
+    if (!overrides.ok()) return Fail(overrides.status());
+    absl::StatusOr<std::unique_ptr<RecordCoster>> coster =
+        RecordCoster::Create(&*record, *overrides);
+    if (!coster.ok()) return Fail(coster.status());
+    int64_t step = options.step;
+    if (!options.step_given && record->switch_step() >= 0) step = record->switch_step();
+    absl::StatusOr<StepTimeline> timeline = (*coster)->Timeline(step);
+    if (!timeline.ok()) return Fail(timeline.status());
+    text = ChromeTrace(job_id, *timeline);
+  }
+  if (options.out.empty()) {
+    std::cout << text;
+    return kExitOk;
+  }
+  if (absl::Status s = WriteFile(options.out, text); !s.ok()) return Fail(s);
+  std::cerr << "wrote " << options.out << "\n";
+  return kExitOk;
+}
+
+int SweepCommand(JobService::Stub& stub, const std::string& job_id,
+                 const CostCommandOptions& options) {
+  if (job_id.empty() || options.grids.empty()) {
+    std::cerr << "hptctl: sweep needs a job id and at least one --grid KEY=V1,V2,..., e.g. "
+                 "hptctl sweep job-000001 --grid reram_chip_tiles=256,1008,4096\n";
+    return kExitUsage;
+  }
+  std::vector<SweepGrid> grids;
+  for (const std::string& text : options.grids) {
+    absl::StatusOr<SweepGrid> g = ParseGrid(text);
+    if (!g.ok()) return Fail(g.status());
+    grids.push_back(*g);
+  }
+  absl::StatusOr<CostOverrides> fixed = Overrides(options.sets);
+  if (!fixed.ok()) return Fail(fixed.status());
+  absl::StatusOr<WorkRecord> record = FetchRecord(stub, job_id, options);
+  if (!record.ok()) return Fail(record.status());
+  const auto start = std::chrono::steady_clock::now();
+  if (!options.target.empty()) {
+    absl::StatusOr<std::pair<std::string, double>> target = ParseTarget(options.target);
+    if (!target.ok()) return Fail(target.status());
+    if (grids.size() != 1) {
+      std::cerr << "hptctl: --target searches one setting: give one --grid KEY=LO,...,HI\n";
+      return kExitUsage;
+    }
+    absl::StatusOr<TargetResult> r =
+        FindTarget(*record, grids[0], target->first, target->second, *fixed);
+    if (!r.ok()) return Fail(r.status());
+    std::cout << r->message << "\n";
+    return r->reached ? kExitOk : kExitJobFailed;
+  }
+  absl::StatusOr<std::vector<SweepPoint>> points = Sweep(*record, grids, *fixed);
+  if (!points.ok()) return Fail(points.status());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (options.format == "json") {
+    std::cout << SweepJson(grids, *points);
+  } else {
+    std::cout << SweepTable(grids, *points);
+    std::cerr << absl::StrFormat("%d points re-costed in %.2f s\n", points->size(), seconds);
+  }
+  if (!options.out.empty()) {
+    const std::string title =
+        absl::StrCat(job_id, ": HpT vs GPU-only (", record->preset(), ") against ", grids[0].key);
+    for (const auto& [ext, text] :
+         std::vector<std::pair<std::string, std::string>>{
+             {".csv", SweepCsv(grids, *points)},
+             {".json", SweepJson(grids, *points)},
+             {".svg", SweepSvg(grids, *points, title)}}) {
+      if (absl::Status s = WriteFile(options.out + ext, text); !s.ok()) return Fail(s);
+    }
+    std::cerr << "wrote " << options.out << ".csv, .json and .svg\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace hpt

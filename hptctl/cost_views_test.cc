@@ -1,0 +1,161 @@
+#include "hptctl/cost_views.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace hpt {
+namespace {
+
+// A record of a small HpT job: 10 full-phase GPU steps, a switch, 30
+// LoRA-phase steps on a ReRAM worker and a systolic worker.
+WorkRecord SmallRecord() {
+  WorkRecord r;
+  r.set_steps_per_epoch(40);
+  r.set_project_epochs(1);
+  r.set_switch_step(10);
+  (*r.mutable_settings())["gpu_baseline"] = "paper";
+  (*r.mutable_settings())["reram_chip_tiles"] = "1008";
+  const char* kinds[] = {"gpu", "reram", "systolic"};
+  for (int d = 0; d < 3; ++d) {
+    RecordedDevice* dev = r.add_devices();
+    dev->set_worker(std::string("w") + kinds[d]);
+    dev->set_kind(kinds[d]);
+  }
+  StepShape* full = r.add_shapes();
+  full->set_phase("full");
+  full->set_data_parallel_ranks(1);
+  full->set_count(10);
+  for (const char* type : {"forward", "backward", "update"}) {
+    RecordedTask* t = full->add_main();
+    t->set_device(0);
+    t->set_type(type);
+    GpuKernelWork* k = t->mutable_work()->add_kernels();
+    k->set_op("aten::mm");
+    k->set_flops(4e9);
+    k->set_bytes(1e7);
+    k->set_count(40);
+  }
+  StepShape* lora = r.add_shapes();
+  lora->set_phase("lora");
+  lora->set_data_parallel_ranks(1);
+  lora->set_count(30);
+  lora->add_run_first(10);
+  lora->add_run_last(39);
+  RecordedTask* read = lora->add_main();
+  read->set_device(1);
+  read->set_type("forward");
+  read->set_resource("wreram/seg0");
+  ReramReadWork* rw = read->mutable_work()->add_items()->mutable_reram_read();
+  rw->set_layer("l.weight");
+  rw->set_k(256);
+  rw->set_n(256);
+  rw->set_vectors(64);
+  rw->set_duplication(1);
+  RecordedTask* gemm = lora->add_main();
+  gemm->set_device(2);
+  gemm->set_type("forward");
+  gemm->set_bytes_in(64 * 256 * 4);
+  SystolicGemmWork* g = gemm->mutable_work()->add_items()->mutable_gemm();
+  g->set_m(64);
+  g->set_n(256);
+  g->set_k(256);
+  g->set_times(200);
+  RecordedChip* chip = r.add_chips();
+  chip->set_worker("wreram");
+  RecordedChip::Layer* l = chip->add_layers();
+  l->set_name("l.weight");
+  l->set_k(256);
+  l->set_n(256);
+  l->set_vectors(128);
+  return r;
+}
+
+TEST(CostViews, SweepRunsTheProductFirstKeySlowest) {
+  auto a = ParseGrid("systolic_rows=16,64");
+  auto b = ParseGrid("systolic_clock_hz=5e8,1e9,2e9");
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto points = Sweep(SmallRecord(), {*a, *b}, {});
+  ASSERT_TRUE(points.ok()) << points.status();
+  ASSERT_EQ(points->size(), 6u);
+  EXPECT_EQ((*points)[0].settings[0].second, "16");
+  EXPECT_EQ((*points)[2].settings[1].second, "2e9");
+  EXPECT_EQ((*points)[3].settings[0].second, "64");
+  // A faster array helps HpT, never GPU-only.
+  EXPECT_LT((*points)[0].projected_time_ratio, (*points)[2].projected_time_ratio);
+  EXPECT_EQ((*points)[0].gpu_only_s, (*points)[2].gpu_only_s);
+  EXPECT_EQ((*points)[0].bound_by, "systolic");
+  const std::string csv = SweepCsv({*a, *b}, *points);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "systolic_rows,systolic_clock_hz,time_ratio,energy_ratio,projected_time_ratio,"
+            "projected_energy_ratio,hpt_s,hpt_j,gpu_only_s,gpu_only_j,lora_step_s,bound_by");
+  const std::string svg = SweepSvg({*a, *b}, *points, "t");
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  // The second key's three values: a solid and a dashed line each.
+  size_t paths = 0;
+  for (size_t at = svg.find("<path"); at != std::string::npos; at = svg.find("<path", at + 1)) {
+    ++paths;
+  }
+  EXPECT_EQ(paths, 6u);
+}
+
+TEST(CostViews, BadGridsAndTargetsNameTheProblem) {
+  EXPECT_FALSE(ParseGrid("systolic_rows").ok());
+  EXPECT_FALSE(ParseGrid("systolic_rows=").ok());
+  EXPECT_FALSE(ParseTarget("speed=3").ok());
+  EXPECT_FALSE(ParseTarget("time=-1").ok());
+  auto t = ParseTarget("energy=12.05");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->first, "energy");
+  auto grid = ParseGrid("systolic_dataflow=os,ws");
+  auto r = FindTarget(SmallRecord(), *grid, "time", 2, {});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("not numeric"), std::string::npos);
+  auto unknown = Sweep(SmallRecord(), {*ParseGrid("systolic_rowz=1")}, {});
+  EXPECT_NE(unknown.status().message().find("systolic_rowz"), std::string::npos);
+}
+
+TEST(CostViews, TargetIsFoundOrExplained) {
+  const WorkRecord record = SmallRecord();
+  auto grid = ParseGrid("systolic_clock_hz=1e8,1e10");
+  auto ends = Sweep(record, {*grid}, {});
+  ASSERT_TRUE(ends.ok());
+  const double low = (*ends)[0].projected_time_ratio, high = (*ends)[1].projected_time_ratio;
+  ASSERT_LT(low, high);
+  auto found = FindTarget(record, *grid, "time", (low + high) / 2, {});
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_TRUE(found->reached) << found->message;
+  EXPECT_GT(found->value, 1e8);
+  EXPECT_LT(found->value, 1e10);
+  EXPECT_NEAR(found->ratio, (low + high) / 2, 1e-6 * high);
+  auto missed = FindTarget(record, *grid, "time", high * 10, {});
+  ASSERT_TRUE(missed.ok());
+  EXPECT_FALSE(missed->reached);
+  EXPECT_NE(missed->message.find("bounds it"), std::string::npos) << missed->message;
+  auto already = FindTarget(record, *grid, "time", low / 2, {});
+  ASSERT_TRUE(already.ok());
+  EXPECT_TRUE(already->reached);
+  EXPECT_EQ(already->value, 1e8);
+  EXPECT_NE(already->message.find("every systolic_clock_hz in"), std::string::npos)
+      << already->message;
+}
+
+TEST(CostViews, ChromeTraceSlicesNestOnTheirTracks) {
+  const WorkRecord record = SmallRecord();
+  auto coster = RecordCoster::Create(&record, {});
+  ASSERT_TRUE(coster.ok());
+  auto timeline = (*coster)->Timeline(12);
+  ASSERT_TRUE(timeline.ok()) << timeline.status();
+  EXPECT_EQ(timeline->phase, "lora");
+  ASSERT_EQ(timeline->tasks.size(), 2u);
+  // The product waits for the read and its input's transfer.
+  EXPECT_GE(timeline->tasks[1].start_s, timeline->tasks[0].finish_s);
+  EXPECT_GT(timeline->tasks[1].transfer_s, 0);
+  const std::string json = ChromeTrace("job-1", *timeline);
+  EXPECT_NE(json.find("\"ph\": \"X\""), std::string::npos);
+  EXPECT_NE(json.find("\"thread_name\""), std::string::npos);
+  EXPECT_EQ((*coster)->Timeline(99).status().code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace hpt

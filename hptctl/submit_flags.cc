@@ -1,0 +1,253 @@
+#include "hptctl/submit_flags.h"
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/flags/declare.h"
+#include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "hptctl/job_format.h"
+
+// Shared with sweep (defined in hptctl_main.cc).
+ABSL_DECLARE_FLAG(std::string, target);
+
+ABSL_FLAG(std::string, spec, "", "submit: job spec file (protobuf text format).");
+ABSL_FLAG(std::string, name, "", "submit: job name.");
+ABSL_FLAG(std::string, preset, "", "submit: model preset (tiny, swe, weather, covid, wind).");
+ABSL_FLAG(int, epochs, 0, "submit: epochs (0: spec or default 3).");
+ABSL_FLAG(int, batch_size, 0, "submit: batch size (0: spec or default 16).");
+ABSL_FLAG(double, lr, 0, "submit: learning rate (0: spec or default 1e-3).");
+ABSL_FLAG(std::string, optimizer, "", "submit: adam or adamw.");
+ABSL_FLAG(int, step_lr_step_size, 0, "submit: StepLR epochs per decay (0: constant).");
+ABSL_FLAG(int, gpu_workers, 0, "submit: data-parallel GPU workers (0: 1).");
+ABSL_FLAG(std::string, head_device, "",
+          "submit: where the output head runs: gpu, reram or systolic.");
+ABSL_FLAG(int, max_steps_per_epoch, 0, "submit: cap on steps per epoch.");
+ABSL_FLAG(int, checkpoint_every, 0,
+          "submit: a checkpoint every N steps (0: 100; -1: only at the phase switch).");
+ABSL_FLAG(uint64_t, seed, 0, "submit: training seed.");
+ABSL_FLAG(std::string, csv, "", "submit: wide CSV file, read by the coordinator.");
+ABSL_FLAG(std::string, train_rows, "",
+          "submit: CSV training rows BEGIN:END[,BEGIN:END...] (e.g. 0:480,2120:8387).");
+ABSL_FLAG(std::string, test_rows, "", "submit: CSV test rows BEGIN:END.");
+ABSL_FLAG(int, input_steps, 0,
+          "submit: input steps per sample (the time steps a token's features span).");
+ABSL_FLAG(int, window, 0, "submit: the old name of --input_steps.");
+ABSL_FLAG(int, horizon, 0, "submit: steps ahead to predict.");
+ABSL_FLAG(int, stations, 0, "submit: synthetic stations.");
+ABSL_FLAG(int, time_steps, 0, "submit: synthetic time steps.");
+ABSL_FLAG(std::string, request_id, "", "submit: idempotency key.");
+ABSL_FLAG(std::string, mode, "", "submit: hpt (default: switch to LoRA) or full.");
+ABSL_FLAG(std::string, placement, "",
+          "submit: LoRA-phase placement: paper (default), gpu or reram_full.");
+ABSL_FLAG(int64_t, check_window_samples, 0,
+          "submit: phase-controller check window k in samples, the paper's unit (0: the "
+          "preset's: swe 365, covid 720, wind 480, weather 8000).");
+ABSL_FLAG(int64_t, check_window_steps, 0, "submit: the check window in steps instead.");
+ABSL_FLAG(int64_t, hpt_window, 0, "submit: the old name of --check_window_samples.");
+ABSL_FLAG(int64_t, hpt_window_steps, 0, "submit: the old name of --check_window_steps.");
+ABSL_FLAG(double, project_epochs, 0,
+          "submit: training length the report projects HpT and GPU-only to (0: the "
+          "paper's epochs for the preset).");
+ABSL_FLAG(double, loss_threshold, 0, "submit: loss-test threshold (0: 0.1).");
+ABSL_FLAG(double, weight_threshold, 0, "submit: weight-test threshold (0: 0.01).");
+ABSL_FLAG(double, alpha, 0, "submit: t-test significance (0: 0.01).");
+ABSL_FLAG(int, weight_layer, -1,
+          "submit: layer whose [W_q | W_v] the weight test tracks (-1: the preset's, the "
+          "paper's: last for swe and weather, 0 otherwise).");
+ABSL_FLAG(std::string, lora_rank, "", "submit: LoRA rank, or auto (default 8).");
+ABSL_FLAG(double, lora_alpha, 0, "submit: LoRA alpha (0: 64).");
+ABSL_FLAG(int64_t, reram_chip_tiles, 0,
+          "submit: tiles of each ReRAM worker's chip; free ones hold copies of "
+          "the frozen layers (0: ISAAC's 1008).");
+ABSL_FLAG(std::string, weather_dir, "",
+          "submit: AgWeatherNet station files (AWN_*.csv), read by the coordinator.");
+ABSL_FLAG(int, test_year, 0, "submit: weather test year (0: 2020).");
+ABSL_FLAG(std::string, covid_csv, "", "submit: county weekly COVID-19 CSV.");
+ABSL_FLAG(std::string, swe_stations, "",
+          "submit: SNOTEL station table (location, elevation, slope, aspect, land "
+          "cover); the SWE series over them are synthetic.");
+ABSL_FLAG(int, swe_days, 0, "submit: days of synthetic SWE (0: 1095, three water years).");
+ABSL_FLAG(int, counties, 0, "submit: covid counties as tokens (0: 50).");
+
+namespace hpt {
+namespace {
+
+// A flag renamed in place (--window -> --input_steps, --hpt_window ->
+// --check_window_samples, --hpt_window_steps -> --check_window_steps): the
+// new name wins, the old one still works.
+template <typename T>
+T NewOrOld(T now, T old) {
+  return now != 0 ? now : old;
+}
+
+// Whether any job flag (one that fills a spec) was given.
+bool AnyJobFlag() {
+  return !absl::GetFlag(FLAGS_name).empty() || !absl::GetFlag(FLAGS_preset).empty() ||
+         absl::GetFlag(FLAGS_epochs) || absl::GetFlag(FLAGS_batch_size) ||
+         absl::GetFlag(FLAGS_lr) || !absl::GetFlag(FLAGS_optimizer).empty() ||
+         absl::GetFlag(FLAGS_step_lr_step_size) || absl::GetFlag(FLAGS_gpu_workers) ||
+         !absl::GetFlag(FLAGS_head_device).empty() ||
+         absl::GetFlag(FLAGS_max_steps_per_epoch) || absl::GetFlag(FLAGS_seed) ||
+         absl::GetFlag(FLAGS_checkpoint_every) ||
+         !absl::GetFlag(FLAGS_csv).empty() || absl::GetFlag(FLAGS_window) ||
+         absl::GetFlag(FLAGS_input_steps) || absl::GetFlag(FLAGS_check_window_samples) ||
+         absl::GetFlag(FLAGS_check_window_steps) ||
+         !absl::GetFlag(FLAGS_weather_dir).empty() ||
+         !absl::GetFlag(FLAGS_covid_csv).empty() ||
+         !absl::GetFlag(FLAGS_swe_stations).empty() || absl::GetFlag(FLAGS_swe_days) ||
+         absl::GetFlag(FLAGS_horizon) || absl::GetFlag(FLAGS_stations) ||
+         absl::GetFlag(FLAGS_time_steps) || !absl::GetFlag(FLAGS_mode).empty() ||
+         !absl::GetFlag(FLAGS_placement).empty() || absl::GetFlag(FLAGS_hpt_window) ||
+         absl::GetFlag(FLAGS_hpt_window_steps) || absl::GetFlag(FLAGS_project_epochs) ||
+         absl::GetFlag(FLAGS_loss_threshold) || absl::GetFlag(FLAGS_weight_threshold) ||
+         absl::GetFlag(FLAGS_alpha) || absl::GetFlag(FLAGS_weight_layer) >= 0 ||
+         !absl::GetFlag(FLAGS_lora_rank).empty() || absl::GetFlag(FLAGS_lora_alpha);
+
+}
+
+// The training section of a submitted spec from the flags.
+absl::Status TrainingFromFlags(TrainingSpec& t) {
+  t.set_epochs(absl::GetFlag(FLAGS_epochs));
+  t.set_batch_size(absl::GetFlag(FLAGS_batch_size));
+  t.mutable_optimizer()->set_learning_rate(absl::GetFlag(FLAGS_lr));
+  const std::string optimizer = absl::GetFlag(FLAGS_optimizer);
+  if (optimizer == "adamw") {
+    t.mutable_optimizer()->set_type(ADAMW);
+  } else if (optimizer == "adam") {
+    t.mutable_optimizer()->set_type(ADAM);
+  } else if (!optimizer.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--optimizer '", optimizer, "' is not adam or adamw"));
+  }
+  t.set_step_lr_step_size(absl::GetFlag(FLAGS_step_lr_step_size));
+  t.set_max_steps_per_epoch(absl::GetFlag(FLAGS_max_steps_per_epoch));
+  if (absl::GetFlag(FLAGS_checkpoint_every) != 0) {
+    t.set_checkpoint_every(absl::GetFlag(FLAGS_checkpoint_every));
+  }
+  t.set_seed(absl::GetFlag(FLAGS_seed));
+  return absl::OkStatus();
+}
+
+// The data section: one source (--csv, --weather_dir, --swe_stations,
+// --covid_csv, or the synthetic series' --stations/--time_steps).
+absl::Status DataFromFlags(DataSpec& d) {
+  d.set_input_steps(NewOrOld(absl::GetFlag(FLAGS_input_steps), absl::GetFlag(FLAGS_window)));
+  d.set_horizon(absl::GetFlag(FLAGS_horizon));
+  if (!absl::GetFlag(FLAGS_csv).empty()) {
+    CsvData& csv = *d.mutable_csv();
+    csv.set_path(absl::GetFlag(FLAGS_csv));
+    int64_t b = 0, e = 0;
+    if (!absl::GetFlag(FLAGS_train_rows).empty()) {
+      bool first = true;
+      for (absl::string_view part : absl::StrSplit(absl::GetFlag(FLAGS_train_rows), ',')) {
+        absl::Status s = ParseRows("train_rows", std::string(part), &b, &e);
+        if (!s.ok()) return s;
+        if (first) {
+          csv.set_train_begin_row(b);
+          csv.set_train_end_row(e);
+          first = false;
+        } else {
+          RowSpan& more = *csv.add_more_train_rows();
+          more.set_begin(b);
+          more.set_end(e);
+        }
+      }
+    }
+    if (!absl::GetFlag(FLAGS_test_rows).empty()) {
+      absl::Status s = ParseRows("test_rows", absl::GetFlag(FLAGS_test_rows), &b, &e);
+      if (!s.ok()) return s;
+      csv.set_test_begin_row(b);
+      csv.set_test_end_row(e);
+    }
+  } else if (!absl::GetFlag(FLAGS_weather_dir).empty()) {
+    d.mutable_weather()->set_dir(absl::GetFlag(FLAGS_weather_dir));
+    d.mutable_weather()->set_target(absl::GetFlag(FLAGS_target));
+    d.mutable_weather()->set_test_year(absl::GetFlag(FLAGS_test_year));
+  } else if (!absl::GetFlag(FLAGS_swe_stations).empty()) {
+    d.mutable_swe()->set_stations_csv(absl::GetFlag(FLAGS_swe_stations));
+    d.mutable_swe()->set_days(absl::GetFlag(FLAGS_swe_days));
+  } else if (!absl::GetFlag(FLAGS_covid_csv).empty()) {
+    d.mutable_covid()->set_path(absl::GetFlag(FLAGS_covid_csv));
+    d.mutable_covid()->set_target(absl::GetFlag(FLAGS_target));
+    d.mutable_covid()->set_counties(absl::GetFlag(FLAGS_counties));
+  } else if (absl::GetFlag(FLAGS_stations) || absl::GetFlag(FLAGS_time_steps)) {
+    d.mutable_synthetic()->set_stations(absl::GetFlag(FLAGS_stations));
+    d.mutable_synthetic()->set_time_steps(absl::GetFlag(FLAGS_time_steps));
+  }
+  return absl::OkStatus();
+}
+
+// The HpT section: the method, its check window and thresholds, LoRA.
+absl::Status HptFromFlags(HptSpec& h) {
+  h.set_mode(absl::GetFlag(FLAGS_mode));
+  h.set_placement(absl::GetFlag(FLAGS_placement));
+  h.set_check_window_samples(
+      NewOrOld(absl::GetFlag(FLAGS_check_window_samples), absl::GetFlag(FLAGS_hpt_window)));
+  h.set_check_window_steps(
+      NewOrOld(absl::GetFlag(FLAGS_check_window_steps), absl::GetFlag(FLAGS_hpt_window_steps)));
+  h.set_project_epochs(absl::GetFlag(FLAGS_project_epochs));
+  h.set_loss_threshold(absl::GetFlag(FLAGS_loss_threshold));
+  h.set_weight_threshold(absl::GetFlag(FLAGS_weight_threshold));
+  h.set_alpha(absl::GetFlag(FLAGS_alpha));
+  if (absl::GetFlag(FLAGS_weight_layer) >= 0) {
+    h.set_weight_layer(absl::GetFlag(FLAGS_weight_layer));
+    h.set_weight_layer_set(true);
+  }
+  h.mutable_lora()->set_alpha(absl::GetFlag(FLAGS_lora_alpha));
+  h.set_reram_chip_tiles(absl::GetFlag(FLAGS_reram_chip_tiles));
+  const std::string rank = absl::GetFlag(FLAGS_lora_rank);
+  int parsed_rank = 0;
+  if (rank == "auto") {
+    h.mutable_lora()->set_auto_rank(true);
+  } else if (!rank.empty()) {
+    if (!absl::SimpleAtoi(rank, &parsed_rank) || parsed_rank < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--lora_rank '", rank, "' is not a positive integer or auto"));
+    }
+    h.mutable_lora()->set_rank(parsed_rank);
+  }
+  return absl::OkStatus();
+}
+
+// Builds the request from --spec and flags (flags override the file).
+}  // namespace
+
+absl::StatusOr<SubmitJobRequest> BuildSubmit() {
+  SubmitJobRequest request;
+  JobSpec& spec = *request.mutable_spec();
+  if (!absl::GetFlag(FLAGS_spec).empty()) {
+    std::ifstream in(absl::GetFlag(FLAGS_spec));
+    if (!in) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--spec: cannot read '", absl::GetFlag(FLAGS_spec), "'"));
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    // The coordinator parses the text, so errors name its lines. (`spec`
+    // stays valid: the flags below fill it, and it is dropped at the end.)
+    request.set_spec_text(text.str());
+  }
+  if (!request.spec_text().empty() && AnyJobFlag()) {
+    return absl::InvalidArgumentError(
+        "give either --spec or job flags such as --epochs, not both");
+  }
+  if (!absl::GetFlag(FLAGS_name).empty()) spec.set_name(absl::GetFlag(FLAGS_name));
+  if (!absl::GetFlag(FLAGS_preset).empty()) {
+    spec.mutable_model()->set_preset(absl::GetFlag(FLAGS_preset));
+  }
+  if (absl::Status st = TrainingFromFlags(*spec.mutable_training()); !st.ok()) return st;
+  spec.mutable_placement()->set_gpu_workers(absl::GetFlag(FLAGS_gpu_workers));
+  spec.mutable_placement()->set_head_device(absl::GetFlag(FLAGS_head_device));
+  if (absl::Status st = DataFromFlags(*spec.mutable_data()); !st.ok()) return st;
+  if (absl::Status st = HptFromFlags(*spec.mutable_hpt()); !st.ok()) return st;
+  if (!request.spec_text().empty()) request.clear_spec();
+  request.set_request_id(absl::GetFlag(FLAGS_request_id));
+  return request;
+}
+
+
+}  // namespace hpt

@@ -1,0 +1,32 @@
+// hptctl's usage text: its commands and exit codes (README.md documents
+// the same).
+#ifndef HPT_HPTCTL_USAGE_H_
+#define HPT_HPTCTL_USAGE_H_
+
+namespace hpt {
+
+inline constexpr char kUsage[] =
+    "hptctl COMMAND [flags]\n"
+    "commands:\n"
+    "  submit   submit a job from --spec and/or flags (--watch to follow it)\n"
+    "  list     list jobs\n"
+    "  status   JOB: show a job\n"
+    "  watch    JOB: follow a job to its end with a progress bar\n"
+    "  cancel   JOB: cancel a job\n"
+    "  report   JOB: phases, switch decision, costs, HpT vs GPU-only, metrics\n"
+    "  export   JOB --out FILE: the trained model (LoRA merged) for torch::load\n"
+    "  checkpoints JOB: the job's checkpoints\n"
+    "  resume   JOB [--step=N]: queue a failed or cancelled job again from its newest\n"
+    "           checkpoint (or the one at step N)\n"
+    "  whatif   JOB --set KEY=VALUE ...: the report re-costed under other settings\n"
+    "           (docs/cost-model.md lists the keys); no training runs\n"
+    "  sweep    JOB --grid KEY=V1,V2,... [--grid ...] [--set ...] [--out PREFIX]\n"
+    "           [--target time=R]: the grids' product as a table (CSV, JSON, SVG plot)\n"
+    "  trace    JOB: the job's work record as JSON; --format=chrome [--step=N]\n"
+    "           [--out FILE]: a step's simulated timeline for Perfetto/chrome://tracing\n"
+    "exit codes: 0 ok, 1 job failed/cancelled, 2 usage, 3 invalid or refused request,\n"
+    "            4 not found, 5 coordinator unreachable, 6 other error";
+
+}  // namespace hpt
+
+#endif  // HPT_HPTCTL_USAGE_H_
