@@ -8,6 +8,7 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "proto/health.pb.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/server_interceptor.h"
 
@@ -71,11 +72,20 @@ std::string RequestDidNotParse(const std::string& path) {
                       " (a protobuf of another type, or damaged bytes)");
 }
 
+void SetServing(grpc::Server& server, const std::vector<std::string>& services, bool serving) {
+  grpc::HealthCheckServiceInterface* health = server.GetHealthCheckService();
+  if (health == nullptr) return;
+  health->SetServingStatus(serving);
+  for (const std::string& name : services) health->SetServingStatus(name, serving);
+}
+
 void ConfigureServerBuilder(grpc::ServerBuilder& builder) {
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
   creators.push_back(std::make_unique<UnparsedRequestFactory>());
   builder.experimental().SetInterceptorCreators(std::move(creators));
   grpc::EnableDefaultHealthCheckService(true);
+  // Health's descriptors in this binary: reflection describes what it lists.
+  (void)grpc::health::v1::HealthCheckResponse::descriptor();
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);

@@ -5,12 +5,14 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "google/protobuf/descriptor.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_context.h"
+#include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 
 namespace hpt {
@@ -27,6 +29,11 @@ inline constexpr int kMaxApiMessageBytes = 4 << 20;
 // INVALID_ARGUMENT with a message (gRPC's callback server would answer
 // UNIMPLEMENTED with none).
 void ConfigureServerBuilder(grpc::ServerBuilder& builder);
+
+// Marks `services` (full names, "hpt.JobService") and the server as a
+// whole ("") SERVING or NOT_SERVING in grpc.health.v1: Kubernetes' gRPC
+// probes and `grpc_health_probe -service` ask by service name.
+void SetServing(grpc::Server& server, const std::vector<std::string>& services, bool serving);
 
 // The method a call path ("/hpt.JobService/GetJob") names among the
 // compiled-in protos, or null.

@@ -136,6 +136,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
         "cannot listen on '", options.listen_address,
         "' (is another coordinator running there?)"));
   }
+  SetServing(*impl->server,
+             {JobService::service_full_name(), WorkerRegistry::service_full_name()}, true);
   impl->options = std::move(options);
   if (impl->metrics != nullptr) {
     Impl* raw = impl.get();
@@ -160,6 +162,8 @@ void CoordinatorServer::Shutdown() {
     impl_->stopping = true;
   }
   if (impl_->metrics_thread.joinable()) impl_->metrics_thread.join();
+  SetServing(*impl_->server,
+             {JobService::service_full_name(), WorkerRegistry::service_full_name()}, false);
   impl_->server->Shutdown(std::chrono::system_clock::now() +
                           std::chrono::seconds(2));
 }

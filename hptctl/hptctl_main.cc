@@ -31,6 +31,7 @@
 #include "hptctl/job_format.h"
 #include "hptctl/submit_flags.h"
 #include "hptctl/model_file.h"
+#include "proto/health.grpc.pb.h"
 #include "proto/job_service.grpc.pb.h"
 
 ABSL_FLAG(std::string, coordinator, "127.0.0.1:50051", "Coordinator host:port.");
@@ -271,6 +272,24 @@ int CostCommand(JobService::Stub& stub, const std::string& command, const std::s
   return SweepCommand(stub, job_id, options);
 }
 
+// grpc.health.v1 Check of `service` at --coordinator (any of the
+// project's servers): prints the status; exit 0 only when SERVING.
+int HealthCommand(const std::string& service) {
+  auto stub = grpc::health::v1::Health::NewStub(MakeChannel(absl::GetFlag(FLAGS_coordinator)));
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(service);
+  grpc::health::v1::HealthCheckResponse response;
+  absl::Status s = FromGrpcStatus(stub->Check(&context, request, &response));
+  if (!s.ok()) return Fail(s);
+  std::cout << service << ": "
+            << grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status())
+            << std::endl;
+  return response.status() == grpc::health::v1::HealthCheckResponse::SERVING ? kExitOk
+                                                                             : kExitUnavailable;
+}
+
 int Run(const std::vector<char*>& args) {
   if (args.size() < 2) return Usage("no command given");
   const std::string command = args[1];
@@ -338,6 +357,7 @@ int Run(const std::vector<char*>& args) {
     }
     return absl::GetFlag(FLAGS_watch) ? Watch(*stub, job.job_id()) : kExitOk;
   }
+  if (command == "health") return HealthCommand(args.size() >= 3 ? args[2] : "hpt.JobService");
   if (command == "report") return ReportCommand(*stub, need_job());
   if (command == "whatif" || command == "trace" || command == "sweep") {
     return CostCommand(*stub, command, need_job());

@@ -24,6 +24,8 @@ inline constexpr char kUsage[] =
     "           [--target time=R]: the grids' product as a table (CSV, JSON, SVG plot)\n"
     "  trace    JOB: the job's work record as JSON; --format=chrome [--step=N]\n"
     "           [--out FILE]: a step's simulated timeline for Perfetto/chrome://tracing\n"
+    "  health   [SERVICE]: grpc.health.v1 status of SERVICE (default hpt.JobService;\n"
+    "           hpt.WorkerService at a worker's address) at --coordinator; exit 0 if SERVING\n"
     "exit codes: 0 ok, 1 job failed/cancelled, 2 usage, 3 invalid or refused request,\n"
     "            4 not found, 5 coordinator unreachable, 6 other error";
 

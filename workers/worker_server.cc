@@ -94,6 +94,7 @@ struct WorkerServer::Impl {
       absl::MutexLock lock(&mu);
       gave_up = std::move(why);
     }
+    SetServing(*server, {WorkerService::service_full_name()}, false);
     server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   }
 };
@@ -140,6 +141,7 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
     return absl::UnavailableError(
         absl::StrCat("cannot listen on '", options.listen_address, "'"));
   }
+  SetServing(*impl->server, {WorkerService::service_full_name()}, true);
   impl->address = options.advertise_address.empty()
                       ? absl::StrCat(listen->host, ":", impl->port)
                       : options.advertise_address;
@@ -171,6 +173,7 @@ void WorkerServer::Shutdown() {
     impl_->stopping = true;
   }
   if (impl_->heartbeat.joinable()) impl_->heartbeat.join();
+  SetServing(*impl_->server, {WorkerService::service_full_name()}, false);
   impl_->server->Shutdown(std::chrono::system_clock::now() +
                           std::chrono::seconds(5));
 }
