@@ -12,44 +12,12 @@
 namespace hpt {
 namespace {
 
-// Accumulates a GPU task's kernels (counts, work, launch cost).
-struct GpuTally {
-  const GpuSpec& gpu;
-  double compute = 0, bandwidth = 0;
-  double launch_s = 0;  // per kernel: a launch, or a graph node
-  double time_s = 0, busy_s = 0, flops = 0, bytes = 0;
-  double kernels = 0, launch_bound = 0, launch_bound_s = 0;
-
-  GpuTally(const GpuSpec& g, GpuPrecision precision, double launch) : gpu(g), launch_s(launch) {
-    const GpuKernelModel model;
-    double peak = g.fp32_flops;
-    if (precision == GpuPrecision::kTf32 && g.tf32_flops > 0) peak = g.tf32_flops;
-    if (precision == GpuPrecision::kBf16 && g.bf16_flops > 0) peak = g.bf16_flops;
-    compute = peak * model.compute_share;
-    bandwidth = g.memory_bw * model.memory_share;
-  }
-  void Add(double kernel_flops, double kernel_bytes, double count) {
-    const double work_s = std::max(kernel_flops / compute, kernel_bytes / bandwidth);
-    const double t = std::max(launch_s, work_s);
-    kernels += count;
-    time_s += t * count;
-    busy_s += work_s * count;
-    flops += kernel_flops * count;
-    bytes += kernel_bytes * count;
-    if (launch_s > work_s) {
-      launch_bound += count;
-      launch_bound_s += t * count;
-    }
-  }
-};
-
 CostReport CostGpuWork(const TaskWork& work, const DeviceCostConfig& config,
                        GpuBaseline baseline) {
   const GpuKernelModel model;
   const bool graph = baseline == GpuBaseline::kGraph;
-  GpuTally tally(config.gpu, config.gpu_precision, graph ? kGraphNodeS : model.launch_s);
-  const bool fuse = baseline != GpuBaseline::kPaper && work.optimizer_numel_size() > 0;
-  if (fuse) {
+  GpuKernelTally tally(config.gpu, config.gpu_precision, graph ? kGraphNodeS : model.launch_s);
+  if (baseline != GpuBaseline::kPaper && work.optimizer_numel_size() > 0) {
     // The update's arithmetic as recorded, its traffic and launches as a
     // fused multi-tensor Adam's.
     double flops = 0, numel = 0;
@@ -58,27 +26,25 @@ CostReport CostGpuWork(const TaskWork& work, const DeviceCostConfig& config,
     const std::vector<int64_t> sizes(work.optimizer_numel().begin(),
                                      work.optimizer_numel().end());
     for (double share : MultiTensorLaunchShares(sizes)) {
-      tally.Add(flops * share, kFusedAdamBytesPerElement * numel * share, 1);
+      tally.Add(flops * share, kFusedAdamBytesPerElement * numel * share);
     }
   } else {
     for (const GpuKernelWork& k : work.kernels()) {
       tally.Add(k.flops(), k.bytes(), double(k.count()));
     }
   }
-  double time_s = tally.time_s;
   // A graph replay costs one launch for the task's kernels.
-  if (graph && tally.kernels > 0) time_s += model.launch_s;
+  const GpuStepCost s = tally.Finish(graph && tally.kernels() > 0 ? model.launch_s : 0);
   CostReport c;
   c.set_device_kind("gpu");
-  c.set_simulated_s(time_s);
-  c.set_energy_j(config.gpu.idle_power_w * time_s +
-                 (config.gpu.load_power_w - config.gpu.idle_power_w) * tally.busy_s);
+  c.set_simulated_s(s.time_s);
+  c.set_energy_j(s.energy_j);
   auto& counters = *c.mutable_counters();
-  counters["flops"] = tally.flops;
-  counters["dram_bytes"] = tally.bytes;
-  counters["kernels"] = tally.kernels;
-  counters["launch_bound_kernels"] = tally.launch_bound;
-  counters["launch_bound_s"] = tally.launch_bound_s;
+  counters["flops"] = s.flops;
+  counters["dram_bytes"] = s.bytes;
+  counters["kernels"] = double(s.kernels);
+  counters["launch_bound_kernels"] = double(s.launch_bound_kernels);
+  counters["launch_bound_s"] = s.launch_bound_s;
   return c;
 }
 

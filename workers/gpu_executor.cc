@@ -58,7 +58,6 @@ auto Guarded(const char* what, Fn&& fn) -> decltype(fn()) {
 
 struct GpuExecutor::Impl {
   Options options;
-  GpuSpec reference;
   torch::Device device{torch::kCPU};
   std::string device_name;  // device.str(), noting an auto choice without CUDA
 
@@ -96,7 +95,6 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(
   impl->options = options;
   absl::StatusOr<GpuSpec> reference = GpuPreset(options.reference_gpu);
   if (!reference.ok()) return reference.status();
-  impl->reference = *reference;
   impl->cost_config = DefaultDeviceCostConfig("gpu");
   impl->cost_config.gpu = *reference;
   impl->settings = DeviceSettingsOf(impl->cost_config);

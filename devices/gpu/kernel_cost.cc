@@ -23,33 +23,45 @@ bool LaunchesNoKernel(std::string_view op) {
   return std::find(std::begin(kNoKernel), std::end(kNoKernel), op) != std::end(kNoKernel);
 }
 
-GpuStepCost CostKernels(const GpuSpec& gpu, GpuPrecision precision,
-                        const std::vector<GpuKernel>& kernels,
-                        const GpuKernelModel& model) {
+GpuKernelTally::GpuKernelTally(const GpuSpec& gpu, GpuPrecision precision, double launch_s,
+                               const GpuKernelModel& model)
+    : gpu_(gpu), launch_s_(launch_s) {
   double peak = gpu.fp32_flops;
   if (precision == GpuPrecision::kTf32 && gpu.tf32_flops > 0) peak = gpu.tf32_flops;
   if (precision == GpuPrecision::kBf16 && gpu.bf16_flops > 0) peak = gpu.bf16_flops;
-  const double compute = peak * model.compute_share;
-  const double bandwidth = gpu.memory_bw * model.memory_share;
-  GpuStepCost c;
-  double busy_s = 0;
-  for (const GpuKernel& k : kernels) {
-    if (LaunchesNoKernel(k.op)) continue;
-    const double work_s = std::max(k.flops / compute, k.bytes / bandwidth);
-    const double t = std::max(model.launch_s, work_s);
-    ++c.kernels;
-    c.time_s += t;
-    busy_s += work_s;
-    c.flops += k.flops;
-    c.bytes += k.bytes;
-    if (model.launch_s > work_s) {
-      ++c.launch_bound_kernels;
-      c.launch_bound_s += t;
-    }
+  compute_ = peak * model.compute_share;
+  bandwidth_ = gpu.memory_bw * model.memory_share;
+}
+
+void GpuKernelTally::Add(double flops, double bytes, double count) {
+  const double work_s = std::max(flops / compute_, bytes / bandwidth_);
+  const double t = std::max(launch_s_, work_s);
+  cost_.kernels += int64_t(count);
+  cost_.time_s += t * count;
+  busy_s_ += work_s * count;
+  cost_.flops += flops * count;
+  cost_.bytes += bytes * count;
+  if (launch_s_ > work_s) {
+    cost_.launch_bound_kernels += int64_t(count);
+    cost_.launch_bound_s += t * count;
   }
-  c.energy_j = gpu.idle_power_w * c.time_s +
-               (gpu.load_power_w - gpu.idle_power_w) * busy_s;
+}
+
+GpuStepCost GpuKernelTally::Finish(double extra_s) const {
+  GpuStepCost c = cost_;
+  c.time_s += extra_s;
+  c.energy_j = gpu_.idle_power_w * c.time_s + (gpu_.load_power_w - gpu_.idle_power_w) * busy_s_;
   return c;
+}
+
+GpuStepCost CostKernels(const GpuSpec& gpu, GpuPrecision precision,
+                        const std::vector<GpuKernel>& kernels,
+                        const GpuKernelModel& model) {
+  GpuKernelTally tally(gpu, precision, model.launch_s, model);
+  for (const GpuKernel& k : kernels) {
+    if (!LaunchesNoKernel(k.op)) tally.Add(k.flops, k.bytes);
+  }
+  return tally.Finish();
 }
 
 }  // namespace hpt

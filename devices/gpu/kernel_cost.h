@@ -51,6 +51,26 @@ struct GpuStepCost {
   double launch_bound_share() const { return time_s > 0 ? launch_bound_s / time_s : 0; }
 };
 
+// Adds kernels up into a GpuStepCost, each costing max(launch_s, its
+// work) on `gpu` at `precision`; Finish adds the energy. CostKernels and
+// the recorded work's costing (devices/work_cost.h) both go through it.
+class GpuKernelTally {
+ public:
+  GpuKernelTally(const GpuSpec& gpu, GpuPrecision precision, double launch_s,
+                 const GpuKernelModel& model = GpuKernelModel());
+  // `count` kernels of this work.
+  void Add(double flops, double bytes, double count = 1);
+  // `extra_s` of launch time beside the kernels (a graph's one launch).
+  GpuStepCost Finish(double extra_s = 0) const;
+  int64_t kernels() const { return cost_.kernels; }
+
+ private:
+  const GpuSpec& gpu_;
+  double compute_ = 0, bandwidth_ = 0, launch_s_ = 0;
+  double busy_s_ = 0;
+  GpuStepCost cost_;
+};
+
 // True for ATen ops that only make views or read metadata.
 bool LaunchesNoKernel(std::string_view op);
 
