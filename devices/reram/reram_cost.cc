@@ -179,21 +179,14 @@ ReramReadCost ReramLayerReadCost(const ReramConfig& config, int64_t vectors,
 }
 
 int64_t ReramCrossbars(const ReramConfig& config, int64_t k, int64_t n) {
-  const int magnitude_bits =
-      config.sign_mode == SignMode::kDifferential ? config.weight_bits - 1 : config.weight_bits;
-  const int64_t slices = CeilDiv(magnitude_bits, config.cell_bits);
-  const int64_t signs = config.sign_mode == SignMode::kDifferential ? 2 : 1;
-  return CeilDiv(k, config.crossbar_rows) * CeilDiv(n, config.crossbar_cols) * slices * signs;
+  return CeilDiv(k, config.crossbar_rows) * CeilDiv(n, config.crossbar_cols) *
+         CellsPerWeight(config);
 }
 
 ReramWriteCost ReramProgramCost(const ReramConfig& config, int64_t k, int64_t n,
                                 int64_t duplication) {
-  const int magnitude_bits =
-      config.sign_mode == SignMode::kDifferential ? config.weight_bits - 1 : config.weight_bits;
-  const int64_t slices = CeilDiv(magnitude_bits, config.cell_bits);
-  const int64_t signs = config.sign_mode == SignMode::kDifferential ? 2 : 1;
   ReramWriteCost report;
-  report.cell_writes = k * n * slices * signs * duplication;
+  report.cell_writes = k * n * CellsPerWeight(config) * duplication;
   const double pulse_energy =
       config.write_voltage_v * config.write_voltage_v / config.r_on_ohm * config.write_pulse_s;
   report.energy_j = double(report.cell_writes) * config.write_pulses_per_cell * pulse_energy;

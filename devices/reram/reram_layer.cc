@@ -131,9 +131,7 @@ absl::Status ReramLayer::SetDuplication(int64_t copies) {
 
 int64_t ReramLayer::row_blocks() const { return CeilDiv(k_, config_.crossbar_rows); }
 int64_t ReramLayer::col_blocks() const { return CeilDiv(n_, config_.crossbar_cols); }
-int64_t ReramLayer::crossbars() const {
-  return row_blocks() * col_blocks() * slices_ * signs();
-}
+int64_t ReramLayer::crossbars() const { return ReramCrossbars(config_, k_, n_); }
 int64_t ReramLayer::cells() const { return k_ * n_ * slices_ * signs(); }
 
 double ReramLayer::FullScaleStep(int64_t lines) const {
