@@ -319,7 +319,7 @@ absl::StatusOr<ForwardResponse> DeviceExecutor::TakeForward(ForwardRequest&& req
       pending.loss_grad.data[i] = scale * d;
     }
     response.set_loss(sum / double(y.data.size()));
-    cost.Elementwise(impl_->node, 3.0 * double(y.data.size()));
+    cost.Elementwise(3.0 * double(y.data.size()));
   }
   if (request.return_outputs() || !has_targets) {
     for (auto& [name, value] : *outputs) {
@@ -418,7 +418,7 @@ absl::StatusOr<ApplyUpdateResponse> DeviceExecutor::ApplyUpdate(
       AdamUpdate(job.optimizer, job.adam_steps, request.learning_rate(), p.value, p.grad,
                  p.adam_m, p.adam_v);
       // About ten element-wise operations per parameter for Adam.
-      cost.Elementwise(impl_->node, 10.0 * double(p.value.size()));
+      cost.Elementwise(10.0 * double(p.value.size()));
     }
     // Trained weights in ReRAM (a what-if): every update rewrites the cells.
     if (absl::Status s = graph->Reprogram(&cost); !s.ok()) return s;

@@ -444,7 +444,7 @@ TEST(CostBuilderTest, RecordsTheWorkAndCostsItOnTheOnePath) {
   cost.ReramRead("k.weight", *k, 10, false, "forward:h");
   cost.ReramRead("q.weight", *q, 10, true);
   cost.Gemm(10, 8, 64, 2);
-  cost.Elementwise(node, 640);
+  cost.Elementwise(640);
   const CostReport r = cost.Finish(std::chrono::steady_clock::now());
   ASSERT_EQ(r.work().items_size(), 5);
   EXPECT_EQ(r.work().items(1).reram_read().layer(), "k.weight");

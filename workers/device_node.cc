@@ -36,14 +36,6 @@ const float* NodeOperand(const DeviceNode& node, const float* data, int64_t n,
   return node.is_reram() ? data : SystolicOperand(node.systolic, data, n, storage);
 }
 
-// Cost of `times` products [m x k] x [k x n] on the array (a ReRAM node's
-// digital unit is costed as the same array at the node's clock).
-void NodeGemmCost(const DeviceNode& node, CostBuilder* cost, int64_t m, int64_t n,
-              int64_t k, double times) {
-  (void)node;  // the builder costs on its node
-  cost->Gemm(m, n, k, times);
-}
-
 // Weight gradient: acc[n x k] += g[m x n]^T x[m x k], accumulated by the
 // product itself (g read transposed in place, no copy).
 void NodeAddWeightGrad(const DeviceNode& node, CostBuilder* cost, const float* g,
@@ -55,7 +47,7 @@ void NodeAddWeightGrad(const DeviceNode& node, CostBuilder* cost, const float* g
   const float beta = acc.empty() ? 0.0f : 1.0f;
   acc.resize(n * k);
   SgemmAt(n, k, m, 1.0f, ga, n, xa, k, beta, acc.data(), k);
-  NodeGemmCost(node, cost, n, k, m);
+  cost->Gemm(n, k, m);
 }
 
 DeviceCostConfig DeviceNode::CostConfig() const {
@@ -99,8 +91,7 @@ void CostBuilder::ReramProgram(const std::string& layer, const ReramLayer& cross
   p->set_worst_wear(programmed.worst_wear);
 }
 
-void CostBuilder::Elementwise(const DeviceNode& node, double ops) {
-  (void)node;  // the builder's node
+void CostBuilder::Elementwise(double ops) {
   work_.add_items()->mutable_elementwise()->set_ops(ops);
 }
 

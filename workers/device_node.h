@@ -14,7 +14,7 @@
 //
 //   CostBuilder cost(node);
 //   NodeGemmBt(node, x, w, m, n, k, y);
-//   NodeGemmCost(node, &cost, m, n, k);
+//   cost.Gemm(m, n, k);
 //   CostReport report = cost.Finish(start);
 //
 // The builder records the work (proto/work.proto) and costs it with the
@@ -78,7 +78,8 @@ class CostBuilder {
   // layer's report, for the wear it left).
   void ReramProgram(const std::string& layer, const ReramLayer& crossbars,
                     const ReramReport& programmed);
-  void Elementwise(const DeviceNode& node, double ops);
+  // Element-wise operations on the node's vector unit.
+  void Elementwise(double ops);
   // The work and its cost, with the time since `start` as measured_s.
   CostReport Finish(std::chrono::steady_clock::time_point start);
 
@@ -99,10 +100,6 @@ void NodeGemmBt(const DeviceNode& node, const float* a, const float* b, int64_t 
 // digital unit.
 const float* NodeOperand(const DeviceNode& node, const float* data, int64_t n,
                          std::vector<float>* storage);
-// Cost of `times` products [m x k] x [k x n] on the array (a ReRAM node's
-// digital unit is costed as the same array at the node's clock).
-void NodeGemmCost(const DeviceNode& node, CostBuilder* cost, int64_t m, int64_t n, int64_t k,
-                  double times = 1);
 // Weight gradient: acc[n x k] += g[m x n]^T x[m x k], accumulated by the
 // product itself (g read transposed in place, no copy), and its cost.
 void NodeAddWeightGrad(const DeviceNode& node, CostBuilder* cost, const float* g, const float* x,

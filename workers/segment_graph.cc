@@ -180,7 +180,7 @@ absl::StatusOr<std::map<std::string, HostTensor>> SegmentGraph::Backward(
     auto [it, inserted] = grads.try_emplace(name, std::move(g));
     if (!inserted) {
       AddInto(it->second.data, g.data);
-      cost->Elementwise(node_, double(g.data.size()));
+      cost->Elementwise(double(g.data.size()));
     }
   };
   for (int i = spec_.ops_size() - 1; i >= 0; --i) {

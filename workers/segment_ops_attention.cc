@@ -91,9 +91,9 @@ absl::StatusOr<HostTensor> ForwardAttention(OpForward& f) {
     }
   });
   const double pairs = double(batch * heads);
-  NodeGemmCost(node, f.cost, tokens, tokens, hd, pairs);
-  NodeGemmCost(node, f.cost, tokens, hd, tokens, pairs);
-  f.cost->Elementwise(node, (kSoftmaxOps + (drop ? 1 : 0)) * pairs * double(tt));
+  f.cost->Gemm(tokens, tokens, hd, pairs);
+  f.cost->Gemm(tokens, hd, tokens, pairs);
+  f.cost->Elementwise((kSoftmaxOps + (drop ? 1 : 0)) * pairs * double(tt));
   if (train) *f.aux = std::move(probs);
   return y;
 }
@@ -158,9 +158,9 @@ absl::Status BackwardAttention(OpBackward& bw) {
     }
   });
   const double pairs = double(batch * heads);
-  NodeGemmCost(node, bw.cost, tokens, hd, tokens, 3 * pairs);  // dV, dQ, dK
-  NodeGemmCost(node, bw.cost, tokens, tokens, hd, pairs);      // dP'
-  bw.cost->Elementwise(node, 6.0 * pairs * double(tt));
+  bw.cost->Gemm(tokens, hd, tokens, 3 * pairs);  // dV, dQ, dK
+  bw.cost->Gemm(tokens, tokens, hd, pairs);      // dP'
+  bw.cost->Elementwise(6.0 * pairs * double(tt));
   bw.accumulate(op.inputs(0), std::move(gq));
   bw.accumulate(op.inputs(1), std::move(gk));
   bw.accumulate(op.inputs(2), std::move(gv));

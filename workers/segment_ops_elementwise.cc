@@ -28,7 +28,7 @@ absl::StatusOr<HostTensor> ForwardAdd(OpForward& f) {
     const HostTensor& other = f.values.at(op.inputs(j));
     AddInPlace(y.data.data(), other.data.data(), y.num_elements());
   }
-  f.cost->Elementwise(f.node, double(y.data.size()) * (op.inputs_size() - 1));
+  f.cost->Elementwise(double(y.data.size()) * (op.inputs_size() - 1));
   return y;
 }
 
@@ -62,7 +62,7 @@ absl::StatusOr<HostTensor> ForwardAddConst(OpForward& f) {
     float* row = y.data.data() + e0;
     for (size_t e = 0; e < period; ++e) row[e] += c.value[e];
   }
-  f.cost->Elementwise(f.node, double(y.data.size()));
+  f.cost->Elementwise(double(y.data.size()));
   return y;
 }
 
@@ -75,13 +75,13 @@ absl::Status BackwardIdentity(OpBackward& b) {
 absl::StatusOr<HostTensor> ForwardRelu(OpForward& f) {
   HostTensor y = f.InputCopy();
   Relu(y.data.data(), y.num_elements());
-  f.cost->Elementwise(f.node, double(y.data.size()));
+  f.cost->Elementwise(double(y.data.size()));
   return y;
 }
 
 absl::Status BackwardRelu(OpBackward& b) {
   ReluBackward(b.g.data.data(), b.x.data.data(), b.g.num_elements());
-  b.cost->Elementwise(b.node, double(b.g.data.size()));
+  b.cost->Elementwise(double(b.g.data.size()));
   return BackwardIdentity(b);
 }
 
@@ -100,7 +100,7 @@ absl::StatusOr<HostTensor> ForwardDropout(OpForward& f) {
     // again in the backward, never stored.
     ApplyDropout(y.data.data(), y.data.data(), y.num_elements(), f.op.dropout(),
                  MixSeed(f.mask_seed, f.index));
-    f.cost->Elementwise(f.node, 2.0 * double(y.data.size()));
+    f.cost->Elementwise(2.0 * double(y.data.size()));
   }
   return y;
 }
@@ -109,7 +109,7 @@ absl::Status BackwardDropout(OpBackward& b) {
   if (b.op.dropout() > 0) {  // the training forward dropped out
     ApplyDropout(b.g.data.data(), b.g.data.data(), b.g.num_elements(), b.op.dropout(),
                  MixSeed(b.mask_seed, b.index));
-    b.cost->Elementwise(b.node, double(b.g.data.size()));
+    b.cost->Elementwise(double(b.g.data.size()));
   }
   return BackwardIdentity(b);
 }
@@ -153,7 +153,7 @@ absl::StatusOr<HostTensor> ForwardLayerNorm(OpForward& f) {
       }
     }
   });
-  f.cost->Elementwise(f.node, kLayerNormOps * double(y.data.size()));
+  f.cost->Elementwise(kLayerNormOps * double(y.data.size()));
   if (train) *f.aux = std::move(aux);
   return y;
 }
@@ -196,7 +196,7 @@ absl::Status BackwardLayerNorm(OpBackward& b) {
       AddInPlace(beta.grad.data(), partial.data() + (2 * ch + 1) * cols, cols);
     }
   }
-  b.cost->Elementwise(b.node, kLayerNormOps * double(g.data.size()));
+  b.cost->Elementwise(kLayerNormOps * double(g.data.size()));
   b.accumulate(b.op.inputs(0), std::move(gx));
   return absl::OkStatus();
 }

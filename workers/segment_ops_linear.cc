@@ -56,14 +56,14 @@ absl::StatusOr<HostTensor> ForwardLinear(OpForward& f) {
                       "forward:" + op.inputs(0));
   } else {
     NodeGemmBt(f.node, x.data.data(), w.value.data(), rows, out, in, y.data.data());
-    NodeGemmCost(f.node, f.cost, rows, out, in);
+    f.cost->Gemm(rows, out, in);
   }
   if (!op.bias().empty()) {
     const std::vector<float>& b = f.params.at(op.bias()).value;
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t o = 0; o < out; ++o) y.data[r * out + o] += b[o];
     }
-    f.cost->Elementwise(f.node, double(y.data.size()));
+    f.cost->Elementwise(double(y.data.size()));
   }
   return y;
 }
@@ -83,7 +83,7 @@ absl::Status BackwardLinear(OpBackward& b) {
       for (int64_t r = 0; r < rows; ++r) {
         for (int64_t o = 0; o < out; ++o) bias.grad[o] += g.data[r * out + o];
       }
-      b.cost->Elementwise(b.node, double(g.data.size()));
+      b.cost->Elementwise(double(g.data.size()));
     }
   }
   HostTensor gx(x.shape);
@@ -95,7 +95,7 @@ absl::Status BackwardLinear(OpBackward& b) {
                       "backward:" + op.inputs(0));
   } else {
     NodeGemm(b.node, g.data.data(), w.value.data(), rows, in, out, gx.data.data());
-    NodeGemmCost(b.node, b.cost, rows, in, out);
+    b.cost->Gemm(rows, in, out);
   }
   b.accumulate(op.inputs(0), std::move(gx));
   return absl::OkStatus();
@@ -130,13 +130,13 @@ absl::StatusOr<HostTensor> ForwardLora(OpForward& f) {
   }
   std::vector<float> h(rows * rank);
   NodeGemmBt(f.node, x.data.data(), a.value.data(), rows, rank, in, h.data());
-  NodeGemmCost(f.node, f.cost, rows, rank, in);
+  f.cost->Gemm(rows, rank, in);
   HostTensor y = WithLastDim(x, out);
   NodeGemmBt(f.node, h.data(), b.value.data(), rows, out, rank, y.data.data());
-  NodeGemmCost(f.node, f.cost, rows, out, rank);
+  f.cost->Gemm(rows, out, rank);
   const float scale = static_cast<float>(op.scale());
   for (float& v : y.data) v *= scale;
-  f.cost->Elementwise(f.node, double(y.data.size()));
+  f.cost->Elementwise(double(y.data.size()));
   if (f.train()) *f.aux = std::move(h);
   return y;
 }
@@ -152,17 +152,17 @@ absl::Status BackwardLora(OpBackward& bw) {
   const std::vector<float>& h = *bw.aux;
   const float scale = static_cast<float>(op.scale());
   for (float& v : g.data) v *= scale;
-  bw.cost->Elementwise(bw.node, double(g.data.size()));
+  bw.cost->Elementwise(double(g.data.size()));
   std::vector<float> gh(rows * rank);
   NodeGemm(bw.node, g.data.data(), b.value.data(), rows, rank, out, gh.data());
-  NodeGemmCost(bw.node, bw.cost, rows, rank, out);
+  bw.cost->Gemm(rows, rank, out);
   if (op.trainable()) {
     NodeAddWeightGrad(bw.node, bw.cost, g.data.data(), h.data(), rows, out, rank, b.grad);
     NodeAddWeightGrad(bw.node, bw.cost, gh.data(), x.data.data(), rows, rank, in, a.grad);
   }
   HostTensor gx(x.shape);
   NodeGemm(bw.node, gh.data(), a.value.data(), rows, in, rank, gx.data.data());
-  NodeGemmCost(bw.node, bw.cost, rows, in, rank);
+  bw.cost->Gemm(rows, in, rank);
   bw.accumulate(op.inputs(0), std::move(gx));
   return absl::OkStatus();
 }
