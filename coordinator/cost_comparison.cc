@@ -28,13 +28,13 @@ void AddSteps(const StepTotals& step, double count, PhaseCost* phase) {
 }  // namespace
 
 void LayTasks(const std::vector<LayTask>& tasks, int ranks, int64_t trainable_bytes,
-              CostTimeline* timeline, std::vector<int>* ids) {
+              CostTimeline* timeline, std::vector<LaidPiece>* pieces) {
   // `share` of the task (a pipeline piece) on its resource.
   auto add = [&](const LayTask& t, const std::vector<int>& deps, int64_t bytes,
                  double share = 1.0) {
     const int id =
         timeline->Add(t.track, t.kind, t.simulated_s * share, t.energy_j * share, deps, bytes);
-    ids->push_back(id);
+    if (pieces != nullptr) pieces->push_back({id, int(&t - tasks.data())});
     return id;
   };
   if (ranks > 1) {

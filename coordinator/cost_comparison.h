@@ -31,12 +31,19 @@ struct LayTask {
   double simulated_s = 0, energy_j = 0;
 };
 
+// A piece laid on the timeline: its id there, and the index of the task it
+// is (a pipelined task is one piece a sample).
+struct LaidPiece {
+  int id = 0;
+  int task = 0;
+};
+
 // Lays `tasks` on `timeline`: a data-parallel step (`ranks` > 1; the
 // update's allreduce moves `trainable_bytes`), a pipelined chain of device
-// segments (tasks of several samples), or a plain chain. Appends the ids
-// of the pieces laid, in order (a pipelined task is one piece a sample).
+// segments (tasks of several samples), or a plain chain. Appends the
+// pieces laid, in order, to `pieces` when given.
 void LayTasks(const std::vector<LayTask>& tasks, int ranks, int64_t trainable_bytes,
-              CostTimeline* timeline, std::vector<int>* ids);
+              CostTimeline* timeline, std::vector<LaidPiece>* pieces = nullptr);
 
 // A laid step's totals.
 struct StepTotals {

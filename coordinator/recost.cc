@@ -195,18 +195,16 @@ const RecordCoster::ShapeCost& RecordCoster::CostOfShape(int index, GpuBaseline 
   auto cost = std::make_unique<ShapeCost>();
   for (const RecordedTask& t : shape.main()) cost->main.push_back(CostOfTask(t, baseline));
   for (const RecordedTask& t : shape.trial()) cost->trial.push_back(CostOfTask(t, baseline));
+  const int ranks = std::max(1, shape.data_parallel_ranks());
   CostTimeline all(link_);
-  std::vector<int> ids;
-  const std::vector<RecordedTask> main(shape.main().begin(), shape.main().end());
-  const std::vector<RecordedTask> trial(shape.trial().begin(), shape.trial().end());
-  Lay(shape, main, cost->main, std::max(1, shape.data_parallel_ranks()), &all, &ids);
-  Lay(shape, trial, cost->trial, 1, &all, &ids);
+  Lay(shape.main(), cost->main, ranks, &all);
+  Lay(shape.trial(), cost->trial, 1, &all);
   cost->step = StepTotals::Of(all);
-  if (trial.empty()) {
+  if (shape.trial().empty()) {
     cost->main_only = cost->step;
   } else {
     CostTimeline main_only(link_);
-    Lay(shape, main, cost->main, std::max(1, shape.data_parallel_ranks()), &main_only, &ids);
+    Lay(shape.main(), cost->main, ranks, &main_only);
     cost->main_only = StepTotals::Of(main_only);
   }
   slot = std::move(cost);
@@ -273,13 +271,12 @@ JobCosts RecordCoster::Cost() {
   return out;
 }
 
-void RecordCoster::Lay(const StepShape& shape, const std::vector<RecordedTask>& tasks,
+void RecordCoster::Lay(const google::protobuf::RepeatedPtrField<RecordedTask>& tasks,
                        const std::vector<CostReport>& costs, int ranks, CostTimeline* timeline,
-                       std::vector<int>* ids) const {
-  (void)shape;
+                       std::vector<LaidPiece>* pieces) const {
   std::vector<LayTask> lay;
   lay.reserve(tasks.size());
-  for (size_t i = 0; i < tasks.size(); ++i) {
+  for (int i = 0; i < tasks.size(); ++i) {
     const RecordedTask& t = tasks[i];
     LayTask l;
     l.device = t.device();
@@ -292,7 +289,7 @@ void RecordCoster::Lay(const StepShape& shape, const std::vector<RecordedTask>& 
     l.energy_j = costs[i].energy_j();
     lay.push_back(std::move(l));
   }
-  LayTasks(lay, ranks, record_->trainable_bytes(), timeline, ids);
+  LayTasks(lay, ranks, record_->trainable_bytes(), timeline, pieces);
 }
 
 absl::StatusOr<StepTimeline> RecordCoster::Timeline(int64_t step) {
@@ -313,52 +310,31 @@ absl::StatusOr<StepTimeline> RecordCoster::Timeline(int64_t step) {
   out.step = step;
   out.phase = shape.phase();
   CostTimeline timeline(link_);
-  std::vector<int> ids;
-  const std::vector<RecordedTask> main(shape.main().begin(), shape.main().end());
-  const std::vector<RecordedTask> trial(shape.trial().begin(), shape.trial().end());
-  Lay(shape, main, cost.main, std::max(1, shape.data_parallel_ranks()), &timeline, &ids);
-  const size_t main_pieces = ids.size();
-  Lay(shape, trial, cost.trial, 1, &timeline, &ids);
+  std::vector<LaidPiece> main_pieces, trial_pieces;
+  Lay(shape.main(), cost.main, std::max(1, shape.data_parallel_ranks()), &timeline, &main_pieces);
+  Lay(shape.trial(), cost.trial, 1, &timeline, &trial_pieces);
   out.makespan_s = timeline.makespan_s();
   out.energy_j = timeline.total_energy_j();
-  // Each laid piece back to its task (a pipelined task is several pieces).
-  std::vector<const RecordedTask*> owner;
-  std::vector<const CostReport*> owner_cost;
-  std::vector<std::string> chain;
-  auto pieces_of = [](const RecordedTask& t, bool pipelined) {
-    return pipelined && t.type() != "update" ? std::max<int64_t>(1, t.samples()) : 1;
-  };
-  auto owners = [&](const std::vector<RecordedTask>& tasks, const std::vector<CostReport>& costs,
-                    int ranks, const char* name) {
-    const bool pipelined =
-        ranks <= 1 && std::any_of(tasks.begin(), tasks.end(),
-                                  [](const RecordedTask& t) { return t.samples() > 1; });
-    for (size_t i = 0; i < tasks.size(); ++i) {
-      for (int64_t p = 0; p < pieces_of(tasks[i], pipelined); ++p) {
-        owner.push_back(&tasks[i]);
-        owner_cost.push_back(&costs[i]);
-        chain.push_back(name);
-      }
+  auto add = [&](const std::vector<LaidPiece>& pieces,
+                 const google::protobuf::RepeatedPtrField<RecordedTask>& tasks,
+                 const std::vector<CostReport>& costs, const char* chain) {
+    for (const LaidPiece& p : pieces) {
+      const RecordedTask& t = tasks[p.task];
+      LaidTask l;
+      l.track = t.resource().empty() ? record_->devices(t.device()).worker() : t.resource();
+      l.kind = record_->devices(t.device()).kind();
+      l.type = t.type();
+      l.chain = chain;
+      l.start_s = timeline.start_s(p.id);
+      l.finish_s = timeline.finish_s(p.id);
+      l.transfer_s = timeline.transfer_s(p.id);
+      l.bytes_in = t.bytes_in();
+      l.cost = costs[p.task];
+      out.tasks.push_back(std::move(l));
     }
   };
-  owners(main, cost.main, std::max(1, shape.data_parallel_ranks()), "main");
-  owners(trial, cost.trial, 1, "trial");
-  for (size_t i = 0; i < ids.size() && i < owner.size(); ++i) {
-    const int id = ids[i];
-    const RecordedTask& t = *owner[i];
-    LaidTask l;
-    l.track = t.resource().empty() ? record_->devices(t.device()).worker() : t.resource();
-    l.kind = record_->devices(t.device()).kind();
-    l.type = t.type();
-    l.chain = chain[i];
-    l.start_s = timeline.start_s(id);
-    l.finish_s = timeline.finish_s(id);
-    l.transfer_s = timeline.transfer_s(id);
-    l.bytes_in = t.bytes_in();
-    l.cost = *owner_cost[i];
-    out.tasks.push_back(std::move(l));
-  }
-  (void)main_pieces;
+  add(main_pieces, shape.main(), cost.main, "main");
+  add(trial_pieces, shape.trial(), cost.trial, "trial");
   return out;
 }
 

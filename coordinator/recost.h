@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "coordinator/cost_comparison.h"
 #include "coordinator/cost_timeline.h"
 #include "devices/cost_settings.h"
 #include "devices/reram/reram_chip.h"
@@ -93,9 +94,9 @@ class RecordCoster {
   const DeviceCostConfig& DeviceConfig(int device);
   const ShapeCost& CostOfShape(int shape, GpuBaseline baseline);
   CostReport CostOfTask(const RecordedTask& task, GpuBaseline baseline);
-  void Lay(const StepShape& shape, const std::vector<RecordedTask>& tasks,
+  void Lay(const google::protobuf::RepeatedPtrField<RecordedTask>& tasks,
            const std::vector<CostReport>& costs, int ranks, CostTimeline* timeline,
-           std::vector<int>* ids) const;
+           std::vector<LaidPiece>* pieces = nullptr) const;
 
   const WorkRecord* record_ = nullptr;
   CostOverrides device_overrides_;
