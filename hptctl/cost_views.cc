@@ -360,20 +360,24 @@ absl::StatusOr<std::vector<double>> NumericValues(const SweepGrid& grid) {
   return values;
 }
 
-// A point costed at a value of the searched setting; its ratio rides in
-// time_ratio.
-using PointAt = std::function<absl::StatusOr<SweepPoint>(double)>;
+// The searched setting at one value: the point costed there and the ratio
+// the search follows.
+struct Probe {
+  SweepPoint point;
+  double ratio = 0;
+};
+using ProbeAt = std::function<absl::StatusOr<Probe>(double)>;
 
 // Bisects [lo, hi], where the ratio crosses `target` (rising or falling),
-// down to whole numbers or 1e-9; returns the point on the target's side
-// and its value in `at`.
-absl::StatusOr<SweepPoint> Bisect(const PointAt& eval, double lo, double hi, bool rising,
-                                  bool whole, double target, SweepPoint at, double* value) {
+// down to whole numbers or 1e-9; returns the probe on the target's side
+// and its value in `value`.
+absl::StatusOr<Probe> Bisect(const ProbeAt& eval, double lo, double hi, bool rising, bool whole,
+                             double target, Probe at, double* value) {
   for (int i = 0; i < 60 && (whole ? hi - lo > 1 : hi - lo > 1e-9 * std::fabs(hi)); ++i) {
     const double mid = whole ? std::floor((lo + hi) / 2) : (lo + hi) / 2;
-    absl::StatusOr<SweepPoint> m = eval(mid);
+    absl::StatusOr<Probe> m = eval(mid);
     if (!m.ok()) return m.status();
-    if ((m->time_ratio >= target) == rising) {
+    if ((m->ratio >= target) == rising) {
       hi = mid;
       at = *m;
     } else {
@@ -395,39 +399,36 @@ absl::StatusOr<TargetResult> FindTarget(const WorkRecord& record, const SweepGri
   // Whole-number settings are searched in whole numbers.
   const bool whole = std::all_of(values->begin(), values->end(),
                                  [](double x) { return x == std::floor(x); });
-  const PointAt eval = [&](double x) -> absl::StatusOr<SweepPoint> {
+  const ProbeAt eval = [&](double x) -> absl::StatusOr<Probe> {
     CostOverrides all = fixed;
     all.push_back({grid.key, SettingNumber(x)});
     absl::StatusOr<JobCosts> costs = CostRecord(record, all);
     if (!costs.ok()) return costs.status();
-    SweepPoint p = PointOf(*costs, {{grid.key, SettingNumber(x)}});
-    p.time_ratio = ratio(*costs);
-    return p;
+    return Probe{PointOf(*costs, {{grid.key, SettingNumber(x)}}), ratio(*costs)};
   };
   TargetResult r;
   double worst = 1e300, worst_at = 0;
-  SweepPoint best;
-  best.time_ratio = -1;
-  std::optional<SweepPoint> previous;
+  Probe best;
+  best.ratio = -1;
+  std::optional<Probe> previous;
   double previous_x = 0;
   for (double x : *values) {
-    absl::StatusOr<SweepPoint> p = eval(x);
+    absl::StatusOr<Probe> p = eval(x);
     if (!p.ok()) return p.status();
-    if (p->time_ratio < worst) {
-      worst = p->time_ratio;
+    if (p->ratio < worst) {
+      worst = p->ratio;
       worst_at = x;
     }
-    if (p->time_ratio > best.time_ratio) {
+    if (p->ratio > best.ratio) {
       best = *p;
       r.best_at = x;
     }
-    if (previous && (previous->time_ratio - target) * (p->time_ratio - target) <= 0) {
-      const bool rising = p->time_ratio >= previous->time_ratio;
-      absl::StatusOr<SweepPoint> at =
-          Bisect(eval, previous_x, x, rising, whole, target, *p, &r.value);
+    if (previous && (previous->ratio - target) * (p->ratio - target) <= 0) {
+      const bool rising = p->ratio >= previous->ratio;
+      absl::StatusOr<Probe> at = Bisect(eval, previous_x, x, rising, whole, target, *p, &r.value);
       if (!at.ok()) return at.status();
       r.reached = true;
-      r.ratio = at->time_ratio;
+      r.ratio = at->ratio;
       r.message = absl::StrFormat("%s=%s reaches %s %.4gx (target %.4gx)", grid.key,
                                   SettingNumber(r.value), metric, r.ratio, target);
       return r;
@@ -446,16 +447,16 @@ absl::StatusOr<TargetResult> FindTarget(const WorkRecord& record, const SweepGri
         SettingNumber(worst_at));
     return r;
   }
-  r.ratio = best.time_ratio;
+  r.ratio = best.ratio;
   r.message = absl::StrFormat("no %s in [%s, %s] reaches %s %.4gx: the best is %.4gx at %s=%s",
                               grid.key, SettingNumber(first), SettingNumber(last), metric,
                               target, r.ratio, grid.key, SettingNumber(r.best_at));
   absl::StrAppend(&r.message,
-                  best.bound_by.empty()
+                  best.point.bound_by.empty()
                       ? "; the job never reached the LoRA phase, so HpT is GPU-only"
                       : absl::StrFormat("; there a LoRA-phase step takes %.4g s and %s bounds "
                                         "it (the busiest device kind)",
-                                        best.lora_step_s, best.bound_by));
+                                        best.point.lora_step_s, best.point.bound_by));
   return r;
 }
 
