@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "coordinator/checkpoint.h"
+#include "coordinator/in_process_workers.h"
 #include "coordinator/job_spec.h"
 #include "coordinator/local_worker_client.h"
 #include "coordinator/trainer.h"
@@ -29,14 +30,7 @@ struct Outcome {
 class CheckpointResumeTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    SyntheticOptions s;
-    s.stations = 6;
-    s.time_steps = 200;
-    WindowOptions w;
-    w.input_steps = 6;
-    w.train = {0, 160};
-    w.test = {160, 200};
-    data_ = std::make_unique<WindowDataset>(*WindowDataset::Create(MakeSyntheticSeries(s), w));
+    data_ = SmallSyntheticWindows(6);
     spec_.mutable_model()->set_preset("tiny");
     spec_.mutable_model()->set_dropout(0.1);  // masks must replay too
     spec_.mutable_model()->set_dropout_set(true);

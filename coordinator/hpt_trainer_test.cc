@@ -17,14 +17,7 @@ namespace {
 class HptTrainerTest : public ::testing::TestWithParam<std::string> {
  protected:
   void Run(const std::string& placement) {
-    SyntheticOptions s;
-    s.stations = 6;
-    s.time_steps = 200;
-    WindowOptions w;
-    w.input_steps = 6;
-    w.train = {0, 160};
-    w.test = {160, 200};
-    data_ = std::make_unique<WindowDataset>(*WindowDataset::Create(MakeSyntheticSeries(s), w));
+    data_ = SmallSyntheticWindows(6);
     JobSpec spec;
     spec.mutable_model()->set_preset("tiny");
     spec.mutable_training()->set_epochs(8);

@@ -1,6 +1,6 @@
 // For tests: a GPU worker (LibTorch on the CPU), a ReRAM worker and a
 // systolic worker in this process, behind local clients, as a trainer's
-// options take them.
+// options take them; and a small synthetic data set to train on.
 //
 //   InProcessWorkers w;
 //   Trainer trainer("j", spec, &data, w.gpus(), w.Options());
@@ -12,10 +12,25 @@
 
 #include "coordinator/local_worker_client.h"
 #include "coordinator/trainer.h"
+#include "data/synthetic.h"
+#include "data/window_dataset.h"
 #include "workers/device_executor.h"
 #include "workers/gpu_executor.h"
 
 namespace hpt {
+
+// A small synthetic data set: `stations` tokens over 200 time steps, 6
+// input steps, train 0-160, test 160-200.
+inline std::unique_ptr<WindowDataset> SmallSyntheticWindows(int stations) {
+  SyntheticOptions s;
+  s.stations = stations;
+  s.time_steps = 200;
+  WindowOptions w;
+  w.input_steps = 6;
+  w.train = {0, 160};
+  w.test = {160, 200};
+  return std::make_unique<WindowDataset>(*WindowDataset::Create(MakeSyntheticSeries(s), w));
+}
 
 struct InProcessWorkers {
   InProcessWorkers() {

@@ -34,14 +34,7 @@ class RecostTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     const bool wind = GetParam() == "wind";
-    SyntheticOptions s;
-    s.stations = wind ? 8 : 6;
-    s.time_steps = 200;
-    WindowOptions w;
-    w.input_steps = 6;
-    w.train = {0, 160};
-    w.test = {160, 200};
-    data_ = std::make_unique<WindowDataset>(*WindowDataset::Create(MakeSyntheticSeries(s), w));
+    data_ = SmallSyntheticWindows(wind ? 8 : 6);
     JobSpec spec;
     spec.mutable_model()->set_preset(GetParam());
     spec.mutable_training()->set_epochs(wind ? 1 : 3);
