@@ -90,11 +90,10 @@ int Main() {
   const int side = std::max(1, int(std::lround(std::sqrt(absl::GetFlag(FLAGS_points)))));
   SweepGrid tiles{"reram_chip_tiles", {}}, rows{"systolic_rows", {}};
   for (int i = 0; i < side; ++i) {
-    tiles.values.push_back(std::to_string(512 << (i % 8)) );
+    // Chip tiles 512 .. 65536 doubling, then 8192 (i + 1) beyond.
+    tiles.values.push_back(std::to_string(i < 8 ? 512 << i : 8192 * (i + 1)));
     rows.values.push_back(std::to_string(16 * (i + 1)));
   }
-  // Distinct tile counts: 512 .. 65536, then +1 per repeat.
-  for (int i = 8; i < side; ++i) tiles.values[i] = std::to_string(512 * (i + 1) * 16);
   start = std::chrono::steady_clock::now();
   absl::StatusOr<std::vector<SweepPoint>> points = Sweep(*record, {tiles, rows}, {});
   const double sweep_s =
