@@ -126,7 +126,6 @@ const std::vector<DeviceCost>& CostLedger::device_costs() {
 
 void CostLedger::SaveTo(CheckpointHeader* h) const {
   *h->mutable_work_record() = recorder_.record();
-  h->set_trainable_bytes(record().trainable_bytes());
 }
 
 void CostLedger::RestoreFrom(const CheckpointHeader& h) {
