@@ -236,11 +236,8 @@ absl::StatusOr<std::shared_ptr<const WorkRecord>> JobManager::WorkRecordOf(
 }
 
 absl::StatusOr<WhatIfResponse> JobManager::WhatIf(const WhatIfRequest& request) const {
-  CostOverrides overrides;
-  for (const std::string& text : request.settings()) {
-    ASSIGN_OR_RETURN(auto setting, ParseCostSetting(text));
-    overrides.push_back(std::move(setting));
-  }
+  ASSIGN_OR_RETURN(CostOverrides overrides,
+                   ParseCostSettings({request.settings().begin(), request.settings().end()}));
   ASSIGN_OR_RETURN(Job job, Get(request.job_id()));
   ASSIGN_OR_RETURN(std::shared_ptr<const WorkRecord> record, WorkRecordOf(request.job_id()));
   ASSIGN_OR_RETURN(JobCosts costs, CostRecord(*record, overrides));

@@ -57,6 +57,16 @@ absl::StatusOr<std::pair<std::string, std::string>> ParseCostSetting(const std::
   return std::make_pair(parts[0], parts[1]);
 }
 
+absl::StatusOr<CostOverrides> ParseCostSettings(const std::vector<std::string>& texts) {
+  CostOverrides out;
+  for (const std::string& text : texts) {
+    absl::StatusOr<std::pair<std::string, std::string>> kv = ParseCostSetting(text);
+    if (!kv.ok()) return kv.status();
+    out.push_back(*std::move(kv));
+  }
+  return out;
+}
+
 InterconnectConfig LinkFromSettings(const std::map<std::string, std::string>& settings) {
   InterconnectConfig link;
   auto number = [&](const char* key, double* out) {

@@ -38,6 +38,8 @@ using CostOverrides = std::vector<std::pair<std::string, std::string>>;
 
 // Parses "KEY=VALUE" (or "KIND:KEY=VALUE"); INVALID_ARGUMENT naming it.
 absl::StatusOr<std::pair<std::string, std::string>> ParseCostSetting(const std::string& text);
+// Each of `texts` so; the first bad one's error.
+absl::StatusOr<CostOverrides> ParseCostSettings(const std::vector<std::string>& texts);
 
 // What a re-cost reports: the job report's cost sections.
 struct JobCosts {

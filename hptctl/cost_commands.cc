@@ -33,16 +33,6 @@ absl::StatusOr<WorkRecord> FetchRecord(JobService::Stub& stub, const std::string
   return record;
 }
 
-absl::StatusOr<CostOverrides> Overrides(const std::vector<std::string>& sets) {
-  CostOverrides out;
-  for (const std::string& text : sets) {
-    absl::StatusOr<std::pair<std::string, std::string>> kv = ParseCostSetting(text);
-    if (!kv.ok()) return kv.status();
-    out.push_back(*kv);
-  }
-  return out;
-}
-
 absl::Status WriteFile(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
@@ -120,7 +110,7 @@ int TraceCommand(JobService::Stub& stub, const std::string& job_id,
   if (options.format != "chrome") {
     text = ToJson(*record) + "\n";
   } else {
-    absl::StatusOr<CostOverrides> overrides = Overrides(options.sets);
+    absl::StatusOr<CostOverrides> overrides = ParseCostSettings(options.sets);
     if (!overrides.ok()) return Fail(overrides.status());
     absl::StatusOr<std::unique_ptr<RecordCoster>> coster =
         RecordCoster::Create(&*record, *overrides);
@@ -153,7 +143,7 @@ int SweepCommand(JobService::Stub& stub, const std::string& job_id,
     if (!g.ok()) return Fail(g.status());
     grids.push_back(*g);
   }
-  absl::StatusOr<CostOverrides> fixed = Overrides(options.sets);
+  absl::StatusOr<CostOverrides> fixed = ParseCostSettings(options.sets);
   if (!fixed.ok()) return Fail(fixed.status());
   absl::StatusOr<WorkRecord> record = FetchRecord(stub, job_id, options);
   if (!record.ok()) return Fail(record.status());
