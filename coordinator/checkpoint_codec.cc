@@ -45,6 +45,7 @@ CheckpointHeader EncodeCheckpointHeader(const CheckpointIdentity& identity,
   h.set_steps_per_epoch(cursor.steps_per_epoch);
   *h.mutable_progress() = state.progress;
   for (double l : state.epoch_losses) h.add_epoch_losses(l);
+  *h.mutable_history() = state.history->ToProto();
   *h.mutable_test_metrics() = state.test_metrics;
   *h.mutable_hpt() = state.hpt;
   h.set_epoch_loss_sum(cursor.epoch_loss_sum);
@@ -77,6 +78,7 @@ absl::Status DecodeCheckpointHeader(const CheckpointHeader& h, CheckpointIdentit
   identity->elapsed_s = h.elapsed_s();
   state->progress = h.progress();
   state->epoch_losses.assign(h.epoch_losses().begin(), h.epoch_losses().end());
+  state->history = StepHistory::FromProto(h.history(), h.step());
   state->test_metrics = h.test_metrics();
   state->hpt = h.hpt();
   cursor->epoch_loss_sum = h.epoch_loss_sum();

@@ -42,6 +42,13 @@ absl::StatusOr<std::optional<TestEvaluation>> EvaluateTestSplit(const WindowData
   double sum_sq = 0;
   int64_t count = 0;
   QualityAccumulator quality;
+  const int64_t shown_tokens = std::min<int64_t>(kPredictionTokens, tokens);
+  const int64_t shown_samples = std::min<int64_t>(kPredictionSamples, int64_t(starts.size()));
+  TestPredictions shown;
+  for (int t = 0; t < shown_tokens; ++t) shown.add_tokens(t);
+  shown.set_samples(shown_samples);
+  shown.mutable_truth()->Resize(int(shown_tokens * shown_samples), 0.f);
+  shown.mutable_predicted()->Resize(int(shown_tokens * shown_samples), 0.f);
   for (int64_t begin = 0; begin < static_cast<int64_t>(starts.size()); begin += batch) {
     std::vector<int64_t> indices;
     for (int64_t i = begin; i < std::min<int64_t>(begin + batch, starts.size()); ++i) {
@@ -62,12 +69,18 @@ absl::StatusOr<std::optional<TestEvaluation>> EvaluateTestSplit(const WindowData
       sum_sq += d * d;
       const int64_t sample = starts[indices[int64_t(e) / tokens]];
       const int64_t token = int64_t(e) % tokens;
-      quality.Add(data.ToDataUnits(sample, token, prediction->data[e]),
-                  data.ToDataUnits(sample, token, y.data[e]));
+      const double predicted = data.ToDataUnits(sample, token, prediction->data[e]);
+      const double truth = data.ToDataUnits(sample, token, y.data[e]);
+      quality.Add(predicted, truth);
+      const int64_t index = indices[int64_t(e) / tokens];
+      if (token < shown_tokens && index < shown_samples) {
+        shown.set_predicted(int(token * shown_samples + index), float(predicted));
+        shown.set_truth(int(token * shown_samples + index), float(truth));
+      }
     }
     count += int64_t(y.data.size());
   }
-  return TestEvaluation{sum_sq / double(count), quality.Finish()};
+  return TestEvaluation{sum_sq / double(count), quality.Finish(), std::move(shown)};
 }
 
 }  // namespace hpt

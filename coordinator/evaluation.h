@@ -27,7 +27,13 @@ int64_t EvalBatchSize(const TrainingSpec& training, const ModelConfig& model, in
 struct TestEvaluation {
   double test_loss = 0;  // MSE over every target value, normalised units
   QualityMetrics metrics;
+  // The first kPredictionTokens tokens over the first kPredictionSamples
+  // test samples, in the data's units (epoch left 0 for the caller).
+  TestPredictions predictions;
 };
+
+inline constexpr int kPredictionTokens = 4;
+inline constexpr int kPredictionSamples = 240;
 
 // The model's output for inputs [n, tokens, features].
 using Predictor = std::function<absl::StatusOr<HostTensor>(const HostTensor& inputs)>;

@@ -8,6 +8,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "common/tensor_codec.h"
+#include "models/predict.h"
 #include "coordinator/job_data.h"
 #include "coordinator/job_spec.h"
 
@@ -299,6 +301,38 @@ absl::StatusOr<std::shared_ptr<const TrainedModel>> JobManager::TrainedModelOf(
         "; only a succeeded job has a model to export"));
   }
   return record->trained;
+}
+
+absl::StatusOr<JobHistory> JobManager::HistoryOf(const std::string& job_id, int max_points) const {
+  {
+    absl::MutexLock lock(&registry_.mu());
+    ASSIGN_OR_RETURN(JobRegistry::Record * record, registry_.Find(job_id));
+    if (record->history != nullptr) return record->history->View(max_points);
+  }
+  std::shared_ptr<StepHistory> stored = std::make_shared<StepHistory>();
+  if (options_.store != nullptr) {
+    absl::StatusOr<LossHistory> proto = options_.store->GetHistory(job_id);
+    if (!proto.ok() && !absl::IsNotFound(proto.status())) return proto.status();
+    if (proto.ok()) stored = StepHistory::FromProto(*proto, proto->step_losses_size());
+  }
+  absl::MutexLock lock(&registry_.mu());
+  ASSIGN_OR_RETURN(JobRegistry::Record * record, registry_.Find(job_id));
+  if (record->history == nullptr && stored->steps() > 0) record->history = stored;
+  return stored->View(max_points);
+}
+
+absl::StatusOr<PredictResponse> JobManager::Predict(const PredictRequest& request) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<const TrainedModel> model, TrainedModelOf(request.job_id()));
+  ASSIGN_OR_RETURN(HostTensor input, FromProto(request.input(), "PredictRequest.input"));
+  absl::StatusOr<HostTensor> output = hpt::Predict(model->config, model->parameters, input);
+  if (!output.ok()) {
+    return absl::Status(output.status().code(),
+                        absl::StrCat("PredictRequest.input: ", output.status().message()));
+  }
+  PredictResponse response;
+  ToProto(std::move(*output), "output", response.mutable_output());
+  *response.mutable_model() = model->config;
+  return response;
 }
 
 absl::StatusOr<std::vector<CheckpointInfo>> JobManager::Checkpoints(

@@ -91,6 +91,11 @@ class JobManager {
   absl::StatusOr<std::shared_ptr<const WorkRecord>> WorkRecordOf(const std::string& job_id) const;
   // The job's report re-costed under `settings` (KEY=VALUE, recost.h).
   absl::StatusOr<WhatIfResponse> WhatIf(const WhatIfRequest& request) const;
+  // The job's loss curves for plots (step_history.h): the running
+  // trainer's, or the store's; empty before its first step.
+  absl::StatusOr<JobHistory> HistoryOf(const std::string& job_id, int max_points) const;
+  // The trained model's output for request.input (models/predict.h).
+  absl::StatusOr<PredictResponse> Predict(const PredictRequest& request) const;
   std::vector<Job> List() const;
   absl::StatusOr<Job> Cancel(const std::string& job_id);
   // The job's checkpoints, oldest first.

@@ -91,6 +91,10 @@ void JobRegistry::Persist(Record& record, bool force) {
     if (!s.ok()) std::fprintf(stderr, "hpt_coordinator: %s\n", std::string(s.message()).c_str());
     record.stored_record = record.work_record;
   }
+  if (force && record.history != nullptr) {
+    absl::Status s = options_.store->PutHistory(record.job.job_id(), record.history->ToProto());
+    if (!s.ok()) std::fprintf(stderr, "hpt_coordinator: %s\n", std::string(s.message()).c_str());
+  }
 }
 
 void JobRegistry::UpdateCounts() {

@@ -32,6 +32,7 @@
 #include "coordinator/trainer.h"
 #include "coordinator/worker_client.h"
 #include "data/window_dataset.h"
+#include "coordinator/step_history.h"
 #include "proto/job_service.pb.h"
 
 namespace hpt {
@@ -54,6 +55,9 @@ class JobRegistry {
     // reported; written to the store with the job when it is forced there.
     std::shared_ptr<const WorkRecord> work_record;
     std::shared_ptr<const WorkRecord> stored_record;  // the one last written
+    // Loss per step and epoch (step_history.h), shared with the trainer;
+    // written to the store when the job is forced there.
+    std::shared_ptr<StepHistory> history;
   };
 
   struct Options {

@@ -285,6 +285,7 @@ void JobRunner::Wire(const std::string& job_id, const TrainingSpec& training,
     *job.mutable_test_metrics() = update.test_metrics;
     *job.mutable_hpt() = update.hpt;
     if (update.work_record != nullptr) (*record)->work_record = update.work_record;
+    (*record)->history = update.history;
     registry_->Persist(**record, /*force=*/false);
     registry_->Notify(job);
   };

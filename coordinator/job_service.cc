@@ -132,6 +132,25 @@ grpc::ServerUnaryReactor* JobServiceImpl::GetWorkRecord(grpc::CallbackServerCont
   return Done(context, record.status());
 }
 
+grpc::ServerUnaryReactor* JobServiceImpl::GetJobHistory(grpc::CallbackServerContext* context,
+                                                        const GetJobHistoryRequest* request,
+                                                        JobHistory* response) {
+  if (absl::Status s = Authorize(context, request->job_id()); !s.ok()) return Done(context, s);
+  if (request->max_points() < 0 || request->max_points() > 100000) {
+    return Done(context, absl::InvalidArgumentError(absl::StrCat(
+                             "GetJobHistoryRequest.max_points must be in 0..100000, got ",
+                             request->max_points())));
+  }
+  return Reply(context, jobs_->HistoryOf(request->job_id(), request->max_points()), response);
+}
+
+grpc::ServerUnaryReactor* JobServiceImpl::Predict(grpc::CallbackServerContext* context,
+                                                  const PredictRequest* request,
+                                                  PredictResponse* response) {
+  if (absl::Status s = Authorize(context, request->job_id()); !s.ok()) return Done(context, s);
+  return Reply(context, jobs_->Predict(*request), response);
+}
+
 grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(
     grpc::CallbackServerContext* context, const CancelJobRequest* request,
     Job* response) {

@@ -52,6 +52,12 @@ class JobServiceImpl final : public JobService::CallbackService {
   grpc::ServerUnaryReactor* WhatIf(grpc::CallbackServerContext* context,
                                    const WhatIfRequest* request,
                                    WhatIfResponse* response) override;
+  grpc::ServerUnaryReactor* GetJobHistory(grpc::CallbackServerContext* context,
+                                          const GetJobHistoryRequest* request,
+                                          JobHistory* response) override;
+  grpc::ServerUnaryReactor* Predict(grpc::CallbackServerContext* context,
+                                    const PredictRequest* request,
+                                    PredictResponse* response) override;
   grpc::ServerUnaryReactor* GetWorkRecord(grpc::CallbackServerContext* context,
                                           const GetWorkRecordRequest* request,
                                           WorkRecord* response) override;

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace hpt {
 namespace {
@@ -67,6 +68,7 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& stat
        {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL",
         "CREATE TABLE IF NOT EXISTS jobs (id TEXT PRIMARY KEY, job BLOB NOT NULL)",
         "CREATE TABLE IF NOT EXISTS work_records (id TEXT PRIMARY KEY, record BLOB NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS histories (id TEXT PRIMARY KEY, record BLOB NOT NULL)",
         "CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
         "INSERT OR IGNORE INTO counters VALUES ('next_job', 1)"}) {
     if (absl::Status s = store->Exec(sql); !s.ok()) return s;
@@ -128,7 +130,8 @@ absl::Status JobStore::Put(const Job& job) {
 absl::Status JobStore::Remove(const std::string& job_id) {
   absl::MutexLock lock(&mu_);
   for (const char* sql :
-       {"DELETE FROM jobs WHERE id = ?1", "DELETE FROM work_records WHERE id = ?1"}) {
+       {"DELETE FROM jobs WHERE id = ?1", "DELETE FROM work_records WHERE id = ?1",
+        "DELETE FROM histories WHERE id = ?1"}) {
     Statement del(db_, sql);
     if (!del.ok()) return SqliteError(db_, "preparing a job delete");
     sqlite3_bind_text(del.get(), 1, job_id.data(), int(job_id.size()), SQLITE_TRANSIENT);
@@ -139,36 +142,54 @@ absl::Status JobStore::Remove(const std::string& job_id) {
   return absl::OkStatus();
 }
 
-absl::Status JobStore::PutWorkRecord(const std::string& job_id, const WorkRecord& record) {
-  const std::string bytes = record.SerializeAsString();
+absl::Status JobStore::PutBlob(const char* table, const std::string& what,
+                               const std::string& job_id, const google::protobuf::Message& message) {
+  const std::string bytes = message.SerializeAsString();
   absl::MutexLock lock(&mu_);
-  Statement put(db_, "INSERT OR REPLACE INTO work_records (id, record) VALUES (?1, ?2)");
-  if (!put.ok()) return SqliteError(db_, "preparing a work record write");
+  Statement put(db_, absl::StrCat("INSERT OR REPLACE INTO ", table, " (id, record) VALUES (?1, ?2)").c_str());
+  if (!put.ok()) return SqliteError(db_, absl::StrCat("preparing a ", what, " write"));
   sqlite3_bind_text(put.get(), 1, job_id.data(), int(job_id.size()), SQLITE_TRANSIENT);
   sqlite3_bind_blob(put.get(), 2, bytes.data(), int(bytes.size()), SQLITE_TRANSIENT);
   if (sqlite3_step(put.get()) != SQLITE_DONE) {
-    return SqliteError(db_, absl::StrCat("writing the work record of ", job_id));
+    return SqliteError(db_, absl::StrCat("writing the ", what, " of ", job_id));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<WorkRecord> JobStore::GetWorkRecord(const std::string& job_id) {
+absl::Status JobStore::GetBlob(const char* table, const std::string& what,
+                               const std::string& job_id, google::protobuf::Message* message) {
   absl::MutexLock lock(&mu_);
-  Statement get(db_, "SELECT record FROM work_records WHERE id = ?1");
-  if (!get.ok()) return SqliteError(db_, "preparing a work record read");
+  Statement get(db_, absl::StrCat("SELECT record FROM ", table, " WHERE id = ?1").c_str());
+  if (!get.ok()) return SqliteError(db_, absl::StrCat("preparing a ", what, " read"));
   sqlite3_bind_text(get.get(), 1, job_id.data(), int(job_id.size()), SQLITE_TRANSIENT);
   const int rc = sqlite3_step(get.get());
-  if (rc == SQLITE_DONE) {
-    return absl::NotFoundError(absl::StrCat(job_id, " has no work record yet"));
-  }
-  if (rc != SQLITE_ROW) return SqliteError(db_, absl::StrCat("reading the record of ", job_id));
-  WorkRecord record;
-  if (!record.ParseFromArray(sqlite3_column_blob(get.get(), 0),
-                             sqlite3_column_bytes(get.get(), 0))) {
+  if (rc == SQLITE_DONE) return absl::NotFoundError(absl::StrCat(job_id, " has no ", what, " yet"));
+  if (rc != SQLITE_ROW) return SqliteError(db_, absl::StrCat("reading the ", what, " of ", job_id));
+  if (!message->ParseFromArray(sqlite3_column_blob(get.get(), 0), sqlite3_column_bytes(get.get(), 0))) {
     return absl::DataLossError(
-        absl::StrCat("job store '", path_, "': the work record of ", job_id, " does not parse"));
+        absl::StrCat("job store '", path_, "': the ", what, " of ", job_id, " does not parse"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status JobStore::PutWorkRecord(const std::string& job_id, const WorkRecord& record) {
+  return PutBlob("work_records", "work record", job_id, record);
+}
+
+absl::StatusOr<WorkRecord> JobStore::GetWorkRecord(const std::string& job_id) {
+  WorkRecord record;
+  RETURN_IF_ERROR(GetBlob("work_records", "work record", job_id, &record));
   return record;
+}
+
+absl::Status JobStore::PutHistory(const std::string& job_id, const LossHistory& history) {
+  return PutBlob("histories", "loss history", job_id, history);
+}
+
+absl::StatusOr<LossHistory> JobStore::GetHistory(const std::string& job_id) {
+  LossHistory history;
+  RETURN_IF_ERROR(GetBlob("histories", "loss history", job_id, &history));
+  return history;
 }
 
 absl::StatusOr<std::vector<Job>> JobStore::LoadAll() {

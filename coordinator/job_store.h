@@ -43,12 +43,20 @@ class JobStore {
   // NOT_FOUND before the first is written.
   absl::Status PutWorkRecord(const std::string& job_id, const WorkRecord& record);
   absl::StatusOr<WorkRecord> GetWorkRecord(const std::string& job_id);
+  // Its loss history (step_history.h), likewise.
+  absl::Status PutHistory(const std::string& job_id, const LossHistory& history);
+  absl::StatusOr<LossHistory> GetHistory(const std::string& job_id);
   // Every stored job, in id order.
   absl::StatusOr<std::vector<Job>> LoadAll();
 
   const std::string& path() const { return path_; }
 
  private:
+  // One message per job in `table` (id, record); `what` names it in errors.
+  absl::Status PutBlob(const char* table, const std::string& what, const std::string& job_id,
+                       const google::protobuf::Message& message);
+  absl::Status GetBlob(const char* table, const std::string& what, const std::string& job_id,
+                       google::protobuf::Message* message);
   JobStore(sqlite3* db, std::string path, int lock_fd)
       : db_(db), path_(std::move(path)), lock_fd_(lock_fd) {}
   absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -163,13 +163,15 @@ absl::StatusOr<HostTensor> Trainer::Predict(const HostTensor& x) {
   return prediction;
 }
 
-absl::Status Trainer::Evaluate() {
+absl::Status Trainer::Evaluate(int epoch) {
   ASSIGN_OR_RETURN(std::optional<TestEvaluation> result,
                    EvaluateTestSplit(*data_, spec_.training(), model_,
                                      [this](const HostTensor& x) { return Predict(x); }));
   if (!result.has_value()) return absl::OkStatus();
   state_.progress.set_test_loss(result->test_loss);
   state_.test_metrics = result->metrics;
+  result->predictions.set_epoch(epoch);
+  state_.history->SetPredictions(std::move(result->predictions));
   return absl::OkStatus();
 }
 
@@ -503,6 +505,7 @@ absl::Status Trainer::RunStep(const std::vector<int64_t>& indices, int64_t step,
 void Trainer::FinishStep(int64_t steps_done, int64_t samples, double loss) {
   cursor_.samples += samples;
   cursor_.epoch_loss_sum += loss;
+  state_.history->AddStep(steps_done - 1, loss);
   JobProgress& p = state_.progress;
   const double elapsed = absl::ToDoubleSeconds(options_.now() - start_);
   p.set_step(steps_done);
@@ -582,7 +585,13 @@ absl::Status Trainer::Run() {
     state_.epoch_losses.push_back(epoch_loss);
     p.set_epoch_loss(epoch_loss);
     if (epoch == 0) p.set_first_epoch_loss(epoch_loss);
-    RETURN_IF_ERROR(Evaluate());
+    RETURN_IF_ERROR(Evaluate(epoch + 1));
+    EpochPoint point;
+    point.set_epoch(epoch + 1);
+    point.set_last_step(step - 1);
+    point.set_train_loss(epoch_loss);
+    point.set_test_loss(p.test_loss());
+    state_.history->AddEpoch(point);
     Report();
     if (!checkpoint_due.empty() && epoch + 1 < training.epochs()) {
       RETURN_IF_ERROR(SaveCheckpoint(step, checkpoint_due));

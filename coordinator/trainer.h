@@ -142,7 +142,8 @@ class Trainer {
                             double learning_rate, double loss, bool* switched);
   // Progress after a step of `samples` samples with `loss`.
   void FinishStep(int64_t step, int64_t samples, double loss);
-  absl::Status Evaluate();
+  // `epoch` (1-based) names the evaluation in the test predictions kept.
+  absl::Status Evaluate(int epoch);
   absl::StatusOr<HostTensor> Predict(const HostTensor& x);
 
   // Loading workers.

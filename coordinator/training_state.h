@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "coordinator/step_history.h"
 #include "proto/job_service.pb.h"
 #include "proto/work.pb.h"
 
@@ -23,6 +24,8 @@ struct TrainerUpdate {
   HptStatus hpt;
   // What the devices did (proto/work.proto), for whatif and trace.
   std::shared_ptr<const WorkRecord> work_record;
+  // Loss per step and epoch, test predictions: shared, appended in place.
+  std::shared_ptr<StepHistory> history = std::make_shared<StepHistory>();
 };
 
 // The trainer's position: in the data, in its optimizers, in the method.

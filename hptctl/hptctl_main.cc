@@ -30,7 +30,7 @@
 #include "hptctl/usage.h"
 #include "hptctl/job_format.h"
 #include "hptctl/submit_flags.h"
-#include "hptctl/model_file.h"
+#include "hptctl/model_commands.h"
 #include "proto/health.grpc.pb.h"
 #include "proto/job_service.grpc.pb.h"
 
@@ -50,8 +50,10 @@ ABSL_FLAG(std::string, target, "",
           "submit: weather/covid column to forecast; sweep: time=R or energy=R, the "
           "projected ratio to reach.");
 ABSL_FLAG(std::string, out, "",
-          "export: output file (LibTorch, torch::load-able); trace: output file; sweep: "
-          "prefix of the .csv, .json and .svg it writes.");
+          "export: the model file, FILE.pt (TorchScript; FILE.safetensors and FILE.json "
+          "beside it); predict: the .npy to write; report --format=html: the page; trace: "
+          "output file; sweep: prefix of the .csv, .json and .svg it writes.");
+ABSL_FLAG(std::string, input, "", "predict: a .npy of inputs [samples, tokens, features].");
 
 namespace hpt {
 namespace {
@@ -217,44 +219,14 @@ int ReportCommand(JobService::Stub& stub, const std::string& job_id) {
   return kExitOk;
 }
 
-// hptctl export JOB --out FILE: the trained model for torch::load.
-int ExportCommand(JobService::Stub& stub, const std::string& job_id) {
-  const std::string out = absl::GetFlag(FLAGS_out);
-  if (job_id.empty() || out.empty()) {
-    return Usage("export needs a job id and --out, e.g. hptctl export job-000001 --out model.pt");
-  }
-  grpc::ClientContext context;  // a large model may take a while: no deadline
-  Authorize(&context);
-  ExportModelRequest request;
-  request.set_job_id(job_id);
-  auto reader = stub.ExportModel(&context, request);
-  ExportModelChunk message;
-  ModelConfig config;
-  ChunkAssembler assembler;
-  while (reader->Read(&message)) {
-    if (message.has_model()) config = message.model();
-    if (message.has_chunk()) {
-      absl::Status added = assembler.Add(message.chunk());
-      if (!added.ok()) return Fail(added);
-    }
-  }
-  absl::Status s = FromGrpcStatus(reader->Finish());
-  if (!s.ok()) return Fail(s);
-  absl::StatusOr<std::map<std::string, HostTensor>> params = assembler.Finish();
-  if (!params.ok()) return Fail(params.status());
-  s = WriteTorchModel(config, *params, out);
-  if (!s.ok()) return Fail(s);
-  const std::string config_json = ToJson(config);
-  std::ofstream(out + ".json") << config_json << "\n";
-  if (Json()) {
-    std::cout << config_json << std::endl;
-  } else {
-    std::cout << "wrote " << out << " (" << params->size() << " tensors, LoRA merged) and "
-              << out << ".json (its ModelConfig)\nload it in C++ with:\n"
-              << "  hpt::SpatioTemporalTransformer model(config);  // from " << out
-              << ".json\n  torch::load(model, \"" << out << "\");" << std::endl;
-  }
-  return kExitOk;
+ModelCommandOptions ModelOptions() {
+  ModelCommandOptions options;
+  options.authorize = [](grpc::ClientContext* context) { Authorize(context); };
+  options.prepare = [](grpc::ClientContext* context) { SetDeadline(context); };
+  options.json = Json();
+  options.out = absl::GetFlag(FLAGS_out);
+  options.input = absl::GetFlag(FLAGS_input);
+  return options;
 }
 
 int CostCommand(JobService::Stub& stub, const std::string& command, const std::string& job_id) {
@@ -365,7 +337,8 @@ int Run(const std::vector<char*>& args) {
   if (!RepeatedCostFlags().sets.empty() || !RepeatedCostFlags().grids.empty()) {
     return Usage("--set and --grid belong to whatif, sweep and trace");
   }
-  if (command == "export") return ExportCommand(*stub, need_job());
+  if (command == "export") return ExportCommand(*stub, need_job(), ModelOptions());
+  if (command == "predict") return PredictCommand(*stub, need_job(), ModelOptions());
   return Usage("unknown command '" + command + "'");
 }
 

@@ -1,11 +1,16 @@
-// Writing an exported model as a LibTorch file: the parameters go into a
-// SpatioTemporalTransformer built from the exported configuration, saved
-// with torch::save, so a user loads it with
+// Writing an exported model in the forms its users load:
 //
-//   hpt::SpatioTemporalTransformer model(config);
-//   torch::load(model, "model.pt");
+//  - FILE.pt: a TorchScript module with its forward, built in C++ with
+//    torch::jit::Module (submodules mirroring the model's names, each
+//    method compiled from TorchScript source by Module::define) and saved
+//    with Module::save. Python loads it with torch.jit.load and no project
+//    code; C++ with torch::jit::load, or torch::load into a
+//    SpatioTemporalTransformer (the parameter names are the model's).
+//  - FILE.safetensors: the weights (float32, the model's parameter names),
+//    with the configuration in the header's __metadata__ (safetensors_file.h).
+//  - FILE.json: the ModelConfig (what hptctl export prints).
 //
-// (config as hptctl export prints it and writes beside the file, FILE.json).
+// The module is for inference: dropout is off, as in the model's eval mode.
 // Includes no LibTorch header itself.
 #ifndef HPT_HPTCTL_MODEL_FILE_H_
 #define HPT_HPTCTL_MODEL_FILE_H_
@@ -19,10 +24,16 @@
 
 namespace hpt {
 
-// Every model parameter must be present with its shape (errors name it).
+// FILE.pt only. Every model parameter must be present with its shape
+// (errors name it); a folder that cannot be written is FAILED_PRECONDITION.
 absl::Status WriteTorchModel(const ModelConfig& config,
                              const std::map<std::string, HostTensor>& parameters,
                              const std::string& path);
+
+// The TorchScript source of the module's methods for `config`, keyed by
+// module path ("" the top, "layers.0.self_attn", ...): what
+// WriteTorchModel compiles. Exposed for tests and docs.
+std::map<std::string, std::string> TorchScriptSource(const ModelConfig& config);
 
 }  // namespace hpt
 

@@ -1,5 +1,6 @@
 #include "hptctl/model_file.h"
 
+#include <torch/script.h>
 #include <torch/torch.h>
 
 #include <cstdio>
@@ -33,7 +34,8 @@ TEST(WriteTorchModelTest, TorchLoadGivesBackTheSameForward) {
     params[item.key()] = std::move(h);
   }
   const std::string path = ::testing::TempDir() + "/model.pt";
-  ASSERT_TRUE(WriteTorchModel(Config(), params, path).ok());
+  const absl::Status written = WriteTorchModel(Config(), params, path);
+  ASSERT_TRUE(written.ok()) << written;
   torch::manual_seed(2);  // a different initialisation, overwritten by load
   SpatioTemporalTransformer loaded(Config());
   torch::load(loaded, path);
@@ -41,6 +43,19 @@ TEST(WriteTorchModelTest, TorchLoadGivesBackTheSameForward) {
   loaded->eval();
   const torch::Tensor x = torch::randn({2, 3, 4});
   EXPECT_TRUE(torch::equal(source->forward(x), loaded->forward(x)));
+
+  // The same file as TorchScript, with its forward: no model class needed.
+  torch::jit::Module script = torch::jit::load(path);
+  const torch::Tensor scripted = script.forward({x}).toTensor();
+  EXPECT_TRUE(torch::allclose(scripted, source->forward(x), 1e-6, 1e-6))
+      << (scripted - source->forward(x)).abs().max().item<float>();
+  // Another token count than any seen before: the encoding follows it.
+  const torch::Tensor wide = torch::randn({1, 7, 4});
+  EXPECT_TRUE(torch::allclose(script.forward({wide}).toTensor(), source->forward(wide), 1e-6, 1e-6));
+  EXPECT_EQ(script.named_parameters().size(), source->named_parameters().size());
+  for (const auto& p : script.named_parameters()) {
+    EXPECT_TRUE(torch::equal(p.value, source->named_parameters()[p.name])) << p.name;
+  }
 
   params.erase("head.bias");
   const absl::Status missing = WriteTorchModel(Config(), params, path);

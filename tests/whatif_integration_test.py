@@ -20,76 +20,14 @@ import csv
 import json
 import math
 import os
-import subprocess
 import sys
-import tempfile
-import time
 import unittest
+
+import hpt_cluster
 
 COORDINATOR, WORKER, HPTCTL = [os.path.abspath(a) for a in sys.argv[1:4]]
 del sys.argv[1:4]
-JOB = ["--preset=tiny", "--stations=16", "--time_steps=512", "--epochs=6", "--batch_size=16",
-       "--lr=0.002", "--gpu_workers=2", "--check_window_steps=5", "--loss_threshold=0.5",
-       "--weight_threshold=0.5", "--lora_rank=4", "--seed=7"]
-
-
-class Cluster:
-    """A coordinator and four workers (2 gpu, reram, systolic) on loopback."""
-
-    def __init__(self, worker_flags=()):
-        self.dir = tempfile.mkdtemp(prefix="whatif-", dir=os.environ.get("TEST_TMPDIR"))
-        self.procs = []
-        port_file = os.path.join(self.dir, "coordinator.port")
-        self.start([COORDINATOR, "--listen=127.0.0.1:0", "--metrics=127.0.0.1:0",
-                    f"--port_file={port_file}", f"--state_dir={self.dir}/state"], "coordinator")
-        self.port = self.wait_port(port_file)
-        for i, kind in enumerate(["gpu", "gpu", "reram", "systolic"]):
-            self.start([WORKER, f"--kind={kind}", "--listen=127.0.0.1:0", "--metrics=127.0.0.1:0",
-                        "--threads=1", f"--coordinator=127.0.0.1:{self.port}"] + list(worker_flags),
-                       f"worker{i}")
-
-    def start(self, argv, name):
-        with open(os.path.join(self.dir, name + ".log"), "w") as log:
-            self.procs.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT))
-
-    def wait_port(self, path):
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            if os.path.exists(path):
-                with open(path) as f:
-                    text = f.read()
-                for part in text.split():
-                    if part.startswith("grpc="):
-                        return int(part.split("=")[1])
-            if self.procs[0].poll() is not None:
-                raise RuntimeError("coordinator exited")
-            time.sleep(0.05)
-        raise RuntimeError("no coordinator port")
-
-    def ctl(self, *args, check=True):
-        run = subprocess.run([HPTCTL, f"--coordinator=127.0.0.1:{self.port}", "--timeout_s=120"] +
-                             list(args), capture_output=True, text=True, timeout=300)
-        if check and run.returncode != 0:
-            raise AssertionError(f"hptctl {args} exited {run.returncode}:\n{run.stdout}\n"
-                                 f"{run.stderr}")
-        return run
-
-    def train(self, *extra):
-        self.ctl("submit", "--name=whatif", *JOB, *extra, "--watch")
-        jobs = json.loads(self.ctl("list", "--format=json").stdout)
-        return jobs["jobs"][0]["job_id"]
-
-    def job(self, job_id):
-        return json.loads(self.ctl("status", job_id, "--format=json").stdout)
-
-    def stop(self):
-        for p in self.procs:
-            p.terminate()
-        for p in self.procs:
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
+JOB = hpt_cluster.TINY_JOB
 
 
 def numbers(value, path=""):
@@ -131,8 +69,8 @@ def relative(a, b):
 class WhatIfTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.cluster = Cluster()
-        cls.job_id = cls.cluster.train()
+        cls.cluster = hpt_cluster.Cluster(COORDINATOR, WORKER, HPTCTL)
+        cls.job_id = cls.cluster.train(JOB, name="whatif")
         cls.report = cls.cluster.job(cls.job_id)
 
     @classmethod
@@ -171,9 +109,9 @@ class WhatIfTest(unittest.TestCase):
             with self.subTest(setting=setting):
                 predicted = self.whatif(setting)
                 self.assertEqual(predicted.get("numerics_notes", []), [])
-                rerun = Cluster(worker_flags)
+                rerun = hpt_cluster.Cluster(COORDINATOR, WORKER, HPTCTL, worker_flags)
                 try:
-                    job = rerun.job(rerun.train(*job_flags))
+                    job = rerun.job(rerun.train(JOB, *job_flags, name="whatif"))
                 finally:
                     rerun.stop()
                 self.assertEqual(job["epoch_losses"], self.report["epoch_losses"],

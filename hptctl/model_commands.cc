@@ -1,0 +1,124 @@
+#include "hptctl/model_commands.h"
+
+#include <fstream>
+#include <iostream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
+#include "common/tensor_codec.h"
+#include "hptctl/job_format.h"
+#include "hptctl/model_file.h"
+#include "hptctl/npy_file.h"
+#include "hptctl/safetensors_file.h"
+
+namespace hpt {
+namespace {
+
+int Fail(const absl::Status& status) {
+  std::cerr << "hptctl: " << absl::StatusCodeToString(status.code()) << ": " << status.message()
+            << std::endl;
+  return ExitCodeFor(status);
+}
+
+int UsageError(const std::string& message) {
+  std::cerr << "hptctl: " << message << std::endl;
+  return kExitUsage;
+}
+
+absl::Status WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text << "\n";
+  out.close();
+  if (!out) return absl::FailedPreconditionError(absl::StrCat("cannot write '", path, "'"));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string SiblingPath(const std::string& model_path, const std::string& extension) {
+  const size_t slash = model_path.rfind('/');
+  const size_t dot = model_path.rfind('.');
+  const bool has_extension = dot != std::string::npos && (slash == std::string::npos || dot > slash + 1);
+  return (has_extension ? model_path.substr(0, dot) : model_path) + extension;
+}
+
+int ExportCommand(JobService::Stub& stub, const std::string& job_id,
+                  const ModelCommandOptions& options) {
+  const std::string& out = options.out;
+  if (job_id.empty() || out.empty()) {
+    return UsageError("export needs a job id and --out, e.g. hptctl export job-000001 --out model.pt");
+  }
+  grpc::ClientContext context;  // a large model may take a while: no deadline
+  options.authorize(&context);
+  ExportModelRequest request;
+  request.set_job_id(job_id);
+  auto reader = stub.ExportModel(&context, request);
+  ExportModelChunk message;
+  ModelConfig config;
+  ChunkAssembler assembler;
+  while (reader->Read(&message)) {
+    if (message.has_model()) config = message.model();
+    if (message.has_chunk()) {
+      absl::Status added = assembler.Add(message.chunk());
+      if (!added.ok()) return Fail(added);
+    }
+  }
+  absl::Status s = FromGrpcStatus(reader->Finish());
+  if (!s.ok()) return Fail(s);
+  absl::StatusOr<std::map<std::string, HostTensor>> params = assembler.Finish();
+  if (!params.ok()) return Fail(params.status());
+  s = WriteTorchModel(config, *params, out);
+  if (!s.ok()) return Fail(s);
+  const std::string config_json = ToJson(config);
+  const std::string weights = SiblingPath(out, ".safetensors"), config_path = SiblingPath(out, ".json");
+  s = WriteSafetensors(*params, {{"format", "pt"}, {"hpt_model_config", config_json}, {"hpt_job", job_id}},
+                       weights);
+  if (s.ok()) s = WriteText(config_path, config_json);
+  if (!s.ok()) return Fail(s);
+  if (options.json) {
+    std::cout << config_json << std::endl;
+    return kExitOk;
+  }
+  std::cout << "wrote " << out << " (TorchScript with its forward, " << params->size()
+            << " tensors, LoRA merged), " << weights << " and " << config_path
+            << " (its ModelConfig)\nin Python:\n"
+            << "  import torch\n  m = torch.jit.load(\"" << out << "\")\n"
+            << "  y = m(x)  # x: [samples, " << "tokens, " << config.input_features()
+            << " features], float32, normalised as in training\n";
+  return kExitOk;
+}
+
+int PredictCommand(JobService::Stub& stub, const std::string& job_id,
+                   const ModelCommandOptions& options) {
+  if (job_id.empty() || options.input.empty()) {
+    return UsageError(
+        "predict needs a job id and --input, e.g. hptctl predict job-000001 --input x.npy --out y.npy");
+  }
+  absl::StatusOr<HostTensor> input = ReadNpy(options.input);
+  if (!input.ok()) return Fail(absl::Status(input.status().code(), absl::StrCat("--input ", input.status().message())));
+  PredictRequest request;
+  request.set_job_id(job_id);
+  ToProto(std::move(*input), "input", request.mutable_input());
+  grpc::ClientContext context;
+  options.prepare(&context);
+  PredictResponse response;
+  absl::Status s = FromGrpcStatus(stub.Predict(&context, request, &response));
+  if (!s.ok()) return Fail(s);
+  absl::StatusOr<HostTensor> output = FromProto(response.output(), "PredictResponse.output");
+  if (!output.ok()) return Fail(output.status());
+  if (!options.out.empty()) {
+    s = WriteNpy(*output, options.out);
+    if (!s.ok()) return Fail(s);
+  }
+  if (options.json) {
+    std::cout << ToJson(response) << std::endl;
+  } else if (options.out.empty()) {
+    for (size_t i = 0; i < output->data.size(); ++i) std::cout << output->data[i] << "\n";
+  } else {
+    std::cout << "wrote " << options.out << ": " << output->ShapeString() << std::endl;
+  }
+  return kExitOk;
+}
+
+}  // namespace hpt
