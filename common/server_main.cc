@@ -24,10 +24,12 @@ void ShutdownOnSignals(std::function<void()> shutdown) {
   std::signal(SIGTERM, HandleSignal);
 }
 
-absl::Status WritePortFile(const std::string& path, int grpc_port, int metrics_port) {
+absl::Status WritePortFile(const std::string& path, int grpc_port, int metrics_port,
+                           int http_port) {
   if (path.empty()) return absl::OkStatus();
   return WriteFileAtomically(
-      path, absl::StrCat("grpc=", grpc_port, " metrics=", metrics_port, "\n"));
+      path, absl::StrCat("grpc=", grpc_port, " metrics=", metrics_port,
+                         http_port >= 0 ? absl::StrCat(" http=", http_port) : "", "\n"));
 }
 
 }  // namespace hpt

@@ -16,8 +16,10 @@ namespace hpt {
 // first SIGINT or SIGTERM.
 void ShutdownOnSignals(std::function<void()> shutdown);
 
-// Writes "grpc=G metrics=M\n" to `path` atomically; nothing when empty.
-absl::Status WritePortFile(const std::string& path, int grpc_port, int metrics_port);
+// Writes "grpc=G metrics=M\n" to `path` atomically ("grpc=G metrics=M
+// http=H\n" with an HTTP port, the coordinator's pages); nothing when empty.
+absl::Status WritePortFile(const std::string& path, int grpc_port, int metrics_port,
+                           int http_port = -1);
 
 }  // namespace hpt
 

@@ -12,10 +12,12 @@ ABSL_FLAG(std::string, tls_ca, "",
 
 namespace hpt {
 
+TlsFiles TlsFlagFiles() {
+  return {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key), absl::GetFlag(FLAGS_tls_ca)};
+}
+
 absl::Status ApplyTlsFlags(bool require_client_certs) {
-  return SetTls({absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
-                 absl::GetFlag(FLAGS_tls_ca)},
-                require_client_certs);
+  return SetTls(TlsFlagFiles(), require_client_certs);
 }
 
 }  // namespace hpt

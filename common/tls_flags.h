@@ -4,11 +4,14 @@
 #define HPT_COMMON_TLS_FLAGS_H_
 
 #include "absl/status/status.h"
+#include "common/grpc_setup.h"
 
 namespace hpt {
 
 // Makes the flags the process's TLS (SetTls); call after parsing flags.
 absl::Status ApplyTlsFlags(bool require_client_certs);
+// The flags' files as given (for servers outside gRPC, e.g. HTTPS pages).
+TlsFiles TlsFlagFiles();
 
 }  // namespace hpt
 

@@ -12,6 +12,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_split.h"
 #include "common/metrics.h"
+#include "coordinator/pages_server.h"
 #include "common/server_main.h"
 #include "coordinator/coordinator_server.h"
 #include "data/text_file.h"
@@ -20,6 +21,9 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "host:port for JobService and WorkerRegistry; port 0 picks one.");
 ABSL_FLAG(std::string, metrics, "127.0.0.1:9451",
           "host:port for Prometheus /metrics; empty disables.");
+ABSL_FLAG(std::string, http, "127.0.0.1:9452",
+          "host:port for the live pages (/ and /jobs/ID); HTTPS with --tls_cert, and a token "
+          "with --tokens_file; empty disables.");
 ABSL_FLAG(std::string, workers, "",
           "Comma-separated kind=host:port workers known without registration.");
 ABSL_FLAG(double, worker_timeout_s, 2,
@@ -56,7 +60,7 @@ ABSL_FLAG(std::string, data_root_hint, "",
           "What a refusal of a data file outside the data roots tells the user to do, in "
           "the way this coordinator was started (launchers set it); empty: name --data_root.");
 ABSL_FLAG(std::string, port_file, "",
-          "Write 'grpc=PORT metrics=PORT' here once serving.");
+          "Write 'grpc=PORT metrics=PORT http=PORT' here once serving.");
 
 namespace {
 
@@ -177,12 +181,41 @@ int main(int argc, char** argv) {
     return 1;
   }
   auto* running = server->get();
+  std::unique_ptr<hpt::PageSource> page_source = hpt::JobManagerPages(&running->jobs());
+  std::unique_ptr<hpt::PagesServer> pages;
+  if (!absl::GetFlag(FLAGS_http).empty()) {
+    hpt::PagesServer::Options page_options;
+    page_options.address = absl::GetFlag(FLAGS_http);
+    page_options.tls_cert = hpt::TlsFlagFiles().cert;
+    page_options.tls_key = hpt::TlsFlagFiles().key;
+    page_options.tokens = running->tokens();
+    absl::StatusOr<std::unique_ptr<hpt::PagesServer>> started =
+        hpt::PagesServer::Start(page_options, page_source.get());
+    // The default port taken (another coordinator on this machine) costs
+    // the pages, not the coordinator; a port asked for must be had.
+    bool asked = false;
+    for (int i = 1; i < argc; ++i) {
+      const std::string arg = argv[i];
+      asked |= arg == "--http" || arg.rfind("--http=", 0) == 0;
+    }
+    if (!started.ok() && (asked || !absl::IsUnavailable(started.status()))) {
+      std::cerr << "hpt_coordinator: " << started.status().message() << std::endl;
+      return absl::IsInvalidArgument(started.status()) ? 2 : 1;
+    }
+    if (started.ok()) {
+      pages = std::move(*started);
+    } else {
+      std::cerr << "hpt_coordinator: no live pages: " << started.status().message()
+                << " (give --http=HOST:PORT, or --http= to turn them off)" << std::endl;
+    }
+  }
   hpt::ShutdownOnSignals([running] { running->Shutdown(); });
   const int metrics_port = metrics ? metrics->port() : 0;
+  const int http_port = pages ? pages->port() : 0;
   std::cout << "hpt_coordinator grpc port=" << (*server)->port()
-            << " metrics_port=" << metrics_port << std::endl;
+            << " metrics_port=" << metrics_port << " http_port=" << http_port << std::endl;
   if (absl::Status written = hpt::WritePortFile(absl::GetFlag(FLAGS_port_file),
-                                                 (*server)->port(), metrics_port);
+                                                 (*server)->port(), metrics_port, http_port);
       !written.ok()) {
     std::cerr << "hpt_coordinator: " << written.message() << std::endl;
   }

@@ -153,6 +153,8 @@ CoordinatorServer::~CoordinatorServer() {
 
 int CoordinatorServer::port() const { return impl_->port; }
 JobManager& CoordinatorServer::jobs() { return *impl_->jobs; }
+
+const TokenTable* CoordinatorServer::tokens() const { return impl_->tokens.get(); }
 void CoordinatorServer::Wait() { impl_->server->Wait(); }
 
 void CoordinatorServer::Shutdown() {

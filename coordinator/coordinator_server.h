@@ -20,6 +20,7 @@
 namespace hpt {
 
 class JobManager;
+class TokenTable;
 
 class CoordinatorServer {
  public:
@@ -51,6 +52,8 @@ class CoordinatorServer {
 
   int port() const;
   JobManager& jobs();
+  // The JobService's users (--tokens_file); null without authentication.
+  const TokenTable* tokens() const;
   void Wait();
   void Shutdown();
 

@@ -11,6 +11,7 @@
 #include "coordinator/recost.h"
 #include "hptctl/cost_views.h"
 #include "hptctl/job_format.h"
+#include "pages/job_page.h"
 
 namespace hpt {
 namespace {
@@ -183,6 +184,51 @@ int SweepCommand(JobService::Stub& stub, const std::string& job_id,
     }
     std::cerr << "wrote " << options.out << ".csv, .json and .svg\n";
   }
+  return kExitOk;
+}
+
+int HtmlReportCommand(JobService::Stub& stub, const std::string& job_id,
+                      const CostCommandOptions& options) {
+  if (job_id.empty() || options.out.empty()) {
+    std::cerr << "hptctl: report --format=html needs a job id and --out, e.g. hptctl report job-000001 "
+                 "--format=html --out report.html"
+              << std::endl;
+    return kExitUsage;
+  }
+  JobPageInput input;
+  {
+    grpc::ClientContext context;
+    options.prepare(&context);
+    GetJobRequest request;
+    request.set_job_id(job_id);
+    absl::Status s = FromGrpcStatus(stub.GetJob(&context, request, &input.job));
+    if (!s.ok()) return Fail(s);
+  }
+  {
+    grpc::ClientContext context;
+    options.prepare(&context);
+    GetJobHistoryRequest request;
+    request.set_job_id(job_id);
+    absl::Status s = FromGrpcStatus(stub.GetJobHistory(&context, request, &input.history));
+    if (!s.ok()) return Fail(s);
+  }
+  absl::StatusOr<WorkRecord> record = FetchRecord(stub, job_id, options);
+  if (record.ok()) {
+    absl::StatusOr<StepTimeline> timeline = PageTimeline(*record);
+    if (timeline.ok()) {
+      input.timeline = std::move(*timeline);
+    } else {
+      input.timeline_note = std::string(timeline.status().message());
+    }
+  } else if (absl::IsNotFound(record.status())) {
+    input.timeline_note = "No step recorded yet.";
+  } else {
+    return Fail(record.status());
+  }
+  absl::Status written = WriteFile(options.out, RenderJobPage(input, PageOptions()));
+  if (!written.ok()) return Fail(written);
+  std::cout << "wrote " << options.out << " (" << input.history.steps() << " steps; open it in a browser, "
+            << "no network needed)" << std::endl;
   return kExitOk;
 }
 

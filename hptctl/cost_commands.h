@@ -32,6 +32,10 @@ int TraceCommand(JobService::Stub& stub, const std::string& job_id,
                  const CostCommandOptions& options);
 int SweepCommand(JobService::Stub& stub, const std::string& job_id,
                  const CostCommandOptions& options);
+// report --format=html --out FILE: the job's page (pages/job_page.h) as one
+// self-contained file.
+int HtmlReportCommand(JobService::Stub& stub, const std::string& job_id,
+                      const CostCommandOptions& options);
 
 // The flags that repeat (taken out of argv before absl parses it) and
 // whether --step was given (trace picks a step of its own otherwise).

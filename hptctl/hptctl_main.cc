@@ -240,6 +240,7 @@ int CostCommand(JobService::Stub& stub, const std::string& command, const std::s
   options.step = absl::GetFlag(FLAGS_step);
   options.step_given = RepeatedCostFlags().step_given;
   if (command == "whatif") return WhatIfCommand(stub, job_id, options);
+  if (command == "report-html") return HtmlReportCommand(stub, job_id, options);
   if (command == "trace") return TraceCommand(stub, job_id, options);
   return SweepCommand(stub, job_id, options);
 }
@@ -330,7 +331,10 @@ int Run(const std::vector<char*>& args) {
     return absl::GetFlag(FLAGS_watch) ? Watch(*stub, job.job_id()) : kExitOk;
   }
   if (command == "health") return HealthCommand(args.size() >= 3 ? args[2] : "hpt.JobService");
-  if (command == "report") return ReportCommand(*stub, need_job());
+  if (command == "report") {
+    if (absl::GetFlag(FLAGS_format) == "html") return CostCommand(*stub, "report-html", need_job());
+    return ReportCommand(*stub, need_job());
+  }
   if (command == "whatif" || command == "trace" || command == "sweep") {
     return CostCommand(*stub, command, need_job());
   }
@@ -370,10 +374,11 @@ int main(int argc, char** argv) {
     hpt::Token() = token;
   }
   const std::string format = absl::GetFlag(FLAGS_format);
-  if (format != "text" && format != "json" &&
-      !(format == "chrome" && args.size() >= 2 && std::string(args[1]) == "trace")) {
-    return hpt::Usage("--format must be text or json (or chrome, for trace), got '" + format +
-                      "'");
+  const std::string command = args.size() >= 2 ? args[1] : "";
+  if (format != "text" && format != "json" && !(format == "chrome" && command == "trace") &&
+      !(format == "html" && command == "report")) {
+    return hpt::Usage("--format must be text or json (chrome for trace, html for report), got '" +
+                      format + "'");
   }
   return hpt::Run(args);
 }

@@ -1,0 +1,190 @@
+#include "pages/job_page.h"
+
+#include <ctime>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "hptctl/job_format.h"
+#include "pages/sections.h"
+#include "pages/svg.h"
+
+namespace hpt {
+namespace {
+
+// One stylesheet for every page: system fonts, no network.
+constexpr char kStyle[] = R"(
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
+main{max-width:940px;margin:0 auto;padding:16px 24px 48px}
+h1{font-size:22px;margin:8px 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #dde1e7;padding-bottom:4px}
+h3{font-size:14px;margin:14px 0 4px;color:#4a5363}
+a{color:#2f5fa7}.note{color:#4a5363;margin:4px 0 8px}.state{display:inline-block;padding:1px 8px;border-radius:10px;background:#e4e8ee;font-size:12px}
+.state.SUCCEEDED{background:#d9f0dd}.state.FAILED{background:#f7d9d9}.state.RUNNING{background:#dbe8fb}
+.cards{display:flex;gap:12px;flex-wrap:wrap;margin:12px 0}.card{background:#fff;border:1px solid #dde1e7;border-radius:6px;padding:8px 12px;min-width:150px}
+.card b{display:block;font-size:20px}.card span{color:#4a5363;font-size:12px}
+svg.plot{background:#fff;border:1px solid #dde1e7;border-radius:4px;max-width:100%;height:auto;display:block;margin:6px 0}
+.grid{stroke:#eceff3}.axis,.tick-mark{stroke:#8a93a3}.tick,.bar-note{font-size:11px;fill:#4a5363}.label{font-size:12px;fill:#1d2330}
+.bar-label{font-size:12px;fill:#1d2330}
+polyline.series{fill:none;stroke-width:1.6}.train{stroke:#2f5fa7}.band{fill:#2f5fa7;opacity:.16}
+circle.test{fill:#e15759;stroke:#fff}.check line{stroke-width:1;stroke-dasharray:3 3}.check.pass line{stroke:#2e9d4f}.check.fail line{stroke:#b9bfca}
+.check.pass circle{fill:#2e9d4f}.check.fail circle{fill:#b9bfca}.trial{fill:#76b7b2;opacity:.22}
+.switch line{stroke:#e15759;stroke-width:2.5}.switch text{font-size:12px;fill:#e15759;font-weight:600}
+.truth{stroke:#1d2330}.predicted{stroke:#f28e2b;stroke-dasharray:4 2}
+.small-multiples{display:flex;flex-wrap:wrap;gap:8px}
+.legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;color:#4a5363;margin:4px 0}.legend i{display:inline-block;width:11px;height:11px;margin-right:4px;vertical-align:-1px;border-radius:2px}
+table{border-collapse:collapse;background:#fff;font-size:12px;margin:6px 0}td,th{border:1px solid #dde1e7;padding:3px 6px;text-align:left}th{background:#eef1f5}
+pre{background:#fff;border:1px solid #dde1e7;padding:10px;overflow-x:auto;font-size:12px}
+details{margin:8px 0}summary{cursor:pointer;color:#2f5fa7}
+)";
+
+std::string Card(const std::string& value, const std::string& label) {
+  return absl::StrCat("<div class=\"card\"><b>", Escape(value), "</b><span>", Escape(label), "</span></div>");
+}
+
+std::string Header(const Job& job) {
+  const JobProgress& p = job.progress();
+  const HptStatus& h = job.hpt();
+  const CostComparison& c = h.comparison();
+  std::string out = absl::StrCat(
+      "<h1>", Escape(job.job_id()), job.name().empty() ? "" : " · " + Escape(job.name()),
+      "</h1><p><span class=\"state ", JobState_Name(job.state()), "\" id=\"state\">",
+      Escape(StateName(job.state())), "</span> ", Escape(job.spec().model().preset()),
+      " preset · phase <b id=\"phase\">", Escape(h.phase().empty() ? "full" : h.phase()), "</b> · epoch ",
+      p.epoch(), " of ", p.epochs(), " · step ", p.step(), " of ", p.total_steps(), "</p>");
+  if (!job.error().empty()) absl::StrAppend(&out, "<p class=\"note\">error: ", Escape(job.error()), "</p>");
+  absl::StrAppend(&out, "<div class=\"cards\">");
+  absl::StrAppend(&out, Card(h.switch_step() >= 0 ? absl::StrCat("step ", h.switch_step()) : "not yet",
+                             "switch to LoRA"));
+  if (c.hpt_time_s() > 0) {
+    absl::StrAppend(&out, Card(Num(c.time_ratio(), 3) + "×", "time saved vs GPU-only (" + c.baseline() + ")"));
+    absl::StrAppend(&out, Card(Num(c.energy_ratio(), 3) + "×", "energy saved vs GPU-only"));
+    absl::StrAppend(&out, Card(Num(c.projected_time_ratio(), 3) + "× / " + Num(c.projected_energy_ratio(), 3) + "×",
+                               absl::StrCat("projected to ", Num(c.project_epochs(), 3), " epochs")));
+  }
+  if (p.test_loss() > 0) absl::StrAppend(&out, Card(Num(p.test_loss()), "test loss"));
+  if (job.test_metrics().values() > 0) absl::StrAppend(&out, Card(Num(job.test_metrics().rmse()), "test RMSE"));
+  return out + "</div>";
+}
+
+constexpr char kLiveScript[] = R"(<script>
+(function(){
+  const terminal = ["SUCCEEDED","FAILED","CANCELLED"];
+  async function poll(){
+    const c = document.getElementById("content");
+    if (!c || terminal.includes(c.dataset.state)) return;
+    try {
+      const r = await fetch(location.pathname + "?part=content", {credentials: "same-origin"});
+      if (r.ok) { c.outerHTML = await r.text(); }
+    } catch (e) { /* the coordinator may be restarting: try again */ }
+    setTimeout(poll, 2000);
+  }
+  setTimeout(poll, 2000);
+})();
+</script>)";
+
+std::string Page(const std::string& title, const std::string& body, const PageOptions& options) {
+  return absl::StrCat("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" "
+                      "content=\"width=device-width, initial-scale=1\"><title>",
+                      Escape(title), "</title><style>", kStyle, "</style></head><body><main>",
+                      options.jobs_href.empty() ? "" : "<p><a href=\"" + Escape(options.jobs_href) + "\">← all jobs</a></p>",
+                      body, "</main>", options.live ? kLiveScript : "", "</body></html>\n");
+}
+
+}  // namespace
+
+std::string KindColour(const std::string& kind) {
+  if (kind == "gpu") return "#4e79a7";
+  if (kind == "reram") return "#f28e2b";
+  if (kind == "systolic") return "#59a14f";
+  if (kind == "interconnect") return "#bab0ac";
+  if (kind == "gpu-only") return "#9c755f";
+  return "#8a93a3";
+}
+
+std::string PhaseColour(const std::string& phase) {
+  if (phase == "full") return "#4e79a7";
+  if (phase == "switch") return "#e15759";
+  if (phase == "lora") return "#59a14f";
+  if (phase == "recovery") return "#b07aa1";
+  if (phase == "fallback") return "#edc948";
+  return "#8a93a3";
+}
+
+std::string Legend(const std::vector<std::pair<std::string, std::string>>& entries) {
+  std::string out = "<div class=\"legend\">";
+  for (const auto& [key, label] : entries) {
+    std::string colour;
+    if (key.rfind("phase-", 0) == 0) {
+      colour = PhaseColour(key.substr(6));
+    } else if (key == "train") {
+      colour = "#2f5fa7";
+    } else if (key == "band") {
+      colour = "rgba(47,95,167,.25)";
+    } else if (key == "test" || key == "switch") {
+      colour = "#e15759";
+    } else if (key == "pass") {
+      colour = "#2e9d4f";
+    } else if (key == "fail") {
+      colour = "#b9bfca";
+    } else if (key == "trial") {
+      colour = "rgba(118,183,178,.45)";
+    } else if (key == "truth") {
+      colour = "#1d2330";
+    } else if (key == "predicted") {
+      colour = "#f28e2b";
+    } else {
+      colour = KindColour(key);
+    }
+    absl::StrAppend(&out, "<span><i style=\"background:", colour, "\"></i>", Escape(label), "</span>");
+  }
+  return out + "</div>";
+}
+
+std::string RenderJobContent(const JobPageInput& input) {
+  const Job& job = input.job;
+  return absl::StrCat("<div id=\"content\" data-state=\"", JobState_Name(job.state()), "\" data-step=\"",
+                      job.progress().step(), "\">", Header(job), LossSection(job, input.history),
+                      CostSection(job), TimelineSection(input), ChipSection(job), PredictionsSection(input.history),
+                      "<section id=\"report\"><h2>The report</h2><pre>", Escape(FormatReport(job)),
+                      "</pre></section></div>");
+}
+
+std::string RenderJobPage(const JobPageInput& input, const PageOptions& options) {
+  return Page(absl::StrCat(input.job.job_id(), " · HpT"), RenderJobContent(input), options);
+}
+
+std::string RenderJobsContent(const std::vector<Job>& jobs) {
+  std::string body = "<h1>HpT jobs</h1>";
+  if (jobs.empty()) {
+    body += "<p class=\"note\">No jobs yet: submit one with <code>hptctl submit</code>.</p>";
+  } else {
+    absl::StrAppend(&body, "<table id=\"jobs\"><thead><tr><th>job</th><th>name</th><th>state</th><th>phase</th>"
+                           "<th>step</th><th>loss</th><th>switch</th><th>time / energy vs GPU-only</th>"
+                           "<th>owner</th></tr></thead><tbody>");
+    for (const Job& j : jobs) {
+      const CostComparison& c = j.hpt().comparison();
+      absl::StrAppend(&body, "<tr><td><a href=\"/jobs/", Escape(j.job_id()), "\">", Escape(j.job_id()), "</a></td><td>",
+                      Escape(j.name()), "</td><td><span class=\"state ", JobState_Name(j.state()), "\">",
+                      Escape(StateName(j.state())), "</span></td><td>", Escape(j.hpt().phase()), "</td><td>",
+                      j.progress().step(), " / ", j.progress().total_steps(), "</td><td>", Num(j.progress().loss()),
+                      "</td><td>", j.hpt().switch_step() >= 0 ? absl::StrCat(j.hpt().switch_step()) : "–",
+                      "</td><td>", c.hpt_time_s() > 0 ? Num(c.time_ratio(), 3) + "× / " + Num(c.energy_ratio(), 3) + "×" : "–",
+                      "</td><td>", Escape(j.owner()), "</td></tr>");
+    }
+    body += "</tbody></table>";
+  }
+  return "<div id=\"content\" data-state=\"RUNNING\">" + body + "</div>";
+}
+
+std::string RenderJobsPage(const std::vector<Job>& jobs, const PageOptions& options) {
+  PageOptions list = options;
+  list.jobs_href.clear();
+  return Page("HpT jobs", RenderJobsContent(jobs), list);
+}
+
+absl::StatusOr<StepTimeline> PageTimeline(const WorkRecord& record) {
+  absl::StatusOr<std::unique_ptr<RecordCoster>> coster = RecordCoster::Create(&record, CostOverrides());
+  if (!coster.ok()) return coster.status();
+  return (*coster)->Timeline(record.switch_step() >= 0 ? record.switch_step() : 0);
+}
+
+}  // namespace hpt

@@ -1,0 +1,211 @@
+// The job page's training sections: loss per step with the phase
+// controller's decisions, the decisions as a table, and predictions
+// against truth.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "pages/sections.h"
+#include "pages/svg.h"
+
+namespace hpt {
+namespace {
+
+std::string EventKind(PhaseEvent::Kind kind) {
+  switch (kind) {
+    case PhaseEvent::CHECK: return "check";
+    case PhaseEvent::TRIAL_START: return "trial start";
+    case PhaseEvent::TRIAL_END: return "trial end (t-test)";
+    case PhaseEvent::SWITCH: return "switch";
+    default: return "event";
+  }
+}
+
+std::string Triple(const google::protobuf::RepeatedField<double>& v) {
+  std::vector<std::string> parts;
+  for (double x : v) parts.push_back(Num(x, 4));
+  return absl::StrJoin(parts, ", ");
+}
+
+// What a check saw, for its hover text and its table row.
+std::string EventText(const PhaseEvent& e) {
+  std::string text = absl::StrCat(EventKind(e.kind()), " at step ", e.iteration());
+  if (e.kind() == PhaseEvent::CHECK) {
+    absl::StrAppend(&text, ": loss test ", e.loss_passed() ? "passed" : "failed", " (L = ",
+                    Triple(e.window_losses()), "), weight test ",
+                    e.weight_passed() ? "passed" : "failed", " (d = ", Triple(e.weight_distances()),
+                    ")");
+  }
+  if (e.kind() == PhaseEvent::TRIAL_END) {
+    absl::StrAppend(&text, ": t = ", Num(e.t(), 4), ", p = ", Num(e.p(), 4),
+                    e.significant() ? " (significant: another trial)" : " (no significant difference)");
+  }
+  if (!e.reason().empty()) absl::StrAppend(&text, ". ", e.reason());
+  return text;
+}
+
+}  // namespace
+
+std::string LossSection(const Job& job, const JobHistory& h) {
+  std::string out = "<section id=\"loss\"><h2>Training loss</h2>";
+  if (h.first_step_size() == 0) return out + "<p class=\"note\">No step has finished yet.</p></section>";
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  auto see = [&](double v) {
+    if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+  };
+  for (int i = 0; i < h.first_step_size(); ++i) see(h.loss_min(i)), see(h.loss_max(i));
+  for (const EpochPoint& e : h.epochs()) {
+    see(e.train_loss());
+    if (e.test_loss() > 0) see(e.test_loss());
+  }
+  const bool log = lo > 0 && hi / lo > 10;
+  PlotArea plot(880, 300);
+  const double last = double(std::max<int64_t>(1, h.steps() - 1));
+  plot.SetX(0, last);
+  plot.SetY(log ? lo / 1.2 : std::min(0.0, lo), log ? hi * 1.2 : hi * 1.05, log);
+  std::string& g = plot.body;
+  // Trial windows, shaded under everything else.
+  const HptStatus& hpt = job.hpt();
+  int64_t trial_start = -1, trials = 0;
+  for (const PhaseEvent& e : hpt.events()) {
+    if (e.kind() == PhaseEvent::TRIAL_START) trial_start = e.iteration();
+    if (e.kind() == PhaseEvent::TRIAL_END && trial_start >= 0) {
+      absl::StrAppend(&g, absl::StrFormat(
+          "<rect class=\"trial\" data-from=\"%d\" data-to=\"%d\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" "
+          "height=\"%d\"><title>trial window, steps %d to %d: %s</title></rect>",
+          trial_start, e.iteration(), plot.X(double(trial_start)), plot.top(),
+          std::max(1.0, plot.X(double(e.iteration())) - plot.X(double(trial_start))),
+          plot.bottom_edge() - plot.top(), trial_start, e.iteration(), Escape(EventText(e))));
+      trial_start = -1;
+      ++trials;
+    }
+  }
+  const double half = double(h.bucket() - 1) / 2;
+  std::vector<std::pair<double, double>> upper, lower, mean;
+  for (int i = 0; i < h.first_step_size(); ++i) {
+    const double x = plot.X(double(h.first_step(i)) + half);
+    upper.emplace_back(x, plot.Y(h.loss_max(i)));
+    lower.emplace_back(x, plot.Y(h.loss_min(i)));
+    mean.emplace_back(x, plot.Y(h.loss_mean(i)));
+  }
+  if (h.bucket() > 1) {
+    std::reverse(lower.begin(), lower.end());
+    upper.insert(upper.end(), lower.begin(), lower.end());
+    absl::StrAppend(&g, "<polygon class=\"band\" points=\"", Points(upper), "\"/>");
+  }
+  absl::StrAppend(&g, "<polyline class=\"series train\" data-series=\"train-loss\" data-count=\"",
+                  mean.size(), "\" points=\"", Points(mean), "\"/>");
+  int checks = 0, passed = 0;
+  for (const PhaseEvent& e : hpt.events()) {
+    if (e.kind() != PhaseEvent::CHECK) continue;
+    const bool ok = e.loss_passed() && e.weight_passed();
+    ++checks;
+    passed += ok;
+    const double x = plot.X(double(e.iteration()));
+    absl::StrAppend(&g, absl::StrFormat(
+        "<g class=\"check %s\" data-step=\"%d\" data-passed=\"%d\"><line x1=\"%.1f\" x2=\"%.1f\" "
+        "y1=\"%d\" y2=\"%d\"/><circle cx=\"%.1f\" cy=\"%d\" r=\"4\"/><title>%s</title></g>",
+        ok ? "pass" : "fail", e.iteration(), ok, x, x, plot.top(), plot.bottom_edge(), x,
+        plot.top() + 5, Escape(EventText(e))));
+  }
+  std::vector<std::string> test_points;
+  for (const EpochPoint& e : h.epochs()) {
+    if (e.test_loss() <= 0) continue;
+    test_points.push_back(absl::StrFormat(
+        "<circle class=\"test\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\"><title>epoch %d: test loss %s, "
+        "train loss %s</title></circle>",
+        plot.X(double(e.last_step())), plot.Y(e.test_loss()), e.epoch(), Num(e.test_loss()),
+        Num(e.train_loss())));
+  }
+  absl::StrAppend(&g, "<g class=\"series\" data-series=\"test-loss\" data-count=\"",
+                  test_points.size(), "\">", absl::StrJoin(test_points, ""), "</g>");
+  if (hpt.switch_step() >= 0) {
+    const double x = plot.X(double(hpt.switch_step()));
+    absl::StrAppend(&g, absl::StrFormat(
+        "<g class=\"switch\" data-step=\"%d\"><line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\"/>"
+        "<text x=\"%.1f\" y=\"%d\">switch → LoRA at step %d</text><title>first LoRA-phase step: "
+        "%d</title></g>",
+        hpt.switch_step(), x, x, plot.top(), plot.bottom_edge(), x + 4, plot.top() + 24,
+        hpt.switch_step(), hpt.switch_step()));
+  }
+  plot.Axes("step", log ? "loss (MSE, log scale)" : "loss (MSE)");
+  absl::StrAppend(&out, plot.Svg("loss-plot", absl::StrFormat(
+      "data-steps=\"%d\" data-bucket=\"%d\" data-points=\"%d\" data-switch-step=\"%d\" "
+      "data-checks=\"%d\" data-trials=\"%d\" aria-label=\"training loss per step\"",
+      h.steps(), h.bucket(), mean.size(), hpt.switch_step(), checks, trials)));
+  absl::StrAppend(&out, Legend({{"train", "training loss"},
+                                {"band", "least to largest in a point's steps"},
+                                {"test", "test loss after an epoch"},
+                                {"pass", "check: both tests passed"},
+                                {"fail", "check: a test failed"},
+                                {"trial", "trial window"},
+                                {"switch", "switch"}}));
+  absl::StrAppend(&out, "<p class=\"note\">", h.steps(), " steps",
+                  h.bucket() > 1 ? absl::StrCat("; each point is the mean of ", h.bucket(),
+                                                " steps, the band their least and largest loss")
+                                 : "; every step is a point",
+                  ". ", checks, " checks (", passed, " passed both tests), ", trials,
+                  " trial window", trials == 1 ? "" : "s", ". Hover a mark for what it saw.</p>");
+  return out + ChecksTable(hpt) + "</section>";
+}
+
+std::string ChecksTable(const HptStatus& hpt) {
+  if (hpt.events_size() == 0) return "";
+  std::string out =
+      "<details id=\"checks\"><summary>Phase-controller decisions</summary><table><thead><tr>"
+      "<th>step</th><th>what</th><th>window losses L0, L1, L2</th><th>weight distances d0, d1, "
+      "d2</th><th>loss test</th><th>weight test</th><th>t</th><th>p</th><th>why</th></tr>"
+      "</thead><tbody>";
+  for (const PhaseEvent& e : hpt.events()) {
+    const bool check = e.kind() == PhaseEvent::CHECK, trial_end = e.kind() == PhaseEvent::TRIAL_END;
+    absl::StrAppend(&out, "<tr><td>", e.iteration(), "</td><td>", EventKind(e.kind()), "</td><td>",
+                    Triple(e.window_losses()), "</td><td>", Triple(e.weight_distances()), "</td><td>",
+                    check ? (e.loss_passed() ? "pass" : "fail") : "", "</td><td>",
+                    check ? (e.weight_passed() ? "pass" : "fail") : "", "</td><td>",
+                    trial_end ? Num(e.t()) : "", "</td><td>", trial_end ? Num(e.p()) : "", "</td><td>",
+                    Escape(e.reason()), "</td></tr>");
+  }
+  return out + "</tbody></table></details>";
+}
+
+std::string PredictionsSection(const JobHistory& history) {
+  const TestPredictions& p = history.predictions();
+  std::string out = "<section id=\"predictions\"><h2>Predictions against truth (test split)</h2>";
+  if (p.samples() == 0 || p.tokens_size() == 0) {
+    return out + "<p class=\"note\">No evaluation has run yet.</p></section>";
+  }
+  absl::StrAppend(&out, "<p class=\"note\">After epoch ", p.epoch(), ": the first ", p.samples(),
+                  " test samples of ", p.tokens_size(),
+                  " stations, in the data's own units.</p><div class=\"small-multiples\">");
+  const int64_t n = p.samples();
+  for (int t = 0; t < p.tokens_size(); ++t) {
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    for (int64_t s = 0; s < n; ++s) {
+      for (float v : {p.truth(int(t * n + s)), p.predicted(int(t * n + s))}) {
+        lo = std::min(lo, double(v));
+        hi = std::max(hi, double(v));
+      }
+    }
+    PlotArea plot(430, 190, 56, 10, 10, 36);
+    plot.SetX(0, double(std::max<int64_t>(1, n - 1)));
+    const double pad = (hi - lo) * 0.05 + 1e-9;
+    plot.SetY(lo - pad, hi + pad);
+    std::vector<std::pair<double, double>> truth, predicted;
+    for (int64_t s = 0; s < n; ++s) {
+      truth.emplace_back(plot.X(double(s)), plot.Y(p.truth(int(t * n + s))));
+      predicted.emplace_back(plot.X(double(s)), plot.Y(p.predicted(int(t * n + s))));
+    }
+    absl::StrAppend(&plot.body, "<polyline class=\"series truth\" data-series=\"truth\" data-count=\"",
+                    n, "\" points=\"", Points(truth), "\"/><polyline class=\"series predicted\" "
+                    "data-series=\"predicted\" data-count=\"", n, "\" points=\"", Points(predicted), "\"/>");
+    plot.Axes(absl::StrCat("test sample (station ", p.tokens(t), ")"), "value");
+    absl::StrAppend(&out, plot.Svg(absl::StrCat("prediction-", p.tokens(t)),
+                                   "data-plot=\"prediction\" aria-label=\"predictions against truth\""));
+  }
+  return out + "</div>" + Legend({{"truth", "truth"}, {"predicted", "predicted"}}) + "</section>";
+}
+
+}  // namespace hpt
