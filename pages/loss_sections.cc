@@ -14,6 +14,10 @@
 namespace hpt {
 namespace {
 
+// Checks drawn one by one (with hover text), and table rows, at most.
+constexpr int kMaxMarks = 400;
+constexpr int kMaxRows = 300;
+
 std::string EventKind(PhaseEvent::Kind kind) {
   switch (kind) {
     case PhaseEvent::CHECK: return "check";
@@ -99,17 +103,31 @@ std::string LossSection(const Job& job, const JobHistory& h) {
   absl::StrAppend(&g, "<polyline class=\"series train\" data-series=\"train-loss\" data-count=\"",
                   mean.size(), "\" points=\"", Points(mean), "\"/>");
   int checks = 0, passed = 0;
+  for (const PhaseEvent& e : hpt.events()) checks += e.kind() == PhaseEvent::CHECK;
+  // Past kMaxMarks checks (a job that never switches, with a short window)
+  // they are drawn as two paths, without hover text, so the page stays small.
+  const bool one_path = checks > kMaxMarks;
+  std::string pass_path, fail_path;
   for (const PhaseEvent& e : hpt.events()) {
     if (e.kind() != PhaseEvent::CHECK) continue;
     const bool ok = e.loss_passed() && e.weight_passed();
-    ++checks;
     passed += ok;
     const double x = plot.X(double(e.iteration()));
+    if (one_path) {
+      absl::StrAppend(ok ? &pass_path : &fail_path,
+                      absl::StrFormat("M%.1f %dV%d", x, plot.top(), plot.bottom_edge()));
+      continue;
+    }
     absl::StrAppend(&g, absl::StrFormat(
         "<g class=\"check %s\" data-step=\"%d\" data-passed=\"%d\"><line x1=\"%.1f\" x2=\"%.1f\" "
         "y1=\"%d\" y2=\"%d\"/><circle cx=\"%.1f\" cy=\"%d\" r=\"4\"/><title>%s</title></g>",
         ok ? "pass" : "fail", e.iteration(), ok, x, x, plot.top(), plot.bottom_edge(), x,
         plot.top() + 5, Escape(EventText(e))));
+  }
+  if (one_path) {
+    absl::StrAppend(&g, "<g class=\"check pass\" data-count=\"", passed, "\"><path d=\"", pass_path,
+                    "\"/></g><g class=\"check fail\" data-count=\"", checks - passed, "\"><path d=\"", fail_path,
+                    "\"/></g>");
   }
   std::vector<std::string> test_points;
   for (const EpochPoint& e : h.epochs()) {
@@ -154,12 +172,18 @@ std::string LossSection(const Job& job, const JobHistory& h) {
 
 std::string ChecksTable(const HptStatus& hpt) {
   if (hpt.events_size() == 0) return "";
-  std::string out =
-      "<details id=\"checks\"><summary>Phase-controller decisions</summary><table><thead><tr>"
+  const int first = std::max(0, hpt.events_size() - kMaxRows);
+  std::string out = absl::StrCat(
+      "<details id=\"checks\"><summary>Phase-controller decisions",
+      first > 0 ? absl::StrCat(" (the last ", kMaxRows, " of ", hpt.events_size(),
+                               "; all are in hptctl report JOB --format=json)")
+                : "",
+      "</summary><table><thead><tr>"
       "<th>step</th><th>what</th><th>window losses L0, L1, L2</th><th>weight distances d0, d1, "
       "d2</th><th>loss test</th><th>weight test</th><th>t</th><th>p</th><th>why</th></tr>"
-      "</thead><tbody>";
-  for (const PhaseEvent& e : hpt.events()) {
+      "</thead><tbody>");
+  for (int i = first; i < hpt.events_size(); ++i) {
+    const PhaseEvent& e = hpt.events(i);
     const bool check = e.kind() == PhaseEvent::CHECK, trial_end = e.kind() == PhaseEvent::TRIAL_END;
     absl::StrAppend(&out, "<tr><td>", e.iteration(), "</td><td>", EventKind(e.kind()), "</td><td>",
                     Triple(e.window_losses()), "</td><td>", Triple(e.weight_distances()), "</td><td>",

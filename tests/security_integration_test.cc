@@ -6,7 +6,11 @@
 //     status, cancel and export; ListJobs shows a user their own jobs;
 //   - a client without the CA cannot connect;
 //   - a worker without a certificate of the cluster's CA cannot register,
-//     and nothing without one can call a worker.
+//     and nothing without one can call a worker;
+//   - the live pages (curl over HTTPS): no token, 401; alice sees her job,
+//     bob neither in his list nor by its address; ?token= sets a Secure,
+//     HttpOnly cookie; plain HTTP gets no page.
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -69,7 +73,7 @@ TEST(SecurityTest, TokensCertificatesAndOwnership) {
       {RunfilePath("coordinator/hpt_coordinator"), "--listen=127.0.0.1:0", "--metrics=", "--state_dir=" + dir + "/state",
        "--port_file=" + dir + "/coordinator.port", "--tokens_file=" + dir + "/tokens",
        "--tls_cert=" + dir + "/node.pem", "--tls_key=" + dir + "/node.key",
-       "--tls_ca=" + dir + "/cluster-ca.pem", "--worker_wait_s=60"},
+       "--tls_ca=" + dir + "/cluster-ca.pem", "--worker_wait_s=60", "--http=127.0.0.1:0"},
       dir + "/coordinator.log");
   ASSERT_TRUE(coordinator.ok()) << coordinator.status();
   auto ports = testing::WaitForPortFile(dir + "/coordinator.port", *coordinator, absl::Seconds(60));
@@ -158,6 +162,61 @@ TEST(SecurityTest, TokensCertificatesAndOwnership) {
   EXPECT_FALSE(info(no_cert).ok()) << worker_at;
   EXPECT_FALSE(info(rogue).ok());
   EXPECT_TRUE(info(good).ok()) << worker_at;
+}
+
+// The pages of the same kind of coordinator, with curl.
+TEST(SecurityTest, LivePagesNeedTlsAndATokenAndShowOwnJobs) {
+  const std::string dir = testing::MakeTempDir("pages-security");
+  MakePki(dir, "cluster-ca", "node");
+  std::ofstream(dir + "/tokens") << "alice-token-0123456789 alice\nbob-token-0123456789ab bob\n";
+  std::ofstream(dir + "/alice") << "alice-token-0123456789\n";
+  auto coordinator = ChildProcess::Start(
+      {RunfilePath("coordinator/hpt_coordinator"), "--listen=127.0.0.1:0", "--metrics=",
+       "--no_state", "--port_file=" + dir + "/coordinator.port", "--tokens_file=" + dir + "/tokens",
+       "--tls_cert=" + dir + "/node.pem", "--tls_key=" + dir + "/node.key",
+       "--tls_ca=" + dir + "/cluster-ca.pem", "--http=127.0.0.1:0"},
+      dir + "/coordinator.log");
+  ASSERT_TRUE(coordinator.ok()) << coordinator.status();
+  auto ports = testing::WaitForPortFile(dir + "/coordinator.port", *coordinator, absl::Seconds(60));
+  ASSERT_TRUE(ports.ok()) << ports.status();
+  int grpc_port = 0, metrics_port = 0, http_port = 0;
+  ASSERT_EQ(std::sscanf(Slurp(dir + "/coordinator.port").c_str(), "grpc=%d metrics=%d http=%d", &grpc_port,
+                        &metrics_port, &http_port),
+            3);
+  // A job for alice (no worker: it waits, which is all the pages need).
+  auto submitted = RunCommand(absl::StrCat(RunfilePath("hptctl/hptctl"), " --coordinator=127.0.0.1:", grpc_port,
+                                           " --tls_ca=", dir, "/cluster-ca.pem --token_file=", dir,
+                                           "/alice submit --preset=tiny --epochs=1 --name=hers"));
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.output;
+  const std::string base = absl::StrCat("https://127.0.0.1:", http_port);
+  auto curl = [&](const std::string& args) {
+    return RunCommand(absl::StrCat("curl -sS --max-time 20 --cacert ", dir, "/cluster-ca.pem ", args));
+  };
+  auto code = curl("-o /dev/null -w '%{http_code}' " + base + "/");
+  EXPECT_EQ(code.output, "401");
+  auto alice = curl("-H 'Authorization: Bearer alice-token-0123456789' " + base + "/jobs/job-000001");
+  EXPECT_EQ(alice.exit_code, 0) << alice.output;
+  EXPECT_THAT(alice.output, HasSubstr("<h1>job-000001 · hers</h1>"));
+  auto bob_list = curl("-H 'Authorization: Bearer bob-token-0123456789ab' " + base + "/");
+  EXPECT_THAT(bob_list.output, HasSubstr("HpT jobs"));
+  EXPECT_THAT(bob_list.output, Not(HasSubstr("job-000001")));
+  auto bob_job = curl("-o /dev/null -w '%{http_code}' -H 'Authorization: Bearer bob-token-0123456789ab' " + base +
+                      "/jobs/job-000001");
+  EXPECT_EQ(bob_job.output, "404");
+  auto bad = curl("-o /dev/null -w '%{http_code}' '" + base + "/?token=nobody'");
+  EXPECT_EQ(bad.output, "401");
+  auto login = curl("-D - -o /dev/null '" + base + "/jobs/job-000001?token=alice-token-0123456789'");
+  EXPECT_THAT(login.output, HasSubstr("302"));
+  EXPECT_THAT(login.output, HasSubstr("Set-Cookie: hpt_token=alice-token-0123456789; Path=/; HttpOnly; "
+                                      "SameSite=Strict; Secure"));
+  EXPECT_THAT(login.output, HasSubstr("Location: /jobs/job-000001"));
+  auto cookie = curl("-b hpt_token=alice-token-0123456789 " + base + "/");
+  EXPECT_THAT(cookie.output, HasSubstr(">job-000001</a>"));
+  auto plain = RunCommand(absl::StrCat("curl -sS --max-time 10 http://127.0.0.1:", http_port, "/"));
+  EXPECT_THAT(plain.output, Not(HasSubstr("HpT jobs")));
+  // No CA: curl refuses the certificate; nothing is served.
+  auto no_ca = RunCommand(absl::StrCat("curl -sS --max-time 10 ", base, "/"));
+  EXPECT_NE(no_ca.exit_code, 0);
 }
 
 }  // namespace
