@@ -245,6 +245,9 @@ def up(args, env):
             wait_tcp(grpc, proc, name, log)
             wait_tcp(metrics, proc, name, log)
             rows.append((name, f"127.0.0.1:{grpc}", f"http://127.0.0.1:{metrics}/metrics", log))
+            if port_of(argv, "http"):
+                scheme = "https" if tls_dir else "http"
+                rows.append((name + " pages", "-", f"{scheme}://127.0.0.1:{port_of(argv, 'http')}/", log))
         prometheus = shutil.which("prometheus")
         if prometheus and not args.no_prometheus:
             config_path = os.path.join(run_dir, "prometheus.yml")

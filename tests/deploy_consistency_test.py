@@ -24,7 +24,7 @@ DEPLOY = sys.argv.pop(1) if len(sys.argv) > 1 else "deploy"
 SERVICES = ["coordinator", "worker-gpu", "worker-reram", "worker-systolic"]
 # Flags whose value names a place on the machine (a host, or the data
 # root, which the launcher maps to the host folder compose mounts).
-HOST_FLAGS = ("--listen=", "--advertise=", "--metrics=", "--coordinator=", "--rendezvous_host=",
+HOST_FLAGS = ("--listen=", "--advertise=", "--metrics=", "--http=", "--coordinator=", "--rendezvous_host=",
               "--data_root=", "--state_dir=", "--data_root_hint=")
 
 
@@ -161,9 +161,11 @@ class DeployConsistencyTest(unittest.TestCase):
             self.assertEqual(annotations["prometheus.io/port"], self.env[prefix + "_METRICS_PORT"])
             service_ports = next(d for d in self.k8s if d["kind"] == "Service"
                                  and d["metadata"]["name"] == service)["spec"]["ports"]
+            # The coordinator's live pages have a port of their own.
+            pages = [self.env[prefix + "_HTTP_PORT"]] if prefix + "_HTTP_PORT" in self.env else []
             self.assertEqual(sorted(str(p["port"]) for p in service_ports),
                              sorted([self.env[prefix + "_GRPC_PORT"],
-                                     self.env[prefix + "_METRICS_PORT"]]))
+                                     self.env[prefix + "_METRICS_PORT"]] + pages))
 
     def test_configmap_holds_the_env_file(self):
         config = next(d for d in self.k8s if d["kind"] == "ConfigMap")["data"]

@@ -1,0 +1,93 @@
+#include "pages/job_page.h"
+
+#include "gtest/gtest.h"
+#include "pages/svg.h"
+
+namespace hpt {
+namespace {
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+Job SmallJob() {
+  Job job;
+  job.set_job_id("job-000007");
+  job.set_name("<script>alert(1)</script>");
+  job.set_state(RUNNING);
+  HptStatus* h = job.mutable_hpt();
+  h->set_switch_step(12);
+  h->set_phase("lora");
+  for (const auto& [phase, s, j] : {std::tuple{"full", 0.3, 2.0}, {"switch", 0.1, 1.0}, {"lora", 0.2, 0.5}}) {
+    PhaseCost* p = h->add_phases();
+    p->set_phase(phase);
+    p->set_simulated_s(s);
+    p->set_energy_j(j);
+    (*p->mutable_device_energy_j())["gpu"] = j;
+  }
+  CostComparison* c = h->mutable_comparison();
+  c->set_hpt_time_s(0.6);
+  c->set_hpt_energy_j(3.5);
+  c->set_baseline("paper");
+  BaselineComparison* b = c->add_baselines();
+  b->set_baseline("paper");
+  b->set_gpu_only_time_s(1.2);
+  return job;
+}
+
+TEST(SvgTest, EscapesAndRoundTicks) {
+  EXPECT_EQ(Escape("a<b>&\"'"), "a&lt;b&gt;&amp;&quot;&#39;");
+  const std::vector<double> ticks = Ticks(0, 1, 5, false);
+  ASSERT_EQ(ticks.size(), 6u);
+  for (int i = 0; i < 6; ++i) EXPECT_NEAR(ticks[i], 0.2 * i, 1e-12);
+  EXPECT_EQ(Ticks(0.01, 2, 5, true), (std::vector<double>{0.01, 0.1, 1}));
+  EXPECT_EQ(Seconds(0.000268), "268 µs");
+  EXPECT_EQ(Joules(42.7), "42.7 J");
+}
+
+TEST(JobPageTest, NamesAreEscapedAndBarsCarryTheirValues) {
+  JobPageInput in;
+  in.job = SmallJob();
+  for (int s = 0; s < 30; ++s) in.history.add_first_step(s), in.history.add_loss_mean(1.0f / (s + 1)),
+                                 in.history.add_loss_min(1.0f / (s + 1)), in.history.add_loss_max(1.0f / (s + 1));
+  in.history.set_steps(30);
+  in.history.set_bucket(1);
+  const std::string html = RenderJobPage(in, PageOptions());
+  EXPECT_EQ(html.find("<script>alert"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;alert(1)"), std::string::npos);
+  EXPECT_NE(html.find("data-points=\"30\""), std::string::npos);
+  EXPECT_NE(html.find("<g class=\"switch\" data-step=\"12\">"), std::string::npos);
+  EXPECT_NE(html.find("data-bar=\"hpt-phases\" data-total=\"0.6000000000"), std::string::npos);
+  EXPECT_NE(html.find("data-bar=\"gpu-only-paper\" data-total=\"1.2\""), std::string::npos);
+  // A file page has no script; a live one re-reads its content.
+  EXPECT_EQ(html.find("<script>"), std::string::npos);
+  EXPECT_NE(RenderJobPage(in, PageOptions{true, "/"}).find("?part=content"), std::string::npos);
+}
+
+TEST(JobPageTest, ManyChecksBecomeTwoPathsAndTheTableItsLastRows) {
+  JobPageInput in;
+  in.job = SmallJob();
+  in.history.add_first_step(0);
+  in.history.add_loss_mean(1);
+  in.history.add_loss_min(1);
+  in.history.add_loss_max(1);
+  in.history.set_steps(100000);
+  in.history.set_bucket(100);
+  for (int i = 0; i < 5000; ++i) {
+    PhaseEvent* e = in.job.mutable_hpt()->add_events();
+    e->set_iteration(20 * i);
+    e->set_loss_passed(i % 2 == 0);
+    e->set_weight_passed(true);
+  }
+  const std::string html = RenderJobContent(in);
+  EXPECT_EQ(Count(html, "<g class=\"check"), 2u);
+  EXPECT_NE(html.find("<g class=\"check pass\" data-count=\"2500\">"), std::string::npos);
+  EXPECT_NE(html.find("the last 300 of 5000"), std::string::npos);
+  EXPECT_EQ(Count(html, "<tr><td>"), 300u);
+  EXPECT_LT(html.size(), 400000u);
+}
+
+}  // namespace
+}  // namespace hpt
