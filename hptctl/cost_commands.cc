@@ -16,11 +16,7 @@
 namespace hpt {
 namespace {
 
-int Fail(const absl::Status& status) {
-  std::cerr << "hptctl: " << absl::StatusCodeToString(status.code()) << ": " << status.message()
-            << std::endl;
-  return ExitCodeFor(status);
-}
+int Fail(const absl::Status& status) { return PrintFailure(status); }
 
 absl::StatusOr<WorkRecord> FetchRecord(JobService::Stub& stub, const std::string& job_id,
                                        const CostCommandOptions& options) {
@@ -38,7 +34,7 @@ absl::Status WriteFile(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
   out.close();
-  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", path));
+  if (!out) return absl::FailedPreconditionError(absl::StrCat("cannot write '", path, "'"));
   return absl::OkStatus();
 }
 

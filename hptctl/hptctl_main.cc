@@ -61,14 +61,13 @@ namespace {
 
 
 int Fail(const absl::Status& status) {
-  std::cerr << "hptctl: " << absl::StatusCodeToString(status.code()) << ": "
-            << status.message() << std::endl;
+  const int code = PrintFailure(status);
   if (status.code() == absl::StatusCode::kUnavailable) {
     std::cerr << "hptctl: is the coordinator running at "
               << absl::GetFlag(FLAGS_coordinator)
               << "? (start it with ./hpt up, or set --coordinator)" << std::endl;
   }
-  return ExitCodeFor(status);
+  return code;
 }
 
 int Usage(const std::string& problem) {

@@ -1,5 +1,7 @@
 #include "hptctl/job_format.h"
 
+#include <iostream>
+
 #include <algorithm>
 
 #include <cmath>
@@ -17,6 +19,12 @@
 #include "absl/time/time.h"
 
 namespace hpt {
+
+int PrintFailure(const absl::Status& status) {
+  std::cerr << "hptctl: " << absl::StatusCodeToString(status.code()) << ": " << status.message()
+            << std::endl;
+  return ExitCodeFor(status);
+}
 
 ExitCode ExitCodeFor(const absl::Status& status) {
   switch (status.code()) {

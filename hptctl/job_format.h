@@ -23,6 +23,8 @@ enum ExitCode : int {
 };
 
 ExitCode ExitCodeFor(const absl::Status& status);
+// Prints "hptctl: CODE: message" to stderr; returns ExitCodeFor(status).
+int PrintFailure(const absl::Status& status);
 std::string StateName(JobState state);        // "running"
 std::string FormatDuration(double seconds);   // "1m05s"
 std::string FormatRow(const Job& job);        // one line of `list`

@@ -15,11 +15,7 @@
 namespace hpt {
 namespace {
 
-int Fail(const absl::Status& status) {
-  std::cerr << "hptctl: " << absl::StatusCodeToString(status.code()) << ": " << status.message()
-            << std::endl;
-  return ExitCodeFor(status);
-}
+int Fail(const absl::Status& status) { return PrintFailure(status); }
 
 int UsageError(const std::string& message) {
   std::cerr << "hptctl: " << message << std::endl;

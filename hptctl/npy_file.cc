@@ -36,12 +36,18 @@ std::string DictValue(const std::string& header, const std::string& key) {
 
 }  // namespace
 
-absl::StatusOr<HostTensor> ReadNpy(const std::string& path) {
+absl::StatusOr<std::string> ReadFileBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
   std::stringstream buffer;
   buffer << in.rdbuf();
-  const std::string bytes = buffer.str();
+  return buffer.str();
+}
+
+absl::StatusOr<HostTensor> ReadNpy(const std::string& path) {
+  absl::StatusOr<std::string> read = ReadFileBytes(path);
+  if (!read.ok()) return read.status();
+  const std::string& bytes = *read;
   auto bad = [&](const std::string& what) {
     return absl::InvalidArgumentError(absl::StrCat("'", path, "': ", what));
   };

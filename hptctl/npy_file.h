@@ -21,6 +21,10 @@ absl::StatusOr<HostTensor> ReadNpy(const std::string& path);
 // float32, C order, version 1.0.
 absl::Status WriteNpy(const HostTensor& tensor, const std::string& path);
 
+// A whole file's bytes (the .npy and safetensors readers'); NOT_FOUND
+// names the file when it cannot be opened.
+absl::StatusOr<std::string> ReadFileBytes(const std::string& path);
+
 }  // namespace hpt
 
 #endif  // HPT_HPTCTL_NPY_FILE_H_

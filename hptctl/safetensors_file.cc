@@ -6,10 +6,10 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "hptctl/npy_file.h"
 
 namespace hpt {
 namespace {
@@ -71,11 +71,9 @@ absl::Status WriteSafetensors(const std::map<std::string, HostTensor>& tensors,
 }
 
 absl::StatusOr<SafetensorsContents> ReadSafetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string bytes = buffer.str();
+  absl::StatusOr<std::string> read = ReadFileBytes(path);
+  if (!read.ok()) return read.status();
+  const std::string& bytes = *read;
   auto bad = [&](const std::string& what) {
     return absl::InvalidArgumentError(absl::StrCat("'", path, "' is not a safetensors file: ", what));
   };

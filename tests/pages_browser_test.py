@@ -146,6 +146,10 @@ class PagesInBrowserTest(unittest.TestCase):
         self.assertEqual(self.browser.requests(), [url])  # nothing from the network
         self.check_job_page(self.browser.eval(READ_PAGE))
         self.browser.screenshot(os.path.join(OUT, "report.png"))
+        nowhere = self.cluster.ctl("report", self.job_id, "--format=html", "--out=/proc/nope/r.html",
+                                   check=False)
+        self.assertEqual(nowhere.returncode, 3, nowhere.stderr)
+        self.assertEqual(nowhere.stderr, "hptctl: FAILED_PRECONDITION: cannot write '/proc/nope/r.html'\n")
 
     def test_2_live_pages_list_and_show_the_job(self):
         self.open_clean(self.base + "/")

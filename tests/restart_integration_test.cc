@@ -23,7 +23,7 @@ using testing::RunfilePath;
 
 ChildProcess StartCoordinator(const std::string& dir, const std::string& name, testing::Ports* ports) {
   auto coordinator = ChildProcess::Start(
-      {RunfilePath("coordinator/hpt_coordinator"), "--listen=127.0.0.1:0", "--metrics=",
+      {RunfilePath("coordinator/hpt_coordinator"), "--listen=127.0.0.1:0", "--metrics=", "--http=",
        "--port_file=" + dir + "/" + name + ".port", "--state_dir=" + dir + "/state",
        "--worker_wait_s=120", "--worker_timeout_s=5"},
       dir + "/" + name + ".log");
@@ -62,7 +62,7 @@ TEST(RestartTest, JobsKeepTheirIdsAndRunAfterTheCoordinatorIsKilled) {
       dir + "/worker.log");
   ASSERT_TRUE(worker.ok()) << worker.status();
 
-  // Only the gRPC port listens (--metrics= is off): the c10d store starts
+  // Only the gRPC port listens (--metrics= and --http= are off): the c10d store starts
   // with the first data-parallel job, and none has run.
   EXPECT_EQ(testing::ListeningPorts(second.pid()), std::vector<int>{second_ports.grpc});
 

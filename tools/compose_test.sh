@@ -95,6 +95,11 @@ grep -q "): succeeded" <<<"$out" || { log "the job did not succeed"; exit 1; }
 "${ctl[@]}" report "$job" --format=json | grep '"phase": "lora"' >/dev/null \
   || { log "$job never reached the LoRA phase"; exit 1; }
 log "$job switched to LoRA (frozen weights on worker-reram, the rest on worker-systolic)"
+# The live page through the published port: the job, switched.
+page=$(curl -sS --max-time 20 "http://127.0.0.1:$HPT_COORDINATOR_HTTP_PORT/jobs/$job" || true)
+grep -q "<g class=\"switch\" data-step=" <<<"$page" \
+  || { log "the coordinator's page of $job (port $HPT_COORDINATOR_HTTP_PORT) shows no switch"; exit 1; }
+log "the page of $job is served on the published port $HPT_COORDINATOR_HTTP_PORT"
 up_s=$((SECONDS - t1))
 
 # Prometheus' HTTP API, from inside the compose network.
