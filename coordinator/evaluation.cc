@@ -67,12 +67,12 @@ absl::StatusOr<std::optional<TestEvaluation>> EvaluateTestSplit(const WindowData
     for (size_t e = 0; e < y.data.size(); ++e) {
       const double d = double(prediction->data[e]) - y.data[e];
       sum_sq += d * d;
-      const int64_t sample = starts[indices[int64_t(e) / tokens]];
+      const int64_t index = indices[int64_t(e) / tokens];
+      const int64_t sample = starts[index];
       const int64_t token = int64_t(e) % tokens;
       const double predicted = data.ToDataUnits(sample, token, prediction->data[e]);
       const double truth = data.ToDataUnits(sample, token, y.data[e]);
       quality.Add(predicted, truth);
-      const int64_t index = indices[int64_t(e) / tokens];
       if (token < shown_tokens && index < shown_samples) {
         shown.set_predicted(int(token * shown_samples + index), float(predicted));
         shown.set_truth(int(token * shown_samples + index), float(truth));

@@ -118,16 +118,7 @@ struct PagesServer::Impl {
     absl::StatusOr<JobHistory> history = source->History(id, 1000);
     if (history.ok()) input.history = std::move(*history);
     absl::StatusOr<std::shared_ptr<const WorkRecord>> record = source->Record(id);
-    if (record.ok()) {
-      absl::StatusOr<StepTimeline> timeline = PageTimeline(**record);
-      if (timeline.ok()) {
-        input.timeline = std::move(*timeline);
-      } else {
-        input.timeline_note = std::string(timeline.status().message());
-      }
-    } else {
-      input.timeline_note = "No step recorded yet.";
-    }
+    SetPageTimeline(record.ok() ? record->get() : nullptr, &input);
     PageOptions page;
     page.live = true;
     page.jobs_href = "/";

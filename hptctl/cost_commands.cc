@@ -209,18 +209,8 @@ int HtmlReportCommand(JobService::Stub& stub, const std::string& job_id,
     if (!s.ok()) return Fail(s);
   }
   absl::StatusOr<WorkRecord> record = FetchRecord(stub, job_id, options);
-  if (record.ok()) {
-    absl::StatusOr<StepTimeline> timeline = PageTimeline(*record);
-    if (timeline.ok()) {
-      input.timeline = std::move(*timeline);
-    } else {
-      input.timeline_note = std::string(timeline.status().message());
-    }
-  } else if (absl::IsNotFound(record.status())) {
-    input.timeline_note = "No step recorded yet.";
-  } else {
-    return Fail(record.status());
-  }
+  if (!record.ok() && !absl::IsNotFound(record.status())) return Fail(record.status());
+  SetPageTimeline(record.ok() ? &*record : nullptr, &input);
   absl::Status written = WriteFile(options.out, RenderJobPage(input, PageOptions()));
   if (!written.ok()) return Fail(written);
   std::cout << "wrote " << options.out << " (" << input.history.steps() << " steps; open it in a browser, "

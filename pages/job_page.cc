@@ -182,6 +182,19 @@ std::string RenderJobsPage(const std::vector<Job>& jobs, const PageOptions& opti
   return Page("HpT jobs", RenderJobsContent(jobs), list);
 }
 
+void SetPageTimeline(const WorkRecord* record, JobPageInput* input) {
+  if (record == nullptr) {
+    input->timeline_note = "No step recorded yet.";
+    return;
+  }
+  absl::StatusOr<StepTimeline> timeline = PageTimeline(*record);
+  if (timeline.ok()) {
+    input->timeline = std::move(*timeline);
+  } else {
+    input->timeline_note = std::string(timeline.status().message());
+  }
+}
+
 absl::StatusOr<StepTimeline> PageTimeline(const WorkRecord& record) {
   absl::StatusOr<std::unique_ptr<RecordCoster>> coster = RecordCoster::Create(&record, CostOverrides());
   if (!coster.ok()) return coster.status();

@@ -50,6 +50,9 @@ std::string RenderJobsContent(const std::vector<Job>& jobs);
 // The step a page shows as a Gantt chart: the first LoRA-phase step after a
 // switch, else step 0; its tasks costed from the record.
 absl::StatusOr<StepTimeline> PageTimeline(const WorkRecord& record);
+// Sets input->timeline from `record` (PageTimeline), or timeline_note to
+// why there is none; a null record is a job with no step recorded yet.
+void SetPageTimeline(const WorkRecord* record, JobPageInput* input);
 
 }  // namespace hpt
 
