@@ -1,5 +1,6 @@
 #include "benchmarks/bench_jobs.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +22,19 @@ std::string ResolveDataDir(const std::string& dir) {
     return absl::StrCat(std::getenv("BUILD_WORKING_DIRECTORY"), "/", dir);
   }
   return dir;
+}
+
+int SmallModelHeads(const ModelConfig& preset, int d_model) {
+  const int head_width = int(preset.d_model() / std::max(1, preset.num_heads()));
+  return std::max(1, d_model / std::max(1, head_width));
+}
+
+int SmallModelEpochs(const std::string& preset) {
+  if (preset == "weather") return 22;
+  if (preset == "swe") return 24;
+  if (preset == "covid") return 8;
+  if (preset == "wind") return 10;
+  return 3;
 }
 
 absl::Status SetRealData(const std::string& dataset, const std::string& dir, JobSpec* spec) {
@@ -56,7 +70,10 @@ absl::Status SetRealData(const std::string& dataset, const std::string& dir, Job
 
 absl::StatusOr<BenchRun> RunInProcess(const JobSpec& raw, const std::string& mode,
                                       const std::string& label, int threads,
-                                      std::function<void(const TrainerUpdate&)> observe) {
+                                      std::function<void(const TrainerUpdate&)> observe,
+                                      std::shared_ptr<const Checkpoint> resume,
+                                      std::function<void(Checkpoint)> on_checkpoint,
+                                      DeviceNoise noise) {
   JobSpec spec = raw;
   spec.mutable_hpt()->set_mode(mode);
   ASSIGN_OR_RETURN(spec, NormalizeJobSpec(spec));
@@ -67,6 +84,8 @@ absl::StatusOr<BenchRun> RunInProcess(const JobSpec& raw, const std::string& mod
   ASSIGN_OR_RETURN(std::unique_ptr<GpuExecutor> gpu, GpuExecutor::Create(gpu_options));
   DeviceExecutor::Options reram_options, systolic_options;
   reram_options.kind = "reram";
+  reram_options.reram.read_noise_sigma = noise.read_sigma;
+  reram_options.reram.program_noise_sigma = noise.program_sigma;
   systolic_options.kind = "systolic";
   ASSIGN_OR_RETURN(std::unique_ptr<DeviceExecutor> reram, DeviceExecutor::Create(reram_options));
   ASSIGN_OR_RETURN(std::unique_ptr<DeviceExecutor> systolic,
@@ -77,6 +96,9 @@ absl::StatusOr<BenchRun> RunInProcess(const JobSpec& raw, const std::string& mod
   Trainer::Options options;
   options.reram_workers = {&reram_client};
   options.systolic_workers = {&systolic_client};
+  options.resume = std::move(resume);
+  options.on_checkpoint = std::move(on_checkpoint);
+  options.checkpoint_every = 0;  // the switch's only
   int last_epoch = 0;
   options.on_progress = [&](const TrainerUpdate& u) {
     if (observe) observe(u);
@@ -97,6 +119,37 @@ absl::StatusOr<BenchRun> RunInProcess(const JobSpec& raw, const std::string& mod
   result.wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
+}
+
+absl::StatusOr<HptPair> RunHptOnGpuAndDevices(const JobSpec& spec, const std::string& label,
+                                               int threads, bool devices,
+                                               DeviceNoise noise) {
+  HptPair pair;
+  JobSpec on_gpu = spec;
+  on_gpu.mutable_hpt()->set_placement("gpu");
+  std::shared_ptr<const Checkpoint> at_switch;
+  ASSIGN_OR_RETURN(pair.gpu, RunInProcess(on_gpu, "hpt", label + " hpt, LoRA on gpu", threads,
+                                          nullptr, nullptr, [&](Checkpoint c) {
+                                            if (c.header.reason() == "phase switch") {
+                                              at_switch = std::make_shared<Checkpoint>(std::move(c));
+                                            }
+                                          }));
+  pair.switched = pair.gpu.job.hpt().switch_step() >= 0;
+  if (!pair.switched || !devices) return pair;
+  if (at_switch == nullptr) {
+    // The trainer checkpoints a switch at the run's last step only as the
+    // run's end: no LoRA step is left to run on the devices.
+    if (pair.gpu.job.hpt().switch_step() < pair.gpu.job.progress().step()) {
+      return absl::InternalError("the job switched but made no checkpoint at the switch");
+    }
+    pair.devices = pair.gpu;
+    pair.no_lora_steps = true;
+    return pair;
+  }
+  ASSIGN_OR_RETURN(pair.devices,
+                   RunInProcess(spec, "hpt", label + " hpt, LoRA on " + spec.hpt().placement(),
+                                threads, nullptr, at_switch, nullptr, noise));
+  return pair;
 }
 
 }  // namespace hpt

@@ -5,10 +5,13 @@
 #define HPT_BENCHMARKS_BENCH_JOBS_H_
 
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "coordinator/checkpoint.h"
 #include "coordinator/trainer.h"
+#include "proto/common.pb.h"
 #include "proto/job_service.pb.h"
 
 namespace hpt {
@@ -21,6 +24,25 @@ absl::Status SetRealData(const std::string& dataset, const std::string& dir, Job
 // from where they ran it.
 std::string ResolveDataDir(const std::string& dir);
 
+// The benchmarks' small model (d_model x layers instead of the paper's
+// 512 x 12): its heads keep the paper model's head width (32 for swe and
+// weather, 64 for covid and wind), so swe's 323 x 323 attention is not 16
+// heads of 4 features.
+int SmallModelHeads(const ModelConfig& preset, int d_model);
+
+// Epochs of the small model's runs at batch 32: the paper's for swe (24)
+// and weather (22; 2-4 s an epoch here), fewer for covid (8 of 20) and
+// wind (10 of 24) so that five seeds of the four applications fit 90
+// minutes on two cores; hpt_vs_full --epochs and paper_table --epochs set
+// others.
+int SmallModelEpochs(const std::string& preset);
+
+// The ReRAM noise a devices run reads with (ReramConfig's sigmas, in
+// conductance levels).
+struct DeviceNoise {
+  double read_sigma = 0, program_sigma = 0;
+};
+
 struct BenchRun {
   Job job;
   double wall_s = 0;
@@ -30,9 +52,31 @@ struct BenchRun {
 // prefixes the per-epoch progress lines on stderr. `observe`, if given,
 // sees every progress update (after each step, and after each epoch's
 // evaluation) as it happens.
+// `resume`, if given, is a checkpoint of the same job to go on from (with
+// `spec`'s placement); `on_checkpoint` sees the switch's checkpoint.
 absl::StatusOr<BenchRun> RunInProcess(
     const JobSpec& spec, const std::string& mode, const std::string& label, int threads = 0,
-    std::function<void(const TrainerUpdate&)> observe = nullptr);
+    std::function<void(const TrainerUpdate&)> observe = nullptr,
+    std::shared_ptr<const Checkpoint> resume = nullptr,
+    std::function<void(Checkpoint)> on_checkpoint = nullptr, DeviceNoise noise = {});
+
+// One HpT job, its LoRA phase run twice from the same switch: on the GPU
+// worker (LibTorch fp32) and on the placement `spec` names (paper: frozen
+// weights through the ReRAM model's quantisation and ADC, the rest through
+// the systolic array's), resumed from the switch's checkpoint. The full
+// phase (the same in both) runs once. `devices` is unset (its job empty)
+// when the job did not switch.
+struct HptPair {
+  BenchRun gpu, devices;
+  bool switched = false;
+  // It switched at its last step: `devices` is the GPU run (no LoRA step
+  // ran, and the last evaluation was the GPU's).
+  bool no_lora_steps = false;
+};
+// `devices` false: the GPU run only.
+absl::StatusOr<HptPair> RunHptOnGpuAndDevices(const JobSpec& spec, const std::string& label,
+                                               int threads = 0, bool devices = true,
+                                               DeviceNoise noise = {});
 
 }  // namespace hpt
 

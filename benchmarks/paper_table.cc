@@ -1,10 +1,13 @@
 // paper_table: the paper's four applications in one table. For swe,
 // weather, covid and wind:
-//  - the switch iteration and test RMSE of HpT vs full-parameter training,
-//    measured with the paper's phase-controller defaults (k samples per
-//    application, thresholds 0.1 / 0.01, alpha 0.01) on a model this
-//    machine trains in minutes (--layers x --d_model, batch --batch; LoRA
-//    on the GPU worker, so only the switch and quality are measured here);
+//  - over --seeds training seeds, the switch iteration and test RMSE of
+//    HpT vs full-parameter training, with the paper's phase-controller
+//    defaults (k samples per application, thresholds 0.1 / 0.01, alpha
+//    0.01) and its training recipe (coordinator/paper_recipes.h; rates
+//    scaled by sqrt(batch)) on a model this machine trains in minutes
+//    (--layers x --d_model, batch --batch). HpT's RMSE twice: its LoRA
+//    phase on the GPU worker, and from the same switch on the devices
+//    (ReRAM quantisation, ADC and noise; the systolic array's numerics);
 //  - the simulated full-phase GPU step and LoRA-phase chip step at the
 //    paper's size (12 layers, d_model 512) and batch 1, from a short run of
 //    that model through the GPU worker, the ReRAM chip and the systolic
@@ -29,9 +32,12 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "benchmarks/bench_jobs.h"
+#include "benchmarks/seed_stats.h"
+#include "common/process_setup.h"
 #include "common/status_macros.h"
 #include "coordinator/job_data.h"
 #include "coordinator/job_spec.h"
@@ -42,13 +48,22 @@
 ABSL_FLAG(std::string, data_dir, "../shared/data", "The real data sets' folder.");
 ABSL_FLAG(std::string, apps, "swe,weather,covid,wind", "Applications, in order.");
 ABSL_FLAG(int, epochs, 0,
-          "Epochs of the small model's runs (0: per application, the paper's for swe (24) "
-          "and weather (22), 3 for covid and wind, whose switches come within 2 epochs).");
+          "Epochs of the small model's runs (0: per application, SmallModelEpochs: swe 24 "
+          "and weather 22 as the paper, covid 8, wind 10).");
 ABSL_FLAG(int, layers, 2, "Layers of the small model.");
 ABSL_FLAG(int, d_model, 64,
           "d_model of the small model; its heads keep the paper's head width (d_model / heads: "
           "32 for swe and weather, 64 for covid and wind).");
-ABSL_FLAG(int, batch, 32, "Batch size of the small model's runs.");
+ABSL_FLAG(int, batch, 32,
+          "Batch size of the small model's runs (the recipe's rates scaled by sqrt(batch)).");
+ABSL_FLAG(int, seeds, 5, "Training seeds per application (42, 43, ...).");
+ABSL_FLAG(std::string, switch_rule, "paper", "The phase controller's rule: paper or consecutive.");
+ABSL_FLAG(double, reram_read_noise, 0,
+          "ReRAM read noise sigma in conductance levels for the devices column (0: as "
+          "DNN+NeuroSim V1.3's inference default, --vari 0; the read error at other settings: "
+          "tools/aihwkit_compare.sh).");
+ABSL_FLAG(double, reram_program_noise, 0,
+          "ReRAM programming noise sigma in conductance levels for the devices column.");
 ABSL_FLAG(int, cost_steps, 14, "Steps of the paper-size cost run (batch 1).");
 
 namespace hpt {
@@ -57,51 +72,69 @@ namespace {
 struct Row {
   std::string app;
   std::string small;      // the small model, for the table's note
-  int64_t switch_step = -1;   // at --batch
+  std::vector<int64_t> switches;   // per seed, at --batch; -1: none
+  std::vector<double> rmse_full, rmse_gpu, rmse_devices;
   int epochs_small = 0;
   double wall_s = 0;  // this row's measurement
   int64_t window_steps = 0;
-  double rmse_full = 0, rmse_hpt = 0;
   double full_step_s = 0, full_step_j = 0, lora_step_s = 0, lora_step_j = 0;
-  double switch_s = 0, switch_j = 0;
-  // Per GPU baseline (paper, fused, graph): the projected ratios.
+  // Per seed, against the paper's GPU baseline: the projected ratios.
+  std::vector<double> time_ratios, energy_ratios;
+  // Per GPU baseline (paper, fused, graph): the ratios' means over seeds.
   std::vector<std::pair<double, double>> baselines;
   std::vector<std::string> targets;  // what reaches 11.9x / 12.05x
   int64_t train_samples = 0;
   double epochs = 0;
-  double time_ratio = 0, energy_ratio = 0;
   std::string error;
 };
 
-int SmallEpochs(const std::string& app) {
-  if (absl::GetFlag(FLAGS_epochs) > 0) return absl::GetFlag(FLAGS_epochs);
-  if (app == "swe" || app == "weather") return int(PaperEpochs(app));
-  return 3;
-}
-
-absl::Status Measure(const std::string& dir, Row* row) {
-  // 1. Switch and quality on the small model, paper defaults. Its heads
-  // keep the paper model's head width, so that attention is as wide per
-  // head (and swe's 323 x 323 scores are not 16 heads of 4 features).
+// The small model's runs over the seeds: full, HpT with LoRA on the GPU,
+// and the same HpT from its switch on the devices.
+absl::Status MeasureQuality(const std::string& dir, Row* row) {
   ASSIGN_OR_RETURN(ModelConfig preset, PresetModelConfig(row->app));
   const int d_model = absl::GetFlag(FLAGS_d_model);
-  const int head_width = int(preset.d_model() / preset.num_heads());
   JobSpec small;
   small.mutable_model()->set_preset(row->app);
   small.mutable_model()->set_num_layers(absl::GetFlag(FLAGS_layers));
   small.mutable_model()->set_d_model(d_model);
-  small.mutable_model()->set_num_heads(std::max(1, d_model / head_width));
-  row->epochs_small = SmallEpochs(row->app);
+  small.mutable_model()->set_num_heads(SmallModelHeads(preset, d_model));
+  row->epochs_small =
+      absl::GetFlag(FLAGS_epochs) > 0 ? absl::GetFlag(FLAGS_epochs) : SmallModelEpochs(row->app);
   small.mutable_training()->set_epochs(row->epochs_small);
   small.mutable_training()->set_batch_size(absl::GetFlag(FLAGS_batch));
-  small.mutable_hpt()->set_placement("gpu");
+  small.mutable_hpt()->set_switch_rule(absl::GetFlag(FLAGS_switch_rule));
+  small.mutable_hpt()->set_placement("paper");
   RETURN_IF_ERROR(SetRealData(row->app, dir, &small));
-  ASSIGN_OR_RETURN(BenchRun full, RunInProcess(small, "full", row->app + " full"));
-  ASSIGN_OR_RETURN(BenchRun hpt, RunInProcess(small, "hpt", row->app + " hpt"));
-  row->switch_step = hpt.job.hpt().switch_step();
-  row->window_steps = hpt.job.hpt().check_window_steps();
-  row->rmse_full = full.job.test_metrics().rmse();
-  row->rmse_hpt = hpt.job.test_metrics().rmse();
+  const DeviceNoise noise{absl::GetFlag(FLAGS_reram_read_noise),
+                          absl::GetFlag(FLAGS_reram_program_noise)};
+  for (int i = 0; i < absl::GetFlag(FLAGS_seeds); ++i) {
+    const uint64_t seed = 42 + i;
+    small.mutable_training()->set_seed(seed);
+    const std::string label = absl::StrCat(row->app, " seed ", seed);
+    ASSIGN_OR_RETURN(BenchRun full, RunInProcess(small, "full", label + " full"));
+    ASSIGN_OR_RETURN(HptPair hpt, RunHptOnGpuAndDevices(small, label, 0, true, noise));
+    row->switches.push_back(hpt.gpu.job.hpt().switch_step());
+    row->window_steps = hpt.gpu.job.hpt().check_window_steps();
+    row->rmse_full.push_back(full.job.test_metrics().rmse());
+    row->rmse_gpu.push_back(hpt.gpu.job.test_metrics().rmse());
+    row->rmse_devices.push_back(hpt.switched ? hpt.devices.job.test_metrics().rmse()
+                                             : row->rmse_gpu.back());
+    std::printf("  %-8s seed %llu: switch %lld, RMSE full %.4f, HpT (GPU) %.4f, HpT (devices) "
+                "%.4f%s\n",
+                row->app.c_str(), static_cast<unsigned long long>(seed),
+                static_cast<long long>(row->switches.back()), row->rmse_full.back(),
+                row->rmse_gpu.back(), row->rmse_devices.back(),
+                hpt.no_lora_steps ? " (switch at the last step: no LoRA step)" : "");
+    std::fflush(stdout);
+  }
+  row->small = absl::StrFormat("%d x %d, %d heads, %d epochs", absl::GetFlag(FLAGS_layers),
+                               d_model, small.model().num_heads(), row->epochs_small);
+  return absl::OkStatus();
+}
+
+absl::Status Measure(const std::string& dir, Row* row) {
+  // 1. Switch and quality on the small model, over the seeds.
+  RETURN_IF_ERROR(MeasureQuality(dir, row));
 
   // 2. Step costs at the paper's size and batch 1 (a forced switch).
   JobSpec paper;
@@ -123,6 +156,10 @@ absl::Status Measure(const std::string& dir, Row* row) {
   }
 
   // 3. The paper's length at batch 1: every training sample, its epochs.
+  JobSpec small;
+  small.mutable_model()->set_preset(row->app);
+  small.mutable_training()->set_batch_size(absl::GetFlag(FLAGS_batch));
+  RETURN_IF_ERROR(SetRealData(row->app, dir, &small));
   ASSIGN_OR_RETURN(JobSpec normal, NormalizeJobSpec(small));
   ASSIGN_OR_RETURN(WindowDataset data, BuildJobData(normal.data()));
   row->train_samples = int64_t(data.train_starts().size());
@@ -132,7 +169,7 @@ absl::Status Measure(const std::string& dir, Row* row) {
   // The projection from a costing of the record: the switch after the same
   // number of samples; one trial window beside the full model (k samples,
   // a LoRA step each on the GPU).
-  auto project = [row, batch, k](const JobCosts& c, bool energy) {
+  auto project = [row, batch, k](const JobCosts& c, bool energy, int64_t switch_step) {
     const CostComparison& cmp = c.comparison;
     double switch_s = 0, switch_j = 0;
     for (const PhaseCost& p : c.phases) {
@@ -144,25 +181,33 @@ absl::Status Measure(const std::string& dir, Row* row) {
     const double n = row->epochs * double(row->train_samples);
     const double full = energy ? cmp.full_step_j() : cmp.full_step_s();
     const double lora = energy ? cmp.lora_step_j() : cmp.lora_step_s();
-    if (row->switch_step < 0 || lora <= 0) return 1.0;
-    const double before = std::min(n, double(row->switch_step) * double(batch));
+    if (switch_step < 0 || lora <= 0) return 1.0;
+    const double before = std::min(n, double(switch_step) * double(batch));
     const double hpt = before * full + k * full + (energy ? switch_j : switch_s) +
                        (n - before) * lora;
     return n * full / hpt;
   };
   for (GpuBaseline b : AllGpuBaselines()) {
     ASSIGN_OR_RETURN(JobCosts c, CostRecord(*record, {{"gpu_baseline", GpuBaselineName(b)}}));
+    std::vector<double> time, energy;
+    for (int64_t at : row->switches) {
+      time.push_back(project(c, false, at));
+      energy.push_back(project(c, true, at));
+    }
     if (b == GpuBaseline::kPaper) {
       const CostComparison& cmp = c.comparison;
       row->full_step_s = cmp.full_step_s();
       row->full_step_j = cmp.full_step_j();
       row->lora_step_s = cmp.lora_step_s();
       row->lora_step_j = cmp.lora_step_j();
-      row->time_ratio = project(c, false);
-      row->energy_ratio = project(c, true);
+      row->time_ratios = time;
+      row->energy_ratios = energy;
     }
-    row->baselines.push_back({project(c, false), project(c, true)});
+    row->baselines.push_back({Summarize(time).mean, Summarize(energy).mean});
   }
+  // The chip search projects at the seeds' median switch.
+  const SwitchStats median = SummarizeSwitches(row->switches);
+  const int64_t at = median.min < 0 ? -1 : int64_t(median.median);
   // Chip configurations for the paper's figures, under its own baseline.
   const std::vector<SweepGrid> chips = {
       {"reram_chip_tiles", {"1008", "1048576"}}, {"systolic_rows", {"128", "4096"}}};
@@ -171,13 +216,13 @@ absl::Status Measure(const std::string& dir, Row* row) {
     for (const SweepGrid& grid : chips) {
       ASSIGN_OR_RETURN(TargetResult r,
                        FindTarget(*record, grid,
-                                  [&](const JobCosts& c) { return project(c, what == "energy"); },
+                                  [&](const JobCosts& c) {
+                                    return project(c, what == "energy", at);
+                                  },
                                   what, target, {}));
       row->targets.push_back(r.message);
     }
   }
-  row->small = absl::StrFormat("%d x %d, %d heads, %d epochs", absl::GetFlag(FLAGS_layers),
-                               d_model, small.model().num_heads(), row->epochs_small);
   return absl::OkStatus();
 }
 
@@ -198,27 +243,44 @@ int Main() {
     std::fprintf(stderr, "== %s done in %.0f s\n", row.app.c_str(), row.wall_s);
     rows.push_back(row);
   }
-  std::printf("\nHpT on the paper's four applications (12 layers, d_model 512 for the step "
-              "costs; V100, NeuroSim-calibrated ReRAM chip, SCALE-Sim systolic array)\n\n");
-  std::printf("%-8s %-22s %-12s %-12s %-10s %-10s %-16s %s\n", "app", "switch (k, small model)",
-              "full step", "LoRA step", "time", "energy", "RMSE HpT/full", "projected to");
+  std::printf("\nHpT on the paper's four applications over %d seeds (small models for the "
+              "switch and quality; 12 layers, d_model 512 at batch 1 for the step costs; V100, "
+              "NeuroSim-calibrated ReRAM chip, SCALE-Sim systolic array)\n\n",
+              absl::GetFlag(FLAGS_seeds));
+  std::printf("%-8s %-46s %-18s %-18s %-9s %-18s %-18s\n", "app", "switch step (k)",
+              "RMSE/full, GPU", "RMSE/full, devices", "p worse", "time", "energy");
   for (const Row& r : rows) {
     if (!r.error.empty()) {
       std::printf("%-8s failed: %s\n", r.app.c_str(), r.error.c_str());
       continue;
     }
-    const std::string sw =
-        r.switch_step < 0 ? absl::StrFormat("none (k %d steps)", r.window_steps)
-                          : absl::StrFormat("step %d (k %d steps)", r.switch_step, r.window_steps);
-    std::printf("%-8s %-22s %-12s %-12s %-10s %-10s %-16s %g epochs x %lld samples\n",
-                r.app.c_str(), sw.c_str(), Seconds(r.full_step_s).c_str(),
-                Seconds(r.lora_step_s).c_str(), absl::StrFormat("%.2fx", r.time_ratio).c_str(),
-                absl::StrFormat("%.2fx", r.energy_ratio).c_str(),
-                absl::StrFormat("%.4f / %.4f", r.rmse_hpt, r.rmse_full).c_str(), r.epochs,
+    std::vector<double> gpu, dev;
+    for (size_t i = 0; i < r.rmse_full.size(); ++i) {
+      gpu.push_back(r.rmse_gpu[i] / r.rmse_full[i]);
+      dev.push_back(r.rmse_devices[i] / r.rmse_full[i]);
+    }
+    const Spread g = Summarize(gpu), d = Summarize(dev), t = Summarize(r.time_ratios),
+                 e = Summarize(r.energy_ratios);
+    const PairedTest worse = PairedGreaterTest(r.rmse_devices, r.rmse_full);
+    std::printf("%-8s %-46s %-18s %-18s %-9s %-18s %-18s\n", r.app.c_str(),
+                absl::StrCat(FormatSwitches(SummarizeSwitches(r.switches)), " (", r.window_steps,
+                             ")")
+                    .c_str(),
+                absl::StrFormat("%.3f +- %.3f", g.mean, g.sd).c_str(),
+                absl::StrFormat("%.3f +- %.3f", d.mean, d.sd).c_str(),
+                absl::StrFormat("%.2g", worse.p_one_sided).c_str(),
+                absl::StrFormat("%.2fx (%.2f-%.2f)", t.mean, t.min, t.max).c_str(),
+                absl::StrFormat("%.2fx (%.2f-%.2f)", e.mean, e.min, e.max).c_str());
+  }
+  std::printf("\n%-8s %-12s %-12s %s\n", "app", "full step", "LoRA step", "projected to");
+  for (const Row& r : rows) {
+    if (!r.error.empty()) continue;
+    std::printf("%-8s %-12s %-12s %g epochs x %lld samples (batch 1)\n", r.app.c_str(),
+                Seconds(r.full_step_s).c_str(), Seconds(r.lora_step_s).c_str(), r.epochs,
                 static_cast<long long>(r.train_samples));
   }
-  std::printf("\nHpT against each GPU baseline (projected time / energy; GPU steps run the "
-              "same way in HpT's full phase):\n");
+  std::printf("\nHpT against each GPU baseline (projected time / energy, means over the seeds; "
+              "GPU steps run the same way in HpT's full phase):\n");
   std::printf("%-8s %-20s %-20s %-20s\n", "app", "paper", "fused", "graph");
   for (const Row& r : rows) {
     if (!r.error.empty() || r.baselines.size() != 3) continue;
@@ -235,9 +297,14 @@ int Main() {
   for (const Row& r : rows) {
     for (const std::string& t : r.targets) std::printf("  %-8s %s\n", r.app.c_str(), t.c_str());
   }
-  std::printf("Switch and RMSE: batch %d, the paper's k and thresholds, LoRA on the GPU "
-              "worker; small models:",
-              absl::GetFlag(FLAGS_batch));
+  std::printf("Switch and RMSE: batch %d, the paper's k, thresholds and recipe (rates x "
+              "sqrt(%d)), switch rule %s, seeds 42-%d; 'devices': the LoRA phase from the same "
+              "switch through the ReRAM (read noise %g, programming noise %g levels) and "
+              "systolic models; 'p worse': paired one-sided t-test of the devices' RMSE above "
+              "full's; small models:",
+              absl::GetFlag(FLAGS_batch), absl::GetFlag(FLAGS_batch),
+              absl::GetFlag(FLAGS_switch_rule).c_str(), 41 + absl::GetFlag(FLAGS_seeds),
+              absl::GetFlag(FLAGS_reram_read_noise), absl::GetFlag(FLAGS_reram_program_noise));
   double wall_s = 0;
   for (const Row& r : rows) {
     std::printf(" %s %s;", r.app.c_str(), r.small.c_str());
@@ -254,6 +321,8 @@ int Main() {
 }  // namespace hpt
 
 int main(int argc, char** argv) {
+  hpt::UsePassiveThreadWaits(argv);
   absl::ParseCommandLine(argc, argv);
+  hpt::KeepLargeBuffersOnTheHeap();
   return hpt::Main();
 }

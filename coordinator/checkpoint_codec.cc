@@ -14,6 +14,7 @@ void EncodeController(const PhaseController::State& s, PhaseControllerState* out
   for (double v : s.trial_full) out->add_trial_full(v);
   for (double v : s.trial_lora) out->add_trial_lora(v);
   out->set_switch_iteration(s.switch_iteration);
+  out->set_passes_in_a_row(s.passes_in_a_row);
 }
 
 PhaseController::State DecodeController(const PhaseControllerState& in) {
@@ -26,6 +27,7 @@ PhaseController::State DecodeController(const PhaseControllerState& in) {
   s.trial_full.assign(in.trial_full().begin(), in.trial_full().end());
   s.trial_lora.assign(in.trial_lora().begin(), in.trial_lora().end());
   s.switch_iteration = in.switch_iteration();
+  s.passes_in_a_row = in.passes_in_a_row();
   return s;
 }
 

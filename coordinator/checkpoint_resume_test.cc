@@ -203,6 +203,43 @@ TEST_P(CheckpointResumeTest, RefusesAnotherJobsOrAnotherShapesCheckpoint) {
   EXPECT_NE(b.status.message().find("steps per epoch"), std::string::npos);
 }
 
+// The benchmarks' fork (benchmarks/bench_jobs.h RunHptOnGpuAndDevices): a
+// job run with its LoRA phase on the GPU, resumed from its switch's
+// checkpoint with this placement, trains the same LoRA phase there. On the
+// devices the ReRAM is programmed and its reads quantise, so the losses
+// differ a little from the GPU's; on the GPU the run is the same run.
+TEST_P(CheckpointResumeTest, TheSwitchOfAGpuRunGoesOnOnThisPlacement) {
+  const std::string placement = spec_.hpt().placement();
+  spec_.mutable_hpt()->set_placement("gpu");
+  const Outcome on_gpu = Run(nullptr);
+  ASSERT_TRUE(on_gpu.status.ok()) << on_gpu.status;
+  ASSERT_GE(on_gpu.last.hpt.switch_step(), 0);
+  std::shared_ptr<const Checkpoint> at_switch;
+  for (const Checkpoint& c : on_gpu.checkpoints) {
+    if (c.header.reason() == "phase switch") at_switch = std::make_shared<Checkpoint>(c);
+  }
+  ASSERT_NE(at_switch, nullptr);
+  EXPECT_EQ(at_switch->header.step(), on_gpu.last.hpt.switch_step());
+  spec_.mutable_hpt()->set_placement(placement);
+  const Outcome resumed = Run(at_switch);
+  ASSERT_TRUE(resumed.status.ok()) << resumed.status;
+  EXPECT_EQ(resumed.last.hpt.switch_step(), on_gpu.last.hpt.switch_step());
+  EXPECT_EQ(resumed.last.progress.step(), on_gpu.last.progress.step());
+  const double test_gpu = on_gpu.last.progress.test_loss();
+  const double test_resumed = resumed.last.progress.test_loss();
+  if (placement == "gpu") {
+    ExpectSameRun(on_gpu, resumed);
+    EXPECT_EQ(Counter(resumed.last, "reram", "cell_writes"), 0);
+  } else {
+    EXPECT_GT(Counter(resumed.last, "reram", "cell_writes"), 0);
+    EXPECT_NE(test_resumed, test_gpu);  // the devices' numerics
+    // Measured: 0.041 against 0.027; tiny's 32-wide layers read through
+    // 5-bit ADCs lose more than the benchmarks' 64-wide ones. Trained on,
+    // not diverged:
+    EXPECT_LT(test_resumed, 2 * test_gpu);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Placements, CheckpointResumeTest, ::testing::Values("paper", "gpu"));
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "coordinator/paper_recipes.h"
 #include "coordinator/spec_names.h"
 #include "models/lora_config.h"
 #include "google/protobuf/io/tokenizer.h"
@@ -186,6 +187,34 @@ absl::Status NormalizeData(DataSpec& data) {
   return absl::OkStatus();
 }
 
+// An optimizer's fields, named under `field` (training.optimizer, or
+// hpt.lora_optimizer).
+absl::Status ValidateOptimizer(const std::string& field, const OptimizerConfig& opt) {
+  RETURN_IF_ERROR(CheckEnum(field + ".type", opt.type(), OptimizerType_descriptor()));
+  if (!(opt.learning_rate() > 0) || !std::isfinite(opt.learning_rate())) {
+    return Invalid(field + ".learning_rate",
+                   absl::StrCat("must be a positive number, got ",
+                                opt.learning_rate()));
+  }
+  if (!(opt.weight_decay() >= 0) || !std::isfinite(opt.weight_decay())) {
+    return Invalid(field + ".weight_decay",
+                   absl::StrCat("must be a number >= 0, got ", opt.weight_decay()));
+  }
+  // 0 keeps Adam's defaults (0.9, 0.999, 1e-8).
+  for (auto [name, value] : std::initializer_list<std::pair<const char*, double>>{
+           {"beta1", opt.beta1()}, {"beta2", opt.beta2()}}) {
+    if (!(value >= 0 && value < 1)) {
+      return Invalid(absl::StrCat(field, ".", name),
+                     absl::StrCat("must be in [0, 1), got ", value));
+    }
+  }
+  if (!(opt.eps() >= 0) || !std::isfinite(opt.eps())) {
+    return Invalid(field + ".eps",
+                   absl::StrCat("must be a number >= 0 (0: 1e-8), got ", opt.eps()));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status NormalizeTraining(TrainingSpec& t) {
   if (t.epochs() == 0) t.set_epochs(3);
   if (t.batch_size() == 0) t.set_batch_size(16);
@@ -213,27 +242,7 @@ absl::Status NormalizeTraining(TrainingSpec& t) {
     return Invalid("training.batch_size",
                    absl::StrCat("must be in 1..", kMaxBatch, ", got ", t.batch_size()));
   }
-  if (!(opt.learning_rate() > 0) || !std::isfinite(opt.learning_rate())) {
-    return Invalid("training.optimizer.learning_rate",
-                   absl::StrCat("must be a positive number, got ",
-                                opt.learning_rate()));
-  }
-  if (!(opt.weight_decay() >= 0) || !std::isfinite(opt.weight_decay())) {
-    return Invalid("training.optimizer.weight_decay",
-                   absl::StrCat("must be a number >= 0, got ", opt.weight_decay()));
-  }
-  // 0 keeps Adam's defaults (0.9, 0.999, 1e-8).
-  for (auto [field, value] : std::initializer_list<std::pair<const char*, double>>{
-           {"beta1", opt.beta1()}, {"beta2", opt.beta2()}}) {
-    if (!(value >= 0 && value < 1)) {
-      return Invalid(absl::StrCat("training.optimizer.", field),
-                     absl::StrCat("must be in [0, 1), got ", value));
-    }
-  }
-  if (!(opt.eps() >= 0) || !std::isfinite(opt.eps())) {
-    return Invalid("training.optimizer.eps",
-                   absl::StrCat("must be a number >= 0 (0: 1e-8), got ", opt.eps()));
-  }
+  RETURN_IF_ERROR(ValidateOptimizer("training.optimizer", opt));
   if (t.step_lr_step_size() < 0) {
     return Invalid("training.step_lr_step_size",
                    absl::StrCat("must not be negative, got ", t.step_lr_step_size()));
@@ -362,6 +371,16 @@ absl::Status NormalizeHpt(HptSpec& h, const ModelSpec& model, const ModelConfig&
                                                  width, ")"));
   }
   *h.mutable_lora() = lora;
+  if (h.switch_rule().empty()) h.set_switch_rule("paper");
+  if (h.switch_rule() != "paper" && h.switch_rule() != "consecutive") {
+    return Invalid("hpt.switch_rule",
+                   absl::StrCat("'", h.switch_rule(), "' is not paper or consecutive"));
+  }
+  if (h.switch_rule() == "consecutive" && h.consecutive_checks() == 0) h.set_consecutive_checks(3);
+  if (h.consecutive_checks() < 0 || h.consecutive_checks() > 1000) {
+    return Invalid("hpt.consecutive_checks",
+                   absl::StrCat("must be in 1..1000, got ", h.consecutive_checks()));
+  }
   if (h.placement().empty()) h.set_placement("paper");
   if (h.placement() != "paper" && h.placement() != "gpu" && h.placement() != "reram_full") {
     return Invalid("hpt.placement",
@@ -410,7 +429,10 @@ absl::Status NormalizeHpt(HptSpec& h, const ModelSpec& model, const ModelConfig&
 absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
   ASSIGN_OR_RETURN(const ModelConfig preset, NormalizeModel(*spec.mutable_model()));
   RETURN_IF_ERROR(NormalizeData(*spec.mutable_data()));
+  ApplyPaperRecipe(spec.model().preset(), spec.mutable_training(), spec.mutable_hpt());
   RETURN_IF_ERROR(NormalizeTraining(*spec.mutable_training()));
+  DefaultLoraOptimizer(spec.training(), spec.mutable_hpt());
+  RETURN_IF_ERROR(ValidateOptimizer("hpt.lora_optimizer", spec.hpt().lora_optimizer()));
   RETURN_IF_ERROR(NormalizePlacement(*spec.mutable_placement(), spec.training()));
   RETURN_IF_ERROR(NormalizeHpt(*spec.mutable_hpt(), spec.model(), preset, spec.training(),
                                spec.placement()));
@@ -421,33 +443,6 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
                                         kMaxNameBytes));
   }
   return spec;
-}
-
-double PaperEpochs(const std::string& preset) {
-  // Dahal et al., TPDS 2025, Sec. 5 and its published code: epochs per
-  // application (all at batch size 1).
-  if (preset == "swe") return 24;
-  if (preset == "weather") return 22;
-  if (preset == "covid") return 20;
-  if (preset == "wind") return 24;
-  return 0;  // presets of ours (tiny): the job's own epochs
-}
-
-int64_t PaperWindow(const std::string& preset) {
-  // Dahal et al., TPDS 2025, Sec. 5: k per application.
-  if (preset == "swe") return 365;
-  if (preset == "covid") return 720;
-  if (preset == "wind") return 480;
-  if (preset == "weather") return 8000;
-  return 10;  // tiny: tests and the demo
-}
-
-int32_t PaperWeightLayer(const std::string& preset, int32_t layers) {
-  // The HpT code (github.com/saimandahal/HpT, model/*/): swe and weather's
-  // check_conditions_weight read transformer_layers.11 of 12, covid and
-  // wind's transformer_layers.0.
-  if (preset == "swe" || preset == "weather") return std::max(0, layers - 1);
-  return 0;
 }
 
 absl::StatusOr<ModelConfig> ResolveModelConfig(const ModelSpec& spec,

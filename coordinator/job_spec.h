@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "coordinator/paper_recipes.h"  // PaperEpochs, PaperWindow
 #include "proto/job_service.pb.h"
 
 namespace hpt {
@@ -24,14 +25,6 @@ void ForceEarlySwitch(HptSpec* hpt);
 
 // Fills defaults (documented in proto/job_service.proto) and validates.
 absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec);
-
-// The phase controller's window k for a preset (the paper's values).
-// The paper's training epochs per preset (0 for presets of ours).
-double PaperEpochs(const std::string& preset);
-int64_t PaperWindow(const std::string& preset);
-// The layer the weight test tracks for a preset of `layers` encoder layers
-// (the paper's code: the last for swe and weather, the first otherwise).
-int32_t PaperWeightLayer(const std::string& preset, int32_t layers);
 
 // The model the job trains, from its preset, overrides and the data's
 // feature counts.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+
 namespace hpt {
 
 PhaseController::PhaseController(PhaseControllerOptions options)
@@ -78,14 +80,23 @@ PhaseController::Action PhaseController::Step(int64_t iteration, double full_los
   if (!check.loss_passed || !check.weight_passed) {
     check.reason = !check.loss_passed ? "loss still falling fast" : "weights still moving";
     if (!check.loss_passed && !check.weight_passed) check.reason = "loss and weights still changing";
+    passes_in_a_row_ = 0;
     events_.push_back(check);
     return Action::kNone;
   }
   if (rising && !options_.trial_on_rising_loss) {
     check.reason = "loss rising: not a convergence";
+    passes_in_a_row_ = 0;
     events_.push_back(check);
     return Action::kNone;
   }
+  if (++passes_in_a_row_ < options_.checks_in_a_row) {
+    check.reason = absl::StrCat("passed ", passes_in_a_row_, " of ", options_.checks_in_a_row,
+                                " checks in a row");
+    events_.push_back(check);
+    return Action::kNone;
+  }
+  passes_in_a_row_ = 0;
   check.reason = "initially converged: start a LoRA trial";
   events_.push_back(check);
   ControllerEvent start;
@@ -97,8 +108,9 @@ PhaseController::Action PhaseController::Step(int64_t iteration, double full_los
 }
 
 PhaseController::State PhaseController::state() const {
-  return State{phase_,     window_loss_sum_, window_count_,     window_losses_,
-               distances_, trial_full_,      trial_lora_,       switch_iteration_};
+  return State{phase_,      window_loss_sum_, window_count_,      window_losses_,
+               distances_,  trial_full_,      trial_lora_,        switch_iteration_,
+               passes_in_a_row_};
 }
 
 void PhaseController::Restore(State state) {
@@ -110,6 +122,7 @@ void PhaseController::Restore(State state) {
   trial_full_ = std::move(state.trial_full);
   trial_lora_ = std::move(state.trial_lora);
   switch_iteration_ = state.switch_iteration;
+  passes_in_a_row_ = state.passes_in_a_row;
   events_.clear();
 }
 

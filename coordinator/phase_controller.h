@@ -20,6 +20,9 @@
 // L2; one higher window on a noisy plateau is not divergence); the check is
 // recorded with that reason (trial_on_rising_loss restores the paper's rule).
 //
+// With checks_in_a_row m > 1, a trial starts only at the m-th passing check
+// in a row; a failing check starts the count again.
+//
 // Not thread-safe.
 #ifndef HPT_COORDINATOR_PHASE_CONTROLLER_H_
 #define HPT_COORDINATOR_PHASE_CONTROLLER_H_
@@ -41,6 +44,11 @@ struct PhaseControllerOptions {
   double weight_threshold = 0.01; // paper
   double alpha = 0.01;            // paper
   bool trial_on_rising_loss = false;
+  // Passing checks in a row that start a trial: 1 is the paper's rule (the
+  // first check passing both tests); m > 1 (hpt.switch_rule
+  // "consecutive") waits for m consecutive passing checks, so one lucky
+  // window on a noisy plateau does not start it.
+  int64_t checks_in_a_row = 1;
 };
 
 enum class TrainingPhase { kFull, kTrial, kLora };
@@ -87,6 +95,7 @@ class PhaseController {
     int64_t window_count = 0;
     std::vector<double> window_losses, distances, trial_full, trial_lora;
     int64_t switch_iteration = -1;
+    int64_t passes_in_a_row = 0;
   };
   State state() const;
   void Restore(State state);
@@ -107,6 +116,7 @@ class PhaseController {
   std::vector<double> trial_full_, trial_lora_;
   std::vector<ControllerEvent> events_;
   int64_t switch_iteration_ = -1;
+  int64_t passes_in_a_row_ = 0;
 };
 
 }  // namespace hpt

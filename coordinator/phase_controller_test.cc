@@ -148,3 +148,52 @@ TEST(PhaseControllerTest, OneHigherWindowOnAPlateauIsNotDivergence) {
 
 }  // namespace
 }  // namespace hpt
+
+namespace hpt {
+namespace {
+
+// Windows whose checks pass, fail once, then pass three times: the paper's
+// rule trials at the first passing check; "consecutive" (3) only at the
+// third of the later run, and a checkpoint's state keeps its count.
+TEST(PhaseControllerTest, ConsecutiveRuleWaitsForPassesInARow) {
+  const int64_t k = 2;
+  // Checks close windows 2..7. Window 2's check passes (plateau), window 3
+  // drops 20 % (fails), windows 4..7 plateau again: checks at 5, 6, 7 pass
+  // (window 4's check still sees window 3's drop).
+  Script s{{1.0, 0.95, 0.94, 0.7, 0.699, 0.6985, 0.6982, 0.6980},
+           {1.0, 0.995, 0.9945, 0.994, 0.9936, 0.9933, 0.9931, 0.9930}};
+  Action a;
+  PhaseController paper(Options(k));
+  EXPECT_EQ(RunFull(paper, s, k, &a), 2 * k + k - 1);  // window 2's last iteration
+  EXPECT_EQ(a, Action::kStartTrial);
+
+  PhaseControllerOptions o = Options(k);
+  o.checks_in_a_row = 3;
+  PhaseController consecutive(o);
+  EXPECT_EQ(RunFull(consecutive, s, k, &a), 7 * k + k - 1);
+  EXPECT_EQ(a, Action::kStartTrial);
+  int waiting = 0;
+  for (const ControllerEvent& e : consecutive.events()) {
+    if (e.reason.find("checks in a row") != std::string::npos) ++waiting;
+  }
+  EXPECT_EQ(waiting, 3);  // window 2's check, then 5 and 6
+
+  // Stopped after window 6 and restored: the count goes on from 2.
+  PhaseController first(o);
+  Script six{std::vector<double>(s.losses.begin(), s.losses.begin() + 7),
+             std::vector<double>(s.distances.begin(), s.distances.begin() + 7)};
+  EXPECT_EQ(RunFull(first, six, k, &a), -1);
+  PhaseController resumed(o);
+  resumed.Restore(first.state());
+  EXPECT_EQ(resumed.state().passes_in_a_row, 2);
+  int64_t it = 7 * k;
+  for (; it < 8 * k; ++it) {
+    a = resumed.Step(it, s.losses[7], 0, resumed.NeedsWeightDistance(it) ? s.distances[7] : 0);
+    if (a != Action::kNone) break;
+  }
+  EXPECT_EQ(a, Action::kStartTrial);
+  EXPECT_EQ(it, 8 * k - 1);
+}
+
+}  // namespace
+}  // namespace hpt

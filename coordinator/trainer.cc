@@ -69,9 +69,15 @@ LoadParametersHeader Trainer::GpuHeader(const std::string& job, uint64_t seed_of
   return header;
 }
 
-LoadParametersHeader Trainer::TrialHeader() const {
-  LoadParametersHeader header = GpuHeader(gpu_.trial_job(), kTrialSeedOffset);
+LoadParametersHeader Trainer::LoraHeader(const std::string& job, uint64_t seed_offset) const {
+  LoadParametersHeader header = GpuHeader(job, seed_offset);
+  *header.mutable_optimizer() = spec_.hpt().lora_optimizer();
   *header.mutable_lora() = spec_.hpt().lora();
+  return header;
+}
+
+LoadParametersHeader Trainer::TrialHeader() const {
+  LoadParametersHeader header = LoraHeader(gpu_.trial_job(), kTrialSeedOffset);
   header.mutable_lora()->set_reference_job(job_id_);
   return header;
 }
@@ -217,8 +223,7 @@ absl::Status Trainer::Switch() {
   gpu->Release(gpu_.trial_job()).IgnoreError();
   cursor_.trial_active = false;
   ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks, gpu->Snapshot(job_id_, {}));
-  LoadParametersHeader header = GpuHeader(job_id_, kLoraSeedOffset);
-  *header.mutable_lora() = spec_.hpt().lora();
+  const LoadParametersHeader header = LoraHeader(job_id_, kLoraSeedOffset);
   const std::string& placement = placement_;
   // LoRA is created on the GPU workers first (adapters from the seed, B = 0,
   // auto ranks from the weight change); the device placement takes its
@@ -273,7 +278,7 @@ absl::Status Trainer::StartHybrid(const std::map<std::string, HostTensor>& param
   ledger_.SetReramChips(plan, options_.reram_workers);
   hybrid_ = std::make_unique<HybridRunner>(job_id_, std::move(plan), options_.reram_workers,
                                            options_.systolic_workers,
-                                           spec_.training().optimizer());
+                                           spec_.hpt().lora_optimizer());
   return hybrid_->Load(params, ledger_.sink(), optimizer_steps);
 }
 
@@ -348,6 +353,9 @@ absl::Status Trainer::Prepare() {
     controller.weight_threshold = spec_.hpt().weight_threshold();
     controller.alpha = spec_.hpt().alpha();
     controller.trial_on_rising_loss = spec_.hpt().trial_on_rising_loss();
+    if (spec_.hpt().switch_rule() == "consecutive") {
+      controller.checks_in_a_row = spec_.hpt().consecutive_checks();
+    }
     controller_ = std::make_unique<PhaseController>(controller);
   }
   return absl::OkStatus();
@@ -360,7 +368,8 @@ absl::Status Trainer::ControlPhase(const std::vector<int64_t>& indices, int64_t 
     ledger_.set_chain(Chain::kTrial);
     HostTensor x, y;
     data_->Gather(data_->train_starts(), indices, &x, &y);
-    ASSIGN_OR_RETURN(trial_loss, gpu_.TrialStep(x, y, step, learning_rate));
+    ASSIGN_OR_RETURN(trial_loss,
+                     gpu_.TrialStep(x, y, step, spec_.hpt().lora_optimizer().learning_rate()));
     ++cursor_.trial_updates;
   }
   ledger_.set_chain(Chain::kNone);
@@ -389,6 +398,9 @@ absl::Status Trainer::RunStep(const std::vector<int64_t>& indices, int64_t step,
                               double learning_rate, bool* switched) {
   step_start_ = options_.now();
   const bool lora_step = phase_ == Phase::kLora;
+  // The LoRA phase's optimizer keeps its own constant rate (paper_recipes.h).
+  if (lora_step) learning_rate = spec_.hpt().lora_optimizer().learning_rate();
+  state_.progress.set_learning_rate(learning_rate);
   double loss = 0;
   ledger_.set_chain(Chain::kMain);
   RETURN_IF_ERROR(TrainStep(indices, step, learning_rate, &loss));

@@ -126,6 +126,8 @@ class Trainer {
   // phase's).
   static constexpr uint64_t kTrialSeedOffset = 1, kLoraSeedOffset = 2;
   LoadParametersHeader GpuHeader(const std::string& job, uint64_t seed_offset) const;
+  // The LoRA model's header: the LoRA phase's optimizer and adapters.
+  LoadParametersHeader LoraHeader(const std::string& job, uint64_t seed_offset) const;
   LoadParametersHeader TrialHeader() const;
 
   // Schedule.

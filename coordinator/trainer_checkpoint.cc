@@ -83,9 +83,9 @@ absl::Status Trainer::Reload(const Checkpoint& checkpoint) {
     return StartHybrid(params, ranks, cursor_.main_updates);
   }
   const std::map<std::string, HostTensor> on_gpu = GpuModelTensors(model);
-  LoadParametersHeader header = GpuHeader(job_id_, phase_ == Phase::kLora ? kLoraSeedOffset : 0);
+  LoadParametersHeader header = phase_ == Phase::kLora ? LoraHeader(job_id_, kLoraSeedOffset)
+                                                      : GpuHeader(job_id_, 0);
   header.set_optimizer_steps(cursor_.main_updates);
-  if (phase_ == Phase::kLora) *header.mutable_lora() = spec_.hpt().lora();
   if (options_.head_worker != nullptr) header.set_gpu_segment("encoder");
   const std::vector<TensorChunk> chunks = SplitTensors(on_gpu);
   RETURN_IF_ERROR(ForEachWorker(workers_.size(), [&](size_t i) -> absl::Status {

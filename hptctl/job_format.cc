@@ -367,6 +367,36 @@ void AppendComparison(const CostComparison& cmp, std::string* report) {
   }
 }
 
+std::string OptimizerText(const OptimizerConfig& o) {
+  return absl::StrCat(o.type() == ADAMW ? "AdamW" : "Adam", " lr ",
+                      absl::StrFormat("%.3g", o.learning_rate()),
+                      o.weight_decay() > 0 ? absl::StrFormat(" wd %.3g", o.weight_decay()) : "");
+}
+
+// How the job trains: both phases' optimizers and where their rates come
+// from (the preset's paper recipe, scaled to the batch), and the switch rule.
+void AppendRecipe(const JobSpec& spec, std::string* out) {
+  if (!spec.has_training()) return;
+  const TrainingSpec& t = spec.training();
+  const HptSpec& h = spec.hpt();
+  absl::StrAppend(out, "training: batch ", t.batch_size(), ", ", t.epochs(), " epochs, ",
+                  OptimizerText(t.optimizer()));
+  if (t.step_lr_step_size() > 0 && t.step_lr_gamma() < 1) {
+    absl::StrAppend(out, absl::StrFormat(", StepLR x%.3g every %d epochs", t.step_lr_gamma(),
+                                         t.step_lr_step_size()));
+  }
+  if (!t.learning_rate_rule().empty()) absl::StrAppend(out, "\n  rate: ", t.learning_rate_rule());
+  absl::StrAppend(out, "\nLoRA phase: ", OptimizerText(h.lora_optimizer()), ", constant");
+  if (!h.lora_learning_rate_rule().empty()) {
+    absl::StrAppend(out, "\n  rate: ", h.lora_learning_rate_rule());
+  }
+  absl::StrAppend(out, "\nswitch rule: ", h.switch_rule().empty() ? "paper" : h.switch_rule());
+  if (h.switch_rule() == "consecutive") {
+    absl::StrAppend(out, " (", h.consecutive_checks(), " passing checks in a row)");
+  }
+  absl::StrAppend(out, "\n");
+}
+
 // The phase controller's events, routine failed checks left out.
 void AppendEvents(const HptStatus& h, std::string* report) {
   std::string& out = *report;
@@ -391,6 +421,7 @@ std::string FormatReport(const Job& job) {
                   "  wall ", FormatDuration(job.progress().elapsed_s()), "\n");
   absl::StrAppend(&out, "placement ", h.placement().empty() ? "gpu" : h.placement(),
                   "  window k ", WindowText(h), "  steps ", job.progress().step(), "\n");
+  AppendRecipe(job.spec(), &out);
   if (!h.fallback_reason().empty()) {
     absl::StrAppend(&out, "fallback: ", h.fallback_reason(),
                     " (phase lora-gpu below: LoRA-phase steps on the GPU workers)\n");

@@ -154,3 +154,42 @@ TEST(JobFormatTest, ReportShowsPhasesSwitchRatiosAndMetrics) {
 
 }  // namespace
 }  // namespace hpt
+
+namespace hpt {
+namespace {
+
+// The report says how the job trains: both phases' optimizers, the rates'
+// provenance (the paper's recipe, scaled to the batch) and the switch rule.
+TEST(JobFormatTest, ReportStatesTheRecipeAndTheSwitchRule) {
+  Job job;
+  job.set_job_id("7");
+  TrainingSpec& t = *job.mutable_spec()->mutable_training();
+  t.set_batch_size(32);
+  t.set_epochs(10);
+  t.mutable_optimizer()->set_type(ADAMW);
+  t.mutable_optimizer()->set_learning_rate(5.66e-4);
+  t.mutable_optimizer()->set_weight_decay(1e-4);
+  t.set_step_lr_step_size(3);
+  t.set_step_lr_gamma(0.6);
+  t.set_learning_rate_rule("the paper's swe recipe (...): 0.0001 at batch 1; at batch 32 x sqrt(32/1)");
+  HptSpec& h = *job.mutable_spec()->mutable_hpt();
+  h.mutable_lora_optimizer()->set_type(ADAMW);
+  h.mutable_lora_optimizer()->set_learning_rate(5.66e-4);
+  h.set_lora_learning_rate_rule("the paper's swe recipe (model/swe/main.py:455)");
+  h.set_switch_rule("consecutive");
+  h.set_consecutive_checks(3);
+  const std::string r = FormatReport(job);
+  EXPECT_NE(r.find("training: batch 32, 10 epochs, AdamW lr 0.000566 wd 0.0001, StepLR x0.6 "
+                   "every 3 epochs\n  rate: the paper's swe recipe"),
+            std::string::npos)
+      << r;
+  EXPECT_NE(r.find("LoRA phase: AdamW lr 0.000566, constant\n  rate: the paper's swe recipe "
+                   "(model/swe/main.py:455)"),
+            std::string::npos)
+      << r;
+  EXPECT_NE(r.find("switch rule: consecutive (3 passing checks in a row)"), std::string::npos)
+      << r;
+}
+
+}  // namespace
+}  // namespace hpt

@@ -19,7 +19,12 @@ ABSL_FLAG(std::string, name, "", "submit: job name.");
 ABSL_FLAG(std::string, preset, "", "submit: model preset (tiny, swe, weather, covid, wind).");
 ABSL_FLAG(int, epochs, 0, "submit: epochs (0: spec or default 3).");
 ABSL_FLAG(int, batch_size, 0, "submit: batch size (0: spec or default 16).");
-ABSL_FLAG(double, lr, 0, "submit: learning rate (0: spec or default 1e-3).");
+ABSL_FLAG(double, lr, 0,
+          "submit: learning rate (0: the preset's paper recipe scaled by sqrt(batch), or 1e-3).");
+ABSL_FLAG(double, lora_lr, 0,
+          "submit: the LoRA phase's learning rate (0: the preset's recipe, or --lr's).");
+ABSL_FLAG(std::string, switch_rule, "", "submit: paper (default) or consecutive.");
+ABSL_FLAG(int, consecutive_checks, 0, "submit: passing checks in a row under consecutive (0: 3).");
 ABSL_FLAG(std::string, optimizer, "", "submit: adam or adamw.");
 ABSL_FLAG(int, step_lr_step_size, 0, "submit: StepLR epochs per decay (0: constant).");
 ABSL_FLAG(int, gpu_workers, 0, "submit: data-parallel GPU workers (0: 1).");
@@ -105,7 +110,9 @@ bool AnyJobFlag() {
          absl::GetFlag(FLAGS_hpt_window_steps) || absl::GetFlag(FLAGS_project_epochs) ||
          absl::GetFlag(FLAGS_loss_threshold) || absl::GetFlag(FLAGS_weight_threshold) ||
          absl::GetFlag(FLAGS_alpha) || absl::GetFlag(FLAGS_weight_layer) >= 0 ||
-         !absl::GetFlag(FLAGS_lora_rank).empty() || absl::GetFlag(FLAGS_lora_alpha);
+         !absl::GetFlag(FLAGS_lora_rank).empty() || absl::GetFlag(FLAGS_lora_alpha) ||
+         absl::GetFlag(FLAGS_lora_lr) || !absl::GetFlag(FLAGS_switch_rule).empty() ||
+         absl::GetFlag(FLAGS_consecutive_checks);
 
 }
 
@@ -193,6 +200,9 @@ absl::Status HptFromFlags(HptSpec& h) {
   h.set_loss_threshold(absl::GetFlag(FLAGS_loss_threshold));
   h.set_weight_threshold(absl::GetFlag(FLAGS_weight_threshold));
   h.set_alpha(absl::GetFlag(FLAGS_alpha));
+  h.mutable_lora_optimizer()->set_learning_rate(absl::GetFlag(FLAGS_lora_lr));
+  h.set_switch_rule(absl::GetFlag(FLAGS_switch_rule));
+  h.set_consecutive_checks(absl::GetFlag(FLAGS_consecutive_checks));
   if (absl::GetFlag(FLAGS_weight_layer) >= 0) {
     h.set_weight_layer(absl::GetFlag(FLAGS_weight_layer));
     h.set_weight_layer_set(true);

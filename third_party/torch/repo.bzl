@@ -60,13 +60,9 @@ def _impl(ctx):
     rpaths = ["-Wl,-rpath," + d for d in [lib] + nvidia]
     linkopts = ["-L" + lib] + rpaths + [
         "-Wl,--push-state,--no-as-needed",
-        # The system BLAS (OpenBLAS, Debian's libblas.so.3 alternative) is
-        # loaded before LibTorch, so LibTorch's CPU GEMMs (its sgemm_ calls)
-        # resolve to OpenBLAS, the BLAS the device models use too
-        # (devices/blas.h) and that every CPU figure in docs/ was measured
-        # with. Before this was pinned here it followed from the order of
-        # Bazel's deps, and a new dependency could flip it silently.
-        "-l:libblas.so.3",
+        # No system BLAS here: LibTorch's GEMMs stay on its own BLAS (MKL,
+        # inside libtorch_cpu). The device models open OpenBLAS privately
+        # (devices/blas.cc says why).
         "-ltorch_cuda",
         "-lc10_cuda",
         "-Wl,--pop-state",
