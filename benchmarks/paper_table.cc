@@ -88,9 +88,9 @@ struct Row {
   std::string error;
 };
 
-// The small model's runs over the seeds: full, HpT with LoRA on the GPU,
-// and the same HpT from its switch on the devices.
-absl::Status MeasureQuality(const std::string& dir, Row* row) {
+// The small model's job for `row->app`: the preset's recipe at --batch,
+// its heads keeping the paper model's head width.
+absl::StatusOr<JobSpec> SmallSpec(const std::string& dir, Row* row) {
   ASSIGN_OR_RETURN(ModelConfig preset, PresetModelConfig(row->app));
   const int d_model = absl::GetFlag(FLAGS_d_model);
   JobSpec small;
@@ -105,6 +105,14 @@ absl::Status MeasureQuality(const std::string& dir, Row* row) {
   small.mutable_hpt()->set_switch_rule(absl::GetFlag(FLAGS_switch_rule));
   small.mutable_hpt()->set_placement("paper");
   RETURN_IF_ERROR(SetRealData(row->app, dir, &small));
+  row->small = absl::StrFormat("%d x %d, %d heads, %d epochs", absl::GetFlag(FLAGS_layers),
+                               d_model, small.model().num_heads(), row->epochs_small);
+  return small;
+}
+
+// The small model's runs over the seeds: full, HpT with LoRA on the GPU,
+// and the same HpT from its switch on the devices.
+absl::Status MeasureQuality(JobSpec small, Row* row) {
   const DeviceNoise noise{absl::GetFlag(FLAGS_reram_read_noise),
                           absl::GetFlag(FLAGS_reram_program_noise)};
   for (int i = 0; i < absl::GetFlag(FLAGS_seeds); ++i) {
@@ -127,14 +135,13 @@ absl::Status MeasureQuality(const std::string& dir, Row* row) {
                 hpt.no_lora_steps ? " (switch at the last step: no LoRA step)" : "");
     std::fflush(stdout);
   }
-  row->small = absl::StrFormat("%d x %d, %d heads, %d epochs", absl::GetFlag(FLAGS_layers),
-                               d_model, small.model().num_heads(), row->epochs_small);
   return absl::OkStatus();
 }
 
 absl::Status Measure(const std::string& dir, Row* row) {
   // 1. Switch and quality on the small model, over the seeds.
-  RETURN_IF_ERROR(MeasureQuality(dir, row));
+  ASSIGN_OR_RETURN(const JobSpec small, SmallSpec(dir, row));
+  RETURN_IF_ERROR(MeasureQuality(small, row));
 
   // 2. Step costs at the paper's size and batch 1 (a forced switch).
   JobSpec paper;
@@ -156,10 +163,6 @@ absl::Status Measure(const std::string& dir, Row* row) {
   }
 
   // 3. The paper's length at batch 1: every training sample, its epochs.
-  JobSpec small;
-  small.mutable_model()->set_preset(row->app);
-  small.mutable_training()->set_batch_size(absl::GetFlag(FLAGS_batch));
-  RETURN_IF_ERROR(SetRealData(row->app, dir, &small));
   ASSIGN_OR_RETURN(JobSpec normal, NormalizeJobSpec(small));
   ASSIGN_OR_RETURN(WindowDataset data, BuildJobData(normal.data()));
   row->train_samples = int64_t(data.train_starts().size());

@@ -75,26 +75,27 @@ std::vector<PaperRecipe> MakeRecipes() {
 
 std::string Lr(double lr) { return absl::StrFormat("%.3g", lr); }
 
-// Fills `opt` from `recipe` where unset; returns how its rate was set.
-std::string FillOptimizer(const RecipeOptimizer& recipe, const PaperRecipe& paper, int64_t batch,
-                          OptimizerConfig* opt) {
+// Fills `opt` from `recipe` where unset and, when it sets the rate, says
+// how in `rule` (a rate already there, given or from an earlier
+// normalisation, keeps its rule).
+void FillOptimizer(const RecipeOptimizer& recipe, const PaperRecipe& paper, int64_t batch,
+                   OptimizerConfig* opt, std::string* rule) {
   if (opt->type() == OPTIMIZER_UNSPECIFIED) {
     opt->set_type(recipe.type);
     if (opt->weight_decay() == 0) opt->set_weight_decay(recipe.weight_decay);
   }
-  if (opt->learning_rate() != 0) return "given";
+  if (opt->learning_rate() != 0) return;
   const double lr = ScaleLearningRate(recipe.learning_rate, paper.batch_size, batch);
   opt->set_learning_rate(lr);
-  std::string rule = absl::StrCat("the paper's ", paper.preset, " recipe (", kPaperCodeRepo, " ",
-                                  recipe.source, "): ", Lr(recipe.learning_rate), " at batch ",
-                                  paper.batch_size);
+  *rule = absl::StrCat("the paper's ", paper.preset, " recipe (", kPaperCodeRepo, " ",
+                       recipe.source, "): ", Lr(recipe.learning_rate), " at batch ",
+                       paper.batch_size);
   if (batch != paper.batch_size) {
-    absl::StrAppend(&rule, "; at batch ", batch, " x sqrt(", batch, "/", paper.batch_size,
-                    ") = ", Lr(lr),
+    absl::StrAppend(rule, "; at batch ", batch, " x sqrt(", batch, "/", paper.batch_size, ") = ",
+                    Lr(lr),
                     " (square-root scaling for Adam-family optimizers, Malladi et al., "
                     "NeurIPS 2022)");
   }
-  return rule;
 }
 
 }  // namespace
@@ -121,17 +122,14 @@ void ApplyPaperRecipe(const std::string& preset, TrainingSpec* t, HptSpec* h) {
   if (recipe == nullptr) return;
   if (t->epochs() == 0) t->set_epochs(recipe->epochs);
   if (t->batch_size() == 0) t->set_batch_size(recipe->batch_size);
-  // A normalised spec already has its rules; normalising again keeps them.
-  const bool had_lr = t->optimizer().learning_rate() != 0;
-  std::string rule = FillOptimizer(recipe->full, *recipe, t->batch_size(), t->mutable_optimizer());
-  if (!had_lr) t->set_learning_rate_rule(rule);
+  FillOptimizer(recipe->full, *recipe, t->batch_size(), t->mutable_optimizer(),
+                t->mutable_learning_rate_rule());
   if (t->step_lr_step_size() == 0 && t->step_lr_gamma() == 0) {
     t->set_step_lr_step_size(recipe->step_lr_step_size);
     t->set_step_lr_gamma(recipe->step_lr_gamma);
   }
-  const bool had_lora_lr = h->lora_optimizer().learning_rate() != 0;
-  rule = FillOptimizer(recipe->lora, *recipe, t->batch_size(), h->mutable_lora_optimizer());
-  if (!had_lora_lr) h->set_lora_learning_rate_rule(rule);
+  FillOptimizer(recipe->lora, *recipe, t->batch_size(), h->mutable_lora_optimizer(),
+                h->mutable_lora_learning_rate_rule());
 }
 
 void DefaultLoraOptimizer(const TrainingSpec& t, HptSpec* h) {

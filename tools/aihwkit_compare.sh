@@ -23,5 +23,6 @@ if [ "$(sha256sum "$req" | cut -d' ' -f1)" != "$(cat "$stamp" 2>/dev/null)" ]; t
   sha256sum "$req" | cut -d' ' -f1 > "$stamp"
 fi
 cd "$ROOT"
-bazel run -c opt //benchmarks:reram_error_stats -- "$@" 2>/dev/null
+bazel build -c opt --noshow_progress //benchmarks:reram_error_stats
+bazel-bin/benchmarks/reram_error_stats "$@"
 "$VENV/bin/python" benchmarks/aihwkit_compare.py "$@"
