@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <string>
 #include <thread>
@@ -23,8 +24,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/grpc_setup.h"
+#include "common/test_util.h"
 #include "proto/job_service.grpc.pb.h"
-#include "tests/test_util.h"
 
 ABSL_FLAG(int, jobs, 50, "Jobs submitted.");
 ABSL_FLAG(int, rps, 500, "GetJob calls per second, all clients together.");
@@ -45,6 +46,55 @@ struct Result {
 int Fail(const std::string& what) {
   std::fprintf(stderr, "api_load_bench: %s\n", what.c_str());
   return 1;
+}
+
+// --threads clients calling GetJob on random jobs of `ids` at --rps in all
+// for --seconds; the latencies' percentiles and the rate achieved.
+Result GetJobsAtRate(JobService::Stub& stub, const std::vector<std::string>& ids,
+                     const std::function<void(grpc::ClientContext*)>& authorize) {
+  const int threads = absl::GetFlag(FLAGS_threads);
+  const double interval_s = double(threads) / absl::GetFlag(FLAGS_rps);
+  const absl::Duration length = absl::Seconds(absl::GetFlag(FLAGS_seconds));
+  std::vector<std::vector<double>> latencies(threads);
+  std::atomic<int> errors{0};
+  const absl::Time start = absl::Now();
+  std::vector<std::thread> clients;
+  for (int t = 0; t < threads; ++t) {
+    clients.emplace_back([&, t] {
+      std::mt19937 rng(t);
+      absl::Time next = start + absl::Seconds(interval_s * t / threads);
+      while (next < start + length) {
+        absl::SleepFor(next - absl::Now());
+        grpc::ClientContext context;
+        authorize(&context);
+        GetJobRequest request;
+        request.set_job_id(ids[rng() % ids.size()]);
+        Job job;
+        const auto t0 = std::chrono::steady_clock::now();
+        grpc::Status s = stub.GetJob(&context, request, &job);
+        latencies[t].push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count());
+        if (!s.ok()) ++errors;
+        next += absl::Seconds(interval_s);
+      }
+    });
+  }
+  for (auto& c : clients) c.join();
+  const double took = absl::ToDoubleSeconds(absl::Now() - start);
+  std::vector<double> all;
+  for (auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
+  std::sort(all.begin(), all.end());
+  Result r;
+  r.calls = int(all.size());
+  r.errors = errors;
+  r.achieved_rps = all.size() / took;
+  if (!all.empty()) {
+    r.p50_ms = all[all.size() / 2];
+    r.p99_ms = all[std::min(all.size() - 1, size_t(all.size() * 0.99))];
+    r.max_ms = all.back();
+  }
+  return r;
 }
 
 absl::StatusOr<Result> RunOnce(const std::string& dir, bool secure) {
@@ -72,12 +122,13 @@ absl::StatusOr<Result> RunOnce(const std::string& dir, bool secure) {
   auto worker = ChildProcess::Start(wargv, dir + "/" + name + "-worker.log");
   if (!worker.ok()) return worker.status();
 
+  TlsCredentials client_tls;
   if (secure) {
-    if (absl::Status s = SetTls({"", "", dir + "/ca.pem"}, false); !s.ok()) return s;
-  } else {
-    if (absl::Status s = SetTls({}, false); !s.ok()) return s;
+    absl::StatusOr<TlsCredentials> loaded = LoadTls({"", "", dir + "/ca.pem"}, false);
+    if (!loaded.ok()) return loaded.status();
+    client_tls = *loaded;
   }
-  auto stub = JobService::NewStub(MakeChannel(at));
+  auto stub = JobService::NewStub(MakeChannel(at, client_tls));
   auto authorize = [&](grpc::ClientContext* c) {
     if (secure) c->AddMetadata("authorization", "Bearer load-token-0123456789");
     c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
@@ -95,48 +146,7 @@ absl::StatusOr<Result> RunOnce(const std::string& dir, bool secure) {
     if (!s.ok()) return absl::InternalError("submit: " + s.error_message());
     ids.push_back(job.job_id());
   }
-  const int threads = absl::GetFlag(FLAGS_threads);
-  const double interval_s = double(threads) / absl::GetFlag(FLAGS_rps);
-  const absl::Duration length = absl::Seconds(absl::GetFlag(FLAGS_seconds));
-  std::vector<std::vector<double>> latencies(threads);
-  std::atomic<int> errors{0};
-  const absl::Time start = absl::Now();
-  std::vector<std::thread> clients;
-  for (int t = 0; t < threads; ++t) {
-    clients.emplace_back([&, t] {
-      std::mt19937 rng(t);
-      absl::Time next = start + absl::Seconds(interval_s * t / threads);
-      while (next < start + length) {
-        absl::SleepFor(next - absl::Now());
-        grpc::ClientContext context;
-        authorize(&context);
-        GetJobRequest request;
-        request.set_job_id(ids[rng() % ids.size()]);
-        Job job;
-        const auto t0 = std::chrono::steady_clock::now();
-        grpc::Status s = stub->GetJob(&context, request, &job);
-        latencies[t].push_back(
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                .count());
-        if (!s.ok()) ++errors;
-        next += absl::Seconds(interval_s);
-      }
-    });
-  }
-  for (auto& c : clients) c.join();
-  const double took = absl::ToDoubleSeconds(absl::Now() - start);
-  std::vector<double> all;
-  for (auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
-  std::sort(all.begin(), all.end());
-  Result r;
-  r.calls = int(all.size());
-  r.errors = errors;
-  r.achieved_rps = all.size() / took;
-  if (!all.empty()) {
-    r.p50_ms = all[all.size() / 2];
-    r.p99_ms = all[std::min(all.size() - 1, size_t(all.size() * 0.99))];
-    r.max_ms = all.back();
-  }
+  Result r = GetJobsAtRate(*stub, ids, authorize);
   ListJobsResponse list;
   grpc::ClientContext context;
   authorize(&context);

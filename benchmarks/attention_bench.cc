@@ -45,6 +45,8 @@ double MedianSeconds(int repeats, const torch::Device& device, Fn fn) {
 
 }  // namespace
 
+// Long because it is a script: one timed section per attention variant, in
+// the order the output prints them.
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   const torch::Device device(absl::GetFlag(FLAGS_device));

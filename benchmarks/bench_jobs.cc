@@ -8,10 +8,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "coordinator/job_data.h"
-#include "coordinator/job_spec.h"
-#include "coordinator/local_worker_client.h"
-#include "coordinator/trainer.h"
+#include "coordinator/dispatch/local_worker_client.h"
+#include "coordinator/spec/job_spec.h"
+#include "coordinator/training/job_data.h"
+#include "coordinator/training/trainer.h"
 #include "workers/device_executor.h"
 #include "workers/gpu_executor.h"
 

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "coordinator/checkpoint.h"
-#include "coordinator/trainer.h"
+#include "coordinator/training/checkpoint.h"
+#include "coordinator/training/trainer.h"
 #include "proto/common.pb.h"
 #include "proto/job_service.pb.h"
 

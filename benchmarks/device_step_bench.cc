@@ -21,9 +21,9 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "common/process_setup.h"
 #include "benchmarks/bench_jobs.h"
-#include "coordinator/trainer.h"
+#include "common/process_setup.h"
+#include "coordinator/training/trainer.h"
 
 ABSL_FLAG(std::string, data_dir, "../shared/data", "The real data sets' folder.");
 ABSL_FLAG(std::string, preset, "wind", "Model preset (the real data set of the same name).");
@@ -68,6 +68,8 @@ void Print(const char* label, const Totals& t) {
 
 }  // namespace
 
+// Long because it is a script: one timed section per device, in the
+// order the output prints them.
 int main(int argc, char** argv) {
   hpt::UsePassiveThreadWaits(argv);
   absl::ParseCommandLine(argc, argv);

@@ -32,7 +32,7 @@
 #include "benchmarks/seed_stats.h"
 #include "common/process_setup.h"
 #include "common/status_macros.h"
-#include "coordinator/job_spec.h"
+#include "coordinator/spec/job_spec.h"
 #include "models/model_config.h"
 
 ABSL_FLAG(std::string, dataset, "wind", "wind, weather, covid or swe.");

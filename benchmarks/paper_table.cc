@@ -3,7 +3,7 @@
 //  - over --seeds training seeds, the switch iteration and test RMSE of
 //    HpT vs full-parameter training, with the paper's phase-controller
 //    defaults (k samples per application, thresholds 0.1 / 0.01, alpha
-//    0.01) and its training recipe (coordinator/paper_recipes.h; rates
+//    0.01) and its training recipe (coordinator/spec/paper_recipes.h; rates
 //    scaled by sqrt(batch)) on a model this machine trains in minutes
 //    (--layers x --d_model, batch --batch). HpT's RMSE twice: its LoRA
 //    phase on the GPU worker, and from the same switch on the devices
@@ -16,7 +16,7 @@
 //    length (its epochs, batch 1) from those step costs and the measured
 //    switch point, against each GPU baseline (paper: eager, per-parameter
 //    Adam; fused; graph: devices/work_cost.h), each re-costed from the cost
-//    run's work record (coordinator/recost.h);
+//    run's work record (cost/record_costing.h);
 //  - which chip configuration, if any, reaches the paper's 11.9x time and
 //    12.05x energy: a search over the ReRAM chip's tiles and the systolic
 //    array's rows on that record.
@@ -39,9 +39,9 @@
 #include "benchmarks/seed_stats.h"
 #include "common/process_setup.h"
 #include "common/status_macros.h"
-#include "coordinator/job_data.h"
-#include "coordinator/job_spec.h"
-#include "coordinator/recost.h"
+#include "coordinator/spec/job_spec.h"
+#include "coordinator/training/job_data.h"
+#include "cost/record_costing.h"
 #include "hptctl/cost_views.h"
 #include "models/model_config.h"
 
@@ -138,6 +138,8 @@ absl::Status MeasureQuality(JobSpec small, Row* row) {
   return absl::OkStatus();
 }
 
+// Long because it is the benchmark's script for one application: the
+// seeds' three runs, then the paper-size cost run, in the order printed.
 absl::Status Measure(const std::string& dir, Row* row) {
   // 1. Switch and quality on the small model, over the seeds.
   ASSIGN_OR_RETURN(const JobSpec small, SmallSpec(dir, row));
@@ -191,7 +193,7 @@ absl::Status Measure(const std::string& dir, Row* row) {
     return n * full / hpt;
   };
   for (GpuBaseline b : AllGpuBaselines()) {
-    ASSIGN_OR_RETURN(JobCosts c, CostRecord(*record, {{"gpu_baseline", GpuBaselineName(b)}}));
+    ASSIGN_OR_RETURN(JobCosts c, CostOfRecord(*record, {{"gpu_baseline", GpuBaselineName(b)}}));
     std::vector<double> time, energy;
     for (int64_t at : row->switches) {
       time.push_back(project(c, false, at));
@@ -233,6 +235,8 @@ std::string Seconds(double s) {
   return s >= 1 ? absl::StrFormat("%.3g s", s) : absl::StrFormat("%.3g ms", s * 1e3);
 }
 
+// Long because it prints the table's sections in order, each beside the
+// figures it reads.
 int Main() {
   const std::string dir = ResolveDataDir(absl::GetFlag(FLAGS_data_dir));
   std::vector<Row> rows;

@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "coordinator/t_test.h"
+#include "coordinator/training/t_test.h"
 
 namespace hpt {
 

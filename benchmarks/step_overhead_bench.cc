@@ -14,16 +14,16 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "common/process_setup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "coordinator/grpc_worker_client.h"
-#include "coordinator/job_spec.h"
-#include "coordinator/trainer.h"
+#include "common/process_setup.h"
+#include "common/test_util.h"
+#include "coordinator/dispatch/grpc_worker_client.h"
+#include "coordinator/spec/job_spec.h"
+#include "coordinator/training/trainer.h"
 #include "data/synthetic.h"
 #include "data/window_dataset.h"
 #include "models/st_transformer.h"
-#include "tests/test_util.h"
 
 ABSL_FLAG(std::string, preset, "wind", "Model preset.");
 ABSL_FLAG(int, batch, 32, "Batch size.");
@@ -71,6 +71,8 @@ std::vector<double> RunLocal(const ModelConfig& config, const JobSpec& spec,
   return local;
 }
 
+// Long because it is a script: start the worker, time both sides in turn,
+// print the ratio and its parts.
 int Main() {
   const int steps = absl::GetFlag(FLAGS_steps);
   const int batch = absl::GetFlag(FLAGS_batch);

@@ -18,8 +18,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "benchmarks/bench_jobs.h"
-#include "coordinator/job_spec.h"
-#include "coordinator/recost.h"
+#include "coordinator/spec/job_spec.h"
+#include "cost/record_costing.h"
 #include "hptctl/cost_views.h"
 
 ABSL_FLAG(std::string, data_dir, "../shared/data", "The real data sets' folder.");
@@ -79,7 +79,7 @@ int Main() {
               record->shapes_size(), record->ByteSizeLong());
 
   auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<JobCosts> same = CostRecord(*record, {});
+  absl::StatusOr<JobCosts> same = CostOfRecord(*record, {});
   const double one_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!same.ok()) return 1;

@@ -8,9 +8,9 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
-#include "proto/health.pb.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/server_interceptor.h"
+#include "proto/health.pb.h"
 
 namespace hpt {
 
@@ -95,16 +95,6 @@ void ConfigureServerBuilder(grpc::ServerBuilder& builder) {
 
 namespace {
 
-struct Tls {
-  std::string cert, key, ca;
-  bool require_client_certs = false;
-};
-
-Tls& ProcessTls() {
-  static Tls tls;
-  return tls;
-}
-
 absl::Status ReadPem(const std::string& path, const char* flag, std::string* out) {
   if (path.empty()) return absl::OkStatus();
   std::ifstream in(path);
@@ -122,8 +112,8 @@ absl::Status ReadPem(const std::string& path, const char* flag, std::string* out
 
 }  // namespace
 
-absl::Status SetTls(const TlsFiles& files, bool require_client_certs) {
-  Tls tls;
+absl::StatusOr<TlsCredentials> LoadTls(const TlsFiles& files, bool require_client_certs) {
+  TlsCredentials tls;
   if (files.cert.empty() != files.key.empty()) {
     return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
   }
@@ -135,15 +125,11 @@ absl::Status SetTls(const TlsFiles& files, bool require_client_certs) {
   if (absl::Status s = ReadPem(files.key, "--tls_key", &tls.key); !s.ok()) return s;
   if (absl::Status s = ReadPem(files.ca, "--tls_ca", &tls.ca); !s.ok()) return s;
   tls.require_client_certs = require_client_certs;
-  ProcessTls() = std::move(tls);
-  return absl::OkStatus();
+  return tls;
 }
 
-bool TlsEnabled() { return !ProcessTls().ca.empty(); }
-
-std::shared_ptr<grpc::ServerCredentials> ServerCredentials() {
-  const Tls& tls = ProcessTls();
-  if (tls.ca.empty()) return grpc::InsecureServerCredentials();
+std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const TlsCredentials& tls) {
+  if (!tls.enabled()) return grpc::InsecureServerCredentials();
   grpc::SslServerCredentialsOptions options(
       tls.require_client_certs ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
                                : GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
@@ -152,20 +138,21 @@ std::shared_ptr<grpc::ServerCredentials> ServerCredentials() {
   return grpc::SslServerCredentials(options);
 }
 
-bool PeerHasClusterCertificate(const grpc::ServerContextBase& context) {
-  if (!TlsEnabled()) return true;
+bool PeerHasClusterCertificate(const grpc::ServerContextBase& context,
+                               const TlsCredentials& tls) {
+  if (!tls.enabled()) return true;
   std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
   // With a CA set, a certificate the peer sent was verified against it; a
   // verified peer has an identity (its SAN or CN).
   return auth != nullptr && auth->IsPeerAuthenticated();
 }
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
+                                           const TlsCredentials& tls) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
   args.SetMaxSendMessageSize(kMaxMessageBytes);
-  const Tls& tls = ProcessTls();
-  if (tls.ca.empty()) {
+  if (!tls.enabled()) {
     return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
   }
   grpc::SslCredentialsOptions options;

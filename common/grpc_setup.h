@@ -8,12 +8,13 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "google/protobuf/descriptor.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/security/server_credentials.h"
-#include "grpcpp/server_context.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
+#include "grpcpp/server_context.h"
 
 namespace hpt {
 
@@ -41,9 +42,8 @@ const google::protobuf::MethodDescriptor* FindMethod(const std::string& path);
 // "the request to PATH did not parse as TYPE (...)".
 std::string RequestDidNotParse(const std::string& path);
 
-// TLS for every server and client of this process (flags --tls_cert,
-// --tls_key, --tls_ca). Off (all empty) by default: plaintext, for the
-// loopback demo. PEM files:
+// TLS files as flags name them (--tls_cert, --tls_key, --tls_ca). All
+// empty: plaintext, for the loopback demo. PEM files:
 //   cert, key  this process's certificate and key (servers must have them;
 //              a client presents them when the server asks: mutual TLS);
 //   ca         the CA that signed the peers' certificates: clients verify
@@ -52,22 +52,33 @@ struct TlsFiles {
   std::string cert, key, ca;
   bool enabled() const { return !cert.empty() || !key.empty() || !ca.empty(); }
 };
-// Reads the files (errors name the flag, never the contents) and makes
-// them the process's TLS. `require_client_certs`: this process's servers
-// refuse clients without a certificate the CA signed (workers); otherwise
-// a certificate is asked for and checked when sent (the coordinator, whose
-// users authenticate with tokens).
-absl::Status SetTls(const TlsFiles& files, bool require_client_certs);
-bool TlsEnabled();
-std::shared_ptr<grpc::ServerCredentials> ServerCredentials();
+
+// The TLS one server or client uses: the files' PEM text, read once. Each
+// server and client takes its own in its options, so one process can serve
+// TLS and plaintext side by side. Default: plaintext.
+struct TlsCredentials {
+  std::string cert, key, ca;  // PEM text
+  // Servers refuse clients without a certificate the CA signed (workers);
+  // otherwise a certificate is asked for and checked when sent (the
+  // coordinator, whose users authenticate with tokens).
+  bool require_client_certs = false;
+  bool enabled() const { return !ca.empty(); }
+};
+
+// Reads the files (errors name the flag, never the contents).
+absl::StatusOr<TlsCredentials> LoadTls(const TlsFiles& files, bool require_client_certs);
+
+std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const TlsCredentials& tls);
 
 // Whether the call's peer presented a certificate the CA signed (always
 // true with TLS off: there is nothing to check).
-bool PeerHasClusterCertificate(const grpc::ServerContextBase& context);
+bool PeerHasClusterCertificate(const grpc::ServerContextBase& context,
+                               const TlsCredentials& tls);
 
-// A channel with the process's credentials (TLS when set) and the
-// project's message limits.
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
+// A channel with `tls` (plaintext when off) and the project's message
+// limits.
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
+                                           const TlsCredentials& tls);
 
 }  // namespace hpt
 

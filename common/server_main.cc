@@ -1,6 +1,7 @@
 #include "common/server_main.h"
 
 #include <csignal>
+#include <iostream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -30,6 +31,11 @@ absl::Status WritePortFile(const std::string& path, int grpc_port, int metrics_p
   return WriteFileAtomically(
       path, absl::StrCat("grpc=", grpc_port, " metrics=", metrics_port,
                          http_port >= 0 ? absl::StrCat(" http=", http_port) : "", "\n"));
+}
+
+int StartFailure(const char* program, const absl::Status& status) {
+  std::cerr << program << ": " << status.message() << std::endl;
+  return absl::IsInvalidArgument(status) ? 2 : 1;
 }
 
 }  // namespace hpt

@@ -21,6 +21,10 @@ void ShutdownOnSignals(std::function<void()> shutdown);
 absl::Status WritePortFile(const std::string& path, int grpc_port, int metrics_port,
                            int http_port = -1);
 
+// Says why `program` could not start ("PROGRAM: message" on stderr) and
+// returns its exit code: 2 for a bad flag (INVALID_ARGUMENT), else 1.
+int StartFailure(const char* program, const absl::Status& status);
+
 }  // namespace hpt
 
 #endif  // HPT_COMMON_SERVER_MAIN_H_

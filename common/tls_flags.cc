@@ -16,8 +16,8 @@ TlsFiles TlsFlagFiles() {
   return {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key), absl::GetFlag(FLAGS_tls_ca)};
 }
 
-absl::Status ApplyTlsFlags(bool require_client_certs) {
-  return SetTls(TlsFlagFiles(), require_client_certs);
+absl::StatusOr<TlsCredentials> TlsFromFlags(bool require_client_certs) {
+  return LoadTls(TlsFlagFiles(), require_client_certs);
 }
 
 }  // namespace hpt

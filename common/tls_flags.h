@@ -3,13 +3,14 @@
 #ifndef HPT_COMMON_TLS_FLAGS_H_
 #define HPT_COMMON_TLS_FLAGS_H_
 
-#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "common/grpc_setup.h"
 
 namespace hpt {
 
-// Makes the flags the process's TLS (SetTls); call after parsing flags.
-absl::Status ApplyTlsFlags(bool require_client_certs);
+// The flags' credentials (LoadTls), for the servers' and clients' options;
+// call after parsing flags.
+absl::StatusOr<TlsCredentials> TlsFromFlags(bool require_client_certs);
 // The flags' files as given (for servers outside gRPC, e.g. HTTPS pages).
 TlsFiles TlsFlagFiles();
 

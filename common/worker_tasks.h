@@ -1,5 +1,5 @@
 // WorkerTasks: the tasks a worker runs for the coordinator, as both sides
-// declare them: the coordinator's WorkerClient (coordinator/worker_client.h)
+// declare them: the coordinator's WorkerClient (coordinator/dispatch/worker_client.h)
 // calls them, a worker's TaskExecutor (workers/task_executor.h) runs them.
 // Task calls are idempotent, keyed by (job, step, micro-batch, segment):
 // a retry never applies an update twice (workers/task_book.h).

@@ -4,17 +4,18 @@
 #include <iostream>
 
 #include "absl/flags/flag.h"
-#include "common/net.h"
-#include "coordinator/state_dir.h"
-#include "common/tls_flags.h"
 #include "absl/flags/parse.h"
-#include "common/process_setup.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_split.h"
 #include "common/metrics.h"
-#include "coordinator/pages_server.h"
+#include "common/net.h"
+#include "common/process_setup.h"
 #include "common/server_main.h"
+#include "common/status_macros.h"
+#include "common/tls_flags.h"
 #include "coordinator/coordinator_server.h"
+#include "coordinator/jobs/state_dir.h"
+#include "coordinator/pages_server.h"
 #include "data/text_file.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
@@ -91,73 +92,12 @@ absl::StatusOr<std::string> StateDir(const std::string& flag, bool none) {
   return dir;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  hpt::UsePassiveThreadWaits(argv);
-  absl::SetProgramUsageMessage("HpT coordinator: schedules training jobs.");
-  absl::ParseCommandLine(argc, argv);
-  // Workers and the coordinator prove themselves with certificates; users
-  // with tokens (--tokens_file), so client certificates are optional here.
-  if (absl::Status s = hpt::ApplyTlsFlags(/*require_client_certs=*/false); !s.ok()) {
-    std::cerr << "hpt_coordinator: " << s.message() << std::endl;
-    return 2;
-  }
-
-  std::unique_ptr<hpt::MetricsServer> metrics;
-  if (!absl::GetFlag(FLAGS_metrics).empty()) {
-    auto started =
-        hpt::MetricsServer::Start(absl::GetFlag(FLAGS_metrics), "coordinator");
-    if (!started.ok()) {
-      std::cerr << "hpt_coordinator: " << started.status().message() << std::endl;
-      return absl::IsInvalidArgument(started.status()) ? 2 : 1;
-    }
-    metrics = std::move(*started);
-  }
-  hpt::CoordinatorServer::Options options;
-  options.listen_address = absl::GetFlag(FLAGS_listen);
-  // A malformed address or a port out of range is refused here, naming the
-  // flag, rather than bound to some other port.
-  if (absl::StatusOr<hpt::HostPort> listen = hpt::ParseHostPort(options.listen_address, "--listen");
-      !listen.ok()) {
-    std::cerr << "hpt_coordinator: " << listen.status().message() << std::endl;
-    return 2;
-  }
-  if (!absl::GetFlag(FLAGS_workers).empty()) {
-    options.static_workers =
-        absl::StrSplit(absl::GetFlag(FLAGS_workers), ',', absl::SkipEmpty());
-  }
-  options.worker_liveness_timeout =
-      absl::Seconds(absl::GetFlag(FLAGS_worker_timeout_s));
-  if (!(absl::GetFlag(FLAGS_worker_timeout_s) > 0)) {
-    std::cerr << "hpt_coordinator: --worker_timeout_s must be positive" << std::endl;
-    return 2;
-  }
-  options.worker_wait = absl::Seconds(absl::GetFlag(FLAGS_worker_wait_s));
-  options.task_deadline = absl::Seconds(absl::GetFlag(FLAGS_task_deadline_s));
-  options.rendezvous_host = absl::GetFlag(FLAGS_rendezvous_host);
-  options.tokens_file = absl::GetFlag(FLAGS_tokens_file);
-  options.max_running_jobs = absl::GetFlag(FLAGS_max_running_jobs);
-  if (options.max_running_jobs < 1) {
-    std::cerr << "hpt_coordinator: --max_running_jobs must be at least 1" << std::endl;
-    return 2;
-  }
-  if (metrics) options.metrics_registry = &metrics->registry();
-  absl::StatusOr<std::string> state_dir =
-      StateDir(absl::GetFlag(FLAGS_state_dir), absl::GetFlag(FLAGS_no_state));
-  if (!state_dir.ok()) {
-    std::cerr << "hpt_coordinator: " << state_dir.status().message() << std::endl;
-    return absl::IsInvalidArgument(state_dir.status()) ? 2 : 1;
-  }
-  options.state_dir = *state_dir;
-  options.data_limits.max_file_bytes = absl::GetFlag(FLAGS_max_data_file_mb) << 20;
-  options.data_limits.max_cells = absl::GetFlag(FLAGS_max_data_cells);
-  options.data_limits.widen_hint = absl::GetFlag(FLAGS_data_root_hint);
-  if (!(absl::GetFlag(FLAGS_max_load_s) > 0)) {
-    std::cerr << "hpt_coordinator: --max_load_s must be positive" << std::endl;
-    return 2;
-  }
-  options.max_load_time = absl::Seconds(absl::GetFlag(FLAGS_max_load_s));
+// Job data files: where they may be (--data_root) and how big.
+hpt::DataLimits DataLimitsFromFlags() {
+  hpt::DataLimits limits;
+  limits.max_file_bytes = absl::GetFlag(FLAGS_max_data_file_mb) << 20;
+  limits.max_cells = absl::GetFlag(FLAGS_max_data_cells);
+  limits.widen_hint = absl::GetFlag(FLAGS_data_root_hint);
   for (absl::string_view root : absl::StrSplit(absl::GetFlag(FLAGS_data_root), ',',
                                                absl::SkipEmpty())) {
     absl::StatusOr<std::string> resolved =
@@ -167,58 +107,113 @@ int main(int argc, char** argv) {
                 << std::endl;
       continue;
     }
-    options.data_limits.roots.push_back(*resolved);
+    limits.roots.push_back(*resolved);
   }
-  if (options.data_limits.roots.empty()) {
+  if (limits.roots.empty()) {
     // No usable root: no job may read a file (synthetic data still works).
-    options.data_limits.roots.push_back("/nonexistent-hpt-data-root");
+    limits.roots.push_back("/nonexistent-hpt-data-root");
   }
-  std::cerr << "hpt_coordinator: job data files are read under "
-            << hpt::DescribeRoots(options.data_limits) << std::endl;
-  auto server = hpt::CoordinatorServer::Start(options);
+  std::cerr << "hpt_coordinator: job data files are read under " << hpt::DescribeRoots(limits)
+            << std::endl;
+  return limits;
+}
+
+// The server's options from the flags; INVALID_ARGUMENT naming a bad flag.
+absl::StatusOr<hpt::CoordinatorServer::Options> OptionsFromFlags() {
+  hpt::CoordinatorServer::Options options;
+  // Workers and the coordinator prove themselves with certificates; users
+  // with tokens (--tokens_file), so client certificates are optional here.
+  ASSIGN_OR_RETURN(options.tls, hpt::TlsFromFlags(/*require_client_certs=*/false));
+  options.listen_address = absl::GetFlag(FLAGS_listen);
+  // A malformed address or a port out of range is refused here, naming the
+  // flag, rather than bound to some other port.
+  RETURN_IF_ERROR(hpt::ParseHostPort(options.listen_address, "--listen").status());
+  if (!absl::GetFlag(FLAGS_workers).empty()) {
+    options.static_workers =
+        absl::StrSplit(absl::GetFlag(FLAGS_workers), ',', absl::SkipEmpty());
+  }
+  if (!(absl::GetFlag(FLAGS_worker_timeout_s) > 0)) {
+    return absl::InvalidArgumentError("--worker_timeout_s must be positive");
+  }
+  options.worker_liveness_timeout = absl::Seconds(absl::GetFlag(FLAGS_worker_timeout_s));
+  options.worker_wait = absl::Seconds(absl::GetFlag(FLAGS_worker_wait_s));
+  options.task_deadline = absl::Seconds(absl::GetFlag(FLAGS_task_deadline_s));
+  options.rendezvous_host = absl::GetFlag(FLAGS_rendezvous_host);
+  options.tokens_file = absl::GetFlag(FLAGS_tokens_file);
+  options.max_running_jobs = absl::GetFlag(FLAGS_max_running_jobs);
+  if (options.max_running_jobs < 1) {
+    return absl::InvalidArgumentError("--max_running_jobs must be at least 1");
+  }
+  ASSIGN_OR_RETURN(options.state_dir,
+                   StateDir(absl::GetFlag(FLAGS_state_dir), absl::GetFlag(FLAGS_no_state)));
+  if (!(absl::GetFlag(FLAGS_max_load_s) > 0)) {
+    return absl::InvalidArgumentError("--max_load_s must be positive");
+  }
+  options.max_load_time = absl::Seconds(absl::GetFlag(FLAGS_max_load_s));
+  options.data_limits = DataLimitsFromFlags();
+  return options;
+}
+
+// The live pages (--http), or null where they are off or, on the default
+// port, where that port is taken (another coordinator on this machine):
+// that costs the pages, not the coordinator; a port asked for must be had.
+absl::StatusOr<std::unique_ptr<hpt::PagesServer>> StartPages(
+    bool http_asked, hpt::CoordinatorServer* running, hpt::PageSource* source) {
+  if (absl::GetFlag(FLAGS_http).empty()) return nullptr;
+  hpt::PagesServer::Options page_options;
+  page_options.address = absl::GetFlag(FLAGS_http);
+  page_options.tls_cert = hpt::TlsFlagFiles().cert;
+  page_options.tls_key = hpt::TlsFlagFiles().key;
+  page_options.tokens = running->tokens();
+  absl::StatusOr<std::unique_ptr<hpt::PagesServer>> started =
+      hpt::PagesServer::Start(page_options, source);
+  if (started.ok() || http_asked || !absl::IsUnavailable(started.status())) return started;
+  std::cerr << "hpt_coordinator: no live pages: " << started.status().message()
+            << " (give --http=HOST:PORT, or --http= to turn them off)" << std::endl;
+  return nullptr;
+}
+
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  hpt::UsePassiveThreadWaits(argv);
+  absl::SetProgramUsageMessage("HpT coordinator: schedules training jobs.");
+  absl::ParseCommandLine(argc, argv);
+  bool http_asked = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    http_asked |= arg == "--http" || arg.rfind("--http=", 0) == 0;
+  }
+  absl::StatusOr<hpt::CoordinatorServer::Options> options = OptionsFromFlags();
+  if (!options.ok()) return hpt::StartFailure("hpt_coordinator", options.status());
+  std::unique_ptr<hpt::MetricsServer> metrics;
+  if (!absl::GetFlag(FLAGS_metrics).empty()) {
+    auto started = hpt::MetricsServer::Start(absl::GetFlag(FLAGS_metrics), "coordinator");
+    if (!started.ok()) return hpt::StartFailure("hpt_coordinator", started.status());
+    metrics = std::move(*started);
+    options->metrics_registry = &metrics->registry();
+  }
+  auto server = hpt::CoordinatorServer::Start(*options);
   if (!server.ok()) {
     std::cerr << "hpt_coordinator: " << server.status().message() << std::endl;
     return 1;
   }
-  auto* running = server->get();
+  hpt::CoordinatorServer* running = server->get();
   std::unique_ptr<hpt::PageSource> page_source = hpt::JobManagerPages(&running->jobs());
-  std::unique_ptr<hpt::PagesServer> pages;
-  if (!absl::GetFlag(FLAGS_http).empty()) {
-    hpt::PagesServer::Options page_options;
-    page_options.address = absl::GetFlag(FLAGS_http);
-    page_options.tls_cert = hpt::TlsFlagFiles().cert;
-    page_options.tls_key = hpt::TlsFlagFiles().key;
-    page_options.tokens = running->tokens();
-    absl::StatusOr<std::unique_ptr<hpt::PagesServer>> started =
-        hpt::PagesServer::Start(page_options, page_source.get());
-    // The default port taken (another coordinator on this machine) costs
-    // the pages, not the coordinator; a port asked for must be had.
-    bool asked = false;
-    for (int i = 1; i < argc; ++i) {
-      const std::string arg = argv[i];
-      asked |= arg == "--http" || arg.rfind("--http=", 0) == 0;
-    }
-    if (!started.ok() && (asked || !absl::IsUnavailable(started.status()))) {
-      std::cerr << "hpt_coordinator: " << started.status().message() << std::endl;
-      return absl::IsInvalidArgument(started.status()) ? 2 : 1;
-    }
-    if (started.ok()) {
-      pages = std::move(*started);
-    } else {
-      std::cerr << "hpt_coordinator: no live pages: " << started.status().message()
-                << " (give --http=HOST:PORT, or --http= to turn them off)" << std::endl;
-    }
-  }
+  absl::StatusOr<std::unique_ptr<hpt::PagesServer>> pages =
+      StartPages(http_asked, running, page_source.get());
+  if (!pages.ok()) return hpt::StartFailure("hpt_coordinator", pages.status());
   hpt::ShutdownOnSignals([running] { running->Shutdown(); });
   const int metrics_port = metrics ? metrics->port() : 0;
-  const int http_port = pages ? pages->port() : 0;
-  std::cout << "hpt_coordinator grpc port=" << (*server)->port()
+  const int http_port = *pages ? (*pages)->port() : 0;
+  std::cout << "hpt_coordinator grpc port=" << running->port()
             << " metrics_port=" << metrics_port << " http_port=" << http_port << std::endl;
-  if (absl::Status written = hpt::WritePortFile(absl::GetFlag(FLAGS_port_file),
-                                                 (*server)->port(), metrics_port, http_port);
+  if (absl::Status written = hpt::WritePortFile(absl::GetFlag(FLAGS_port_file), running->port(),
+                                                 metrics_port, http_port);
       !written.ok()) {
     std::cerr << "hpt_coordinator: " << written.message() << std::endl;
   }
-  (*server)->Wait();
+  running->Wait();
   return 0;
 }

@@ -6,14 +6,16 @@
 #include "absl/synchronization/mutex.h"
 #include "common/grpc_setup.h"
 #include "common/net.h"
-#include "coordinator/coordinator_metrics.h"
-#include "coordinator/grpc_worker_client.h"
-#include "coordinator/job_manager.h"
+#include "common/status_macros.h"
+#include "coordinator/dispatch/grpc_worker_client.h"
+#include "coordinator/dispatch/worker_pool.h"
 #include "coordinator/job_service.h"
-#include "coordinator/rendezvous_store.h"
-#include "coordinator/worker_pool.h"
+#include "coordinator/jobs/coordinator_metrics.h"
+#include "coordinator/jobs/job_manager.h"
+#include "coordinator/worker_registry_service.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
+#include "workers/rendezvous_store.h"
 
 namespace hpt {
 
@@ -33,6 +35,12 @@ struct CoordinatorServer::Impl {
   absl::Mutex mu;
   bool stopping ABSL_GUARDED_BY(mu) = false;
 
+  // The job manager's options: the store, limits, the rendezvous store
+  // (started on first use) and the workers' gRPC clients.
+  JobManager::Options JobOptions();
+  // Builds and starts the gRPC server on options.listen_address.
+  absl::Status Serve();
+
   // Keeps hpt_workers_up current.
   void MetricsLoop() {
     while (true) {
@@ -47,98 +55,112 @@ struct CoordinatorServer::Impl {
   }
 };
 
-CoordinatorServer::CoordinatorServer(std::unique_ptr<Impl> impl)
-    : impl_(std::move(impl)) {}
+namespace {
 
-absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
-    Options options) {
-  auto impl = std::make_unique<Impl>();
-  if (options.metrics_registry != nullptr) {
-    impl->metrics = std::make_unique<CoordinatorMetrics>(*options.metrics_registry);
-  }
+// The worker pool with the --workers entries ("kind=host:port") in it.
+absl::StatusOr<std::unique_ptr<WorkerPool>> MakePool(const CoordinatorServer::Options& options) {
   WorkerPool::Options pool_options;
   pool_options.liveness_timeout = options.worker_liveness_timeout;
-  impl->pool = std::make_unique<WorkerPool>(pool_options);
+  auto pool = std::make_unique<WorkerPool>(pool_options);
   for (const std::string& w : options.static_workers) {
     const size_t eq = w.find('=');
     if (eq == std::string::npos) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--workers entry '", w, "' is not kind=host:port (e.g. gpu=127.0.0.1:50061)"));
     }
-    absl::StatusOr<HostPort> hp = ParseHostPort(w.substr(eq + 1), "--workers");
-    if (!hp.ok()) return hp.status();
-    impl->pool->AddStatic(w.substr(eq + 1), w.substr(0, eq));
+    RETURN_IF_ERROR(ParseHostPort(w.substr(eq + 1), "--workers").status());
+    pool->AddStatic(w.substr(eq + 1), w.substr(0, eq));
   }
+  return pool;
+}
 
-  if (!options.state_dir.empty()) {
-    absl::StatusOr<std::unique_ptr<JobStore>> store = JobStore::Open(options.state_dir);
-    if (!store.ok()) return store.status();
-    impl->store = std::move(*store);
-  }
-  JobManager::Options job_options;
-  job_options.store = impl->store.get();
-  job_options.state_dir = options.state_dir;
-  job_options.max_running_jobs = options.max_running_jobs;
-  job_options.metrics = impl->metrics.get();
-  Impl* raw_impl = impl.get();
-  const std::string rendezvous_host = options.rendezvous_host;
-  job_options.rendezvous = [raw_impl, rendezvous_host]() -> absl::StatusOr<RendezvousStore*> {
-    absl::MutexLock lock(&raw_impl->mu);
-    if (raw_impl->rendezvous == nullptr) {
-      absl::StatusOr<std::unique_ptr<RendezvousStore>> store =
-          RendezvousStore::Start(rendezvous_host);
-      if (!store.ok()) return store.status();
-      raw_impl->rendezvous = std::move(*store);
-    }
-    return raw_impl->rendezvous.get();
-  };
-  job_options.worker_wait = options.worker_wait;
-  job_options.data_limits = options.data_limits;
-  job_options.max_load_time = options.max_load_time;
-  CoordinatorMetrics* metrics = impl->metrics.get();
-  const absl::Duration task_deadline = options.task_deadline;
-  WorkerPool* pool = impl->pool.get();
-  job_options.client_factory = [metrics, task_deadline, pool](const std::string& address,
-                                                               const std::string& kind) {
-    GrpcWorkerClient::Options client_options;
-    client_options.task_deadline = task_deadline;
-    client_options.on_rpc = [metrics, kind, pool, address](
-                                const std::string& method, const std::string& code,
-                                double seconds) {
+// How jobs reach a worker: a gRPC client with the server's TLS and task
+// deadline, whose calls are counted in `metrics` (may be null) and which
+// marks its worker down in `pool` when it is gone or let a deadline pass.
+JobManager::ClientFactory GrpcClients(const CoordinatorServer::Options& options,
+                                      CoordinatorMetrics* metrics, WorkerPool* pool) {
+  GrpcWorkerClient::Options client_options;
+  client_options.task_deadline = options.task_deadline;
+  client_options.tls = options.tls;
+  return [client_options, metrics, pool](const std::string& address, const std::string& kind) {
+    GrpcWorkerClient::Options o = client_options;
+    o.on_rpc = [metrics, kind, pool, address](const std::string& method, const std::string& code,
+                                              double seconds) {
       if (metrics != nullptr) metrics->ObserveRpc(kind, method, code, seconds);
       // The worker is gone: no later job is placed on it before it is heard
       // from again (instead of for the liveness timeout).
       // So is one that let a call's deadline pass (stopped, or hung).
       if (code == "UNAVAILABLE" || code == "DEADLINE_EXCEEDED") pool->MarkDown(address);
     };
-    return std::make_unique<GrpcWorkerClient>(address, client_options);
+    return std::make_unique<GrpcWorkerClient>(address, o);
   };
-  impl->jobs = std::make_unique<JobManager>(job_options, impl->pool.get());
-  if (!options.tokens_file.empty()) {
-    absl::StatusOr<TokenTable> tokens = TokenTable::Load(options.tokens_file);
-    if (!tokens.ok()) return tokens.status();
-    impl->tokens = std::make_unique<TokenTable>(std::move(*tokens));
-  }
-  impl->job_service = std::make_unique<JobServiceImpl>(impl->jobs.get(), impl->tokens.get());
-  impl->registry_service = std::make_unique<WorkerRegistryImpl>(
-      impl->pool.get(), absl::ToDoubleSeconds(options.worker_liveness_timeout) / 5);
+}
 
+}  // namespace
+
+CoordinatorServer::CoordinatorServer(std::unique_ptr<Impl> impl)
+    : impl_(std::move(impl)) {}
+
+JobManager::Options CoordinatorServer::Impl::JobOptions() {
+  JobManager::Options job_options;
+  job_options.store = store.get();
+  job_options.state_dir = options.state_dir;
+  job_options.max_running_jobs = options.max_running_jobs;
+  job_options.metrics = metrics.get();
+  job_options.worker_wait = options.worker_wait;
+  job_options.data_limits = options.data_limits;
+  job_options.max_load_time = options.max_load_time;
+  // The rendezvous store starts with the first data-parallel job.
+  job_options.rendezvous = [this]() -> absl::StatusOr<RendezvousStore*> {
+    absl::MutexLock lock(&mu);
+    if (rendezvous == nullptr) {
+      ASSIGN_OR_RETURN(rendezvous, RendezvousStore::Start(options.rendezvous_host));
+    }
+    return rendezvous.get();
+  };
+  job_options.client_factory = GrpcClients(options, metrics.get(), pool.get());
+  return job_options;
+}
+
+absl::Status CoordinatorServer::Impl::Serve() {
   grpc::ServerBuilder builder;
   ConfigureServerBuilder(builder);
   builder.SetMaxReceiveMessageSize(kMaxApiMessageBytes);
-  builder.AddListeningPort(options.listen_address,
-                           ServerCredentials(), &impl->port);
-  builder.RegisterService(impl->job_service.get());
-  builder.RegisterService(impl->registry_service.get());
-  impl->server = builder.BuildAndStart();
-  if (impl->server == nullptr || impl->port == 0) {
-    return absl::UnavailableError(absl::StrCat(
-        "cannot listen on '", options.listen_address,
-        "' (is another coordinator running there?)"));
+  builder.AddListeningPort(options.listen_address, ServerCredentials(options.tls), &port);
+  builder.RegisterService(job_service.get());
+  builder.RegisterService(registry_service.get());
+  server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on '", options.listen_address,
+                                               "' (is another coordinator running there?)"));
   }
-  SetServing(*impl->server,
-             {JobService::service_full_name(), WorkerRegistry::service_full_name()}, true);
+  SetServing(*server, {JobService::service_full_name(), WorkerRegistry::service_full_name()},
+             true);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
+    Options options) {
+  auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
+  const Options& o = impl->options;
+  if (o.metrics_registry != nullptr) {
+    impl->metrics = std::make_unique<CoordinatorMetrics>(*o.metrics_registry);
+  }
+  ASSIGN_OR_RETURN(impl->pool, MakePool(o));
+  if (!o.state_dir.empty()) {
+    ASSIGN_OR_RETURN(impl->store, JobStore::Open(o.state_dir));
+  }
+  impl->jobs = std::make_unique<JobManager>(impl->JobOptions(), impl->pool.get());
+  if (!o.tokens_file.empty()) {
+    ASSIGN_OR_RETURN(TokenTable tokens, TokenTable::Load(o.tokens_file));
+    impl->tokens = std::make_unique<TokenTable>(std::move(tokens));
+  }
+  impl->job_service = std::make_unique<JobServiceImpl>(impl->jobs.get(), impl->tokens.get());
+  // Workers beat five times within the liveness timeout.
+  impl->registry_service = std::make_unique<WorkerRegistryImpl>(
+      impl->pool.get(), absl::ToDoubleSeconds(o.worker_liveness_timeout) / 5, o.tls);
+  RETURN_IF_ERROR(impl->Serve());
   if (impl->metrics != nullptr) {
     Impl* raw = impl.get();
     impl->metrics_thread = std::thread([raw] { raw->MetricsLoop(); });

@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/grpc_setup.h"
 #include "data/text_file.h"
 #include "prometheus/registry.h"
 
@@ -41,6 +42,8 @@ class CoordinatorServer {
     // Folder of the durable job registry (jobs.db, SQLite); empty: jobs
     // live in memory and are gone when the coordinator stops.
     std::string state_dir;
+    // TLS for the server and for its calls to workers; default plaintext.
+    TlsCredentials tls;
     // Bearer tokens for the JobService (auth.h); empty: no authentication.
     std::string tokens_file;
     int max_running_jobs = 4;

@@ -312,19 +312,4 @@ grpc::ServerWriteReactor<Job>* JobServiceImpl::WatchJob(
   return new WatchReactor(jobs_, request->job_id());
 }
 
-grpc::ServerUnaryReactor* WorkerRegistryImpl::RegisterWorker(
-    grpc::CallbackServerContext* context, const RegisterWorkerRequest* request,
-    RegisterWorkerResponse* response) {
-  // Only a process holding a certificate of the cluster's CA joins it.
-  if (!PeerHasClusterCertificate(*context)) {
-    return Done(context, absl::UnauthenticatedError(
-                             "RegisterWorker needs the cluster's client certificate "
-                             "(worker --tls_cert/--tls_key signed by the coordinator's --tls_ca)"));
-  }
-  absl::Status status =
-      pool_->Register(request->address(), request->kind(), request->name());
-  response->set_heartbeat_interval_s(heartbeat_interval_s_);
-  return Done(context, status);
-}
-
 }  // namespace hpt

@@ -1,5 +1,5 @@
-// JobServiceImpl and WorkerRegistryImpl: the coordinator's gRPC faces, thin
-// adapters over JobManager and WorkerPool (callback API).
+// JobServiceImpl: the coordinator's gRPC face to users, a thin adapter over
+// JobManager (callback API). The workers' face is worker_registry_service.h.
 #ifndef HPT_COORDINATOR_JOB_SERVICE_H_
 #define HPT_COORDINATOR_JOB_SERVICE_H_
 
@@ -10,10 +10,8 @@
 
 #include "common/task_queue.h"
 #include "coordinator/auth.h"
-#include "coordinator/job_manager.h"
-#include "coordinator/worker_pool.h"
+#include "coordinator/jobs/job_manager.h"
 #include "proto/job_service.grpc.pb.h"
-#include "proto/worker_service.grpc.pb.h"
 
 namespace hpt {
 
@@ -77,21 +75,6 @@ class JobServiceImpl final : public JobService::CallbackService {
   const TokenTable* const tokens_;
   std::array<std::unique_ptr<TaskQueue>, 2> loaders_;
   std::atomic<size_t> next_loader_{0};
-};
-
-class WorkerRegistryImpl final : public WorkerRegistry::CallbackService {
- public:
-  explicit WorkerRegistryImpl(WorkerPool* pool, double heartbeat_interval_s)
-      : pool_(pool), heartbeat_interval_s_(heartbeat_interval_s) {}
-
-  grpc::ServerUnaryReactor* RegisterWorker(
-      grpc::CallbackServerContext* context,
-      const RegisterWorkerRequest* request,
-      RegisterWorkerResponse* response) override;
-
- private:
-  WorkerPool* const pool_;
-  const double heartbeat_interval_s_;
 };
 
 }  // namespace hpt

@@ -10,7 +10,7 @@
 #include "absl/strings/strip.h"
 #include "common/net.h"
 #include "coordinator/auth.h"
-#include "coordinator/job_manager.h"
+#include "coordinator/jobs/job_manager.h"
 #include "pages/job_page.h"
 #include "pages/svg.h"
 

@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/status_macros.h"
 #include "data/text_file.h"
 
 namespace hpt {
@@ -54,89 +55,111 @@ bool ParseHour(const std::string& s, int64_t* hour, int* year) {
   return true;
 }
 
+// One station file's target by hour, and each hour's year.
+struct WeatherStation {
+  std::map<int64_t, float> values;  // hour -> target (blank cells absent)
+  std::map<int64_t, int> years;
+};
+
+// Reads one AgWeatherNet station file; rows without an hour are skipped and
+// counted in `skipped_rows`. Errors name the file, line and column.
+absl::StatusOr<WeatherStation> ParseWeatherStation(const std::string& name,
+                                                   const std::string& text,
+                                                   const WeatherOptions& options,
+                                                   int64_t* skipped_rows) {
+  WeatherStation station;
+  std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
+  while (!lines.empty() && absl::StripAsciiWhitespace(lines.back()).empty()) lines.pop_back();
+  if (lines.size() < 2) return absl::InvalidArgumentError(absl::StrCat(name, ": no data rows"));
+  const std::vector<std::string> header = SplitTrimmedCells(lines[0]);
+  const int hour_col = Find(header, "TSTAMP_HOUR");
+  const int target_col = Find(header, options.target);
+  if (hour_col < 0 || target_col < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ":1: header lacks ", hour_col < 0 ? "TSTAMP_HOUR" : options.target,
+        " (data.weather.target names the column to forecast)"));
+  }
+  for (size_t i = 1; i < lines.size(); ++i) {
+    RETURN_IF_ERROR(CheckLoadingEvery(i, name, options.limits));
+    const std::vector<std::string> cells = SplitTrimmedCells(lines[i]);
+    const size_t line = i + 1;
+    // A row without an hour is skipped and counted, whatever else it holds.
+    const absl::string_view stamp = int(cells.size()) > hour_col
+                                        ? absl::StripAsciiWhitespace(cells[hour_col])
+                                        : absl::string_view();
+    if (stamp.empty() || absl::StartsWith(stamp, "0000-00-00")) {
+      ++*skipped_rows;
+      continue;
+    }
+    if (int(cells.size()) <= std::max(hour_col, target_col)) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ":", line, ": ", cells.size(),
+                                                     " cells; ", options.target, " is column ",
+                                                     target_col + 1));
+    }
+    int64_t hour;
+    int year;
+    if (!ParseHour(cells[hour_col], &hour, &year)) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ":", line, ":", hour_col + 1,
+                                                     ": TSTAMP_HOUR '", cells[hour_col],
+                                                     "' is not YYYY-MM-DD HH:MM"));
+    }
+    float v;
+    const Cell c = ParseCell(cells[target_col], &v);
+    if (c == Cell::kBad) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ":", line, ":", target_col + 1, ": ",
+                                                     options.target, " '", cells[target_col],
+                                                     "' is not a number"));
+    }
+    station.years[hour] = year;
+    if (c == Cell::kNumber) station.values.emplace(hour, v);
+  }
+  if (station.values.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": every ", options.target, " cell is blank"));
+  }
+  return station;
+}
+
+// `values` at `hour`: the value, or interpolated linearly between the
+// nearest hours around it (held flat past either end); `filled` counts it.
+float ValueAtHour(const std::map<int64_t, float>& values, int64_t hour, int64_t* filled) {
+  auto after = values.lower_bound(hour);
+  if (after != values.end() && after->first == hour) return after->second;
+  ++*filled;
+  if (after == values.end()) return std::prev(after)->second;
+  if (after == values.begin()) return after->second;
+  auto before = std::prev(after);
+  const double t = double(hour - before->first) / double(after->first - before->first);
+  return float(before->second + t * (after->second - before->second));
+}
+
 }  // namespace
 
 absl::StatusOr<WeatherSeries> ParseAgWeather(
     const std::vector<std::pair<std::string, std::string>>& files,
     const WeatherOptions& options) {
   if (files.empty()) return absl::InvalidArgumentError("data.weather: no station files");
-  struct Station {
-    std::map<int64_t, float> values;  // hour -> target
-    std::map<int64_t, int> years;
-  };
-  std::vector<Station> stations(files.size());
-  int64_t skipped_rows = 0;
-  for (size_t f = 0; f < files.size(); ++f) {
-    const std::string& name = files[f].first;
-    std::vector<absl::string_view> lines = absl::StrSplit(files[f].second, '\n');
-    while (!lines.empty() && absl::StripAsciiWhitespace(lines.back()).empty()) lines.pop_back();
-    if (lines.size() < 2) return absl::InvalidArgumentError(absl::StrCat(name, ": no data rows"));
-    const std::vector<std::string> header = SplitTrimmedCells(lines[0]);
-    const int hour_col = Find(header, "TSTAMP_HOUR");
-    const int target_col = Find(header, options.target);
-    if (hour_col < 0 || target_col < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          name, ":1: header lacks ", hour_col < 0 ? "TSTAMP_HOUR" : options.target,
-          " (data.weather.target names the column to forecast)"));
-    }
-    for (size_t i = 1; i < lines.size(); ++i) {
-      if (absl::Status s = CheckLoadingEvery(i, name, options.limits); !s.ok()) return s;
-      const std::vector<std::string> cells = SplitTrimmedCells(lines[i]);
-      const size_t line = i + 1;
-      // A row without an hour is skipped and counted, whatever else it holds.
-      const absl::string_view stamp = int(cells.size()) > hour_col
-                                          ? absl::StripAsciiWhitespace(cells[hour_col])
-                                          : absl::string_view();
-      if (stamp.empty() || absl::StartsWith(stamp, "0000-00-00")) {
-        ++skipped_rows;
-        continue;
-      }
-      if (int(cells.size()) <= std::max(hour_col, target_col)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            name, ":", line, ": ", cells.size(), " cells; ", options.target, " is column ",
-            target_col + 1));
-      }
-      int64_t hour;
-      int year;
-      if (!ParseHour(cells[hour_col], &hour, &year)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            name, ":", line, ":", hour_col + 1, ": TSTAMP_HOUR '", cells[hour_col],
-            "' is not YYYY-MM-DD HH:MM"));
-      }
-      float v;
-      const Cell c = ParseCell(cells[target_col], &v);
-      if (c == Cell::kBad) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            name, ":", line, ":", target_col + 1, ": ", options.target, " '",
-            cells[target_col], "' is not a number"));
-      }
-      stations[f].years[hour] = year;
-      if (c == Cell::kNumber) stations[f].values.emplace(hour, v);
-    }
-    if (stations[f].values.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(name, ": every ", options.target, " cell is blank"));
-    }
+  std::vector<WeatherStation> stations;
+  WeatherSeries out;
+  for (const auto& [name, text] : files) {
+    ASSIGN_OR_RETURN(WeatherStation station,
+                     ParseWeatherStation(name, text, options, &out.skipped_rows));
+    stations.push_back(std::move(station));
   }
   // The span all stations cover.
   int64_t first = INT64_MIN, last = INT64_MAX;
-  for (const Station& s : stations) {
+  for (const WeatherStation& s : stations) {
     first = std::max(first, s.years.begin()->first);
     last = std::min(last, s.years.rbegin()->first);
   }
   if (first > last) {
     return absl::InvalidArgumentError("data.weather: the stations' periods do not overlap");
   }
-  WeatherSeries out;
-  out.skipped_rows = skipped_rows;
   TimeSeriesMatrix& m = out.series;
   m.rows = last - first + 1;
   m.columns = int64_t(files.size());
-  if (absl::Status s = CheckCells("data.weather: the stations' common hours", m.rows, m.columns,
-                                  options.limits);
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(CheckCells("data.weather: the stations' common hours", m.rows, m.columns,
+                             options.limits));
   m.values.assign(m.rows * m.columns, 0.0f);
   for (const auto& [name, text] : files) {
     std::string stem = name.substr(name.find_last_of('/') + 1);
@@ -145,9 +168,9 @@ absl::StatusOr<WeatherSeries> ParseAgWeather(
   }
   for (int64_t r = 0; r < m.rows; ++r) {
     const int64_t hour = first + r;
-    // The year of the hour from any station that has it, else from days.
+    // The year of the hour from any station that has it, else the last.
     int year = 0;
-    for (const Station& s : stations) {
+    for (const WeatherStation& s : stations) {
       auto it = s.years.find(hour);
       if (it != s.years.end()) {
         year = it->second;
@@ -158,26 +181,8 @@ absl::StatusOr<WeatherSeries> ParseAgWeather(
     out.years.push_back(year);
   }
   for (int64_t c = 0; c < m.columns; ++c) {
-    const std::map<int64_t, float>& values = stations[c].values;
     for (int64_t r = 0; r < m.rows; ++r) {
-      const int64_t hour = first + r;
-      auto after = values.lower_bound(hour);
-      float v;
-      if (after != values.end() && after->first == hour) {
-        v = after->second;
-      } else {
-        ++out.filled_cells;
-        if (after == values.end()) {
-          v = std::prev(after)->second;
-        } else if (after == values.begin()) {
-          v = after->second;
-        } else {
-          auto before = std::prev(after);
-          const double t = double(hour - before->first) / double(after->first - before->first);
-          v = float(before->second + t * (after->second - before->second));
-        }
-      }
-      m.values[r * m.columns + c] = v;
+      m.values[r * m.columns + c] = ValueAtHour(stations[c].values, first + r, &out.filled_cells);
     }
   }
   return out;
@@ -211,6 +216,81 @@ absl::StatusOr<WeatherSeries> LoadAgWeatherDir(const std::string& dir,
   return ParseAgWeather(files, options);
 }
 
+namespace {
+
+// A COVID file's cells: each county's features by day, in the order of
+// `feature_cols`, and the days the file has.
+struct CovidRows {
+  std::map<std::string, std::map<int64_t, std::vector<float>>> by_county;
+  std::map<int64_t, int> days;  // day -> its week's index (set later)
+};
+
+// Reads the data rows below the header; errors name the line and column.
+absl::Status ReadCovidRows(const std::vector<absl::string_view>& lines,
+                           const std::vector<std::string>& header, int county_col, int day_col,
+                           const std::vector<int>& feature_cols, const std::string& source,
+                           const DataLimits& limits, CovidRows* rows) {
+  for (size_t i = 1; i < lines.size(); ++i) {
+    RETURN_IF_ERROR(CheckLoadingEvery(i, source, limits));
+    const std::vector<std::string> cells = SplitTrimmedCells(lines[i]);
+    const size_t line = i + 1;
+    if (cells.size() != header.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ":", line, ": expected ",
+                                                     header.size(), " columns, got ",
+                                                     cells.size()));
+    }
+    int64_t day;
+    if (!absl::SimpleAtoi(cells[day_col], &day)) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ":", line, ":", day_col + 1,
+                                                     ": Date '", cells[day_col],
+                                                     "' is not a day number"));
+    }
+    std::vector<float> f(feature_cols.size());
+    for (size_t j = 0; j < feature_cols.size(); ++j) {
+      const int c = feature_cols[j];
+      if (ParseCell(cells[c], &f[j]) != Cell::kNumber) {
+        return absl::InvalidArgumentError(absl::StrCat(source, ":", line, ":", c + 1, ": ",
+                                                       header[c], " '", cells[c],
+                                                       "' is not a number"));
+      }
+    }
+    if (!rows->by_county[cells[county_col]].emplace(day, std::move(f)).second) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ":", line, ": county ",
+                                                     cells[county_col], " has Date ", day,
+                                                     " twice"));
+    }
+    rows->days[day] = 0;
+  }
+  return absl::OkStatus();
+}
+
+// The target's series over the counties kept: all of them in GISJOIN
+// order, or the `options.counties` with the most target before the test
+// days.
+void SetTargetSeries(const CovidRows& rows, const std::vector<std::pair<double, std::string>>& by_total,
+                     size_t target, const CovidOptions& options, CovidSeries* out) {
+  const int64_t weeks = int64_t(rows.days.size()), counties = int64_t(rows.by_county.size());
+  const int64_t nf = int64_t(out->feature_names.size());
+  const int64_t keep =
+      options.all_counties ? counties : std::min<int64_t>(options.counties, counties);
+  std::vector<std::string> names;
+  for (const auto& [county, by_day] : rows.by_county) names.push_back(county);
+  TimeSeriesMatrix& m = out->series;
+  m.rows = weeks;
+  m.columns = keep;
+  m.values.assign(weeks * keep, 0.0f);
+  for (int64_t k = 0; k < keep; ++k) {
+    const std::string& county = options.all_counties ? names[k] : by_total[k].second;
+    const int64_t col = int64_t(std::find(names.begin(), names.end(), county) - names.begin());
+    m.column_names.push_back(county);
+    for (int64_t w = 0; w < weeks; ++w) {
+      m.values[w * keep + k] = out->features[(w * counties + col) * nf + target];
+    }
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<CovidSeries> ParseCovidCsv(const std::string& text, const std::string& source,
                                         const CovidOptions& options) {
   std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
@@ -237,93 +317,40 @@ absl::StatusOr<CovidSeries> ParseCovidCsv(const std::string& text, const std::st
         source, ":1: header lacks the target column '", options.target, "'"));
   }
   const size_t target = size_t(target_it - out.feature_names.begin());
-  std::map<std::string, std::map<int64_t, std::vector<float>>> rows;  // county -> day -> features
-  std::map<int64_t, int> days;
-  for (size_t i = 1; i < lines.size(); ++i) {
-    if (absl::Status s = CheckLoadingEvery(i, source, options.limits); !s.ok()) return s;
-    const std::vector<std::string> cells = SplitTrimmedCells(lines[i]);
-    const size_t line = i + 1;
-    if (cells.size() != header.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(source, ":", line, ": expected ",
-                                                     header.size(), " columns, got ",
-                                                     cells.size()));
-    }
-    int64_t day;
-    if (!absl::SimpleAtoi(cells[day_col], &day)) {
-      return absl::InvalidArgumentError(absl::StrCat(source, ":", line, ":", day_col + 1,
-                                                     ": Date '", cells[day_col],
-                                                     "' is not a day number"));
-    }
-    std::vector<float> f(feature_cols.size());
-    for (size_t j = 0; j < feature_cols.size(); ++j) {
-      const int c = feature_cols[j];
-      if (ParseCell(cells[c], &f[j]) != Cell::kNumber) {
-        return absl::InvalidArgumentError(absl::StrCat(source, ":", line, ":", c + 1, ": ",
-                                                       header[c], " '", cells[c],
-                                                       "' is not a number"));
-      }
-    }
-    if (!rows[cells[county_col]].emplace(day, std::move(f)).second) {
-      return absl::InvalidArgumentError(absl::StrCat(source, ":", line, ": county ",
-                                                     cells[county_col], " has Date ", day,
-                                                     " twice"));
-    }
-    days[day] = 0;
-  }
+  CovidRows rows;
+  RETURN_IF_ERROR(ReadCovidRows(lines, header, county_col, day_col, feature_cols, source,
+                                options.limits, &rows));
   int index = 0;
-  for (auto& [day, i] : days) {
+  for (auto& [day, i] : rows.days) {
     i = index++;
     out.days.push_back(day);
   }
-  const int64_t weeks = int64_t(days.size()), counties = int64_t(rows.size());
+  const int64_t weeks = int64_t(rows.days.size()), counties = int64_t(rows.by_county.size());
   const int64_t nf = int64_t(feature_cols.size());
   out.all_counties = counties;
-  if (absl::Status s = CheckCells(absl::StrCat(source, ": weeks x counties x features"),
-                                  weeks * counties, nf, options.limits);
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(CheckCells(absl::StrCat(source, ": weeks x counties x features"),
+                             weeks * counties, nf, options.limits));
   out.features.assign(weeks * counties * nf, 0.0f);
-  std::vector<std::pair<double, std::string>> totals;
+  std::vector<std::pair<double, std::string>> by_total;  // (-target total, county)
   int64_t c = 0;
-  for (const auto& [county, by_day] : rows) {
+  for (const auto& [county, by_day] : rows.by_county) {
     if (int64_t(by_day.size()) != weeks) {
       return absl::InvalidArgumentError(absl::StrCat(
           source, ": county ", county, " has ", by_day.size(), " weeks; the file has ", weeks));
     }
     double total = 0;
     for (const auto& [day, f] : by_day) {
-      std::copy(f.begin(), f.end(), out.features.begin() + (days[day] * counties + c) * nf);
+      std::copy(f.begin(), f.end(), out.features.begin() + (rows.days[day] * counties + c) * nf);
       if (day < options.test_from_day) total += f[target];
     }
-    totals.emplace_back(-total, county);
+    by_total.emplace_back(-total, county);
     ++c;
   }
   if (options.counties < 1) {
     return absl::InvalidArgumentError("data.covid.counties must be positive");
   }
-  std::sort(totals.begin(), totals.end());
-  const int64_t keep =
-      options.all_counties ? counties : std::min<int64_t>(options.counties, counties);
-  if (options.all_counties) {
-    // GISJOIN order: the map's own.
-    totals.clear();
-    for (const auto& [county, by_day] : rows) totals.emplace_back(0.0, county);
-  }
-  TimeSeriesMatrix& m = out.series;
-  m.rows = weeks;
-  m.columns = keep;
-  m.values.assign(weeks * keep, 0.0f);
-  std::vector<std::string> names;
-  for (const auto& [county, by_day] : rows) names.push_back(county);
-  for (int64_t k = 0; k < keep; ++k) {
-    const std::string& county = totals[k].second;
-    const int64_t col = int64_t(std::find(names.begin(), names.end(), county) - names.begin());
-    m.column_names.push_back(county);
-    for (int64_t w = 0; w < weeks; ++w) {
-      m.values[w * keep + k] = out.features[(w * counties + col) * nf + target];
-    }
-  }
+  std::sort(by_total.begin(), by_total.end());
+  SetTargetSeries(rows, by_total, target, options, &out);
   return out;
 }
 

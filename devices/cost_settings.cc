@@ -50,8 +50,8 @@ std::string PrecisionName(GpuPrecision p) {
 
 using Setter = std::function<absl::Status(const std::string&, const std::string&,
                                           DeviceCostConfig*)>;
-struct DeviceKnob {
-  CostKnob knob;
+struct DeviceSetting {
+  CostSettingInfo info;
   std::string kind;  // the worker kinds it applies to: "gpu", "device" (both nodes), "reram"
   Setter set;
 };
@@ -76,8 +76,10 @@ Setter DoubleField(double lo, double hi, Field field) {
   };
 }
 
-const std::vector<DeviceKnob>& Knobs() {
-  static const auto* knobs = new std::vector<DeviceKnob>{
+// Long because it is a table: one entry per device setting, each with its
+// help, its numerics flag and how it reads and writes a config.
+const std::vector<DeviceSetting>& DeviceSettingTable() {
+  static const auto* table = new std::vector<DeviceSetting>{
       {{"reference_gpu", "GPU preset the GPU workers are costed as (v100, a100, h100)", false,
         false},
        "gpu",
@@ -173,7 +175,7 @@ const std::vector<DeviceKnob>& Knobs() {
       {{"reram_read_noise", "read noise, levels (numerics only)", true}, "reram",
        DoubleField(0, 1e3, [](DeviceCostConfig* c, double v) { c->reram.read_noise_sigma = v; })},
   };
-  return *knobs;
+  return *table;
 }
 
 }  // namespace
@@ -197,17 +199,17 @@ DeviceCostConfig DefaultDeviceCostConfig(const std::string& kind) {
   return c;
 }
 
-const std::vector<CostKnob>& DeviceCostKnobs() {
-  static const auto* knobs = [] {
-    auto* v = new std::vector<CostKnob>;
-    for (const DeviceKnob& k : Knobs()) v->push_back(k.knob);
+const std::vector<CostSettingInfo>& DeviceCostSettings() {
+  static const auto* table = [] {
+    auto* v = new std::vector<CostSettingInfo>;
+    for (const DeviceSetting& k : DeviceSettingTable()) v->push_back(k.info);
     return v;
   }();
-  return *knobs;
+  return *table;
 }
 
-const std::vector<CostKnob>& CoordinatorCostKnobs() {
-  static const auto* knobs = new std::vector<CostKnob>{
+const std::vector<CostSettingInfo>& CoordinatorCostSettings() {
+  static const auto* table = new std::vector<CostSettingInfo>{
       {"reram_chip_tiles", "tiles of each ReRAM worker's chip (the layers' copies follow)",
        false},
       {"interconnect_gb_per_s", "link bandwidth between devices, GB/s", false},
@@ -218,12 +220,12 @@ const std::vector<CostKnob>& CoordinatorCostKnobs() {
        "Adam), graph (fused, the step replayed as a CUDA graph)",
        false, false},
   };
-  return *knobs;
+  return *table;
 }
 
-const CostKnob* FindCostKnob(const std::string& key) {
-  for (const auto* list : {&DeviceCostKnobs(), &CoordinatorCostKnobs()}) {
-    for (const CostKnob& k : *list) {
+const CostSettingInfo* FindCostSetting(const std::string& key) {
+  for (const auto* list : {&DeviceCostSettings(), &CoordinatorCostSettings()}) {
+    for (const CostSettingInfo& k : *list) {
       if (k.key == key) return &k;
     }
   }
@@ -232,21 +234,21 @@ const CostKnob* FindCostKnob(const std::string& key) {
 
 absl::Status ApplyDeviceSetting(const std::string& key, const std::string& value,
                                 DeviceCostConfig* config) {
-  for (const DeviceKnob& k : Knobs()) {
-    if (k.knob.key != key) continue;
+  for (const DeviceSetting& k : DeviceSettingTable()) {
+    if (k.info.key != key) continue;
     const bool applies = k.kind == config->kind ||
                          (k.kind == "device" && config->kind != "gpu");
     if (!applies) return absl::OkStatus();
     return k.set(key, value, config);
   }
-  for (const CostKnob& k : CoordinatorCostKnobs()) {
+  for (const CostSettingInfo& k : CoordinatorCostSettings()) {
     if (k.key == key) {
       return absl::NotFoundError(absl::StrCat(key, " is a coordinator setting"));
     }
   }
   std::vector<std::string> names;
-  for (const auto* list : {&DeviceCostKnobs(), &CoordinatorCostKnobs()}) {
-    for (const CostKnob& k : *list) names.push_back(k.key);
+  for (const auto* list : {&DeviceCostSettings(), &CoordinatorCostSettings()}) {
+    for (const CostSettingInfo& k : *list) names.push_back(k.key);
   }
   return absl::InvalidArgumentError(absl::StrCat("unknown setting '", key, "'; known: ",
                                                  absl::StrJoin(names, ", ")));

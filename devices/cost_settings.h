@@ -43,22 +43,22 @@ struct DeviceCostConfig {
 DeviceCostConfig DefaultDeviceCostConfig(const std::string& kind);
 
 // One setting a whatif may change.
-struct CostKnob {
+struct CostSettingInfo {
   std::string key;
   std::string help;
   // True where the value changes numerics (a re-run trains differently):
   // costed, and flagged "cost only: quality needs a re-run".
-  bool numerics = false;
-  bool numeric = true;  // takes a number (sweeps may search it)
+  bool changes_numerics = false;
+  bool takes_number = true;  // sweeps may search it
 };
 
 // Every device setting (GPU, systolic, ReRAM), in a stable order.
-const std::vector<CostKnob>& DeviceCostKnobs();
+const std::vector<CostSettingInfo>& DeviceCostSettings();
 // Every coordinator setting: reram_chip_tiles, interconnect_*,
 // gpu_baseline.
-const std::vector<CostKnob>& CoordinatorCostKnobs();
-// The knob named `key` among both lists; nullptr when unknown.
-const CostKnob* FindCostKnob(const std::string& key);
+const std::vector<CostSettingInfo>& CoordinatorCostSettings();
+// The setting named `key` among both lists; nullptr when unknown.
+const CostSettingInfo* FindCostSetting(const std::string& key);
 
 // Sets `key` to `value` on `config`. INVALID_ARGUMENT naming the key for an
 // unknown key (NOT_FOUND when it is a coordinator setting) or a bad value.

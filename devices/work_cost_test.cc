@@ -175,8 +175,8 @@ TEST(CostSettings, RoundTripAndErrorsNameTheKey) {
   ASSERT_TRUE(ApplyDeviceSetting("systolic_rows", "8", &gpu).ok());
   EXPECT_EQ(ApplyDeviceSetting("reram_chip_tiles", "8", &gpu).code(),
             absl::StatusCode::kNotFound);
-  EXPECT_TRUE(FindCostKnob("reram_adc_bits")->numerics);
-  EXPECT_FALSE(FindCostKnob("systolic_rows")->numerics);
+  EXPECT_TRUE(FindCostSetting("reram_adc_bits")->changes_numerics);
+  EXPECT_FALSE(FindCostSetting("systolic_rows")->changes_numerics);
 }
 
 }  // namespace

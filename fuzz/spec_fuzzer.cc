@@ -1,7 +1,7 @@
 // libFuzzer target: job-spec validation, from text format (what hptctl
 // --spec sends) and from wire bytes (what any gRPC client may send), then
 // the model it resolves to.
-#include "coordinator/job_spec.h"
+#include "coordinator/spec/job_spec.h"
 #include "fuzz/fuzz_util.h"
 #include "google/protobuf/stubs/logging.h"
 

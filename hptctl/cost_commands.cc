@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/grpc_status.h"
-#include "coordinator/recost.h"
+#include "cost/record_costing.h"
 #include "hptctl/cost_views.h"
 #include "hptctl/job_format.h"
 #include "pages/job_page.h"
@@ -107,14 +107,14 @@ int TraceCommand(JobService::Stub& stub, const std::string& job_id,
   if (options.format != "chrome") {
     text = ToJson(*record) + "\n";
   } else {
-    absl::StatusOr<CostOverrides> overrides = ParseCostSettings(options.sets);
-    if (!overrides.ok()) return Fail(overrides.status());
-    absl::StatusOr<std::unique_ptr<RecordCoster>> coster =
-        RecordCoster::Create(&*record, *overrides);
-    if (!coster.ok()) return Fail(coster.status());
+    absl::StatusOr<CostSettings> changes = ParseCostSettings(options.sets);
+    if (!changes.ok()) return Fail(changes.status());
+    absl::StatusOr<std::unique_ptr<RecordCosting>> costing =
+        RecordCosting::Create(&*record, *changes);
+    if (!costing.ok()) return Fail(costing.status());
     int64_t step = options.step;
     if (!options.step_given && record->switch_step() >= 0) step = record->switch_step();
-    absl::StatusOr<StepTimeline> timeline = (*coster)->Timeline(step);
+    absl::StatusOr<StepTimeline> timeline = (*costing)->Timeline(step);
     if (!timeline.ok()) return Fail(timeline.status());
     text = ChromeTrace(job_id, *timeline);
   }
@@ -140,7 +140,7 @@ int SweepCommand(JobService::Stub& stub, const std::string& job_id,
     if (!g.ok()) return Fail(g.status());
     grids.push_back(*g);
   }
-  absl::StatusOr<CostOverrides> fixed = ParseCostSettings(options.sets);
+  absl::StatusOr<CostSettings> fixed = ParseCostSettings(options.sets);
   if (!fixed.ok()) return Fail(fixed.status());
   absl::StatusOr<WorkRecord> record = FetchRecord(stub, job_id, options);
   if (!record.ok()) return Fail(record.status());

@@ -1,6 +1,6 @@
 // hptctl's commands on a job's recorded work: whatif (the coordinator
 // re-costs), trace and sweep (hptctl fetches the record and re-costs it
-// with the coordinator's own code, coordinator/recost.h).
+// with the coordinator's own code, cost/record_costing.h).
 #ifndef HPT_HPTCTL_COST_COMMANDS_H_
 #define HPT_HPTCTL_COST_COMMANDS_H_
 

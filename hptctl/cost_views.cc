@@ -10,35 +10,20 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/json_text.h"
 #include "devices/cost_settings.h"
+#include "pages/svg.h"
 
 namespace hpt {
 namespace {
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += absl::StrFormat("\\u%04x", c);
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
 
 std::string JsonNumber(double v) {
   if (!std::isfinite(v)) return "null";
   return absl::StrFormat("%.17g", v);
 }
 
-SweepPoint PointOf(const JobCosts& costs, CostOverrides settings) {
+SweepPoint PointOf(const JobCosts& costs, CostSettings settings) {
   SweepPoint p;
   p.settings = std::move(settings);
   const CostComparison& c = costs.comparison;
@@ -64,11 +49,11 @@ SweepPoint PointOf(const JobCosts& costs, CostOverrides settings) {
   return p;
 }
 
-absl::StatusOr<SweepPoint> CostPoint(const WorkRecord& record, const CostOverrides& fixed,
-                                     const CostOverrides& settings) {
-  CostOverrides all = fixed;
+absl::StatusOr<SweepPoint> CostPoint(const WorkRecord& record, const CostSettings& fixed,
+                                     const CostSettings& settings) {
+  CostSettings all = fixed;
   all.insert(all.end(), settings.begin(), settings.end());
-  absl::StatusOr<JobCosts> costs = CostRecord(record, all);
+  absl::StatusOr<JobCosts> costs = CostOfRecord(record, all);
   if (!costs.ok()) return costs.status();
   return PointOf(*costs, settings);
 }
@@ -95,12 +80,12 @@ absl::StatusOr<SweepGrid> ParseGrid(const std::string& text) {
 
 absl::StatusOr<std::vector<SweepPoint>> Sweep(const WorkRecord& record,
                                               const std::vector<SweepGrid>& grids,
-                                              const CostOverrides& fixed) {
+                                              const CostSettings& fixed) {
   std::vector<size_t> index(grids.size(), 0);
   std::vector<SweepPoint> points;
   if (grids.empty()) return points;
   while (true) {
-    CostOverrides settings;
+    CostSettings settings;
     for (size_t g = 0; g < grids.size(); ++g) {
       settings.push_back({grids[g].key, grids[g].values[index[g]]});
     }
@@ -178,97 +163,78 @@ std::string SweepJson(const std::vector<SweepGrid>& grids, const std::vector<Swe
 
 namespace {
 
-// The plot's frame: where values land on the page.
-struct SvgFrame {
-  static constexpr double kW = 800, kH = 440, kLeft = 70, kRight = 270, kTop = 50, kBottom = 60;
-  double pw = kW - kLeft - kRight, ph = kH - kTop - kBottom;
-  std::vector<double> xs;  // the first key's values (or their indices)
-  bool log_x = false;
-  double x0 = 0, x1 = 1, y1 = 1;
-
-  SvgFrame(const SweepGrid& first, const std::vector<SweepPoint>& points) {
-    // x: the first key's values, as numbers when they all are, else evenly.
-    bool numeric = true;
-    for (const std::string& v : first.values) {
-      double x = 0;
-      numeric = numeric && absl::SimpleAtod(v, &x);
-      xs.push_back(x);
-    }
-    if (!numeric) {
-      for (size_t i = 0; i < xs.size(); ++i) xs[i] = double(i);
-    }
-    const double lo = *std::min_element(xs.begin(), xs.end());
-    const double hi = *std::max_element(xs.begin(), xs.end());
-    log_x = numeric && xs.size() > 2 && lo > 0 && hi / lo >= 16;
-    x0 = Xv(lo);
-    x1 = Xv(hi) > x0 ? Xv(hi) : x0 + 1;
-    y1 = 0;
-    for (const SweepPoint& p : points) {
-      y1 = std::max({y1, p.projected_time_ratio, p.projected_energy_ratio});
-    }
-    y1 = y1 > 0 ? y1 * 1.1 : 1;
+// The first key's values as the x axis: numbers where they all are (on a
+// log scale where they span 16x or more), else evenly spaced; each labelled
+// with its value.
+void SetSweepX(const SweepGrid& first, PlotArea* plot, std::vector<double>* xs) {
+  bool numeric = true;
+  for (const std::string& v : first.values) {
+    double x = 0;
+    numeric = numeric && absl::SimpleAtod(v, &x);
+    xs->push_back(x);
   }
-  double Xv(double x) const { return log_x ? std::log2(x) : x; }
-  double Px(double x) const { return kLeft + (Xv(x) - x0) / (x1 - x0) * pw; }
-  double Py(double y) const { return kTop + ph - y / y1 * ph; }
-
-  // Axes, ticks, the 1x line and the labels.
-  std::string Axes(const SweepGrid& first) const {
-    std::string svg = absl::StrFormat(
-        "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"black\"/>\n"
-        "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"black\"/>\n",
-        kLeft, kTop + ph, kLeft + pw, kTop + ph, kLeft, kTop, kLeft, kTop + ph);
-    // Ticks at a round step: 1, 2, 2.5 or 5 times a power of ten.
-    const double raw = y1 / 1.1 / 5, magnitude = std::pow(10, std::floor(std::log10(raw)));
-    double step = 10 * magnitude;
-    for (double m : {1.0, 2.0, 2.5, 5.0}) {
-      if (m * magnitude >= raw) {
-        step = m * magnitude;
-        break;
-      }
-    }
-    for (int t = 0; t * step <= y1; ++t) {
-      const double y = t * step;
-      absl::StrAppend(&svg, absl::StrFormat(
-                                "<text x=\"%g\" y=\"%g\" text-anchor=\"end\">%.3gx</text>"
-                                "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" "
-                                "stroke=\"#ddd\"/>\n",
-                                kLeft - 6, Py(y) + 4, y, kLeft, Py(y), kLeft + pw, Py(y)));
-    }
-    if (1.0 < y1) {
-      absl::StrAppend(&svg, absl::StrFormat("<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" "
-                                            "stroke=\"#888\" stroke-dasharray=\"2,3\"/>\n",
-                                            kLeft, Py(1), kLeft + pw, Py(1)));
-    }
-    for (size_t i = 0; i < first.values.size(); ++i) {
-      absl::StrAppend(&svg, absl::StrFormat("<text x=\"%g\" y=\"%g\" "
-                                            "text-anchor=\"middle\">%s</text>\n",
-                                            Px(xs[i]), kTop + ph + 18, first.values[i]));
-    }
-    absl::StrAppend(&svg, absl::StrFormat(
-                              "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">%s%s</text>\n"
-                              "<text x=\"16\" y=\"%g\" transform=\"rotate(-90 16 %g)\" "
-                              "text-anchor=\"middle\">HpT vs GPU-only, projected</text>\n",
-                              kLeft + pw / 2, kH - 18, first.key, log_x ? " (log scale)" : "",
-                              kTop + ph / 2, kTop + ph / 2));
-    return svg;
+  if (!numeric) {
+    for (size_t i = 0; i < xs->size(); ++i) (*xs)[i] = double(i);
   }
-};
+  const double lo = *std::min_element(xs->begin(), xs->end());
+  const double hi = *std::max_element(xs->begin(), xs->end());
+  const bool log_x = numeric && xs->size() > 2 && lo > 0 && hi / lo >= 16;
+  plot->SetX(lo, hi, log_x);
+  std::vector<std::pair<double, std::string>> ticks;
+  for (size_t i = 0; i < xs->size(); ++i) ticks.emplace_back((*xs)[i], first.values[i]);
+  plot->SetXTicks(std::move(ticks));
+}
+
+// A line's legend beside the plot: its settings, then its time (solid) and
+// energy (dashed) entries.
+void SweepLegend(const std::string& label, size_t line, const char* color, PlotArea* plot) {
+  const double lx = plot->right_edge() + 16, top = plot->top() + 4 + 52.0 * double(line);
+  if (!label.empty()) {
+    absl::StrAppend(&plot->body, absl::StrFormat("<text x=\"%g\" y=\"%g\">%s</text>\n", lx, top,
+                                                 Escape(label)));
+  }
+  for (int metric = 0; metric < 2; ++metric) {
+    const double ly = top + 14 + 15.0 * metric;
+    absl::StrAppend(&plot->body, absl::StrFormat(
+        "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"%s\" stroke-width=\"2\"%s/>"
+        "<text x=\"%g\" y=\"%g\">%s</text>\n",
+        lx + 8, ly, lx + 32, ly, color, metric == 1 ? " stroke-dasharray=\"6,4\"" : "",
+        lx + 38, ly + 4, metric == 0 ? "time" : "energy"));
+  }
+}
 
 }  // namespace
 
 std::string SweepSvg(const std::vector<SweepGrid>& grids, const std::vector<SweepPoint>& points,
                      const std::string& title) {
-  using F = SvgFrame;
-  std::string svg = absl::StrFormat(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" height=\"%g\" "
-      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" "
-      "fill=\"white\"/>\n<text x=\"%g\" y=\"24\" font-size=\"15\">%s</text>\n",
-      F::kW, F::kH, F::kLeft, title);
-  if (grids.empty() || points.empty()) return svg + "</svg>\n";
+  PlotArea plot(800, 440, /*left=*/70, /*right=*/270, /*top=*/50, /*bottom=*/60);
+  // A file of its own: the page's stylesheet is not there.
+  const std::string frame = absl::StrFormat(
+      "<style>.grid{stroke:#ddd}.axis,.tick-mark{stroke:black}</style>"
+      "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+      "<text x=\"%d\" y=\"24\" font-size=\"15\">%s</text>\n",
+      plot.left(), Escape(title));
+  const std::string attributes =
+      "xmlns=\"http://www.w3.org/2000/svg\" font-family=\"sans-serif\" font-size=\"12\"";
+  if (grids.empty() || points.empty()) {
+    plot.body = frame;
+    return plot.Svg("sweep", attributes) + "\n";
+  }
   const SweepGrid& first = grids[0];
-  const SvgFrame frame(first, points);
-  absl::StrAppend(&svg, frame.Axes(first));
+  std::vector<double> xs;
+  SetSweepX(first, &plot, &xs);
+  double y_top = 0;
+  for (const SweepPoint& p : points) {
+    y_top = std::max({y_top, p.projected_time_ratio, p.projected_energy_ratio});
+  }
+  plot.SetY(0, y_top > 0 ? y_top * 1.1 : 1);
+  plot.SetYTicks(6, "x");
+  if (1.0 < y_top * 1.1) {
+    absl::StrAppend(&plot.body, absl::StrFormat(
+        "<line x1=\"%d\" y1=\"%g\" x2=\"%d\" y2=\"%g\" stroke=\"#888\" "
+        "stroke-dasharray=\"2,3\"/>\n",
+        plot.left(), plot.Y(1), plot.right_edge(), plot.Y(1)));
+  }
   // One line per combination of the other keys (the first 6). Points run
   // with the first key slowest: line l takes points l, l + stride, ...
   const size_t per_line = first.values.size();
@@ -283,35 +249,24 @@ std::string SweepSvg(const std::vector<SweepGrid>& grids, const std::vector<Swee
                       points[l].settings[k].second);
     }
     for (int metric = 0; metric < 2; ++metric) {
-      const char* dash = metric == 1 ? " stroke-dasharray=\"6,4\"" : "";
       std::string path;
       for (size_t i = 0; i < per_line; ++i) {
         const SweepPoint& p = points[l + i * stride];
-        const double y = metric == 0 ? p.projected_time_ratio : p.projected_energy_ratio;
-        const double x = frame.Px(frame.xs[i]);
-        absl::StrAppend(&path, i == 0 ? "M" : " L", absl::StrFormat("%.2f,%.2f", x, frame.Py(y)));
-        absl::StrAppend(&svg, absl::StrFormat("<circle cx=\"%.2f\" cy=\"%.2f\" r=\"3\" "
-                                              "fill=\"%s\"/>\n",
-                                              x, frame.Py(y), kColors[l]));
+        const double x = plot.X(xs[i]);
+        const double y = plot.Y(metric == 0 ? p.projected_time_ratio : p.projected_energy_ratio);
+        absl::StrAppend(&path, i == 0 ? "M" : " L", absl::StrFormat("%.2f,%.2f", x, y));
+        absl::StrAppend(&plot.body, absl::StrFormat(
+            "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"3\" fill=\"%s\"/>\n", x, y, kColors[l]));
       }
-      absl::StrAppend(&svg, absl::StrFormat("<path d=\"%s\" fill=\"none\" stroke=\"%s\" "
-                                            "stroke-width=\"2\" stroke-opacity=\"0.8\"%s/>\n",
-                                            path, kColors[l], dash));
-      // Legend: the line's settings, then its time and energy entries.
-      const double lx = F::kLeft + frame.pw + 16, top = F::kTop + 4 + 52.0 * double(l);
-      if (metric == 0 && !label.empty()) {
-        absl::StrAppend(&svg, absl::StrFormat("<text x=\"%g\" y=\"%g\">%s</text>\n", lx, top,
-                                              label));
-      }
-      const double ly = top + 14 + 15.0 * metric;
-      absl::StrAppend(&svg, absl::StrFormat(
-                                "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"%s\" "
-                                "stroke-width=\"2\"%s/><text x=\"%g\" y=\"%g\">%s</text>\n",
-                                lx + 8, ly, lx + 32, ly, kColors[l], dash, lx + 38, ly + 4,
-                                metric == 0 ? "time" : "energy"));
+      absl::StrAppend(&plot.body, absl::StrFormat(
+          "<path d=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\" stroke-opacity=\"0.8\"%s/>\n",
+          path, kColors[l], metric == 1 ? " stroke-dasharray=\"6,4\"" : ""));
     }
+    SweepLegend(label, l, kColors[l], &plot);
   }
-  return svg + "</svg>\n";
+  plot.Axes(first.key + (plot.x_log() ? " (log scale)" : ""), "HpT vs GPU-only, projected");
+  plot.body = frame + plot.body;
+  return plot.Svg("sweep", attributes) + "\n";
 }
 
 absl::StatusOr<std::pair<std::string, double>> ParseTarget(const std::string& text) {
@@ -327,7 +282,7 @@ absl::StatusOr<std::pair<std::string, double>> ParseTarget(const std::string& te
 
 absl::StatusOr<TargetResult> FindTarget(const WorkRecord& record, const SweepGrid& grid,
                                         const std::string& metric, double target,
-                                        const CostOverrides& fixed) {
+                                        const CostSettings& fixed) {
   const bool energy = metric == "energy";
   return FindTarget(
       record, grid,
@@ -341,11 +296,11 @@ namespace {
 
 // The grid's values as numbers, sorted, for a numeric setting.
 absl::StatusOr<std::vector<double>> NumericValues(const SweepGrid& grid) {
-  const CostKnob* knob = FindCostKnob(grid.key);
-  if (knob == nullptr || !knob->numeric) {
+  const CostSettingInfo* setting = FindCostSetting(grid.key);
+  if (setting == nullptr || !setting->takes_number) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--target searches a numeric setting; ", grid.key, " is ",
-        knob == nullptr ? "not a setting" : "not numeric"));
+        setting == nullptr ? "not a setting" : "not numeric"));
   }
   std::vector<double> values;
   for (const std::string& v : grid.values) {
@@ -392,7 +347,7 @@ absl::StatusOr<Probe> Bisect(const ProbeAt& eval, double lo, double hi, bool ris
 
 absl::StatusOr<TargetResult> FindTarget(const WorkRecord& record, const SweepGrid& grid,
                                         const RatioOf& ratio, const std::string& metric,
-                                        double target, const CostOverrides& fixed) {
+                                        double target, const CostSettings& fixed) {
   absl::StatusOr<std::vector<double>> values = NumericValues(grid);
   if (!values.ok()) return values.status();
   const double first = values->front(), last = values->back();
@@ -400,9 +355,9 @@ absl::StatusOr<TargetResult> FindTarget(const WorkRecord& record, const SweepGri
   const bool whole = std::all_of(values->begin(), values->end(),
                                  [](double x) { return x == std::floor(x); });
   const ProbeAt eval = [&](double x) -> absl::StatusOr<Probe> {
-    CostOverrides all = fixed;
+    CostSettings all = fixed;
     all.push_back({grid.key, SettingNumber(x)});
-    absl::StatusOr<JobCosts> costs = CostRecord(record, all);
+    absl::StatusOr<JobCosts> costs = CostOfRecord(record, all);
     if (!costs.ok()) return costs.status();
     return Probe{PointOf(*costs, {{grid.key, SettingNumber(x)}}), ratio(*costs)};
   };

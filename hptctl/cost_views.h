@@ -1,5 +1,5 @@
 // What hptctl makes of a job's work record (proto/work.proto) without the
-// coordinator: sweeps of settings re-costed locally (coordinator/recost.h,
+// coordinator: sweeps of settings re-costed locally (cost/record_costing.h,
 // the coordinator's own path), the search for a target ratio, a plot, and a
 // step's timeline as Chrome trace-event JSON. Pure functions, tested on
 // their own (cost_views_test.cc).
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "coordinator/recost.h"
+#include "cost/record_costing.h"
 #include "proto/work.pb.h"
 
 namespace hpt {
@@ -25,7 +25,7 @@ struct SweepGrid {
 absl::StatusOr<SweepGrid> ParseGrid(const std::string& text);
 
 struct SweepPoint {
-  CostOverrides settings;  // the grid's, one value per key
+  CostSettings settings;  // the grid's, one value per key
   double time_ratio = 0, energy_ratio = 0;                      // as run
   double projected_time_ratio = 0, projected_energy_ratio = 0;  // the report's projection
   double hpt_s = 0, hpt_j = 0, gpu_only_s = 0, gpu_only_j = 0;
@@ -37,7 +37,7 @@ struct SweepPoint {
 // re-costed with `fixed` settings first.
 absl::StatusOr<std::vector<SweepPoint>> Sweep(const WorkRecord& record,
                                               const std::vector<SweepGrid>& grids,
-                                              const CostOverrides& fixed);
+                                              const CostSettings& fixed);
 
 std::string SweepTable(const std::vector<SweepGrid>& grids, const std::vector<SweepPoint>& points);
 std::string SweepCsv(const std::vector<SweepGrid>& grids, const std::vector<SweepPoint>& points);
@@ -60,12 +60,12 @@ struct TargetResult {
 absl::StatusOr<std::pair<std::string, double>> ParseTarget(const std::string& text);
 absl::StatusOr<TargetResult> FindTarget(const WorkRecord& record, const SweepGrid& grid,
                                         const std::string& metric, double target,
-                                        const CostOverrides& fixed);
+                                        const CostSettings& fixed);
 // The same for a ratio of the caller's (`what` names it in the message).
 using RatioOf = std::function<double(const JobCosts&)>;
 absl::StatusOr<TargetResult> FindTarget(const WorkRecord& record, const SweepGrid& grid,
                                         const RatioOf& ratio, const std::string& what,
-                                        double target, const CostOverrides& fixed);
+                                        double target, const CostSettings& fixed);
 
 // A step's simulated timeline as Chrome trace-event JSON (Perfetto and
 // chrome://tracing open it): one track per device, one complete ("X")

@@ -142,9 +142,9 @@ TEST(CostViews, TargetIsFoundOrExplained) {
 
 TEST(CostViews, ChromeTraceSlicesNestOnTheirTracks) {
   const WorkRecord record = SmallRecord();
-  auto coster = RecordCoster::Create(&record, {});
-  ASSERT_TRUE(coster.ok());
-  auto timeline = (*coster)->Timeline(12);
+  auto costing = RecordCosting::Create(&record, {});
+  ASSERT_TRUE(costing.ok());
+  auto timeline = (*costing)->Timeline(12);
   ASSERT_TRUE(timeline.ok()) << timeline.status();
   EXPECT_EQ(timeline->phase, "lora");
   ASSERT_EQ(timeline->tasks.size(), 2u);
@@ -154,7 +154,7 @@ TEST(CostViews, ChromeTraceSlicesNestOnTheirTracks) {
   const std::string json = ChromeTrace("job-1", *timeline);
   EXPECT_NE(json.find("\"ph\": \"X\""), std::string::npos);
   EXPECT_NE(json.find("\"thread_name\""), std::string::npos);
-  EXPECT_EQ((*coster)->Timeline(99).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ((*costing)->Timeline(99).status().code(), absl::StatusCode::kNotFound);
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 //   hptctl submit --spec=job.textproto
 //   hptctl list | status JOB | watch JOB | cancel JOB
 //
-// Exit codes are stable (hptctl/job_format.h, README.md).
+// Exit codes are stable (hptctl/job_format.h, docs/jobs.md).
 #include <unistd.h>
 
 #include <cstdlib>
@@ -21,16 +21,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/grpc_setup.h"
-#include "common/net.h"
-#include "common/tls_flags.h"
 #include "common/grpc_status.h"
-#include "google/protobuf/util/json_util.h"
+#include "common/net.h"
 #include "common/tensor_codec.h"
+#include "common/tls_flags.h"
+#include "google/protobuf/util/json_util.h"
 #include "hptctl/cost_commands.h"
-#include "hptctl/usage.h"
 #include "hptctl/job_format.h"
-#include "hptctl/submit_flags.h"
 #include "hptctl/model_commands.h"
+#include "hptctl/submit_flags.h"
+#include "hptctl/usage.h"
 #include "proto/health.grpc.pb.h"
 #include "proto/job_service.grpc.pb.h"
 
@@ -246,8 +246,9 @@ int CostCommand(JobService::Stub& stub, const std::string& command, const std::s
 
 // grpc.health.v1 Check of `service` at --coordinator (any of the
 // project's servers): prints the status; exit 0 only when SERVING.
-int HealthCommand(const std::string& service) {
-  auto stub = grpc::health::v1::Health::NewStub(MakeChannel(absl::GetFlag(FLAGS_coordinator)));
+int HealthCommand(const std::string& service, const TlsCredentials& tls) {
+  auto stub =
+      grpc::health::v1::Health::NewStub(MakeChannel(absl::GetFlag(FLAGS_coordinator), tls));
   grpc::ClientContext context;
   SetDeadline(&context);
   grpc::health::v1::HealthCheckRequest request;
@@ -262,7 +263,7 @@ int HealthCommand(const std::string& service) {
                                                                              : kExitUnavailable;
 }
 
-int Run(const std::vector<char*>& args) {
+int Run(const std::vector<char*>& args, const TlsCredentials& tls) {
   if (args.size() < 2) return Usage("no command given");
   const std::string command = args[1];
   // gRPC would dial port 99999 as 34463: a bad address is a usage error.
@@ -271,7 +272,7 @@ int Run(const std::vector<char*>& args) {
       !address.ok()) {
     return Usage(std::string(address.status().message()));
   }
-  auto stub = JobService::NewStub(MakeChannel(absl::GetFlag(FLAGS_coordinator)));
+  auto stub = JobService::NewStub(MakeChannel(absl::GetFlag(FLAGS_coordinator), tls));
   auto need_job = [&]() -> std::string {
     return args.size() >= 3 ? std::string(args[2]) : std::string();
   };
@@ -329,7 +330,7 @@ int Run(const std::vector<char*>& args) {
     }
     return absl::GetFlag(FLAGS_watch) ? Watch(*stub, job.job_id()) : kExitOk;
   }
-  if (command == "health") return HealthCommand(args.size() >= 3 ? args[2] : "hpt.JobService");
+  if (command == "health") return HealthCommand(args.size() >= 3 ? args[2] : "hpt.JobService", tls);
   if (command == "report") {
     if (absl::GetFlag(FLAGS_format) == "html") return CostCommand(*stub, "report-html", need_job());
     return ReportCommand(*stub, need_job());
@@ -357,9 +358,8 @@ int main(int argc, char** argv) {
   hpt::RepeatedCostFlags().sets = hpt::TakeRepeatedFlag("set", &argc, argv);
   hpt::RepeatedCostFlags().grids = hpt::TakeRepeatedFlag("grid", &argc, argv);
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
-  if (absl::Status s = hpt::ApplyTlsFlags(/*require_client_certs=*/false); !s.ok()) {
-    return hpt::Usage(std::string(s.message()));
-  }
+  absl::StatusOr<hpt::TlsCredentials> tls = hpt::TlsFromFlags(/*require_client_certs=*/false);
+  if (!tls.ok()) return hpt::Usage(std::string(tls.status().message()));
   std::string token_file = absl::GetFlag(FLAGS_token_file);
   if (token_file.empty() && std::getenv("HPT_TOKEN_FILE") != nullptr) {
     token_file = std::getenv("HPT_TOKEN_FILE");
@@ -379,5 +379,5 @@ int main(int argc, char** argv) {
     return hpt::Usage("--format must be text or json (chrome for trace, html for report), got '" +
                       format + "'");
   }
-  return hpt::Run(args);
+  return hpt::Run(args, *tls);
 }

@@ -1,5 +1,7 @@
 #include "hptctl/job_format.h"
 
+#include "cost/text_report.h"
+
 #include <iostream>
 
 #include <algorithm>
@@ -10,13 +12,13 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
-#include "google/protobuf/util/json_util.h"
 #include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "google/protobuf/util/json_util.h"
 
 namespace hpt {
 
@@ -43,18 +45,6 @@ ExitCode ExitCodeFor(const absl::Status& status) {
     default:
       return kExitError;
   }
-}
-
-std::string StateName(JobState state) {
-  return absl::AsciiStrToLower(JobState_Name(state));
-}
-
-std::string FormatDuration(double seconds) {
-  if (!(seconds >= 0) || !std::isfinite(seconds)) return "-";
-  const int64_t s = static_cast<int64_t>(std::llround(seconds));
-  if (s < 60) return absl::StrCat(s, "s");
-  if (s < 3600) return absl::StrFormat("%dm%02ds", s / 60, s % 60);
-  return absl::StrFormat("%dh%02dm", s / 3600, (s % 3600) / 60);
 }
 
 std::string FormatRow(const Job& job) {
@@ -175,280 +165,6 @@ std::string FormatCheckpoints(const std::string& job_id,
                          absl::UTCTimeZone()),
         c.reason());
   }
-  return out;
-}
-
-namespace {
-
-std::string Eng(double v, const char* unit) {
-  const double a = std::fabs(v);
-  if (a == 0) return absl::StrCat("0 ", unit);
-  struct Prefix { double scale; const char* name; };
-  for (Prefix p : {Prefix{1e3, "k"}, Prefix{1, ""}, Prefix{1e-3, "m"}, Prefix{1e-6, "u"},
-                   Prefix{1e-9, "n"}}) {
-    if (a >= p.scale) return absl::StrFormat("%.3g %s%s", v / p.scale, p.name, unit);
-  }
-  return absl::StrFormat("%.3g %s", v, unit);
-}
-
-std::string EventLine(const PhaseEvent& e) {
-  switch (e.kind()) {
-    case PhaseEvent::CHECK: {
-      std::string line = absl::StrFormat(
-          "  check   it %-6d L = %s  d = %s  loss %s  weight %s", e.iteration(),
-          absl::StrJoin(e.window_losses(), " ",
-                        [](std::string* out, double v) { absl::StrAppendFormat(out, "%.4g", v); }),
-          absl::StrJoin(e.weight_distances(), " ",
-                        [](std::string* out, double v) { absl::StrAppendFormat(out, "%.4g", v); }),
-          e.loss_passed() ? "pass" : "fail", e.weight_passed() ? "pass" : "fail");
-      if (!e.reason().empty()) absl::StrAppend(&line, "  (", e.reason(), ")");
-      return line;
-    }
-    case PhaseEvent::TRIAL_START:
-      return absl::StrFormat("  trial   it %-6d LoRA copy starts beside the full model",
-                             e.iteration());
-    case PhaseEvent::TRIAL_END:
-      return absl::StrFormat(
-          "  t-test  it %-6d mean full %.4g  mean LoRA %.4g  t %.3f  dof %.0f  p %.4g  %s",
-          e.iteration(), e.mean_full(), e.mean_lora(), e.t(), e.dof(), e.p(),
-          e.significant() ? "significant: another trial" : "no difference: switch");
-    case PhaseEvent::SWITCH:
-      return absl::StrFormat("  switch  it %-6d LoRA phase from step %d", e.iteration(),
-                             e.iteration() + 1);
-    default:
-      return "";
-  }
-}
-
-}  // namespace
-
-static std::string WindowText(const HptStatus& h) {
-  if (h.check_window_samples() <= 0 || h.batch_size() <= 0) {
-    return absl::StrCat(h.check_window_steps(), " steps");
-  }
-  return absl::StrCat(h.check_window_samples(), " samples = ", h.check_window_steps(),
-                      " steps at batch ",
-                      h.batch_size());
-}
-
-namespace {
-
-// The phases table: steps, wall and simulated time, energy by device.
-void AppendPhases(const HptStatus& h, std::string* report) {
-  std::string& out = *report;
-  absl::StrAppend(&out, "\nphases\n");
-  // As wide as the longest phase name ("lora-gpu" after a fallback).
-  int width = 7;
-  for (const PhaseCost& c : h.phases()) width = std::max(width, int(c.phase().size()));
-  absl::StrAppend(&out, absl::StrFormat("  %-*s %-13s %9s %12s %12s  %s\n", width, "phase",
-                                        "steps", "wall", "simulated", "energy", "by device"));
-  for (const PhaseCost& c : h.phases()) {
-    const std::string steps = c.first_step() < 0 ? "-"
-                              : c.phase() == "switch"
-                                  ? absl::StrCat("after ", c.last_step())
-                                  : absl::StrCat(c.first_step(), "-", c.last_step());
-    std::vector<std::string> parts;
-    // By device kind in name order (a proto map's own order is arbitrary).
-    const std::map<std::string, double> energy(c.device_energy_j().begin(),
-                                               c.device_energy_j().end());
-    for (const auto& [kind, j] : energy) {
-      auto busy = c.device_busy_s().find(kind);
-      parts.push_back(busy == c.device_busy_s().end()
-                          ? absl::StrCat(kind, " ", Eng(j, "J"))
-                          : absl::StrCat(kind, " ", Eng(busy->second, "s"), "/", Eng(j, "J")));
-    }
-    absl::StrAppend(&out, absl::StrFormat("  %-*s %-13s %9s %12s %12s  %s\n", width, c.phase(),
-                                          steps,
-                                          FormatDuration(c.wall_s()),
-                                          Eng(c.simulated_s(), "s"), Eng(c.energy_j(), "J"),
-                                          absl::StrJoin(parts, ", ")));
-  }
-}
-
-// The GPU side: kernels the full phase's steps really launched.
-void AppendGpuKernels(const Job& job, std::string* report) {
-  std::string& out = *report;
-  const HptStatus& h = job.hpt();
-  double kernels = 0, launch_bound_s = 0, gpu_s = 0;
-  for (const DeviceCost& d : job.device_costs()) {
-    if (d.kind() != "gpu") continue;
-    const auto& c = d.cost().counters();
-    if (auto it = c.find("kernels"); it != c.end()) kernels += it->second;
-    if (auto it = c.find("launch_bound_s"); it != c.end()) launch_bound_s += it->second;
-    gpu_s += d.cost().simulated_s();
-  }
-  int64_t full_steps = 0, fallback_steps = 0;
-  for (const PhaseCost& c : h.phases()) {
-    if (c.phase() == "full") full_steps = c.last_step() - c.first_step() + 1;
-    if (c.phase() == "lora-gpu") fallback_steps = c.last_step() - c.first_step() + 1;
-  }
-  if (kernels > 0 && full_steps > 0 && gpu_s > 0) {
-    absl::StrAppend(&out, absl::StrFormat(
-        "\nGPU kernels: %.0f a %s step (trials, loads and evaluation "
-        "included), %.0f %% of simulated GPU time launch-bound\n",
-        kernels / double(full_steps + fallback_steps),
-        fallback_steps > 0 ? "GPU (full-phase or fallback)" : "full-phase",
-        100 * launch_bound_s / gpu_s));
-  }
-}
-
-// The ReRAM chip: frozen layers and their copies.
-void AppendReramChip(const HptStatus& h, std::string* report) {
-  std::string& out = *report;
-  if (h.reram_layers_size() > 0) {
-    // Layers alike in shape and copies share a line.
-    std::map<std::tuple<int64_t, int64_t, int64_t, int>, std::vector<std::string>> groups;
-    int64_t tiles = 0;
-    for (const ReramLayerPlacement& r : h.reram_layers()) {
-      groups[{r.in_features(), r.out_features(), r.duplication(), r.worker()}].push_back(
-          r.layer());
-      tiles += r.tiles();
-    }
-    absl::StrAppend(&out, "\nReRAM chip: frozen layers and their copies (", tiles,
-                    " tiles used; copies read input vectors in parallel)\n");
-    for (const auto& [key, names] : groups) {
-      const auto& [in, n, copies, worker] = key;
-      absl::StrAppend(&out, absl::StrFormat("  worker %d  %3d x %-6s  %d copies  e.g. %s\n",
-                                            worker, names.size(),
-                                            absl::StrCat(in, "x", n), copies, names.front()));
-    }
-  }
-}
-
-// HpT against GPU-only, as run and projected, and where the time goes.
-void AppendComparison(const CostComparison& cmp, std::string* report) {
-  std::string& out = *report;
-  absl::StrAppend(&out, "\nHpT vs GPU-only full-parameter training",
-                  cmp.baseline().empty() ? ""
-                                         : absl::StrCat(" (GPU baseline: ", cmp.baseline(), ")"),
-                  "\n");
-  absl::StrAppend(&out, absl::StrFormat("  %-8s %12s %12s %8s\n", "", "HpT", "GPU-only", "ratio"));
-  absl::StrAppend(&out, absl::StrFormat("  %-8s %12s %12s %7.2fx\n", "time",
-                                        Eng(cmp.hpt_time_s(), "s"),
-                                        Eng(cmp.gpu_only_time_s(), "s"), cmp.time_ratio()));
-  absl::StrAppend(&out, absl::StrFormat("  %-8s %12s %12s %7.2fx\n", "energy",
-                                        Eng(cmp.hpt_energy_j(), "J"),
-                                        Eng(cmp.gpu_only_energy_j(), "J"), cmp.energy_ratio()));
-  if (!cmp.method().empty()) absl::StrAppend(&out, "  how: ", cmp.method(), "\n");
-  if (cmp.project_steps() > 0) {
-    absl::StrAppend(&out, absl::StrFormat("\nprojected to %g epoch(s) (%d steps)\n",
-                                          cmp.project_epochs(), cmp.project_steps()));
-    absl::StrAppend(&out, absl::StrFormat("  %-8s %12s %12s %8s\n", "", "HpT", "GPU-only",
-                                          "ratio"));
-    absl::StrAppend(&out, absl::StrFormat("  %-8s %12s %12s %7.2fx\n", "time",
-                                          Eng(cmp.projected_hpt_time_s(), "s"),
-                                          Eng(cmp.projected_gpu_only_time_s(), "s"),
-                                          cmp.projected_time_ratio()));
-    absl::StrAppend(&out, absl::StrFormat("  %-8s %12s %12s %7.2fx\n", "energy",
-                                          Eng(cmp.projected_hpt_energy_j(), "J"),
-                                          Eng(cmp.projected_gpu_only_energy_j(), "J"),
-                                          cmp.projected_energy_ratio()));
-    absl::StrAppend(&out, "  how: ", cmp.projection_method(), "\n");
-  }
-  if (cmp.baselines_size() > 0) {
-    absl::StrAppend(&out, "\nagainst each GPU baseline (GPU steps run this way in both)\n");
-    absl::StrAppend(&out, absl::StrFormat("  %-8s %12s %12s %8s %8s %10s %10s\n", "baseline",
-                                          "HpT", "GPU-only", "time", "energy", "proj time",
-                                          "proj energy"));
-    for (const BaselineComparison& b : cmp.baselines()) {
-      absl::StrAppend(&out, absl::StrFormat(
-                                "  %-8s %12s %12s %7.2fx %7.2fx %9.2fx %9.2fx\n", b.baseline(),
-                                Eng(b.hpt_time_s(), "s"), Eng(b.gpu_only_time_s(), "s"),
-                                b.time_ratio(), b.energy_ratio(), b.projected_time_ratio(),
-                                b.projected_energy_ratio()));
-    }
-    for (const BaselineComparison& b : cmp.baselines()) {
-      absl::StrAppend(&out, "  ", b.source(), "\n");
-    }
-  }
-  if (cmp.time_notes_size() > 0) {
-    absl::StrAppend(&out, "\nwhere the simulated time goes\n");
-    for (const std::string& note : cmp.time_notes()) absl::StrAppend(&out, "  ", note, "\n");
-  }
-}
-
-std::string OptimizerText(const OptimizerConfig& o) {
-  return absl::StrCat(o.type() == ADAMW ? "AdamW" : "Adam", " lr ",
-                      absl::StrFormat("%.3g", o.learning_rate()),
-                      o.weight_decay() > 0 ? absl::StrFormat(" wd %.3g", o.weight_decay()) : "");
-}
-
-// How the job trains: both phases' optimizers and where their rates come
-// from (the preset's paper recipe, scaled to the batch), and the switch rule.
-void AppendRecipe(const JobSpec& spec, std::string* out) {
-  if (!spec.has_training()) return;
-  const TrainingSpec& t = spec.training();
-  const HptSpec& h = spec.hpt();
-  absl::StrAppend(out, "training: batch ", t.batch_size(), ", ", t.epochs(), " epochs, ",
-                  OptimizerText(t.optimizer()));
-  if (t.step_lr_step_size() > 0 && t.step_lr_gamma() < 1) {
-    absl::StrAppend(out, absl::StrFormat(", StepLR x%.3g every %d epochs", t.step_lr_gamma(),
-                                         t.step_lr_step_size()));
-  }
-  if (!t.learning_rate_rule().empty()) absl::StrAppend(out, "\n  rate: ", t.learning_rate_rule());
-  absl::StrAppend(out, "\nLoRA phase: ", OptimizerText(h.lora_optimizer()), ", constant");
-  if (!h.lora_learning_rate_rule().empty()) {
-    absl::StrAppend(out, "\n  rate: ", h.lora_learning_rate_rule());
-  }
-  absl::StrAppend(out, "\nswitch rule: ", h.switch_rule().empty() ? "paper" : h.switch_rule());
-  if (h.switch_rule() == "consecutive") {
-    absl::StrAppend(out, " (", h.consecutive_checks(), " passing checks in a row)");
-  }
-  absl::StrAppend(out, "\n");
-}
-
-// The phase controller's events, routine failed checks left out.
-void AppendEvents(const HptStatus& h, std::string* report) {
-  std::string& out = *report;
-  int shown = 0;
-  std::string events;
-  for (const PhaseEvent& e : h.events()) {
-    // Checks that failed both tests are routine; show the rest.
-    if (e.kind() == PhaseEvent::CHECK && !e.loss_passed() && !e.weight_passed()) continue;
-    absl::StrAppend(&events, EventLine(e), "\n");
-    ++shown;
-  }
-  absl::StrAppend(&out, "\nphase controller (", h.events_size(), " events; ", shown,
-                  " shown, checks failing both tests hidden)\n", events);
-}
-
-}  // namespace
-
-std::string FormatReport(const Job& job) {
-  std::string out;
-  const HptStatus& h = job.hpt();
-  absl::StrAppend(&out, "job ", job.job_id(), " (", job.name(), ")  ", StateName(job.state()),
-                  "  wall ", FormatDuration(job.progress().elapsed_s()), "\n");
-  absl::StrAppend(&out, "placement ", h.placement().empty() ? "gpu" : h.placement(),
-                  "  window k ", WindowText(h), "  steps ", job.progress().step(), "\n");
-  AppendRecipe(job.spec(), &out);
-  if (!h.fallback_reason().empty()) {
-    absl::StrAppend(&out, "fallback: ", h.fallback_reason(),
-                    " (phase lora-gpu below: LoRA-phase steps on the GPU workers)\n");
-  }
-  if (h.switch_step() >= 0) {
-    absl::StrAppend(&out, "switched to LoRA at step ", h.switch_step(), " (",
-                    h.lora_trainable_parameters(), " trainable parameters; ranks ");
-    std::vector<std::string> ranks;
-    std::map<int, int> histogram;
-    for (const auto& [name, r] : h.lora_ranks()) ++histogram[r];
-    for (const auto& [r, n] : histogram) ranks.push_back(absl::StrCat(n, "x r", r));
-    absl::StrAppend(&out, absl::StrJoin(ranks, ", "), ")\n");
-  } else {
-    absl::StrAppend(&out, "no switch: trained full-parameter throughout\n");
-  }
-  AppendPhases(h, &out);
-  AppendGpuKernels(job, &out);
-  AppendReramChip(h, &out);
-  AppendComparison(h.comparison(), &out);
-  const QualityMetrics& q = job.test_metrics();
-  if (q.values() > 0) {
-    absl::StrAppend(&out, absl::StrFormat(
-        "\ntest metrics (data units, %d values)\n  RMSE %.4g  MAE %.4g  NSE %.4f  R2 %.4f\n",
-        q.values(), q.rmse(), q.mae(), q.nse(), q.r2()));
-  }
-  AppendEvents(h, &out);
-  if (!job.error().empty()) absl::StrAppend(&out, "\nerror: ", job.error(), "\n");
   return out;
 }
 

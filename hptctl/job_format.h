@@ -7,11 +7,12 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "cost/text_report.h"
 #include "proto/job_service.pb.h"
 
 namespace hpt {
 
-// Stable exit codes of hptctl (documented in README.md).
+// Stable exit codes of hptctl (documented in docs/jobs.md).
 enum ExitCode : int {
   kExitOk = 0,
   kExitJobFailed = 1,     // the watched job ended FAILED or CANCELLED
@@ -25,8 +26,6 @@ enum ExitCode : int {
 ExitCode ExitCodeFor(const absl::Status& status);
 // Prints "hptctl: CODE: message" to stderr; returns ExitCodeFor(status).
 int PrintFailure(const absl::Status& status);
-std::string StateName(JobState state);        // "running"
-std::string FormatDuration(double seconds);   // "1m05s"
 std::string FormatRow(const Job& job);        // one line of `list`
 // "[#####.....]  50% epoch 2/3 step 10/20 loss 0.1234 ..."; width in chars.
 std::string FormatProgress(const Job& job, int bar_width);
@@ -34,10 +33,6 @@ std::string FormatSummary(const Job& job);    // multi-line, for status/watch
 // A table of a job's checkpoints, for `hptctl checkpoints`.
 std::string FormatCheckpoints(const std::string& job_id,
                               const std::vector<CheckpointInfo>& checkpoints);
-// The HpT report as tables: phases and their step ranges, the switch
-// decision and its statistics, test metrics, wall time, simulated time and
-// energy per device kind and phase, and the HpT-vs-GPU-only ratios.
-std::string FormatReport(const Job& job);
 
 // A message as indented JSON with the protos' own field names.
 std::string ToJson(const google::protobuf::Message& message);

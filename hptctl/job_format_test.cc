@@ -148,8 +148,8 @@ TEST(JobFormatTest, ReportShowsPhasesSwitchRatiosAndMetrics) {
   EXPECT_NE(r.find("3.50x"), std::string::npos) << r;
   EXPECT_NE(r.find("RMSE 1.25"), std::string::npos) << r;
   EXPECT_NE(r.find("p 0.62  no difference: switch"), std::string::npos) << r;
-  EXPECT_NE(r.find("check   it 29"), std::string::npos) << r;
-  EXPECT_EQ(r.find("check   it 19"), std::string::npos) << r;
+  EXPECT_NE(r.find("check   step 29"), std::string::npos) << r;
+  EXPECT_EQ(r.find("check   step 19"), std::string::npos) << r;
 }
 
 }  // namespace

@@ -9,28 +9,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/json_text.h"
 #include "hptctl/npy_file.h"
 
 namespace hpt {
 namespace {
 
-// A JSON string literal (names and metadata are plain text).
-std::string Quote(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", unsigned(c));
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
 
 void PutLittleEndian64(uint64_t value, std::string* out) {
   for (int i = 0; i < 8; ++i) out->push_back(char((value >> (8 * i)) & 0xff));
@@ -44,13 +28,13 @@ absl::Status WriteSafetensors(const std::map<std::string, HostTensor>& tensors,
   std::vector<std::string> entries;
   if (!metadata.empty()) {
     std::vector<std::string> pairs;
-    for (const auto& [key, value] : metadata) pairs.push_back(Quote(key) + ":" + Quote(value));
+    for (const auto& [key, value] : metadata) pairs.push_back(JsonString(key) + ":" + JsonString(value));
     entries.push_back(absl::StrCat("\"__metadata__\":{", absl::StrJoin(pairs, ","), "}"));
   }
   uint64_t offset = 0;
   for (const auto& [name, tensor] : tensors) {
     const uint64_t bytes = uint64_t(tensor.num_bytes());
-    entries.push_back(absl::StrCat(Quote(name), ":{\"dtype\":\"F32\",\"shape\":[",
+    entries.push_back(absl::StrCat(JsonString(name), ":{\"dtype\":\"F32\",\"shape\":[",
                                    absl::StrJoin(tensor.shape, ","), "],\"data_offsets\":[", offset,
                                    ",", offset + bytes, "]}"));
     offset += bytes;

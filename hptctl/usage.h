@@ -1,4 +1,4 @@
-// hptctl's usage text: its commands and exit codes (README.md documents
+// hptctl's usage text: its commands and exit codes (docs/jobs.md documents
 // the same).
 #ifndef HPT_HPTCTL_USAGE_H_
 #define HPT_HPTCTL_USAGE_H_

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "hptctl/job_format.h"
+#include "cost/text_report.h"
 #include "pages/sections.h"
 #include "pages/svg.h"
 
@@ -196,9 +196,9 @@ void SetPageTimeline(const WorkRecord* record, JobPageInput* input) {
 }
 
 absl::StatusOr<StepTimeline> PageTimeline(const WorkRecord& record) {
-  absl::StatusOr<std::unique_ptr<RecordCoster>> coster = RecordCoster::Create(&record, CostOverrides());
-  if (!coster.ok()) return coster.status();
-  return (*coster)->Timeline(record.switch_step() >= 0 ? record.switch_step() : 0);
+  absl::StatusOr<std::unique_ptr<RecordCosting>> costing = RecordCosting::Create(&record, CostSettings());
+  if (!costing.ok()) return costing.status();
+  return (*costing)->Timeline(record.switch_step() >= 0 ? record.switch_step() : 0);
 }
 
 }  // namespace hpt

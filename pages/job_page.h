@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "coordinator/recost.h"
+#include "cost/record_costing.h"
 #include "proto/job_service.pb.h"
 #include "proto/work.pb.h"
 

@@ -51,11 +51,9 @@ std::string EventText(const PhaseEvent& e) {
   return text;
 }
 
-}  // namespace
-
-std::string LossSection(const Job& job, const JobHistory& h) {
-  std::string out = "<section id=\"loss\"><h2>Training loss</h2>";
-  if (h.first_step_size() == 0) return out + "<p class=\"note\">No step has finished yet.</p></section>";
+// The plot's axes: every step across, the losses up (log scale where they
+// span more than tenfold).
+PlotArea LossPlotArea(const JobHistory& h, bool* log) {
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   auto see = [&](double v) {
     if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
@@ -65,95 +63,127 @@ std::string LossSection(const Job& job, const JobHistory& h) {
     see(e.train_loss());
     if (e.test_loss() > 0) see(e.test_loss());
   }
-  const bool log = lo > 0 && hi / lo > 10;
+  *log = lo > 0 && hi / lo > 10;
   PlotArea plot(880, 300);
-  const double last = double(std::max<int64_t>(1, h.steps() - 1));
-  plot.SetX(0, last);
-  plot.SetY(log ? lo / 1.2 : std::min(0.0, lo), log ? hi * 1.2 : hi * 1.05, log);
-  std::string& g = plot.body;
-  // Trial windows, shaded under everything else.
-  const HptStatus& hpt = job.hpt();
-  int64_t trial_start = -1, trials = 0;
+  plot.SetX(0, double(std::max<int64_t>(1, h.steps() - 1)));
+  plot.SetY(*log ? lo / 1.2 : std::min(0.0, lo), *log ? hi * 1.2 : hi * 1.05, *log);
+  return plot;
+}
+
+// Trial windows, shaded under everything else; returns how many.
+int DrawTrials(const HptStatus& hpt, PlotArea* plot) {
+  int64_t trial_start = -1;
+  int trials = 0;
   for (const PhaseEvent& e : hpt.events()) {
     if (e.kind() == PhaseEvent::TRIAL_START) trial_start = e.iteration();
     if (e.kind() == PhaseEvent::TRIAL_END && trial_start >= 0) {
-      absl::StrAppend(&g, absl::StrFormat(
+      absl::StrAppend(&plot->body, absl::StrFormat(
           "<rect class=\"trial\" data-from=\"%d\" data-to=\"%d\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" "
           "height=\"%d\"><title>trial window, steps %d to %d: %s</title></rect>",
-          trial_start, e.iteration(), plot.X(double(trial_start)), plot.top(),
-          std::max(1.0, plot.X(double(e.iteration())) - plot.X(double(trial_start))),
-          plot.bottom_edge() - plot.top(), trial_start, e.iteration(), Escape(EventText(e))));
+          trial_start, e.iteration(), plot->X(double(trial_start)), plot->top(),
+          std::max(1.0, plot->X(double(e.iteration())) - plot->X(double(trial_start))),
+          plot->bottom_edge() - plot->top(), trial_start, e.iteration(), Escape(EventText(e))));
       trial_start = -1;
       ++trials;
     }
   }
+  return trials;
+}
+
+// The training loss: each point's mean, and the band of its least and
+// largest step where points hold several steps; returns the points.
+size_t DrawTrainLoss(const JobHistory& h, PlotArea* plot) {
   const double half = double(h.bucket() - 1) / 2;
   std::vector<std::pair<double, double>> upper, lower, mean;
   for (int i = 0; i < h.first_step_size(); ++i) {
-    const double x = plot.X(double(h.first_step(i)) + half);
-    upper.emplace_back(x, plot.Y(h.loss_max(i)));
-    lower.emplace_back(x, plot.Y(h.loss_min(i)));
-    mean.emplace_back(x, plot.Y(h.loss_mean(i)));
+    const double x = plot->X(double(h.first_step(i)) + half);
+    upper.emplace_back(x, plot->Y(h.loss_max(i)));
+    lower.emplace_back(x, plot->Y(h.loss_min(i)));
+    mean.emplace_back(x, plot->Y(h.loss_mean(i)));
   }
   if (h.bucket() > 1) {
     std::reverse(lower.begin(), lower.end());
     upper.insert(upper.end(), lower.begin(), lower.end());
-    absl::StrAppend(&g, "<polygon class=\"band\" points=\"", Points(upper), "\"/>");
+    absl::StrAppend(&plot->body, "<polygon class=\"band\" points=\"", Points(upper), "\"/>");
   }
-  absl::StrAppend(&g, "<polyline class=\"series train\" data-series=\"train-loss\" data-count=\"",
+  absl::StrAppend(&plot->body,
+                  "<polyline class=\"series train\" data-series=\"train-loss\" data-count=\"",
                   mean.size(), "\" points=\"", Points(mean), "\"/>");
-  int checks = 0, passed = 0;
-  for (const PhaseEvent& e : hpt.events()) checks += e.kind() == PhaseEvent::CHECK;
-  // Past kMaxMarks checks (a job that never switches, with a short window)
-  // they are drawn as two paths, without hover text, so the page stays small.
-  const bool one_path = checks > kMaxMarks;
+  return mean.size();
+}
+
+// Every check as a mark with its hover text; past kMaxMarks checks (a job
+// that never switches, with a short window) as two paths without hover
+// text, so the page stays small. Counts the checks and those that passed.
+void DrawChecks(const HptStatus& hpt, PlotArea* plot, int* checks, int* passed) {
+  *checks = *passed = 0;
+  for (const PhaseEvent& e : hpt.events()) *checks += e.kind() == PhaseEvent::CHECK;
+  const bool one_path = *checks > kMaxMarks;
   std::string pass_path, fail_path;
   for (const PhaseEvent& e : hpt.events()) {
     if (e.kind() != PhaseEvent::CHECK) continue;
     const bool ok = e.loss_passed() && e.weight_passed();
-    passed += ok;
-    const double x = plot.X(double(e.iteration()));
+    *passed += ok;
+    const double x = plot->X(double(e.iteration()));
     if (one_path) {
       absl::StrAppend(ok ? &pass_path : &fail_path,
-                      absl::StrFormat("M%.1f %dV%d", x, plot.top(), plot.bottom_edge()));
+                      absl::StrFormat("M%.1f %dV%d", x, plot->top(), plot->bottom_edge()));
       continue;
     }
-    absl::StrAppend(&g, absl::StrFormat(
+    absl::StrAppend(&plot->body, absl::StrFormat(
         "<g class=\"check %s\" data-step=\"%d\" data-passed=\"%d\"><line x1=\"%.1f\" x2=\"%.1f\" "
         "y1=\"%d\" y2=\"%d\"/><circle cx=\"%.1f\" cy=\"%d\" r=\"4\"/><title>%s</title></g>",
-        ok ? "pass" : "fail", e.iteration(), ok, x, x, plot.top(), plot.bottom_edge(), x,
-        plot.top() + 5, Escape(EventText(e))));
+        ok ? "pass" : "fail", e.iteration(), ok, x, x, plot->top(), plot->bottom_edge(), x,
+        plot->top() + 5, Escape(EventText(e))));
   }
   if (one_path) {
-    absl::StrAppend(&g, "<g class=\"check pass\" data-count=\"", passed, "\"><path d=\"", pass_path,
-                    "\"/></g><g class=\"check fail\" data-count=\"", checks - passed, "\"><path d=\"", fail_path,
-                    "\"/></g>");
+    absl::StrAppend(&plot->body, "<g class=\"check pass\" data-count=\"", *passed,
+                    "\"><path d=\"", pass_path, "\"/></g><g class=\"check fail\" data-count=\"",
+                    *checks - *passed, "\"><path d=\"", fail_path, "\"/></g>");
   }
+}
+
+// The test loss after each epoch, and the switch.
+void DrawTestLossAndSwitch(const JobHistory& h, const HptStatus& hpt, PlotArea* plot) {
   std::vector<std::string> test_points;
   for (const EpochPoint& e : h.epochs()) {
     if (e.test_loss() <= 0) continue;
     test_points.push_back(absl::StrFormat(
         "<circle class=\"test\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\"><title>epoch %d: test loss %s, "
         "train loss %s</title></circle>",
-        plot.X(double(e.last_step())), plot.Y(e.test_loss()), e.epoch(), Num(e.test_loss()),
+        plot->X(double(e.last_step())), plot->Y(e.test_loss()), e.epoch(), Num(e.test_loss()),
         Num(e.train_loss())));
   }
-  absl::StrAppend(&g, "<g class=\"series\" data-series=\"test-loss\" data-count=\"",
+  absl::StrAppend(&plot->body, "<g class=\"series\" data-series=\"test-loss\" data-count=\"",
                   test_points.size(), "\">", absl::StrJoin(test_points, ""), "</g>");
-  if (hpt.switch_step() >= 0) {
-    const double x = plot.X(double(hpt.switch_step()));
-    absl::StrAppend(&g, absl::StrFormat(
-        "<g class=\"switch\" data-step=\"%d\"><line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\"/>"
-        "<text x=\"%.1f\" y=\"%d\">switch → LoRA at step %d</text><title>first LoRA-phase step: "
-        "%d</title></g>",
-        hpt.switch_step(), x, x, plot.top(), plot.bottom_edge(), x + 4, plot.top() + 24,
-        hpt.switch_step(), hpt.switch_step()));
-  }
+  if (hpt.switch_step() < 0) return;
+  const double x = plot->X(double(hpt.switch_step()));
+  absl::StrAppend(&plot->body, absl::StrFormat(
+      "<g class=\"switch\" data-step=\"%d\"><line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\"/>"
+      "<text x=\"%.1f\" y=\"%d\">switch → LoRA at step %d</text><title>first LoRA-phase step: "
+      "%d</title></g>",
+      hpt.switch_step(), x, x, plot->top(), plot->bottom_edge(), x + 4, plot->top() + 24,
+      hpt.switch_step(), hpt.switch_step()));
+}
+
+}  // namespace
+
+std::string LossSection(const Job& job, const JobHistory& h) {
+  std::string out = "<section id=\"loss\"><h2>Training loss</h2>";
+  if (h.first_step_size() == 0) return out + "<p class=\"note\">No step has finished yet.</p></section>";
+  const HptStatus& hpt = job.hpt();
+  bool log = false;
+  PlotArea plot = LossPlotArea(h, &log);
+  const int trials = DrawTrials(hpt, &plot);
+  const size_t points = DrawTrainLoss(h, &plot);
+  int checks = 0, passed = 0;
+  DrawChecks(hpt, &plot, &checks, &passed);
+  DrawTestLossAndSwitch(h, hpt, &plot);
   plot.Axes("step", log ? "loss (MSE, log scale)" : "loss (MSE)");
   absl::StrAppend(&out, plot.Svg("loss-plot", absl::StrFormat(
       "data-steps=\"%d\" data-bucket=\"%d\" data-points=\"%d\" data-switch-step=\"%d\" "
       "data-checks=\"%d\" data-trials=\"%d\" aria-label=\"training loss per step\"",
-      h.steps(), h.bucket(), mean.size(), hpt.switch_step(), checks, trials)));
+      h.steps(), h.bucket(), points, hpt.switch_step(), checks, trials)));
   absl::StrAppend(&out, Legend({{"train", "training loss"},
                                 {"band", "least to largest in a point's steps"},
                                 {"test", "test loss after an epoch"},

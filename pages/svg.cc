@@ -107,19 +107,23 @@ double PlotArea::Y(double v) const {
 
 void PlotArea::Axes(const std::string& x_label, const std::string& y_label, bool y_ticks) {
   std::string axes;
-  for (double t : y_ticks ? Ticks(y_lo_, y_hi_, 5, y_log_) : std::vector<double>()) {
+  for (double t : y_ticks ? Ticks(y_lo_, y_hi_, y_tick_target_, y_log_) : std::vector<double>()) {
     const double y = Y(t);
     absl::StrAppend(&axes, absl::StrFormat(
         "<line class=\"grid\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\"/>"
         "<text class=\"tick\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>",
-        left_, right_edge(), y, y, left_ - 6, y + 4, Num(t, 3)));
+        left_, right_edge(), y, y, left_ - 6, y + 4, Num(t, 3) + y_unit_));
   }
-  for (double t : Ticks(x_lo_, x_hi_, 8, x_log_)) {
+  std::vector<std::pair<double, std::string>> x_ticks = x_ticks_;
+  if (x_ticks.empty()) {
+    for (double t : Ticks(x_lo_, x_hi_, 8, x_log_)) x_ticks.emplace_back(t, Num(t, 4));
+  }
+  for (const auto& [t, label] : x_ticks) {
     const double x = X(t);
     absl::StrAppend(&axes, absl::StrFormat(
         "<line class=\"tick-mark\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\"/>"
         "<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>",
-        x, x, bottom_edge(), bottom_edge() + 4, x, bottom_edge() + 16, Num(t, 4)));
+        x, x, bottom_edge(), bottom_edge() + 4, x, bottom_edge() + 16, Escape(label)));
   }
   absl::StrAppend(&axes, absl::StrFormat(
       "<line class=\"axis\" x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\"/>"

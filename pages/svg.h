@@ -35,6 +35,15 @@ class PlotArea {
   PlotArea(int width, int height, int left = 64, int right = 16, int top = 12, int bottom = 40);
   void SetX(double lo, double hi, bool log = false);
   void SetY(double lo, double hi, bool log = false);
+  // Labelled x ticks at these values, in place of round ones (a sweep's
+  // grid values).
+  void SetXTicks(std::vector<std::pair<double, std::string>> ticks) { x_ticks_ = std::move(ticks); }
+  bool x_log() const { return x_log_; }
+  // About `target` y ticks (default 5), each label followed by `unit`.
+  void SetYTicks(int target, std::string unit) {
+    y_tick_target_ = target;
+    y_unit_ = std::move(unit);
+  }
   // Pixel of a data value (clamped to the plot for log axes' non-positives).
   double X(double v) const;
   double Y(double v) const;
@@ -53,6 +62,9 @@ class PlotArea {
   int width_, height_, left_, right_, top_, bottom_;
   double x_lo_ = 0, x_hi_ = 1, y_lo_ = 0, y_hi_ = 1;
   bool x_log_ = false, y_log_ = false;
+  std::vector<std::pair<double, std::string>> x_ticks_;
+  int y_tick_target_ = 5;
+  std::string y_unit_;
 };
 
 // "x1,y1 x2,y2 ..." for a polyline's points attribute.

@@ -7,12 +7,12 @@
 
 #include "common/grpc_setup.h"
 #include "common/grpc_status.h"
+#include "common/test_util.h"
 #include "coordinator/coordinator_server.h"
 #include "gmock/gmock.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
 #include "proto/job_service.grpc.pb.h"
-#include "tests/test_util.h"
 
 namespace hpt {
 namespace {
@@ -30,7 +30,7 @@ class CoordinatorServiceTest : public ::testing::Test {
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
     address_ = "127.0.0.1:" + std::to_string(server_->port());
-    stub_ = JobService::NewStub(MakeChannel(address_));
+    stub_ = JobService::NewStub(MakeChannel(address_, TlsCredentials()));
   }
 
   absl::StatusOr<Job> Submit(const SubmitJobRequest& request) {
@@ -247,7 +247,7 @@ TEST_F(CoordinatorServiceTest, SubmitIsIdempotentPerRequestId) {
 // One unary call with raw request bytes through a generic stub.
 grpc::Status RawCall(const std::string& address, const std::string& method,
                      const std::string& bytes, std::string* reply) {
-  grpc::GenericStub generic(MakeChannel(address));
+  grpc::GenericStub generic(MakeChannel(address, TlsCredentials()));
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
   grpc::Slice slice(bytes.data(), bytes.size());

@@ -17,12 +17,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "coordinator/rendezvous_store.h"
 #include "models/model_config.h"
-#include "tests/test_util.h"
 #include "workers/gpu_executor.h"
+#include "workers/rendezvous_store.h"
 
 namespace hpt {
 namespace {

@@ -9,11 +9,11 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_setup.h"
 #include "common/tensor_codec.h"
-#include "coordinator/grpc_worker_client.h"
+#include "common/test_util.h"
+#include "coordinator/dispatch/grpc_worker_client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/job_service.grpc.pb.h"
-#include "tests/test_util.h"
 
 namespace hpt {
 namespace {
@@ -176,7 +176,7 @@ TEST_F(DevicesTest, LinearForwardAndBackwardMatchLibTorch) {
 }
 
 Job RunJob(int port, const std::string& head_device) {
-  auto stub = JobService::NewStub(MakeChannel(absl::StrCat("127.0.0.1:", port)));
+  auto stub = JobService::NewStub(MakeChannel(absl::StrCat("127.0.0.1:", port), TlsCredentials()));
   SubmitJobRequest submit;
   submit.mutable_spec()->set_name("head-" + head_device);
   submit.mutable_spec()->mutable_training()->set_epochs(2);

@@ -29,10 +29,10 @@
 #include "common/grpc_setup.h"
 #include "common/grpc_status.h"
 #include "common/tensor_codec.h"
+#include "common/test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/job_service.grpc.pb.h"
-#include "tests/test_util.h"
 
 namespace hpt {
 namespace {
@@ -61,7 +61,7 @@ class FailoverTest : public ::testing::Test {
     ASSERT_TRUE(p.ok()) << p.status();
     ports_ = *p;
     coordinator_.emplace(std::move(*c));
-    stub_ = JobService::NewStub(MakeChannel(absl::StrCat("127.0.0.1:", ports_.grpc)));
+    stub_ = JobService::NewStub(MakeChannel(absl::StrCat("127.0.0.1:", ports_.grpc), TlsCredentials()));
   }
 
   ChildProcess StartWorker(const std::string& kind, const std::string& name) {

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "common/tensor_codec.h"
-#include "coordinator/grpc_worker_client.h"
+#include "coordinator/dispatch/grpc_worker_client.h"
 #include "data/synthetic.h"
 #include "data/window_dataset.h"
 #include "gtest/gtest.h"

@@ -16,7 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
-#include "tests/test_util.h"
+#include "common/test_util.h"
 
 namespace hpt::testing {
 namespace {

@@ -17,12 +17,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_setup.h"
+#include "common/test_util.h"
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "proto/worker_service.grpc.pb.h"
-#include "tests/test_util.h"
 
 namespace hpt {
 namespace {

@@ -49,7 +49,7 @@ declare -A SOURCES=(
   [weather]="data/real_data.cc data/text_file.cc"
   [covid]="data/real_data.cc data/text_file.cc"
   [swe]="data/swe.cc data/text_file.cc"
-  [spec]="coordinator/job_spec.cc coordinator/paper_recipes.cc coordinator/spec_names.cc models/model_config.cc models/lora_config.cc \
+  [spec]="coordinator/spec/job_spec.cc coordinator/spec/hpt_spec.cc coordinator/spec/paper_recipes.cc coordinator/spec/spec_names.cc models/model_config.cc models/lora_config.cc \
 models/model_flops.cc $OUT/gen/proto/work.pb.cc $OUT/gen/proto/common.pb.cc \
 $OUT/gen/proto/job_service.pb.cc"
   [tensor_codec]="common/tensor_codec.cc common/host_tensor.cc $OUT/gen/proto/work.pb.cc \

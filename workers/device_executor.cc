@@ -394,11 +394,7 @@ absl::StatusOr<BackwardResponse> DeviceExecutor::TakeBackward(BackwardRequest&& 
 absl::StatusOr<ApplyUpdateResponse> DeviceExecutor::ApplyUpdate(
     const ApplyUpdateRequest& request) {
   const auto start = Clock::now();
-  if (!(request.learning_rate() > 0) || !std::isfinite(request.learning_rate())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "ApplyUpdateRequest.learning_rate must be positive, got ",
-        request.learning_rate()));
-  }
+  if (absl::Status rate = CheckLearningRate(request); !rate.ok()) return rate;
   absl::MutexLock lock(&impl_->mu);
   absl::StatusOr<Job*> found = impl_->jobs.Find(request.job_id());
   if (!found.ok()) return found.status();

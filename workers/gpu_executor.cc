@@ -11,8 +11,8 @@
 #include "common/tensor_codec.h"
 #include "devices/cost_settings.h"
 #include "devices/gpu/kernel_cost.h"
-#include "devices/work_cost.h"
 #include "devices/gpu/roofline.h"
+#include "devices/work_cost.h"
 #include "models/model_config.h"
 #include "models/st_transformer.h"
 #include "workers/gpu_session.h"
@@ -343,11 +343,7 @@ absl::StatusOr<BackwardResponse> GpuExecutor::Backward(
 
 absl::StatusOr<ApplyUpdateResponse> GpuExecutor::ApplyUpdate(
     const ApplyUpdateRequest& request) {
-  if (!(request.learning_rate() > 0) || !std::isfinite(request.learning_rate())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "ApplyUpdateRequest.learning_rate must be positive, got ",
-        request.learning_rate()));
-  }
+  if (absl::Status rate = CheckLearningRate(request); !rate.ok()) return rate;
   absl::MutexLock lock(&impl_->mu);
   absl::StatusOr<GpuSession*> found = impl_->jobs.Find(request.job_id());
   if (!found.ok()) return found.status();

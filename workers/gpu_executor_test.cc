@@ -5,15 +5,15 @@
 #include <thread>
 
 #include "common/tensor_codec.h"
-#include "coordinator/rendezvous_store.h"
 #include "data/synthetic.h"
 #include "data/window_dataset.h"
+#include "devices/gpu/roofline.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "devices/gpu/roofline.h"
 #include "models/model_config.h"
 #include "models/model_flops.h"
 #include "models/st_transformer.h"
+#include "workers/rendezvous_store.h"
 
 namespace hpt {
 namespace {

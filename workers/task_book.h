@@ -15,6 +15,7 @@
 #ifndef HPT_WORKERS_TASK_BOOK_H_
 #define HPT_WORKERS_TASK_BOOK_H_
 
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -27,6 +28,16 @@
 #include "proto/worker_service.pb.h"
 
 namespace hpt {
+
+// An update's rate, as both executors check it before they look the job
+// up: INVALID_ARGUMENT unless positive and finite.
+inline absl::Status CheckLearningRate(const ApplyUpdateRequest& request) {
+  if (request.learning_rate() > 0 && std::isfinite(request.learning_rate())) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "ApplyUpdateRequest.learning_rate must be positive, got ", request.learning_rate()));
+}
 
 // A parameter's Adam moments in snapshots and loads ("<name>@exp_avg",
 // "<name>@exp_avg_sq"; proto/worker_service.proto).

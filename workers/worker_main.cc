@@ -11,13 +11,15 @@
 #include <iostream>
 
 #include "absl/flags/flag.h"
-#include "common/tls_flags.h"
 #include "absl/flags/parse.h"
-#include "common/process_setup.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
 #include "common/metrics.h"
 #include "common/net.h"
+#include "common/process_setup.h"
 #include "common/server_main.h"
+#include "common/status_macros.h"
+#include "common/tls_flags.h"
 #include "devices/device_flags.h"
 #include "workers/worker_server.h"
 
@@ -45,61 +47,32 @@ ABSL_FLAG(std::string, port_file, "",
           "Write 'grpc=PORT metrics=PORT' here once serving (for launchers "
           "and tests that use port 0).");
 
-int main(int argc, char** argv) {
-  hpt::UsePassiveThreadWaits(argv);
-  absl::SetProgramUsageMessage("HpT worker: runs training tasks for one device.");
-  absl::ParseCommandLine(argc, argv);
-  hpt::KeepLargeBuffersOnTheHeap();
+namespace {
+
+// The server's options from the flags; INVALID_ARGUMENT naming a bad flag.
+absl::StatusOr<hpt::WorkerServer::Options> OptionsFromFlags() {
+  hpt::WorkerServer::Options options;
   // Only the coordinator and other workers (certificates of the cluster's
   // CA) may call a worker.
-  if (absl::Status s = hpt::ApplyTlsFlags(/*require_client_certs=*/true); !s.ok()) {
-    std::cerr << "hpt_worker: " << s.message() << std::endl;
-    return 2;
-  }
-
-  std::unique_ptr<hpt::MetricsServer> metrics;
-  if (!absl::GetFlag(FLAGS_metrics).empty()) {
-    auto started = hpt::MetricsServer::Start(absl::GetFlag(FLAGS_metrics),
-                                             "worker-" + absl::GetFlag(FLAGS_kind));
-    if (!started.ok()) {
-      std::cerr << "hpt_worker: " << started.status().message() << std::endl;
-      return absl::IsInvalidArgument(started.status()) ? 2 : 1;
-    }
-    metrics = std::move(*started);
-  }
-
+  ASSIGN_OR_RETURN(options.tls, hpt::TlsFromFlags(/*require_client_certs=*/true));
   // The addresses the worker dials or hands out are checked here, naming
   // the flag: a malformed one would otherwise leave the worker running on,
   // unregistered. (WorkerServer::Start checks --listen.)
   for (const auto& [flag, value] : {std::pair<const char*, std::string>{
                                         "--coordinator", absl::GetFlag(FLAGS_coordinator)},
                                     {"--advertise", absl::GetFlag(FLAGS_advertise)}}) {
-    if (value.empty()) continue;
-    if (absl::StatusOr<hpt::HostPort> hp = hpt::ParseHostPort(value, flag); !hp.ok()) {
-      std::cerr << "hpt_worker: " << hp.status().message() << std::endl;
-      return 2;
-    }
+    if (!value.empty()) RETURN_IF_ERROR(hpt::ParseHostPort(value, flag).status());
   }
-  hpt::WorkerServer::Options options;
-  absl::StatusOr<hpt::SystolicConfig> systolic = hpt::SystolicConfigFromFlags();
-  absl::StatusOr<hpt::ReramConfig> reram = hpt::ReramConfigFromFlags();
-  for (const absl::Status& s : {systolic.status(), reram.status()}) {
-    if (!s.ok()) {
-      std::cerr << "hpt_worker: " << s.message() << std::endl;
-      return 2;
-    }
-  }
-  options.device.systolic = *systolic;
-  options.device.reram = *reram;
+  ASSIGN_OR_RETURN(options.device.systolic, hpt::SystolicConfigFromFlags());
+  ASSIGN_OR_RETURN(options.device.reram, hpt::ReramConfigFromFlags());
   options.kind = absl::GetFlag(FLAGS_kind);
   options.listen_address = absl::GetFlag(FLAGS_listen);
   options.advertise_address = absl::GetFlag(FLAGS_advertise);
   options.coordinator_address = absl::GetFlag(FLAGS_coordinator);
   const double register_timeout_s = absl::GetFlag(FLAGS_register_timeout_s);
   if (!(register_timeout_s >= 0) || !std::isfinite(register_timeout_s)) {
-    std::cerr << "hpt_worker: --register_timeout_s must be a number >= 0, got "
-              << register_timeout_s << std::endl;
-    return 2;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--register_timeout_s must be a number >= 0, got ", register_timeout_s));
   }
   options.register_timeout = register_timeout_s > 0 ? absl::Seconds(register_timeout_s)
                                                     : absl::InfiniteDuration();
@@ -107,24 +80,40 @@ int main(int argc, char** argv) {
   options.executor.device = absl::GetFlag(FLAGS_device);
   options.executor.intra_op_threads = absl::GetFlag(FLAGS_threads);
   options.executor.reference_gpu = absl::GetFlag(FLAGS_reference_gpu);
-  if (metrics) options.metrics_registry = &metrics->registry();
-  auto server = hpt::WorkerServer::Start(options);
-  if (!server.ok()) {
-    std::cerr << "hpt_worker: " << server.status().message() << std::endl;
-    return server.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+  return options;
+}
+
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  hpt::UsePassiveThreadWaits(argv);
+  absl::SetProgramUsageMessage("HpT worker: runs training tasks for one device.");
+  absl::ParseCommandLine(argc, argv);
+  hpt::KeepLargeBuffersOnTheHeap();
+  absl::StatusOr<hpt::WorkerServer::Options> options = OptionsFromFlags();
+  if (!options.ok()) return hpt::StartFailure("hpt_worker", options.status());
+  std::unique_ptr<hpt::MetricsServer> metrics;
+  if (!absl::GetFlag(FLAGS_metrics).empty()) {
+    auto started = hpt::MetricsServer::Start(absl::GetFlag(FLAGS_metrics),
+                                             "worker-" + absl::GetFlag(FLAGS_kind));
+    if (!started.ok()) return hpt::StartFailure("hpt_worker", started.status());
+    metrics = std::move(*started);
+    options->metrics_registry = &metrics->registry();
   }
-  auto* running = server->get();
+  auto server = hpt::WorkerServer::Start(*options);
+  if (!server.ok()) return hpt::StartFailure("hpt_worker", server.status());
+  hpt::WorkerServer* running = server->get();
   hpt::ShutdownOnSignals([running] { running->Shutdown(); });
   const int metrics_port = metrics ? metrics->port() : 0;
-  std::cout << "hpt_worker kind=" << options.kind << " grpc="
-            << (*server)->address() << " metrics_port=" << metrics_port
-            << " device=" << (*server)->device() << std::endl;
-  if (absl::Status written = hpt::WritePortFile(absl::GetFlag(FLAGS_port_file),
-                                                 (*server)->port(), metrics_port);
+  std::cout << "hpt_worker kind=" << options->kind << " grpc=" << running->address()
+            << " metrics_port=" << metrics_port << " device=" << running->device() << std::endl;
+  if (absl::Status written =
+          hpt::WritePortFile(absl::GetFlag(FLAGS_port_file), running->port(), metrics_port);
       !written.ok()) {
     std::cerr << "hpt_worker: " << written.message() << std::endl;
   }
-  if (absl::Status ended = (*server)->Wait(); !ended.ok()) {
+  if (absl::Status ended = running->Wait(); !ended.ok()) {
     std::cerr << "hpt_worker: " << ended.message() << std::endl;
     return 1;
   }

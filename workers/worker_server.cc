@@ -29,6 +29,13 @@ struct WorkerServer::Impl {
   bool stopping ABSL_GUARDED_BY(mu) = false;
 
   absl::Status gave_up ABSL_GUARDED_BY(mu);
+  // options.heartbeat_interval until the coordinator gives its own.
+  absl::Duration beat_interval ABSL_GUARDED_BY(mu);
+
+  absl::Duration Beat() {
+    absl::MutexLock lock(&mu);
+    return beat_interval;
+  }
 
   RegisterWorkerRequest RegisterRequest() const {
     RegisterWorkerRequest request;
@@ -43,10 +50,11 @@ struct WorkerServer::Impl {
   // try, backs off (doubling up to 30 s), and gives up after
   // register_timeout without registering, stopping the server.
   void HeartbeatLoop() {
-    auto stub = WorkerRegistry::NewStub(MakeChannel(options.coordinator_address));
+    auto stub =
+        WorkerRegistry::NewStub(MakeChannel(options.coordinator_address, options.tls));
     bool registered = false;
     absl::Time unregistered_since = absl::Now();
-    absl::Duration wait = options.heartbeat_interval;
+    absl::Duration wait = Beat();
     for (int attempt = 1;; ++attempt) {
       RegisterWorkerResponse response;
       grpc::ClientContext context;
@@ -59,12 +67,17 @@ struct WorkerServer::Impl {
         }
         registered = true;
         attempt = 0;
-        wait = options.heartbeat_interval;
+        // The coordinator says how often it wants to hear from its workers.
+        if (response.heartbeat_interval_s() > 0) {
+          absl::MutexLock lock(&mu);
+          beat_interval = absl::Seconds(response.heartbeat_interval_s());
+        }
+        wait = Beat();
       } else {
         if (registered) {
           registered = false;
           unregistered_since = absl::Now();
-          wait = options.heartbeat_interval;
+          wait = Beat();
         }
         const absl::Duration without = absl::Now() - unregistered_since;
         if (without >= options.register_timeout) {
@@ -134,7 +147,7 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
   grpc::ServerBuilder builder;
   ConfigureServerBuilder(builder);
   builder.AddListeningPort(options.listen_address,
-                           ServerCredentials(), &impl->port);
+                           ServerCredentials(options.tls), &impl->port);
   builder.RegisterService(impl->service.get());
   impl->server = builder.BuildAndStart();
   if (impl->server == nullptr || impl->port == 0) {
@@ -146,6 +159,10 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
                       ? absl::StrCat(listen->host, ":", impl->port)
                       : options.advertise_address;
   impl->options = std::move(options);
+  {
+    absl::MutexLock lock(&impl->mu);
+    impl->beat_interval = impl->options.heartbeat_interval;
+  }
   if (!impl->options.coordinator_address.empty()) {
     Impl* raw = impl.get();
     impl->heartbeat = std::thread([raw] { raw->HeartbeatLoop(); });
@@ -177,5 +194,7 @@ void WorkerServer::Shutdown() {
   impl_->server->Shutdown(std::chrono::system_clock::now() +
                           std::chrono::seconds(5));
 }
+
+absl::Duration WorkerServer::heartbeat_interval() const { return impl_->Beat(); }
 
 }  // namespace hpt

@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/grpc_setup.h"
 #include "prometheus/registry.h"
 #include "workers/device_executor.h"
 #include "workers/gpu_executor.h"
@@ -35,8 +36,12 @@ class WorkerServer {
     // Coordinator to register with; empty: run unregistered (the
     // coordinator may list this worker in its --workers flag instead).
     std::string coordinator_address;
-    // Four beats fit in the coordinator's default 2 s liveness timeout.
+    // Until the coordinator answers with its own interval (a fifth of its
+    // liveness timeout), which the worker then keeps. Four beats fit in the
+    // coordinator's default 2 s timeout.
     absl::Duration heartbeat_interval = absl::Milliseconds(500);
+    // TLS for the server and for registering; default plaintext.
+    TlsCredentials tls;
     // How long the worker goes on without registering before it stops
     // (a coordinator restarting takes seconds). Infinite: never stops.
     absl::Duration register_timeout = absl::Minutes(5);
@@ -53,6 +58,9 @@ class WorkerServer {
   // What the tasks run on: "cpu", "cuda:0", "cpu (CUDA not found)", or the
   // simulated device.
   std::string device() const;
+  // How often it registers: options.heartbeat_interval until the
+  // coordinator gives its interval, then that.
+  absl::Duration heartbeat_interval() const;
   // Blocks until Shutdown(), or until the worker gave up registering:
   // then UNAVAILABLE saying with what, for how long.
   absl::Status Wait();

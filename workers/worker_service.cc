@@ -171,6 +171,20 @@ grpc::ServerWriteReactor<TensorChunk>* WorkerServiceImpl::Snapshot(
   return new SnapshotReactor(this, request);
 }
 
+template <typename Response, typename Task>
+grpc::ServerUnaryReactor* WorkerServiceImpl::RunCostedTask(grpc::CallbackServerContext* context,
+                                                          const char* name, Response* response,
+                                                          Task task) {
+  return RunOnDevice(context, name, [this, response, task] {
+    absl::StatusOr<Response> result = task();
+    if (result.ok()) {
+      ObserveCost(result->cost());
+      *response = std::move(*result);
+    }
+    return result.status();
+  });
+}
+
 grpc::ServerUnaryReactor* WorkerServiceImpl::JoinGroup(
     grpc::CallbackServerContext* context, const JoinGroupRequest* request,
     JoinGroupResponse*) {
@@ -181,40 +195,22 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::JoinGroup(
 grpc::ServerUnaryReactor* WorkerServiceImpl::Forward(
     grpc::CallbackServerContext* context, const ForwardRequest* request,
     ForwardResponse* response) {
-  return RunOnDevice(context, "forward", [this, request, response] {
-    auto result = executor_->Forward(*request);
-    if (result.ok()) {
-      ObserveCost(result->cost());
-      *response = std::move(*result);
-    }
-    return result.status();
-  });
+  return RunCostedTask(context, "forward", response,
+                       [this, request] { return executor_->Forward(*request); });
 }
 
 grpc::ServerUnaryReactor* WorkerServiceImpl::Backward(
     grpc::CallbackServerContext* context, const BackwardRequest* request,
     BackwardResponse* response) {
-  return RunOnDevice(context, "backward", [this, request, response] {
-    auto result = executor_->Backward(*request);
-    if (result.ok()) {
-      ObserveCost(result->cost());
-      *response = std::move(*result);
-    }
-    return result.status();
-  });
+  return RunCostedTask(context, "backward", response,
+                       [this, request] { return executor_->Backward(*request); });
 }
 
 grpc::ServerUnaryReactor* WorkerServiceImpl::ApplyUpdate(
     grpc::CallbackServerContext* context, const ApplyUpdateRequest* request,
     ApplyUpdateResponse* response) {
-  return RunOnDevice(context, "update", [this, request, response] {
-    auto result = executor_->ApplyUpdate(*request);
-    if (result.ok()) {
-      ObserveCost(result->cost());
-      *response = std::move(*result);
-    }
-    return result.status();
-  });
+  return RunCostedTask(context, "update", response,
+                       [this, request] { return executor_->ApplyUpdate(*request); });
 }
 
 grpc::ServerUnaryReactor* WorkerServiceImpl::Release(

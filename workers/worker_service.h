@@ -54,6 +54,11 @@ class WorkerServiceImpl final : public WorkerService::CallbackService {
   template <typename Task>
   grpc::ServerUnaryReactor* RunOnDevice(grpc::CallbackServerContext* context,
                                         const char* name, Task task);
+  // RunOnDevice for a task that answers with a cost: observed, then the
+  // answer moved into `response`.
+  template <typename Response, typename Task>
+  grpc::ServerUnaryReactor* RunCostedTask(grpc::CallbackServerContext* context,
+                                          const char* name, Response* response, Task task);
   void ObserveCost(const CostReport& cost);
   void Observe(const char* task, double seconds, const absl::Status& status);
 

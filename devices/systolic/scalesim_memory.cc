@@ -183,6 +183,9 @@ class WriteBuffer {
 
 }  // namespace
 
+// Long because it follows SCALE-Sim v2's own memory-system loop (double
+// buffers filled from DRAM, stalls, drains) step for step, so the two can
+// be read side by side; split, the correspondence would be lost.
 ScaleSimMemoryResult SimulateScaleSimMemory(const ScaleSimMemoryConfig& config,
                                             int64_t m, int64_t n, int64_t k) {
   const int64_t R = config.rows, C = config.cols;

@@ -1,0 +1,375 @@
+#include "coordinator/jobs/job_runner.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace hpt {
+namespace {
+
+// A step failed because a worker is gone or lost the job: worth going back
+// to a checkpoint on the workers still live.
+bool IsWorkerLoss(const absl::Status& s) {
+  switch (s.code()) {
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kAborted:
+      return true;
+    case absl::StatusCode::kFailedPrecondition:
+      // A restarted worker (worker_service.h) no longer holds the job.
+      return absl::StrContains(s.message(), "call LoadParameters first");
+    default:
+      return false;
+  }
+}
+
+void LogError(const std::string& job_id, const std::string& what, const absl::Status& s) {
+  std::fprintf(stderr, "hpt_coordinator: %s: %s: %s\n", job_id.c_str(), what.c_str(),
+               std::string(s.message()).c_str());
+}
+
+}  // namespace
+
+JobRunner::JobRunner(Options options, JobRegistry* registry, WorkerPool* pool)
+    : options_(std::move(options)), registry_(registry), pool_(pool) {
+  monitor_ = std::thread([this] { MonitorLoop(); });
+}
+
+JobRunner::~JobRunner() {
+  {
+    absl::MutexLock lock(&registry_->mu());
+    stopping_ = true;
+  }
+  monitor_.join();
+}
+
+void JobRunner::MonitorLoop() {
+  absl::Mutex& mu = registry_->mu();
+  absl::MutexLock lock(&mu);
+  while (!mu.AwaitWithTimeout(absl::Condition(&stopping_), absl::Milliseconds(250))) {
+    for (auto& [id, record] : registry_->records()) {
+      std::string down;
+      for (WorkerClient* client : record->clients) {
+        if (pool_->IsUp(client->address())) continue;
+        down = client->address();
+        client->Abort(absl::UnavailableError(absl::StrCat(
+            "worker ", down, " stopped answering (no heartbeat within the liveness timeout)")));
+      }
+      if (down.empty()) continue;
+      // Its peers' calls (a collective waiting for it) end too; the step
+      // is replayed from the checkpoint.
+      for (WorkerClient* client : record->clients) {
+        if (client->address() == down) continue;
+        client->Abort(absl::AbortedError(
+            absl::StrCat("the step was abandoned: worker ", down, " stopped answering")));
+      }
+      record->clients.clear();
+    }
+  }
+}
+
+std::shared_ptr<const Checkpoint> JobRunner::LatestCheckpoint(const std::string& job_id) {
+  {
+    absl::MutexLock lock(&registry_->mu());
+    absl::StatusOr<JobRegistry::Record*> record = registry_->Find(job_id);
+    if (record.ok() && (*record)->checkpoint != nullptr) return (*record)->checkpoint;
+  }
+  if (options_.state_dir.empty()) return nullptr;
+  absl::StatusOr<Checkpoint> read = ReadCheckpoint(CheckpointDir(options_.state_dir, job_id));
+  if (!read.ok()) {
+    if (read.status().code() != absl::StatusCode::kNotFound) {
+      std::fprintf(stderr, "hpt_coordinator: %s\n", std::string(read.status().message()).c_str());
+    }
+    return nullptr;
+  }
+  return std::make_shared<const Checkpoint>(std::move(*read));
+}
+
+void JobRunner::Run(const std::string& job_id) {
+  JobSpec spec;
+  const WindowDataset* data = nullptr;
+  {
+    absl::MutexLock lock(&registry_->mu());
+    absl::StatusOr<JobRegistry::Record*> record = registry_->Find(job_id);
+    if (!record.ok() || (*record)->job.state() != QUEUED) return;
+    spec = (*record)->job.spec();
+    data = (*record)->data.get();
+    registry_->SetState(**record, RUNNING, "");
+  }
+  std::shared_ptr<const Checkpoint> resume = LatestCheckpoint(job_id);
+  absl::Status status;
+  for (int attempt = 0, failovers = 0;; ++attempt) {
+    const int64_t from_step = resume != nullptr ? resume->header.step() : 0;
+    const AttemptEnd end = Attempt(job_id, spec, data, resume, attempt > 0);
+    status = end.status;
+    // An attempt that finished a step past its checkpoint made progress:
+    // the failover limit counts losses in a row, not in a job's lifetime.
+    // (The job's own progress cannot tell: it still holds the step a
+    // failed attempt reached before going back.)
+    if (end.reached_step > from_step) failovers = 0;
+    // Only a loss while training goes back to a checkpoint; a wait for
+    // workers that ran out is final. Going back to the planned placement
+    // (its devices returned) is no failure, and not counted as one.
+    if (status.ok() || !end.trained || !IsWorkerLoss(status) ||
+        (!end.returned && failovers++ >= options_.max_failovers)) {
+      break;
+    }
+    resume = LatestCheckpoint(job_id);
+    absl::MutexLock lock(&registry_->mu());
+    absl::StatusOr<JobRegistry::Record*> record = registry_->Find(job_id);
+    if (!record.ok() || (*record)->cancel_requested) break;
+    registry_->AddRecovery(**record, std::string(status.message()),
+                           resume != nullptr ? resume->header.step() : 0);
+    (*record)->job.clear_workers();
+    registry_->Persist(**record, /*force=*/true);
+    registry_->Notify((*record)->job);
+  }
+  absl::MutexLock lock(&registry_->mu());
+  absl::StatusOr<JobRegistry::Record*> record = registry_->Find(job_id);
+  if (!record.ok()) return;
+  if (status.ok()) {
+    registry_->SetState(**record, SUCCEEDED, "");
+  } else if ((*record)->cancel_requested && !absl::IsCancelled(status)) {
+    // The cancel's abort ended a call first: the job was cancelled.
+    registry_->SetState(**record, CANCELLED, "cancelled by request");
+  } else if (status.code() == absl::StatusCode::kCancelled) {
+    registry_->SetState(**record, CANCELLED, std::string(status.message()));
+  } else {
+    registry_->SetState(**record, FAILED, std::string(status.message()));
+  }
+  registry_->ForgetOldJobs();
+}
+
+absl::StatusOr<std::vector<WorkerEntry>> JobRunner::WaitForKind(
+    const std::string& job_id, const std::string& kind, absl::Duration wait,
+    const std::string& then, const std::function<bool()>& cancelled) {
+  const bool none = pool_->Live(kind).empty();
+  auto say = [&](const std::string& text) {
+    absl::MutexLock lock(&registry_->mu());
+    absl::StatusOr<JobRegistry::Record*> record = registry_->Find(job_id);
+    if (!record.ok() || (*record)->job.waiting_for() == text) return;
+    (*record)->job.set_waiting_for(text);
+    registry_->Notify((*record)->job);
+  };
+  if (none) {
+    say(absl::StrCat("a ", kind, " worker for the LoRA phase, up to ",
+                     absl::FormatDuration(wait), ", then ", then));
+  }
+  absl::StatusOr<std::vector<WorkerEntry>> found = pool_->WaitFor(kind, 1, wait, cancelled);
+  if (none) say("");
+  return found;
+}
+
+absl::StatusOr<std::vector<WorkerEntry>> JobRunner::AcquireWorkers(
+    const std::string& job_id, const JobSpec& spec, bool failover,
+    const std::function<bool()>& cancelled, std::string* fallback_reason) {
+  const int width = spec.placement().gpu_workers();
+  absl::StatusOr<std::vector<WorkerEntry>> entries =
+      pool_->WaitFor("gpu", failover ? 1 : width, options_.worker_wait, cancelled);
+  if (!entries.ok()) return entries.status();
+  if (failover) {
+    // A data-parallel group shrinks to the GPU workers live now.
+    std::vector<WorkerEntry> live = pool_->Live("gpu");
+    if (live.size() > size_t(width)) live.resize(width);
+    if (live.size() > entries->size()) *entries = std::move(live);
+  }
+  const std::string& head_kind = spec.placement().head_device();
+  if (head_kind != "gpu" && !head_kind.empty()) {
+    absl::StatusOr<std::vector<WorkerEntry>> head_entry =
+        pool_->WaitFor(head_kind, 1, options_.worker_wait, cancelled);
+    if (!head_entry.ok()) return head_entry.status();
+    entries->push_back(head_entry->front());
+  }
+  // The LoRA phase's device placement needs a ReRAM and a systolic worker;
+  // it uses every one registered. Without one after hpt.device_wait_s the
+  // job goes on with its fallback placement.
+  const HptSpec& hpt = spec.hpt();
+  if (hpt.mode() == "hpt" && hpt.placement() != "gpu") {
+    const bool fail = hpt.fallback_placement() == "fail";
+    const absl::Duration wait =
+        fail ? options_.worker_wait : absl::Seconds(hpt.device_wait_s());
+    std::vector<WorkerEntry> devices;
+    for (const char* kind : {"reram", "systolic"}) {
+      absl::StatusOr<std::vector<WorkerEntry>> some = WaitForKind(
+          job_id, kind, wait, fail ? "fail" : "on the GPU workers", cancelled);
+      if (some.status().code() == absl::StatusCode::kCancelled) return some.status();
+      if (!some.ok() && fail) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "hpt.placement '", hpt.placement(), "' needs a ", kind,
+            " worker for the LoRA phase: ", some.status().message(),
+            " (or submit with hpt.placement gpu)"));
+      }
+      if (!some.ok()) {
+        *fallback_reason = absl::StrCat("no ", kind, " worker within ",
+                                        absl::FormatDuration(wait),
+                                        ": the LoRA phase runs on the GPU workers");
+        return entries;
+      }
+      for (const WorkerEntry& e : pool_->Live(kind)) devices.push_back(e);
+    }
+    entries->insert(entries->end(), devices.begin(), devices.end());
+  }
+  return entries;
+}
+
+JobRunner::Workers JobRunner::Connect(const std::string& job_id,
+                                      std::vector<WorkerEntry> entries, bool devices,
+                                      bool failover) {
+  Workers w;
+  w.entries = std::move(entries);
+  absl::MutexLock lock(&registry_->mu());
+  absl::StatusOr<JobRegistry::Record*> record = registry_->Find(job_id);
+  if (record.ok()) (*record)->job.clear_workers();
+  for (const WorkerEntry& e : w.entries) {
+    w.clients.push_back(options_.client_factory(e.address, e.kind));
+    WorkerClient* client = w.clients.back().get();
+    if (e.kind == "gpu") {
+      w.gpu.push_back(client);
+    } else if (devices && e.kind == "reram") {
+      w.reram.push_back(client);
+    } else if (devices && e.kind == "systolic") {
+      w.systolic.push_back(client);
+    } else {
+      w.head = client;
+    }
+    if (record.ok()) (*record)->job.add_workers(e.address);
+  }
+  if (!record.ok()) return w;
+  for (auto& c : w.clients) (*record)->clients.push_back(c.get());
+  Job& job = (*record)->job;
+  if (failover && job.recoveries_size() > 0) {
+    Recovery* last = job.mutable_recoveries(job.recoveries_size() - 1);
+    for (const WorkerEntry& e : w.entries) last->add_workers(e.address);
+  }
+  return w;
+}
+
+void JobRunner::Wire(const std::string& job_id, const TrainingSpec& training,
+                     std::function<bool()> cancelled, int64_t* reached_step,
+                     Trainer::Options* options) {
+  options->cancelled = std::move(cancelled);
+  options->checkpoint_every = training.checkpoint_every();
+  options->on_checkpoint = [this, job_id, keep = training.checkpoints_kept()](
+                               Checkpoint checkpoint) {
+    auto shared = std::make_shared<const Checkpoint>(std::move(checkpoint));
+    if (!options_.state_dir.empty()) {
+      absl::StatusOr<CheckpointInfo> written =
+          WriteCheckpoint(CheckpointDir(options_.state_dir, job_id), *shared, keep);
+      if (!written.ok()) {
+        LogError(job_id,
+                 absl::StrCat("checkpoint at step ", shared->header.step(), " not written"),
+                 written.status());
+      }
+    }
+    absl::MutexLock lock(&registry_->mu());
+    absl::StatusOr<JobRegistry::Record*> record = registry_->Find(job_id);
+    if (!record.ok()) return;
+    (*record)->checkpoint = shared;
+    (*record)->job.set_checkpoint_step(shared->header.step());
+    registry_->Persist(**record, /*force=*/true);
+  };
+  options->on_progress = [this, job_id, reached_step](const TrainerUpdate& update) {
+    *reached_step = std::max(*reached_step, update.progress.step());
+    absl::MutexLock lock(&registry_->mu());
+    absl::StatusOr<JobRegistry::Record*> record = registry_->Find(job_id);
+    if (!record.ok()) return;
+    Job& job = (*record)->job;
+    *job.mutable_progress() = update.progress;
+    job.clear_epoch_losses();
+    for (double l : update.epoch_losses) job.add_epoch_losses(l);
+    *job.mutable_cost() = update.cost;
+    job.clear_device_costs();
+    for (const DeviceCost& d : update.device_costs) *job.add_device_costs() = d;
+    *job.mutable_test_metrics() = update.test_metrics;
+    *job.mutable_hpt() = update.hpt;
+    if (update.work_record != nullptr) (*record)->work_record = update.work_record;
+    (*record)->history = update.history;
+    registry_->Persist(**record, /*force=*/false);
+    registry_->Notify(job);
+  };
+}
+
+void JobRunner::KeepTrainedModel(const std::string& job_id, const JobSpec& spec,
+                                 const TrainedModel& model) {
+  auto trained = std::make_shared<TrainedModel>(model);
+  if (!options_.state_dir.empty()) {
+    // The model outlives the coordinator: export works after a restart.
+    Checkpoint file;
+    file.header.set_job_id(job_id);
+    file.header.set_step(std::max<int64_t>(1, spec.training().epochs()));
+    file.header.set_reason("trained model");
+    *file.header.mutable_model() = trained->config;
+    for (const auto& [name, t] : trained->parameters) file.tensors["model/" + name] = t;
+    absl::StatusOr<CheckpointInfo> written =
+        WriteCheckpoint(registry_->ModelDir(job_id), file, 1);
+    if (!written.ok()) LogError(job_id, "trained model not written", written.status());
+  }
+  absl::MutexLock lock(&registry_->mu());
+  absl::StatusOr<JobRegistry::Record*> record = registry_->Find(job_id);
+  if (record.ok()) {
+    (*record)->trained = std::move(trained);
+    (*record)->checkpoint.reset();
+  }
+}
+
+JobRunner::AttemptEnd JobRunner::Attempt(const std::string& job_id, const JobSpec& spec,
+                                         const WindowDataset* data,
+                                         std::shared_ptr<const Checkpoint> resume,
+                                         bool failover) {
+  AttemptEnd end;
+  // Polled while waiting for workers (a cancel ends the wait at once, not
+  // after worker_wait) and by the trainer at every step boundary.
+  auto cancelled = [this, job_id] {
+    absl::MutexLock lock(&registry_->mu());
+    return registry_->Cancelled(job_id);
+  };
+  std::string fallback_reason;
+  absl::StatusOr<std::vector<WorkerEntry>> entries =
+      AcquireWorkers(job_id, spec, failover, cancelled, &fallback_reason);
+  if (!entries.ok()) {
+    end.status = entries.status();
+    return end;
+  }
+  const HptSpec& hpt = spec.hpt();
+  const bool devices =
+      hpt.mode() == "hpt" && hpt.placement() != "gpu" && fallback_reason.empty();
+  Workers workers = Connect(job_id, std::move(*entries), devices, failover);
+  auto release = [&] {
+    {
+      absl::MutexLock lock(&registry_->mu());
+      absl::StatusOr<JobRegistry::Record*> record = registry_->Find(job_id);
+      if (record.ok()) (*record)->clients.clear();
+    }
+    for (auto& client : workers.clients) client->Release(job_id).IgnoreError();
+  };
+  Trainer::Options trainer_options;
+  trainer_options.head_worker = workers.head;
+  trainer_options.reram_workers = workers.reram;
+  trainer_options.systolic_workers = workers.systolic;
+  if (workers.gpu.size() > 1 && options_.rendezvous) {
+    absl::StatusOr<RendezvousStore*> store = options_.rendezvous();
+    if (!store.ok()) {
+      release();
+      end.status = store.status();
+      return end;
+    }
+    trainer_options.rendezvous = *store;
+  }
+  trainer_options.resume = std::move(resume);
+  trainer_options.fallback_reason = fallback_reason;
+  trainer_options.devices_returned = [this, &end] {
+    end.returned = !pool_->Live("reram").empty() && !pool_->Live("systolic").empty();
+    return end.returned;
+  };
+  Wire(job_id, spec.training(), cancelled, &end.reached_step, &trainer_options);
+  Trainer trainer(job_id, spec, data, workers.gpu, trainer_options);
+  end.trained = true;
+  end.status = trainer.Run();
+  if (end.status.ok()) KeepTrainedModel(job_id, spec, trainer.trained_model());
+  release();
+  return end;
+}
+
+}  // namespace hpt

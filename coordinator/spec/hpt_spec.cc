@@ -1,0 +1,175 @@
+#include "coordinator/spec/hpt_spec.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "coordinator/spec/paper_recipes.h"
+#include "coordinator/spec/spec_checks.h"
+#include "models/lora_config.h"
+
+namespace hpt {
+namespace {
+
+constexpr int64_t kMaxWindowSamples = 1'000'000'000;
+
+// The check window: k samples (the paper's unit), or whole steps; a
+// normalised spec has both.
+absl::Status NormalizeCheckWindow(HptSpec& h, const std::string& preset, int64_t batch) {
+  for (auto [field, value] : {std::pair<const char*, int64_t>{"hpt.check_window_samples", h.check_window_samples()},
+                               {"hpt.check_window_steps", h.check_window_steps()}}) {
+    if (value < 0 || value > kMaxWindowSamples) {
+      return Invalid(field, absl::StrCat("must be in 1..", kMaxWindowSamples, ", got ", value));
+    }
+  }
+  if (h.check_window_steps() > 0) {
+    // Both given (a normalised spec has both): they must agree, k samples
+    // spanning exactly check_window_steps steps.
+    if (h.check_window_samples() > 0 &&
+        (h.check_window_samples() + batch - 1) / batch != h.check_window_steps()) {
+      return Invalid("hpt.check_window_steps",
+                     absl::StrCat(h.check_window_steps(), " steps and hpt.check_window_samples ",
+                                  h.check_window_samples(), " disagree at batch ", batch,
+                                  "; give one"));
+    }
+    if (h.check_window_samples() == 0) {
+      if (h.check_window_steps() > kMaxWindowSamples / batch) {
+        return Invalid("hpt.check_window_steps",
+                       absl::StrCat(h.check_window_steps(), " steps at batch ", batch,
+                                    " are over ", kMaxWindowSamples, " samples"));
+      }
+      h.set_check_window_samples(h.check_window_steps() * batch);
+    }
+  } else {
+    if (h.check_window_samples() == 0) h.set_check_window_samples(PaperWindow(preset));
+    h.set_check_window_steps((h.check_window_samples() + batch - 1) / batch);
+  }
+  return absl::OkStatus();
+}
+
+// The phase controller's tests: thresholds, the t-test's alpha, the
+// layer whose weights the weight test tracks.
+absl::Status NormalizeChecks(HptSpec& h, const ModelSpec& model, const ModelConfig& preset) {
+  if (h.loss_threshold() == 0) h.set_loss_threshold(0.1);
+  if (h.weight_threshold() == 0) h.set_weight_threshold(0.01);
+  if (h.alpha() == 0) h.set_alpha(0.01);
+  if (!(h.loss_threshold() > 0) || !(h.weight_threshold() > 0)) {
+    return Invalid("hpt.loss_threshold", "thresholds must be positive");
+  }
+  RETURN_IF_ERROR(CheckRange("hpt.loss_threshold", h.loss_threshold(), 0, 1e9));
+  RETURN_IF_ERROR(CheckRange("hpt.weight_threshold", h.weight_threshold(), 0, 1e9));
+  if (!(h.alpha() > 0 && h.alpha() < 1)) {
+    return Invalid("hpt.alpha", absl::StrCat("must be in (0, 1), got ", h.alpha()));
+  }
+  const int32_t layers = model.num_layers() > 0 ? model.num_layers() : preset.num_layers();
+  if (h.weight_layer() == 0 && !h.weight_layer_set()) {
+    h.set_weight_layer(PaperWeightLayer(model.preset(), layers));
+  }
+  h.set_weight_layer_set(true);
+  if (h.weight_layer() < 0 || h.weight_layer() >= layers) {
+    return Invalid("hpt.weight_layer", absl::StrCat("must be in [0, ", layers,
+                                                    "), got ", h.weight_layer()));
+  }
+  return absl::OkStatus();
+}
+
+// The adapter: LoRA's defaults, and a rank the layers can hold.
+absl::Status NormalizeLora(HptSpec& h, const ModelSpec& model, const ModelConfig& preset) {
+  LoraConfig lora = LoraDefaults(h.lora());
+  lora.set_enabled(true);
+  if (absl::Status s = ValidateLoraConfig(lora); !s.ok()) return s;
+  // An adapter's rank cannot exceed the width of the layers it adapts (q
+  // and v are d_model x d_model).
+  const int32_t width = model.d_model() > 0 ? model.d_model() : preset.d_model();
+  if (!lora.auto_rank() && lora.rank() > width) {
+    return Invalid("hpt.lora.rank", absl::StrCat(lora.rank(), " is above the layers' width (d_model ",
+                                                 width, ")"));
+  }
+  *h.mutable_lora() = lora;
+  return absl::OkStatus();
+}
+
+// The switch rule, the LoRA phase's placement and its fallback.
+absl::Status NormalizeSwitchAndPlacement(HptSpec& h) {
+  if (h.switch_rule().empty()) h.set_switch_rule("paper");
+  if (h.switch_rule() != "paper" && h.switch_rule() != "consecutive") {
+    return Invalid("hpt.switch_rule",
+                   absl::StrCat("'", h.switch_rule(), "' is not paper or consecutive"));
+  }
+  if (h.switch_rule() == "consecutive" && h.consecutive_checks() == 0) h.set_consecutive_checks(3);
+  if (h.consecutive_checks() < 0 || h.consecutive_checks() > 1000) {
+    return Invalid("hpt.consecutive_checks",
+                   absl::StrCat("must be in 1..1000, got ", h.consecutive_checks()));
+  }
+  if (h.placement().empty()) h.set_placement("paper");
+  if (h.placement() != "paper" && h.placement() != "gpu" && h.placement() != "reram_full") {
+    return Invalid("hpt.placement",
+                   absl::StrCat("'", h.placement(), "' is not paper, gpu or reram_full"));
+  }
+  if (h.device_wait_s() == 0) h.set_device_wait_s(60);
+  RETURN_IF_ERROR(CheckRange("hpt.device_wait_s", h.device_wait_s(), 0, 1e6));
+  if (h.fallback_placement().empty()) h.set_fallback_placement("gpu");
+  if (h.fallback_placement() != "gpu" && h.fallback_placement() != "fail") {
+    return Invalid("hpt.fallback_placement",
+                   absl::StrCat("'", h.fallback_placement(), "' is not gpu or fail"));
+  }
+  return absl::OkStatus();
+}
+
+// The interconnect between devices on the cost timeline.
+absl::Status NormalizeInterconnect(HptSpec& h) {
+  InterconnectSpec& link = *h.mutable_interconnect();
+  if (link.bandwidth_gb_per_s() == 0) link.set_bandwidth_gb_per_s(32);
+  if (link.latency_us() == 0) link.set_latency_us(1);
+  if (link.energy_pj_per_byte() == 0) link.set_energy_pj_per_byte(80);
+  if (!(link.bandwidth_gb_per_s() > 0) || link.latency_us() < 0 ||
+      link.energy_pj_per_byte() < 0) {
+    return Invalid("hpt.interconnect", "bandwidth must be positive, latency and energy "
+                                       "not negative");
+  }
+  // Finite, and far past any real link: NVLink 4 is 900 GB/s, a PCIe hop a
+  // microsecond, off-package wires ~10 pJ/bit (cost_timeline.h).
+  RETURN_IF_ERROR(CheckRange("hpt.interconnect.bandwidth_gb_per_s", link.bandwidth_gb_per_s(),
+                             1e-6, 1e6));
+  RETURN_IF_ERROR(CheckRange("hpt.interconnect.latency_us", link.latency_us(), 0, 1e9));
+  RETURN_IF_ERROR(CheckRange("hpt.interconnect.energy_pj_per_byte", link.energy_pj_per_byte(),
+                             0, 1e9));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status NormalizeHpt(HptSpec& h, const ModelSpec& model, const ModelConfig& preset,
+                          const TrainingSpec& t, const PlacementSpec& p) {
+  if (h.mode().empty()) h.set_mode(p.head_device() == "gpu" ? "hpt" : "full");
+  if (h.mode() != "hpt" && h.mode() != "full") {
+    return Invalid("hpt.mode", absl::StrCat("'", h.mode(), "' is not hpt or full"));
+  }
+  if (h.mode() == "hpt" && p.head_device() != "gpu") {
+    return Invalid("hpt.mode", absl::StrCat(
+        "hpt moves the whole model at the switch; placement.head_device '",
+        p.head_device(), "' needs hpt.mode full"));
+  }
+  RETURN_IF_ERROR(NormalizeCheckWindow(h, model.preset(), t.batch_size()));
+  RETURN_IF_ERROR(NormalizeChecks(h, model, preset));
+  RETURN_IF_ERROR(NormalizeLora(h, model, preset));
+  RETURN_IF_ERROR(NormalizeSwitchAndPlacement(h));
+  RETURN_IF_ERROR(NormalizeInterconnect(h));
+  if (h.project_epochs() == 0) {
+    const double paper = PaperEpochs(model.preset());
+    h.set_project_epochs(paper > 0 ? paper : double(t.epochs()));
+  }
+  if (!(h.project_epochs() > 0) || h.project_epochs() > 100000) {
+    return Invalid("hpt.project_epochs",
+                   absl::StrCat(h.project_epochs(), " is not in (0, 100000]"));
+  }
+  if (h.reram_chip_tiles() < 0 || h.reram_chip_tiles() > 10'000'000) {
+    return Invalid("hpt.reram_chip_tiles",
+                   absl::StrCat(h.reram_chip_tiles(), " is not in 0..10000000 (0: ISAAC's 1008)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace hpt

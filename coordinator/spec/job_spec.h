@@ -1,0 +1,37 @@
+// Job specs: parsing the text form, filling defaults and validating every
+// field, with errors that name the field and value (INVALID_ARGUMENT).
+//
+//   ASSIGN_OR_RETURN(JobSpec spec, ParseJobSpecText(text));
+//   ASSIGN_OR_RETURN(spec, NormalizeJobSpec(spec));
+#ifndef HPT_COORDINATOR_SPEC_JOB_SPEC_H_
+#define HPT_COORDINATOR_SPEC_JOB_SPEC_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "coordinator/spec/paper_recipes.h"  // PaperEpochs, PaperWindow
+#include "proto/job_service.pb.h"
+
+namespace hpt {
+
+// Parses protobuf text format; errors carry "line L column C". Field names
+// from before a rename are read as today's (spec_names.h).
+absl::StatusOr<JobSpec> ParseJobSpecText(const std::string& text);
+
+// A phase controller that passes every check: the job starts a trial at
+// the end of its first 2-step window and switches after the next. For runs
+// that measure the LoRA phase's costs, not when it converges.
+void ForceEarlySwitch(HptSpec* hpt);
+
+// Fills defaults (documented in proto/job_service.proto) and validates.
+absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec);
+
+// The model the job trains, from its preset, overrides and the data's
+// feature counts.
+absl::StatusOr<ModelConfig> ResolveModelConfig(const ModelSpec& spec,
+                                               int64_t input_features,
+                                               int64_t output_features);
+
+}  // namespace hpt
+
+#endif  // HPT_COORDINATOR_SPEC_JOB_SPEC_H_

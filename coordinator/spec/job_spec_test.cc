@@ -1,0 +1,239 @@
+#include "coordinator/spec/job_spec.h"
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace hpt {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(JobSpecTest, DefaultsFillAnEmptySpec) {
+  auto spec = NormalizeJobSpec(JobSpec());
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->model().preset(), "tiny");
+  EXPECT_EQ(spec->training().epochs(), 3);
+  EXPECT_EQ(spec->training().batch_size(), 16);
+  EXPECT_EQ(spec->training().optimizer().type(), ADAM);
+  EXPECT_DOUBLE_EQ(spec->training().optimizer().learning_rate(), 1e-3);
+  EXPECT_TRUE(spec->data().has_synthetic());
+  EXPECT_EQ(spec->data().synthetic().stations(), 16);
+  EXPECT_EQ(spec->data().input_steps(), 12);
+  EXPECT_EQ(spec->placement().gpu_workers(), 1);
+  EXPECT_EQ(spec->name(), "tiny");
+}
+
+TEST(JobSpecTest, FieldNamesFromBeforeTheRenameStillParse) {
+  auto old = ParseJobSpecText("data { window: 24 }\nhpt { window: 480 window_steps: 15 }");
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_EQ(old->data().input_steps(), 24);
+  EXPECT_EQ(old->hpt().check_window_samples(), 480);
+  EXPECT_EQ(old->hpt().check_window_steps(), 15);
+  // Both names of one field in one spec: the parser's own error.
+  auto both = ParseJobSpecText("data { window: 24 input_steps: 12 }");
+  EXPECT_FALSE(both.ok());
+}
+
+TEST(JobSpecTest, TextParseErrorNamesLineAndColumn) {
+  auto spec = ParseJobSpecText("name: \"a\"\ntraining { epochs: \"three\" }\n");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(spec.status().message()),
+              HasSubstr("job spec line 2 column 20: Expected integer"));
+}
+
+TEST(JobSpecTest, UnknownFieldIsNamed) {
+  auto spec = ParseJobSpecText("training { epoch: 3 }");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(spec.status().message(), HasSubstr("epoch"));
+  EXPECT_THAT(spec.status().message(), HasSubstr("line 1"));
+}
+
+struct BadSpec {
+  const char* text;
+  const char* message;
+};
+
+class JobSpecValidationTest : public ::testing::TestWithParam<BadSpec> {};
+
+TEST_P(JobSpecValidationTest, RejectsWithFieldName) {
+  auto parsed = ParseJobSpecText(GetParam().text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  auto spec = NormalizeJobSpec(*parsed);
+  ASSERT_FALSE(spec.ok()) << GetParam().text;
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(spec.status().message(), GetParam().message);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fields, JobSpecValidationTest,
+    ::testing::Values(
+        BadSpec{"training { batch_size: -4 }",
+                "training.batch_size must be in 1..65536, got -4"},
+        BadSpec{"training { epochs: -1 }", "training.epochs must be in 1..100000, got -1"},
+        BadSpec{"training { epochs: 1000000000 }",
+                "training.epochs must be in 1..100000, got 1000000000"},
+        BadSpec{"training { optimizer { beta1: nan } }",
+                "training.optimizer.beta1 must be in [0, 1), got nan"},
+        BadSpec{"training { optimizer { beta2: 1 } }",
+                "training.optimizer.beta2 must be in [0, 1), got 1"},
+        BadSpec{"training { optimizer { eps: -1 } }",
+                "training.optimizer.eps must be a number >= 0 (0: 1e-8), got -1"},
+        BadSpec{"training { optimizer { weight_decay: inf } }",
+                "training.optimizer.weight_decay must be a number >= 0, got inf"},
+        BadSpec{"model { num_layers: 1000000 }",
+                "model.num_layers must be at most 256, got 1000000"},
+        BadSpec{"model { d_model: 100000 }", "model.d_model must be at most 8192, got 100000"},
+        BadSpec{"training { optimizer { learning_rate: -0.1 } }",
+                "training.optimizer.learning_rate must be a positive number, got -0.1"},
+        BadSpec{"training { step_lr_gamma: 1.5 }",
+                "training.step_lr_gamma must be in (0, 1], got 1.5"},
+        BadSpec{"model { preset: \"giant\" }",
+                "model.preset 'giant' is unknown; choose one of tiny, swe, "
+                "weather, covid, wind"},
+        BadSpec{"data { csv { } }", "data.csv.path is empty"},
+        BadSpec{"data { window: -2 }", "data.input_steps must be positive, got -2"},
+        BadSpec{"placement { gpu_workers: 4 } training { batch_size: 2 }",
+                "training.batch_size (2) must be at least placement.gpu_workers (4)"},
+        BadSpec{"hpt { mode: \"lora\" }", "hpt.mode 'lora' is not hpt or full"},
+        BadSpec{"hpt { placement: \"tpu\" }",
+                "hpt.placement 'tpu' is not paper, gpu or reram_full"},
+        BadSpec{"hpt { alpha: 2 }", "hpt.alpha must be in (0, 1), got 2"},
+        BadSpec{"hpt { weight_layer: 5 }", "hpt.weight_layer must be in [0, 2), got 5"},
+        BadSpec{"hpt { lora { targets: \"ff1\" } }",
+                "hpt.lora.targets entry 'ff1' is not q_proj, k_proj, v_proj or o_proj"},
+        BadSpec{"hpt { mode: \"hpt\" } placement { head_device: \"reram\" }",
+                "hpt.mode hpt moves the whole model at the switch; "
+                "placement.head_device 'reram' needs hpt.mode full"},
+        BadSpec{"data { weather { } }", "data.weather.dir is empty"},
+        // Enum numbers no name stands for, ranks wider than the layers, and
+        // numbers that are not finite are refused by field.
+        BadSpec{"training { optimizer { type: 7 } }",
+                "training.optimizer.type 7 is not one of OPTIMIZER_UNSPECIFIED, ADAM, ADAMW"},
+        BadSpec{"data { csv { path: \"x.csv\" header: 9 } }",
+                "data.csv.header 9 is not one of AUTO, PRESENT, ABSENT"},
+        BadSpec{"hpt { lora { rank: 4096 } }",
+                "hpt.lora.rank 4096 is above the layers' width (d_model 32)"},
+        BadSpec{"hpt { interconnect { latency_us: nan } }",
+                "hpt.interconnect.latency_us must be a number in [0, 1e+09], got nan"},
+        BadSpec{"hpt { interconnect { energy_pj_per_byte: inf } }",
+                "hpt.interconnect.energy_pj_per_byte must be a number in [0, 1e+09], got inf"},
+        BadSpec{"hpt { loss_threshold: inf }",
+                "hpt.loss_threshold must be a number in [0, 1e+09], got inf"}));
+
+TEST(JobSpecTest, LongNamesAndModelsNoWorkerCanHoldAreRefused) {
+  JobSpec named;
+  named.set_name(std::string(300, 'x'));
+  auto long_name = NormalizeJobSpec(named);
+  ASSERT_FALSE(long_name.ok());
+  EXPECT_EQ(long_name.status().message(), "name is 300 bytes; at most 256");
+  // 256 layers of d_model 8192: each layer ~805 M parameters, 16 bytes each.
+  ModelSpec huge;
+  huge.set_preset("wind");
+  huge.set_d_model(8192);
+  huge.set_num_layers(256);
+  auto model = ResolveModelConfig(huge, 12, 1);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(model.status().message(), HasSubstr("GiB of fp32 weights, gradients and Adam"));
+  // The paper's size is fine.
+  ModelSpec paper;
+  paper.set_preset("wind");
+  EXPECT_TRUE(ResolveModelConfig(paper, 12, 1).ok());
+}
+
+TEST(JobSpecTest, WeightTestTracksThePapersLayerPerPresetUnlessSet) {
+  // The paper's code tracks layer 11 of 12 for swe and weather, layer 0 for
+  // covid and wind.
+  for (const auto& [preset, layers, want] :
+       std::vector<std::tuple<std::string, int, int>>{
+           {"weather", 12, 11}, {"weather", 2, 1}, {"swe", 3, 2}, {"covid", 12, 0}, {"wind", 2, 0}}) {
+    JobSpec in;
+    in.mutable_model()->set_preset(preset);
+    in.mutable_model()->set_num_layers(layers);
+    auto out = NormalizeJobSpec(in);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ(out->hpt().weight_layer(), want) << preset << " with " << layers << " layers";
+  }
+  JobSpec set;
+  set.mutable_model()->set_preset("weather");
+  set.mutable_model()->set_num_layers(2);
+  set.mutable_hpt()->set_weight_layer(0);  // explicitly layer 0: kept
+  set.mutable_hpt()->set_weight_layer_set(true);
+  EXPECT_EQ(NormalizeJobSpec(set)->hpt().weight_layer(), 0);
+}
+
+TEST(JobSpecTest, WindowsCountSamplesAndSpanWholeSteps) {
+  JobSpec in;
+  in.mutable_model()->set_preset("wind");
+  in.mutable_training()->set_batch_size(32);
+  auto paper = NormalizeJobSpec(in);
+  ASSERT_TRUE(paper.ok()) << paper.status();
+  EXPECT_EQ(paper->hpt().check_window_samples(), 480);        // the paper's k, in samples
+  EXPECT_EQ(paper->hpt().check_window_steps(), 15);   // ceil(480 / 32)
+  in.mutable_hpt()->set_check_window_samples(100);
+  EXPECT_EQ(NormalizeJobSpec(in)->hpt().check_window_steps(), 4);  // ceil(100 / 32)
+  in.mutable_hpt()->set_check_window_samples(0);
+  in.mutable_hpt()->set_check_window_steps(5);
+  auto steps = NormalizeJobSpec(in);
+  ASSERT_TRUE(steps.ok()) << steps.status();
+  EXPECT_EQ(steps->hpt().check_window_samples(), 160);
+  EXPECT_EQ(NormalizeJobSpec(*steps)->hpt().check_window_steps(), 5);  // idempotent
+  in.mutable_hpt()->set_check_window_samples(2'000'000'000);
+  EXPECT_THAT(std::string(NormalizeJobSpec(in).status().message()),
+              ::testing::HasSubstr("hpt.check_window_samples must be in 1..1000000000, got 2000000000"));
+  in.mutable_hpt()->set_check_window_samples(100);
+  auto both = NormalizeJobSpec(in);
+  EXPECT_EQ(both.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(both.status().message()), ::testing::HasSubstr("hpt.check_window_steps"));
+}
+
+TEST(JobSpecTest, HptDefaultsAreThePapers) {
+  for (auto [preset, window] : std::initializer_list<std::pair<const char*, int64_t>>{
+           {"swe", 365}, {"covid", 720}, {"wind", 480}, {"weather", 8000}, {"tiny", 10}}) {
+    JobSpec in;
+    in.mutable_model()->set_preset(preset);
+    auto spec = NormalizeJobSpec(in);
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    const HptSpec& h = spec->hpt();
+    EXPECT_EQ(h.check_window_samples(), window) << preset;
+    EXPECT_EQ(h.mode(), "hpt");
+    EXPECT_EQ(h.placement(), "paper");
+    EXPECT_DOUBLE_EQ(h.loss_threshold(), 0.1);
+    EXPECT_DOUBLE_EQ(h.weight_threshold(), 0.01);
+    EXPECT_DOUBLE_EQ(h.alpha(), 0.01);
+    EXPECT_EQ(h.lora().rank(), 8);
+    EXPECT_DOUBLE_EQ(h.lora().alpha(), 64);
+    EXPECT_DOUBLE_EQ(h.lora().dropout(), 0.1);
+    EXPECT_THAT(h.lora().targets(), ::testing::ElementsAre("q_proj", "v_proj"));
+  }
+  JobSpec head;
+  head.mutable_placement()->set_head_device("systolic");
+  EXPECT_EQ(NormalizeJobSpec(head)->hpt().mode(), "full");  // a head split trains full
+}
+
+TEST(JobSpecTest, ModelOverridesApply) {
+  ModelSpec m;
+  m.set_preset("wind");
+  m.set_num_layers(2);
+  m.set_d_model(64);
+  m.set_dropout(0.0);
+  m.set_dropout_set(true);
+  auto c = ResolveModelConfig(m, 12, 1);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->num_layers(), 2);
+  EXPECT_EQ(c->d_model(), 64);
+  EXPECT_EQ(c->reduction_dim(), 32);
+  EXPECT_EQ(c->num_heads(), 8);
+  EXPECT_EQ(c->dropout(), 0.0);
+  m.set_num_heads(5);
+  EXPECT_EQ(ResolveModelConfig(m, 12, 1).status().message(),
+            "model.d_model (64) must be divisible by model.num_heads (5)");
+}
+
+}  // namespace
+}  // namespace hpt

@@ -1,0 +1,86 @@
+#include "coordinator/training/evaluation.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "data/quality_metrics.h"
+
+namespace hpt {
+
+int64_t EvalBatchSize(const TrainingSpec& training, const ModelConfig& model, int64_t tokens) {
+  if (training.eval_batch_size() > 0) return training.eval_batch_size();
+  // No gradients are kept, so one request may carry many samples. Bigger is
+  // not faster past a point: each op of a simulated device streams its whole
+  // input and output, and once a request's widest activation (token rows x
+  // the feed-forward width) outgrows the CPU's caches, every element-wise
+  // pass and copy goes to DRAM. On the wind preset (d_model 512, 57 tokens)
+  // the test split took 26-28 s at 287 samples a request, 21-22 s at 9-72
+  // and 20.4-20.8 s at 36 (//benchmarks:device_step_bench --eval_batch).
+  // So: the widest activation near 16 MiB (at most 16 Ki token rows), and
+  // the attention weights (samples x heads x tokens^2) within 32 Mi.
+  const int64_t t = std::max<int64_t>(1, tokens);
+  const int64_t ff_width = int64_t(std::max(1, model.d_model())) *
+                           (model.ff_multiplier() > 0 ? model.ff_multiplier() : 4);
+  const int64_t rows = std::min<int64_t>(int64_t{16} << 10, (int64_t{4} << 20) / ff_width);
+  const int64_t by_rows = rows / t;
+  const int64_t by_attention = (int64_t{32} << 20) / (std::max(1, model.num_heads()) * t * t);
+  return std::max<int64_t>({int64_t{1}, training.batch_size(), std::min(by_rows, by_attention)});
+}
+
+absl::StatusOr<std::optional<TestEvaluation>> EvaluateTestSplit(const WindowDataset& data,
+                                                                const TrainingSpec& training,
+                                                                const ModelConfig& model,
+                                                                const Predictor& predict) {
+  std::vector<int64_t> starts = data.test_starts();
+  if (training.max_test_samples() > 0 && int64_t(starts.size()) > training.max_test_samples()) {
+    starts.resize(training.max_test_samples());
+  }
+  if (starts.empty()) return std::nullopt;
+  const int64_t batch = EvalBatchSize(training, model, data.num_tokens());
+  const int64_t tokens = data.num_tokens();
+  double sum_sq = 0;
+  int64_t count = 0;
+  QualityAccumulator quality;
+  const int64_t shown_tokens = std::min<int64_t>(kPredictionTokens, tokens);
+  const int64_t shown_samples = std::min<int64_t>(kPredictionSamples, int64_t(starts.size()));
+  TestPredictions shown;
+  for (int t = 0; t < shown_tokens; ++t) shown.add_tokens(t);
+  shown.set_samples(shown_samples);
+  shown.mutable_truth()->Resize(int(shown_tokens * shown_samples), 0.f);
+  shown.mutable_predicted()->Resize(int(shown_tokens * shown_samples), 0.f);
+  for (int64_t begin = 0; begin < static_cast<int64_t>(starts.size()); begin += batch) {
+    std::vector<int64_t> indices;
+    for (int64_t i = begin; i < std::min<int64_t>(begin + batch, starts.size()); ++i) {
+      indices.push_back(i);
+    }
+    HostTensor x, y;
+    data.Gather(starts, indices, &x, &y);
+    absl::StatusOr<HostTensor> prediction = predict(x);
+    if (!prediction.ok()) return prediction.status();
+    if (prediction->data.size() != y.data.size()) {
+      return absl::InternalError(absl::StrCat("prediction has shape ",
+                                              prediction->ShapeString(), ", targets ",
+                                              y.ShapeString()));
+    }
+    // Targets are [n, tokens, 1].
+    for (size_t e = 0; e < y.data.size(); ++e) {
+      const double d = double(prediction->data[e]) - y.data[e];
+      sum_sq += d * d;
+      const int64_t index = indices[int64_t(e) / tokens];
+      const int64_t sample = starts[index];
+      const int64_t token = int64_t(e) % tokens;
+      const double predicted = data.ToDataUnits(sample, token, prediction->data[e]);
+      const double truth = data.ToDataUnits(sample, token, y.data[e]);
+      quality.Add(predicted, truth);
+      if (token < shown_tokens && index < shown_samples) {
+        shown.set_predicted(int(token * shown_samples + index), float(predicted));
+        shown.set_truth(int(token * shown_samples + index), float(truth));
+      }
+    }
+    count += int64_t(y.data.size());
+  }
+  return TestEvaluation{sum_sq / double(count), quality.Finish(), std::move(shown)};
+}
+
+}  // namespace hpt

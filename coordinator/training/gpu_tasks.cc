@@ -1,0 +1,177 @@
+#include "coordinator/training/gpu_tasks.h"
+
+#include <cmath>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "common/tensor_codec.h"
+#include "coordinator/dispatch/for_each_worker.h"
+
+namespace hpt {
+namespace {
+
+int64_t Bytes(const Tensor& t) { return int64_t(t.data().size()); }
+
+}  // namespace
+
+GpuTasks::GpuTasks(std::string job_id, std::vector<WorkerClient*> workers,
+                   WorkerClient* head_worker, std::string head_kind, const TaskSink* sink)
+    : job_id_(std::move(job_id)),
+      trial_job_(job_id_ + "/trial"),
+      workers_(std::move(workers)),
+      head_(head_worker),
+      head_kind_(std::move(head_kind)),
+      sink_(sink) {}
+
+std::vector<int64_t> GpuTasks::ShardSizes(int64_t batch, int workers) {
+  std::vector<int64_t> sizes(workers, batch / workers);
+  for (int64_t i = 0; i < batch % workers; ++i) ++sizes[i];
+  return sizes;
+}
+
+void GpuTasks::Record(WorkerClient* worker, const std::string& kind, const std::string& type,
+                      const CostReport& cost, int64_t bytes_in, int64_t bytes_out) const {
+  (*sink_)(MakeFinishedTask(AddressOf(worker), kind, type, cost, bytes_in, bytes_out));
+}
+
+TaskKey GpuTasks::Key(const std::string& job, int64_t step, const std::string& segment) {
+  TaskKey key;  // micro-batch 0: a step is one micro-batch per worker
+  key.set_job_id(job);
+  key.set_step(step);
+  key.set_segment(segment);
+  return key;
+}
+
+ForwardRequest GpuTasks::MakeForward(const std::string& job, int64_t step,
+                                     const std::string& segment, bool train) {
+  ForwardRequest request;
+  *request.mutable_key() = Key(job, step, segment);
+  request.set_train(train);
+  return request;
+}
+
+absl::StatusOr<ApplyUpdateResponse> GpuTasks::Update(WorkerClient* worker,
+                                                     const std::string& job, int64_t step,
+                                                     double learning_rate) const {
+  ApplyUpdateRequest request;
+  request.set_job_id(job);
+  request.set_step(step);
+  request.set_learning_rate(learning_rate);
+  return worker->ApplyUpdate(request);
+}
+
+absl::StatusOr<double> GpuTasks::DataParallelStep(const WindowDataset& data,
+                                                  const std::vector<int64_t>& indices,
+                                                  int64_t step, double learning_rate) {
+  const int64_t batch = static_cast<int64_t>(indices.size());
+  const size_t n = workers_.size();
+  const std::vector<int64_t> shards = ShardSizes(batch, int(n));
+  std::vector<ForwardResponse> forwards(n);
+  std::vector<BackwardResponse> backwards(n);
+  std::vector<ApplyUpdateResponse> updates(n);
+  std::vector<int64_t> input_bytes(n);
+  RETURN_IF_ERROR(ForEachWorker(n, [&](size_t i) -> absl::Status {
+    const int64_t begin = std::accumulate(shards.begin(), shards.begin() + i, int64_t{0});
+    std::vector<int64_t> mine(indices.begin() + begin, indices.begin() + begin + shards[i]);
+    HostTensor x, y;
+    data.Gather(data.train_starts(), mine, &x, &y);
+    input_bytes[i] = x.num_bytes() + y.num_bytes();
+    ForwardRequest request = MakeForward(job_id_, step, "model", true);
+    ToProto(x, "inputs", request.mutable_inputs());
+    ToProto(y, "targets", request.mutable_targets());
+    ASSIGN_OR_RETURN(forwards[i], workers_[i]->Forward(request));
+    return absl::OkStatus();
+  }));
+  double weighted = 0;
+  for (size_t i = 0; i < n; ++i) {
+    weighted += forwards[i].loss() * shards[i];
+    Record(workers_[i], "gpu", "forward", forwards[i].cost(), input_bytes[i]);
+  }
+  const double loss = weighted / batch;
+  if (!std::isfinite(loss)) return loss;  // the caller reports it
+  RETURN_IF_ERROR(ForEachWorker(n, [&](size_t i) -> absl::Status {
+    BackwardRequest request;
+    *request.mutable_key() = Key(job_id_, step, "model");
+    request.set_global_batch_size(batch);
+    ASSIGN_OR_RETURN(backwards[i], workers_[i]->Backward(request));
+    return absl::OkStatus();
+  }));
+  RETURN_IF_ERROR(ForEachWorker(n, [&](size_t i) -> absl::Status {
+    ASSIGN_OR_RETURN(updates[i], Update(workers_[i], job_id_, step, learning_rate));
+    return absl::OkStatus();
+  }));
+  for (size_t i = 0; i < n; ++i) Record(workers_[i], "gpu", "backward", backwards[i].cost());
+  for (size_t i = 0; i < n; ++i) Record(workers_[i], "gpu", "update", updates[i].cost());
+  return loss;
+}
+
+absl::StatusOr<double> GpuTasks::HeadStep(const HostTensor& x, const HostTensor& y,
+                                          int64_t step, double learning_rate) {
+  WorkerClient* gpu = workers_[0];
+  ForwardRequest encode = MakeForward(job_id_, step, "encoder", true);
+  ToProto(x, "inputs", encode.mutable_inputs());
+  ASSIGN_OR_RETURN(ForwardResponse encoded, gpu->Forward(encode));
+  const int64_t encoded_bytes = Bytes(encoded.outputs());
+  Record(gpu, "gpu", "forward", encoded.cost(), x.num_bytes(), encoded_bytes);
+  ForwardRequest predict = MakeForward(job_id_, step, "head", true);
+  *predict.mutable_inputs() = std::move(*encoded.mutable_outputs());
+  ToProto(y, "targets", predict.mutable_targets());
+  ASSIGN_OR_RETURN(ForwardResponse predicted, head_->Forward(predict));
+  Record(head_, head_kind_, "forward", predicted.cost(), encoded_bytes + y.num_bytes());
+  const double loss = predicted.loss();
+  if (!std::isfinite(loss)) return loss;  // the caller reports it
+  BackwardRequest head_back;
+  *head_back.mutable_key() = predict.key();
+  head_back.set_global_batch_size(x.shape[0]);
+  ASSIGN_OR_RETURN(BackwardResponse head_grads, head_->Backward(head_back));
+  const int64_t grad_bytes = Bytes(head_grads.grad_input());
+  Record(head_, head_kind_, "backward", head_grads.cost(), 0, grad_bytes);
+  BackwardRequest encoder_back;
+  *encoder_back.mutable_key() = encode.key();
+  encoder_back.set_global_batch_size(x.shape[0]);
+  *encoder_back.mutable_grad_output() = std::move(*head_grads.mutable_grad_input());
+  ASSIGN_OR_RETURN(BackwardResponse encoder_grads, gpu->Backward(encoder_back));
+  Record(gpu, "gpu", "backward", encoder_grads.cost(), grad_bytes);
+  for (WorkerClient* w : {gpu, head_}) {
+    ASSIGN_OR_RETURN(ApplyUpdateResponse applied, Update(w, job_id_, step, learning_rate));
+    Record(w, w == gpu ? "gpu" : head_kind_, "update", applied.cost());
+  }
+  return loss;
+}
+
+absl::StatusOr<double> GpuTasks::TrialStep(const HostTensor& x, const HostTensor& y,
+                                           int64_t step, double learning_rate) {
+  WorkerClient* gpu = workers_[0];
+  ForwardRequest forward = MakeForward(trial_job_, step, "model", true);
+  ToProto(x, "inputs", forward.mutable_inputs());
+  ToProto(y, "targets", forward.mutable_targets());
+  ASSIGN_OR_RETURN(ForwardResponse f, gpu->Forward(forward));
+  Record(gpu, "gpu", "forward", f.cost(), x.num_bytes() + y.num_bytes());
+  BackwardRequest backward;
+  *backward.mutable_key() = forward.key();
+  backward.set_global_batch_size(x.shape[0]);
+  ASSIGN_OR_RETURN(BackwardResponse b, gpu->Backward(backward));
+  Record(gpu, "gpu", "backward", b.cost());
+  ASSIGN_OR_RETURN(ApplyUpdateResponse u, Update(gpu, trial_job_, step, learning_rate));
+  Record(gpu, "gpu", "update", u.cost());
+  return f.loss();
+}
+
+absl::StatusOr<HostTensor> GpuTasks::Predict(const HostTensor& x) {
+  ForwardRequest request = MakeForward(job_id_, -1, head_ ? "encoder" : "model", false);
+  ToProto(x, "inputs", request.mutable_inputs());
+  request.set_return_outputs(true);
+  ASSIGN_OR_RETURN(ForwardResponse response, workers_[0]->Forward(request));
+  Record(workers_[0], "gpu", "forward", response.cost(), x.num_bytes());
+  if (head_ != nullptr) {
+    ForwardRequest head = MakeForward(job_id_, -1, "head", false);
+    *head.mutable_inputs() = std::move(*response.mutable_outputs());
+    head.set_return_outputs(true);
+    ASSIGN_OR_RETURN(response, head_->Forward(head));
+    Record(head_, head_kind_, "forward", response.cost());
+  }
+  return FromProto(response.outputs(), "ForwardResponse.outputs");
+}
+
+}  // namespace hpt

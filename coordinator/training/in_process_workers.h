@@ -1,0 +1,65 @@
+// For tests: a GPU worker (LibTorch on the CPU), a ReRAM worker and a
+// systolic worker in this process, behind local clients, as a trainer's
+// options take them; and a small synthetic data set to train on.
+//
+//   InProcessWorkers w;
+//   Trainer trainer("j", spec, &data, w.gpus(), w.Options());
+#ifndef HPT_COORDINATOR_TRAINING_IN_PROCESS_WORKERS_H_
+#define HPT_COORDINATOR_TRAINING_IN_PROCESS_WORKERS_H_
+
+#include <memory>
+#include <vector>
+
+#include "coordinator/dispatch/local_worker_client.h"
+#include "coordinator/training/trainer.h"
+#include "data/synthetic.h"
+#include "data/window_dataset.h"
+#include "workers/device_executor.h"
+#include "workers/gpu_executor.h"
+
+namespace hpt {
+
+// A small synthetic data set: `stations` tokens over 200 time steps, 6
+// input steps, train 0-160, test 160-200.
+inline std::unique_ptr<WindowDataset> SmallSyntheticWindows(int stations) {
+  SyntheticOptions s;
+  s.stations = stations;
+  s.time_steps = 200;
+  WindowOptions w;
+  w.input_steps = 6;
+  w.train = {0, 160};
+  w.test = {160, 200};
+  return std::make_unique<WindowDataset>(*WindowDataset::Create(MakeSyntheticSeries(s), w));
+}
+
+struct InProcessWorkers {
+  InProcessWorkers() {
+    GpuExecutor::Options g;
+    g.device = "cpu";
+    gpu = *GpuExecutor::Create(g);
+    DeviceExecutor::Options r, y;
+    r.kind = "reram";
+    y.kind = "systolic";
+    reram = *DeviceExecutor::Create(r);
+    systolic = *DeviceExecutor::Create(y);
+    gpu_client = std::make_unique<LocalWorkerClient>("gpu0", gpu.get());
+    reram_client = std::make_unique<LocalWorkerClient>("reram0", reram.get());
+    systolic_client = std::make_unique<LocalWorkerClient>("systolic0", systolic.get());
+  }
+  std::vector<WorkerClient*> gpus() const { return {gpu_client.get()}; }
+  // The device workers set; the caller adds on_progress and the rest.
+  Trainer::Options Options() const {
+    Trainer::Options options;
+    options.reram_workers = {reram_client.get()};
+    options.systolic_workers = {systolic_client.get()};
+    return options;
+  }
+
+  std::unique_ptr<GpuExecutor> gpu;
+  std::unique_ptr<DeviceExecutor> reram, systolic;
+  std::unique_ptr<LocalWorkerClient> gpu_client, reram_client, systolic_client;
+};
+
+}  // namespace hpt
+
+#endif  // HPT_COORDINATOR_TRAINING_IN_PROCESS_WORKERS_H_

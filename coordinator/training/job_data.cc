@@ -1,0 +1,213 @@
+#include "coordinator/training/job_data.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "data/real_data.h"
+#include "data/swe.h"
+#include "data/synthetic.h"
+#include "data/wide_csv.h"
+
+namespace hpt {
+
+namespace {
+
+// `status` with `field` before its message; its code kept (a path outside
+// the roots stays PERMISSION_DENIED, a missing file NOT_FOUND, a load past
+// its time DEADLINE_EXCEEDED, a cancelled one CANCELLED), any other
+// loader error the submitter's INVALID_ARGUMENT.
+absl::Status InField(const char* field, const absl::Status& status) {
+  const absl::StatusCode code = status.code();
+  const std::string message = absl::StrCat(field, ": ", status.message());
+  if (code == absl::StatusCode::kPermissionDenied) return absl::PermissionDeniedError(message);
+  if (code == absl::StatusCode::kNotFound) return absl::NotFoundError(message);
+  if (code == absl::StatusCode::kDeadlineExceeded) return absl::DeadlineExceededError(message);
+  if (code == absl::StatusCode::kCancelled) return absl::CancelledError(message);
+  return absl::InvalidArgumentError(message);
+}
+
+// The file a data source reads, and the spec field that names it.
+struct SourceFile {
+  const char* field = "";  // empty: the source reads no file
+  std::string path;
+  bool directory = false;
+};
+
+SourceFile SourceFileOf(const DataSpec& spec) {
+  switch (spec.source_case()) {
+    case DataSpec::kWeather:
+      return {"data.weather", spec.weather().dir(), /*directory=*/true};
+    case DataSpec::kSwe:
+      return {"data.swe", spec.swe().stations_csv()};
+    case DataSpec::kCovid:
+      return {"data.covid", spec.covid().path()};
+    case DataSpec::kCsv:
+      return {"data.csv", spec.csv().path()};
+    case DataSpec::kSynthetic:
+    case DataSpec::SOURCE_NOT_SET:
+      break;
+  }
+  return {};
+}
+
+// Each source's loader: the series into `series`, its train and test rows
+// into `windows`, what was loaded into `summary`.
+using Loader = absl::Status (*)(const DataSpec&, const DataLimits&, TimeSeriesMatrix* series,
+                                WindowOptions* windows, DataSummary* summary);
+
+absl::Status LoadSynthetic(const DataSpec& spec, const DataLimits& limits,
+                           TimeSeriesMatrix* series, WindowOptions* windows,
+                           DataSummary* summary) {
+  SyntheticOptions s;
+  s.stations = spec.synthetic().stations();
+  s.time_steps = spec.synthetic().time_steps();
+  s.seed = spec.synthetic().seed();
+  s.noise = spec.synthetic().noise();
+  RETURN_IF_ERROR(CheckCells("data.synthetic", s.time_steps, s.stations, limits));
+  *series = MakeSyntheticSeries(s);
+  summary->set_source("synthetic");
+  // The last fifth of the series is held out for testing.
+  const int64_t split = series->rows * 4 / 5;
+  windows->train = {0, split};
+  windows->test = {split, series->rows};
+  return absl::OkStatus();
+}
+
+absl::Status LoadWeather(const DataSpec& spec, const DataLimits& limits,
+                         TimeSeriesMatrix* series, WindowOptions* windows,
+                         DataSummary* summary) {
+  WeatherOptions o;
+  o.limits = limits;
+  if (!spec.weather().target().empty()) o.target = spec.weather().target();
+  absl::StatusOr<WeatherSeries> loaded = LoadAgWeatherDir(spec.weather().dir(), o);
+  if (!loaded.ok()) return InField("data.weather", loaded.status());
+  const int year = spec.weather().test_year() > 0 ? spec.weather().test_year() : 2020;
+  const auto first = std::find(loaded->years.begin(), loaded->years.end(), year);
+  const auto last = std::find_if(first, loaded->years.end(), [&](int y) { return y != year; });
+  if (first == loaded->years.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "data.weather.test_year ", year, " is not in the stations' common period"));
+  }
+  const int64_t b = first - loaded->years.begin(), e = last - loaded->years.begin();
+  summary->set_source("weather");
+  summary->set_skipped_rows(loaded->skipped_rows);
+  summary->set_filled_cells(loaded->filled_cells);
+  *series = std::move(loaded->series);
+  windows->train = {0, b};
+  windows->extra_train = {{e, series->rows}};
+  windows->test = {b, e};  // a train range may be empty: the test year comes first
+  return absl::OkStatus();
+}
+
+absl::Status LoadSwe(const DataSpec& spec, const DataLimits& limits, TimeSeriesMatrix* series,
+                     WindowOptions* windows, DataSummary* summary) {
+  absl::StatusOr<std::vector<SnotelStation>> stations =
+      LoadSnotelStations(spec.swe().stations_csv(), limits);
+  if (!stations.ok()) return InField("data.swe", stations.status());
+  SweOptions o;
+  o.days = spec.swe().days();
+  RETURN_IF_ERROR(CheckCells("data.swe", o.days, int64_t(stations->size()), limits));
+  o.seed = spec.swe().seed();
+  *series = MakeSweSeries(*stations, o);
+  summary->set_source("swe (synthetic series over real SNOTEL stations)");
+  // The last water year tests; its windows may look back into training
+  // days, their targets never do.
+  const int64_t split = series->rows - 365;
+  windows->train = {0, split};
+  windows->test = {std::max<int64_t>(0, split - windows->input_steps - windows->horizon + 1),
+                   series->rows};
+  return absl::OkStatus();
+}
+
+absl::Status LoadCovid(const DataSpec& spec, const DataLimits& limits, TimeSeriesMatrix* series,
+                       WindowOptions* windows, DataSummary* summary) {
+  CovidOptions o;
+  o.limits = limits;
+  if (!spec.covid().target().empty()) o.target = spec.covid().target();
+  if (spec.covid().counties() > 0) o.counties = spec.covid().counties();
+  o.all_counties = true;
+  if (spec.covid().test_from_day() > 0) o.test_from_day = spec.covid().test_from_day();
+  absl::StatusOr<CovidSeries> loaded = LoadCovidCsv(spec.covid().path(), o);
+  if (!loaded.ok()) return InField("data.covid", loaded.status());
+  const int64_t split = std::lower_bound(loaded->days.begin(), loaded->days.end(),
+                                         o.test_from_day) - loaded->days.begin();
+  *series = std::move(loaded->series);
+  summary->set_source("covid");
+  // Samples: every group of `counties` consecutive counties (GISJOIN
+  // order), one every group_stride, at every date; the input is each
+  // county's own history of the target, the target its next week.
+  windows->token_group = std::min<int64_t>(o.counties, series->columns);
+  windows->group_stride = spec.covid().group_stride() > 0 ? spec.covid().group_stride() : 10;
+  windows->train = {0, split};
+  // Test samples forecast a week at or after the split; their input
+  // windows may reach back into the training weeks.
+  windows->test = {std::max<int64_t>(0, split - windows->input_steps - windows->horizon + 1),
+                   series->rows};
+  return absl::OkStatus();
+}
+
+absl::Status LoadCsv(const DataSpec& spec, const DataLimits& limits, TimeSeriesMatrix* series,
+                     WindowOptions* windows, DataSummary* summary) {
+  const CsvData& csv = spec.csv();
+  WideCsvOptions csv_options;
+  csv_options.header = csv.header() == CsvData::PRESENT  ? CsvHeader::kPresent
+                       : csv.header() == CsvData::ABSENT ? CsvHeader::kAbsent
+                                                         : CsvHeader::kAuto;
+  csv_options.limits = limits;
+  absl::StatusOr<TimeSeriesMatrix> loaded = LoadWideCsv(csv.path(), csv_options);
+  if (!loaded.ok()) return InField("data.csv", loaded.status());
+  *series = std::move(*loaded);
+  summary->set_source("csv");
+  windows->train = {csv.train_begin_row(),
+                    csv.train_end_row() > 0 ? csv.train_end_row() : series->rows};
+  for (const RowSpan& r : csv.more_train_rows()) {
+    windows->extra_train.push_back({r.begin(), r.end()});
+  }
+  windows->test = {csv.test_begin_row(), csv.test_end_row()};
+  if (csv.test_end_row() == 0) windows->test = {0, 0};
+  return absl::OkStatus();
+}
+
+Loader LoaderOf(const DataSpec& spec) {
+  switch (spec.source_case()) {
+    case DataSpec::kSynthetic:
+      return LoadSynthetic;
+    case DataSpec::kWeather:
+      return LoadWeather;
+    case DataSpec::kSwe:
+      return LoadSwe;
+    case DataSpec::kCovid:
+      return LoadCovid;
+    case DataSpec::kCsv:
+    case DataSpec::SOURCE_NOT_SET:  // normalisation gives every spec a source
+      break;
+  }
+  return LoadCsv;
+}
+
+}  // namespace
+
+absl::Status CheckJobDataPaths(const DataSpec& spec, const DataLimits& limits) {
+  const SourceFile file = SourceFileOf(spec);
+  if (*file.field == '\0') return absl::OkStatus();  // synthetic: no file
+  absl::StatusOr<std::string> resolved = ResolveDataPath(file.path, limits, file.directory);
+  return resolved.ok() ? absl::OkStatus() : InField(file.field, resolved.status());
+}
+
+absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec, DataSummary* summary,
+                                           const DataLimits& limits) {
+  DataSummary local;
+  if (summary == nullptr) summary = &local;
+  *summary = DataSummary();
+  TimeSeriesMatrix series;
+  WindowOptions windows;
+  windows.input_steps = spec.input_steps();
+  windows.horizon = spec.horizon();
+  RETURN_IF_ERROR(LoaderOf(spec)(spec, limits, &series, &windows, summary));
+  summary->set_rows(series.rows);
+  summary->set_columns(series.columns);
+  return WindowDataset::Create(std::move(series), windows);
+}
+
+}  // namespace hpt

@@ -1,0 +1,54 @@
+#include "coordinator/training/job_data.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "coordinator/spec/job_spec.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace hpt {
+namespace {
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  const std::string path = std::string(dir ? dir : "/tmp") + "/" + name;
+  FILE* f = std::fopen(path.c_str(), "w");
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+  return path;
+}
+
+TEST(JobDataTest, SweTrainsOnSyntheticSeriesOverTheStationTable) {
+  const std::string stations = WriteTemp(
+      "stations.csv",
+      "Station Name,Elevation_x,Latitude_x,Longitude_x,Aspect_tif_x,Slope_tif1_x,LandCover\n"
+      "A,9000,46,-110,0,20,52\nB,7000,44,-112,180,10,42\nC,5000,40,-120,90,5,52\n");
+  JobSpec spec;
+  spec.mutable_data()->mutable_swe()->set_stations_csv(stations);
+  auto normal = NormalizeJobSpec(spec);
+  ASSERT_TRUE(normal.ok()) << normal.status();
+  EXPECT_EQ(normal->data().swe().days(), 1095);
+  DataSummary summary;
+  auto data = BuildJobData(normal->data(), &summary);
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_EQ(data->num_tokens(), 3);
+  // The last water year tests: 365 targets, as many test windows.
+  EXPECT_EQ(data->test_starts().size(), 365u);
+  EXPECT_EQ(data->train_starts().size(), size_t(730 - 12 - 1 + 1));
+  EXPECT_EQ(summary.rows(), 1095);
+  EXPECT_EQ(summary.columns(), 3);
+  EXPECT_THAT(summary.source(), ::testing::HasSubstr("synthetic"));
+
+  spec.mutable_data()->mutable_swe()->set_stations_csv(stations + ".missing");
+  auto missing = BuildJobData(NormalizeJobSpec(spec)->data());
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(missing.status().message()), ::testing::HasSubstr("data.swe:"));
+  spec.mutable_data()->mutable_swe()->set_days(100);
+  EXPECT_THAT(std::string(NormalizeJobSpec(spec).status().message()),
+              ::testing::HasSubstr("data.swe.days"));
+}
+
+}  // namespace
+}  // namespace hpt

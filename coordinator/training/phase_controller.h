@@ -1,0 +1,124 @@
+// PhaseController: the HpT phase switch (Dahal et al., TPDS 2025, Sec. 4).
+// Plain C++; the trainer feeds it one step at a time.
+//
+// Every `check_window_steps` steps it closes a window: the mean training loss
+// L_j and the weight distance d_j = ||W_j - W_{j-1}||_F of [W_q | W_v] of
+// one named layer (W_j: at the end of window j; W_{-1}: at the start).
+// Once three windows exist it checks:
+//   loss test:   (L0-L1)/L0 < loss_threshold, (L1-L2)/L1 < loss_threshold,
+//                and (L1-L2) < (L0-L1)
+//   weight test: the same on d0, d1, d2 with weight_threshold.
+// Both passing starts a trial: a LoRA copy trains beside the full model on
+// the same batches for one window, and a two-sample Student t-test (equal
+// variance, two-sided) compares the per-batch losses. p >= alpha: switch to
+// the LoRA phase. p < alpha: another trial window with a fresh copy.
+//
+// A loss that rises faster each window passes the paper's loss test: both
+// relative "decreases" are negative, below any positive threshold, and the
+// second is below the first. That is divergence, not convergence, so by
+// default no trial starts while the loss rose in both windows (L0 < L1 <
+// L2; one higher window on a noisy plateau is not divergence); the check is
+// recorded with that reason (trial_on_rising_loss restores the paper's rule).
+//
+// With checks_in_a_row m > 1, a trial starts only at the m-th passing check
+// in a row; a failing check starts the count again.
+//
+// Not thread-safe.
+#ifndef HPT_COORDINATOR_TRAINING_PHASE_CONTROLLER_H_
+#define HPT_COORDINATOR_TRAINING_PHASE_CONTROLLER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "coordinator/training/t_test.h"
+
+namespace hpt {
+
+struct PhaseControllerOptions {
+  // Iterations (training steps) per check window. The paper's k counts
+  // samples (swe 365, covid 720, wind 480, weather 8000, at batch size 1);
+  // the trainer passes ceil(k / batch size) steps (HptSpec).
+  int64_t check_window_steps = 480;
+  double loss_threshold = 0.1;    // paper
+  double weight_threshold = 0.01; // paper
+  double alpha = 0.01;            // paper
+  bool trial_on_rising_loss = false;
+  // Passing checks in a row that start a trial: 1 is the paper's rule (the
+  // first check passing both tests); m > 1 (hpt.switch_rule
+  // "consecutive") waits for m consecutive passing checks, so one lucky
+  // window on a noisy plateau does not start it.
+  int64_t checks_in_a_row = 1;
+};
+
+enum class TrainingPhase { kFull, kTrial, kLora };
+
+struct ControllerEvent {
+  enum class Kind { kCheck, kTrialStart, kTrialEnd, kSwitch };
+  Kind kind = Kind::kCheck;
+  int64_t step = 0;  // the last step of the window it closes
+  // kCheck
+  double losses[3] = {0, 0, 0};
+  double distances[3] = {0, 0, 0};
+  bool loss_passed = false, weight_passed = false;
+  std::string reason;
+  // kTrialEnd
+  TTestResult t_test;
+  bool significant = false;
+};
+
+class PhaseController {
+ public:
+  explicit PhaseController(PhaseControllerOptions options);
+
+  TrainingPhase phase() const { return phase_; }
+  // True when the trainer must pass the weight distance with this
+  // step (the last of a full-phase window).
+  bool NeedsWeightDistance(int64_t step) const;
+
+  enum class Action { kNone, kStartTrial, kRestartTrial, kSwitch };
+  // Records step `step` (0-based, consecutive). `trial_loss` is
+  // the LoRA copy's loss on the same batch during a trial; `weight_distance`
+  // is required when NeedsWeightDistance(step).
+  Action Step(int64_t step, double full_loss, double trial_loss = 0,
+              double weight_distance = 0);
+
+  const std::vector<ControllerEvent>& events() const { return events_; }
+  int64_t switch_step() const { return switch_step_; }  // -1 before
+  const PhaseControllerOptions& options() const { return options_; }
+
+  // What it carries from one step to the next (checkpoints). The
+  // events are the job's history, kept by the trainer, not part of it.
+  struct State {
+    TrainingPhase phase = TrainingPhase::kFull;
+    double window_loss_sum = 0;
+    int64_t window_count = 0;
+    std::vector<double> window_losses, distances, trial_full, trial_lora;
+    int64_t switch_step = -1;
+    int64_t passes_in_a_row = 0;
+  };
+  State state() const;
+  void Restore(State state);
+
+  // The three-point test on consecutive window values.
+  static bool ThreePointTest(const double v[3], double threshold);
+
+ private:
+  bool WindowEnds(int64_t step) const {
+    return (step + 1) % options_.check_window_steps == 0;
+  }
+
+  PhaseControllerOptions options_;
+  TrainingPhase phase_ = TrainingPhase::kFull;
+  double window_loss_sum_ = 0;
+  int64_t window_count_ = 0;
+  std::vector<double> window_losses_, distances_;
+  std::vector<double> trial_full_, trial_lora_;
+  std::vector<ControllerEvent> events_;
+  int64_t switch_step_ = -1;
+  int64_t passes_in_a_row_ = 0;
+};
+
+}  // namespace hpt
+
+#endif  // HPT_COORDINATOR_TRAINING_PHASE_CONTROLLER_H_

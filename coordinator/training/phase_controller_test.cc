@@ -1,0 +1,199 @@
+#include "coordinator/training/phase_controller.h"
+
+#include <cmath>
+
+#include "gtest/gtest.h"
+
+namespace hpt {
+namespace {
+
+using Action = PhaseController::Action;
+
+PhaseControllerOptions Options(int64_t window) {
+  PhaseControllerOptions o;
+  o.check_window_steps = window;
+  return o;
+}
+
+// Window-mean losses and distances per window; each window's steps
+// all carry its mean (so the window mean is exact).
+struct Script {
+  std::vector<double> losses, distances;
+};
+
+// Feeds full-phase windows until an action other than kNone; returns the
+// step it happened at, or -1.
+int64_t RunFull(PhaseController& c, const Script& s, int64_t window,
+                Action* action) {
+  int64_t it = 0;
+  for (size_t w = 0; w < s.losses.size(); ++w) {
+    for (int64_t i = 0; i < window; ++i, ++it) {
+      const double d = c.NeedsWeightDistance(it) ? s.distances[w] : 0;
+      *action = c.Step(it, s.losses[w], 0, d);
+      if (*action != Action::kNone) return it;
+    }
+  }
+  return -1;
+}
+
+TEST(PhaseControllerTest, ThreePointTestFollowsThePaper) {
+  const double plateau[3] = {1.0, 0.95, 0.93};  // 5 %, 2.1 %, slowing
+  EXPECT_TRUE(PhaseController::ThreePointTest(plateau, 0.1));
+  const double fast[3] = {1.0, 0.8, 0.7};  // 20 % drop: still learning
+  EXPECT_FALSE(PhaseController::ThreePointTest(fast, 0.1));
+  const double speeding_up[3] = {1.0, 0.98, 0.95};  // second drop larger
+  EXPECT_FALSE(PhaseController::ThreePointTest(speeding_up, 0.1));
+  // A loss rising faster each window passes: the paper's loophole.
+  const double diverging[3] = {1.0, 1.05, 1.15};
+  EXPECT_TRUE(PhaseController::ThreePointTest(diverging, 0.1));
+  const double rising_slower[3] = {1.0, 1.1, 1.15};
+  EXPECT_FALSE(PhaseController::ThreePointTest(rising_slower, 0.1));
+}
+
+TEST(PhaseControllerTest, ChecksEachWindowThenTrialsThenSwitches) {
+  const int64_t k = 4;
+  PhaseController c(Options(k));
+  // Windows 0..4: the loss plateaus from window 2 on, the weights from
+  // window 3 on (distances: relative changes under 1 % and slowing).
+  Script s{{1.0, 0.6, 0.55, 0.54, 0.535}, {10.0, 5.0, 4.0, 3.99, 3.985}};
+  Action a;
+  const int64_t at = RunFull(c, s, k, &a);
+  // Checks close windows 2 (step 11), 3 (15) and 4 (19). Window 2:
+  // loss (1, .6, .55) fails (40 % drop); window 3: (.6, .55, .54) passes,
+  // weights (5, 4, 3.99) fail (20 %); window 4: both pass -> trial.
+  EXPECT_EQ(at, 19);
+  EXPECT_EQ(a, Action::kStartTrial);
+  ASSERT_EQ(c.events().size(), 4u);
+  EXPECT_EQ(c.events()[0].step, 11);
+  EXPECT_FALSE(c.events()[0].loss_passed);
+  EXPECT_EQ(c.events()[1].step, 15);
+  EXPECT_TRUE(c.events()[1].loss_passed);
+  EXPECT_FALSE(c.events()[1].weight_passed);
+  EXPECT_EQ(c.events()[2].step, 19);
+  EXPECT_TRUE(c.events()[2].loss_passed && c.events()[2].weight_passed);
+  EXPECT_DOUBLE_EQ(c.events()[2].losses[0], 0.55);
+  EXPECT_DOUBLE_EQ(c.events()[2].distances[2], 3.985);
+  EXPECT_EQ(c.events()[3].kind, ControllerEvent::Kind::kTrialStart);
+  EXPECT_EQ(c.phase(), TrainingPhase::kTrial);
+
+  // Trial window 20..23: LoRA losses indistinguishable -> switch at 23.
+  const double full[4] = {0.53, 0.54, 0.52, 0.535}, lora[4] = {0.535, 0.53, 0.54, 0.525};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_FALSE(c.NeedsWeightDistance(20 + i));
+    a = c.Step(20 + i, full[i], lora[i]);
+    EXPECT_EQ(a, i < 3 ? Action::kNone : Action::kSwitch);
+  }
+  EXPECT_EQ(c.phase(), TrainingPhase::kLora);
+  EXPECT_EQ(c.switch_step(), 24);
+  const ControllerEvent& end = c.events()[4];
+  EXPECT_EQ(end.kind, ControllerEvent::Kind::kTrialEnd);
+  EXPECT_EQ(end.step, 23);
+  EXPECT_FALSE(end.significant);
+  EXPECT_EQ(end.t_test.degrees_of_freedom, 6);
+  EXPECT_GT(end.t_test.p_value, 0.5);
+  EXPECT_EQ(c.events()[5].kind, ControllerEvent::Kind::kSwitch);
+  EXPECT_EQ(c.Step(24, 0.5), Action::kNone);  // nothing after the switch
+}
+
+TEST(PhaseControllerTest, SignificantDifferenceStartsAnotherTrial) {
+  const int64_t k = 3;
+  PhaseController c(Options(k));
+  Script s{{1.0, 0.97, 0.95}, {1.0, 0.995, 0.991}};
+  Action a;
+  EXPECT_EQ(RunFull(c, s, k, &a), 8);
+  ASSERT_EQ(a, Action::kStartTrial);
+  // Trial 9..11: LoRA clearly worse -> another trial at 11.
+  EXPECT_EQ(c.Step(9, 0.95, 1.50), Action::kNone);
+  EXPECT_EQ(c.Step(10, 0.94, 1.52), Action::kNone);
+  EXPECT_EQ(c.Step(11, 0.96, 1.49), Action::kRestartTrial);
+  EXPECT_TRUE(c.events()[c.events().size() - 2].significant);
+  EXPECT_LT(c.events()[c.events().size() - 2].t_test.p_value, 0.01);
+  // Trial 12..14: same losses -> switch at 14.
+  EXPECT_EQ(c.Step(12, 0.95, 0.951), Action::kNone);
+  EXPECT_EQ(c.Step(13, 0.94, 0.939), Action::kNone);
+  EXPECT_EQ(c.Step(14, 0.96, 0.962), Action::kSwitch);
+  EXPECT_EQ(c.switch_step(), 15);
+}
+
+TEST(PhaseControllerTest, RisingLossDoesNotStartATrialByDefault) {
+  const int64_t k = 2;
+  // Diverging: the loss rises faster each window; the weights settle.
+  Script s{{1.0, 1.02, 1.06, 1.14}, {1.0, 0.995, 0.991, 0.988}};
+  PhaseController c(Options(k));
+  Action a;
+  EXPECT_EQ(RunFull(c, s, k, &a), -1);
+  ASSERT_EQ(c.events().size(), 2u);  // checks at steps 5 and 7
+  EXPECT_EQ(c.events()[0].step, 5);
+  EXPECT_TRUE(c.events()[0].loss_passed);  // the paper's test accepts it...
+  EXPECT_EQ(c.events()[0].reason, "loss rising: not a convergence");
+  EXPECT_EQ(c.phase(), TrainingPhase::kFull);
+
+  PhaseControllerOptions paper = Options(k);
+  paper.trial_on_rising_loss = true;  // ...and with the paper's behaviour
+  PhaseController p(paper);
+  EXPECT_EQ(RunFull(p, s, k, &a), 5);
+  EXPECT_EQ(a, Action::kStartTrial);
+}
+
+TEST(PhaseControllerTest, OneHigherWindowOnAPlateauIsNotDivergence) {
+  const int64_t k = 2;
+  // Window 3's loss is a little above window 2's (noise on a plateau).
+  Script s{{1.0, 0.80, 0.75, 0.76}, {1.0, 0.995, 0.991, 0.988}};
+  PhaseController c(Options(k));
+  Action a;
+  EXPECT_EQ(RunFull(c, s, k, &a), 7);  // check at 5 fails (20 % drop), 7 passes
+  EXPECT_EQ(a, Action::kStartTrial);
+  EXPECT_EQ(c.events()[1].reason, "initially converged: start a LoRA trial");
+}
+
+}  // namespace
+}  // namespace hpt
+
+namespace hpt {
+namespace {
+
+// Windows whose checks pass, fail once, then pass three times: the paper's
+// rule trials at the first passing check; "consecutive" (3) only at the
+// third of the later run, and a checkpoint's state keeps its count.
+TEST(PhaseControllerTest, ConsecutiveRuleWaitsForPassesInARow) {
+  const int64_t k = 2;
+  // Checks close windows 2..7. Window 2's check passes (plateau), window 3
+  // drops 20 % (fails), windows 4..7 plateau again: checks at 5, 6, 7 pass
+  // (window 4's check still sees window 3's drop).
+  Script s{{1.0, 0.95, 0.94, 0.7, 0.699, 0.6985, 0.6982, 0.6980},
+           {1.0, 0.995, 0.9945, 0.994, 0.9936, 0.9933, 0.9931, 0.9930}};
+  Action a;
+  PhaseController paper(Options(k));
+  EXPECT_EQ(RunFull(paper, s, k, &a), 2 * k + k - 1);  // window 2's last step
+  EXPECT_EQ(a, Action::kStartTrial);
+
+  PhaseControllerOptions o = Options(k);
+  o.checks_in_a_row = 3;
+  PhaseController consecutive(o);
+  EXPECT_EQ(RunFull(consecutive, s, k, &a), 7 * k + k - 1);
+  EXPECT_EQ(a, Action::kStartTrial);
+  int waiting = 0;
+  for (const ControllerEvent& e : consecutive.events()) {
+    if (e.reason.find("checks in a row") != std::string::npos) ++waiting;
+  }
+  EXPECT_EQ(waiting, 3);  // window 2's check, then 5 and 6
+
+  // Stopped after window 6 and restored: the count goes on from 2.
+  PhaseController first(o);
+  Script six{std::vector<double>(s.losses.begin(), s.losses.begin() + 7),
+             std::vector<double>(s.distances.begin(), s.distances.begin() + 7)};
+  EXPECT_EQ(RunFull(first, six, k, &a), -1);
+  PhaseController resumed(o);
+  resumed.Restore(first.state());
+  EXPECT_EQ(resumed.state().passes_in_a_row, 2);
+  int64_t it = 7 * k;
+  for (; it < 8 * k; ++it) {
+    a = resumed.Step(it, s.losses[7], 0, resumed.NeedsWeightDistance(it) ? s.distances[7] : 0);
+    if (a != Action::kNone) break;
+  }
+  EXPECT_EQ(a, Action::kStartTrial);
+  EXPECT_EQ(it, 8 * k - 1);
+}
+
+}  // namespace
+}  // namespace hpt

@@ -1,0 +1,105 @@
+// Record once, cost many: a job trained in this process (LibTorch GPU
+// worker, ReRAM and systolic device models) through a forced switch, for
+// the tiny and the wind preset, then its work record re-costed.
+#include "cost/record_costing.h"
+
+#include "coordinator/spec/job_spec.h"
+#include "coordinator/training/in_process_workers.h"
+#include "data/synthetic.h"
+#include "google/protobuf/util/field_comparator.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "gtest/gtest.h"
+
+namespace hpt {
+namespace {
+
+using google::protobuf::util::DefaultFieldComparator;
+using google::protobuf::util::MessageDifferencer;
+
+// Equal but for relative differences up to `tolerance` in floating fields.
+testing::AssertionResult Close(const google::protobuf::Message& a,
+                               const google::protobuf::Message& b, double tolerance) {
+  DefaultFieldComparator comparator;
+  comparator.set_float_comparison(DefaultFieldComparator::APPROXIMATE);
+  comparator.SetDefaultFractionAndMargin(tolerance, 1e-300);
+  MessageDifferencer differencer;
+  differencer.set_field_comparator(&comparator);
+  std::string report;
+  differencer.ReportDifferencesToString(&report);
+  if (differencer.Compare(a, b)) return testing::AssertionSuccess();
+  return testing::AssertionFailure() << report.substr(0, 2000);
+}
+
+class RecostTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    const bool wind = GetParam() == "wind";
+    data_ = SmallSyntheticWindows(wind ? 8 : 6);
+    JobSpec spec;
+    spec.mutable_model()->set_preset(GetParam());
+    spec.mutable_training()->set_epochs(wind ? 1 : 3);
+    spec.mutable_training()->set_batch_size(wind ? 1 : 16);
+    spec.mutable_training()->set_max_steps_per_epoch(wind ? 12 : 0);
+    spec.mutable_training()->set_max_test_samples(wind ? 1 : 0);
+    // A forced switch: these measure costs, not convergence.
+    ForceEarlySwitch(spec.mutable_hpt());
+    spec.mutable_hpt()->mutable_lora()->set_rank(2);
+    spec = *NormalizeJobSpec(spec);
+    Trainer::Options options = workers_.Options();
+    options.on_progress = [this](const TrainerUpdate& u) { last_ = u; };
+    Trainer trainer("j", spec, data_.get(), workers_.gpus(), options);
+    ASSERT_TRUE(trainer.Run().ok());
+    ASSERT_GT(last_.hpt.switch_step(), 0);
+    ASSERT_NE(last_.work_record, nullptr);
+  }
+
+  std::unique_ptr<WindowDataset> data_;
+  InProcessWorkers workers_;
+  TrainerUpdate last_;
+};
+
+TEST_P(RecostTest, OwnSettingsReproduceTheReportAndOthersMoveIt) {
+  const WorkRecord& record = *last_.work_record;
+  // A few shapes, however many steps.
+  EXPECT_LE(record.shapes_size(), 12);
+  absl::StatusOr<JobCosts> same = CostOfRecord(record, {});
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_TRUE(Close(same->total, last_.cost, 1e-9));
+  ASSERT_EQ(same->devices.size(), last_.device_costs.size());
+  for (size_t i = 0; i < same->devices.size(); ++i) {
+    EXPECT_TRUE(Close(same->devices[i], last_.device_costs[i], 1e-9));
+  }
+  ASSERT_EQ(int(same->phases.size()), last_.hpt.phases_size());
+  for (size_t i = 0; i < same->phases.size(); ++i) {
+    EXPECT_TRUE(Close(same->phases[i], last_.hpt.phases(int(i)), 1e-9));
+  }
+  EXPECT_TRUE(Close(same->comparison, last_.hpt.comparison(), 1e-9));
+
+  // The record, serialised and back (as the store keeps it), costs the same.
+  WorkRecord stored;
+  ASSERT_TRUE(stored.ParseFromString(record.SerializeAsString()));
+  EXPECT_TRUE(Close(CostOfRecord(stored, {})->comparison, same->comparison, 0));
+
+  // An H100 is never slower than a V100 (launch-bound steps take as long;
+  // its higher idle power can cost more energy there).
+  absl::StatusOr<JobCosts> h100 = CostOfRecord(record, {{"reference_gpu", "h100"}});
+  ASSERT_TRUE(h100.ok());
+  EXPECT_LE(h100->comparison.gpu_only_time_s(), same->comparison.gpu_only_time_s());
+  EXPECT_NE(h100->comparison.gpu_only_energy_j(), same->comparison.gpu_only_energy_j());
+  // Baselines: paper, fused, graph; a stronger one is never slower.
+  const auto& b = same->comparison.baselines();
+  ASSERT_EQ(b.size(), 3);
+  EXPECT_EQ(b[0].baseline(), "paper");
+  EXPECT_DOUBLE_EQ(b[0].time_ratio(), same->comparison.time_ratio());
+  EXPECT_LE(b[1].gpu_only_time_s(), b[0].gpu_only_time_s());
+  EXPECT_LE(b[2].gpu_only_time_s(), b[1].gpu_only_time_s());
+  // The job's copies re-planned on a smaller chip: slower ReRAM reads.
+  absl::StatusOr<JobCosts> small_chip = CostOfRecord(record, {{"reram_chip_tiles", "400"}});
+  ASSERT_TRUE(small_chip.ok()) << small_chip.status();
+  EXPECT_GE(small_chip->comparison.lora_step_s(), same->comparison.lora_step_s());
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, RecostTest, ::testing::Values("tiny", "wind"));
+
+}  // namespace
+}  // namespace hpt

@@ -1,0 +1,380 @@
+#include "coordinator/training/trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "common/tensor_codec.h"
+#include "coordinator/dispatch/for_each_worker.h"
+#include "coordinator/spec/job_spec.h"
+#include "coordinator/training/checkpoint_codec.h"  // ToPhaseEvent
+#include "coordinator/training/hybrid_plan.h"
+#include "coordinator/training/model_export.h"
+#include "workers/rendezvous_store.h"
+
+namespace hpt {
+namespace {
+
+// A non-finite loss ends the job with advice, before any update applies.
+absl::Status DivergenceCheck(double loss, int64_t step, double learning_rate) {
+  if (std::isfinite(loss)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "training loss became ", loss, " at step ", step,
+      "; the model diverged: lower training.optimizer.learning_rate (now ",
+      learning_rate, ") or check the data for extreme values"));
+}
+
+}  // namespace
+
+Trainer::Trainer(std::string job_id, JobSpec spec, const WindowDataset* data,
+                 std::vector<WorkerClient*> workers, Options options)
+    : job_id_(std::move(job_id)),
+      spec_(std::move(spec)),
+      placement_(options.fallback_reason.empty() ? spec_.hpt().placement() : "gpu"),
+      data_(data),
+      workers_(std::move(workers)),
+      options_(std::move(options)),
+      ledger_(spec_.hpt()),
+      gpu_(job_id_, workers_, options_.head_worker, spec_.placement().head_device(),
+           &ledger_.sink()) {}
+
+Trainer::~Trainer() = default;
+
+double Trainer::LearningRate(const TrainingSpec& training, int epoch) {
+  const double lr = training.optimizer().learning_rate();
+  if (training.step_lr_step_size() <= 0) return lr;
+  return lr * std::pow(training.step_lr_gamma(),
+                       epoch / training.step_lr_step_size());
+}
+
+void Trainer::Report() {
+  // Work outside steps (evaluation) counts too: the report is the record's.
+  ledger_.Compare(spec_.hpt().project_epochs(), &state_.hpt);
+  state_.cost = ledger_.total();
+  state_.device_costs = ledger_.device_costs();
+  state_.work_record = std::make_shared<const WorkRecord>(ledger_.record());
+  if (options_.on_progress) options_.on_progress(state_);
+}
+
+LoadParametersHeader Trainer::GpuHeader(const std::string& job, uint64_t seed_offset) const {
+  LoadParametersHeader header;
+  header.set_job_id(job);
+  *header.mutable_model() = model_;
+  *header.mutable_optimizer() = spec_.training().optimizer();
+  header.set_init_seed(spec_.training().seed() + seed_offset);
+  header.set_num_tokens(static_cast<int32_t>(data_->num_tokens()));
+  return header;
+}
+
+LoadParametersHeader Trainer::LoraHeader(const std::string& job, uint64_t seed_offset) const {
+  LoadParametersHeader header = GpuHeader(job, seed_offset);
+  *header.mutable_optimizer() = spec_.hpt().lora_optimizer();
+  *header.mutable_lora() = spec_.hpt().lora();
+  return header;
+}
+
+LoadParametersHeader Trainer::TrialHeader() const {
+  LoadParametersHeader header = LoraHeader(gpu_.trial_job(), kTrialSeedOffset);
+  header.mutable_lora()->set_reference_job(job_id_);
+  return header;
+}
+
+absl::Status Trainer::LoadModel() {
+  ASSIGN_OR_RETURN(model_, ResolveModelConfig(spec_.model(), data_->input_features(),
+                                              data_->output_features()));
+  LoadParametersHeader header = GpuHeader(job_id_, 0);
+  if (options_.head_worker != nullptr) header.set_gpu_segment("encoder");
+  // Every rank initialises from the same seed; JoinGroup then broadcasts
+  // rank 0's parameters so replicas are identical whatever the platform.
+  std::vector<LoadParametersResponse> loaded(workers_.size());
+  RETURN_IF_ERROR(ForEachWorker(workers_.size(), [&](size_t i) -> absl::Status {
+    ASSIGN_OR_RETURN(loaded[i], workers_[i]->LoadParameters(header, {}));
+    return absl::OkStatus();
+  }));
+  ledger_.set_trainable_bytes(loaded[0].num_trainable() * int64_t(sizeof(float)));
+  RETURN_IF_ERROR(JoinGroups());
+  if (options_.head_worker != nullptr) {
+    // The head's initial weights are the GPU's seeded ones.
+    ASSIGN_OR_RETURN(std::vector<TensorChunk> head,
+                     workers_[0]->Snapshot(job_id_, {"reduction.0.weight", "reduction.0.bias",
+                                                     "head.weight", "head.bias"}));
+    RETURN_IF_ERROR(LoadHead(std::move(head), 0));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::JoinGroups() {
+  if (workers_.size() < 2) return absl::OkStatus();
+  if (options_.rendezvous == nullptr) {
+    return absl::FailedPreconditionError(
+        "data-parallel training needs the coordinator's rendezvous store");
+  }
+  const std::string prefix =
+      absl::StrCat(job_id_, "/", absl::ToUnixNanos(absl::Now()), "/");
+  return ForEachWorker(workers_.size(), [&](size_t i) {
+    JoinGroupRequest join;
+    join.set_job_id(job_id_);
+    join.set_rank(static_cast<int32_t>(i));
+    join.set_world_size(static_cast<int32_t>(workers_.size()));
+    join.set_store_host(options_.rendezvous->host());
+    join.set_store_port(options_.rendezvous->port());
+    join.set_store_prefix(prefix);
+    join.set_timeout_s(options_.join_timeout_s);
+    join.set_collective_timeout_s(options_.collective_timeout_s);
+    return workers_[i]->JoinGroup(join);
+  });
+}
+
+absl::Status Trainer::LoadHead(std::vector<TensorChunk> head, int64_t optimizer_steps) {
+  const std::string& kind = spec_.placement().head_device();
+  const bool trainable = kind != "reram";  // ReRAM weights stay frozen
+  LoadParametersHeader header;
+  header.set_job_id(job_id_);
+  *header.mutable_optimizer() = spec_.training().optimizer();
+  *header.mutable_segment() = HeadSegment(trainable);
+  header.set_optimizer_steps(optimizer_steps);
+  ASSIGN_OR_RETURN(LoadParametersResponse loaded,
+                   options_.head_worker->LoadParameters(header, head));
+  ledger_.Record(
+      MakeFinishedTask(AddressOf(options_.head_worker), kind, "load", loaded.cost(), ChunkBytes(head)));
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::TrainStep(const std::vector<int64_t>& indices, int64_t step,
+                                double learning_rate, double* loss) {
+  if (options_.head_worker == nullptr && hybrid_ == nullptr) {
+    ASSIGN_OR_RETURN(*loss, gpu_.DataParallelStep(*data_, indices, step, learning_rate));
+    return DivergenceCheck(*loss, step, learning_rate);
+  }
+  HostTensor x, y;
+  data_->Gather(data_->train_starts(), indices, &x, &y);
+  if (hybrid_ != nullptr) {
+    ASSIGN_OR_RETURN(*loss, hybrid_->Forward(x, &y, step, true, ledger_.sink()));
+    RETURN_IF_ERROR(DivergenceCheck(*loss, step, learning_rate));
+    RETURN_IF_ERROR(hybrid_->Backward(step, ledger_.sink()));
+    return hybrid_->Update(step, learning_rate, ledger_.sink());
+  }
+  ASSIGN_OR_RETURN(*loss, gpu_.HeadStep(x, y, step, learning_rate));
+  return DivergenceCheck(*loss, step, learning_rate);
+}
+
+absl::StatusOr<HostTensor> Trainer::Predict(const HostTensor& x) {
+  if (hybrid_ == nullptr) return gpu_.Predict(x);
+  HostTensor prediction;
+  RETURN_IF_ERROR(
+      hybrid_->Forward(x, nullptr, -1, false, ledger_.sink(), &prediction).status());
+  return prediction;
+}
+
+absl::Status Trainer::Evaluate(int epoch) {
+  ASSIGN_OR_RETURN(std::optional<TestEvaluation> result,
+                   EvaluateTestSplit(*data_, spec_.training(), model_,
+                                     [this](const HostTensor& x) { return Predict(x); }));
+  if (!result.has_value()) return absl::OkStatus();
+  state_.progress.set_test_loss(result->test_loss);
+  state_.test_metrics = result->metrics;
+  result->predictions.set_epoch(epoch);
+  state_.history->SetPredictions(std::move(result->predictions));
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::CollectTrainedModel() {
+  std::map<std::string, HostTensor> params;
+  if (hybrid_ != nullptr) {
+    ASSIGN_OR_RETURN(params, hybrid_->Parameters());
+  } else if (options_.head_worker != nullptr) {
+    // The GPU's copy of the head is stale: the head worker's is trained.
+    ASSIGN_OR_RETURN(std::vector<TensorChunk> encoder, workers_[0]->Snapshot(job_id_, {}));
+    ASSIGN_OR_RETURN(params, AssembleChunks(encoder));
+    ASSIGN_OR_RETURN(std::vector<TensorChunk> head,
+                     options_.head_worker->Snapshot(job_id_, {}));
+    ASSIGN_OR_RETURN(auto head_params, AssembleChunks(head));
+    for (auto& [name, t] : head_params) params[name] = std::move(t);
+  } else {
+    ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks, workers_[0]->Snapshot(job_id_, {}));
+    ASSIGN_OR_RETURN(params, AssembleChunks(chunks));
+  }
+  ASSIGN_OR_RETURN(trained_.parameters,
+                   MergeLoraTensors(std::move(params), spec_.hpt().lora().alpha()));
+  trained_.config = model_;
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::Prepare() {
+  const TrainingSpec& training = spec_.training();
+  const int64_t n_train = static_cast<int64_t>(data_->train_starts().size());
+  const int64_t batch = training.batch_size();
+  int64_t steps_per_epoch = (n_train + batch - 1) / batch;
+  // A last batch smaller than the data-parallel width cannot be sharded.
+  // (The width asked for, not the workers this run has: a failover that
+  // shrinks the group keeps the epoch's steps.)
+  const int64_t width = std::max<int64_t>(spec_.placement().gpu_workers(), 1);
+  if (n_train % batch != 0 && n_train % batch < width) {
+    --steps_per_epoch;
+  }
+  if (training.max_steps_per_epoch() > 0) {
+    steps_per_epoch =
+        std::min<int64_t>(steps_per_epoch, training.max_steps_per_epoch());
+  }
+  cursor_.steps_per_epoch = steps_per_epoch;
+  ledger_.set_steps_per_epoch(steps_per_epoch);
+  ledger_.set_job(job_id_, spec_.model().preset());
+  if (steps_per_epoch < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the training split has ", n_train, " samples, fewer than ",
+        workers_.size(), " workers need for one step"));
+  }
+  JobProgress& p = state_.progress;
+  p.set_epochs(training.epochs());
+  p.set_total_steps(steps_per_epoch * training.epochs());
+  hpt_ = spec_.hpt().mode() == "hpt";
+  state_.hpt.set_phase("full");
+  state_.hpt.set_switch_step(-1);
+  state_.hpt.set_check_window_steps(spec_.hpt().check_window_steps());
+  state_.hpt.set_check_window_samples(spec_.hpt().check_window_samples());
+  state_.hpt.set_batch_size(training.batch_size());
+  state_.hpt.set_placement(hpt_ ? spec_.hpt().placement() : "gpu");
+  if (hpt_) {
+    PhaseControllerOptions controller;
+    controller.check_window_steps = spec_.hpt().check_window_steps();
+    controller.loss_threshold = spec_.hpt().loss_threshold();
+    controller.weight_threshold = spec_.hpt().weight_threshold();
+    controller.alpha = spec_.hpt().alpha();
+    controller.trial_on_rising_loss = spec_.hpt().trial_on_rising_loss();
+    if (spec_.hpt().switch_rule() == "consecutive") {
+      controller.checks_in_a_row = spec_.hpt().consecutive_checks();
+    }
+    controller_ = std::make_unique<PhaseController>(controller);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::RunStep(const std::vector<int64_t>& indices, int64_t step,
+                              double learning_rate, bool* switched) {
+  step_start_ = options_.now();
+  const bool lora_step = phase_ == TrainingPhase::kLora;
+  // The LoRA phase's optimizer keeps its own constant rate (paper_recipes.h).
+  if (lora_step) learning_rate = spec_.hpt().lora_optimizer().learning_rate();
+  state_.progress.set_learning_rate(learning_rate);
+  double loss = 0;
+  ledger_.set_chain(Chain::kMain);
+  RETURN_IF_ERROR(TrainStep(indices, step, learning_rate, &loss));
+  ++cursor_.main_updates;
+  if (hpt_ && phase_ == TrainingPhase::kFull) {
+    RETURN_IF_ERROR(ControlPhase(indices, step, learning_rate, loss, switched));
+  }
+  ledger_.set_chain(Chain::kNone);
+  const double wall_s = absl::ToDoubleSeconds(options_.now() - step_start_);
+  // The step's main tasks ran data-parallel unless they ran on devices.
+  const bool data_parallel = workers_.size() > 1 && options_.head_worker == nullptr &&
+                             !(lora_step && hybrid_ != nullptr);
+  ledger_.CloseStep(step, lora_step, data_parallel ? int(workers_.size()) : 1, wall_s,
+                    /*fallback=*/!options_.fallback_reason.empty());
+  FinishStep(step + 1, int64_t(indices.size()), loss);
+  return absl::OkStatus();
+}
+
+void Trainer::FinishStep(int64_t steps_done, int64_t samples, double loss) {
+  cursor_.samples += samples;
+  cursor_.epoch_loss_sum += loss;
+  state_.history->AddStep(steps_done - 1, loss);
+  JobProgress& p = state_.progress;
+  const double elapsed = absl::ToDoubleSeconds(options_.now() - start_);
+  p.set_step(steps_done);
+  p.set_loss(loss);
+  p.set_elapsed_s(elapsed);
+  p.set_samples_per_s(elapsed > 0 ? cursor_.samples / elapsed : 0);
+  p.set_eta_s(elapsed / steps_done * (p.total_steps() - steps_done));
+  Report();
+}
+
+absl::Status Trainer::BackToPlannedPlacement(int64_t step) {
+  if (options_.fallback_reason.empty() || !options_.devices_returned ||
+      !options_.devices_returned()) {
+    return absl::OkStatus();
+  }
+  // The checkpoint of this step boundary: the caller resumes from it on the
+  // planned placement, so no step is lost.
+  RETURN_IF_ERROR(SaveCheckpoint(step, "the planned placement's workers are back"));
+  return absl::AbortedError(absl::StrCat(
+      "the ", spec_.hpt().placement(), " placement's workers are back at step ", step,
+      ": leaving the fallback (", options_.fallback_reason, ")"));
+}
+
+absl::Status Trainer::Run() {
+  const TrainingSpec& training = spec_.training();
+  start_ = options_.now();
+  RETURN_IF_ERROR(Prepare());
+  int64_t step = 0;
+  if (options_.resume != nullptr) {
+    RETURN_IF_ERROR(Restore(*options_.resume));
+    step = options_.resume->header.step();
+  } else {
+    RETURN_IF_ERROR(LoadModel());
+    if (hpt_) RETURN_IF_ERROR(WeightDistance().status());  // W at the start
+  }
+  state_.hpt.set_fallback_reason(options_.fallback_reason);
+  const int64_t n_train = static_cast<int64_t>(data_->train_starts().size());
+  const int64_t batch = training.batch_size();
+  const int64_t steps_per_epoch = cursor_.steps_per_epoch;
+  const int64_t first_step = step;
+  JobProgress& p = state_.progress;
+  std::string checkpoint_due;  // a reason, at the end of the epoch's evaluation
+  for (int epoch = int(step / steps_per_epoch); epoch < training.epochs(); ++epoch) {
+    const double lr = LearningRate(training, epoch);
+    p.set_epoch(epoch + 1);
+    p.set_learning_rate(lr);
+    std::vector<int64_t> order(n_train);
+    std::iota(order.begin(), order.end(), 0);
+    std::mt19937_64 rng(training.seed() * 1000003 + epoch);
+    std::shuffle(order.begin(), order.end(), rng);
+    const int64_t first_s = step == first_step ? step % steps_per_epoch : 0;
+    if (first_s == 0) cursor_.epoch_loss_sum = 0;
+    for (int64_t s = first_s; s < steps_per_epoch; ++s) {
+      if (options_.cancelled()) {
+        return absl::CancelledError(absl::StrCat("cancelled at step ", step));
+      }
+      RETURN_IF_ERROR(BackToPlannedPlacement(step));
+      const int64_t begin = s * batch;
+      const int64_t end = std::min<int64_t>(begin + batch, n_train);
+      bool switched = false;
+      RETURN_IF_ERROR(RunStep(std::vector<int64_t>(order.begin() + begin, order.begin() + end),
+                              step, lr, &switched));
+      ++step;
+      // A checkpoint at the epoch's last step waits for its evaluation, so
+      // the epoch's loss and test metrics are in it.
+      if (switched) {
+        checkpoint_due = "phase switch";
+      } else if (options_.checkpoint_every > 0 && step % options_.checkpoint_every == 0) {
+        checkpoint_due = absl::StrCat("every ", options_.checkpoint_every, " steps");
+      }
+      if (!checkpoint_due.empty() && s + 1 < steps_per_epoch) {
+        RETURN_IF_ERROR(SaveCheckpoint(step, checkpoint_due));
+        checkpoint_due.clear();
+      }
+    }
+    const double epoch_loss = cursor_.epoch_loss_sum / steps_per_epoch;
+    state_.epoch_losses.push_back(epoch_loss);
+    p.set_epoch_loss(epoch_loss);
+    if (epoch == 0) p.set_first_epoch_loss(epoch_loss);
+    RETURN_IF_ERROR(Evaluate(epoch + 1));
+    EpochPoint point;
+    point.set_epoch(epoch + 1);
+    point.set_last_step(step - 1);
+    point.set_train_loss(epoch_loss);
+    point.set_test_loss(p.test_loss());
+    state_.history->AddEpoch(point);
+    Report();
+    if (!checkpoint_due.empty() && epoch + 1 < training.epochs()) {
+      RETURN_IF_ERROR(SaveCheckpoint(step, checkpoint_due));
+    }
+    checkpoint_due.clear();
+  }
+  if (cursor_.trial_active) workers_[0]->Release(gpu_.trial_job()).IgnoreError();
+  return CollectTrainedModel();
+}
+
+}  // namespace hpt

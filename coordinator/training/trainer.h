@@ -1,0 +1,207 @@
+// Trainer: runs one job's training schedule against its workers. Owns the
+// epochs and batches, the StepLR learning-rate schedule, the order of
+// tasks and the HpT method (docs/method.md):
+//
+//   full phase   every step: forwards, backwards (gradients averaged by the
+//                workers through Gloo), updates, on the GPU workers
+//                (gpu_tasks.h). The phase controller sees each step's loss
+//                and, at the end of each check window, the distance the
+//                tracked layer's [W_q | W_v] moved. A trial trains a LoRA
+//                copy (job "<id>/trial" on the first GPU worker) on the
+//                same batches.
+//   switch       LoRA is created from the current full weights with a fresh
+//                optimizer. Placement "gpu" keeps it on the GPU workers;
+//                "paper" / "reram_full" plan its segments (hybrid_plan.h),
+//                program the base weights into ReRAM workers once, and run
+//                the rest on systolic workers (hybrid_runner.h).
+//   lora phase   the same schedule to the end, on the new placement.
+//
+// With the output head on a ReRAM or systolic worker (hpt.mode full), a
+// step is: encoder forward (GPU) -> head forward and loss (head worker) ->
+// head backward -> encoder backward -> both updates.
+//
+// What it calls: every task's cost goes to its CostLedger (cost_ledger.h),
+// which lays steps on the cost timeline and compares with GPU-only
+// training; checkpoints are encoded by checkpoint_codec.h every
+// `checkpoint_every` steps and at the switch, with the workers' snapshots.
+// A trainer given one resumes there: the workers are loaded from it (the
+// ReRAM workers re-programmed, those writes counted under a "recovery"
+// phase), and training goes on with the next step. The epoch's order comes
+// from (seed, epoch) and dropout masks from (seed, step), so the steps that
+// follow are those an uninterrupted run takes. Evaluation is evaluation.h's.
+//
+// Not thread-safe: one Run at a time. The clock is injectable.
+#ifndef HPT_COORDINATOR_TRAINING_TRAINER_H_
+#define HPT_COORDINATOR_TRAINING_TRAINER_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/clock.h"
+#include "common/host_tensor.h"
+#include "coordinator/dispatch/worker_client.h"
+#include "coordinator/training/checkpoint.h"
+#include "coordinator/training/cost_ledger.h"
+#include "coordinator/training/evaluation.h"
+#include "coordinator/training/gpu_tasks.h"
+#include "coordinator/training/hybrid_runner.h"
+#include "coordinator/training/phase_controller.h"
+#include "coordinator/training/training_state.h"
+#include "data/window_dataset.h"
+#include "proto/job_service.pb.h"
+
+namespace hpt {
+
+class RendezvousStore;
+
+// The trained model, LoRA merged (model_export.h).
+struct TrainedModel {
+  ModelConfig config;
+  std::map<std::string, HostTensor> parameters;
+};
+
+class Trainer {
+ public:
+  struct Options {
+    std::function<absl::Time()> now = [] { return absl::Now(); };
+    std::function<void(const TrainerUpdate&)> on_progress;
+    std::function<bool()> cancelled = [] { return false; };
+    // Needed when the job has more than one GPU worker.
+    RendezvousStore* rendezvous = nullptr;
+    double join_timeout_s = 60;
+    // How long a gradient allreduce waits for a peer: after a peer stops,
+    // the worker left is free again this long after the step began.
+    double collective_timeout_s = 15;
+    // The worker running the output head when placement.head_device is not
+    // "gpu"; the GPU worker then runs the encoder segment.
+    WorkerClient* head_worker = nullptr;
+    // The LoRA phase's device workers (placements paper and reram_full).
+    std::vector<WorkerClient*> reram_workers, systolic_workers;
+    // A checkpoint every this many steps (<= 0: none but the switch's);
+    // each goes to on_checkpoint (unset: none are made).
+    int64_t checkpoint_every = 0;
+    std::function<void(Checkpoint)> on_checkpoint;
+    // Resume from this checkpoint of the job instead of step 0.
+    std::shared_ptr<const Checkpoint> resume;
+    // Non-empty: the LoRA phase's planned devices are gone (why, e.g. "no
+    // reram worker within 60 s"), and it runs on the GPU workers instead
+    // (hpt.fallback_placement gpu). Then `devices_returned` is asked at
+    // every step boundary; once it says yes, Run checkpoints and returns
+    // ABORTED, for the caller to go on from there on the planned placement.
+    std::string fallback_reason;
+    std::function<bool()> devices_returned;
+  };
+
+  // `spec` is normalised; `workers` has spec.placement.gpu_workers entries.
+  Trainer(std::string job_id, JobSpec spec, const WindowDataset* data,
+          std::vector<WorkerClient*> workers, Options options);
+  ~Trainer();
+
+  // Trains to the end. CANCELLED when cancelled; the worker's error, or
+  // INVALID_ARGUMENT for a non-finite loss, when a step fails.
+  absl::Status Run();
+
+  // After a successful Run: the trained model.
+  const TrainedModel& trained_model() const { return trained_; }
+
+  // Learning rate of 0-based `epoch` under StepLR.
+  static double LearningRate(const TrainingSpec& training, int epoch);
+  // Sizes of the data-parallel shards of a batch of `batch` samples.
+  static std::vector<int64_t> ShardSizes(int64_t batch, int workers) {
+    return GpuTasks::ShardSizes(batch, workers);
+  }
+
+ private:
+  enum class Phase { kFull, kLora };
+  using Chain = CostLedger::Chain;
+
+  // A GPU worker's header for `job` (this one or its "/trial"): the model,
+  // the optimizer, the tokens, and the seed plus `seed_offset` (0 the full
+  // model, kTrialSeedOffset the trial's adapters, kLoraSeedOffset the LoRA
+  // phase's).
+  static constexpr uint64_t kTrialSeedOffset = 1, kLoraSeedOffset = 2;
+  LoadParametersHeader GpuHeader(const std::string& job, uint64_t seed_offset) const;
+  // The LoRA model's header: the LoRA phase's optimizer and adapters.
+  LoadParametersHeader LoraHeader(const std::string& job, uint64_t seed_offset) const;
+  LoadParametersHeader TrialHeader() const;
+
+  // Schedule.
+  // Steps per epoch, the progress totals and the phase controller.
+  absl::Status Prepare();
+  // One step of the schedule: the model's, then the method's.
+  absl::Status RunStep(const std::vector<int64_t>& indices, int64_t step, double learning_rate,
+                       bool* switched);
+  absl::Status TrainStep(const std::vector<int64_t>& indices, int64_t step,
+                         double learning_rate, double* loss);
+  // The phase controller's view of a full-phase step: the trial's step,
+  // the weight check, and the trial or switch it decides on.
+  absl::Status ControlPhase(const std::vector<int64_t>& indices, int64_t step,
+                            double learning_rate, double loss, bool* switched);
+  // Progress after a step of `samples` samples with `loss`.
+  void FinishStep(int64_t step, int64_t samples, double loss);
+  // `epoch` (1-based) names the evaluation in the test predictions kept.
+  absl::Status Evaluate(int epoch);
+  absl::StatusOr<HostTensor> Predict(const HostTensor& x);
+
+  // Loading workers.
+  absl::Status LoadModel();
+  absl::Status JoinGroups();
+  // The head's parameters (and optimizer state, after `optimizer_steps`
+  // updates) to the head worker.
+  absl::Status LoadHead(std::vector<TensorChunk> head, int64_t optimizer_steps);
+  // Plans the LoRA phase's device segments for `ranks` and loads them.
+  absl::Status StartHybrid(const std::map<std::string, HostTensor>& params,
+                           const std::map<std::string, int>& ranks, int64_t optimizer_steps);
+  absl::Status CollectTrainedModel();
+
+  // Phase control.
+  absl::StatusOr<double> WeightDistance();
+  absl::Status StartTrial();
+  absl::Status Switch();
+  void RecordEvents();
+
+  // Checkpoints.
+  absl::StatusOr<Checkpoint> MakeCheckpoint(int64_t step, const std::string& reason);
+  absl::Status SaveCheckpoint(int64_t step, const std::string& reason);
+  absl::Status Restore(const Checkpoint& checkpoint);
+  // Loads the workers from a restored checkpoint's tensors.
+  absl::Status Reload(const Checkpoint& checkpoint);
+
+  void Report();
+
+  // Goes back to the planned placement when its devices are back (see
+  // Options::fallback_reason): a checkpoint, then ABORTED. OK otherwise.
+  absl::Status BackToPlannedPlacement(int64_t step);
+
+  const std::string job_id_;
+  const JobSpec spec_;
+  // Where the LoRA phase runs: the spec's placement, or "gpu" on fallback.
+  const std::string placement_;
+  const WindowDataset* data_;
+  std::vector<WorkerClient*> workers_;
+  Options options_;
+  ModelConfig model_;
+  TrainerUpdate state_;
+  TrainerCursor cursor_;
+  absl::Time start_;
+  absl::Time step_start_;
+  CostLedger ledger_;
+  GpuTasks gpu_;
+
+  // HpT.
+  bool hpt_ = false;
+  TrainingPhase phase_ = TrainingPhase::kFull;
+  std::unique_ptr<PhaseController> controller_;
+  size_t events_seen_ = 0;
+  std::unique_ptr<HybridRunner> hybrid_;
+  TrainedModel trained_;
+};
+
+}  // namespace hpt
+
+#endif  // HPT_COORDINATOR_TRAINING_TRAINER_H_

@@ -1,0 +1,109 @@
+// Trainer's checkpoints: making one from the workers' state, and resuming
+// from one (the workers loaded again, the ReRAM workers re-programmed).
+// The rest of Trainer is in trainer.cc.
+#include "coordinator/training/trainer.h"
+
+#include "common/status_macros.h"
+#include "common/tensor_codec.h"
+#include "coordinator/dispatch/for_each_worker.h"
+#include "coordinator/training/checkpoint_codec.h"
+#include "coordinator/training/hybrid_plan.h"
+
+namespace hpt {
+
+absl::StatusOr<Checkpoint> Trainer::MakeCheckpoint(int64_t step, const std::string& reason) {
+  CheckpointIdentity identity;
+  identity.job_id = job_id_;
+  identity.step = step;
+  identity.time_unix_ms = absl::ToUnixMillis(options_.now());
+  identity.reason = reason;
+  identity.model = model_;
+  identity.elapsed_s = absl::ToDoubleSeconds(options_.now() - start_);
+  Checkpoint c;
+  c.header = EncodeCheckpointHeader(identity, state_, cursor_, controller_.get(), ledger_);
+  auto take = [&](const std::string& prefix, std::map<std::string, HostTensor> tensors) {
+    for (auto& [name, t] : tensors) c.tensors[prefix + name] = std::move(t);
+  };
+  if (hybrid_ != nullptr) {
+    ASSIGN_OR_RETURN(auto params, hybrid_->Parameters(/*optimizer_state=*/true));
+    take("model/", std::move(params));
+    return c;
+  }
+  auto snapshot = [&](WorkerClient* worker, const std::string& job,
+                      const std::string& prefix) -> absl::Status {
+    ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks, worker->Snapshot(job, {}, true));
+    ASSIGN_OR_RETURN(auto tensors, AssembleChunks(chunks));
+    take(prefix, std::move(tensors));
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(snapshot(workers_[0], job_id_, "model/"));
+  if (options_.head_worker != nullptr) {
+    RETURN_IF_ERROR(snapshot(options_.head_worker, job_id_, "head/"));
+  }
+  if (cursor_.trial_active) RETURN_IF_ERROR(snapshot(workers_[0], gpu_.trial_job(), "trial/"));
+  return c;
+}
+
+absl::Status Trainer::SaveCheckpoint(int64_t step, const std::string& reason) {
+  if (!options_.on_checkpoint) return absl::OkStatus();
+  ASSIGN_OR_RETURN(Checkpoint c, MakeCheckpoint(step, reason));
+  options_.on_checkpoint(std::move(c));
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::Restore(const Checkpoint& checkpoint) {
+  CheckpointIdentity identity;
+  identity.job_id = job_id_;
+  RETURN_IF_ERROR(DecodeCheckpointHeader(checkpoint.header, &identity, &state_, &cursor_,
+                                         controller_.get(), &ledger_));
+  model_ = identity.model;
+  start_ = options_.now() - absl::Seconds(identity.elapsed_s);
+  phase_ = cursor_.lora_phase ? TrainingPhase::kLora : TrainingPhase::kFull;
+  events_seen_ = 0;
+  ledger_.set_chain(Chain::kRecovery);
+  RETURN_IF_ERROR(Reload(checkpoint));
+  ledger_.set_chain(Chain::kNone);
+  ledger_.CloseRecovery(identity.step);
+  ledger_.Compare(spec_.hpt().project_epochs(), &state_.hpt);
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::Reload(const Checkpoint& checkpoint) {
+  const CheckpointHeader& h = checkpoint.header;
+  const std::map<std::string, HostTensor> model = TensorsUnder(checkpoint, "model/");
+  if (model.empty()) {
+    return absl::DataLossError(absl::StrCat("the checkpoint at step ", h.step(),
+                                            " holds no model parameters"));
+  }
+  if (phase_ == TrainingPhase::kLora && placement_ != "gpu") {
+    std::map<std::string, int> ranks(h.hpt().lora_ranks().begin(), h.hpt().lora_ranks().end());
+    // A checkpoint made on the GPU workers (a fallback) lacks the constant.
+    std::map<std::string, HostTensor> params = model;
+    AddTokenEncoding(data_->num_tokens(), model_.d_model(), &params);
+    return StartHybrid(params, ranks, cursor_.main_updates);
+  }
+  const std::map<std::string, HostTensor> on_gpu = GpuModelTensors(model);
+  LoadParametersHeader header = phase_ == TrainingPhase::kLora ? LoraHeader(job_id_, kLoraSeedOffset)
+                                                      : GpuHeader(job_id_, 0);
+  header.set_optimizer_steps(cursor_.main_updates);
+  if (options_.head_worker != nullptr) header.set_gpu_segment("encoder");
+  const std::vector<TensorChunk> chunks = SplitTensors(on_gpu);
+  RETURN_IF_ERROR(ForEachWorker(workers_.size(), [&](size_t i) -> absl::Status {
+    return workers_[i]->LoadParameters(header, chunks).status();
+  }));
+  RETURN_IF_ERROR(JoinGroups());
+  if (options_.head_worker != nullptr) {
+    RETURN_IF_ERROR(
+        LoadHead(SplitTensors(TensorsUnder(checkpoint, "head/")), cursor_.main_updates));
+  }
+  if (cursor_.trial_active) {
+    LoadParametersHeader trial = TrialHeader();
+    trial.set_optimizer_steps(cursor_.trial_updates);
+    RETURN_IF_ERROR(workers_[0]
+                        ->LoadParameters(trial, SplitTensors(TensorsUnder(checkpoint, "trial/")))
+                        .status());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace hpt

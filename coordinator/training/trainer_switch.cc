@@ -1,0 +1,161 @@
+// Trainer's phase switch: the weight test's distance, the LoRA trial, the
+// switch to the lower-parameter phase and where that phase runs, and the
+// phase controller's step. The rest of Trainer is in trainer.cc.
+#include "coordinator/training/trainer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "common/tensor_codec.h"
+#include "coordinator/dispatch/for_each_worker.h"
+#include "coordinator/training/checkpoint_codec.h"  // ToPhaseEvent
+#include "coordinator/training/hybrid_plan.h"
+#include "coordinator/training/model_export.h"
+
+namespace hpt {
+
+absl::StatusOr<double> Trainer::WeightDistance() {
+  const std::string layer =
+      absl::StrCat("layers.", spec_.hpt().weight_layer(), ".self_attn.");
+  const std::vector<std::string> names = {layer + "q_proj.weight", layer + "v_proj.weight"};
+  ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks, workers_[0]->Snapshot(job_id_, names));
+  ASSIGN_OR_RETURN(auto tensors, AssembleChunks(chunks));
+  std::vector<float> w;
+  for (const std::string& name : names) {
+    auto it = tensors.find(name);
+    if (it == tensors.end()) {
+      return absl::InternalError(absl::StrCat("the GPU worker did not send '", name, "'"));
+    }
+    w.insert(w.end(), it->second.data.begin(), it->second.data.end());
+  }
+  std::vector<float>& last = cursor_.last_weights;
+  double sq = 0;
+  if (last.size() == w.size()) {
+    for (size_t i = 0; i < w.size(); ++i) {
+      const double d = double(w[i]) - last[i];
+      sq += d * d;
+    }
+  }
+  last = std::move(w);
+  return std::sqrt(sq);
+}
+
+absl::Status Trainer::StartTrial() {
+  WorkerClient* gpu = workers_[0];
+  ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks, gpu->Snapshot(job_id_, {}));
+  ASSIGN_OR_RETURN(LoadParametersResponse loaded, gpu->LoadParameters(TrialHeader(), chunks));
+  ledger_.Record(MakeFinishedTask(AddressOf(gpu), "gpu", "load", loaded.cost(), ChunkBytes(chunks)));
+  cursor_.trial_active = true;
+  cursor_.trial_updates = 0;
+  state_.hpt.set_phase("trial");
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::Switch() {
+  WorkerClient* gpu = workers_[0];
+  gpu->Release(gpu_.trial_job()).IgnoreError();
+  cursor_.trial_active = false;
+  ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks, gpu->Snapshot(job_id_, {}));
+  const LoadParametersHeader header = LoraHeader(job_id_, kLoraSeedOffset);
+  const std::string& placement = placement_;
+  // LoRA is created on the GPU workers first (adapters from the seed, B = 0,
+  // auto ranks from the weight change); the device placement takes its
+  // tensors from there.
+  const size_t reload = placement == "gpu" ? workers_.size() : 1;
+  std::vector<LoadParametersResponse> loaded(reload);
+  RETURN_IF_ERROR(ForEachWorker(reload, [&](size_t i) -> absl::Status {
+    ASSIGN_OR_RETURN(loaded[i], workers_[i]->LoadParameters(header, chunks));
+    return absl::OkStatus();
+  }));
+  for (size_t i = 0; i < reload; ++i) {
+    ledger_.Record(
+        MakeFinishedTask(AddressOf(workers_[i]), "gpu", "load", loaded[i].cost(), ChunkBytes(chunks)));
+  }
+  ledger_.set_trainable_bytes(loaded[0].num_trainable() * int64_t(sizeof(float)));
+  std::map<std::string, int> ranks;
+  for (const auto& [name, rank] : loaded[0].lora_ranks()) {
+    ranks[name] = rank;
+    (*state_.hpt.mutable_lora_ranks())[name] = rank;
+  }
+  state_.hpt.set_lora_trainable_parameters(loaded[0].num_trainable());
+  if (placement == "gpu") {
+    RETURN_IF_ERROR(JoinGroups());
+  } else {
+    ASSIGN_OR_RETURN(std::vector<TensorChunk> lora_chunks, gpu->Snapshot(job_id_, {}));
+    ASSIGN_OR_RETURN(auto params, AssembleChunks(lora_chunks));
+    AddTokenEncoding(data_->num_tokens(), model_.d_model(), &params);
+    RETURN_IF_ERROR(StartHybrid(params, ranks, 0));
+    for (WorkerClient* w : workers_) w->Release(job_id_).IgnoreError();
+  }
+  cursor_.main_updates = 0;  // the LoRA model's optimizer is a fresh one
+  phase_ = TrainingPhase::kLora;
+  state_.hpt.set_phase("lora");
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::StartHybrid(const std::map<std::string, HostTensor>& params,
+                                  const std::map<std::string, int>& ranks,
+                                  int64_t optimizer_steps) {
+  const std::string& placement = spec_.hpt().placement();
+  HybridPlanOptions plan_options;
+  plan_options.placement = placement;
+  plan_options.reram_workers = int(options_.reram_workers.size());
+  plan_options.systolic_workers = int(options_.systolic_workers.size());
+  plan_options.seed = spec_.training().seed();
+  plan_options.vectors_per_step = int64_t(spec_.training().batch_size()) * data_->num_tokens();
+  if (spec_.hpt().reram_chip_tiles() > 0) {
+    plan_options.chip.tiles = spec_.hpt().reram_chip_tiles();
+  }
+  ASSIGN_OR_RETURN(HybridPlan plan, PlanHybrid(model_, spec_.hpt().lora(), ranks, plan_options));
+  DescribeReramLayers(plan, &state_.hpt);
+  ledger_.SetReramChips(plan, options_.reram_workers);
+  hybrid_ = std::make_unique<HybridRunner>(job_id_, std::move(plan), options_.reram_workers,
+                                           options_.systolic_workers,
+                                           spec_.hpt().lora_optimizer());
+  return hybrid_->Load(params, ledger_.sink(), optimizer_steps);
+}
+
+void Trainer::RecordEvents() {
+  const std::vector<ControllerEvent>& events = controller_->events();
+  const int64_t now_ms = absl::ToUnixMillis(options_.now());
+  for (; events_seen_ < events.size(); ++events_seen_) {
+    *state_.hpt.add_events() = ToPhaseEvent(events[events_seen_], now_ms);
+  }
+}
+
+absl::Status Trainer::ControlPhase(const std::vector<int64_t>& indices, int64_t step,
+                                   double learning_rate, double loss, bool* switched) {
+  double trial_loss = 0;
+  if (cursor_.trial_active) {
+    ledger_.set_chain(Chain::kTrial);
+    HostTensor x, y;
+    data_->Gather(data_->train_starts(), indices, &x, &y);
+    ASSIGN_OR_RETURN(trial_loss,
+                     gpu_.TrialStep(x, y, step, spec_.hpt().lora_optimizer().learning_rate()));
+    ++cursor_.trial_updates;
+  }
+  ledger_.set_chain(Chain::kNone);
+  double distance = 0;
+  if (controller_->NeedsWeightDistance(step)) {
+    ASSIGN_OR_RETURN(distance, WeightDistance());
+  }
+  const PhaseController::Action action = controller_->Step(step, loss, trial_loss, distance);
+  RecordEvents();
+  if (action == PhaseController::Action::kStartTrial ||
+      action == PhaseController::Action::kRestartTrial) {
+    ledger_.set_chain(Chain::kTrial);
+    RETURN_IF_ERROR(StartTrial());
+  } else if (action == PhaseController::Action::kSwitch) {
+    ledger_.set_chain(Chain::kSwitch);
+    RETURN_IF_ERROR(Switch());
+    state_.hpt.set_switch_step(step + 1);
+    *switched = true;
+  } else if (controller_->phase() == TrainingPhase::kFull) {
+    state_.hpt.set_phase("full");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace hpt

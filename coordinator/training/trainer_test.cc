@@ -1,0 +1,220 @@
+#include "coordinator/training/trainer.h"
+
+#include <cmath>
+#include <limits>
+
+#include "absl/synchronization/mutex.h"
+#include "common/tensor_codec.h"
+#include "data/synthetic.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace hpt {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// Records what the trainer asks of a worker; answers with scripted losses.
+class FakeWorker : public WorkerClient {
+ public:
+  explicit FakeWorker(std::string address) : address_(std::move(address)) {}
+
+  const std::string& address() const override { return address_; }
+  absl::StatusOr<LoadParametersResponse> LoadParameters(
+      const LoadParametersHeader& header, const std::vector<TensorChunk>&) override {
+    absl::MutexLock lock(&mu);
+    log.push_back("load");
+    loaded = header;
+    return LoadParametersResponse();
+  }
+  absl::Status JoinGroup(const JoinGroupRequest& r) override {
+    absl::MutexLock lock(&mu);
+    log.push_back("join");
+    join = r;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<ForwardResponse> Forward(const ForwardRequest& r) override {
+    absl::MutexLock lock(&mu);
+    ForwardResponse response;
+    if (!r.train()) {
+      log.push_back("eval");
+      response.set_loss(0.5);
+      return response;
+    }
+    log.push_back("forward");
+    shard_sizes.push_back(r.inputs().shape(0));
+    response.set_loss(next_loss);
+    next_loss *= 0.9;
+    response.mutable_cost()->set_measured_s(0.25);
+    return response;
+  }
+  absl::StatusOr<BackwardResponse> Backward(const BackwardRequest& r) override {
+    absl::MutexLock lock(&mu);
+    log.push_back("backward");
+    global_batches.push_back(r.global_batch_size());
+    return BackwardResponse();
+  }
+  absl::StatusOr<ApplyUpdateResponse> ApplyUpdate(
+      const ApplyUpdateRequest& r) override {
+    absl::MutexLock lock(&mu);
+    log.push_back("update");
+    learning_rates.push_back(r.learning_rate());
+    ApplyUpdateResponse response;
+    response.set_applied(true);
+    return response;
+  }
+  absl::StatusOr<std::vector<TensorChunk>> Snapshot(const std::string&,
+                                                     const std::vector<std::string>&,
+                                                     bool = false) override {
+    return std::vector<TensorChunk>();
+  }
+  absl::Status Release(const std::string&) override { return absl::OkStatus(); }
+
+  absl::Mutex mu;
+  std::vector<std::string> log;
+  std::vector<int64_t> shard_sizes, global_batches;
+  std::vector<double> learning_rates;
+  LoadParametersHeader loaded;
+  JoinGroupRequest join;
+  double next_loss = 1.0;
+
+ private:
+  std::string address_;
+};
+
+WindowDataset Data(int64_t time_steps) {
+  SyntheticOptions s;
+  s.stations = 3;
+  s.time_steps = time_steps;
+  WindowOptions w;
+  w.input_steps = 4;
+  w.horizon = 1;
+  w.train = {0, time_steps};
+  return *WindowDataset::Create(MakeSyntheticSeries(s), w);
+}
+
+JobSpec Spec(int epochs, int batch, int workers) {
+  JobSpec spec;
+  spec.mutable_model()->set_preset("tiny");
+  spec.mutable_training()->set_epochs(epochs);
+  spec.mutable_training()->set_batch_size(batch);
+  spec.mutable_training()->mutable_optimizer()->set_learning_rate(0.01);
+  spec.mutable_training()->set_step_lr_step_size(1);
+  spec.mutable_training()->set_step_lr_gamma(0.5);
+  spec.mutable_training()->set_seed(1);
+  spec.mutable_placement()->set_gpu_workers(workers);
+  return spec;
+}
+
+TEST(TrainerTest, StepLrHalvesEachEpoch) {
+  TrainingSpec t = Spec(3, 4, 1).training();
+  EXPECT_DOUBLE_EQ(Trainer::LearningRate(t, 0), 0.01);
+  EXPECT_DOUBLE_EQ(Trainer::LearningRate(t, 1), 0.005);
+  EXPECT_DOUBLE_EQ(Trainer::LearningRate(t, 2), 0.0025);
+  t.set_step_lr_step_size(0);
+  EXPECT_DOUBLE_EQ(Trainer::LearningRate(t, 5), 0.01);
+}
+
+TEST(TrainerTest, EvaluationBatchesAreLargeButBounded) {
+  TrainingSpec training;
+  training.set_batch_size(16);
+  ModelConfig model;
+  model.set_num_heads(8);
+  model.set_d_model(64);
+  // Small model, 8 tokens: the widest activation (4 x 64 floats a row)
+  // allows 16 Ki rows, the cap -> 2048 samples; attention bound
+  // 32 Mi / (8 * 64) = 65536.
+  EXPECT_EQ(EvalBatchSize(training, model, 8), 2048);
+  // Wind-like: d_model 512, 57 tokens: 16 MiB / (2048 floats x 4 B) = 2048
+  // rows -> 35 samples.
+  model.set_d_model(512);
+  EXPECT_EQ(EvalBatchSize(training, model, 57), 35);
+  // swe-like: 323 tokens, 16 heads, d_model 64 -> rows 50; attention
+  // 33554432 / (16 * 104329) = 20.
+  model.set_d_model(64);
+  model.set_num_heads(16);
+  EXPECT_EQ(EvalBatchSize(training, model, 323), 20);
+  // Never below the training batch, and an explicit size wins.
+  training.set_batch_size(64);
+  EXPECT_EQ(EvalBatchSize(training, model, 323), 64);
+  training.set_eval_batch_size(7);
+  EXPECT_EQ(EvalBatchSize(training, model, 323), 7);
+}
+
+TEST(TrainerTest, ShardsAreAsEvenAsPossible) {
+  EXPECT_THAT(Trainer::ShardSizes(5, 2), ElementsAre(3, 2));
+  EXPECT_THAT(Trainer::ShardSizes(6, 3), ElementsAre(2, 2, 2));
+  EXPECT_THAT(Trainer::ShardSizes(7, 1), ElementsAre(7));
+}
+
+TEST(TrainerTest, OneWorkerRunsForwardBackwardUpdatePerStep) {
+  // 13 rows, window 4 + horizon 1: 9 samples; batch 4: steps of 4, 4, 1.
+  WindowDataset data = Data(13);
+  FakeWorker worker("w0");
+  std::vector<TrainerUpdate> updates;
+  Trainer::Options options;
+  options.on_progress = [&](const TrainerUpdate& u) { updates.push_back(u); };
+  Trainer trainer("job", Spec(2, 4, 1), &data, {&worker}, options);
+  ASSERT_TRUE(trainer.Run().ok());
+  EXPECT_THAT(std::vector<std::string>(worker.log.begin(), worker.log.begin() + 7),
+              ElementsAre("load", "forward", "backward", "update", "forward",
+                          "backward", "update"));
+  EXPECT_THAT(worker.shard_sizes, ElementsAre(4, 4, 1, 4, 4, 1));
+  EXPECT_THAT(worker.global_batches, ElementsAre(4, 4, 1, 4, 4, 1));
+  EXPECT_THAT(worker.learning_rates,
+              ElementsAre(0.01, 0.01, 0.01, 0.005, 0.005, 0.005));
+  EXPECT_EQ(worker.loaded.model().input_features(), 4);
+  EXPECT_EQ(worker.loaded.init_seed(), 1u);
+  ASSERT_FALSE(updates.empty());
+  const TrainerUpdate& last = updates.back();
+  EXPECT_EQ(last.progress.step(), 6);
+  EXPECT_EQ(last.progress.total_steps(), 6);
+  ASSERT_EQ(last.epoch_losses.size(), 2u);
+  // Losses 1, .9, .81 then .729, .6561, .59049.
+  EXPECT_NEAR(last.epoch_losses[0], (1 + 0.9 + 0.81) / 3, 1e-12);
+  EXPECT_NEAR(last.epoch_losses[1], (0.729 + 0.6561 + 0.59049) / 3, 1e-12);
+  EXPECT_NEAR(last.cost.measured_s(), 6 * 0.25, 1e-12);
+}
+
+TEST(TrainerTest, TwoWorkersSplitEachBatchAndShareTheGlobalSize) {
+  WindowDataset data = Data(13);  // 9 samples; batch 5: steps of 5 and 4
+  FakeWorker w0("w0"), w1("w1");
+  RendezvousStore* no_store = nullptr;
+  Trainer::Options options;
+  options.rendezvous = no_store;
+  Trainer trainer("job", Spec(1, 5, 2), &data, {&w0, &w1}, options);
+  absl::Status status = trainer.Run();
+  // Without a rendezvous store data parallelism is refused up front.
+  ASSERT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(status.message(), HasSubstr("rendezvous"));
+}
+
+TEST(TrainerTest, NonFiniteLossFailsWithAdvice) {
+  WindowDataset data = Data(13);
+  FakeWorker worker("w0");
+  worker.next_loss = std::numeric_limits<double>::quiet_NaN();
+  Trainer trainer("job", Spec(1, 4, 1), &data, {&worker}, {});
+  absl::Status status = trainer.Run();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("nan at step 0"));
+  EXPECT_THAT(status.message(), HasSubstr("learning_rate"));
+  // No update was applied after the bad forward.
+  EXPECT_THAT(worker.log, ElementsAre("load", "forward"));
+}
+
+TEST(TrainerTest, CancellationStopsAtAStepBoundary) {
+  WindowDataset data = Data(13);
+  FakeWorker worker("w0");
+  int steps = 0;
+  Trainer::Options options;
+  options.on_progress = [&](const TrainerUpdate& u) { steps = u.progress.step(); };
+  options.cancelled = [&] { return steps >= 2; };
+  Trainer trainer("job", Spec(3, 4, 1), &data, {&worker}, options);
+  absl::Status status = trainer.Run();
+  EXPECT_EQ(status.code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(worker.learning_rates.size(), 2u);
+}
+
+}  // namespace
+}  // namespace hpt

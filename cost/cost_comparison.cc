@@ -1,0 +1,303 @@
+#include "cost/cost_comparison.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace hpt {
+namespace {
+
+bool HasCost(const PhaseCost& phase) { return phase.simulated_s() > 0 || phase.energy_j() > 0; }
+
+double EnergyOf(const PhaseCost& phase, const std::string& kind) {
+  auto it = phase.device_energy_j().find(kind);
+  return it == phase.device_energy_j().end() ? 0 : it->second;
+}
+
+void AddSteps(const StepTotals& step, double count, PhaseCost* phase) {
+  phase->set_simulated_s(phase->simulated_s() + count * step.makespan_s);
+  phase->set_energy_j(phase->energy_j() + count * step.energy_j);
+  auto& busy = *phase->mutable_device_busy_s();
+  auto& energy = *phase->mutable_device_energy_j();
+  for (const auto& [kind, s] : step.busy_s) busy[kind] += count * s;
+  for (const auto& [kind, j] : step.energy_by_kind) energy[kind] += count * j;
+}
+
+}  // namespace
+
+void LayTasks(const std::vector<LayTask>& tasks, int ranks, int64_t trainable_bytes,
+              CostTimeline* timeline, std::vector<LaidPiece>* pieces) {
+  // `share` of the task (a pipeline piece) on its resource.
+  auto add = [&](const LayTask& t, const std::vector<int>& deps, int64_t bytes,
+                 double share = 1.0) {
+    const int id =
+        timeline->Add(t.track, t.kind, t.simulated_s * share, t.energy_j * share, deps, bytes);
+    if (pieces != nullptr) pieces->push_back({id, int(&t - tasks.data())});
+    return id;
+  };
+  if (ranks > 1) {
+    // Ranks run concurrently; every update waits for all backwards and the
+    // ring allreduce moves 2 (n - 1) / n of the gradient into each rank.
+    const double n = double(ranks);
+    const int64_t allreduce = int64_t(2 * (n - 1) / n * double(trainable_bytes));
+    std::map<int, int> forward;
+    std::vector<int> backwards;
+    for (const LayTask& t : tasks) {
+      if (t.type == "forward") {
+        forward[t.device] = add(t, {}, t.bytes_in);
+      } else if (t.type == "backward") {
+        auto it = forward.find(t.device);
+        backwards.push_back(
+            add(t, it == forward.end() ? std::vector<int>{} : std::vector<int>{it->second}, 0));
+      } else {
+        add(t, backwards, allreduce);
+      }
+    }
+    return;
+  }
+  const bool pipelined =
+      std::any_of(tasks.begin(), tasks.end(), [](const LayTask& t) { return t.samples > 1; });
+  if (pipelined) {
+    // Device segments process samples independently (attention mixes
+    // tokens, not samples): each task of the chain becomes one piece per
+    // sample, piece b after piece b of the task before, so segments on
+    // different devices (and ReRAM segments in their own tiles) overlap
+    // like a pipeline across the batch (PipeLayer, Song et al., HPCA 2017).
+    // A piece costs the task's 1/B. Updates wait for every last piece.
+    std::vector<int> previous_pieces, last_backward_pieces;
+    for (const LayTask& t : tasks) {
+      if (t.type == "update") {
+        add(t, last_backward_pieces.empty() ? previous_pieces : last_backward_pieces, 0);
+        continue;
+      }
+      const int64_t pieces = std::max<int64_t>(1, t.samples);
+      std::vector<int> piece_ids(pieces);
+      for (int64_t b = 0; b < pieces; ++b) {
+        std::vector<int> deps;
+        if (!previous_pieces.empty()) {
+          deps.push_back(previous_pieces[std::min<size_t>(b, previous_pieces.size() - 1)]);
+        }
+        const double share = 1.0 / double(pieces);
+        piece_ids[b] = add(t, deps, int64_t(double(t.bytes_in) * share), share);
+      }
+      previous_pieces = piece_ids;
+      if (t.type == "backward") last_backward_pieces = piece_ids;
+    }
+    return;
+  }
+  // A chain: each forward or backward after the one before; updates after
+  // the last backward, concurrently on their devices.
+  int previous = -1, last_backward = -1;
+  for (const LayTask& t : tasks) {
+    if (t.type == "update") {
+      const int dep = last_backward >= 0 ? last_backward : previous;
+      add(t, dep >= 0 ? std::vector<int>{dep} : std::vector<int>{}, 0);
+      continue;
+    }
+    previous = add(t, previous >= 0 ? std::vector<int>{previous} : std::vector<int>{}, t.bytes_in);
+    if (t.type == "backward") last_backward = previous;
+  }
+}
+
+StepTotals StepTotals::Of(const CostTimeline& t) {
+  StepTotals s;
+  s.makespan_s = t.makespan_s();
+  s.energy_j = t.total_energy_j();
+  s.busy_s = t.busy_s();
+  s.energy_by_kind = t.energy_j();
+  if (t.transfer_energy_j() > 0) s.energy_by_kind["interconnect"] += t.transfer_energy_j();
+  return s;
+}
+
+RecordedPhases::RecordedPhases() {
+  full.set_phase("full");
+  switch_cost.set_phase("switch");
+  lora.set_phase("lora");
+  fallback.set_phase("lora-gpu");
+  recovery.set_phase("recovery");
+  for (PhaseCost* p : {&full, &switch_cost, &lora, &fallback, &recovery}) {
+    p->set_first_step(-1);
+    p->set_last_step(-1);
+  }
+}
+
+void RecordedPhases::Add(const std::string& phase, double count, const StepTotals& step,
+                         const StepTotals& main_only) {
+  if (phase == "full") {
+    AddSteps(step, count, &full);
+    gpu_only_full_s += count * main_only.makespan_s;
+    gpu_only_full_j += count * main_only.energy_j;
+    full_steps += int64_t(count);
+  } else if (phase == "lora") {
+    AddSteps(step, count, &lora);
+    lora_steps += int64_t(count);
+  } else if (phase == "lora-gpu") {
+    AddSteps(step, count, &fallback);
+    fallback_steps += int64_t(count);
+  } else if (phase == "switch") {
+    AddSteps(step, count, &switch_cost);
+  } else if (phase == "recovery") {
+    AddSteps(step, count, &recovery);
+  }
+}
+
+void RecordedPhases::SetMeasured(const WorkRecord& record) {
+  for (const RecordedPhase& r : record.phases()) {
+    PhaseCost* p = r.phase() == "full"       ? &full
+                   : r.phase() == "lora"     ? &lora
+                   : r.phase() == "lora-gpu" ? &fallback
+                   : r.phase() == "switch"   ? &switch_cost
+                   : r.phase() == "recovery" ? &recovery
+                                             : nullptr;
+    if (p == nullptr) continue;
+    p->set_first_step(r.first_step());
+    p->set_last_step(r.last_step());
+    p->set_wall_s(r.wall_s());
+  }
+}
+
+std::vector<PhaseCost> RecordedPhases::Listed() const {
+  std::vector<PhaseCost> out;
+  if (full_steps > 0) out.push_back(full);
+  if (HasCost(switch_cost)) out.push_back(switch_cost);
+  if (lora_steps > 0) out.push_back(lora);
+  if (fallback_steps > 0) out.push_back(fallback);
+  if (HasCost(recovery)) out.push_back(recovery);
+  return out;
+}
+
+// Long because it writes one report section field by field, each with the
+// figures behind it; splitting it would only scatter the method text.
+CostComparison Compare(const RecordedPhases& p, const ComparisonInputs& in) {
+  CostComparison out;
+  const double hpt_s = p.full.simulated_s() + p.switch_cost.simulated_s() +
+                       p.lora.simulated_s() + p.recovery.simulated_s() +
+                       p.fallback.simulated_s();
+  const double hpt_j = p.full.energy_j() + p.switch_cost.energy_j() + p.lora.energy_j() +
+                       p.recovery.energy_j() + p.fallback.energy_j();
+  // Steps after the switch, wherever they ran.
+  const int64_t after_switch = p.lora_steps + p.fallback_steps;
+  const double mean_s = p.full_steps > 0 ? p.gpu_only_full_s / double(p.full_steps) : 0;
+  const double mean_j = p.full_steps > 0 ? p.gpu_only_full_j / double(p.full_steps) : 0;
+  CostComparison& c = out;
+  c.set_hpt_time_s(hpt_s);
+  c.set_hpt_energy_j(hpt_j);
+  c.set_gpu_only_time_s(p.gpu_only_full_s + mean_s * double(after_switch));
+  c.set_gpu_only_energy_j(p.gpu_only_full_j + mean_j * double(after_switch));
+  c.set_time_ratio(hpt_s > 0 ? c.gpu_only_time_s() / hpt_s : 0);
+  c.set_energy_ratio(hpt_j > 0 ? c.gpu_only_energy_j() / hpt_j : 0);
+  c.set_method(absl::StrCat(
+      "simulated training steps on the cost timeline (evaluation excluded). GPU-only = "
+      "the ", p.full_steps, " full-phase steps as run, without trial tasks (measured), + ",
+      after_switch, " steps after the switch at the mean full-phase step (",
+      mean_s, " s, ", mean_j, " J; projected). HpT = full phase with trials + switch "
+      "(LoRA loads, ReRAM programming) + LoRA-phase steps, all as run",
+      p.fallback_steps > 0
+          ? absl::StrCat(" (", p.fallback_steps,
+                         " of them on the GPU workers while the planned devices were gone)")
+          : "",
+      HasCost(p.recovery)
+          ? ", + recovery (re-loading devices after a restart or failover)."
+          : "."));
+
+  // The paper's length: every epoch of the data at this batch size.
+  const double epochs = in.project_epochs;
+  const int64_t n = int64_t(std::ceil(epochs * double(in.steps_per_epoch)));
+  c.set_project_epochs(epochs);
+  c.set_project_steps(n);
+  c.set_full_step_s(mean_s);
+  c.set_full_step_j(mean_j);
+  if (p.full_steps > 0) {
+    c.set_full_step_with_trials_s(p.full.simulated_s() / double(p.full_steps));
+    c.set_full_step_with_trials_j(p.full.energy_j() / double(p.full_steps));
+  }
+  // The projection's LoRA step: the planned placement's mean, or, when no
+  // step ran there, the fallback's.
+  const PhaseCost& lora_like = p.lora_steps > 0 ? p.lora : p.fallback;
+  const int64_t lora_like_steps = p.lora_steps > 0 ? p.lora_steps : p.fallback_steps;
+  const double lora_mean_s =
+      lora_like_steps > 0 ? lora_like.simulated_s() / double(lora_like_steps) : 0;
+  const double lora_mean_j =
+      lora_like_steps > 0 ? lora_like.energy_j() / double(lora_like_steps) : 0;
+  c.set_lora_step_s(lora_mean_s);
+  c.set_lora_step_j(lora_mean_j);
+  const bool switched = in.switch_step >= 0 && after_switch > 0;
+  const int64_t before = switched ? std::min<int64_t>(in.switch_step, n) : n;
+  c.set_projected_gpu_only_time_s(mean_s * double(n));
+  c.set_projected_gpu_only_energy_j(mean_j * double(n));
+  if (switched) {
+    // The full phase as run (with trials, per step) up to the switch, the
+    // switch once, then LoRA-phase steps at their mean.
+    const double full_step_s = p.full.simulated_s() / double(p.full_steps);
+    const double full_step_j = p.full.energy_j() / double(p.full_steps);
+    c.set_projected_hpt_time_s(full_step_s * double(before) + p.switch_cost.simulated_s() +
+                               lora_mean_s * double(n - before));
+    c.set_projected_hpt_energy_j(full_step_j * double(before) + p.switch_cost.energy_j() +
+                                 lora_mean_j * double(n - before));
+  } else {
+    c.set_projected_hpt_time_s(c.projected_gpu_only_time_s());
+    c.set_projected_hpt_energy_j(c.projected_gpu_only_energy_j());
+  }
+  c.set_projected_time_ratio(c.projected_hpt_time_s() > 0
+                                 ? c.projected_gpu_only_time_s() / c.projected_hpt_time_s()
+                                 : 0);
+  c.set_projected_energy_ratio(c.projected_hpt_energy_j() > 0
+                                   ? c.projected_gpu_only_energy_j() / c.projected_hpt_energy_j()
+                                   : 0);
+  c.set_projection_method(absl::StrCat(
+      epochs, " epochs x ", in.steps_per_epoch, " steps = ", n, " steps; ",
+      switched ? absl::StrCat("HpT: ", before, " full-phase steps at their mean with trials (",
+                              p.full.simulated_s() / double(p.full_steps), " s), the switch, ",
+                              n - before, " LoRA-phase steps at their mean (", lora_mean_s,
+                              p.lora_steps > 0 ? " s)" : " s, on the fallback GPU workers)")
+               : "no switch yet: HpT is full-parameter throughout",
+      "; GPU-only: ", n, " steps at the mean full-phase step (", mean_s, " s)."));
+  return out;
+}
+
+void AddTimeNotes(const std::vector<DeviceCost>& devices, const RecordedPhases& p,
+                  CostComparison* comparison) {
+  CostComparison& c = *comparison;
+  c.clear_time_notes();
+  double kernels = 0, launch_bound_s = 0, gpu_s = 0, reram_s = 0, systolic_s = 0, stall = 0,
+         cycles = 0;
+  for (const DeviceCost& d : devices) {
+    const auto& k = d.cost().counters();
+    auto get = [&](const char* name) {
+      auto it = k.find(name);
+      return it == k.end() ? 0.0 : it->second;
+    };
+    if (d.kind() == "gpu") {
+      kernels += get("kernels");
+      launch_bound_s += get("launch_bound_s");
+      gpu_s += d.cost().simulated_s();
+    } else if (d.kind() == "reram") {
+      reram_s += d.cost().simulated_s();
+    } else if (d.kind() == "systolic") {
+      systolic_s += d.cost().simulated_s();
+      stall += get("stall_cycles");
+      cycles += get("cycles");
+    }
+  }
+  if (gpu_s > 0) {
+    c.add_time_notes(absl::StrFormat(
+        "GPU: %.0f kernels, %.0f %% of its %.3g s in kernel launches (a step of small "
+        "kernels is launch-bound)",
+        kernels, 100 * launch_bound_s / gpu_s, gpu_s));
+  }
+  if (reram_s > 0 || systolic_s > 0) {
+    c.add_time_notes(absl::StrFormat(
+        "LoRA phase: ReRAM reads %.3g s (in parallel across layers' tiles), systolic %.3g s "
+        "(%.0f %% of its cycles DRAM stalls)",
+        reram_s, systolic_s, cycles > 0 ? 100 * stall / cycles : 0.0));
+  }
+  const double transfer_j =
+      EnergyOf(p.full, "interconnect") + EnergyOf(p.lora, "interconnect");
+  if (transfer_j > 0) {
+    c.add_time_notes(absl::StrFormat("transfers between devices: %.3g J", transfer_j));
+  }
+}
+
+}  // namespace hpt

@@ -1,0 +1,25 @@
+// The text report of a job: its phases and the switch, where tasks ran,
+// the ReRAM chip, HpT against each GPU-only baseline, test metrics and the
+// phase controller's decisions. `hptctl report` prints it and the job pages
+// show it, so it lives below both.
+//
+//   std::cout << FormatReport(job);
+#ifndef HPT_COST_TEXT_REPORT_H_
+#define HPT_COST_TEXT_REPORT_H_
+
+#include <string>
+
+#include "proto/job_service.pb.h"
+
+namespace hpt {
+
+std::string StateName(JobState state);       // "running"
+std::string FormatDuration(double seconds);  // "1m05s"
+// The HpT report as tables: phases and their step ranges, the switch
+// decision and its statistics, test metrics, wall time, simulated time and
+// energy per device kind and phase, and the HpT-vs-GPU-only ratios.
+std::string FormatReport(const Job& job);
+
+}  // namespace hpt
+
+#endif  // HPT_COST_TEXT_REPORT_H_

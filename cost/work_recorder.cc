@@ -1,0 +1,119 @@
+#include "cost/work_recorder.h"
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+
+namespace hpt {
+namespace {
+
+// Deterministic bytes of a message (map fields in key order).
+std::string Key(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::io::StringOutputStream stream(&out);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  m.SerializeToCodedStream(&coded);
+  coded.Trim();
+  return out;
+}
+
+RecordedPhase* PhaseOf(WorkRecord* record, const std::string& phase) {
+  for (RecordedPhase& p : *record->mutable_phases()) {
+    if (p.phase() == phase) return &p;
+  }
+  RecordedPhase* p = record->add_phases();
+  p->set_phase(phase);
+  p->set_first_step(-1);
+  p->set_last_step(-1);
+  return p;
+}
+
+}  // namespace
+
+WorkRecorder::WorkRecorder() {
+  record_.set_format_version(1);
+  record_.set_switch_step(-1);
+}
+
+int WorkRecorder::DeviceIndex(const FinishedTask& task) {
+  const std::string& address = task.worker;
+  auto [it, fresh] = device_index_.try_emplace(address, record_.devices_size());
+  if (fresh) {
+    RecordedDevice* d = record_.add_devices();
+    d->set_worker(address);
+    d->set_kind(task.kind);
+  }
+  RecordedDevice* d = record_.mutable_devices(it->second);
+  if (d->device().empty()) d->set_device(task.cost.device());
+  if (d->settings().empty() && !task.cost.work().settings().empty()) {
+    *d->mutable_settings() = task.cost.work().settings();
+  }
+  return it->second;
+}
+
+RecordedTask WorkRecorder::ToRecorded(const FinishedTask& task) {
+  RecordedTask r;
+  r.set_device(DeviceIndex(task));
+  r.set_type(task.type);
+  r.set_resource(task.resource);
+  r.set_samples(task.samples);
+  r.set_bytes_in(task.bytes_in);
+  r.set_bytes_out(task.bytes_out);
+  *r.mutable_work() = task.cost.work();
+  r.mutable_work()->clear_settings();
+  return r;
+}
+
+void WorkRecorder::Measure(const FinishedTask& task) {
+  RecordedDevice* d = record_.mutable_devices(DeviceIndex(task));
+  d->set_tasks(d->tasks() + 1);
+  d->set_measured_s(d->measured_s() + task.cost.measured_s());
+}
+
+int WorkRecorder::AddStep(const std::string& phase, const std::vector<FinishedTask>& main,
+                          const std::vector<FinishedTask>& trial, int data_parallel_ranks,
+                          int64_t step, double wall_s) {
+  StepShape shape;
+  shape.set_phase(phase);
+  shape.set_data_parallel_ranks(data_parallel_ranks);
+  for (const FinishedTask& t : main) *shape.add_main() = ToRecorded(t);
+  for (const FinishedTask& t : trial) *shape.add_trial() = ToRecorded(t);
+  auto [it, fresh] = shape_index_.try_emplace(Key(shape), record_.shapes_size());
+  if (fresh) *record_.add_shapes() = std::move(shape);
+  StepShape& s = *record_.mutable_shapes(it->second);
+  s.set_count(s.count() + 1);
+  const int runs = s.run_last_size();
+  if (runs > 0 && s.run_last(runs - 1) + 1 == step) {
+    s.set_run_last(runs - 1, step);
+  } else if (runs == 0 || s.run_last(runs - 1) != step) {
+    s.add_run_first(step);
+    s.add_run_last(step);
+  }
+  if (phase != "off-step") {
+    RecordedPhase* p = PhaseOf(&record_, phase);
+    if (p->steps() == 0) p->set_first_step(step);
+    p->set_last_step(step);
+    p->set_steps(p->steps() + 1);
+    p->set_wall_s(p->wall_s() + wall_s);
+  }
+  return it->second;
+}
+
+void WorkRecorder::Restore(const WorkRecord& record) {
+  record_ = record;
+  device_index_.clear();
+  shape_index_.clear();
+  for (int i = 0; i < record_.devices_size(); ++i) {
+    device_index_[record_.devices(i).worker()] = i;
+  }
+  for (int i = 0; i < record_.shapes_size(); ++i) {
+    StepShape key = record_.shapes(i);
+    key.clear_count();
+    key.clear_run_first();
+    key.clear_run_last();
+    shape_index_[Key(key)] = i;
+  }
+}
+
+}  // namespace hpt

@@ -1,0 +1,48 @@
+"""The layer map: which package may depend on which.
+
+A package depends only on packages in layers below its own; packages in one
+layer never depend on each other. Each BUILD file opens with
+
+    package(default_visibility = dependants("//common"))
+
+so a dependency that runs sideways or upward fails the build (Bazel's
+visibility check), and tests/layering_test checks every #include against
+the same list. This file is also read as Python by that test: keep it to
+plain lists, strings and the one function.
+"""
+
+LAYERS = [
+    # 0: the system libraries, each wrapped once.
+    ["//third_party"],
+    # 1: the messages every process shares (generated from proto/).
+    ["//proto"],
+    # 2: status, gRPC and tensor plumbing shared by every process.
+    ["//common"],
+    # 3: the device models (cost and numerics) and the data sets.
+    ["//devices", "//data"],
+    # 4: the spatio-temporal transformer and LoRA.
+    ["//models"],
+    # 5: the worker process; the work record, its costing and the report.
+    ["//workers", "//cost"],
+    # 6: the job pages; what a job asks for; how the coordinator reaches
+    # its workers.
+    ["//pages", "//coordinator/spec", "//coordinator/dispatch"],
+    # 7: one job's training.
+    ["//coordinator/training"],
+    # 8: the jobs.
+    ["//coordinator/jobs"],
+    # 9: the two programs users run: the coordinator process and hptctl.
+    ["//coordinator", "//hptctl"],
+    # 10: what measures the rest.
+    ["//benchmarks", "//fuzz"],
+    # 11: what checks the rest (the docs' flags against every binary's
+    # --help, the benchmarks' among them).
+    ["//tests"],
+]
+
+def dependants(package):
+    """The packages in layers above `package`'s, as a visibility list."""
+    for i, layer in enumerate(LAYERS):
+        if package in layer:
+            return [p + ":__pkg__" for above in LAYERS[i + 1:] for p in above]
+    fail("package %s is not in layers.bzl's LAYERS" % package)
