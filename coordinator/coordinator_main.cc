@@ -1,6 +1,7 @@
 // hpt_coordinator: accepts training jobs and runs them on workers.
 //
 //   hpt_coordinator --listen=127.0.0.1:50051 --metrics=127.0.0.1:9451
+#include <cstdlib>
 #include <iostream>
 
 #include "absl/flags/flag.h"
@@ -151,6 +152,8 @@ absl::StatusOr<hpt::CoordinatorServer::Options> OptionsFromFlags() {
   }
   options.max_load_time = absl::Seconds(absl::GetFlag(FLAGS_max_load_s));
   options.data_limits = DataLimitsFromFlags();
+  // docker-compose says where the host publishes the port (HPT_BIND).
+  if (const char* published = std::getenv("HPT_PUBLISHED_ON")) options.published_on = published;
   return options;
 }
 
@@ -200,6 +203,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   hpt::CoordinatorServer* running = server->get();
+  for (const std::string& warning : running->warnings()) {
+    std::cerr << "hpt_coordinator: WARNING: " << warning << std::endl;
+  }
   std::unique_ptr<hpt::PageSource> page_source = hpt::JobManagerPages(&running->jobs());
   absl::StatusOr<std::unique_ptr<hpt::PagesServer>> pages =
       StartPages(http_asked, running, page_source.get());

@@ -1,5 +1,6 @@
 #include "coordinator/coordinator_server.h"
 
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -9,6 +10,7 @@
 #include "common/status_macros.h"
 #include "coordinator/dispatch/grpc_worker_client.h"
 #include "coordinator/dispatch/worker_pool.h"
+#include "coordinator/exposure.h"
 #include "coordinator/job_service.h"
 #include "coordinator/jobs/coordinator_metrics.h"
 #include "coordinator/jobs/job_manager.h"
@@ -28,6 +30,7 @@ struct CoordinatorServer::Impl {
   std::unique_ptr<JobStore> store;  // outlives `jobs`, which writes to it
   std::unique_ptr<JobManager> jobs;
   std::unique_ptr<TokenTable> tokens;  // outlives job_service
+  std::vector<std::string> warnings;
   std::unique_ptr<JobServiceImpl> job_service;
   std::unique_ptr<WorkerRegistryImpl> registry_service;
   std::unique_ptr<grpc::Server> server;
@@ -156,7 +159,12 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     ASSIGN_OR_RETURN(TokenTable tokens, TokenTable::Load(o.tokens_file));
     impl->tokens = std::make_unique<TokenTable>(std::move(tokens));
   }
-  impl->job_service = std::make_unique<JobServiceImpl>(impl->jobs.get(), impl->tokens.get());
+  if (std::optional<std::string> w = ExposureWarning(
+          {o.listen_address, o.published_on, o.tls.enabled(), impl->tokens != nullptr})) {
+    impl->warnings.push_back(*w);
+  }
+  impl->job_service =
+      std::make_unique<JobServiceImpl>(impl->jobs.get(), impl->tokens.get(), impl->warnings);
   // Workers beat five times within the liveness timeout.
   impl->registry_service = std::make_unique<WorkerRegistryImpl>(
       impl->pool.get(), absl::ToDoubleSeconds(o.worker_liveness_timeout) / 5, o.tls);
@@ -177,6 +185,8 @@ int CoordinatorServer::port() const { return impl_->port; }
 JobManager& CoordinatorServer::jobs() { return *impl_->jobs; }
 
 const TokenTable* CoordinatorServer::tokens() const { return impl_->tokens.get(); }
+
+const std::vector<std::string>& CoordinatorServer::warnings() const { return impl_->warnings; }
 void CoordinatorServer::Wait() { impl_->server->Wait(); }
 
 void CoordinatorServer::Shutdown() {

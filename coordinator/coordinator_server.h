@@ -44,6 +44,9 @@ class CoordinatorServer {
     std::string state_dir;
     // TLS for the server and for its calls to workers; default plaintext.
     TlsCredentials tls;
+    // Where the host publishes listen_address's port, when it is not that
+    // address (a container's; exposure.h). Empty: the listen address.
+    std::string published_on;
     // Bearer tokens for the JobService (auth.h); empty: no authentication.
     std::string tokens_file;
     int max_running_jobs = 4;
@@ -57,6 +60,9 @@ class CoordinatorServer {
   JobManager& jobs();
   // The JobService's users (--tokens_file); null without authentication.
   const TokenTable* tokens() const;
+  // What it tells every client (JobService.GetServerInfo): that it serves
+  // where anyone can use it, if it does (exposure.h).
+  const std::vector<std::string>& warnings() const;
   void Wait();
   void Shutdown();
 

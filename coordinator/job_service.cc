@@ -144,6 +144,13 @@ grpc::ServerUnaryReactor* JobServiceImpl::GetJobHistory(grpc::CallbackServerCont
   return Reply(context, jobs_->HistoryOf(request->job_id(), request->max_points()), response);
 }
 
+grpc::ServerUnaryReactor* JobServiceImpl::GetServerInfo(grpc::CallbackServerContext* context,
+                                                        const GetServerInfoRequest*,
+                                                        ServerInfo* response) {
+  for (const std::string& w : warnings_) response->add_warnings(w);
+  return Done(context, absl::OkStatus());
+}
+
 grpc::ServerUnaryReactor* JobServiceImpl::Predict(grpc::CallbackServerContext* context,
                                                   const PredictRequest* request,
                                                   PredictResponse* response) {

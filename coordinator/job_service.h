@@ -7,6 +7,8 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "common/task_queue.h"
 #include "coordinator/auth.h"
@@ -17,9 +19,11 @@ namespace hpt {
 
 class JobServiceImpl final : public JobService::CallbackService {
  public:
-  // `tokens` null: no authentication (auth.h).
-  explicit JobServiceImpl(JobManager* jobs, const TokenTable* tokens = nullptr)
-      : jobs_(jobs), tokens_(tokens) {
+  // `tokens` null: no authentication (auth.h). `warnings`: what
+  // GetServerInfo tells every client (exposure.h).
+  explicit JobServiceImpl(JobManager* jobs, const TokenTable* tokens = nullptr,
+                          std::vector<std::string> warnings = {})
+      : jobs_(jobs), tokens_(tokens), warnings_(std::move(warnings)) {
     for (auto& loader : loaders_) loader = std::make_unique<TaskQueue>("loader");
   }
 
@@ -53,6 +57,9 @@ class JobServiceImpl final : public JobService::CallbackService {
   grpc::ServerUnaryReactor* GetJobHistory(grpc::CallbackServerContext* context,
                                           const GetJobHistoryRequest* request,
                                           JobHistory* response) override;
+  grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* context,
+                                          const GetServerInfoRequest* request,
+                                          ServerInfo* response) override;
   grpc::ServerUnaryReactor* Predict(grpc::CallbackServerContext* context,
                                     const PredictRequest* request,
                                     PredictResponse* response) override;
@@ -73,6 +80,7 @@ class JobServiceImpl final : public JobService::CallbackService {
                                      std::function<absl::StatusOr<Job>()> load);
   JobManager* const jobs_;
   const TokenTable* const tokens_;
+  const std::vector<std::string> warnings_;
   std::array<std::unique_ptr<TaskQueue>, 2> loaders_;
   std::atomic<size_t> next_loader_{0};
 };

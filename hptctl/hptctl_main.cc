@@ -259,6 +259,16 @@ int HealthCommand(const std::string& service, const TlsCredentials& tls) {
   std::cout << service << ": "
             << grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status())
             << std::endl;
+  // The coordinator's warnings about how it serves (a worker has none).
+  if (service == JobService::service_full_name()) {
+    auto jobs = JobService::NewStub(MakeChannel(absl::GetFlag(FLAGS_coordinator), tls));
+    grpc::ClientContext info_context;
+    SetDeadline(&info_context);
+    ServerInfo info;
+    if (jobs->GetServerInfo(&info_context, GetServerInfoRequest(), &info).ok()) {
+      for (const std::string& w : info.warnings()) std::cout << "warning: " << w << std::endl;
+    }
+  }
   return response.status() == grpc::health::v1::HealthCheckResponse::SERVING ? kExitOk
                                                                              : kExitUnavailable;
 }

@@ -90,6 +90,39 @@ class GrpcConventionsTest(unittest.TestCase):
                               "hpt.NoSuchService"], capture_output=True, text=True, timeout=30)
         self.assertEqual(run.returncode, 4, run.stderr)
 
+    def test_health_warns_where_anyone_can_use_the_service(self):
+        # A coordinator whose port the host publishes on every interface
+        # (compose with HPT_BIND=0.0.0.0), without TLS or tokens: it says so
+        # in its log, and hptctl health says so to the client. It listens
+        # on loopback here all the same.
+        env = dict(os.environ, HPT_PUBLISHED_ON="0.0.0.0")
+        log_path = os.path.join(self.dir, "exposed.log")
+        with open(log_path, "w") as log:
+            proc = subprocess.Popen(
+                [COORDINATOR, "--listen=127.0.0.1:0", "--metrics=", "--http=", "--no_state",
+                 f"--port_file={self.dir}/exposed.port"],
+                stdout=log, stderr=subprocess.STDOUT, env=env)
+        try:
+            deadline = time.time() + 60
+            while not os.path.exists(f"{self.dir}/exposed.port") and time.time() < deadline:
+                self.assertIsNone(proc.poll(), open(log_path).read())
+                time.sleep(0.05)
+            with open(f"{self.dir}/exposed.port") as f:
+                port = dict(p.split("=") for p in f.read().split())["grpc"]
+            with open(log_path) as f:
+                self.assertIn("WARNING: the JobService is reachable on 0.0.0.0 without TLS or "
+                              "tokens: anyone who reaches it can submit", f.read())
+            run = subprocess.run([HPTCTL, f"--coordinator=127.0.0.1:{port}", "health"],
+                                 capture_output=True, text=True, timeout=30)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            lines = run.stdout.strip().split("\n")
+            self.assertEqual(lines[0], "hpt.JobService: SERVING")
+            self.assertTrue(lines[1].startswith("warning: the JobService is reachable on 0.0.0.0"),
+                            run.stdout)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
+
     def test_reflection_describes_and_calls_every_listed_service(self):
         db = ProtoReflectionDescriptorDatabase(self.channel)
         services = db.get_services()

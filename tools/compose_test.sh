@@ -69,6 +69,16 @@ for _ in $(seq 1 120); do
   "${ctl[@]}" list >/dev/null 2>&1 && break
   sleep 1
 done
+# The plain file has no authentication: every port it publishes is bound
+# to loopback (HPT_BIND, default 127.0.0.1), never to every interface.
+published=$(for c in $("${DC[@]}" ps -q); do docker port "$c"; done)
+[ -n "$published" ] || { log "docker port lists no published port"; exit 1; }
+if grep -v -- "-> 127\.0\.0\.1:" <<<"$published"; then
+  log "the plain compose file publishes the ports above beyond loopback"; exit 1
+fi
+log "every published port is bound to 127.0.0.1 ($(wc -l <<<"$published") bindings, docker port)"
+"${DC[@]}" logs coordinator 2>&1 | grep -q "WARNING: the JobService is reachable" \
+  && { log "the coordinator warns of exposure on loopback"; exit 1; }
 log "stack up; submitting a tiny HpT job through the published port"
 submitted=$(timeout 60 "${ctl[@]}" submit --name=compose-test --preset=tiny --stations=16 \
   --time_steps=512 --epochs=6 --batch_size=16 --lr=0.002 --check_window_steps=5 \
