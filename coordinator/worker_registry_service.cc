@@ -15,7 +15,8 @@ grpc::ServerUnaryReactor* WorkerRegistryImpl::RegisterWorker(
         "(worker --tls_cert/--tls_key signed by the coordinator's --tls_ca)")));
     return reactor;
   }
-  absl::Status status = pool_->Register(request->address(), request->kind(), request->name());
+  absl::Status status = pool_->Register(request->address(), request->kind(), request->name(),
+                                        request->device_id());
   response->set_heartbeat_interval_s(heartbeat_interval_s_);
   reactor->Finish(ToGrpcStatus(status));
   return reactor;

@@ -268,6 +268,7 @@ std::string FormatReport(const Job& job) {
   absl::StrAppend(&out, "placement ", h.placement().empty() ? "gpu" : h.placement(),
                   "  window k ", WindowText(h), "  steps ", job.progress().step(), "\n");
   AppendRecipe(job.spec(), &out);
+  if (!h.group_note().empty()) absl::StrAppend(&out, "data-parallel group: ", h.group_note(), "\n");
   if (!h.fallback_reason().empty()) {
     absl::StrAppend(&out, "fallback: ", h.fallback_reason(),
                     " (phase lora-gpu below: LoRA-phase steps on the GPU workers)\n");

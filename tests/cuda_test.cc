@@ -97,6 +97,69 @@ TEST(CudaSmokeTest, CpuTwinAJobRunsEndToEndOnTheCpu) {
   EXPECT_THAT(RunJobEndToEnd("cpu"), HasSubstr("on cpu"));
 }
 
+// The demo's layout: a coordinator, two GPU workers on `device` (each with
+// `extra` flags), a ReRAM and a systolic worker; the demo's HpT job with
+// both GPU workers data-parallel. Returns the job's report.
+std::string RunDemoLayout(const std::string& device, const std::vector<std::string>& extra) {
+  const std::string dir = testing::MakeTempDir("one-gpu");
+  auto coordinator = ChildProcess::Start(
+      {RunfilePath("coordinator/hpt_coordinator"), "--listen=127.0.0.1:0", "--metrics=",
+       "--http=", "--port_file=" + dir + "/coordinator.port", "--no_state"},
+      dir + "/coordinator.log");
+  EXPECT_TRUE(coordinator.ok()) << coordinator.status();
+  if (!coordinator.ok()) return "";
+  auto ports = testing::WaitForPortFile(dir + "/coordinator.port", *coordinator,
+                                        absl::Seconds(60));
+  EXPECT_TRUE(ports.ok()) << ports.status();
+  if (!ports.ok()) return "";
+  const std::string at = absl::StrCat("--coordinator=127.0.0.1:", ports->grpc);
+  std::vector<ChildProcess> workers;
+  for (const std::string name : {"gpu0", "gpu1", "reram", "systolic"}) {
+    const bool gpu = name.rfind("gpu", 0) == 0;
+    std::vector<std::string> argv = {RunfilePath("workers/hpt_worker"),
+                                     gpu ? "--kind=gpu" : "--kind=" + name,
+                                     "--listen=127.0.0.1:0", "--metrics=", "--threads=1", at,
+                                     "--port_file=" + dir + "/" + name + ".port"};
+    if (gpu) {
+      argv.push_back("--device=" + device);
+      argv.insert(argv.end(), extra.begin(), extra.end());
+    }
+    auto worker = ChildProcess::Start(argv, dir + "/" + name + ".log");
+    EXPECT_TRUE(worker.ok()) << worker.status();
+    if (!worker.ok()) return "";
+    EXPECT_TRUE(
+        testing::WaitForPortFile(dir + "/" + name + ".port", *worker, absl::Seconds(60)).ok());
+    workers.push_back(std::move(*worker));
+  }
+  const std::string ctl = absl::StrCat(RunfilePath("hptctl/hptctl"), " ", at);
+  auto submitted = RunCommand(
+      ctl + " submit --name=one-gpu --preset=tiny --stations=16 --time_steps=512 --epochs=3"
+            " --batch_size=16 --lr=0.002 --gpu_workers=2 --check_window_steps=5"
+            " --loss_threshold=0.5 --weight_threshold=0.5 --lora_rank=4 --watch");
+  EXPECT_EQ(submitted.exit_code, 0) << submitted.output;
+  EXPECT_THAT(submitted.output, HasSubstr("): succeeded"));
+  auto report = RunCommand(ctl + " report job-000001");
+  EXPECT_EQ(report.exit_code, 0) << report.output;
+  return report.output;
+}
+
+// Two GPU workers on one GPU (the demo on a one-GPU machine): their group is
+// Gloo's on the GPU's tensors, NCCL being refused two ranks on one device.
+TEST(CudaSmokeTest, TheDemoRunsWithTwoWorkersOnOneGpu) {
+  if (!torch::cuda::is_available()) {
+    GTEST_SKIP() << "not run: no CUDA device on this machine (its CPU twin ran)";
+  }
+  EXPECT_THAT(RunDemoLayout("cuda:0", {}), HasSubstr("share device GPU-"));
+}
+
+// The same layout on the CPU: the two workers are told they share one
+// device (--device_id), as two workers on one GPU learn from its UUID.
+TEST(CudaSmokeTest, CpuTwinTheDemoRunsWithTwoWorkersSharingOneDevice) {
+  const std::string report = RunDemoLayout("cpu", {"--device_id=one-gpu"});
+  EXPECT_THAT(report, HasSubstr("data-parallel group: ranks 0, 1 share device one-gpu: a Gloo"));
+  EXPECT_THAT(report, HasSubstr("switched to LoRA at step"));
+}
+
 // Executors on `devices` load the tiny model with different seeds and join
 // one data-parallel group; each says its collective backend, and where
 // there are two ranks, the join's broadcast made rank 1 equal rank 0.

@@ -17,6 +17,7 @@
 #include "models/st_transformer.h"
 #include "workers/gpu_session.h"
 #include "workers/kernel_recorder.h"
+#include "workers/nccl_group.h"
 #include "workers/task_book.h"
 
 namespace hpt {
@@ -60,6 +61,7 @@ struct GpuExecutor::Impl {
   Options options;
   torch::Device device{torch::kCPU};
   std::string device_name;  // device.str(), noting an auto choice without CUDA
+  std::string device_id;    // Options::device_id, or the CUDA device's UUID
 
   DeviceCostConfig cost_config;  // the reference GPU (devices/cost_settings.h)
   std::map<std::string, std::string> settings;
@@ -117,6 +119,15 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(
   if (options.device == "auto" && !impl->device.is_cuda()) {
     impl->device_name += " (CUDA not found)";
   }
+  impl->device_id = options.device_id;
+  if (impl->device_id.empty() && impl->device.is_cuda()) {
+    try {
+      impl->device_id = CudaDeviceUuid(impl->device.has_index() ? impl->device.index() : 0);
+    } catch (const c10::Error& e) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "device '", impl->device.str(), "': cannot read its UUID: ", e.what_without_backtrace()));
+    }
+  }
   if (options.intra_op_threads > 0) {
     torch::set_num_threads(options.intra_op_threads);
   }
@@ -124,6 +135,7 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(
 }
 
 std::string GpuExecutor::device_name() const { return impl_->device_name; }
+std::string GpuExecutor::device_id() const { return impl_->device_id; }
 
 absl::StatusOr<LoadParametersResponse> GpuExecutor::Load(
     const LoadParametersHeader& header,
@@ -168,6 +180,10 @@ absl::Status GpuExecutor::JoinGroup(const JoinGroupRequest& request) {
   if (request.store_port() <= 0 || request.store_port() > 65535) {
     return absl::InvalidArgumentError(absl::StrCat(
         "JoinGroupRequest.store_port ", request.store_port(), " is invalid"));
+  }
+  if (!request.backend().empty() && request.backend() != "gloo") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "JoinGroupRequest.backend '", request.backend(), "' is not empty or gloo"));
   }
   absl::MutexLock lock(&impl_->mu);
   absl::StatusOr<GpuSession*> session = impl_->jobs.Find(request.job_id());

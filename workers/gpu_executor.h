@@ -59,6 +59,10 @@ class GpuExecutor : public TaskExecutor {
     // Reference GPU of the roofline cost reported beside the measured time
     // (devices/gpu/roofline.h): v100, a100 or h100.
     std::string reference_gpu = "v100";
+    // The physical device's identity, which the worker registers with:
+    // empty takes a CUDA device's UUID (a CPU device has none: its own).
+    // Workers given the same id are treated as sharing one GPU.
+    std::string device_id;
   };
 
   static absl::StatusOr<std::unique_ptr<GpuExecutor>> Create(
@@ -66,6 +70,7 @@ class GpuExecutor : public TaskExecutor {
   ~GpuExecutor() override;
 
   std::string device_name() const override;
+  std::string device_id() const override;
 
   // Builds the job's model from header.model seeded with header.init_seed,
   // then overwrites parameters given in `parameters` (all or none).

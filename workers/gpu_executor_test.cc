@@ -308,5 +308,57 @@ TEST(GpuExecutorGlooTest, TwoRanksEqualOneWorkerOnCombinedBatch) {
   EXPECT_EQ(MaxRelDiff(Params(*ranks[0], "dp"), Params(*ranks[1], "dp")), 0.0);
 }
 
+TEST(GpuExecutorGlooTest, AFailedJoinLeavesTheWorkerServingTheNextJob) {
+  // A group whose store is gone (or, on a GPU, whose ranks NCCL refuses)
+  // fails the join with a status; the executor stays whole and trains the
+  // next job.
+  auto executor = *GpuExecutor::Create({});
+  ASSERT_TRUE(executor->Load(Header("doomed", 0.0), {}).ok());
+  int closed_port = 0;
+  {
+    auto store = RendezvousStore::Start("127.0.0.1");
+    ASSERT_TRUE(store.ok()) << store.status();
+    closed_port = (*store)->port();
+  }  // the store stops: nothing listens there now
+  JoinGroupRequest j;
+  j.set_job_id("doomed");
+  j.set_rank(1);
+  j.set_world_size(2);
+  j.set_store_host("127.0.0.1");
+  j.set_store_port(closed_port);
+  j.set_store_prefix("gone/");
+  j.set_timeout_s(1);
+  absl::Status joined = executor->JoinGroup(j);
+  EXPECT_FALSE(joined.ok());
+  EXPECT_NE(joined.message().find("JoinGroup"), std::string::npos) << joined;
+  EXPECT_EQ(executor->CollectiveBackend("doomed"), "");
+  ASSERT_TRUE(executor->Release("doomed").ok());
+  ASSERT_TRUE(executor->Load(Header("next", 0.0), {}).ok());
+  HostTensor x, y;
+  Batch(0, 4, &x, &y);
+  Step(*executor, "next", 0, x, y, 4);
+}
+
+TEST(GpuExecutorGlooTest, AnUnknownBackendIsRefusedNamingTheField) {
+  auto executor = *GpuExecutor::Create({});
+  ASSERT_TRUE(executor->Load(Header("b", 0.0), {}).ok());
+  JoinGroupRequest j;
+  j.set_job_id("b");
+  j.set_world_size(1);
+  j.set_store_host("127.0.0.1");
+  j.set_store_port(1);
+  j.set_backend("mpi");
+  absl::Status joined = executor->JoinGroup(j);
+  EXPECT_EQ(joined.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(joined.message().find("JoinGroupRequest.backend 'mpi'"), std::string::npos) << joined;
+}
+
+TEST(GpuExecutorDeviceTest, DeviceIdIsTheOneGivenElseNoneOnTheCpu) {
+  EXPECT_EQ((*GpuExecutor::Create({}))->device_id(), "");
+  GpuExecutor::Options options;
+  options.device_id = "one-gpu";
+  EXPECT_EQ((*GpuExecutor::Create(options))->device_id(), "one-gpu");
+}
+
 }  // namespace
 }  // namespace hpt

@@ -250,7 +250,9 @@ void JoinGpuGroup(GpuSession& session, const JoinGroupRequest& request,
   auto prefixed = c10::make_intrusive<c10d::PrefixStore>(request.store_prefix(), store);
   const std::chrono::milliseconds collective_timeout(static_cast<int64_t>(
       1000 * (request.collective_timeout_s() > 0 ? request.collective_timeout_s() : 15)));
-  if (device.is_cuda()) {
+  // NCCL on CUDA unless the coordinator asks for Gloo (ranks sharing one
+  // GPU: NCCL refuses them); Gloo's collectives take CUDA tensors too.
+  if (device.is_cuda() && request.backend() != "gloo") {
     session.group = MakeNcclGroup(prefixed, request.rank(), request.world_size(),
                                   device.has_index() ? device.index() : 0, collective_timeout);
   } else {

@@ -1,6 +1,9 @@
 #include "workers/nccl_group.h"
 
+#include <ATen/cuda/CUDAContext.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+
+#include <cstdio>
 
 namespace hpt {
 
@@ -15,6 +18,17 @@ c10::intrusive_ptr<c10d::Backend> MakeNcclGroup(
   // the first collective, so a bad peer shows up in JoinGroup.
   group->setBoundDeviceId(at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(device_index)));
   return group;
+}
+
+std::string CudaDeviceUuid(int device_index) {
+  const cudaDeviceProp* props = at::cuda::getDeviceProperties(device_index);
+  const auto* b = reinterpret_cast<const unsigned char*>(props->uuid.bytes);
+  char text[64];
+  std::snprintf(text, sizeof text,
+                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+                b[14], b[15]);
+  return text;
 }
 
 }  // namespace hpt

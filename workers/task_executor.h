@@ -21,6 +21,9 @@ namespace hpt {
 class TaskExecutor : public WorkerTasks {
  public:
   virtual std::string device_name() const = 0;
+  // The physical device it computes on, for the coordinator to tell which
+  // workers share one (a GPU's UUID); empty: a device of its own.
+  virtual std::string device_id() const { return ""; }
   virtual absl::StatusOr<LoadParametersResponse> Load(
       const LoadParametersHeader& header,
       std::map<std::string, HostTensor> parameters) = 0;

@@ -39,6 +39,11 @@ ABSL_FLAG(std::string, metrics, "127.0.0.1:0",
           "host:port for Prometheus /metrics; empty disables.");
 ABSL_FLAG(std::string, device, "auto", "LibTorch device: auto, cpu or cuda:N.");
 ABSL_FLAG(int, threads, 0, "LibTorch intra-op threads (0: LibTorch default).");
+ABSL_FLAG(std::string, device_id, "",
+          "gpu: the physical device's identity the worker registers with; empty: a CUDA "
+          "GPU's UUID (a CPU has none). Workers with the same id share one GPU: the "
+          "coordinator gives their data-parallel group Gloo, not NCCL. Set it on the CPU to "
+          "rehearse a one-GPU layout.");
 ABSL_FLAG(std::string, reference_gpu, "v100",
           "gpu: reference GPU of the roofline cost reported beside measured "
           "time (v100, a100, h100).");
@@ -80,6 +85,7 @@ absl::StatusOr<hpt::WorkerServer::Options> OptionsFromFlags() {
   options.executor.device = absl::GetFlag(FLAGS_device);
   options.executor.intra_op_threads = absl::GetFlag(FLAGS_threads);
   options.executor.reference_gpu = absl::GetFlag(FLAGS_reference_gpu);
+  options.executor.device_id = absl::GetFlag(FLAGS_device_id);
   return options;
 }
 

@@ -43,6 +43,7 @@ struct WorkerServer::Impl {
     request.set_kind(options.kind);
     request.set_name(options.name.empty() ? absl::StrCat(options.kind, "@", address)
                                           : options.name);
+    request.set_device_id(executor->device_id());
     return request;
   }
 

@@ -8,7 +8,8 @@ WorkerPool::WorkerPool(Options options) : options_(std::move(options)) {}
 
 absl::Status WorkerPool::Register(const std::string& address,
                                   const std::string& kind,
-                                  const std::string& name) {
+                                  const std::string& name,
+                                  const std::string& device_id) {
   if (address.empty()) {
     return absl::InvalidArgumentError("RegisterWorkerRequest.address is empty");
   }
@@ -21,6 +22,7 @@ absl::Status WorkerPool::Register(const std::string& address,
   e.address = address;
   e.kind = kind;
   e.name = name.empty() ? absl::StrCat(kind, "@", address) : name;
+  e.device_id = device_id;
   e.last_seen = options_.now();
   return absl::OkStatus();
 }

@@ -21,6 +21,9 @@ struct WorkerEntry {
   std::string address;
   std::string kind;
   std::string name;
+  // The physical device it computes on (RegisterWorkerRequest.device_id):
+  // GPU workers with the same one share a GPU. Empty: a device of its own.
+  std::string device_id;
   absl::Time last_seen;
   bool is_static = false;
   // A call to it failed with UNAVAILABLE at this time: out of the pool
@@ -39,7 +42,7 @@ class WorkerPool {
   explicit WorkerPool(Options options);
 
   absl::Status Register(const std::string& address, const std::string& kind,
-                        const std::string& name);
+                        const std::string& name, const std::string& device_id = "");
   void AddStatic(const std::string& address, const std::string& kind);
   // Takes a worker out of the pool at once (a call to it found it gone),
   // instead of after the liveness timeout; jobs placed later skip it.

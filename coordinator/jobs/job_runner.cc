@@ -227,6 +227,7 @@ JobRunner::Workers JobRunner::Connect(const std::string& job_id,
     WorkerClient* client = w.clients.back().get();
     if (e.kind == "gpu") {
       w.gpu.push_back(client);
+      w.gpu_devices.push_back(e.device_id);
     } else if (devices && e.kind == "reram") {
       w.reram.push_back(client);
     } else if (devices && e.kind == "systolic") {
@@ -348,6 +349,7 @@ JobRunner::AttemptEnd JobRunner::Attempt(const std::string& job_id, const JobSpe
   trainer_options.head_worker = workers.head;
   trainer_options.reram_workers = workers.reram;
   trainer_options.systolic_workers = workers.systolic;
+  trainer_options.gpu_devices = workers.gpu_devices;
   if (workers.gpu.size() > 1 && options_.rendezvous) {
     absl::StatusOr<RendezvousStore*> store = options_.rendezvous();
     if (!store.ok()) {

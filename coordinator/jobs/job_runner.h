@@ -71,6 +71,7 @@ class JobRunner {
     std::vector<WorkerEntry> entries;
     std::vector<std::unique_ptr<WorkerClient>> clients;
     std::vector<WorkerClient*> gpu, reram, systolic;
+    std::vector<std::string> gpu_devices;  // each GPU worker's device id
     WorkerClient* head = nullptr;
   };
 

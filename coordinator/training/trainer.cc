@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "common/tensor_codec.h"
 #include "coordinator/dispatch/for_each_worker.h"
@@ -28,6 +30,23 @@ absl::Status DivergenceCheck(double loss, int64_t step, double learning_rate) {
 }
 
 }  // namespace
+
+std::string SharedDeviceNote(const std::vector<std::string>& devices) {
+  std::map<std::string, std::vector<int>> ranks;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (!devices[i].empty()) ranks[devices[i]].push_back(int(i));
+  }
+  std::vector<std::string> shared;
+  for (const auto& [device, on] : ranks) {
+    if (on.size() > 1) {
+      shared.push_back(absl::StrCat("ranks ", absl::StrJoin(on, ", "), " share device ", device));
+    }
+  }
+  if (shared.empty()) return "";
+  return absl::StrCat(absl::StrJoin(shared, "; "),
+                      ": a Gloo group on their tensors, since NCCL refuses two ranks on one "
+                      "GPU (give each worker a GPU of its own for NCCL)");
+}
 
 Trainer::Trainer(std::string job_id, JobSpec spec, const WindowDataset* data,
                  std::vector<WorkerClient*> workers, Options options)
@@ -114,6 +133,8 @@ absl::Status Trainer::JoinGroups() {
   }
   const std::string prefix =
       absl::StrCat(job_id_, "/", absl::ToUnixNanos(absl::Now()), "/");
+  const std::string shared = SharedDeviceNote(options_.gpu_devices);
+  state_.hpt.set_group_note(shared);
   return ForEachWorker(workers_.size(), [&](size_t i) {
     JoinGroupRequest join;
     join.set_job_id(job_id_);
@@ -124,6 +145,7 @@ absl::Status Trainer::JoinGroups() {
     join.set_store_prefix(prefix);
     join.set_timeout_s(options_.join_timeout_s);
     join.set_collective_timeout_s(options_.collective_timeout_s);
+    if (!shared.empty()) join.set_backend("gloo");
     return workers_[i]->JoinGroup(join);
   });
 }

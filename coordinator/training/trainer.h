@@ -65,6 +65,11 @@ struct TrainedModel {
   std::map<std::string, HostTensor> parameters;
 };
 
+// Why a data-parallel group of GPU workers on `devices` (their device ids,
+// in rank order) is Gloo's: which ranks share a device. Empty when every
+// rank has a device of its own (the device's library then: NCCL on CUDA).
+std::string SharedDeviceNote(const std::vector<std::string>& devices);
+
 class Trainer {
  public:
   struct Options {
@@ -82,6 +87,10 @@ class Trainer {
     WorkerClient* head_worker = nullptr;
     // The LoRA phase's device workers (placements paper and reram_full).
     std::vector<WorkerClient*> reram_workers, systolic_workers;
+    // Each GPU worker's device id (WorkerEntry::device_id), in the order of
+    // the workers; empty or missing: a device of its own. Workers that
+    // share one form a Gloo group, never NCCL's.
+    std::vector<std::string> gpu_devices;
     // A checkpoint every this many steps (<= 0: none but the switch's);
     // each goes to on_checkpoint (unset: none are made).
     int64_t checkpoint_every = 0;

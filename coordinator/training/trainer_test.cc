@@ -8,6 +8,7 @@
 #include "data/synthetic.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "workers/rendezvous_store.h"
 
 namespace hpt {
 namespace {
@@ -214,6 +215,52 @@ TEST(TrainerTest, CancellationStopsAtAStepBoundary) {
   absl::Status status = trainer.Run();
   EXPECT_EQ(status.code(), absl::StatusCode::kCancelled);
   EXPECT_EQ(worker.learning_rates.size(), 2u);
+}
+
+TEST(TrainerTest, SharedDeviceNoteNamesTheRanksOfEachSharedDevice) {
+  EXPECT_EQ(SharedDeviceNote({}), "");
+  EXPECT_EQ(SharedDeviceNote({"gpu-A", "gpu-B"}), "");
+  EXPECT_EQ(SharedDeviceNote({"", ""}), "");  // unknown: devices of their own
+  EXPECT_THAT(SharedDeviceNote({"gpu-A", "gpu-B", "gpu-A"}),
+              HasSubstr("ranks 0, 2 share device gpu-A: a Gloo group"));
+}
+
+// Runs a two-worker job whose GPU workers are on `devices`; returns the
+// join requests both workers got and the job's last HpT status.
+void RunTwoRanks(const std::vector<std::string>& devices, JoinGroupRequest* join0,
+                 JoinGroupRequest* join1, HptStatus* hpt) {
+  WindowDataset data = Data(13);
+  FakeWorker w0("w0"), w1("w1");
+  absl::StatusOr<std::unique_ptr<RendezvousStore>> store = RendezvousStore::Start("127.0.0.1");
+  ASSERT_TRUE(store.ok()) << store.status();
+  Trainer::Options options;
+  options.rendezvous = store->get();
+  options.gpu_devices = devices;
+  options.on_progress = [&](const TrainerUpdate& u) { *hpt = u.hpt; };
+  Trainer trainer("job", Spec(1, 4, 2), &data, {&w0, &w1}, options);
+  absl::Status ran = trainer.Run();
+  ASSERT_TRUE(ran.ok()) << ran;
+  *join0 = w0.join;
+  *join1 = w1.join;
+}
+
+TEST(TrainerTest, RanksSharingOneGpuJoinAGlooGroupAndTheReportSaysWhy) {
+  JoinGroupRequest j0, j1;
+  HptStatus hpt;
+  RunTwoRanks({"GPU-0000", "GPU-0000"}, &j0, &j1, &hpt);
+  EXPECT_EQ(j0.backend(), "gloo");
+  EXPECT_EQ(j1.backend(), "gloo");
+  EXPECT_EQ(j0.world_size(), 2);
+  EXPECT_THAT(hpt.group_note(), HasSubstr("ranks 0, 1 share device GPU-0000"));
+}
+
+TEST(TrainerTest, RanksOnGpusOfTheirOwnJoinTheDevicesOwnLibrary) {
+  JoinGroupRequest j0, j1;
+  HptStatus hpt;
+  RunTwoRanks({"GPU-0000", "GPU-1111"}, &j0, &j1, &hpt);
+  EXPECT_EQ(j0.backend(), "");
+  EXPECT_EQ(j1.backend(), "");
+  EXPECT_EQ(hpt.group_note(), "");
 }
 
 }  // namespace
