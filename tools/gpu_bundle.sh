@@ -71,7 +71,7 @@ for b in "${binaries[@]}"; do
 done
 # devices/blas.cc opens OpenBLAS by name at run time (libblas.so.3), so ldd
 # does not list it: the library the alternative points at, and its own.
-blas=$(ldconfig -p | awk '/libblas\.so\.3 / { print $NF; exit }')
+blas=$("$(command -v ldconfig || echo /sbin/ldconfig)" -p | awk '/libblas\.so\.3 / { print $NF; exit }')
 if [ -n "$blas" ]; then
   cp -L "$blas" "$stage/hpt/lib/libblas.so.3"
   copy_libraries "$blas"

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
 #include "common/tensor_codec.h"
@@ -207,9 +208,14 @@ absl::StatusOr<ForwardResponse> GpuExecutor::Forward(
   absl::StatusOr<GpuSession*> found = impl_->jobs.Find(request.key().job_id());
   if (!found.ok()) return found.status();
   GpuSession& session = **found;
+  // The task's shape: what its ops depend on.
+  const std::string shape = absl::StrCat(
+      "forward ", absl::StrJoin(request.inputs().shape(), "x"), request.train() ? " train" : "",
+      request.targets().shape_size() > 0 ? " targets" : "",
+      request.return_outputs() ? " outputs" : "");
   return Guarded("Forward", [&]() -> absl::StatusOr<ForwardResponse> {
     const auto start = Clock::now();
-    KernelRecorder recorder;
+    std::unique_ptr<KernelRecorder> recorder = session.kernels.Begin(shape);
     absl::StatusOr<torch::Tensor> inputs =
         DecodeBatch(request.inputs(), "ForwardRequest.inputs",
                     session.config.input_features(), impl_->device);
@@ -278,7 +284,7 @@ absl::StatusOr<ForwardResponse> GpuExecutor::Forward(
       session.last_batch = batch;
       session.last_tokens = inputs->size(1);
     }
-    impl_->Cost(recorder.Finish(), start, response.mutable_cost());
+    impl_->Cost(session.kernels.End(shape, std::move(recorder)), start, response.mutable_cost());
     return response;
   });
 }
@@ -303,9 +309,12 @@ absl::StatusOr<BackwardResponse> GpuExecutor::Backward(
         "BackwardRequest.global_batch_size ", global_batch,
         " is smaller than this micro-batch (", pending.batch, ")"));
   }
+  const std::string shape =
+      absl::StrCat("backward ", pending.batch, pending.output.defined() ? " encoder" : " loss",
+                   session.group ? " allreduce" : "");
   return Guarded("Backward", [&]() -> absl::StatusOr<BackwardResponse> {
     const auto start = Clock::now();
-    KernelRecorder recorder;
+    std::unique_ptr<KernelRecorder> recorder = session.kernels.Begin(shape);
     if (pending.output.defined()) {
       absl::StatusOr<HostTensor> grad =
           FromProto(request.grad_output(), "BackwardRequest.grad_output");
@@ -351,7 +360,7 @@ absl::StatusOr<BackwardResponse> GpuExecutor::Backward(
     impl_->Sync();
     BackwardResponse response;
     response.set_grad_norm(std::sqrt(sum_sq));
-    impl_->Cost(recorder.Finish(), start, response.mutable_cost());
+    impl_->Cost(session.kernels.End(shape, std::move(recorder)), start, response.mutable_cost());
     session.tasks.Answer(request.key(), response);
     return response;
   });
@@ -372,8 +381,15 @@ absl::StatusOr<ApplyUpdateResponse> GpuExecutor::ApplyUpdate(
     return response;
   }
   return Guarded("ApplyUpdate", [&]() -> absl::StatusOr<ApplyUpdateResponse> {
+    std::vector<int64_t> stepped;
+    for (const auto& group : session.optimizer->param_groups()) {
+      for (const torch::Tensor& p : group.params()) {
+        if (p.grad().defined()) stepped.push_back(p.numel());
+      }
+    }
+    const std::string shape = absl::StrCat("update ", absl::StrJoin(stepped, ","));
     const auto start = Clock::now();
-    KernelRecorder recorder;
+    std::unique_ptr<KernelRecorder> recorder = session.kernels.Begin(shape);
     for (auto& group : session.optimizer->param_groups()) {
       if (session.optimizer_type == ADAMW) {
         static_cast<torch::optim::AdamWOptions&>(group.options())
@@ -383,18 +399,13 @@ absl::StatusOr<ApplyUpdateResponse> GpuExecutor::ApplyUpdate(
             .lr(request.learning_rate());
       }
     }
-    std::vector<int64_t> stepped;
-    for (const auto& group : session.optimizer->param_groups()) {
-      for (const torch::Tensor& p : group.params()) {
-        if (p.grad().defined()) stepped.push_back(p.numel());
-      }
-    }
     session.optimizer->step();
     session.optimizer->zero_grad();
     session.tasks.Apply(request.step());
     impl_->Sync();
     response.set_applied(true);
-    impl_->Cost(recorder.Finish(), start, response.mutable_cost(), stepped);
+    impl_->Cost(session.kernels.End(shape, std::move(recorder)), start, response.mutable_cost(),
+                stepped);
     return response;
   });
 }

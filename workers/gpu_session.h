@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "workers/kernel_recorder.h"
 #include "common/host_tensor.h"
 #include "models/st_transformer.h"
 #include "proto/worker_service.pb.h"
@@ -38,6 +39,7 @@ struct GpuSession {
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   OptimizerType optimizer_type = ADAM;
   TaskBook<GpuPending> tasks;
+  KernelMemo kernels;  // the job's recorded kernels by task shape
   bool encoder_only = false;
   int64_t last_batch = 0, last_tokens = 0;  // of the last train forward
   // Attention projection weights at the job's first load: the reference of

@@ -185,4 +185,22 @@ std::vector<GpuKernel> KernelRecorder::Finish() {
   return kernels;
 }
 
+std::unique_ptr<KernelRecorder> KernelMemo::Begin(const std::string& key) const {
+  return recorded(key) < 2 ? std::make_unique<KernelRecorder>() : nullptr;
+}
+
+std::vector<GpuKernel> KernelMemo::End(const std::string& key,
+                                       std::unique_ptr<KernelRecorder> recorder) {
+  Shape& shape = shapes_[key];
+  if (recorder == nullptr) return shape.kernels;
+  shape.kernels = recorder->Finish();
+  ++shape.recorded;
+  return shape.kernels;
+}
+
+int KernelMemo::recorded(const std::string& key) const {
+  auto it = shapes_.find(key);
+  return it == shapes_.end() ? 0 : it->second.recorded;
+}
+
 }  // namespace hpt

@@ -145,5 +145,32 @@ TEST(KernelRecorderThreadsTest, RecordersOnTwoThreadsEachSeeTheirOwnOps) {
   EXPECT_EQ(products(b), 3);
 }
 
+// A task shape is recorded twice, then its kernels are recalled: the third
+// and later tasks of that shape run no recorder. Adam's first step (it makes
+// its moments) records more kernels than its second, which the memo keeps.
+TEST(KernelMemoTest, RecordsEachShapeTwiceThenRecallsTheSecond) {
+  torch::manual_seed(0);
+  torch::nn::Linear layer(16, 8);
+  torch::optim::Adam adam(layer->parameters(), torch::optim::AdamOptions(1e-3));
+  KernelMemo memo;
+  std::vector<size_t> counts;
+  std::vector<bool> recorded;
+  for (int step = 0; step < 4; ++step) {
+    torch::Tensor loss = layer(torch::randn({4, 16})).pow(2).mean();
+    loss.backward();
+    std::unique_ptr<KernelRecorder> recorder = memo.Begin("update");
+    recorded.push_back(recorder != nullptr);
+    adam.step();
+    adam.zero_grad();
+    counts.push_back(memo.End("update", std::move(recorder)).size());
+  }
+  EXPECT_EQ(recorded, (std::vector<bool>{true, true, false, false}));
+  EXPECT_EQ(memo.recorded("update"), 2);
+  EXPECT_GT(counts[0], counts[1]);  // the moments made on the first step
+  EXPECT_EQ(counts[2], counts[1]);
+  EXPECT_EQ(counts[3], counts[1]);
+  EXPECT_EQ(memo.recorded("forward [4, 16]"), 0);
+}
+
 }  // namespace
 }  // namespace hpt
