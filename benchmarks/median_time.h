@@ -1,5 +1,5 @@
 // The benchmarks' timer: the median wall time of `repeats` calls of `fn`
-// after one warm-up call.
+// after one warm-up call; and the median of timings taken otherwise.
 #ifndef HPT_BENCHMARKS_MEDIAN_TIME_H_
 #define HPT_BENCHMARKS_MEDIAN_TIME_H_
 
@@ -8,6 +8,12 @@
 #include <vector>
 
 namespace hpt {
+
+// The median of `v` (the mean of the middle two for an even count).
+inline double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
 
 template <typename Fn>
 double MedianSeconds(int repeats, Fn fn) {

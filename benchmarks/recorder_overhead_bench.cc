@@ -14,6 +14,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "benchmarks/median_time.h"
 #include "models/model_config.h"
 #include "models/st_transformer.h"
 #include "workers/kernel_recorder.h"
@@ -27,11 +28,6 @@ ABSL_FLAG(int, threads, 0, "LibTorch threads (0: default).");
 
 namespace hpt {
 namespace {
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
 
 int Main() {
   if (absl::GetFlag(FLAGS_threads) > 0) torch::set_num_threads(absl::GetFlag(FLAGS_threads));

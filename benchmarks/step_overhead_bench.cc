@@ -16,6 +16,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "benchmarks/median_time.h"
 #include "common/process_setup.h"
 #include "common/test_util.h"
 #include "coordinator/dispatch/grpc_worker_client.h"
@@ -36,12 +37,6 @@ ABSL_FLAG(std::string, worker_binary, "workers/hpt_worker",
 
 namespace hpt {
 namespace {
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2]
-                      : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
 
 // The baseline: the same steps in this process, plain LibTorch; each
 // step's seconds, step 0 (warm-up) left out.

@@ -52,34 +52,70 @@ TEST(CudaSupportTest, CudaIsAvailableExactlyWhereAGpuIs) {
   }
 }
 
+// Processes started for one test, stopped with it: a coordinator, then
+// workers registering with it, then hptctl against it.
+class Cluster {
+ public:
+  explicit Cluster(const std::string& name) : dir_(testing::MakeTempDir(name)) {}
+
+  // Starts the coordinator (`flags` added); false, with the failure
+  // recorded, where it does not start.
+  bool StartCoordinator(const std::vector<std::string>& flags) {
+    std::vector<std::string> argv = {RunfilePath("coordinator/hpt_coordinator"),
+                                     "--listen=127.0.0.1:0", "--metrics=127.0.0.1:0",
+                                     "--port_file=" + dir_ + "/coordinator.port"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    auto started = ChildProcess::Start(argv, dir_ + "/coordinator.log");
+    EXPECT_TRUE(started.ok()) << started.status();
+    if (!started.ok()) return false;
+    processes_.push_back(std::move(*started));
+    auto ports = testing::WaitForPortFile(dir_ + "/coordinator.port", processes_.back(),
+                                          absl::Seconds(60));
+    EXPECT_TRUE(ports.ok()) << ports.status();
+    if (ports.ok()) port_ = ports->grpc;
+    return ports.ok();
+  }
+
+  // Starts a worker named `name` (its log and port file) with `flags`.
+  bool StartWorker(const std::string& name, const std::vector<std::string>& flags) {
+    std::vector<std::string> argv = {RunfilePath("workers/hpt_worker"), "--listen=127.0.0.1:0",
+                                     "--metrics=127.0.0.1:0",
+                                     absl::StrCat("--coordinator=127.0.0.1:", port_),
+                                     "--port_file=" + dir_ + "/" + name + ".port"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    auto started = ChildProcess::Start(argv, dir_ + "/" + name + ".log");
+    EXPECT_TRUE(started.ok()) << started.status();
+    if (!started.ok()) return false;
+    processes_.push_back(std::move(*started));
+    auto ports = testing::WaitForPortFile(dir_ + "/" + name + ".port", processes_.back(),
+                                          absl::Seconds(60));
+    EXPECT_TRUE(ports.ok()) << ports.status();
+    return ports.ok();
+  }
+
+  // hptctl against the coordinator with `args`.
+  testing::CommandResult Hptctl(const std::string& args) {
+    return RunCommand(absl::StrCat(RunfilePath("hptctl/hptctl"), " --coordinator=127.0.0.1:",
+                                   port_, " ", args));
+  }
+
+ private:
+  std::string dir_;
+  std::vector<ChildProcess> processes_;
+  int port_ = 0;
+};
+
 // A coordinator, one GPU worker on `device` and hptctl: a tiny job runs
 // full-parameter to its end. Returns hptctl's output.
 std::string RunJobEndToEnd(const std::string& device) {
-  const std::string dir = testing::MakeTempDir("cuda");
-  auto coordinator = ChildProcess::Start(
-      {RunfilePath("coordinator/hpt_coordinator"), "--listen=127.0.0.1:0",
-       "--metrics=127.0.0.1:0", "--port_file=" + dir + "/coordinator.port",
-       "--state_dir=" + dir + "/state"},
-      dir + "/coordinator.log");
-  EXPECT_TRUE(coordinator.ok()) << coordinator.status();
-  if (!coordinator.ok()) return "";
-  auto ports = testing::WaitForPortFile(dir + "/coordinator.port", *coordinator,
-                                        absl::Seconds(60));
-  EXPECT_TRUE(ports.ok()) << ports.status();
-  if (!ports.ok()) return "";
-  auto worker = ChildProcess::Start(
-      {RunfilePath("workers/hpt_worker"), "--kind=gpu", "--device=" + device,
-       "--listen=127.0.0.1:0", "--metrics=127.0.0.1:0",
-       absl::StrCat("--coordinator=127.0.0.1:", ports->grpc),
-       "--port_file=" + dir + "/worker.port"},
-      dir + "/worker.log");
-  EXPECT_TRUE(worker.ok()) << worker.status();
-  if (!worker.ok()) return "";
-  EXPECT_TRUE(testing::WaitForPortFile(dir + "/worker.port", *worker, absl::Seconds(60)).ok());
-  auto result = RunCommand(absl::StrCat(
-      RunfilePath("hptctl/hptctl"), " --coordinator=127.0.0.1:", ports->grpc,
-      " submit --name=cuda-smoke --preset=tiny --epochs=2 --stations=8 --time_steps=256"
-      " --mode=full --watch"));
+  Cluster cluster("cuda");
+  if (!cluster.StartCoordinator({"--no_state"}) ||
+      !cluster.StartWorker("worker", {"--kind=gpu", "--device=" + device})) {
+    return "";
+  }
+  auto result = cluster.Hptctl(
+      "submit --name=cuda-smoke --preset=tiny --epochs=2 --stations=8 --time_steps=256"
+      " --mode=full --watch");
   EXPECT_EQ(result.exit_code, 0) << result.output;
   EXPECT_THAT(result.output, HasSubstr("): succeeded"));
   return result.output;
@@ -101,44 +137,22 @@ TEST(CudaSmokeTest, CpuTwinAJobRunsEndToEndOnTheCpu) {
 // `extra` flags), a ReRAM and a systolic worker; the demo's HpT job with
 // both GPU workers data-parallel. Returns the job's report.
 std::string RunDemoLayout(const std::string& device, const std::vector<std::string>& extra) {
-  const std::string dir = testing::MakeTempDir("one-gpu");
-  auto coordinator = ChildProcess::Start(
-      {RunfilePath("coordinator/hpt_coordinator"), "--listen=127.0.0.1:0", "--metrics=",
-       "--http=", "--port_file=" + dir + "/coordinator.port", "--no_state"},
-      dir + "/coordinator.log");
-  EXPECT_TRUE(coordinator.ok()) << coordinator.status();
-  if (!coordinator.ok()) return "";
-  auto ports = testing::WaitForPortFile(dir + "/coordinator.port", *coordinator,
-                                        absl::Seconds(60));
-  EXPECT_TRUE(ports.ok()) << ports.status();
-  if (!ports.ok()) return "";
-  const std::string at = absl::StrCat("--coordinator=127.0.0.1:", ports->grpc);
-  std::vector<ChildProcess> workers;
-  for (const std::string name : {"gpu0", "gpu1", "reram", "systolic"}) {
-    const bool gpu = name.rfind("gpu", 0) == 0;
-    std::vector<std::string> argv = {RunfilePath("workers/hpt_worker"),
-                                     gpu ? "--kind=gpu" : "--kind=" + name,
-                                     "--listen=127.0.0.1:0", "--metrics=", "--threads=1", at,
-                                     "--port_file=" + dir + "/" + name + ".port"};
-    if (gpu) {
-      argv.push_back("--device=" + device);
-      argv.insert(argv.end(), extra.begin(), extra.end());
-    }
-    auto worker = ChildProcess::Start(argv, dir + "/" + name + ".log");
-    EXPECT_TRUE(worker.ok()) << worker.status();
-    if (!worker.ok()) return "";
-    EXPECT_TRUE(
-        testing::WaitForPortFile(dir + "/" + name + ".port", *worker, absl::Seconds(60)).ok());
-    workers.push_back(std::move(*worker));
+  Cluster cluster("one-gpu");
+  if (!cluster.StartCoordinator({"--no_state", "--http="})) return "";
+  std::vector<std::string> gpu = {"--kind=gpu", "--threads=1", "--device=" + device};
+  gpu.insert(gpu.end(), extra.begin(), extra.end());
+  if (!cluster.StartWorker("gpu0", gpu) || !cluster.StartWorker("gpu1", gpu) ||
+      !cluster.StartWorker("reram", {"--kind=reram"}) ||
+      !cluster.StartWorker("systolic", {"--kind=systolic"})) {
+    return "";
   }
-  const std::string ctl = absl::StrCat(RunfilePath("hptctl/hptctl"), " ", at);
-  auto submitted = RunCommand(
-      ctl + " submit --name=one-gpu --preset=tiny --stations=16 --time_steps=512 --epochs=3"
-            " --batch_size=16 --lr=0.002 --gpu_workers=2 --check_window_steps=5"
-            " --loss_threshold=0.5 --weight_threshold=0.5 --lora_rank=4 --watch");
+  auto submitted = cluster.Hptctl(
+      "submit --name=one-gpu --preset=tiny --stations=16 --time_steps=512 --epochs=3"
+      " --batch_size=16 --lr=0.002 --gpu_workers=2 --check_window_steps=5"
+      " --loss_threshold=0.5 --weight_threshold=0.5 --lora_rank=4 --watch");
   EXPECT_EQ(submitted.exit_code, 0) << submitted.output;
   EXPECT_THAT(submitted.output, HasSubstr("): succeeded"));
-  auto report = RunCommand(ctl + " report job-000001");
+  auto report = cluster.Hptctl("report job-000001");
   EXPECT_EQ(report.exit_code, 0) << report.output;
   return report.output;
 }
