@@ -2,7 +2,7 @@
 // real worker process over gRPC, divided by the same step taken in one
 // process with plain LibTorch, both measured in this run.
 //
-//   bazel run //benchmarks:step_overhead_bench -- --preset=wind --batch=32
+//   bazel run //benchmarks:step_overhead_bench -- --preset=wind --batch=32 [--device=cuda:0]
 //
 // Data: synthetic series shaped like the wind set (57 stations, 12-step
 // window); step time does not depend on the values.
@@ -32,6 +32,8 @@ ABSL_FLAG(int, stations, 57, "Tokens per sample (wind: 57 stations).");
 ABSL_FLAG(int, input_steps, 12, "Input steps per sample (wind: 12).");
 ABSL_FLAG(int, steps, 5, "Timed steps per side (after one warm-up step).");
 ABSL_FLAG(int, threads, 0, "LibTorch threads on both sides (0: default).");
+ABSL_FLAG(std::string, device, "cpu",
+          "Where both sides run: cpu or cuda:N (the worker gets --device too).");
 ABSL_FLAG(std::string, worker_binary, "workers/hpt_worker",
           "Path of hpt_worker (default: from this target's runfiles).");
 
@@ -41,10 +43,12 @@ namespace {
 // The baseline: the same steps in this process, plain LibTorch; each
 // step's seconds, step 0 (warm-up) left out.
 std::vector<double> RunLocal(const ModelConfig& config, const JobSpec& spec,
-                             const WindowDataset& data, int steps, int batch) {
+                             const WindowDataset& data, int steps, int batch,
+                             const torch::Device& device) {
   std::vector<double> local;
   torch::manual_seed(spec.training().seed());
   SpatioTemporalTransformer model(config);
+  model->to(device);
   torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
   model->train();
   for (int s = 0; s <= steps; ++s) {
@@ -53,12 +57,14 @@ std::vector<double> RunLocal(const ModelConfig& config, const JobSpec& spec,
     HostTensor x, y;
     data.Gather(data.train_starts(), idx, &x, &y);
     const auto start = std::chrono::steady_clock::now();
-    torch::Tensor tx = torch::from_blob(x.data.data(), x.shape).clone();
-    torch::Tensor ty = torch::from_blob(y.data.data(), y.shape).clone();
+    torch::Tensor tx = torch::from_blob(x.data.data(), x.shape).to(device, /*non_blocking=*/false, /*copy=*/true);
+    torch::Tensor ty = torch::from_blob(y.data.data(), y.shape).to(device, /*non_blocking=*/false, /*copy=*/true);
     torch::Tensor loss = torch::mse_loss(model->forward(tx), ty);
     loss.backward();
     adam.step();
     adam.zero_grad();
+    // The step's kernels finish before it is timed (the worker's do too).
+    if (device.is_cuda()) loss.item<float>();
     const double t = std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - start).count();
     if (s > 0) local.push_back(t);  // step 0 warms up
@@ -101,12 +107,14 @@ int Main() {
 
   // Timed before and after the distributed run; the faster median is the
   // baseline, so warm-up effects cannot flatter the ratio.
-  auto run_local = [&]() { return RunLocal(config, spec, data, steps, batch); };
+  const torch::Device device(absl::GetFlag(FLAGS_device));
+  auto run_local = [&]() { return RunLocal(config, spec, data, steps, batch, device); };
   const std::vector<double> local_before = run_local();
 
   // Through the coordinator's trainer and a real worker process.
   std::vector<std::string> argv = {absl::GetFlag(FLAGS_worker_binary),
                                    "--listen=127.0.0.1:0", "--metrics=",
+                                   "--device=" + absl::GetFlag(FLAGS_device),
                                    "--port_file=/tmp/hpt_bench_worker.port"};
   if (absl::GetFlag(FLAGS_threads) > 0) {
     argv.push_back(absl::StrCat("--threads=", absl::GetFlag(FLAGS_threads)));
