@@ -71,7 +71,9 @@ for b in "${binaries[@]}"; do
 done
 # devices/blas.cc opens OpenBLAS by name at run time (libblas.so.3), so ldd
 # does not list it: the library the alternative points at, and its own.
-blas=$("$(command -v ldconfig || echo /sbin/ldconfig)" -p | awk '/libblas\.so\.3 / { print $NF; exit }')
+# (awk reads to the end: stopping at the first match would kill ldconfig
+# with SIGPIPE, which pipefail turns into this script's exit 141.)
+blas=$("$(command -v ldconfig || echo /sbin/ldconfig)" -p | awk '/libblas\.so\.3 / && !found { print $NF; found = 1 }')
 if [ -n "$blas" ]; then
   cp -L "$blas" "$stage/hpt/lib/libblas.so.3"
   copy_libraries "$blas"
