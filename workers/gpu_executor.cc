@@ -202,17 +202,25 @@ std::string GpuExecutor::CollectiveBackend(const std::string& job_id) const {
   return session->group->getBackendName();
 }
 
+namespace {
+
+// A forward's shape (KernelMemo): what its ops depend on.
+std::string ForwardShape(const ForwardRequest& request) {
+  return absl::StrCat("forward ", absl::StrJoin(request.inputs().shape(), "x"),
+                      request.train() ? " train" : "",
+                      request.targets().shape_size() > 0 ? " targets" : "",
+                      request.return_outputs() ? " outputs" : "");
+}
+
+}  // namespace
+
 absl::StatusOr<ForwardResponse> GpuExecutor::Forward(
     const ForwardRequest& request) {
   absl::MutexLock lock(&impl_->mu);
   absl::StatusOr<GpuSession*> found = impl_->jobs.Find(request.key().job_id());
   if (!found.ok()) return found.status();
   GpuSession& session = **found;
-  // The task's shape: what its ops depend on.
-  const std::string shape = absl::StrCat(
-      "forward ", absl::StrJoin(request.inputs().shape(), "x"), request.train() ? " train" : "",
-      request.targets().shape_size() > 0 ? " targets" : "",
-      request.return_outputs() ? " outputs" : "");
+  const std::string shape = ForwardShape(request);
   return Guarded("Forward", [&]() -> absl::StatusOr<ForwardResponse> {
     const auto start = Clock::now();
     std::unique_ptr<KernelRecorder> recorder = session.kernels.Begin(shape);
