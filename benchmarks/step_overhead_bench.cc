@@ -57,8 +57,11 @@ std::vector<double> RunLocal(const ModelConfig& config, const JobSpec& spec,
     HostTensor x, y;
     data.Gather(data.train_starts(), idx, &x, &y);
     const auto start = std::chrono::steady_clock::now();
-    torch::Tensor tx = torch::from_blob(x.data.data(), x.shape).to(device, /*non_blocking=*/false, /*copy=*/true);
-    torch::Tensor ty = torch::from_blob(y.data.data(), y.shape).to(device, /*non_blocking=*/false, /*copy=*/true);
+    // A copy, as the worker makes of each batch it is sent.
+    torch::Tensor tx =
+        torch::from_blob(x.data.data(), x.shape).to(device, /*non_blocking=*/false, /*copy=*/true);
+    torch::Tensor ty =
+        torch::from_blob(y.data.data(), y.shape).to(device, /*non_blocking=*/false, /*copy=*/true);
     torch::Tensor loss = torch::mse_loss(model->forward(tx), ty);
     loss.backward();
     adam.step();

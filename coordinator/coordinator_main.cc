@@ -176,7 +176,6 @@ absl::StatusOr<std::unique_ptr<hpt::PagesServer>> StartPages(
   return nullptr;
 }
 
-
 }  // namespace
 
 int main(int argc, char** argv) {

@@ -246,9 +246,8 @@ int CostCommand(JobService::Stub& stub, const std::string& command, const std::s
 
 // grpc.health.v1 Check of `service` at --coordinator (any of the
 // project's servers): prints the status; exit 0 only when SERVING.
-int HealthCommand(const std::string& service, const TlsCredentials& tls) {
-  auto stub =
-      grpc::health::v1::Health::NewStub(MakeChannel(absl::GetFlag(FLAGS_coordinator), tls));
+int HealthCommand(const std::string& service, const std::shared_ptr<grpc::Channel>& channel) {
+  auto stub = grpc::health::v1::Health::NewStub(channel);
   grpc::ClientContext context;
   SetDeadline(&context);
   grpc::health::v1::HealthCheckRequest request;
@@ -261,7 +260,7 @@ int HealthCommand(const std::string& service, const TlsCredentials& tls) {
             << std::endl;
   // The coordinator's warnings about how it serves (a worker has none).
   if (service == JobService::service_full_name()) {
-    auto jobs = JobService::NewStub(MakeChannel(absl::GetFlag(FLAGS_coordinator), tls));
+    auto jobs = JobService::NewStub(channel);
     grpc::ClientContext info_context;
     SetDeadline(&info_context);
     ServerInfo info;
@@ -282,7 +281,9 @@ int Run(const std::vector<char*>& args, const TlsCredentials& tls) {
       !address.ok()) {
     return Usage(std::string(address.status().message()));
   }
-  auto stub = JobService::NewStub(MakeChannel(absl::GetFlag(FLAGS_coordinator), tls));
+  const std::shared_ptr<grpc::Channel> channel =
+      MakeChannel(absl::GetFlag(FLAGS_coordinator), tls);
+  auto stub = JobService::NewStub(channel);
   auto need_job = [&]() -> std::string {
     return args.size() >= 3 ? std::string(args[2]) : std::string();
   };
@@ -340,7 +341,9 @@ int Run(const std::vector<char*>& args, const TlsCredentials& tls) {
     }
     return absl::GetFlag(FLAGS_watch) ? Watch(*stub, job.job_id()) : kExitOk;
   }
-  if (command == "health") return HealthCommand(args.size() >= 3 ? args[2] : "hpt.JobService", tls);
+  if (command == "health") {
+    return HealthCommand(args.size() >= 3 ? args[2] : "hpt.JobService", channel);
+  }
   if (command == "report") {
     if (absl::GetFlag(FLAGS_format) == "html") return CostCommand(*stub, "report-html", need_job());
     return ReportCommand(*stub, need_job());

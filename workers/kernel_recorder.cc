@@ -189,8 +189,8 @@ std::unique_ptr<KernelRecorder> KernelMemo::Begin(const std::string& key) const 
   return recorded(key) < 2 ? std::make_unique<KernelRecorder>() : nullptr;
 }
 
-std::vector<GpuKernel> KernelMemo::End(const std::string& key,
-                                       std::unique_ptr<KernelRecorder> recorder) {
+const std::vector<GpuKernel>& KernelMemo::End(const std::string& key,
+                                              std::unique_ptr<KernelRecorder> recorder) {
   Shape& shape = shapes_[key];
   if (recorder == nullptr) return shape.kernels;
   shape.kernels = recorder->Finish();

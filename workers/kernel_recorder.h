@@ -57,8 +57,9 @@ class KernelMemo {
   // kernels are known.
   std::unique_ptr<KernelRecorder> Begin(const std::string& key) const;
   // The task's kernels: `recorder`'s, remembered for `key`, or (null) the
-  // remembered ones.
-  std::vector<GpuKernel> End(const std::string& key, std::unique_ptr<KernelRecorder> recorder);
+  // remembered ones; valid until the next End of `key`.
+  const std::vector<GpuKernel>& End(const std::string& key,
+                                    std::unique_ptr<KernelRecorder> recorder);
   // Tasks of `key` recorded so far (at most 2).
   int recorded(const std::string& key) const;
 

@@ -27,30 +27,6 @@ absl::Status InField(const char* field, const absl::Status& status) {
   return absl::InvalidArgumentError(message);
 }
 
-// The file a data source reads, and the spec field that names it.
-struct SourceFile {
-  const char* field = "";  // empty: the source reads no file
-  std::string path;
-  bool directory = false;
-};
-
-SourceFile SourceFileOf(const DataSpec& spec) {
-  switch (spec.source_case()) {
-    case DataSpec::kWeather:
-      return {"data.weather", spec.weather().dir(), /*directory=*/true};
-    case DataSpec::kSwe:
-      return {"data.swe", spec.swe().stations_csv()};
-    case DataSpec::kCovid:
-      return {"data.covid", spec.covid().path()};
-    case DataSpec::kCsv:
-      return {"data.csv", spec.csv().path()};
-    case DataSpec::kSynthetic:
-    case DataSpec::SOURCE_NOT_SET:
-      break;
-  }
-  return {};
-}
-
 // Each source's loader: the series into `series`, its train and test rows
 // into `windows`, what was loaded into `summary`.
 using Loader = absl::Status (*)(const DataSpec&, const DataLimits&, TimeSeriesMatrix* series,
@@ -169,30 +145,41 @@ absl::Status LoadCsv(const DataSpec& spec, const DataLimits& limits, TimeSeriesM
   return absl::OkStatus();
 }
 
-Loader LoaderOf(const DataSpec& spec) {
+// One data source: the file it reads and the spec field that names it
+// (field empty: it reads none), and its loader. The path check and the load
+// both start here.
+struct DataSource {
+  const char* field = "";
+  std::string path;
+  bool directory = false;
+  Loader load = LoadCsv;
+};
+
+DataSource SourceOf(const DataSpec& spec) {
   switch (spec.source_case()) {
     case DataSpec::kSynthetic:
-      return LoadSynthetic;
+      return {"", "", false, LoadSynthetic};
     case DataSpec::kWeather:
-      return LoadWeather;
+      return {"data.weather", spec.weather().dir(), /*directory=*/true, LoadWeather};
     case DataSpec::kSwe:
-      return LoadSwe;
+      return {"data.swe", spec.swe().stations_csv(), false, LoadSwe};
     case DataSpec::kCovid:
-      return LoadCovid;
+      return {"data.covid", spec.covid().path(), false, LoadCovid};
     case DataSpec::kCsv:
+      return {"data.csv", spec.csv().path(), false, LoadCsv};
     case DataSpec::SOURCE_NOT_SET:  // normalisation gives every spec a source
       break;
   }
-  return LoadCsv;
+  return {};
 }
 
 }  // namespace
 
 absl::Status CheckJobDataPaths(const DataSpec& spec, const DataLimits& limits) {
-  const SourceFile file = SourceFileOf(spec);
-  if (*file.field == '\0') return absl::OkStatus();  // synthetic: no file
-  absl::StatusOr<std::string> resolved = ResolveDataPath(file.path, limits, file.directory);
-  return resolved.ok() ? absl::OkStatus() : InField(file.field, resolved.status());
+  const DataSource source = SourceOf(spec);
+  if (*source.field == '\0') return absl::OkStatus();  // synthetic: no file
+  absl::StatusOr<std::string> resolved = ResolveDataPath(source.path, limits, source.directory);
+  return resolved.ok() ? absl::OkStatus() : InField(source.field, resolved.status());
 }
 
 absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec, DataSummary* summary,
@@ -204,7 +191,7 @@ absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec, DataSummary* su
   WindowOptions windows;
   windows.input_steps = spec.input_steps();
   windows.horizon = spec.horizon();
-  RETURN_IF_ERROR(LoaderOf(spec)(spec, limits, &series, &windows, summary));
+  RETURN_IF_ERROR(SourceOf(spec).load(spec, limits, &series, &windows, summary));
   summary->set_rows(series.rows);
   summary->set_columns(series.columns);
   return WindowDataset::Create(std::move(series), windows);
