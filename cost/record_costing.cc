@@ -195,7 +195,7 @@ const DeviceCostConfig& RecordCosting::DeviceConfig(int device) {
 CostReport RecordCosting::CostOfTask(const RecordedTask& task, GpuBaseline baseline) {
   auto copies = copies_.find(task.device());
   return CostTaskWork(task.work(), DeviceConfig(task.device()), baseline,
-                      copies == copies_.end() ? nullptr : &copies->second);
+                      copies == copies_.end() ? nullptr : &copies->second, task.type());
 }
 
 const RecordCosting::ShapeCost& RecordCosting::CostOfShape(int index, GpuBaseline baseline) {

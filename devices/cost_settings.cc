@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 
 namespace hpt {
 namespace {
@@ -80,11 +81,13 @@ Setter DoubleField(double lo, double hi, Field field) {
 // help, its numerics flag and how it reads and writes a config.
 const std::vector<DeviceSetting>& DeviceSettingTable() {
   static const auto* table = new std::vector<DeviceSetting>{
-      {{"reference_gpu", "GPU preset the GPU workers are costed as (v100, a100, h100)", false,
-        false},
+      {{"reference_gpu",
+        "GPU profile the GPU workers are costed as: v100, a100, h100, or a profile file "
+        "(hpt_calibrate)",
+        false, false},
        "gpu",
        [](const std::string& key, const std::string& value, DeviceCostConfig* c) {
-         absl::StatusOr<GpuSpec> gpu = GpuPreset(value);
+         absl::StatusOr<GpuSpec> gpu = GpuProfileOrPreset(value);
          if (!gpu.ok()) return Bad(key, value, std::string(gpu.status().message()));
          c->gpu = *gpu;
          return absl::OkStatus();
@@ -216,8 +219,9 @@ const std::vector<CostSettingInfo>& CoordinatorCostSettings() {
       {"interconnect_latency_us", "link latency per transfer, us", false},
       {"interconnect_pj_per_byte", "link energy, pJ per byte", false},
       {"gpu_baseline",
-       "how GPU steps run: paper (eager, per-parameter Adam), fused (one multi-tensor "
-       "Adam), graph (fused, the step replayed as a CUDA graph)",
+       "how GPU steps run: paper (Python eager, per-parameter Adam), libtorch (C++ eager), "
+       "fused (one multi-tensor Adam), graph (fused, the step replayed as a CUDA graph), "
+       "bf16 (graph under bf16 autocast)",
        false, false},
   };
   return *table;
@@ -257,7 +261,10 @@ absl::Status ApplyDeviceSetting(const std::string& key, const std::string& value
 std::map<std::string, std::string> DeviceSettingsOf(const DeviceCostConfig& c) {
   std::map<std::string, std::string> s;
   if (c.kind == "gpu") {
-    s["reference_gpu"] = c.gpu.name;
+    // A calibrated profile travels as its text, on one line.
+    s["reference_gpu"] = IsGpuPreset(c.gpu.name)
+                             ? c.gpu.name
+                             : absl::StrReplaceAll(GpuProfileText(c.gpu), {{"\n", "; "}});
     s["gpu_precision"] = PrecisionName(c.gpu_precision);
     return s;
   }

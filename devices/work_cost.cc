@@ -12,14 +12,28 @@
 namespace hpt {
 namespace {
 
+GpuLaunch LaunchOf(GpuBaseline baseline, const std::string& task_type) {
+  if (baseline == GpuBaseline::kGraph || baseline == GpuBaseline::kBf16) return GpuLaunch::kGraph;
+  if (baseline == GpuBaseline::kLibtorch || task_type == "backward") return GpuLaunch::kEager;
+  return GpuLaunch::kPythonEager;
+}
+
 CostReport CostGpuWork(const TaskWork& work, const DeviceCostConfig& config,
-                       GpuBaseline baseline) {
-  const GpuKernelModel model;
-  const bool graph = baseline == GpuBaseline::kGraph;
-  GpuKernelTally tally(config.gpu, config.gpu_precision, graph ? kGraphNodeS : model.launch_s);
-  if (baseline != GpuBaseline::kPaper && work.optimizer_numel_size() > 0) {
+                       GpuBaseline baseline, const std::string& task_type) {
+  const GpuLaunch launch = LaunchOf(baseline, task_type);
+  const GpuPrecision precision =
+      baseline == GpuBaseline::kBf16 ? GpuPrecision::kBf16 : config.gpu_precision;
+  const bool fused_update = work.optimizer_numel_size() > 0 &&
+                            (baseline == GpuBaseline::kFused || baseline == GpuBaseline::kGraph ||
+                             baseline == GpuBaseline::kBf16);
+  // A fused update is one Python call whose launches LibTorch makes.
+  GpuKernelTally tally(config.gpu, precision,
+                       fused_update && launch == GpuLaunch::kPythonEager ? GpuLaunch::kEager
+                                                                         : launch);
+  double extra_s = 0;
+  if (fused_update) {
     // The update's arithmetic as recorded, its traffic and launches as a
-    // fused multi-tensor Adam's.
+    // fused multi-tensor Adam's, called once (from Python, where eager).
     double flops = 0, numel = 0;
     for (const GpuKernelWork& k : work.kernels()) flops += k.flops() * double(k.count());
     for (int64_t n : work.optimizer_numel()) numel += double(n);
@@ -28,13 +42,17 @@ CostReport CostGpuWork(const TaskWork& work, const DeviceCostConfig& config,
     for (double share : MultiTensorLaunchShares(sizes)) {
       tally.Add(flops * share, kFusedAdamBytesPerElement * numel * share);
     }
+    if (launch == GpuLaunch::kPythonEager) extra_s = config.gpu.python_op_s;
   } else {
     for (const GpuKernelWork& k : work.kernels()) {
-      tally.Add(k.flops(), k.bytes(), double(k.count()));
+      tally.Add(k.flops(), k.bytes(), double(k.count()), IsProductKernel(k.op()));
     }
   }
-  // A graph replay costs one launch for the task's kernels.
-  const GpuStepCost s = tally.Finish(graph && tally.kernels() > 0 ? model.launch_s : 0);
+  // A graph replay costs one launch for the task's kernels; eager, the
+  // program's kernel-less ops cost their dispatch on the host.
+  if (launch == GpuLaunch::kGraph && tally.kernels() > 0) extra_s = config.gpu.dispatch_s;
+  if (launch != GpuLaunch::kGraph) tally.AddHostOps(double(work.host_ops()));
+  const GpuStepCost s = tally.Finish(extra_s);
   CostReport c;
   c.set_device_kind("gpu");
   c.set_simulated_s(s.time_s);
@@ -148,42 +166,53 @@ CostReport CostNodeWork(const TaskWork& work, const DeviceCostConfig& config,
 }  // namespace
 
 absl::StatusOr<GpuBaseline> ParseGpuBaseline(const std::string& name) {
-  if (name == "paper" || name.empty()) return GpuBaseline::kPaper;
-  if (name == "fused") return GpuBaseline::kFused;
-  if (name == "graph") return GpuBaseline::kGraph;
-  return absl::InvalidArgumentError(
-      absl::StrCat("gpu_baseline '", name, "' is not paper, fused or graph"));
+  if (name.empty()) return GpuBaseline::kPaper;
+  for (GpuBaseline b : AllGpuBaselines()) {
+    if (GpuBaselineName(b) == name) return b;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "gpu_baseline '", name, "' is not one of paper, libtorch, fused, graph, bf16"));
 }
 
 std::string GpuBaselineName(GpuBaseline baseline) {
   switch (baseline) {
+    case GpuBaseline::kLibtorch: return "libtorch";
     case GpuBaseline::kFused: return "fused";
     case GpuBaseline::kGraph: return "graph";
+    case GpuBaseline::kBf16: return "bf16";
     default: return "paper";
   }
 }
 
 std::vector<GpuBaseline> AllGpuBaselines() {
-  return {GpuBaseline::kPaper, GpuBaseline::kFused, GpuBaseline::kGraph};
+  return {GpuBaseline::kPaper, GpuBaseline::kLibtorch, GpuBaseline::kFused, GpuBaseline::kGraph,
+          GpuBaseline::kBf16};
 }
 
 std::string GpuBaselineSource(GpuBaseline baseline) {
   switch (baseline) {
+    case GpuBaseline::kLibtorch:
+      return "libtorch: the same eager kernels from LibTorch C++, as this service's GPU "
+             "workers run them (dispatch per op from the profile; no Python layer)";
     case GpuBaseline::kFused:
-      return "fused: the update as one multi-tensor Adam (ATen MultiTensorApply.cuh: 36 "
-             "tensors or 320 chunks of 65,536 elements a launch; 28 B per element)";
+      return "fused: paper with PyTorch's fused Adam (ATen MultiTensorApply.cuh: 36 tensors "
+             "or 320 chunks of 65,536 elements a launch; 28 B per element)";
     case GpuBaseline::kGraph:
-      return "graph: fused, the step replayed as a CUDA graph (one 5 us launch per task, "
-             "0.5 us per kernel node: NVIDIA, \"Getting Started with CUDA Graphs\", 2019)";
+      return "graph: fused, the whole step replayed as a CUDA graph (one launch per task; a "
+             "node costs its kernel plus 0.5 us: NVIDIA, \"Getting Started with CUDA "
+             "Graphs\", 2019)";
+    case GpuBaseline::kBf16:
+      return "bf16: graph under bf16 autocast (products at the tensor cores' bf16 rate)";
     default:
-      return "paper: eager kernels as LibTorch ran them, per-parameter Adam (5 us a launch: "
-             "Meta HTA docs, low end of 5-20 us)";
+      return "paper: the paper's PyTorch code path: eager from Python, per-parameter Adam "
+             "(dispatch per op, plus Python's layer on forward and update ops)";
   }
 }
 
 CostReport CostTaskWork(const TaskWork& work, const DeviceCostConfig& config,
-                        GpuBaseline baseline, const LayerCopies* copies) {
-  if (config.kind == "gpu") return CostGpuWork(work, config, baseline);
+                        GpuBaseline baseline, const LayerCopies* copies,
+                        const std::string& task_type) {
+  if (config.kind == "gpu") return CostGpuWork(work, config, baseline, task_type);
   return CostNodeWork(work, config, copies);
 }
 
@@ -194,7 +223,10 @@ void AddKernels(const std::vector<GpuKernel>& kernels, TaskWork* work) {
     index[{k.op(), k.flops(), k.bytes()}] = i;
   }
   for (const GpuKernel& k : kernels) {
-    if (LaunchesNoKernel(k.op)) continue;
+    if (LaunchesNoKernel(k.op)) {
+      work->set_host_ops(work->host_ops() + 1);
+      continue;
+    }
     auto [it, fresh] = index.try_emplace({k.op, k.flops, k.bytes}, work->kernels_size());
     if (fresh) {
       GpuKernelWork* w = work->add_kernels();

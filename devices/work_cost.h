@@ -6,19 +6,25 @@
 //   TaskWork work;                      // filled while the task ran
 //   CostReport c = CostTaskWork(work, config);
 //
-// GPU baselines: how the same GPU work would launch.
-//   paper   as recorded: LibTorch's eager kernels, its C++ Adam stepping
-//           each parameter tensor with its own kernels (the paper's
-//           PyTorch code ran eager, per-parameter Adam).
-//   fused   the update as PyTorch's fused Adam (torch.optim.Adam
-//           fused=True): one multi-tensor kernel per 36 tensors or 320
-//           chunks of 65,536 elements (ATen MultiTensorApply.cuh,
-//           depth_to_max_tensors[3] = 36, depth_to_max_blocks = 320,
-//           kChunkSize = 65536), reading parameter, gradient and both
-//           moments and writing three of them: 28 bytes per fp32 element.
-//   graph   fused, and the step replayed as a CUDA graph: one launch per
-//           task, then each kernel costs its work or a graph node's
-//           overhead, whichever is more (kGraphNodeS).
+// GPU baselines: how the same GPU work would run (the profile's launch
+// path: devices/gpu/kernel_cost.h).
+//   paper     the paper's own code: PyTorch from Python, eager, Adam
+//             stepping each parameter tensor with its own kernels. The
+//             forward and the update are Python calls (python_op_s an op);
+//             autograd runs the backward in C++.
+//   libtorch  the same kernels from LibTorch C++, as this service's GPU
+//             workers run them (no Python layer).
+//   fused     paper, with the update as PyTorch's fused Adam
+//             (torch.optim.Adam fused=True): one multi-tensor kernel per 36
+//             tensors or 320 chunks of 65,536 elements (ATen
+//             MultiTensorApply.cuh, depth_to_max_tensors[3] = 36,
+//             depth_to_max_blocks = 320, kChunkSize = 65536), reading
+//             parameter, gradient and both moments and writing three of
+//             them: 28 bytes per fp32 element; one Python call.
+//   graph     fused, the whole step captured as one CUDA graph: one launch
+//             per task, each kernel its device time plus a graph node's.
+//   bf16      graph, under bf16 autocast: products at the tensor cores'
+//             bf16 rate (the way a tuned GPU user trains today).
 #ifndef HPT_DEVICES_WORK_COST_H_
 #define HPT_DEVICES_WORK_COST_H_
 
@@ -35,7 +41,7 @@
 
 namespace hpt {
 
-enum class GpuBaseline { kPaper, kFused, kGraph };
+enum class GpuBaseline { kPaper, kLibtorch, kFused, kGraph, kBf16 };
 
 absl::StatusOr<GpuBaseline> ParseGpuBaseline(const std::string& name);
 std::string GpuBaselineName(GpuBaseline baseline);
@@ -43,12 +49,6 @@ std::vector<GpuBaseline> AllGpuBaselines();
 // Where each baseline's launch costs come from, in a sentence.
 std::string GpuBaselineSource(GpuBaseline baseline);
 
-// Per-kernel time on the GPU when a CUDA graph replays the step: NVIDIA's
-// "Getting Started with CUDA Graphs" (A. Gray, NVIDIA Technical Blog,
-// 2019) measures a 2.9 us kernel at 3.4 us per kernel replayed as a graph
-// (3.8 us launched from a stream, 9.6 us with a sync after each): about
-// 0.5 us of overhead per graph node.
-inline constexpr double kGraphNodeS = 0.5e-6;
 // Multi-tensor apply (ATen MultiTensorApply.cuh) for a depth-4 tensor list.
 inline constexpr int64_t kMultiTensorMaxTensors = 36;
 inline constexpr int64_t kMultiTensorMaxBlocks = 320;
@@ -62,10 +62,13 @@ inline constexpr double kFusedAdamBytesPerElement = 28;
 using LayerCopies = std::map<std::string, int64_t>;
 
 // The task's cost on a device configured as `config`: simulated time,
-// energy and counters (not measured_s, not the work).
+// energy and counters (not measured_s, not the work). `task_type`
+// (forward, backward, update) says which GPU ops a Python program calls
+// itself: the forward's and the update's.
 CostReport CostTaskWork(const TaskWork& work, const DeviceCostConfig& config,
                         GpuBaseline baseline = GpuBaseline::kPaper,
-                        const LayerCopies* copies = nullptr);
+                        const LayerCopies* copies = nullptr,
+                        const std::string& task_type = "forward");
 
 // Groups a task's kernels by (op, FLOPs, bytes), in first-launch order,
 // leaving out ops that launch none.

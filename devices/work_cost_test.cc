@@ -101,7 +101,9 @@ TEST(WorkCost, PaperGpuIsTheKernelModel) {
   AddKernels(kernels, &work);
   ASSERT_EQ(work.kernels_size(), 3);  // mm, add, relu; the view launches none
   EXPECT_EQ(work.kernels(0).count(), 2);
-  const GpuStepCost want = CostKernels(config.gpu, GpuPrecision::kFp32, kernels);
+  // The paper's forward is a Python program's.
+  const GpuStepCost want =
+      CostKernels(config.gpu, GpuPrecision::kFp32, kernels, GpuLaunch::kPythonEager);
   const CostReport c = CostTaskWork(work, config);
   EXPECT_NEAR(c.simulated_s(), want.time_s, 1e-15);
   EXPECT_NEAR(c.energy_j(), want.energy_j, 1e-12);
@@ -122,8 +124,9 @@ TEST(WorkCost, MultiTensorLaunchesFollowPytorchsChunking) {
   EXPECT_TRUE(MultiTensorLaunchShares({}).empty());
 }
 
-TEST(WorkCost, FusedAndGraphBaselinesLaunchLess) {
+TEST(WorkCost, EachBaselineLaunchesItsOwnWay) {
   DeviceCostConfig config = DefaultDeviceCostConfig("gpu");
+  const GpuSpec& g = config.gpu;
   TaskWork update;
   std::vector<GpuKernel> kernels;
   for (int t = 0; t < 100; ++t) {
@@ -131,24 +134,71 @@ TEST(WorkCost, FusedAndGraphBaselinesLaunchLess) {
     update.add_optimizer_numel(512);
   }
   AddKernels(kernels, &update);
-  const CostReport paper = CostTaskWork(update, config, GpuBaseline::kPaper);
-  const CostReport fused = CostTaskWork(update, config, GpuBaseline::kFused);
-  const CostReport graph = CostTaskWork(update, config, GpuBaseline::kGraph);
+  auto cost = [&](GpuBaseline b, const std::string& type) {
+    return CostTaskWork(update, config, b, nullptr, type);
+  };
+  const CostReport paper = cost(GpuBaseline::kPaper, "update");
+  const CostReport libtorch = cost(GpuBaseline::kLibtorch, "update");
+  const CostReport fused = cost(GpuBaseline::kFused, "update");
+  const CostReport graph = cost(GpuBaseline::kGraph, "update");
   EXPECT_EQ(Counter(paper, "kernels"), 800);
   EXPECT_EQ(Counter(fused, "kernels"), 3);  // ceil(100 / 36)
-  EXPECT_NEAR(paper.simulated_s(), 800 * GpuKernelModel().launch_s, 1e-12);
-  EXPECT_NEAR(fused.simulated_s(), 3 * GpuKernelModel().launch_s, 1e-12);
-  // The graph: one launch, then three nodes, each its work or a node's
-  // overhead (lists of 36, 36 and 28 tensors of 512 elements).
-  const double bandwidth = config.gpu.memory_bw * GpuKernelModel().memory_share;
-  double want = GpuKernelModel().launch_s;
+  // Launch-bound: Python's update pays its layer on every op, C++'s only
+  // the dispatch; fused Adam is one Python call of three launches.
+  EXPECT_NEAR(paper.simulated_s(), 800 * (g.dispatch_s + g.python_op_s), 1e-12);
+  EXPECT_NEAR(libtorch.simulated_s(), 800 * g.dispatch_s, 1e-12);
+  EXPECT_NEAR(fused.simulated_s(), 3 * g.dispatch_s + g.python_op_s, 1e-12);
+  // Autograd runs a backward in C++ whoever called it.
+  EXPECT_NEAR(cost(GpuBaseline::kPaper, "backward").simulated_s(), libtorch.simulated_s(),
+              1e-15);
+  // The graph: one launch, then three nodes, each its device time (at least
+  // the shortest kernel's) plus a node's (lists of 36, 36 and 28 tensors).
+  const double bandwidth = g.memory_bw * g.memory_share;
+  double want = g.dispatch_s;
   for (int tensors : {36, 36, 28}) {
-    want += std::max(kGraphNodeS, tensors * 512 * kFusedAdamBytesPerElement / bandwidth);
+    want += std::max(g.min_kernel_s, tensors * 512 * kFusedAdamBytesPerElement / bandwidth) +
+            g.graph_node_s;
   }
   EXPECT_NEAR(graph.simulated_s(), want, 1e-15);
   EXPECT_LT(graph.simulated_s(), fused.simulated_s());
   EXPECT_DOUBLE_EQ(Counter(fused, "flops"), Counter(paper, "flops"));
   EXPECT_DOUBLE_EQ(Counter(fused, "dram_bytes"), 100 * 512 * kFusedAdamBytesPerElement);
+  for (GpuBaseline b : AllGpuBaselines()) {
+    EXPECT_EQ(*ParseGpuBaseline(GpuBaselineName(b)), b);
+  }
+  EXPECT_FALSE(ParseGpuBaseline("tuned").ok());
+}
+
+TEST(WorkCost, Bf16RunsProductsAtTheTensorCoresRate) {
+  DeviceCostConfig config = DefaultDeviceCostConfig("gpu");
+  config.gpu = *GpuPreset("h100");
+  TaskWork work;
+  const double flops = 2.0 * 8192 * 8192 * 8192;
+  AddKernels({{"aten::mm", flops, 3.0 * 8192 * 8192 * 4}}, &work);
+  const double fp32 = CostTaskWork(work, config, GpuBaseline::kGraph).simulated_s();
+  const double bf16 = CostTaskWork(work, config, GpuBaseline::kBf16).simulated_s();
+  const double h = config.gpu.dispatch_s + config.gpu.graph_node_s;
+  EXPECT_NEAR(fp32 - h, flops / (67e12 * config.gpu.compute_share), 1e-9);
+  EXPECT_NEAR(bf16 - h, flops / (989.4e12 * config.gpu.compute_share), 1e-9);
+}
+
+TEST(CostSettings, ACalibratedProfileTravelsAsText) {
+  DeviceCostConfig gpu = DefaultDeviceCostConfig("gpu");
+  GpuSpec mine = *GpuPreset("a100");
+  mine.name = "NVIDIA A100-SXM4-40GB (calibrated)";
+  mine.dispatch_s = 7.25e-6;
+  mine.gemm_rates = {{1e6, 1e11}, {1e9, 1.2e13}};
+  ASSERT_TRUE(ApplyDeviceSetting("reference_gpu", GpuProfileText(mine), &gpu).ok());
+  EXPECT_EQ(gpu.gpu.name, mine.name);
+  const std::map<std::string, std::string> s = DeviceSettingsOf(gpu);
+  EXPECT_EQ(s.at("reference_gpu").find('\n'), std::string::npos);
+  absl::StatusOr<DeviceCostConfig> back = DeviceCostConfigFrom("gpu", s);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->gpu.dispatch_s, 7.25e-6);
+  EXPECT_EQ(back->gpu.gemm_rates.size(), 2u);
+  absl::Status bad = ApplyDeviceSetting("reference_gpu", "name = x; fp32_flops = fast", &gpu);
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("fp32_flops"), std::string::npos) << bad;
 }
 
 TEST(CostSettings, RoundTripAndErrorsNameTheKey) {

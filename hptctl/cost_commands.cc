@@ -1,5 +1,7 @@
 #include "hptctl/cost_commands.h"
 
+#include "devices/gpu/roofline.h"
+
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -9,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "common/grpc_status.h"
 #include "cost/record_costing.h"
+#include "devices/gpu/roofline.h"
 #include "hptctl/cost_views.h"
 #include "hptctl/job_format.h"
 #include "pages/job_page.h"
@@ -76,7 +79,18 @@ int WhatIfCommand(JobService::Stub& stub, const std::string& job_id,
   }
   WhatIfRequest request;
   request.set_job_id(job_id);
-  for (const std::string& s : options.sets) request.add_settings(s);
+  for (const std::string& s : options.sets) {
+    // A profile file is read here, where the user named it.
+    const size_t eq = s.find('=');
+    const std::string key = eq == std::string::npos ? s : s.substr(0, eq);
+    if (eq != std::string::npos && (key == "reference_gpu" || key == "gpu:reference_gpu")) {
+      absl::StatusOr<std::string> value = ReferenceGpuValue(s.substr(eq + 1));
+      if (!value.ok()) return Fail(value.status());
+      request.add_settings(key + "=" + *value);
+    } else {
+      request.add_settings(s);
+    }
+  }
   WhatIfResponse response;
   grpc::ClientContext context;
   options.prepare(&context);

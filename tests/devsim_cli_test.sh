@@ -31,9 +31,9 @@ copies=$(field duplication "$chip")
   || { echo "copies' cells not all written: $chip"; exit 1; }
 awk -v a="$(field latency_s "$chip")" -v b="$(field latency_s "$out")" 'BEGIN { exit !(a < b) }' \
   || { echo "copies did not shorten the read: $chip vs $out"; exit 1; }
-# One GEMM kernel on a V100: a tiny one is launch-bound (5 us).
+# One GEMM kernel on a V100: a tiny one is launch-bound (the 10 us dispatch).
 out=$("$bin" --device=gpu --gpu=v100 --m=8 --n=8 --k=8 --format=json)
-for field in '"latency_s": 5e-06' '"kernels": 1' '"launch_bound": true' '"flops": 1024'; do
+for field in '"latency_s": 1e-05' '"kernels": 1' '"launch_bound": true' '"flops": 1024'; do
   grep -qF "$field" <<<"$out" || { echo "gpu JSON lacks $field: $out"; exit 1; }
 done
 table=$("$bin" --device=systolic --m=4 --n=4 --k=4 --rows=4 --cols=4)

@@ -49,3 +49,12 @@ out=$(run "$B/bin/hptctl" --coordinator=127.0.0.1:"$port" submit --name=bundle -
   --epochs=1 --stations=8 --time_steps=128 --mode=full --watch 2>&1) || fail "the job failed: $out"
 grep -q "): succeeded" <<<"$out" || fail "the job did not succeed: $out"
 echo "a job ran to its end on the bundled binaries"
+
+# CPU twin of the GPU check: the bundled tools/gpu_check.sh on this CPU
+# runs the calibration it has, reports the rest "not run", and sums up.
+check=$(env -i PATH=/usr/bin:/bin LD_LIBRARY_PATH="$paths" HPT_CHECK_DEVICE=cpu \
+  bash "$B/tools/gpu_check.sh" "$B/bin" "$tmp/check" 2>&1) || fail "gpu_check failed: $check"
+grep -q "passed   calibrate" <<<"$check" || fail "gpu_check did not calibrate: $check"
+grep -q "not run  cuda-tests" <<<"$check" || fail "gpu_check did not report cuda_test: $check"
+grep -q "^name = cpu" "$tmp/check/gpu.profile" || fail "no profile written: $(cat "$tmp/check/gpu.profile")"
+echo "the bundled gpu_check ran on the CPU: $(grep -c "passed" <<<"$check") passed"

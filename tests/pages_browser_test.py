@@ -113,7 +113,7 @@ class PagesInBrowserTest(unittest.TestCase):
             if key == "energy":  # device energy includes the interconnect: the same total
                 devices = by_id["hpt-devices"]
                 self.assertLess(rel(sum(devices["segments"]), comparison[total_key]), 1e-9)
-        self.assertEqual(len(comparison["baselines"]), 3)
+        self.assertEqual(len(comparison["baselines"]), 5)
         self.assertGreater(page["gantt_tasks"], 0)
         self.assertEqual(len(page["gantt_finish"]), page["gantt_tasks"])
         self.assertLess(rel(max(page["gantt_finish"]), page["gantt_makespan"]), 1e-6)

@@ -8,6 +8,7 @@
 #   . ./env.sh          # LD_LIBRARY_PATH: lib/ and that machine's torch/lib
 #   bin/hpt_coordinator --listen=127.0.0.1:50051 &
 #   bin/hpt_worker --kind=gpu --device=cuda:0 --coordinator=127.0.0.1:50051 &
+#   tools/gpu_check.sh          # every GPU check, one summary
 #
 # Build the binaries against that machine's torch version first
 # (HPT_TORCH, or HPT_VENV with the same torch), so they link the libtorch
@@ -29,9 +30,15 @@ while [ $# -gt 0 ]; do
   shift
 done
 if [ "$build" = 1 ]; then
-  (cd "$ROOT" && ./hpt build //devices:hpt_devsim)
+  (cd "$ROOT" && ./hpt build //devices:hpt_devsim //workers:hpt_calibrate \
+    //benchmarks:gpu_model_check //benchmarks:cpu_profile_check \
+    //benchmarks:step_overhead_bench //benchmarks:attention_bench)
   binaries=("$ROOT"/bazel-bin/coordinator/hpt_coordinator "$ROOT"/bazel-bin/workers/hpt_worker
-            "$ROOT"/bazel-bin/hptctl/hptctl "$ROOT"/bazel-bin/devices/hpt_devsim)
+            "$ROOT"/bazel-bin/hptctl/hptctl "$ROOT"/bazel-bin/devices/hpt_devsim
+            "$ROOT"/bazel-bin/workers/hpt_calibrate "$ROOT"/bazel-bin/benchmarks/gpu_model_check
+            "$ROOT"/bazel-bin/benchmarks/cpu_profile_check
+            "$ROOT"/bazel-bin/benchmarks/step_overhead_bench
+            "$ROOT"/bazel-bin/benchmarks/attention_bench)
 fi
 [ ${#binaries[@]} -gt 0 ] || { echo "gpu_bundle: no binaries" >&2; exit 2; }
 
@@ -88,6 +95,9 @@ _hpt_here=$(cd "$(dirname "${BASH_SOURCE[0]:-$0}")" && pwd)
 export LD_LIBRARY_PATH="$_hpt_here/lib:$HPT_TORCH_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PATH="$_hpt_here/bin:$PATH"
 ENV
+
+mkdir -p "$stage/hpt/tools"
+cp "$ROOT/tools/gpu_check.sh" "$stage/hpt/tools/"
 
 mkdir -p "$(dirname "$out")"
 tar -C "$stage" -cJf "$out" hpt

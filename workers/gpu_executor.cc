@@ -96,7 +96,7 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(
     const Options& options) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
-  absl::StatusOr<GpuSpec> reference = GpuPreset(options.reference_gpu);
+  absl::StatusOr<GpuSpec> reference = GpuProfileOrPreset(options.reference_gpu);
   if (!reference.ok()) return reference.status();
   impl->cost_config = DefaultDeviceCostConfig("gpu");
   impl->cost_config.gpu = *reference;

@@ -20,6 +20,7 @@ struct Frame {
   double in_bytes = 0;
   bool product = false;
   bool inside_product = false;  // called by a product: part of its GEMM
+  bool backward_node = false;   // an autograd node, not an op
   int kernels_below = 0;        // kernels launched by ops it called
 };
 
@@ -111,6 +112,7 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
   if (Current() == nullptr) return nullptr;
   Frame f;
   f.op = fn.name();
+  f.backward_node = fn.scope() == at::RecordScope::BACKWARD_FUNCTION;
   // CPU LibTorch may run a product as several calls (a bmm as a loop of
   // small products); on a GPU it is one cuBLAS call, so what it calls is
   // never a kernel and needs no sizes.
@@ -140,6 +142,17 @@ void OnEnd(const at::RecordFunction& fn, at::ObserverContext*) {
       (f.product || (f.kernels_below == 0 && !LaunchesNoKernel(f.op)));
   if (!open_ops.empty() && (launches || f.kernels_below > 0)) {
     ++open_ops.back().kernels_below;
+  }
+  // An op the program itself called (not one inside another op) that
+  // launches nothing still costs its dispatch on the host: kept as a
+  // kernel-less entry (AddKernels counts it as a host op).
+  const bool called_by_program =
+      open_ops.empty() || open_ops.back().backward_node;
+  if (!launches && !f.backward_node && !f.inside_product && f.kernels_below == 0 &&
+      LaunchesNoKernel(f.op) && called_by_program) {
+    std::lock_guard<std::mutex> lock(r->mu);
+    r->kernels.push_back(GpuKernel{std::move(f.op), 0, 0});
+    return;
   }
   if (!launches) return;
   const std::vector<c10::IValue>& outputs = fn.outputs();

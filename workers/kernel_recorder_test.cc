@@ -94,13 +94,18 @@ TEST_F(KernelRecorderTest, TinyStepIsLaunchBoundOnAV100) {
   KernelRecorder recorder;
   torch::Tensor loss = model_->forward(x).pow(2).mean();
   loss.backward();
-  const GpuStepCost c =
-      CostKernels(*GpuPreset("v100"), GpuPrecision::kFp32, recorder.Finish());
+  const std::vector<GpuKernel> kernels = recorder.Finish();
+  const GpuSpec v100 = *GpuPreset("v100");
+  const GpuStepCost c = CostKernels(v100, GpuPrecision::kFp32, kernels);
   EXPECT_GT(c.kernels, 100);
-  // A model this small does almost no work per kernel.
+  // A model this small does almost no work per kernel: the step is the
+  // host's dispatch of every op it called, views included.
+  const double views = double(std::count_if(kernels.begin(), kernels.end(), [](const GpuKernel& k) {
+    return LaunchesNoKernel(k.op);
+  }));
+  EXPECT_GT(views, 0);
   EXPECT_EQ(c.launch_bound_kernels, c.kernels);
-  EXPECT_NEAR(c.time_s, double(c.kernels) * 5e-6, 1e-12);
-  EXPECT_DOUBLE_EQ(c.launch_bound_share(), 1.0);
+  EXPECT_NEAR(c.time_s, (double(c.kernels) + views) * v100.dispatch_s, 1e-12);
 }
 
 TEST_F(KernelRecorderTest, NestedRecordersRecordOnce) {

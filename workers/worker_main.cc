@@ -21,6 +21,7 @@
 #include "common/status_macros.h"
 #include "common/tls_flags.h"
 #include "devices/device_flags.h"
+#include "devices/gpu/roofline.h"
 #include "workers/worker_server.h"
 
 ABSL_FLAG(std::string, kind, "gpu", "Device kind: gpu, reram or systolic.");
@@ -45,8 +46,8 @@ ABSL_FLAG(std::string, device_id, "",
           "coordinator gives their data-parallel group Gloo, not NCCL. Set it on the CPU to "
           "rehearse a one-GPU layout.");
 ABSL_FLAG(std::string, reference_gpu, "v100",
-          "gpu: reference GPU of the roofline cost reported beside measured "
-          "time (v100, a100, h100).");
+          "gpu: reference GPU profile the cost model reports beside measured time: "
+          "v100, a100, h100, or a profile file written by hpt_calibrate.");
 // The device flags (--systolic_*, --reram_*): devices/device_flags.h.
 ABSL_FLAG(std::string, port_file, "",
           "Write 'grpc=PORT metrics=PORT' here once serving (for launchers "
@@ -84,7 +85,10 @@ absl::StatusOr<hpt::WorkerServer::Options> OptionsFromFlags() {
   options.name = absl::GetFlag(FLAGS_name);
   options.executor.device = absl::GetFlag(FLAGS_device);
   options.executor.intra_op_threads = absl::GetFlag(FLAGS_threads);
-  options.executor.reference_gpu = absl::GetFlag(FLAGS_reference_gpu);
+  absl::StatusOr<std::string> reference =
+      hpt::ReferenceGpuValue(absl::GetFlag(FLAGS_reference_gpu));
+  if (!reference.ok()) return reference.status();
+  options.executor.reference_gpu = *reference;
   options.executor.device_id = absl::GetFlag(FLAGS_device_id);
   return options;
 }

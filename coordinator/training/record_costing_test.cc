@@ -86,13 +86,18 @@ TEST_P(RecostTest, OwnSettingsReproduceTheReportAndOthersMoveIt) {
   ASSERT_TRUE(h100.ok());
   EXPECT_LE(h100->comparison.gpu_only_time_s(), same->comparison.gpu_only_time_s());
   EXPECT_NE(h100->comparison.gpu_only_energy_j(), same->comparison.gpu_only_energy_j());
-  // Baselines: paper, fused, graph; a stronger one is never slower.
+  // Baselines: paper, libtorch, fused, graph, bf16; C++ is never slower
+  // than Python, and each tuning never slower than the one before.
   const auto& b = same->comparison.baselines();
-  ASSERT_EQ(b.size(), 3);
+  ASSERT_EQ(b.size(), 5);
   EXPECT_EQ(b[0].baseline(), "paper");
+  EXPECT_EQ(b[1].baseline(), "libtorch");
+  EXPECT_EQ(b[4].baseline(), "bf16");
   EXPECT_DOUBLE_EQ(b[0].time_ratio(), same->comparison.time_ratio());
   EXPECT_LE(b[1].gpu_only_time_s(), b[0].gpu_only_time_s());
-  EXPECT_LE(b[2].gpu_only_time_s(), b[1].gpu_only_time_s());
+  EXPECT_LE(b[2].gpu_only_time_s(), b[0].gpu_only_time_s());
+  EXPECT_LE(b[3].gpu_only_time_s(), b[2].gpu_only_time_s());
+  EXPECT_LE(b[4].gpu_only_time_s(), b[3].gpu_only_time_s());
   // The job's copies re-planned on a smaller chip: slower ReRAM reads.
   absl::StatusOr<JobCosts> small_chip = CostOfRecord(record, {{"reram_chip_tiles", "400"}});
   ASSERT_TRUE(small_chip.ok()) << small_chip.status();

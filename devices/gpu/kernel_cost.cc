@@ -1,6 +1,7 @@
 #include "devices/gpu/kernel_cost.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 
 namespace hpt {
@@ -23,45 +24,104 @@ bool LaunchesNoKernel(std::string_view op) {
   return std::find(std::begin(kNoKernel), std::end(kNoKernel), op) != std::end(kNoKernel);
 }
 
-GpuKernelTally::GpuKernelTally(const GpuSpec& gpu, GpuPrecision precision, double launch_s,
-                               const GpuKernelModel& model)
-    : gpu_(gpu), launch_s_(launch_s) {
-  double peak = gpu.fp32_flops;
-  if (precision == GpuPrecision::kTf32 && gpu.tf32_flops > 0) peak = gpu.tf32_flops;
-  if (precision == GpuPrecision::kBf16 && gpu.bf16_flops > 0) peak = gpu.bf16_flops;
-  compute_ = peak * model.compute_share;
-  bandwidth_ = gpu.memory_bw * model.memory_share;
+bool IsProductKernel(std::string_view op) {
+  return op == "aten::mm" || op == "aten::addmm" || op == "aten::bmm" ||
+         op == "aten::baddbmm" || op == "aten::mv" || op == "aten::addmv" ||
+         op.rfind("aten::_scaled_dot_product_", 0) == 0;
 }
 
-void GpuKernelTally::Add(double flops, double bytes, double count) {
-  const double work_s = std::max(flops / compute_, bytes / bandwidth_);
-  const double t = std::max(launch_s_, work_s);
+namespace {
+
+// Log-log interpolation in a sorted (size, rate) table, held at its ends.
+double Interpolate(const std::vector<std::pair<double, double>>& r, double size) {
+  if (size <= r.front().first) return r.front().second;
+  if (size >= r.back().first) return r.back().second;
+  auto hi = std::upper_bound(r.begin(), r.end(), std::make_pair(size, 0.0));
+  auto lo = std::prev(hi);
+  const double t = std::log(size / lo->first) / std::log(hi->first / lo->first);
+  return std::exp(std::log(lo->second) + t * std::log(hi->second / lo->second));
+}
+
+}  // namespace
+
+double GemmRate(const GpuSpec& gpu, GpuPrecision precision, double flops) {
+  if (gpu.gemm_rates.empty() || precision != GpuPrecision::kFp32 || flops <= 0) {
+    return PeakFlops(gpu, precision) * gpu.compute_share;
+  }
+  return Interpolate(gpu.gemm_rates, flops);
+}
+
+double MemoryRate(const GpuSpec& gpu, double bytes) {
+  if (gpu.memory_rates.empty() || bytes <= 0) return gpu.memory_bw * gpu.memory_share;
+  return Interpolate(gpu.memory_rates, bytes);
+}
+
+GpuKernelTally::GpuKernelTally(const GpuSpec& gpu, GpuPrecision precision, GpuLaunch launch)
+    : gpu_(gpu),
+      precision_(precision),
+      graph_(launch == GpuLaunch::kGraph) {
+  compute_ = PeakFlops(gpu, precision) * gpu.compute_share;
+  if (!graph_) {
+    host_s_ = gpu.dispatch_s + (launch == GpuLaunch::kPythonEager ? gpu.python_op_s : 0);
+  }
+}
+
+void GpuKernelTally::Add(double flops, double bytes, double count, bool product) {
+  // A measured GEMM rate holds the product's own traffic.
+  const bool measured_gemm = product && !gpu_.gemm_rates.empty() &&
+                             precision_ == GpuPrecision::kFp32;
+  const double rate = product ? GemmRate(gpu_, precision_, flops) : compute_;
+  const double memory_s = measured_gemm ? 0 : bytes / MemoryRate(gpu_, bytes);
+  const double work_s = std::max(flops / rate, memory_s);
+  double t = 0;
+  if (graph_) {
+    t = std::max(gpu_.min_kernel_s, work_s) + gpu_.graph_node_s;
+  } else if (gpu_.synchronous) {
+    t = host_s_ + work_s;
+  } else {
+    t = std::max(host_s_, std::max(gpu_.min_kernel_s, work_s));
+  }
   cost_.kernels += int64_t(count);
   cost_.time_s += t * count;
+  host_total_s_ += host_s_ * count;
   busy_s_ += work_s * count;
   cost_.flops += flops * count;
   cost_.bytes += bytes * count;
-  if (launch_s_ > work_s) {
+  if (!graph_ && host_s_ > work_s) {
     cost_.launch_bound_kernels += int64_t(count);
     cost_.launch_bound_s += t * count;
   }
 }
 
+void GpuKernelTally::AddHostOps(double count) {
+  if (graph_ || count <= 0) return;
+  const double s = gpu_.dispatch_s * count;
+  host_total_s_ += s;
+  if (gpu_.synchronous) cost_.time_s += s;
+}
+
 GpuStepCost GpuKernelTally::Finish(double extra_s) const {
   GpuStepCost c = cost_;
+  if (!gpu_.synchronous) c.time_s = std::max(c.time_s, host_total_s_);
   c.time_s += extra_s;
-  c.energy_j = gpu_.idle_power_w * c.time_s + (gpu_.load_power_w - gpu_.idle_power_w) * busy_s_;
+  const double stepping_w = gpu_.active_power_w > 0 ? gpu_.active_power_w : gpu_.idle_power_w;
+  c.energy_j = stepping_w * c.time_s + std::max(0.0, gpu_.load_power_w - stepping_w) * busy_s_;
   return c;
 }
 
 GpuStepCost CostKernels(const GpuSpec& gpu, GpuPrecision precision,
-                        const std::vector<GpuKernel>& kernels,
-                        const GpuKernelModel& model) {
-  GpuKernelTally tally(gpu, precision, model.launch_s, model);
+                        const std::vector<GpuKernel>& kernels, GpuLaunch launch) {
+  GpuKernelTally tally(gpu, precision, launch);
+  double host_ops = 0;
   for (const GpuKernel& k : kernels) {
-    if (!LaunchesNoKernel(k.op)) tally.Add(k.flops, k.bytes);
+    if (LaunchesNoKernel(k.op)) {
+      ++host_ops;
+    } else {
+      tally.Add(k.flops, k.bytes, 1, IsProductKernel(k.op));
+    }
   }
-  return tally.Finish();
+  if (launch != GpuLaunch::kGraph) tally.AddHostOps(host_ops);
+  return tally.Finish(launch == GpuLaunch::kGraph ? gpu.dispatch_s : 0);
 }
 
 }  // namespace hpt

@@ -1,12 +1,20 @@
-// GPU cost of the kernels a LibTorch step really ran, on a reference GPU.
-// Each kernel costs max(launch overhead, FLOPs / achieved compute, bytes /
-// achieved bandwidth); ops that launch no kernel (views, metadata) cost
-// nothing. Energy: the board's idle power over the whole time plus the
-// rest of its load power over the time each kernel is busy computing or
-// moving data (a launch-bound kernel leaves the SMs idle).
+// GPU cost of the kernels a LibTorch step really ran, on a reference GPU
+// profile (devices/gpu/roofline.h). A kernel's device time is the largest
+// of the profile's shortest kernel, its FLOPs at the achieved rate (the
+// measured GEMM rates by size, for products) and its bytes at the achieved
+// bandwidth. How it reaches the device is the launch path's:
+//   eager    the host dispatches each op (dispatch_s, plus python_op_s for
+//            ops called from Python) while the GPU runs the previous ones:
+//            an op costs the larger of its dispatch and its device time;
+//            on a synchronous device (a CPU) the sum of the two;
+//   graph    a CUDA graph replays the kernels: each costs its device time
+//            plus a graph node's (graph_node_s); the one launch is the
+//            caller's (Finish's extra_s).
+// Energy: the board's stepping power (active_power_w, else idle) over the
+// whole time, plus the rest of its load power over the time kernels work.
 //
 //   std::vector<GpuKernel> kernels = recorder.Finish();   // workers/
-//   GpuStepCost c = CostKernels(*GpuPreset("v100"), GpuPrecision::kFp32, kernels);
+//   GpuStepCost c = CostKernels(*GpuPreset("h100"), GpuPrecision::kFp32, kernels);
 //   // c.time_s, c.kernels, c.launch_bound_share()
 #ifndef HPT_DEVICES_GPU_KERNEL_COST_H_
 #define HPT_DEVICES_GPU_KERNEL_COST_H_
@@ -27,56 +35,62 @@ struct GpuKernel {
   double bytes = 0;  // operands read and results written
 };
 
-struct GpuKernelModel {
-  // Per-kernel launch cost. Meta's Holistic Trace Analysis documentation
-  // ("CUDA kernel launch statistics"): "the launch time on the CPU side is
-  // between 5-20 microseconds"; we take the low end, which favours the GPU.
-  double launch_s = 5e-6;
-  // Achieved shares of peak, from the Empirical Roofline Toolkit on a V100
-  // (Yang, Kurth and Williams, "Hierarchical Roofline analysis for GPUs",
-  // CCPE 32(20), 2020): HBM 828 GB/s of 900 (0.92) and 7.07 TFLOP/s FP64
-  // of 7.8 (0.906); the same shares are used for every preset and
-  // precision.
-  double compute_share = 0.906;
-  double memory_share = 0.92;
-};
+enum class GpuLaunch { kEager, kPythonEager, kGraph };
 
 struct GpuStepCost {
   double time_s = 0;
   double energy_j = 0;
   int64_t kernels = 0;
-  int64_t launch_bound_kernels = 0;  // launch overhead above their work
+  int64_t launch_bound_kernels = 0;  // host dispatch above their device time
   double launch_bound_s = 0;         // time those kernels took
   double flops = 0, bytes = 0;
   double launch_bound_share() const { return time_s > 0 ? launch_bound_s / time_s : 0; }
 };
 
-// Adds kernels up into a GpuStepCost, each costing max(launch_s, its
-// work) on `gpu` at `precision`; Finish adds the energy. CostKernels and
-// the recorded work's costing (devices/work_cost.h) both go through it.
+// Adds kernels up into a GpuStepCost on `gpu` at `precision`, launched by
+// `launch`; Finish adds the energy. CostKernels and the recorded work's
+// costing (devices/work_cost.h) both go through it.
 class GpuKernelTally {
  public:
-  GpuKernelTally(const GpuSpec& gpu, GpuPrecision precision, double launch_s,
-                 const GpuKernelModel& model = GpuKernelModel());
-  // `count` kernels of this work.
-  void Add(double flops, double bytes, double count = 1);
-  // `extra_s` of launch time beside the kernels (a graph's one launch).
+  GpuKernelTally(const GpuSpec& gpu, GpuPrecision precision, GpuLaunch launch);
+  // `count` kernels of this work; `product`: a matrix product (its rate is
+  // the GEMM rate at its size).
+  void Add(double flops, double bytes, double count = 1, bool product = false);
+  // `count` ops that launch no kernel: host dispatch only. A synchronous
+  // device adds them; an asynchronous one takes the longer of its kernels'
+  // time and the host's whole dispatch time.
+  void AddHostOps(double count);
+  // `extra_s` of host time beside the kernels (a graph's one launch, a
+  // Python call that launches several kernels).
   GpuStepCost Finish(double extra_s = 0) const;
   int64_t kernels() const { return cost_.kernels; }
 
  private:
   const GpuSpec& gpu_;
-  double compute_ = 0, bandwidth_ = 0, launch_s_ = 0;
+  GpuPrecision precision_;
+  bool graph_ = false;
+  double compute_ = 0, host_s_ = 0;
+  double host_total_s_ = 0;  // every op's dispatch
   double busy_s_ = 0;
   GpuStepCost cost_;
 };
 
+// The achieved rate of a product of `flops` on `gpu`: its measured GEMM
+// rates interpolated in log-log (held at the ends), or peak times
+// compute_share without them or at a precision other than fp32.
+double GemmRate(const GpuSpec& gpu, GpuPrecision precision, double flops);
+// The achieved bandwidth of element-wise work moving `bytes`: the measured
+// memory rates interpolated the same way, or memory_bw times memory_share.
+double MemoryRate(const GpuSpec& gpu, double bytes);
+
 // True for ATen ops that only make views or read metadata.
 bool LaunchesNoKernel(std::string_view op);
+// True for matrix products (a GEMM, or fused attention's products).
+bool IsProductKernel(std::string_view op);
 
 GpuStepCost CostKernels(const GpuSpec& gpu, GpuPrecision precision,
                         const std::vector<GpuKernel>& kernels,
-                        const GpuKernelModel& model = GpuKernelModel());
+                        GpuLaunch launch = GpuLaunch::kEager);
 
 }  // namespace hpt
 

@@ -1,13 +1,14 @@
 #include "devices/gpu/kernel_cost.h"
 
+#include <cmath>
+
 #include "gtest/gtest.h"
 
 namespace hpt {
 namespace {
 
-TEST(GpuKernelCostTest, EachKernelPaysTheLargestOfLaunchComputeAndMemory) {
+TEST(GpuKernelCostTest, EagerKernelsPayTheLargerOfDispatchAndDeviceTime) {
   const GpuSpec v100 = *GpuPreset("v100");
-  const GpuKernelModel m;
   // A 4096^3 GEMM is compute-bound: 2 * 4096^3 FLOPs at 90.6 % of 15.7 TF.
   const double gemm_flops = 2.0 * 4096 * 4096 * 4096, gemm_bytes = 3.0 * 4096 * 4096 * 4;
   // A 64 MB copy is memory-bound; a 10-element add is launch-bound.
@@ -15,16 +16,39 @@ TEST(GpuKernelCostTest, EachKernelPaysTheLargestOfLaunchComputeAndMemory) {
                                           {"aten::copy_", 0, 2 * 64e6},
                                           {"aten::add", 10, 120},
                                           {"aten::view", 0, 0}};
-  const GpuStepCost c = CostKernels(v100, GpuPrecision::kFp32, kernels, m);
+  const GpuStepCost c = CostKernels(v100, GpuPrecision::kFp32, kernels);
   const double gemm_s = gemm_flops / (15.7e12 * 0.906);
   const double copy_s = 2 * 64e6 / (900e9 * 0.92);
   EXPECT_EQ(c.kernels, 3);  // the view launches nothing
   EXPECT_EQ(c.launch_bound_kernels, 1);
-  EXPECT_DOUBLE_EQ(c.launch_bound_s, 5e-6);
-  EXPECT_NEAR(c.time_s, gemm_s + copy_s + 5e-6, 1e-15);
+  EXPECT_DOUBLE_EQ(c.launch_bound_s, v100.dispatch_s);
+  EXPECT_NEAR(c.time_s, gemm_s + copy_s + v100.dispatch_s, 1e-15);
   // Idle power throughout, the rest while kernels work.
-  EXPECT_NEAR(c.energy_j, 40 * c.time_s + 260 * (gemm_s + copy_s + 10 * 0 + 120 / (900e9 * 0.92)),
+  EXPECT_NEAR(c.energy_j, 40 * c.time_s + 260 * (gemm_s + copy_s + 120 / (900e9 * 0.92)),
               1e-12);
+}
+
+TEST(GpuKernelCostTest, AGraphPaysNodesAndOneLaunch) {
+  const GpuSpec h100 = *GpuPreset("h100");
+  std::vector<GpuKernel> tiny(1000, GpuKernel{"aten::add", 10, 120});
+  const GpuStepCost graph = CostKernels(h100, GpuPrecision::kFp32, tiny, GpuLaunch::kGraph);
+  EXPECT_NEAR(graph.time_s, h100.dispatch_s + 1000 * (h100.min_kernel_s + h100.graph_node_s),
+              1e-12);
+  const GpuStepCost python = CostKernels(h100, GpuPrecision::kFp32, tiny, GpuLaunch::kPythonEager);
+  EXPECT_NEAR(python.time_s, 1000 * (h100.dispatch_s + h100.python_op_s), 1e-12);
+}
+
+TEST(GpuKernelCostTest, ASynchronousDeviceAddsDispatchToWork) {
+  GpuSpec cpu = *ParseGpuProfile(
+      "name = cpu; fp32_flops = 1e11; memory_bw = 1e10; compute_share = 1; memory_share = 1;"
+      "dispatch_s = 4e-6; synchronous = true; gemm_rates = 1e6:1e9,1e9:1e11");
+  const std::vector<GpuKernel> k = {{"aten::mm", 1e6, 0}, {"aten::mm", 1e9, 0},
+                                    {"aten::relu", 1e3, 1e5}};
+  const GpuStepCost c = CostKernels(cpu, GpuPrecision::kFp32, k);
+  EXPECT_NEAR(c.time_s, 3 * 4e-6 + 1e6 / 1e9 + 1e9 / 1e11 + 1e5 / 1e10, 1e-12);
+  // Between measured sizes the rate is interpolated in log-log.
+  EXPECT_NEAR(GemmRate(cpu, GpuPrecision::kFp32, std::sqrt(1e6 * 1e9)), 1e10, 1e-3);
+  EXPECT_NEAR(GemmRate(cpu, GpuPrecision::kFp32, 1e12), 1e11, 1e-3);
 }
 
 TEST(GpuKernelCostTest, ViewsLaunchNothing) {
@@ -32,6 +56,8 @@ TEST(GpuKernelCostTest, ViewsLaunchNothing) {
   EXPECT_TRUE(LaunchesNoKernel("aten::view"));
   EXPECT_FALSE(LaunchesNoKernel("aten::addmm"));
   EXPECT_FALSE(LaunchesNoKernel("aten::copy_"));
+  EXPECT_TRUE(IsProductKernel("aten::addmm"));
+  EXPECT_FALSE(IsProductKernel("aten::add"));
 }
 
 }  // namespace

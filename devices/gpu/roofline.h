@@ -1,14 +1,21 @@
-// A roofline cost model of a named reference GPU, so that measured GPU
-// steps and simulated ReRAM / systolic costs are compared on one footing:
-// time = max(flops / peak, bytes / bandwidth) / efficiency, energy = board
-// power at load over that time.
+// A reference GPU as a profile, so that measured GPU steps and simulated
+// ReRAM / systolic costs are compared on one footing: its peak rates and
+// bandwidth (datasheets), how ops reach it (host dispatch per op from
+// LibTorch C++ and from Python, a CUDA graph node's cost, the shortest
+// kernel), achieved GEMM rates by size, and board power idle, stepping
+// and at load. Presets carry published figures with their sources;
+// `hpt_calibrate` measures a device's own profile and writes it as text
+// that `reference_gpu=FILE` reads back (docs/cost-model.md, "GPU
+// profiles").
 //
-//   ASSIGN_OR_RETURN(GpuSpec v100, GpuPreset("v100"));
-//   GpuCost c = RooflineCost(v100, GpuPrecision::kFp32, flops, bytes);
+//   ASSIGN_OR_RETURN(GpuSpec h100, GpuPreset("h100"));
+//   ASSIGN_OR_RETURN(GpuSpec mine, ParseGpuProfile(text));   // calibrated
+//   GpuCost c = RooflineCost(h100, GpuPrecision::kFp32, flops, bytes);
 #ifndef HPT_DEVICES_GPU_ROOFLINE_H_
 #define HPT_DEVICES_GPU_ROOFLINE_H_
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -25,13 +32,55 @@ struct GpuSpec {
   double memory_bw = 0;    // bytes/s
   double load_power_w = 0;
   double idle_power_w = 0;
+  // Board power while a launch-bound step runs (clocks up, SMs mostly
+  // waiting); 0: idle_power_w.
+  double active_power_w = 0;
   // Share of peak a well-shaped kernel reaches (both compute and memory);
-  // 0.7 is typical of large cuBLAS GEMMs and streaming kernels.
+  // 0.7 is typical of large cuBLAS GEMMs and streaming kernels. Only the
+  // whole-step roofline (RooflineCost) uses it.
   double efficiency = 0.7;
+  // Achieved shares of peak for the kernel model (devices/gpu/kernel_cost.h).
+  double compute_share = 0.906;
+  double memory_share = 0.92;
+  // Measured GEMM rates, (FLOPs of one product, achieved FLOP/s), by size;
+  // the kernel model interpolates them for products (fp32). Empty: peak
+  // times compute_share.
+  std::vector<std::pair<double, double>> gemm_rates;
+  // Measured bandwidth of element-wise work, (bytes moved, achieved
+  // bytes/s), by size: small working sets stay in caches. Empty:
+  // memory_bw times memory_share.
+  std::vector<std::pair<double, double>> memory_rates;
+  // How ops reach the device.
+  double dispatch_s = 0;    // host time per op, LibTorch C++ eager (autograd on)
+  double python_op_s = 0;   // added per op called from Python
+  double graph_node_s = 0;  // a CUDA graph node beyond its kernel's work
+  double min_kernel_s = 0;  // device time of the smallest kernel
+  // The host runs each op's work itself (a CPU): an op costs its dispatch
+  // plus its work, not the larger of the two.
+  bool synchronous = false;
+  std::string source;  // where the profile came from, in a line
 };
 
 absl::StatusOr<GpuSpec> GpuPreset(const std::string& name);  // v100 a100 h100
 std::vector<std::string> GpuPresetNames();
+
+// A profile as text, one "key = value" a line ('#' starts a comment; ';'
+// also separates entries, so a profile fits on one line). Keys are
+// GpuSpec's fields; gemm_rates and memory_rates are "size:rate,size:rate". Unknown keys
+// and bad numbers are INVALID_ARGUMENT naming the line.
+absl::StatusOr<GpuSpec> ParseGpuProfile(const std::string& text);
+std::string GpuProfileText(const GpuSpec& gpu);
+// `reference_gpu`'s value: a preset name, or a profile's text.
+absl::StatusOr<GpuSpec> GpuProfileOrPreset(const std::string& value);
+bool IsGpuPreset(const std::string& name);
+// `reference_gpu` as a person gives it: a preset name and a profile's text
+// stay as they are; a path to a profile file is read and returned as the
+// profile's text on one line. NOT_FOUND naming the path when it cannot be
+// read.
+absl::StatusOr<std::string> ReferenceGpuValue(const std::string& value);
+
+// The peak rate at `precision` (fp32 where the GPU has no such units).
+double PeakFlops(const GpuSpec& gpu, GpuPrecision precision);
 
 struct GpuCost {
   double time_s = 0;

@@ -57,5 +57,22 @@ TEST(RooflineTest, PresetsMatchTheirPublishedSpecifications) {
   EXPECT_EQ(GpuPresetNames(), (std::vector<std::string>{"v100", "a100", "h100"}));
 }
 
+TEST(RooflineTest, AProfileRoundTripsAndBadEntriesNameTheirLine) {
+  GpuSpec h100 = *GpuPreset("h100");
+  h100.gemm_rates = {{2e6, 3e11}, {2e9, 4e13}};
+  absl::StatusOr<GpuSpec> back = ParseGpuProfile(GpuProfileText(h100));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->name, "h100");
+  EXPECT_EQ(back->dispatch_s, h100.dispatch_s);
+  EXPECT_EQ(back->gemm_rates, h100.gemm_rates);
+  EXPECT_EQ(back->load_power_w, 700);
+  absl::Status s = ParseGpuProfile("name = x\nfp32_flops = 1e12\nwarp_speed = 9").status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("entry 3 (warp_speed)"), std::string::npos) << s;
+  EXPECT_FALSE(ParseGpuProfile("name = x; memory_bw = 1e9").ok());  // no fp32_flops
+  EXPECT_TRUE(GpuProfileOrPreset("name = x; fp32_flops = 1; memory_bw = 1").ok());
+  EXPECT_FALSE(GpuProfileOrPreset("h200").ok());
+}
+
 }  // namespace
 }  // namespace hpt

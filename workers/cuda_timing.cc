@@ -1,0 +1,74 @@
+#include "workers/cuda_timing.h"
+
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/core/Event.h>
+#include <c10/core/StreamGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+namespace hpt {
+
+namespace {
+
+// Through c10's device-generic events (libc10_cuda), not the CUDA runtime's
+// inline calls: this binary links no cudart of its own. BACKEND_DEFAULT
+// events keep timing.
+c10::Event TimingEvent() {
+  return c10::Event(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
+}
+
+}  // namespace
+
+struct CudaEventTimer::Events {
+  c10::Event start = TimingEvent(), stop = TimingEvent();
+  int device = 0;
+};
+
+CudaEventTimer::CudaEventTimer(int device_index) : events_(std::make_unique<Events>()) {
+  events_->device = device_index;
+  events_->start.record(c10::cuda::getCurrentCUDAStream(device_index));
+}
+
+CudaEventTimer::~CudaEventTimer() = default;
+
+double CudaEventTimer::ElapsedS() {
+  events_->stop.record(c10::cuda::getCurrentCUDAStream(events_->device));
+  events_->stop.synchronize();
+  return 1e-3 * events_->start.elapsedTime(events_->stop);
+}
+
+absl::StatusOr<double> CudaGraphNodeS(int device_index, int nodes, int replays) {
+  if (!torch::cuda::is_available()) return absl::FailedPreconditionError("no CUDA device");
+  const torch::Device device(torch::kCUDA, device_index);
+  torch::NoGradGuard no_grad;
+  torch::Tensor x = torch::ones({1}, device);
+  // Capture runs on a side stream (the default stream cannot capture).
+  c10::cuda::CUDAStream stream = c10::cuda::getStreamFromPool(false, device_index);
+  at::cuda::CUDAGraph graph;
+  {
+    c10::StreamGuard guard(stream);
+    x.add_(1);  // warm the kernel outside the capture
+    torch::cuda::synchronize(device_index);
+    graph.capture_begin();
+    for (int i = 0; i < nodes; ++i) x.add_(1);
+    graph.capture_end();
+  }
+  std::vector<double> per_node;
+  for (int r = 0; r < replays + 1; ++r) {
+    c10::StreamGuard guard(stream);
+    c10::Event start = TimingEvent(), stop = TimingEvent();
+    start.record(stream);
+    graph.replay();
+    stop.record(stream);
+    stop.synchronize();
+    if (r > 0) per_node.push_back(1e-3 * start.elapsedTime(stop) / nodes);
+  }
+  std::nth_element(per_node.begin(), per_node.begin() + per_node.size() / 2, per_node.end());
+  return per_node[per_node.size() / 2];
+}
+
+}  // namespace hpt

@@ -1,0 +1,42 @@
+// Calibration: a device's own cost profile (devices/gpu/roofline.h),
+// measured with microbenchmarks on the device LibTorch runs on, never
+// fitted to whole training steps (those are what the profile is checked
+// against). It measures:
+//   dispatch_s     host time per op: a cycle of small element-wise ops on
+//                  a tensor that needs gradients, issued back to back;
+//   gemm_rates     achieved FLOP/s of products [m x k] x [k x n] over the
+//                  sizes a spatio-temporal transformer runs, beyond the
+//                  dispatch of an empty product;
+//   memory_bw      achieved bandwidth of a large element-wise op;
+//   min_kernel_s   (CUDA) a graph node of a one-element add, replayed;
+//   power          (CUDA, NVML) board power idle, stepping small ops, and
+//                  running large GEMMs.
+// python_op_s cannot be measured from C++: it stays the cited figure.
+//
+//   CalibrationOptions o; o.device = "cuda:0";
+//   ASSIGN_OR_RETURN(GpuSpec profile, CalibrateDevice(o));
+//   std::string text = GpuProfileText(profile);   // reference_gpu=FILE
+#ifndef HPT_WORKERS_DEVICE_CALIBRATION_H_
+#define HPT_WORKERS_DEVICE_CALIBRATION_H_
+
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "devices/gpu/roofline.h"
+
+namespace hpt {
+
+struct CalibrationOptions {
+  std::string device = "cpu";  // cpu, cuda, cuda:N
+  // Fewer sizes and shorter loops (seconds, not a minute): for tests.
+  bool quick = false;
+  double power_window_s = 2;  // each power reading (CUDA)
+  std::function<void(const std::string&)> progress;  // one line per stage
+};
+
+absl::StatusOr<GpuSpec> CalibrateDevice(const CalibrationOptions& options);
+
+}  // namespace hpt
+
+#endif  // HPT_WORKERS_DEVICE_CALIBRATION_H_
