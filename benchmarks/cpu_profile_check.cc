@@ -12,17 +12,16 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <memory>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "benchmarks/recorded_step.h"
 #include "devices/cost_settings.h"
 #include "devices/work_cost.h"
 #include "models/model_config.h"
 #include "models/st_transformer.h"
 #include "workers/device_calibration.h"
-#include "workers/kernel_recorder.h"
 
 ABSL_FLAG(bool, quick, true, "Calibrate quickly (seconds).");
 ABSL_FLAG(bool, check, false, "Exit 1 when a ratio is outside 0.75-1.25.");
@@ -46,37 +45,19 @@ std::pair<double, double> MeasureAndPredict(const GpuSpec& profile, const StepCa
   torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
   torch::Tensor x = torch::randn({c.batch, c.tokens, 12});
   torch::Tensor y = torch::randn({c.batch, c.tokens, 1});
-  TaskWork forward, backward, update;
-  auto step = [&](bool record) {
-    std::unique_ptr<KernelRecorder> r;
-    if (record) r = std::make_unique<KernelRecorder>();
-    torch::Tensor loss = torch::mse_loss(model->forward(x), y);
-    if (r) AddKernels(r->Finish(), &forward);
-    adam.zero_grad();
-    if (record) r = std::make_unique<KernelRecorder>();
-    loss.backward();
-    if (r) AddKernels(r->Finish(), &backward);
-    if (record) r = std::make_unique<KernelRecorder>();
-    adam.step();
-    if (r) AddKernels(r->Finish(), &update);
-  };
-  step(false);  // Adam's moments
-  step(true);
+  RecordedStep recorded;
+  TrainStep(model, adam, x, y);  // Adam's moments
+  TrainStep(model, adam, x, y, &recorded);
   std::vector<double> wall;
   for (int i = 0; i < 7; ++i) {
     const auto start = std::chrono::steady_clock::now();
-    step(false);
+    TrainStep(model, adam, x, y);
     wall.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   std::sort(wall.begin(), wall.end());
   DeviceCostConfig cost = DefaultDeviceCostConfig("gpu");
   cost.gpu = profile;
-  double predicted = 0;
-  for (const auto& [work, type] : {std::pair{&forward, "forward"}, std::pair{&backward, "backward"},
-                                   std::pair{&update, "update"}}) {
-    predicted += CostTaskWork(*work, cost, GpuBaseline::kLibtorch, nullptr, type).simulated_s();
-  }
-  return {wall[wall.size() / 2], predicted};
+  return {wall[wall.size() / 2], recorded.Cost(cost, GpuBaseline::kLibtorch).time_s};
 }
 
 int Main() {

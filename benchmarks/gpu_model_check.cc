@@ -18,20 +18,18 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "benchmarks/recorded_step.h"
 #include "devices/cost_settings.h"
 #include "devices/work_cost.h"
 #include "models/lora.h"
 #include "models/lora_config.h"
 #include "models/model_config.h"
 #include "models/st_transformer.h"
-#include "workers/kernel_recorder.h"
 
 ABSL_FLAG(std::string, gpu, "h100", "GPU profile: a preset name or a profile file.");
 ABSL_FLAG(double, tolerance, 0.25, "Largest |model / measured - 1| --check accepts.");
@@ -64,10 +62,6 @@ const Measured kH100[] = {
     {"full b32, CUDA graph", false, 32, GpuBaseline::kGraph, 12.3, 0},
 };
 
-struct RecordedStep {
-  TaskWork forward, backward, update;
-};
-
 // The kernels of a wind step's second iteration (Adam's moments exist).
 RecordedStep Record(bool lora, int64_t batch) {
   ModelConfig config = *PresetModelConfig("wind");
@@ -91,32 +85,17 @@ RecordedStep Record(bool lora, int64_t batch) {
   torch::Tensor x = torch::randn({batch, 57, 12});
   torch::Tensor y = torch::randn({batch, 57, 1});
   RecordedStep step;
-  for (int i = 0; i < 2; ++i) {
-    step = RecordedStep();
-    KernelRecorder f;
-    torch::Tensor loss = torch::mse_loss(model->forward(x), y);
-    AddKernels(f.Finish(), &step.forward);
-    adam.zero_grad();
-    KernelRecorder b;
-    loss.backward();
-    AddKernels(b.Finish(), &step.backward);
-    KernelRecorder u;
-    adam.step();
-    AddKernels(u.Finish(), &step.update);
-  }
-  for (const torch::Tensor& p : trainable) step.update.add_optimizer_numel(p.numel());
+  TrainStep(model, adam, x, y);
+  TrainStep(model, adam, x, y, &step);
   return step;
 }
 
 int Main() {
   DeviceCostConfig config = DefaultDeviceCostConfig("gpu");
-  std::string value = absl::GetFlag(FLAGS_gpu);
-  if (std::ifstream file(value); file && value.find('/') != std::string::npos) {
-    std::stringstream text;
-    text << file.rdbuf();
-    value = text.str();
-  }
-  if (absl::Status s = ApplyDeviceSetting("reference_gpu", value, &config); !s.ok()) {
+  absl::StatusOr<std::string> value = ReferenceGpuValue(absl::GetFlag(FLAGS_gpu));
+  absl::Status s = value.status();
+  if (s.ok()) s = ApplyDeviceSetting("reference_gpu", *value, &config);
+  if (!s.ok()) {
     std::fprintf(stderr, "gpu_model_check: %s\n", std::string(s.message()).c_str());
     return 2;
   }
@@ -133,15 +112,8 @@ int Main() {
       steps[l][b] = Record(m.lora, m.batch);
       recorded[l][b] = true;
     }
-    const RecordedStep& s = steps[l][b];
-    double t = 0, j = 0;
-    for (const auto& [work, type] : {std::pair{&s.forward, "forward"},
-                                     std::pair{&s.backward, "backward"},
-                                     std::pair{&s.update, "update"}}) {
-      const CostReport c = CostTaskWork(*work, config, m.baseline, nullptr, type);
-      t += c.simulated_s();
-      j += c.energy_j();
-    }
+    const StepCost cost = steps[l][b].Cost(config, m.baseline);
+    const double t = cost.time_s, j = cost.energy_j;
     const double ratio = 1e3 * t / m.ms;
     bool off = std::fabs(ratio - 1) > tolerance;
     std::printf("%-24s %8.2f ms %7.2f ms %7.2f", m.label, m.ms, 1e3 * t, ratio);

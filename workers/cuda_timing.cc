@@ -7,7 +7,6 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <chrono>
 #include <vector>
 
 namespace hpt {
@@ -22,24 +21,6 @@ c10::Event TimingEvent() {
 }
 
 }  // namespace
-
-struct CudaEventTimer::Events {
-  c10::Event start = TimingEvent(), stop = TimingEvent();
-  int device = 0;
-};
-
-CudaEventTimer::CudaEventTimer(int device_index) : events_(std::make_unique<Events>()) {
-  events_->device = device_index;
-  events_->start.record(c10::cuda::getCurrentCUDAStream(device_index));
-}
-
-CudaEventTimer::~CudaEventTimer() = default;
-
-double CudaEventTimer::ElapsedS() {
-  events_->stop.record(c10::cuda::getCurrentCUDAStream(events_->device));
-  events_->stop.synchronize();
-  return 1e-3 * events_->start.elapsedTime(events_->stop);
-}
 
 absl::StatusOr<double> CudaGraphNodeS(int device_index, int nodes, int replays) {
   if (!torch::cuda::is_available()) return absl::FailedPreconditionError("no CUDA device");

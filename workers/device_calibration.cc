@@ -154,15 +154,14 @@ absl::StatusOr<GpuSpec> CalibrateDevice(const CalibrationOptions& o) {
   auto say = [&](const std::string& line) {
     if (o.progress) o.progress(line);
   };
-  GpuSpec g = *GpuPreset("h100");  // for python_op_s and graph_node_s: the cited figures
+  GpuSpec g;
   g.name = device.str();
   g.synchronous = device.is_cpu();
-  g.tf32_flops = g.bf16_flops = 0;
+  g.python_op_s = kPythonOpS;
   g.compute_share = g.memory_share = 1;  // the rates below are achieved ones
   g.dispatch_s = DispatchS(device, o.quick ? 4000 : 40000);
   say(absl::StrFormat("dispatch per op        %.2f us", 1e6 * g.dispatch_s));
   g.gemm_rates = GemmRates(device, o.quick);
-  g.fp32_flops = 0;
   for (const auto& [flops, rate] : g.gemm_rates) g.fp32_flops = std::max(g.fp32_flops, rate);
   say(absl::StrFormat("GEMM rates             %zu sizes, best %.1f GFLOP/s", g.gemm_rates.size(),
                       1e-9 * g.fp32_flops));
@@ -171,8 +170,6 @@ absl::StatusOr<GpuSpec> CalibrateDevice(const CalibrationOptions& o) {
   say(absl::StrFormat("memory bandwidth       %.1f GB/s at %.0f MB (%zu sizes)",
                       1e-9 * g.memory_bw, 1e-6 * g.memory_rates.back().first,
                       g.memory_rates.size()));
-  g.min_kernel_s = g.graph_node_s = 0;
-  g.idle_power_w = g.active_power_w = g.load_power_w = 0;
   if (device.is_cuda()) {
     absl::StatusOr<double> node = CudaGraphNodeS(device.index());
     if (!node.ok()) return node.status();

@@ -70,12 +70,13 @@ struct GpuExecutor::Impl {
   // Measured time, and the cost of the kernels the task ran on the
   // reference GPU, from their work (devices/work_cost.h). `optimizer`: the
   // parameters an update stepped, for the fused baselines.
-  void Cost(const std::vector<GpuKernel>& kernels, Clock::time_point start, CostReport* cost,
+  void Cost(const std::string& task_type, const std::vector<GpuKernel>& kernels,
+            Clock::time_point start, CostReport* cost,
             const std::vector<int64_t>& optimizer_numel = {}) {
     TaskWork work;
     AddKernels(kernels, &work);
     for (int64_t n : optimizer_numel) work.add_optimizer_numel(n);
-    *cost = CostTaskWork(work, cost_config);
+    *cost = CostTaskWork(work, cost_config, GpuBaseline::kPaper, nullptr, task_type);
     cost->set_device(device_name);
     cost->set_measured_s(std::chrono::duration<double>(Clock::now() - start).count());
     work.mutable_settings()->insert(settings.begin(), settings.end());
@@ -292,7 +293,8 @@ absl::StatusOr<ForwardResponse> GpuExecutor::Forward(
       session.last_batch = batch;
       session.last_tokens = inputs->size(1);
     }
-    impl_->Cost(session.kernels.End(shape, std::move(recorder)), start, response.mutable_cost());
+    impl_->Cost("forward", session.kernels.End(shape, std::move(recorder)), start,
+                response.mutable_cost());
     return response;
   });
 }
@@ -368,7 +370,8 @@ absl::StatusOr<BackwardResponse> GpuExecutor::Backward(
     impl_->Sync();
     BackwardResponse response;
     response.set_grad_norm(std::sqrt(sum_sq));
-    impl_->Cost(session.kernels.End(shape, std::move(recorder)), start, response.mutable_cost());
+    impl_->Cost("backward", session.kernels.End(shape, std::move(recorder)), start,
+                response.mutable_cost());
     session.tasks.Answer(request.key(), response);
     return response;
   });
@@ -412,8 +415,8 @@ absl::StatusOr<ApplyUpdateResponse> GpuExecutor::ApplyUpdate(
     session.tasks.Apply(request.step());
     impl_->Sync();
     response.set_applied(true);
-    impl_->Cost(session.kernels.End(shape, std::move(recorder)), start, response.mutable_cost(),
-                stepped);
+    impl_->Cost("update", session.kernels.End(shape, std::move(recorder)), start,
+                response.mutable_cost(), stepped);
     return response;
   });
 }

@@ -27,10 +27,7 @@ void SetLaunchPath(GpuSpec* g) {
   // C++ eager) was known when this rule was chosen; hpt_calibrate measures
   // a machine's own figure.
   g->dispatch_s = 10e-6;
-  // Python's own layer per op: pytorch/pytorch#41383 measures 6.8 us for
-  // `2*x` with autograd from Python on a CPU (5 us without), where a
-  // maintainer puts the same op from C++ at about 1 us: Python adds ~5 us.
-  g->python_op_s = 5e-6;
+  g->python_op_s = kPythonOpS;
   // NVIDIA, "Getting Started with CUDA Graphs" (A. Gray, 2019): a 2.9 us
   // kernel takes 3.4 us per kernel replayed as a graph: 0.5 us a node.
   g->graph_node_s = 0.5e-6;
@@ -140,7 +137,6 @@ std::string GpuProfileText(const GpuSpec& g) {
 
 absl::StatusOr<GpuSpec> ParseGpuProfile(const std::string& text) {
   GpuSpec g;
-  g.efficiency = 0.7;
   int line_no = 0;
   for (absl::string_view line : absl::StrSplit(text, absl::ByAnyChar("\n;"))) {
     ++line_no;

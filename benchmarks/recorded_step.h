@@ -1,0 +1,39 @@
+// One training step's GPU tasks (forward, MSE backward, optimizer update)
+// as recorded work, and their cost on a device profile: what
+// gpu_model_check and cpu_profile_check set beside measured steps.
+// Includes LibTorch (benchmarks only).
+//
+//   RecordedStep step;
+//   TrainStep(model, adam, x, y, &step);            // records the kernels
+//   StepCost c = step.Cost(config, GpuBaseline::kLibtorch);
+#ifndef HPT_BENCHMARKS_RECORDED_STEP_H_
+#define HPT_BENCHMARKS_RECORDED_STEP_H_
+
+#include <torch/torch.h>
+
+#include "devices/cost_settings.h"
+#include "devices/work_cost.h"
+#include "models/st_transformer.h"
+#include "proto/work.pb.h"
+
+namespace hpt {
+
+struct StepCost {
+  double time_s = 0, energy_j = 0;
+};
+
+struct RecordedStep {
+  TaskWork forward, backward, update;
+  // The three tasks on `config` under `baseline`, each costed as its type.
+  StepCost Cost(const DeviceCostConfig& config, GpuBaseline baseline) const;
+};
+
+// One step of `model` on (x, y) with `optimizer`; with `record`, each
+// task's kernels and the stepped parameters' sizes go into it (replacing
+// what it held).
+void TrainStep(SpatioTemporalTransformer& model, torch::optim::Optimizer& optimizer,
+               const torch::Tensor& x, const torch::Tensor& y, RecordedStep* record = nullptr);
+
+}  // namespace hpt
+
+#endif  // HPT_BENCHMARKS_RECORDED_STEP_H_
