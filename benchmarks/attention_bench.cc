@@ -10,6 +10,10 @@
 //
 //   bazel run -c opt //benchmarks:attention_bench
 //   bazel run -c opt //benchmarks:attention_bench -- --model_steps=0   # the layer only
+//
+// Each section runs in fp32 and under bf16 autocast (--precision=both, the
+// default): in fp32 no flash kernel applies on a GPU; under bf16 SDPA may
+// take one.
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -24,12 +28,14 @@
 #include "benchmarks/median_time.h"
 #include "models/model_config.h"
 #include "models/st_transformer.h"
+#include "workers/bf16_autocast.h"
 
 ABSL_FLAG(int, batch, 32, "Batch.");
 ABSL_FLAG(int, tokens, 323, "Tokens per sample (the swe preset's 323 SNOTEL stations).");
 ABSL_FLAG(int, repeats, 5, "Timed layer repetitions (median reported).");
 ABSL_FLAG(int, model_steps, 1, "Timed whole-model steps per path (median); 0: skip.");
 ABSL_FLAG(std::string, device, "cpu", "cpu or cuda:N.");
+ABSL_FLAG(std::string, precision, "both", "fp32, bf16 (autocast) or both.");
 
 namespace {
 
@@ -43,25 +49,10 @@ double MedianSeconds(int repeats, const torch::Device& device, Fn fn) {
   });
 }
 
-}  // namespace
-
-// Long because it is a script: one timed section per attention variant, in
-// the order the output prints them.
-int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
-  const torch::Device device(absl::GetFlag(FLAGS_device));
-  const int64_t batch = absl::GetFlag(FLAGS_batch), tokens = absl::GetFlag(FLAGS_tokens);
-  hpt::ModelConfig config = *hpt::PresetModelConfig("swe");
-  config.set_input_features(8);
-  config.set_output_features(1);
-  std::printf("device %s, %d threads; swe shape: batch %lld, %lld tokens, %d heads, d_model %d\n",
-              device.str().c_str(), at::get_num_threads(), (long long)batch, (long long)tokens,
-              config.num_heads(), config.d_model());
-
-  torch::manual_seed(0);
-  const int repeats = absl::GetFlag(FLAGS_repeats);
-  // The attention itself: q, k, v [batch, heads, tokens, head_dim] in,
-  // softmax(q k^T / sqrt(head_dim)) v out, and its backward.
+// Fused against eager at the attention itself: q, k, v [batch, heads,
+// tokens, head_dim] in, softmax(q k^T / sqrt(head_dim)) v out, backward.
+void CoreAttention(const hpt::ModelConfig& config, int64_t batch, int64_t tokens, bool bf16,
+                   const torch::Device& device, int repeats) {
   const int64_t heads = config.num_heads(), head_dim = config.d_model() / heads;
   auto leaf = [&] {
     return torch::randn({batch, heads, tokens, head_dim},
@@ -72,21 +63,28 @@ int main(int argc, char** argv) {
   auto core_step = [&](bool fused) {
     for (torch::Tensor* t : {&q, &k, &v}) t->mutable_grad() = torch::Tensor();
     torch::Tensor out;
-    if (fused) {
-      out = at::scaled_dot_product_attention(q, k, v);
-    } else {
-      out = torch::matmul(torch::softmax(torch::matmul(q, k.transpose(-2, -1)) /
-                                             std::sqrt(double(head_dim)), -1),
-                          v);
+    {
+      hpt::Bf16Autocast autocast(device, bf16);
+      if (fused) {
+        out = at::scaled_dot_product_attention(q, k, v);
+      } else {
+        out = torch::matmul(torch::softmax(torch::matmul(q, k.transpose(-2, -1)) /
+                                               std::sqrt(double(head_dim)), -1),
+                            v);
+      }
     }
-    out.backward(grad);
+    out.backward(grad.to(out.scalar_type()));
   };
-  const double core_fused = MedianSeconds(repeats, device, [&] { core_step(true); });
-  const double core_eager = MedianSeconds(repeats, device, [&] { core_step(false); });
-  std::printf("attention fwd+bwd (q, k, v to context): fused %.1f ms, eager %.1f ms: "
+  const double fused = MedianSeconds(repeats, device, [&] { core_step(true); });
+  const double eager = MedianSeconds(repeats, device, [&] { core_step(false); });
+  std::printf("[%s] attention fwd+bwd (q, k, v to context): fused %.1f ms, eager %.1f ms: "
               "fused is %.2fx eager\n",
-              1e3 * core_fused, 1e3 * core_eager, core_eager / core_fused);
+              bf16 ? "bf16" : "fp32", 1e3 * fused, 1e3 * eager, eager / fused);
+}
 
+// The same inside the model's attention layer, with its four projections.
+void AttentionLayer(const hpt::ModelConfig& config, int64_t batch, int64_t tokens, bool bf16,
+                    const torch::Device& device, int repeats) {
   hpt::MultiHeadSelfAttention layer(config.d_model(), config.num_heads(), /*dropout=*/0.0);
   layer->to(device);
   torch::Tensor x = torch::randn({batch, tokens, config.d_model()},
@@ -95,17 +93,25 @@ int main(int argc, char** argv) {
   auto layer_step = [&] {
     layer->zero_grad();
     x.mutable_grad() = torch::Tensor();
-    layer->forward(x).backward(upstream);
+    torch::Tensor out;
+    {
+      hpt::Bf16Autocast autocast(device, bf16);
+      out = layer->forward(x);
+    }
+    out.backward(upstream.to(out.scalar_type()));
   };
   layer->set_fused(true);
-  const double fused_s = MedianSeconds(repeats, device, layer_step);
+  const double fused = MedianSeconds(repeats, device, layer_step);
   layer->set_fused(false);
-  const double eager_s = MedianSeconds(repeats, device, layer_step);
-  std::printf("attention layer with its q, k, v, o projections, fwd+bwd: fused %.1f ms, eager %.1f ms: fused is %.2fx eager\n",
-              1e3 * fused_s, 1e3 * eager_s, eager_s / fused_s);
+  const double eager = MedianSeconds(repeats, device, layer_step);
+  std::printf("[%s] attention layer with its q, k, v, o projections, fwd+bwd: fused %.1f ms, "
+              "eager %.1f ms: fused is %.2fx eager\n",
+              bf16 ? "bf16" : "fp32", 1e3 * fused, 1e3 * eager, eager / fused);
+}
 
-  const int steps = absl::GetFlag(FLAGS_model_steps);
-  if (steps <= 0) return 0;
+// One whole training step (forward, backward, AdamW) with each path.
+void ModelStep(const hpt::ModelConfig& config, int64_t batch, int64_t tokens, bool bf16,
+               const torch::Device& device, int steps) {
   hpt::SpatioTemporalTransformer model(config);
   model->to(device);
   torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(1e-4));
@@ -120,14 +126,46 @@ int main(int argc, char** argv) {
   };
   auto model_step = [&] {
     optimizer.zero_grad();
-    torch::mse_loss(model->forward(inputs), targets).backward();
+    torch::Tensor loss;
+    {
+      hpt::Bf16Autocast autocast(device, bf16);
+      loss = torch::mse_loss(model->forward(inputs), targets);
+    }
+    loss.backward();
     optimizer.step();
   };
   set_fused(true);
-  const double fused_step = MedianSeconds(steps, device, model_step);
+  const double fused = MedianSeconds(steps, device, model_step);
   set_fused(false);
-  const double eager_step = MedianSeconds(steps, device, model_step);
-  std::printf("swe preset training step: fused %.2f s, eager %.2f s: fused is %.2fx eager\n",
-              fused_step, eager_step, eager_step / fused_step);
+  const double eager = MedianSeconds(steps, device, model_step);
+  std::printf("[%s] swe preset training step: fused %.2f s, eager %.2f s: fused is %.2fx eager\n",
+              bf16 ? "bf16" : "fp32", fused, eager, eager / fused);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  const torch::Device device(absl::GetFlag(FLAGS_device));
+  const int64_t batch = absl::GetFlag(FLAGS_batch), tokens = absl::GetFlag(FLAGS_tokens);
+  const std::string precision = absl::GetFlag(FLAGS_precision);
+  if (precision != "fp32" && precision != "bf16" && precision != "both") {
+    std::fprintf(stderr, "--precision must be fp32, bf16 or both, got '%s'\n", precision.c_str());
+    return 2;
+  }
+  hpt::ModelConfig config = *hpt::PresetModelConfig("swe");
+  config.set_input_features(8);
+  config.set_output_features(1);
+  std::printf("device %s, %d threads; swe shape: batch %lld, %lld tokens, %d heads, d_model %d\n",
+              device.str().c_str(), at::get_num_threads(), (long long)batch, (long long)tokens,
+              config.num_heads(), config.d_model());
+  const int repeats = absl::GetFlag(FLAGS_repeats), steps = absl::GetFlag(FLAGS_model_steps);
+  for (bool bf16 : {false, true}) {
+    if ((bf16 && precision == "fp32") || (!bf16 && precision == "bf16")) continue;
+    torch::manual_seed(0);
+    CoreAttention(config, batch, tokens, bf16, device, repeats);
+    AttentionLayer(config, batch, tokens, bf16, device, repeats);
+    if (steps > 0) ModelStep(config, batch, tokens, bf16, device, steps);
+  }
   return 0;
 }

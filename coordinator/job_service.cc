@@ -123,6 +123,15 @@ grpc::ServerUnaryReactor* JobServiceImpl::WhatIf(grpc::CallbackServerContext* co
   return Reply(context, jobs_->WhatIf(*request), response);
 }
 
+grpc::ServerUnaryReactor* JobServiceImpl::ProbeBaselines(
+    grpc::CallbackServerContext* context, const ProbeJobBaselinesRequest* request, Job* response) {
+  if (absl::Status s = Authorize(context, request->job_id()); !s.ok()) return Done(context, s);
+  // A probe takes seconds to minutes: off gRPC's threads, as a load is.
+  return OnLoader(context, response, [this, request] {
+    return jobs_->ProbeBaselines(request->job_id(), request->steps());
+  });
+}
+
 grpc::ServerUnaryReactor* JobServiceImpl::GetWorkRecord(grpc::CallbackServerContext* context,
                                                         const GetWorkRecordRequest* request,
                                                         WorkRecord* response) {

@@ -51,6 +51,9 @@ class JobServiceImpl final : public JobService::CallbackService {
   grpc::ServerUnaryReactor* ResumeJob(grpc::CallbackServerContext* context,
                                       const ResumeJobRequest* request,
                                       Job* response) override;
+  grpc::ServerUnaryReactor* ProbeBaselines(grpc::CallbackServerContext* context,
+                                           const ProbeJobBaselinesRequest* request,
+                                           Job* response) override;
   grpc::ServerUnaryReactor* WhatIf(grpc::CallbackServerContext* context,
                                    const WhatIfRequest* request,
                                    WhatIfResponse* response) override;
@@ -74,7 +77,7 @@ class JobServiceImpl final : public JobService::CallbackService {
   // OK when the caller may act on the job (it exists and is theirs, or they
   // are an admin).
   absl::Status Authorize(grpc::CallbackServerContext* context, const std::string& job_id) const;
-  // Runs `load` (a submit or resume: it loads the job's data) on a loader
+  // Runs `load` (a submit or resume: it loads the job's data; a probe) on a loader
   // thread, never on gRPC's, and finishes the call from there.
   grpc::ServerUnaryReactor* OnLoader(grpc::CallbackServerContext* context, Job* response,
                                      std::function<absl::StatusOr<Job>()> load);

@@ -158,6 +158,14 @@ void RecordedPhases::SetMeasured(const WorkRecord& record) {
   }
 }
 
+void RecordedPhases::SetMeasuredFull(double step_s, double step_j, double with_trials) {
+  const double n = double(full_steps);
+  gpu_only_full_s = step_s * n;
+  gpu_only_full_j = step_j * n;
+  full.set_simulated_s(step_s * n * with_trials);
+  full.set_energy_j(step_j * n * with_trials);
+}
+
 std::vector<PhaseCost> RecordedPhases::Listed() const {
   std::vector<PhaseCost> out;
   if (full_steps > 0) out.push_back(full);

@@ -62,6 +62,10 @@ class RecordedPhases {
            const StepTotals& main_only);
   // Steps and wall time as the record measured them.
   void SetMeasured(const WorkRecord& record);
+  // The full phase's GPU steps as a measured step instead: `step_s` and
+  // `step_j` a main-chain step (0 J: energy not measured, left 0), and
+  // `with_trials` the factor the trial's tasks add to it.
+  void SetMeasuredFull(double step_s, double step_j, double with_trials);
   // The phases that ran, in the report's order.
   std::vector<PhaseCost> Listed() const;
 

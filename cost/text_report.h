@@ -19,6 +19,12 @@ std::string FormatDuration(double seconds);  // "1m05s"
 // decision and its statistics, test metrics, wall time, simulated time and
 // energy per device kind and phase, and the HpT-vs-GPU-only ratios.
 std::string FormatReport(const Job& job);
+// The GPU-only baseline, modelled or measured, that trains fastest (the
+// one HpT must beat for the paper's claim); null when none has a figure.
+const BaselineComparison* FastestBaseline(const CostComparison& comparison);
+// The report's tables of HpT against each GPU baseline, modelled and
+// measured, and which GPU-only baseline is fastest.
+std::string FormatBaselines(const CostComparison& comparison);
 
 }  // namespace hpt
 

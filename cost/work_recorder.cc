@@ -1,5 +1,7 @@
 #include "cost/work_recorder.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -29,6 +31,25 @@ RecordedPhase* PhaseOf(WorkRecord* record, const std::string& phase) {
   return p;
 }
 
+// The GPU tasks among `tasks` as measured: the slowest worker's time (data-
+// parallel ranks run side by side) and every worker's energy.
+struct GpuMeasured {
+  double s = 0, j = 0;
+  bool any = false;
+};
+GpuMeasured MeasuredGpu(const std::vector<FinishedTask>& tasks) {
+  std::map<std::string, double> by_worker;
+  GpuMeasured m;
+  for (const FinishedTask& t : tasks) {
+    if (t.kind != "gpu") continue;
+    by_worker[t.worker] += t.cost.measured_s();
+    m.j += t.cost.measured_j();
+    m.any = true;
+  }
+  for (const auto& [worker, seconds] : by_worker) m.s = std::max(m.s, seconds);
+  return m;
+}
+
 }  // namespace
 
 WorkRecorder::WorkRecorder() {
@@ -46,6 +67,8 @@ int WorkRecorder::DeviceIndex(const FinishedTask& task) {
   }
   RecordedDevice* d = record_.mutable_devices(it->second);
   if (d->device().empty()) d->set_device(task.cost.device());
+  if (d->device_name().empty()) d->set_device_name(task.cost.device_name());
+  if (d->measured_by().empty()) d->set_measured_by(task.cost.measured_by());
   if (d->settings().empty() && !task.cost.work().settings().empty()) {
     *d->mutable_settings() = task.cost.work().settings();
   }
@@ -69,6 +92,7 @@ void WorkRecorder::Measure(const FinishedTask& task) {
   RecordedDevice* d = record_.mutable_devices(DeviceIndex(task));
   d->set_tasks(d->tasks() + 1);
   d->set_measured_s(d->measured_s() + task.cost.measured_s());
+  d->set_measured_j(d->measured_j() + task.cost.measured_j());
 }
 
 int WorkRecorder::AddStep(const std::string& phase, const std::vector<FinishedTask>& main,
@@ -96,6 +120,14 @@ int WorkRecorder::AddStep(const std::string& phase, const std::vector<FinishedTa
     p->set_last_step(step);
     p->set_steps(p->steps() + 1);
     p->set_wall_s(p->wall_s() + wall_s);
+    const GpuMeasured main_gpu = MeasuredGpu(main), trial_gpu = MeasuredGpu(trial);
+    if (main_gpu.any || trial_gpu.any) {
+      p->set_gpu_steps(p->gpu_steps() + 1);
+      p->set_gpu_main_s(p->gpu_main_s() + main_gpu.s);
+      p->set_gpu_main_j(p->gpu_main_j() + main_gpu.j);
+      p->set_gpu_all_s(p->gpu_all_s() + main_gpu.s + trial_gpu.s);
+      p->set_gpu_all_j(p->gpu_all_j() + main_gpu.j + trial_gpu.j);
+    }
   }
   return it->second;
 }

@@ -7,12 +7,14 @@
 // Exit codes are stable (hptctl/job_format.h, docs/jobs.md).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <tuple>
 #include <iostream>
 #include <sstream>
 
+#include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
@@ -46,6 +48,7 @@ ABSL_FLAG(int64_t, step, 0,
           "resume: the checkpoint's step (0: the newest); trace: the step (default: the "
           "first LoRA-phase step, else 0).");
 ABSL_FLAG(bool, watch, false, "submit: watch the job to its end.");
+ABSL_DECLARE_FLAG(int32_t, probe_steps);  // submit_flags.cc
 ABSL_FLAG(std::string, target, "",
           "submit: weather/covid column to forecast; sweep: time=R or energy=R, the "
           "projected ratio to reach.");
@@ -244,6 +247,30 @@ int CostCommand(JobService::Stub& stub, const std::string& command, const std::s
   return SweepCommand(stub, job_id, options);
 }
 
+// Times a finished job's full-phase step under each GPU baseline on a GPU
+// worker and prints HpT against each (the report's baseline tables).
+int ProbeCommand(JobService::Stub& stub, const std::string& job_id) {
+  ProbeJobBaselinesRequest request;
+  request.set_job_id(job_id);
+  request.set_steps(absl::GetFlag(FLAGS_probe_steps) > 0 ? absl::GetFlag(FLAGS_probe_steps) : 10);
+  grpc::ClientContext context;
+  Authorize(&context);
+  // Four baselines' warm-up and timed steps: far longer than a query.
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(std::max(absl::GetFlag(FLAGS_timeout_s), 900)));
+  std::cerr << "probing " << job_id << "'s full-phase step under each GPU baseline ("
+            << request.steps() << " steps each) on a GPU worker..." << std::endl;
+  Job job;
+  absl::Status s = FromGrpcStatus(stub.ProbeBaselines(&context, request, &job));
+  if (!s.ok()) return Fail(s);
+  if (Json()) {
+    std::cout << ToJson(job.hpt().comparison()) << std::endl;
+  } else {
+    std::cout << job.job_id() << ": GPU-only baselines" << FormatBaselines(job.hpt().comparison());
+  }
+  return kExitOk;
+}
+
 // grpc.health.v1 Check of `service` at --coordinator (any of the
 // project's servers): prints the status; exit 0 only when SERVING.
 int HealthCommand(const std::string& service, const std::shared_ptr<grpc::Channel>& channel) {
@@ -340,6 +367,11 @@ int Run(const std::vector<char*>& args, const TlsCredentials& tls) {
       std::cout << "resumed " << job.job_id() << " from step " << from << std::endl;
     }
     return absl::GetFlag(FLAGS_watch) ? Watch(*stub, job.job_id()) : kExitOk;
+  }
+  if (command == "probe") {
+    const std::string job_id = need_job();
+    if (job_id.empty()) return Usage("probe needs a job id, e.g. hptctl probe job-000001");
+    return ProbeCommand(*stub, job_id);
   }
   if (command == "health") {
     return HealthCommand(args.size() >= 3 ? args[2] : "hpt.JobService", channel);

@@ -26,6 +26,12 @@ ABSL_FLAG(double, lora_lr, 0,
 ABSL_FLAG(std::string, switch_rule, "", "submit: paper (default) or consecutive.");
 ABSL_FLAG(int, consecutive_checks, 0, "submit: passing checks in a row under consecutive (0: 3).");
 ABSL_FLAG(std::string, optimizer, "", "submit: adam or adamw.");
+ABSL_FLAG(std::string, precision, "",
+          "submit: fp32 (default) or bf16 (GPU workers' forward under bf16 autocast).");
+ABSL_FLAG(int32_t, probe_steps, 0,
+          "submit: after training, time the full step this many times under each GPU "
+          "baseline (hpt.probe_steps; 0: no probe). probe: timed steps per baseline "
+          "(0: 10).");
 ABSL_FLAG(int, step_lr_step_size, 0, "submit: StepLR epochs per decay (0: constant).");
 ABSL_FLAG(int, gpu_workers, 0, "submit: data-parallel GPU workers (0: 1).");
 ABSL_FLAG(std::string, head_device, "",
@@ -112,7 +118,8 @@ bool AnyJobFlag() {
          absl::GetFlag(FLAGS_alpha) || absl::GetFlag(FLAGS_weight_layer) >= 0 ||
          !absl::GetFlag(FLAGS_lora_rank).empty() || absl::GetFlag(FLAGS_lora_alpha) ||
          absl::GetFlag(FLAGS_lora_lr) || !absl::GetFlag(FLAGS_switch_rule).empty() ||
-         absl::GetFlag(FLAGS_consecutive_checks);
+         absl::GetFlag(FLAGS_consecutive_checks) || !absl::GetFlag(FLAGS_precision).empty() ||
+         absl::GetFlag(FLAGS_probe_steps);
 
 }
 
@@ -136,6 +143,7 @@ absl::Status TrainingFromFlags(TrainingSpec& t) {
     t.set_checkpoint_every(absl::GetFlag(FLAGS_checkpoint_every));
   }
   t.set_seed(absl::GetFlag(FLAGS_seed));
+  t.set_precision(absl::GetFlag(FLAGS_precision));
   return absl::OkStatus();
 }
 
@@ -203,6 +211,7 @@ absl::Status HptFromFlags(HptSpec& h) {
   h.mutable_lora_optimizer()->set_learning_rate(absl::GetFlag(FLAGS_lora_lr));
   h.set_switch_rule(absl::GetFlag(FLAGS_switch_rule));
   h.set_consecutive_checks(absl::GetFlag(FLAGS_consecutive_checks));
+  h.set_probe_steps(absl::GetFlag(FLAGS_probe_steps));
   if (absl::GetFlag(FLAGS_weight_layer) >= 0) {
     h.set_weight_layer(absl::GetFlag(FLAGS_weight_layer));
     h.set_weight_layer_set(true);

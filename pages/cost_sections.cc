@@ -99,16 +99,50 @@ std::vector<Bar> CostBars(const Job& job, bool energy) {
   devices.note = energy ? Joules(device_total) : Seconds(device_total) + " (devices overlap)";
   bars.push_back(devices);
   for (const BaselineComparison& b : c.baselines()) {
+    // Measured rows without the figure (not run; energy not measured) are
+    // in the table below the charts.
+    if (!b.not_run().empty() || (energy && !(b.gpu_only_energy_j() > 0))) continue;
+    const std::string name = b.measured() ? b.baseline() + " measured" : b.baseline();
     const double gpu = energy ? b.gpu_only_energy_j() : b.gpu_only_time_s();
     const double ratio = energy ? b.energy_ratio() : b.time_ratio();
     const double projected = energy ? b.projected_energy_ratio() : b.projected_time_ratio();
-    bars.push_back({"gpu-only-" + b.baseline(),
-                    "GPU-only, " + b.baseline() + (b.baseline() == c.baseline() ? " (job's)" : ""),
-                    {{"gpu-only " + b.baseline(), gpu, KindColour("gpu-only")}},
+    bars.push_back({"gpu-only-" + (b.measured() ? b.baseline() + "-measured" : b.baseline()),
+                    "GPU-only, " + name +
+                        (!b.measured() && b.baseline() == c.baseline() ? " (job's)" : ""),
+                    {{"gpu-only " + name, gpu, KindColour(b.measured() ? "gpu-measured" : "gpu-only")}},
                     absl::StrCat(energy ? Joules(gpu) : Seconds(gpu), ": HpT ", Num(ratio, 3), "×, projected ",
                                  Num(projected, 3), "×")});
   }
   return bars;
+}
+
+// The baselines timed on a worker's device, with what ran and where.
+std::string MeasuredTable(const CostComparison& c) {
+  std::string rows;
+  for (const BaselineComparison& b : c.baselines()) {
+    if (!b.measured()) continue;
+    if (!b.not_run().empty()) {
+      absl::StrAppend(&rows, "<tr><td>", Escape(b.baseline()), "</td><td colspan=\"4\">",
+                      Escape(b.not_run()), "</td><td>", Escape(b.source()), "</td><td>",
+                      Escape(b.measured_on()), "</td></tr>");
+      continue;
+    }
+    const auto ratio = [](double r) { return r > 0 ? Num(r, 3) + "×" : std::string("not measured"); };
+    absl::StrAppend(&rows, "<tr><td>", Escape(b.baseline()), "</td><td>", Seconds(b.step_s()),
+                    "</td><td>", Seconds(b.gpu_only_time_s()), "</td><td>", ratio(b.time_ratio()),
+                    "</td><td>", ratio(b.energy_ratio()), "</td><td>", Escape(b.source()),
+                    "</td><td>", Escape(b.measured_on()), "</td></tr>");
+  }
+  if (rows.empty()) {
+    return "<p class=\"note\">No GPU-only baseline measured yet: run <code>hptctl probe JOB</code> "
+           "(or submit with <code>hpt.probe_steps</code>) to time each on a GPU worker.</p>";
+  }
+  return absl::StrCat("<h3>GPU-only, measured</h3><p class=\"note\">The GPU side timed on a worker's "
+                      "device; HpT's devices stay modelled. HpT time and energy: GPU-only over HpT "
+                      "(above 1: HpT saves).</p><table id=\"measured-baselines\"><thead><tr>"
+                      "<th>baseline</th><th>full step</th><th>GPU-only</th><th>HpT time</th>"
+                      "<th>HpT energy</th><th>what ran</th><th>measured on</th></tr></thead><tbody>",
+                      rows, "</tbody></table>");
 }
 
 }  // namespace
@@ -128,8 +162,9 @@ std::string CostSection(const Job& job) {
   std::vector<std::pair<std::string, std::string>> legend;
   for (const PhaseCost& p : job.hpt().phases()) legend.emplace_back("phase-" + p.phase(), p.phase() + " phase");
   for (const char* kind : {"gpu", "reram", "systolic", "interconnect"}) legend.emplace_back(kind, kind);
-  legend.emplace_back("gpu-only", "GPU-only baseline");
-  return out + Legend(legend) + "</section>";
+  legend.emplace_back("gpu-only", "GPU-only baseline, modelled");
+  legend.emplace_back("gpu-measured", "GPU-only baseline, measured");
+  return out + Legend(legend) + MeasuredTable(c) + "</section>";
 }
 
 std::string TimelineSection(const JobPageInput& input) {

@@ -57,6 +57,12 @@ std::string Header(const Job& job) {
                              "switch to LoRA"));
   if (c.hpt_time_s() > 0) {
     absl::StrAppend(&out, Card(Num(c.time_ratio(), 3) + "×", "time saved vs GPU-only (" + c.baseline() + ")"));
+    // The bar the paper's claim must clear: the fastest GPU-only baseline.
+    if (const BaselineComparison* f = FastestBaseline(c); f != nullptr) {
+      absl::StrAppend(&out, Card(Num(f->time_ratio(), 3) + "×",
+                                 absl::StrCat("vs the fastest GPU-only (", f->baseline(),
+                                              f->measured() ? ", measured)" : ", modelled)")));
+    }
     absl::StrAppend(&out, Card(Num(c.energy_ratio(), 3) + "×", "energy saved vs GPU-only"));
     absl::StrAppend(&out, Card(Num(c.projected_time_ratio(), 3) + "× / " + Num(c.projected_energy_ratio(), 3) + "×",
                                absl::StrCat("projected to ", Num(c.project_epochs(), 3), " epochs")));
@@ -98,6 +104,7 @@ std::string KindColour(const std::string& kind) {
   if (kind == "systolic") return "#59a14f";
   if (kind == "interconnect") return "#bab0ac";
   if (kind == "gpu-only") return "#9c755f";
+  if (kind == "gpu-measured") return "#b07aa1";
   return "#8a93a3";
 }
 

@@ -53,8 +53,12 @@ echo "a job ran to its end on the bundled binaries"
 # CPU twin of the GPU check: the bundled tools/gpu_check.sh on this CPU
 # runs the calibration it has, reports the rest "not run", and sums up.
 check=$(env -i PATH=/usr/bin:/bin LD_LIBRARY_PATH="$paths" HPT_CHECK_DEVICE=cpu \
+  HPT_PROBE_STEPS=1 HPT_PROBE_WARM_UP=1 \
   bash "$B/tools/gpu_check.sh" "$B/bin" "$tmp/check" 2>&1) || fail "gpu_check failed: $check"
 grep -q "passed   calibrate" <<<"$check" || fail "gpu_check did not calibrate: $check"
 grep -q "not run  cuda-tests" <<<"$check" || fail "gpu_check did not report cuda_test: $check"
+grep -q "passed   probe-wind-b1" <<<"$check" || fail "gpu_check did not probe: $check"
+grep -q "graph  not run: no CUDA" "$tmp/check/probe-wind-b1.log" ||
+  fail "the probe did not say why graph did not run: $(cat "$tmp/check/probe-wind-b1.log")"
 grep -q "^name = cpu" "$tmp/check/gpu.profile" || fail "no profile written: $(cat "$tmp/check/gpu.profile")"
 echo "the bundled gpu_check ran on the CPU: $(grep -c "passed" <<<"$check") passed"

@@ -58,6 +58,7 @@ READ_PAGE = """(() => {
     predictions: all('svg[data-plot=prediction]').map(s =>
         Array.from(s.querySelectorAll('polyline')).map(p => Number(p.dataset.count))),
     report_text: q('#report pre') ? q('#report pre').textContent.length : 0,
+    measured_rows: all('#measured-baselines tbody tr').length,
   };
 })()"""
 
@@ -108,12 +109,20 @@ class PagesInBrowserTest(unittest.TestCase):
             self.assertLess(rel(phases["total"], comparison[total_key]), 1e-9, key)
             self.assertEqual(len(phases["segments"]), len(hpt["phases"]))
             for baseline in comparison["baselines"]:
-                bar = by_id["gpu-only-" + baseline["baseline"]]
+                bar_id = "gpu-only-" + baseline["baseline"]
+                if baseline.get("measured"):
+                    bar_id += "-measured"
+                    if baseline_key not in baseline:  # not measured (a CPU's energy): no bar
+                        self.assertNotIn(bar_id, by_id)
+                        continue
+                bar = by_id[bar_id]
                 self.assertLess(rel(bar["total"], baseline[baseline_key]), 1e-9, baseline)
             if key == "energy":  # device energy includes the interconnect: the same total
                 devices = by_id["hpt-devices"]
                 self.assertLess(rel(sum(devices["segments"]), comparison[total_key]), 1e-9)
-        self.assertEqual(len(comparison["baselines"]), 5)
+        # Five modelled; the job's own steps measured (libtorch).
+        self.assertEqual(len(comparison["baselines"]), 6)
+        self.assertEqual(page["measured_rows"], 1)
         self.assertGreater(page["gantt_tasks"], 0)
         self.assertEqual(len(page["gantt_finish"]), page["gantt_tasks"])
         self.assertLess(rel(max(page["gantt_finish"]), page["gantt_makespan"]), 1e-6)

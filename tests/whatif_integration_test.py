@@ -58,6 +58,10 @@ def cost_sections(job):
         d.get("cost", {}).pop("measured_s", None)
     for p in sections["phases"]:
         p.pop("wall_s", None)
+    # Measured baselines are timings: a re-run's differ.
+    comparison = sections["comparison"]
+    comparison["baselines"] = [b for b in comparison.get("baselines", [])
+                               if not b.get("measured")]
     sections["cost"].pop("measured_s", None)
     return sections
 
@@ -139,6 +143,47 @@ class WhatIfTest(unittest.TestCase):
         self.assertIn("systolic_rows='many'", run.stderr)
         run = self.cluster.ctl("whatif", "job-999999", "--set", "systolic_rows=4", check=False)
         self.assertEqual(run.returncode, 4, run.stderr)
+
+    def test_baselines_are_measured_by_the_job_and_by_a_probe(self):
+        # The job's own GPU steps, timed by its worker, are a measured row.
+        own = [b for b in self.report["hpt"]["comparison"]["baselines"] if b.get("measured")]
+        self.assertEqual([b["baseline"] for b in own], ["libtorch"])
+        self.assertIn("wall time", own[0]["measured_on"])
+        self.assertGreater(own[0]["step_s"], 0)
+        self.assertGreater(own[0]["time_ratio"], 0)
+        self.assertNotIn("energy_ratio", own[0])  # a CPU measures no energy
+        # hpt.probe_steps: the probe runs at the job's end on its GPU worker.
+        job_id = self.cluster.train(JOB, "--probe_steps=2", name="probed")
+        rows = {b["baseline"]: b for b in self.cluster.job(job_id)["hpt"]["comparison"]["baselines"]
+                if b.get("measured")}
+        self.assertEqual(sorted(rows), ["bf16", "fused", "graph", "libtorch", "paper"])
+        for name in ("paper", "fused", "bf16"):
+            self.assertGreater(rows[name]["step_s"], 0, name)
+            self.assertGreater(rows[name]["gpu_only_time_s"], 0, name)
+            self.assertIn("probe: median of 2 steps", rows[name]["source"], name)
+        self.assertEqual(rows["graph"]["not_run"], "not run: no CUDA (CUDA graphs need a GPU)")
+        report = self.cluster.ctl("report", job_id).stdout
+        self.assertIn("against each GPU baseline, measured", report)
+        self.assertIn("graph    not run: no CUDA", report)
+        self.assertIn("fastest GPU-only: ", report)
+        # hptctl probe on a finished job times them again, as asked.
+        run = self.cluster.ctl("probe", job_id, "--probe_steps=3")
+        self.assertIn("paper: eager, per-parameter Adam", run.stdout)
+        rows = {b["baseline"]: b for b in self.cluster.job(job_id)["hpt"]["comparison"]["baselines"]
+                if b.get("measured")}
+        self.assertIn("probe: median of 3 steps", rows["fused"]["source"])
+        # A page shows them.
+        html = os.path.join(self.cluster.dir, "probed.html")
+        self.cluster.ctl("report", job_id, "--format=html", f"--out={html}")
+        with open(html) as f:
+            page = f.read()
+        self.assertIn('id="measured-baselines"', page)
+        self.assertIn("not run: no CUDA", page)
+        # Refusals: no such job (4), bad step counts (3).
+        self.assertEqual(self.cluster.ctl("probe", "job-999999", check=False).returncode, 4)
+        run = self.cluster.ctl("probe", job_id, "--probe_steps=5000", check=False)
+        self.assertEqual(run.returncode, 3, run.stderr)
+        self.assertIn("steps must be in 0..1000", run.stderr)
 
     def test_chrome_trace_is_valid(self):
         out = os.path.join(self.cluster.dir, "trace.json")

@@ -53,10 +53,15 @@ check model-vs-h100 gpu_model_check --gpu=h100
 if [ -s "$out/gpu.profile" ]; then
   check model-vs-this-gpu gpu_model_check --gpu="$out/gpu.profile"
 fi
+# The baseline probe (paper, fused, graph, bf16 run for real); a CPU twin
+# shortens it with HPT_PROBE_STEPS and HPT_PROBE_WARM_UP.
+probe_steps=(--steps="${HPT_PROBE_STEPS:-20}" --warm_up="${HPT_PROBE_WARM_UP:-3}")
+check probe-wind-b1 hpt_probe --device="$device" --preset=wind --batch=1 "${probe_steps[@]}"
+check probe-wind-b32 hpt_probe --device="$device" --preset=wind --batch=32 "${probe_steps[@]}"
 check cuda-tests cuda_test
 check step-overhead-b1 step_overhead_bench --device="$device" --batch=1
 check step-overhead-b32 step_overhead_bench --device="$device" --batch=32
-check attention attention_bench --device="$device"
+check attention attention_bench --device="$device" --precision=both
 check cpu-profile cpu_profile_check
 
 echo

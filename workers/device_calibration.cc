@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "devices/gpu/kernel_cost.h"
 #include "workers/cuda_timing.h"
 #include "workers/nvml_energy.h"
 
@@ -64,15 +65,16 @@ std::vector<std::pair<double, double>> GemmRates(const torch::Device& device, bo
     for (int64_t n : ns) {
       torch::Tensor a = torch::randn({m, n}, opts), b = torch::randn({n, n}, opts);
       const double flops = 2.0 * double(m) * double(n) * double(n);
+      const double bytes = 4.0 * double(2 * m * n + n * n);  // a, b and the result
       const int reps = int(std::clamp(2e9 / flops, 1.0, 200.0));
       const double s = MedianS(device, quick ? 3 : 5, [&] {
         for (int i = 0; i < reps; ++i) torch::mm(a, b);
       }) / reps;
-      rates.push_back({flops, flops / std::max(s - empty_s, 1e-9)});
+      rates.push_back({GemmSize(flops, bytes), flops / std::max(s - empty_s, 1e-9)});
     }
   }
   std::sort(rates.begin(), rates.end());
-  // One rate a size: shapes of equal FLOPs average.
+  // One rate a size: shapes of equal size average.
   std::vector<std::pair<double, double>> merged;
   for (const auto& r : rates) {
     if (!merged.empty() && merged.back().first == r.first) {

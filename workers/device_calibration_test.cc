@@ -25,8 +25,14 @@ TEST(DeviceCalibrationTest, TheCpusProfileIsMeasuredAndRoundTrips) {
   ASSERT_GE(profile->gemm_rates.size(), 3u);
   ASSERT_GE(profile->memory_rates.size(), 3u);
   EXPECT_EQ(profile->memory_bw, profile->memory_rates.back().second);
-  // A larger product runs at least as fast as a much smaller one.
-  EXPECT_GT(profile->gemm_rates.back().second, profile->gemm_rates.front().second);
+  // Sizes ascend and every rate is a real one (the order of the rates is
+  // the machine's: under a loaded test run a large product can come out
+  // slower than a small one, so no order is asserted).
+  for (size_t i = 0; i < profile->gemm_rates.size(); ++i) {
+    EXPECT_GT(profile->gemm_rates[i].second, 1e7) << i;  // above 10 MFLOP/s
+    EXPECT_LT(profile->gemm_rates[i].second, 1e14) << i;
+    if (i > 0) EXPECT_GT(profile->gemm_rates[i].first, profile->gemm_rates[i - 1].first);
+  }
   EXPECT_EQ(profile->min_kernel_s, 0);
   EXPECT_EQ(profile->load_power_w, 0);  // no power counter on a CPU
   absl::StatusOr<GpuSpec> back = ParseGpuProfile(GpuProfileText(*profile));

@@ -16,6 +16,9 @@
 #include "devices/work_cost.h"
 #include "models/model_config.h"
 #include "models/st_transformer.h"
+#include "workers/baseline_probe.h"
+#include "workers/bf16_autocast.h"
+#include "workers/device_meter.h"
 #include "workers/gpu_session.h"
 #include "workers/kernel_recorder.h"
 #include "workers/nccl_group.h"
@@ -24,7 +27,6 @@
 namespace hpt {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
 // Decodes a wire tensor into a device tensor, checking its shape.
 absl::StatusOr<torch::Tensor> DecodeBatch(const Tensor& proto,
@@ -66,20 +68,31 @@ struct GpuExecutor::Impl {
 
   DeviceCostConfig cost_config;  // the reference GPU (devices/cost_settings.h)
   std::map<std::string, std::string> settings;
+  // The same for a bf16 session: products at the reference's bf16 rate.
+  DeviceCostConfig bf16_cost_config;
+  std::map<std::string, std::string> bf16_settings;
+  // Times each task on the device (CUDA events and NVML; the CPU's wall).
+  std::unique_ptr<DeviceMeter> meter;
 
-  // Measured time, and the cost of the kernels the task ran on the
+  // Measured time and energy (`measured`: the task's span, the device
+  // synchronised), and the cost of the kernels the task ran on the
   // reference GPU, from their work (devices/work_cost.h). `optimizer`: the
   // parameters an update stepped, for the fused baselines.
   void Cost(const std::string& task_type, const std::vector<GpuKernel>& kernels,
-            Clock::time_point start, CostReport* cost,
+            const DeviceMeter::Reading& measured, bool bf16, CostReport* cost,
             const std::vector<int64_t>& optimizer_numel = {}) {
     TaskWork work;
     AddKernels(kernels, &work);
     for (int64_t n : optimizer_numel) work.add_optimizer_numel(n);
-    *cost = CostTaskWork(work, cost_config, GpuBaseline::kPaper, nullptr, task_type);
+    *cost = CostTaskWork(work, bf16 ? bf16_cost_config : cost_config, GpuBaseline::kPaper,
+                         nullptr, task_type);
     cost->set_device(device_name);
-    cost->set_measured_s(std::chrono::duration<double>(Clock::now() - start).count());
-    work.mutable_settings()->insert(settings.begin(), settings.end());
+    cost->set_measured_s(measured.s);
+    cost->set_measured_j(measured.j);
+    cost->set_measured_by(meter->measured_by());
+    cost->set_device_name(meter->device_name());
+    const auto& s = bf16 ? bf16_settings : settings;
+    work.mutable_settings()->insert(s.begin(), s.end());
     *cost->mutable_work() = std::move(work);
   }
   mutable absl::Mutex mu;
@@ -102,6 +115,9 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(
   impl->cost_config = DefaultDeviceCostConfig("gpu");
   impl->cost_config.gpu = *reference;
   impl->settings = DeviceSettingsOf(impl->cost_config);
+  impl->bf16_cost_config = impl->cost_config;
+  impl->bf16_cost_config.gpu_precision = GpuPrecision::kBf16;
+  impl->bf16_settings = DeviceSettingsOf(impl->bf16_cost_config);
   if (options.device == "auto") {
     impl->device = torch::cuda::is_available() ? torch::Device("cuda:0")
                                                : torch::Device(torch::kCPU);
@@ -133,6 +149,8 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(
   if (options.intra_op_threads > 0) {
     torch::set_num_threads(options.intra_op_threads);
   }
+  impl->meter = DeviceMeter::Create(impl->device.str(),
+                                    impl->device.is_cuda() ? impl->device_id : "");
   return std::unique_ptr<GpuExecutor>(new GpuExecutor(std::move(impl)));
 }
 
@@ -223,7 +241,7 @@ absl::StatusOr<ForwardResponse> GpuExecutor::Forward(
   GpuSession& session = **found;
   const std::string shape = ForwardShape(request);
   return Guarded("Forward", [&]() -> absl::StatusOr<ForwardResponse> {
-    const auto start = Clock::now();
+    impl_->meter->Start();
     std::unique_ptr<KernelRecorder> recorder = session.kernels.Begin(shape);
     absl::StatusOr<torch::Tensor> inputs =
         DecodeBatch(request.inputs(), "ForwardRequest.inputs",
@@ -255,6 +273,9 @@ absl::StatusOr<ForwardResponse> GpuExecutor::Forward(
                                      session.group ? session.group->getRank() : 0));
     }
     torch::Tensor outputs;
+    // The forward under bf16 autocast for a bf16 job; backward runs
+    // outside it, as with torch.autocast.
+    Bf16Autocast autocast(impl_->device, session.bf16);
     if (session.encoder_only) {
       // The loss is computed downstream: hand the encoder output on.
       if (request.train()) {
@@ -266,7 +287,7 @@ absl::StatusOr<ForwardResponse> GpuExecutor::Forward(
         session.model->eval();
         outputs = session.model->Encode(*inputs);
       }
-      torch::Tensor cpu = outputs.detach().to(torch::kCPU).contiguous();
+      torch::Tensor cpu = outputs.detach().to(torch::kCPU, torch::kFloat).contiguous();
       FloatsToProto(cpu.data_ptr<float>(),
                     std::vector<int64_t>(cpu.sizes().begin(), cpu.sizes().end()),
                     "outputs", response.mutable_outputs());
@@ -283,7 +304,7 @@ absl::StatusOr<ForwardResponse> GpuExecutor::Forward(
       if (has_targets) response.set_loss(MseLoss(outputs, targets).item<double>());
     }
     if (request.return_outputs() && !session.encoder_only) {
-      torch::Tensor cpu = outputs.detach().to(torch::kCPU).contiguous();
+      torch::Tensor cpu = outputs.detach().to(torch::kCPU, torch::kFloat).contiguous();
       FloatsToProto(cpu.data_ptr<float>(),
                     std::vector<int64_t>(cpu.sizes().begin(), cpu.sizes().end()),
                     "outputs", response.mutable_outputs());
@@ -293,8 +314,8 @@ absl::StatusOr<ForwardResponse> GpuExecutor::Forward(
       session.last_batch = batch;
       session.last_tokens = inputs->size(1);
     }
-    impl_->Cost("forward", session.kernels.End(shape, std::move(recorder)), start,
-                response.mutable_cost());
+    impl_->Cost("forward", session.kernels.End(shape, std::move(recorder)),
+                impl_->meter->Stop(), session.bf16, response.mutable_cost());
     return response;
   });
 }
@@ -323,7 +344,7 @@ absl::StatusOr<BackwardResponse> GpuExecutor::Backward(
       absl::StrCat("backward ", pending.batch, pending.output.defined() ? " encoder" : " loss",
                    session.group ? " allreduce" : "");
   return Guarded("Backward", [&]() -> absl::StatusOr<BackwardResponse> {
-    const auto start = Clock::now();
+    impl_->meter->Start();
     std::unique_ptr<KernelRecorder> recorder = session.kernels.Begin(shape);
     if (pending.output.defined()) {
       absl::StatusOr<HostTensor> grad =
@@ -370,8 +391,8 @@ absl::StatusOr<BackwardResponse> GpuExecutor::Backward(
     impl_->Sync();
     BackwardResponse response;
     response.set_grad_norm(std::sqrt(sum_sq));
-    impl_->Cost("backward", session.kernels.End(shape, std::move(recorder)), start,
-                response.mutable_cost());
+    impl_->Cost("backward", session.kernels.End(shape, std::move(recorder)),
+                impl_->meter->Stop(), session.bf16, response.mutable_cost());
     session.tasks.Answer(request.key(), response);
     return response;
   });
@@ -399,7 +420,7 @@ absl::StatusOr<ApplyUpdateResponse> GpuExecutor::ApplyUpdate(
       }
     }
     const std::string shape = absl::StrCat("update ", absl::StrJoin(stepped, ","));
-    const auto start = Clock::now();
+    impl_->meter->Start();
     std::unique_ptr<KernelRecorder> recorder = session.kernels.Begin(shape);
     for (auto& group : session.optimizer->param_groups()) {
       if (session.optimizer_type == ADAMW) {
@@ -415,8 +436,8 @@ absl::StatusOr<ApplyUpdateResponse> GpuExecutor::ApplyUpdate(
     session.tasks.Apply(request.step());
     impl_->Sync();
     response.set_applied(true);
-    impl_->Cost("update", session.kernels.End(shape, std::move(recorder)), start,
-                response.mutable_cost(), stepped);
+    impl_->Cost("update", session.kernels.End(shape, std::move(recorder)),
+                impl_->meter->Stop(), session.bf16, response.mutable_cost(), stepped);
     return response;
   });
 }
@@ -436,6 +457,15 @@ absl::Status GpuExecutor::Release(const std::string& job_id) {
   absl::MutexLock lock(&impl_->mu);
   impl_->jobs.Erase(job_id);  // releasing an unknown job is a no-op
   return absl::OkStatus();
+}
+
+absl::StatusOr<ProbeBaselinesResponse> GpuExecutor::ProbeBaselines(
+    const ProbeBaselinesRequest& request) {
+  // Under the lock: no task shares the device while a probe times it.
+  absl::MutexLock lock(&impl_->mu);
+  return Guarded("ProbeBaselines", [&]() -> absl::StatusOr<ProbeBaselinesResponse> {
+    return hpt::ProbeBaselines(request, impl_->device.str(), impl_->meter.get());
+  });
 }
 
 std::vector<std::string> GpuExecutor::Jobs() const {

@@ -94,6 +94,10 @@ class GpuExecutor : public TaskExecutor {
       bool optimizer_state = false) override;
   absl::Status Release(const std::string& job_id) override;
   std::vector<std::string> Jobs() const override;
+  // Times a model's full step under each GPU baseline on this device
+  // (workers/baseline_probe.h); no job's state is touched.
+  absl::StatusOr<ProbeBaselinesResponse> ProbeBaselines(
+      const ProbeBaselinesRequest& request) override;
 
  private:
   struct Impl;

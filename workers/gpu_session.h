@@ -48,6 +48,7 @@ struct GpuSession {
   // The data-parallel group: NCCL when the model is on CUDA, Gloo on CPU.
   c10::intrusive_ptr<c10d::Backend> group;
   uint64_t seed = 0;  // init_seed: with the step, seeds each step's dropout
+  bool bf16 = false;  // forwards under bf16 autocast (header.precision)
 };
 
 // A host tensor on `device` (a copy).

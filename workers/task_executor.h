@@ -33,6 +33,12 @@ class TaskExecutor : public WorkerTasks {
       // Also Adam's moments (task_book.h kExpAvgSuffix, kExpAvgSqSuffix).
       bool optimizer_state = false) = 0;
   virtual std::vector<std::string> Jobs() const = 0;
+  // Times a model's full step under each GPU baseline (GPU workers only).
+  virtual absl::StatusOr<ProbeBaselinesResponse> ProbeBaselines(
+      const ProbeBaselinesRequest& request) {
+    (void)request;
+    return absl::FailedPreconditionError("only GPU workers probe GPU baselines");
+  }
 };
 
 }  // namespace hpt

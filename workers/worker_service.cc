@@ -221,6 +221,18 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Release(
   });
 }
 
+grpc::ServerUnaryReactor* WorkerServiceImpl::ProbeBaselines(
+    grpc::CallbackServerContext* context, const ProbeBaselinesRequest* request,
+    ProbeBaselinesResponse* response) {
+  // On the device queue: no task runs while the probe times the device.
+  return RunOnDevice(context, "probe", [this, request, response]() -> absl::Status {
+    absl::StatusOr<ProbeBaselinesResponse> r = executor_->ProbeBaselines(*request);
+    if (!r.ok()) return r.status();
+    *response = std::move(*r);
+    return absl::OkStatus();
+  });
+}
+
 grpc::ServerUnaryReactor* WorkerServiceImpl::GetInfo(
     grpc::CallbackServerContext* context, const GetInfoRequest*,
     WorkerInfo* response) {

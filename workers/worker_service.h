@@ -42,6 +42,9 @@ class WorkerServiceImpl final : public WorkerService::CallbackService {
   grpc::ServerUnaryReactor* Release(grpc::CallbackServerContext* context,
                                     const ReleaseRequest* request,
                                     ReleaseResponse* response) override;
+  grpc::ServerUnaryReactor* ProbeBaselines(grpc::CallbackServerContext* context,
+                                           const ProbeBaselinesRequest* request,
+                                           ProbeBaselinesResponse* response) override;
   grpc::ServerUnaryReactor* GetInfo(grpc::CallbackServerContext* context,
                                     const GetInfoRequest* request,
                                     WorkerInfo* response) override;

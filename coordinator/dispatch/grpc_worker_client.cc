@@ -194,4 +194,15 @@ absl::Status GrpcWorkerClient::Release(const std::string& job_id) {
                        absl::Seconds(10), /*abortable=*/false);
 }
 
+absl::StatusOr<ProbeBaselinesResponse> GrpcWorkerClient::ProbeBaselines(
+    const ProbeBaselinesRequest& request) {
+  ProbeBaselinesResponse response;
+  // A probe of four baselines takes several times a step's tasks: it gets
+  // the longest a task may take.
+  absl::Status s = CallWithRetry("probe", &WorkerService::Stub::ProbeBaselines, request,
+                                 &response, options_.task_deadline);
+  if (!s.ok()) return s;
+  return response;
+}
+
 }  // namespace hpt

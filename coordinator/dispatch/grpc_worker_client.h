@@ -54,6 +54,8 @@ class GrpcWorkerClient : public WorkerClient {
       const std::string& job_id, const std::vector<std::string>& names,
       bool optimizer_state = false) override;
   absl::Status Release(const std::string& job_id) override;
+  absl::StatusOr<ProbeBaselinesResponse> ProbeBaselines(
+      const ProbeBaselinesRequest& request) override;
   void Abort(const absl::Status& reason) override;
 
   // A call of `method` may take this long now.

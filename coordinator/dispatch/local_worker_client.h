@@ -54,6 +54,10 @@ class LocalWorkerClient : public WorkerClient {
       bool optimizer_state = false) override {
     return executor_->Snapshot(job_id, kDefaultChunkBytes, names, optimizer_state);
   }
+  absl::StatusOr<ProbeBaselinesResponse> ProbeBaselines(
+      const ProbeBaselinesRequest& request) override {
+    return executor_->ProbeBaselines(request);
+  }
   absl::Status Release(const std::string& job_id) override {
     return executor_->Release(job_id);
   }

@@ -26,6 +26,14 @@ class WorkerClient : public WorkerTasks {
       const std::string& job_id, const std::vector<std::string>& names,
       bool optimizer_state = false) = 0;
 
+  // GPU workers: a model's full step timed under each GPU baseline
+  // (workers/baseline_probe.h).
+  virtual absl::StatusOr<ProbeBaselinesResponse> ProbeBaselines(
+      const ProbeBaselinesRequest& request) {
+    (void)request;
+    return absl::UnimplementedError("this worker client does not probe baselines");
+  }
+
   // Ends every call in flight, and fails every later one, with `reason`
   // (the job was cancelled; the worker stopped answering). Thread-safe.
   virtual void Abort(const absl::Status& reason) { (void)reason; }

@@ -10,6 +10,7 @@
 #include "common/status_macros.h"
 #include "common/tensor_codec.h"
 #include "coordinator/spec/job_spec.h"
+#include "coordinator/training/baseline_probe_call.h"
 #include "coordinator/training/job_data.h"
 #include "models/predict.h"
 
@@ -39,6 +40,7 @@ JobRunner::Options RunnerOptions(const JobManager::Options& o) {
 
 JobManager::JobManager(Options options, WorkerPool* pool)
     : options_(std::move(options)),
+      pool_(pool),
       registry_(RegistryOptions(options_)),
       runner_(RunnerOptions(options_), &registry_, pool),
       scheduler_(options_.max_running_jobs,
@@ -249,6 +251,42 @@ absl::StatusOr<WhatIfResponse> JobManager::WhatIf(const WhatIfRequest& request) 
   for (const std::string& s : request.settings()) response.add_settings(s);
   for (const std::string& n : costs.numerics_notes) response.add_numerics_notes(n);
   return response;
+}
+
+absl::StatusOr<Job> JobManager::ProbeBaselines(const std::string& job_id, int64_t steps) {
+  if (steps < 0 || steps > 1000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ProbeJobBaselinesRequest.steps must be in 0..1000 (0: 10), got ", steps));
+  }
+  ASSIGN_OR_RETURN(Job job, Get(job_id));
+  if (job.state() != SUCCEEDED) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job '", job_id, "' is ", JobState_Name(job.state()),
+        "; a probe times a succeeded job's step (hpt.probe_steps probes at a job's end)"));
+  }
+  ASSIGN_OR_RETURN(std::shared_ptr<const TrainedModel> model, TrainedModelOf(job_id));
+  ASSIGN_OR_RETURN(std::shared_ptr<const WorkRecord> record, WorkRecordOf(job_id));
+  const std::vector<WorkerEntry> gpus = pool_->Live("gpu");
+  if (gpus.empty()) {
+    return absl::FailedPreconditionError(
+        "no GPU worker is live to probe on: start one (./hpt up starts HPT_GPU_WORKERS of them)");
+  }
+  std::unique_ptr<WorkerClient> gpu = options_.client_factory(gpus[0].address, "gpu");
+  const std::vector<MeasuredBaseline> probes =
+      ProbeJobBaselines(*gpu, model->config, job.spec().training().batch_size(),
+                        job.data().columns(), steps == 0 ? 10 : steps,
+                        job.spec().training().seed());
+  auto probed = std::make_shared<WorkRecord>(*record);
+  probed->clear_probes();
+  for (const MeasuredBaseline& m : probes) *probed->add_probes() = m;
+  ASSIGN_OR_RETURN(JobCosts costs, CostOfRecord(*probed, {}));
+  absl::MutexLock lock(&registry_.mu());
+  ASSIGN_OR_RETURN(JobRegistry::Record * r, registry_.Find(job_id));
+  r->work_record = probed;
+  ApplyCosts(costs, &r->job);
+  registry_.Persist(*r, /*force=*/true);
+  registry_.Notify(r->job);
+  return r->job;
 }
 
 std::vector<Job> JobManager::List() const {

@@ -96,6 +96,11 @@ class JobManager {
   absl::StatusOr<JobHistory> HistoryOf(const std::string& job_id, int max_points) const;
   // The trained model's output for request.input (models/predict.h).
   absl::StatusOr<PredictResponse> Predict(const PredictRequest& request) const;
+  // Times a succeeded job's full-phase step under each GPU baseline on a
+  // live GPU worker (`steps` timed steps each; 0: 10), adds the figures to
+  // its work record and returns the job re-costed with them. Blocks while
+  // the probe runs (seconds to minutes; the worker runs nothing else).
+  absl::StatusOr<Job> ProbeBaselines(const std::string& job_id, int64_t steps);
   std::vector<Job> List() const;
   absl::StatusOr<Job> Cancel(const std::string& job_id);
   // The job's checkpoints, oldest first.
@@ -132,6 +137,7 @@ class JobManager {
   void Requeue(JobRegistry::Record& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(registry_.mu());
 
   const Options options_;
+  WorkerPool* const pool_;
   mutable JobRegistry registry_;
   JobRunner runner_;
   JobScheduler scheduler_;

@@ -115,6 +115,11 @@ absl::Status NormalizeSwitchAndPlacement(HptSpec& h) {
     return Invalid("hpt.fallback_placement",
                    absl::StrCat("'", h.fallback_placement(), "' is not gpu or fail"));
   }
+  // A probe's bound (workers/baseline_probe.cc's).
+  if (h.probe_steps() < 0 || h.probe_steps() > 1000) {
+    return Invalid("hpt.probe_steps",
+                   absl::StrCat("must be in 0..1000 (0: no probe), got ", h.probe_steps()));
+  }
   return absl::OkStatus();
 }
 

@@ -213,6 +213,11 @@ absl::Status NormalizeTraining(TrainingSpec& t) {
                    absl::StrCat("must be in 0..", kMaxBatch, " (0: automatic), got ",
                                 t.eval_batch_size()));
   }
+  if (t.precision().empty()) t.set_precision("fp32");
+  if (t.precision() != "fp32" && t.precision() != "bf16") {
+    return Invalid("training.precision",
+                   absl::StrCat("'", t.precision(), "' is not fp32 or bf16"));
+  }
   if (t.max_test_samples() < 0) {
     return Invalid("training.max_test_samples",
                    absl::StrCat("must not be negative, got ", t.max_test_samples()));

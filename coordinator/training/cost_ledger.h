@@ -72,6 +72,13 @@ class CostLedger {
   // many GPU workers. `wall_s`: the step's measured wall time.
   void CloseStep(int64_t step, bool lora_step, int data_parallel_ranks, double wall_s,
                  bool fallback = false);
+  // The full-phase step as a GPU worker timed it under each baseline
+  // (replacing any earlier probe's).
+  void SetProbes(const std::vector<MeasuredBaseline>& probes) {
+    recorder_.record().clear_probes();
+    for (const MeasuredBaseline& m : probes) *recorder_.record().add_probes() = m;
+    dirty_ = true;
+  }
   // Adds the recovery chain (workers reloaded after a restore at `step`).
   void CloseRecovery(int64_t step);
 

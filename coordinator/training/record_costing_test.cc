@@ -4,6 +4,7 @@
 #include "cost/record_costing.h"
 
 #include "coordinator/spec/job_spec.h"
+#include "cost/text_report.h"
 #include "coordinator/training/in_process_workers.h"
 #include "data/synthetic.h"
 #include "google/protobuf/util/field_comparator.h"
@@ -89,7 +90,9 @@ TEST_P(RecostTest, OwnSettingsReproduceTheReportAndOthersMoveIt) {
   // Baselines: paper, libtorch, fused, graph, bf16; C++ is never slower
   // than Python, and each tuning never slower than the one before.
   const auto& b = same->comparison.baselines();
-  ASSERT_EQ(b.size(), 5);
+  ASSERT_EQ(b.size(), 6);  // and the job's own steps, measured
+  for (int i = 0; i < 5; ++i) EXPECT_FALSE(b[i].measured()) << i;
+  EXPECT_TRUE(b[5].measured());
   EXPECT_EQ(b[0].baseline(), "paper");
   EXPECT_EQ(b[1].baseline(), "libtorch");
   EXPECT_EQ(b[4].baseline(), "bf16");
@@ -102,6 +105,72 @@ TEST_P(RecostTest, OwnSettingsReproduceTheReportAndOthersMoveIt) {
   absl::StatusOr<JobCosts> small_chip = CostOfRecord(record, {{"reram_chip_tiles", "400"}});
   ASSERT_TRUE(small_chip.ok()) << small_chip.status();
   EXPECT_GE(small_chip->comparison.lora_step_s(), same->comparison.lora_step_s());
+}
+
+// The measured rows: the job's own GPU steps as its worker timed them, and
+// a probe's baselines; HpT's devices stay modelled in each.
+TEST_P(RecostTest, MeasuredBaselinesRestOnTheMeasuredStep) {
+  WorkRecord record = *last_.work_record;
+  const RecordedPhase* full = nullptr;
+  for (const RecordedPhase& p : record.phases()) {
+    if (p.phase() == "full") full = &p;
+  }
+  ASSERT_NE(full, nullptr);
+  EXPECT_EQ(full->gpu_steps(), full->steps());
+  EXPECT_GT(full->gpu_main_s(), 0);
+  EXPECT_GT(full->gpu_all_s(), full->gpu_main_s());  // the trial's tasks
+  EXPECT_EQ(full->gpu_main_j(), 0);  // a CPU worker measures no energy
+  const double own_step = full->gpu_main_s() / double(full->gpu_steps());
+
+  MeasuredBaseline* paper = record.add_probes();
+  paper->set_baseline("paper");
+  paper->set_path("eager");
+  paper->set_device_name("Test GPU");
+  paper->set_measured_by("cuda events");
+  paper->set_step_s(0.01);
+  paper->set_step_j(0.5);
+  paper->set_timed_steps(10);
+  MeasuredBaseline* graph = record.add_probes();
+  graph->set_baseline("graph");
+  graph->set_not_run("not run: no CUDA");
+  absl::StatusOr<JobCosts> costs = CostOfRecord(record, {});
+  ASSERT_TRUE(costs.ok()) << costs.status();
+  const CostComparison& c = costs->comparison;
+  ASSERT_EQ(c.baselines_size(), 8);
+  const BaselineComparison& own = c.baselines(5);
+  const BaselineComparison& probed = c.baselines(6);
+  const BaselineComparison& not_run = c.baselines(7);
+  int64_t steps = 0;
+  for (const RecordedPhase& p : record.phases()) {
+    if (p.phase() == "full" || p.phase() == "lora" || p.phase() == "lora-gpu") steps += p.steps();
+  }
+  // GPU-only: every step at the measured full step.
+  EXPECT_EQ(own.baseline(), "libtorch");
+  EXPECT_NEAR(own.step_s(), own_step, 1e-12);
+  EXPECT_NEAR(own.gpu_only_time_s(), own_step * double(steps), 1e-9);
+  EXPECT_EQ(own.energy_ratio(), 0);  // not measured: no figure
+  EXPECT_NE(own.measured_on().find("wall time"), std::string::npos) << own.measured_on();
+  EXPECT_EQ(probed.baseline(), "paper");
+  EXPECT_TRUE(probed.measured());
+  EXPECT_NEAR(probed.gpu_only_time_s(), 0.01 * double(steps), 1e-9);
+  EXPECT_NEAR(probed.gpu_only_energy_j(), 0.5 * double(steps), 1e-9);
+  EXPECT_GT(probed.energy_ratio(), 0);
+  // HpT: the full phase at the probed step (with the trial's share as
+  // measured), then the modelled switch and LoRA phase, as in the modelled
+  // libtorch row.
+  const double with_trials = full->gpu_all_s() / full->gpu_main_s();
+  const double after_full =
+      own.hpt_time_s() - own_step * double(full->steps()) * with_trials;
+  EXPECT_NEAR(probed.hpt_time_s(), 0.01 * double(full->steps()) * with_trials + after_full,
+              1e-9 * probed.hpt_time_s());
+  EXPECT_EQ(not_run.not_run(), "not run: no CUDA");
+  EXPECT_EQ(not_run.gpu_only_time_s(), 0);
+
+  const std::string text = FormatBaselines(c);
+  EXPECT_NE(text.find("  paper: eager; probe: median of 10 steps"), std::string::npos) << text;
+  EXPECT_NE(text.find("; measured on Test GPU ("), std::string::npos) << text;
+  EXPECT_NE(text.find("graph    not run: no CUDA"), std::string::npos) << text;
+  EXPECT_NE(text.find("fastest GPU-only: "), std::string::npos) << text;
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, RecostTest, ::testing::Values("tiny", "wind"));

@@ -12,6 +12,7 @@
 #include "common/tensor_codec.h"
 #include "coordinator/dispatch/for_each_worker.h"
 #include "coordinator/spec/job_spec.h"
+#include "coordinator/training/baseline_probe_call.h"
 #include "coordinator/training/checkpoint_codec.h"  // ToPhaseEvent
 #include "coordinator/training/hybrid_plan.h"
 #include "coordinator/training/model_export.h"
@@ -85,6 +86,7 @@ LoadParametersHeader Trainer::GpuHeader(const std::string& job, uint64_t seed_of
   *header.mutable_optimizer() = spec_.training().optimizer();
   header.set_init_seed(spec_.training().seed() + seed_offset);
   header.set_num_tokens(static_cast<int32_t>(data_->num_tokens()));
+  header.set_precision(spec_.training().precision());
   return header;
 }
 
@@ -396,7 +398,15 @@ absl::Status Trainer::Run() {
     checkpoint_due.clear();
   }
   if (cursor_.trial_active) workers_[0]->Release(gpu_.trial_job()).IgnoreError();
-  return CollectTrainedModel();
+  RETURN_IF_ERROR(CollectTrainedModel());
+  if (spec_.hpt().probe_steps() > 0) {
+    // Training is done: the probe's scratch model cannot touch it.
+    ledger_.SetProbes(ProbeJobBaselines(*workers_[0], model_, training.batch_size(),
+                                        data_->num_tokens(), spec_.hpt().probe_steps(),
+                                        training.seed()));
+    Report();
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace hpt

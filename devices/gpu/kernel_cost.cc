@@ -44,11 +44,17 @@ double Interpolate(const std::vector<std::pair<double, double>>& r, double size)
 
 }  // namespace
 
-double GemmRate(const GpuSpec& gpu, GpuPrecision precision, double flops) {
+double GemmSize(double flops, double bytes) {
+  if (bytes <= 0 || flops <= 0) return flops;
+  const double n = 1.5 * flops / (bytes / 4);  // fp32 elements
+  return std::min(flops, 2 * n * n * n);
+}
+
+double GemmRate(const GpuSpec& gpu, GpuPrecision precision, double flops, double bytes) {
   if (gpu.gemm_rates.empty() || precision != GpuPrecision::kFp32 || flops <= 0) {
     return PeakFlops(gpu, precision) * gpu.compute_share;
   }
-  return Interpolate(gpu.gemm_rates, flops);
+  return Interpolate(gpu.gemm_rates, GemmSize(flops, bytes));
 }
 
 double MemoryRate(const GpuSpec& gpu, double bytes) {
@@ -70,7 +76,7 @@ void GpuKernelTally::Add(double flops, double bytes, double count, bool product)
   // A measured GEMM rate holds the product's own traffic.
   const bool measured_gemm = product && !gpu_.gemm_rates.empty() &&
                              precision_ == GpuPrecision::kFp32;
-  const double rate = product ? GemmRate(gpu_, precision_, flops) : compute_;
+  const double rate = product ? GemmRate(gpu_, precision_, flops, bytes) : compute_;
   const double memory_s = measured_gemm ? 0 : bytes / MemoryRate(gpu_, bytes);
   const double work_s = std::max(flops / rate, memory_s);
   double t = 0;

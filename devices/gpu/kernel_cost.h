@@ -75,10 +75,19 @@ class GpuKernelTally {
   GpuStepCost cost_;
 };
 
-// The achieved rate of a product of `flops` on `gpu`: its measured GEMM
-// rates interpolated in log-log (held at the ends), or peak times
-// compute_share without them or at a precision other than fp32.
-double GemmRate(const GpuSpec& gpu, GpuPrecision precision, double flops);
+// The size a measured GEMM rate is keyed by: the FLOPs of the square
+// product (n x n by n x n) whose arithmetic intensity, FLOPs per element
+// moved, equals this product's. A square n-product moves 3n^2 elements
+// for 2n^3 FLOPs (2n/3 a element), so n = 1.5 x intensity; a skinny
+// product (few rows) or a batch of small ones has the intensity, and so
+// the size, of a small square one. `bytes`: operands and result, fp32;
+// 0: `flops` itself. Never above `flops`.
+double GemmSize(double flops, double bytes);
+// The achieved rate of a product of `flops` moving `bytes` on `gpu`: its
+// measured GEMM rates interpolated in log-log at GemmSize (held at the
+// ends), or peak times compute_share without them or at a precision other
+// than fp32.
+double GemmRate(const GpuSpec& gpu, GpuPrecision precision, double flops, double bytes = 0);
 // The achieved bandwidth of element-wise work moving `bytes`: the measured
 // memory rates interpolated the same way, or memory_bw times memory_share.
 double MemoryRate(const GpuSpec& gpu, double bytes);

@@ -51,6 +51,28 @@ TEST(GpuKernelCostTest, ASynchronousDeviceAddsDispatchToWork) {
   EXPECT_NEAR(GemmRate(cpu, GpuPrecision::kFp32, 1e12), 1e11, 1e-3);
 }
 
+// A product's rate is keyed by the square product of its intensity: a
+// square one by its own FLOPs, a skinny one or a batch of small ones by
+// the small square product it resembles.
+TEST(GpuKernelCostTest, ProductsAreSizedByTheirIntensity) {
+  const auto square = [](double n) { return std::make_pair(2 * n * n * n, 4 * 3 * n * n); };
+  const auto [sq_flops, sq_bytes] = square(512);
+  EXPECT_NEAR(GemmSize(sq_flops, sq_bytes), sq_flops, 1e-6 * sq_flops);
+  // 8 independent 64-products (a bmm): each 64-product's size, not 8 times it.
+  const auto [small_flops, small_bytes] = square(64);
+  EXPECT_NEAR(GemmSize(8 * small_flops, 8 * small_bytes), small_flops, 1e-6 * small_flops);
+  // 16 rows by 512 x 512: the intensity of a ~46-square, far below its FLOPs.
+  const double skinny_flops = 2.0 * 16 * 512 * 512, skinny_bytes = 4.0 * (2 * 16 * 512 + 512 * 512);
+  const double n = 1.5 * skinny_flops / (skinny_bytes / 4);
+  EXPECT_NEAR(GemmSize(skinny_flops, skinny_bytes), 2 * n * n * n, 1e-6);
+  EXPECT_LT(GemmSize(skinny_flops, skinny_bytes), skinny_flops / 20);
+  EXPECT_EQ(GemmSize(1e6, 0), 1e6);  // no traffic recorded: its FLOPs
+  GpuSpec cpu =
+      *ParseGpuProfile("name = cpu; fp32_flops = 1e11; memory_bw = 1e10; gemm_rates = 1e5:1e9,1e9:1e11");
+  EXPECT_LT(GemmRate(cpu, GpuPrecision::kFp32, skinny_flops, skinny_bytes),
+            GemmRate(cpu, GpuPrecision::kFp32, skinny_flops));
+}
+
 TEST(GpuKernelCostTest, ViewsLaunchNothing) {
   EXPECT_TRUE(LaunchesNoKernel("aten::transpose"));
   EXPECT_TRUE(LaunchesNoKernel("aten::view"));

@@ -42,9 +42,12 @@ struct GpuSpec {
   // Achieved shares of peak for the kernel model (devices/gpu/kernel_cost.h).
   double compute_share = 0.906;
   double memory_share = 0.92;
-  // Measured GEMM rates, (FLOPs of one product, achieved FLOP/s), by size;
-  // the kernel model interpolates them for products (fp32). Empty: peak
-  // times compute_share.
+  // Measured GEMM rates, (size, achieved FLOP/s); a product's size is the
+  // FLOPs of the square product of the same arithmetic intensity
+  // (GemmSize, devices/gpu/kernel_cost.h), so a skinny or batched product
+  // is rated as the small square one it resembles. The kernel model
+  // interpolates them for products (fp32). Empty: peak times
+  // compute_share.
   std::vector<std::pair<double, double>> gemm_rates;
   // Measured bandwidth of element-wise work, (bytes moved, achieved
   // bytes/s), by size: small working sets stay in caches. Empty:
