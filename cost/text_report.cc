@@ -16,6 +16,11 @@ std::string StateName(JobState state) {
   return absl::AsciiStrToLower(JobState_Name(state));
 }
 
+std::string TrialVerdict(const PhaseEvent& e) {
+  if (e.kind() != PhaseEvent::TRIAL_END || !e.reason().empty()) return "";  // the reason says
+  return e.significant() ? "significant: another trial" : "no difference: switch";
+}
+
 std::string FormatDuration(double seconds) {
   if (!(seconds >= 0) || !std::isfinite(seconds)) return "-";
   const int64_t s = static_cast<int64_t>(std::llround(seconds));
@@ -57,7 +62,7 @@ std::string EventLine(const PhaseEvent& e) {
       return absl::StrFormat(
           "  t-test  step %-6d mean full %.4g  mean LoRA %.4g  t %.3f  dof %.0f  p %.4g  %s",
           e.iteration(), e.mean_full(), e.mean_lora(), e.t(), e.dof(), e.p(),
-          e.significant() ? "significant: another trial" : "no difference: switch");
+          TrialVerdict(e).empty() ? e.reason() : TrialVerdict(e));
     case PhaseEvent::SWITCH:
       return absl::StrFormat("  switch  step %-6d LoRA phase from step %d", e.iteration(),
                              e.iteration() + 1);

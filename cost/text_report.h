@@ -15,6 +15,10 @@ namespace hpt {
 
 std::string StateName(JobState state);       // "running"
 std::string FormatDuration(double seconds);  // "1m05s"
+// A t-test's outcome in words ("no difference: switch"); empty when the
+// event is not a trial's end or its reason says instead ("inconclusive:
+// ... trial extended").
+std::string TrialVerdict(const PhaseEvent& e);
 // The HpT report as tables: phases and their step ranges, the switch
 // decision and its statistics, test metrics, wall time, simulated time and
 // energy per device kind and phase, and the HpT-vs-GPU-only ratios.

@@ -55,6 +55,16 @@ absl::Status CheckNode(const std::string& path, const struct stat& st, const Dat
 
 }  // namespace
 
+absl::Status MissingDataFile(const std::string& path, const DataLimits& limits) {
+  // A missing file is the request's fault, not a missing job (NOT_FOUND
+  // is hptctl's "no such job").
+  return absl::FailedPreconditionError(absl::StrCat(
+      path, ": no such file or directory on the coordinator's machine (data roots: ",
+      DescribeRoots(limits), ")",
+      path.empty() || path[0] == '/' ? "" : "; a relative path is read from the coordinator's "
+                                            "working directory: give it absolute"));
+}
+
 std::string DescribeRoots(const DataLimits& limits) {
   return limits.roots.empty() ? "(any)" : absl::StrJoin(limits.roots, ", ");
 }
@@ -67,7 +77,7 @@ absl::StatusOr<std::string> ResolveDataPath(const std::string& path, const DataL
     if (errno == EACCES) {
       return absl::PermissionDeniedError(absl::StrCat(path, ": not readable"));
     }
-    return absl::NotFoundError(absl::StrCat(path, ": no such file or directory"));
+    return MissingDataFile(path, limits);
   }
   const std::string resolved = buffer;
   if (!limits.roots.empty()) {
@@ -82,9 +92,7 @@ absl::StatusOr<std::string> ResolveDataPath(const std::string& path, const DataL
     }
   }
   struct stat st;
-  if (stat(resolved.c_str(), &st) != 0) {
-    return absl::NotFoundError(absl::StrCat(path, ": no such file or directory"));
-  }
+  if (stat(resolved.c_str(), &st) != 0) return MissingDataFile(path, limits);
   if (absl::Status s = CheckNode(path, st, limits, directory); !s.ok()) return s;
   return resolved;
 }

@@ -69,6 +69,9 @@ absl::Status CheckCells(const std::string& what, int64_t rows, int64_t columns,
                         const DataLimits& limits);
 
 // "root1, root2" for messages; "(any)" when there are none.
+// A data file that is not there: FAILED_PRECONDITION naming the path and
+// the data roots.
+absl::Status MissingDataFile(const std::string& path, const DataLimits& limits);
 std::string DescribeRoots(const DataLimits& limits);
 
 // The cells of one CSV line (no quoting), whitespace trimmed, a trailing

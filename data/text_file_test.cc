@@ -105,8 +105,13 @@ TEST_F(DataPathTest, FifosDevicesAndDirectoriesAreRefusedAtOnce) {
 
 TEST_F(DataPathTest, MissingAndOversizedFilesAreNamedErrors) {
   auto missing = ReadTextFile(root_ + "/nope.csv", limits_);
-  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  // The request's fault, with the roots to look in (NOT_FOUND is "no such
+  // job" to hptctl).
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(missing.status().message(), HasSubstr("nope.csv: no such file"));
+  EXPECT_THAT(missing.status().message(), HasSubstr("(data roots: " + root_));
+  auto relative = ReadTextFile("data/temps.csv", limits_);
+  EXPECT_THAT(relative.status().message(), HasSubstr("give it absolute"));
   DataLimits tight = limits_;
   tight.max_file_bytes = 4;
   auto big = ReadTextFile(root_ + "/good.csv", tight);

@@ -58,10 +58,10 @@ TEST(WideCsvTest, NonFiniteCellIsRejected) {
   EXPECT_THAT(m.status().message(), HasSubstr("w.csv:2:2: 'nan'"));
 }
 
-TEST(WideCsvTest, MissingFileIsNotFound) {
+TEST(WideCsvTest, AMissingFileIsAFailedPrecondition) {
   auto m = LoadWideCsv("/nonexistent/dir/file.csv", {});
   ASSERT_FALSE(m.ok());
-  EXPECT_EQ(m.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(m.status().message(), HasSubstr("/nonexistent/dir/file.csv"));
 }
 

@@ -12,6 +12,11 @@ folder.
   deploy/launch.py down [--dir DIR]
   deploy/launch.py commands [--set KEY=VALUE ...]   # what `up` would start, as JSON
 
+HPT_GPU_WORKERS=N (and HPT_RERAM_WORKERS, HPT_SYSTOLIC_WORKERS) in the
+environment starts N workers of that kind (default 1): worker-gpu-2 and on
+listen on the first one's ports plus 100 each, and Prometheus scrapes them
+all.
+
 `./hpt up` and `./hpt down` call it. Without --detach `up` stays in the
 foreground and stops everything on Ctrl-C.
 
@@ -39,6 +44,39 @@ BINARIES = {"hpt_coordinator": "coordinator/hpt_coordinator",
             "hpt_worker": "workers/hpt_worker"}
 # Start order; Prometheus last.
 HPT_SERVICES = ["coordinator", "worker-gpu", "worker-reram", "worker-systolic"]
+# Workers of a kind beyond the first (the launcher's own setting, from the
+# environment: HPT_GPU_WORKERS=2 ./hpt up): worker-gpu-2, ... on the first
+# one's ports plus 100 each.
+WORKER_COUNTS = {"worker-gpu": "HPT_GPU_WORKERS", "worker-reram": "HPT_RERAM_WORKERS",
+                 "worker-systolic": "HPT_SYSTOLIC_WORKERS"}
+EXTRA_PORT_STEP = 100
+
+
+def worker_count(service):
+    """How many workers of the service's kind to start (default 1)."""
+    name = WORKER_COUNTS[service]
+    text = os.environ.get(name, "1")
+    if not text.isdigit() or not 1 <= int(text) <= 16:
+        sys.exit(f"{name}={text!r}: give a whole number of workers from 1 to 16")
+    return int(text)
+
+
+def extra_workers(name, argv):
+    """Copies of a worker's command line for workers 2..N of its kind, each
+    with its own name and ports: {service name: argv}."""
+    out = {}
+    for k in range(2, worker_count(name) + 1):
+        copy_name = f"{name}-{k}"
+        copy = []
+        for arg in argv:
+            m = re.match(r"^(--(?:listen|advertise|metrics)=[^:]*:)(\d+)$", arg)
+            if m:
+                arg = m.group(1) + str(int(m.group(2)) + EXTRA_PORT_STEP * (k - 1))
+            elif arg == f"--name={name}":
+                arg = f"--name={copy_name}"
+            copy.append(arg)
+        out[copy_name] = copy
+    return out
 
 
 def read_env(path, overrides=()):
@@ -109,8 +147,11 @@ def local_command(argv, bin_dir, env=None, run_dir=None):
 def plan(env, bin_dir, run_dir=None, tls_dir=None):
     """Each service's command line; with tls_dir, with the secure mode's flags."""
     services = compose_services(env)
-    commands = {name: local_command(services[name], bin_dir, env, run_dir)
-                for name in HPT_SERVICES}
+    commands = {}
+    for name in HPT_SERVICES:
+        commands[name] = local_command(services[name], bin_dir, env, run_dir)
+        if name in WORKER_COUNTS:
+            commands.update(extra_workers(name, commands[name]))
     if tls_dir:
         for name, argv in commands.items():
             argv += [f"--tls_cert={tls_dir}/node.pem", f"--tls_key={tls_dir}/node.key",
@@ -158,7 +199,10 @@ def prometheus_config(env, scrape_interval):
              "worker-reram": env["HPT_RERAM_METRICS_PORT"],
              "worker-systolic": env["HPT_SYSTOLIC_METRICS_PORT"]}
     for job in config["scrape_configs"]:
-        job["static_configs"] = [{"targets": [f"127.0.0.1:{ports[job['job_name']]}"]}]
+        name = job["job_name"]
+        count = worker_count(name) if name in WORKER_COUNTS else 1
+        job["static_configs"] = [{"targets": [
+            f"127.0.0.1:{int(ports[name]) + EXTRA_PORT_STEP * k}" for k in range(count)]}]
     if scrape_interval:
         config["global"]["scrape_interval"] = scrape_interval
         config["global"]["evaluation_interval"] = scrape_interval
@@ -235,8 +279,7 @@ def up(args, env):
 
     rows = []
     try:
-        for name in HPT_SERVICES:
-            argv = commands[name]
+        for name, argv in commands.items():
             log = os.path.join(run_dir, f"{name}.log")
             proc = subprocess.Popen(argv, stdout=open(log, "w"), stderr=subprocess.STDOUT,
                                     start_new_session=True)

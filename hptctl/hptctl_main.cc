@@ -10,8 +10,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <thread>
 #include <tuple>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "absl/flags/declare.h"
@@ -19,6 +21,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -28,6 +31,7 @@
 #include "common/tensor_codec.h"
 #include "common/tls_flags.h"
 #include "google/protobuf/util/json_util.h"
+#include "hptctl/command_line.h"
 #include "hptctl/cost_commands.h"
 #include "hptctl/job_format.h"
 #include "hptctl/model_commands.h"
@@ -57,6 +61,9 @@ ABSL_FLAG(std::string, out, "",
           "beside it); predict: the .npy to write; report --format=html: the page; trace: "
           "output file; sweep: prefix of the .csv, .json and .svg it writes.");
 ABSL_FLAG(std::string, input, "", "predict: a .npy of inputs [samples, tokens, features].");
+ABSL_FLAG(std::string, state, "",
+          "list: only jobs in this state (queued, loading, running, succeeded, failed, "
+          "cancelled).");
 
 namespace hpt {
 namespace {
@@ -156,6 +163,26 @@ int Watch(JobService::Stub& stub, const std::string& job_id) {
   return last.state() == SUCCEEDED ? kExitOk : kExitJobFailed;
 }
 
+// After a cancel: a running job stops at its next step boundary, so wait
+// (up to 10 s) for its terminal state, and say so if it is not there yet.
+absl::Status AwaitCancel(JobService::Stub& stub, Job* job) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  GetJobRequest request;
+  request.set_job_id(job->job_id());
+  while (job->state() == RUNNING || job->state() == QUEUED || job->state() == LOADING) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      if (!Json()) {
+        std::cout << "cancel requested: " << job->job_id()
+                  << " stops at its next step boundary" << std::endl;
+      }
+      return absl::OkStatus();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (absl::Status s = Call(stub, &JobService::Stub::GetJob, request, job); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 // hptctl submit: a job from --spec and/or flags; --watch follows it.
 int SubmitCommand(JobService::Stub& stub) {
   absl::StatusOr<SubmitJobRequest> request = BuildSubmit();
@@ -172,19 +199,33 @@ int SubmitCommand(JobService::Stub& stub) {
   } else {
     std::cout << "submitted " << job.job_id() << " (" << job.name() << ")"
               << std::endl;
+    for (const std::string& note : job.spec().notes()) std::cout << "note: " << note << std::endl;
   }
   return absl::GetFlag(FLAGS_watch) ? Watch(stub, job.job_id()) : kExitOk;
 }
 
-// hptctl list.
+// hptctl list [--state=STATE]: newest first.
 int ListCommand(JobService::Stub& stub) {
+  const std::string state = absl::AsciiStrToUpper(absl::GetFlag(FLAGS_state));
+  JobState wanted = JOB_STATE_UNSPECIFIED;
+  if (!state.empty() && (!JobState_Parse(state, &wanted) || wanted == JOB_STATE_UNSPECIFIED)) {
+    return Usage("--state must be queued, loading, running, succeeded, failed or cancelled, got '" +
+                 absl::GetFlag(FLAGS_state) + "'");
+  }
   ListJobsResponse response;
   absl::Status s = Call(stub, &JobService::Stub::ListJobs, ListJobsRequest(), &response);
   if (!s.ok()) return Fail(s);
+  if (wanted != JOB_STATE_UNSPECIFIED) {
+    auto* jobs = response.mutable_jobs();
+    jobs->erase(std::remove_if(jobs->begin(), jobs->end(),
+                               [&](const Job& j) { return j.state() != wanted; }),
+                jobs->end());
+  }
   if (Json()) {
     std::cout << ToJson(response) << std::endl;
   } else if (response.jobs().empty()) {
-    std::cout << "no jobs" << std::endl;
+    std::cout << (state.empty() ? "no jobs" : "no " + absl::AsciiStrToLower(state) + " jobs")
+              << std::endl;
   } else {
     for (const Job& job : response.jobs()) std::cout << FormatRow(job) << "\n";
   }
@@ -331,6 +372,7 @@ int Run(const std::vector<char*>& args, const TlsCredentials& tls) {
       CancelJobRequest request;
       request.set_job_id(job_id);
       s = Call(*stub, &JobService::Stub::CancelJob, request, &job);
+      if (s.ok()) s = AwaitCancel(*stub, &job);
     }
     if (!s.ok()) return Fail(s);
     std::cout << (Json() ? ToJson(job) + "\n" : FormatSummary(job));
@@ -402,6 +444,7 @@ int main(int argc, char** argv) {
   }
   hpt::RepeatedCostFlags().sets = hpt::TakeRepeatedFlag("set", &argc, argv);
   hpt::RepeatedCostFlags().grids = hpt::TakeRepeatedFlag("grid", &argc, argv);
+  if (std::optional<int> exit = hpt::HandleHelpAndUnknownFlags(argc, argv)) return *exit;
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   absl::StatusOr<hpt::TlsCredentials> tls = hpt::TlsFromFlags(/*require_client_certs=*/false);
   if (!tls.ok()) return hpt::Usage(std::string(tls.status().message()));

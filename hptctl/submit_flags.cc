@@ -1,5 +1,6 @@
 #include "hptctl/submit_flags.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -17,6 +18,9 @@ ABSL_DECLARE_FLAG(std::string, target);
 ABSL_FLAG(std::string, spec, "", "submit: job spec file (protobuf text format).");
 ABSL_FLAG(std::string, name, "", "submit: job name.");
 ABSL_FLAG(std::string, preset, "", "submit: model preset (tiny, swe, weather, covid, wind).");
+ABSL_FLAG(int, d_model, 0, "submit: the model's width (0: the preset's).");
+ABSL_FLAG(int, num_layers, 0, "submit: encoder layers (0: the preset's).");
+ABSL_FLAG(int, heads, 0, "submit: attention heads, dividing d_model (0: the preset's).");
 ABSL_FLAG(int, epochs, 0, "submit: epochs (0: spec or default 3).");
 ABSL_FLAG(int, batch_size, 0, "submit: batch size (0: spec or default 16).");
 ABSL_FLAG(double, lr, 0,
@@ -98,6 +102,8 @@ T NewOrOld(T now, T old) {
 // Whether any job flag (one that fills a spec) was given.
 bool AnyJobFlag() {
   return !absl::GetFlag(FLAGS_name).empty() || !absl::GetFlag(FLAGS_preset).empty() ||
+         absl::GetFlag(FLAGS_d_model) || absl::GetFlag(FLAGS_num_layers) ||
+         absl::GetFlag(FLAGS_heads) ||
          absl::GetFlag(FLAGS_epochs) || absl::GetFlag(FLAGS_batch_size) ||
          absl::GetFlag(FLAGS_lr) || !absl::GetFlag(FLAGS_optimizer).empty() ||
          absl::GetFlag(FLAGS_step_lr_step_size) || absl::GetFlag(FLAGS_gpu_workers) ||
@@ -147,6 +153,16 @@ absl::Status TrainingFromFlags(TrainingSpec& t) {
   return absl::OkStatus();
 }
 
+// `path` as the user means it: relative to where they stand, not to the
+// coordinator's working directory (which is elsewhere, or has a data/
+// folder of its own).
+std::string Absolute(const std::string& path) {
+  if (path.empty() || path[0] == '/') return path;
+  std::error_code error;
+  const std::filesystem::path absolute = std::filesystem::absolute(path, error);
+  return error ? path : absolute.lexically_normal().string();
+}
+
 // The data section: one source (--csv, --weather_dir, --swe_stations,
 // --covid_csv, or the synthetic series' --stations/--time_steps).
 absl::Status DataFromFlags(DataSpec& d) {
@@ -154,7 +170,7 @@ absl::Status DataFromFlags(DataSpec& d) {
   d.set_horizon(absl::GetFlag(FLAGS_horizon));
   if (!absl::GetFlag(FLAGS_csv).empty()) {
     CsvData& csv = *d.mutable_csv();
-    csv.set_path(absl::GetFlag(FLAGS_csv));
+    csv.set_path(Absolute(absl::GetFlag(FLAGS_csv)));
     int64_t b = 0, e = 0;
     if (!absl::GetFlag(FLAGS_train_rows).empty()) {
       bool first = true;
@@ -179,14 +195,14 @@ absl::Status DataFromFlags(DataSpec& d) {
       csv.set_test_end_row(e);
     }
   } else if (!absl::GetFlag(FLAGS_weather_dir).empty()) {
-    d.mutable_weather()->set_dir(absl::GetFlag(FLAGS_weather_dir));
+    d.mutable_weather()->set_dir(Absolute(absl::GetFlag(FLAGS_weather_dir)));
     d.mutable_weather()->set_target(absl::GetFlag(FLAGS_target));
     d.mutable_weather()->set_test_year(absl::GetFlag(FLAGS_test_year));
   } else if (!absl::GetFlag(FLAGS_swe_stations).empty()) {
-    d.mutable_swe()->set_stations_csv(absl::GetFlag(FLAGS_swe_stations));
+    d.mutable_swe()->set_stations_csv(Absolute(absl::GetFlag(FLAGS_swe_stations)));
     d.mutable_swe()->set_days(absl::GetFlag(FLAGS_swe_days));
   } else if (!absl::GetFlag(FLAGS_covid_csv).empty()) {
-    d.mutable_covid()->set_path(absl::GetFlag(FLAGS_covid_csv));
+    d.mutable_covid()->set_path(Absolute(absl::GetFlag(FLAGS_covid_csv)));
     d.mutable_covid()->set_target(absl::GetFlag(FLAGS_target));
     d.mutable_covid()->set_counties(absl::GetFlag(FLAGS_counties));
   } else if (absl::GetFlag(FLAGS_stations) || absl::GetFlag(FLAGS_time_steps)) {
@@ -258,6 +274,9 @@ absl::StatusOr<SubmitJobRequest> BuildSubmit() {
   if (!absl::GetFlag(FLAGS_preset).empty()) {
     spec.mutable_model()->set_preset(absl::GetFlag(FLAGS_preset));
   }
+  spec.mutable_model()->set_d_model(absl::GetFlag(FLAGS_d_model));
+  spec.mutable_model()->set_num_layers(absl::GetFlag(FLAGS_num_layers));
+  spec.mutable_model()->set_num_heads(absl::GetFlag(FLAGS_heads));
   if (absl::Status st = TrainingFromFlags(*spec.mutable_training()); !st.ok()) return st;
   spec.mutable_placement()->set_gpu_workers(absl::GetFlag(FLAGS_gpu_workers));
   spec.mutable_placement()->set_head_device(absl::GetFlag(FLAGS_head_device));

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "cost/text_report.h"
 #include "pages/sections.h"
 #include "pages/svg.h"
 
@@ -45,7 +46,7 @@ std::string EventText(const PhaseEvent& e) {
   }
   if (e.kind() == PhaseEvent::TRIAL_END) {
     absl::StrAppend(&text, ": t = ", Num(e.t(), 4), ", p = ", Num(e.p(), 4),
-                    e.significant() ? " (significant: another trial)" : " (no significant difference)");
+                    TrialVerdict(e).empty() ? "" : " (" + TrialVerdict(e) + ")");
   }
   if (!e.reason().empty()) absl::StrAppend(&text, ". ", e.reason());
   return text;

@@ -122,6 +122,18 @@ void JobManager::Requeue(JobRegistry::Record& record) {
   registry_.Persist(record, /*force=*/true);
 }
 
+std::string JobManager::CapacityNote(const JobSpec& spec) const {
+  const int64_t want = spec.placement().gpu_workers();
+  const int64_t have = int64_t(pool_->Live("gpu").size());
+  if (have >= want) return "";
+  return absl::StrCat(
+      "placement.gpu_workers: the job asks for ", want, " GPU workers and ", have,
+      have == 1 ? " is" : " are", " registered now: it waits up to ",
+      absl::FormatDuration(options_.worker_wait), " for ", want - have,
+      " more, then fails (start them, e.g. HPT_GPU_WORKERS=", want,
+      " ./hpt up, or submit with --gpu_workers=", std::max<int64_t>(have, 1), ")");
+}
+
 absl::StatusOr<Job> JobManager::Submit(const SubmitJobRequest& request,
                                        const std::string& owner) {
   if (!request.request_id().empty()) {
@@ -143,6 +155,7 @@ absl::StatusOr<Job> JobManager::Submit(const SubmitJobRequest& request,
   // Paths outside the data roots, FIFOs, devices and missing files are
   // refused before the job exists.
   RETURN_IF_ERROR(CheckJobDataPaths(spec.data(), options_.data_limits));
+  if (std::string shortfall = CapacityNote(spec); !shortfall.empty()) spec.add_notes(shortfall);
 
   int64_t number = 0;
   if (options_.store != nullptr) {

@@ -131,6 +131,9 @@ class JobManager {
   absl::StatusOr<Job> FinishLoading(const std::string& job_id,
                                     absl::StatusOr<WindowDataset> data,
                                     const DataSummary& summary, const char* what);
+  // A warning when the job asks for more GPU workers than are registered
+  // now (it waits for them, then fails); empty when there are enough.
+  std::string CapacityNote(const JobSpec& spec) const;
   // Brings back the store's jobs (constructor).
   void Recover();
   // A stored job that was not finished: its data again, then the queue.

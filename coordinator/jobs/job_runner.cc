@@ -143,9 +143,9 @@ void JobRunner::Run(const std::string& job_id) {
 }
 
 absl::StatusOr<std::vector<WorkerEntry>> JobRunner::WaitForKind(
-    const std::string& job_id, const std::string& kind, absl::Duration wait,
-    const std::string& then, const std::function<bool()>& cancelled) {
-  const bool none = pool_->Live(kind).empty();
+    const std::string& job_id, const std::string& kind, int count, absl::Duration wait,
+    const std::string& what, const std::string& then, const std::function<bool()>& cancelled) {
+  const int have = int(pool_->Live(kind).size());
   auto say = [&](const std::string& text) {
     absl::MutexLock lock(&registry_->mu());
     absl::StatusOr<JobRegistry::Record*> record = registry_->Find(job_id);
@@ -153,12 +153,12 @@ absl::StatusOr<std::vector<WorkerEntry>> JobRunner::WaitForKind(
     (*record)->job.set_waiting_for(text);
     registry_->Notify((*record)->job);
   };
-  if (none) {
-    say(absl::StrCat("a ", kind, " worker for the LoRA phase, up to ",
-                     absl::FormatDuration(wait), ", then ", then));
+  // Said at once, so status and hpt_job_waiting_for_workers show the wait.
+  if (have < count) {
+    say(absl::StrCat(what, ", up to ", absl::FormatDuration(wait), ", then ", then));
   }
-  absl::StatusOr<std::vector<WorkerEntry>> found = pool_->WaitFor(kind, 1, wait, cancelled);
-  if (none) say("");
+  absl::StatusOr<std::vector<WorkerEntry>> found = pool_->WaitFor(kind, count, wait, cancelled);
+  if (have < count) say("");
   return found;
 }
 
@@ -166,8 +166,12 @@ absl::StatusOr<std::vector<WorkerEntry>> JobRunner::AcquireWorkers(
     const std::string& job_id, const JobSpec& spec, bool failover,
     const std::function<bool()>& cancelled, std::string* fallback_reason) {
   const int width = spec.placement().gpu_workers();
-  absl::StatusOr<std::vector<WorkerEntry>> entries =
-      pool_->WaitFor("gpu", failover ? 1 : width, options_.worker_wait, cancelled);
+  const int need = failover ? 1 : width;
+  absl::StatusOr<std::vector<WorkerEntry>> entries = WaitForKind(
+      job_id, "gpu", need, options_.worker_wait,
+      absl::StrCat(need, need == 1 ? " GPU worker (" : " GPU workers (",
+                   pool_->Live("gpu").size(), " registered)"),
+      "it fails", cancelled);
   if (!entries.ok()) return entries.status();
   if (failover) {
     // A data-parallel group shrinks to the GPU workers live now.
@@ -193,7 +197,8 @@ absl::StatusOr<std::vector<WorkerEntry>> JobRunner::AcquireWorkers(
     std::vector<WorkerEntry> devices;
     for (const char* kind : {"reram", "systolic"}) {
       absl::StatusOr<std::vector<WorkerEntry>> some = WaitForKind(
-          job_id, kind, wait, fail ? "fail" : "on the GPU workers", cancelled);
+          job_id, kind, 1, wait, absl::StrCat("a ", kind, " worker for the LoRA phase"),
+          fail ? "fail" : "on the GPU workers", cancelled);
       if (some.status().code() == absl::StatusCode::kCancelled) return some.status();
       if (!some.ok() && fail) {
         return absl::FailedPreconditionError(absl::StrCat(

@@ -94,11 +94,13 @@ class JobRunner {
                                                           const JobSpec& spec, bool failover,
                                                           const std::function<bool()>& cancelled,
                                                           std::string* fallback_reason);
-  // Waits up to `wait` for a live worker of `kind`, saying so in the job's
-  // waiting_for meanwhile.
+  // Waits up to `wait` for `count` live workers of `kind`; while fewer are
+  // live, the job's waiting_for says "WHAT, up to WAIT, then THEN" from
+  // the start (so status and hpt_job_waiting_for_workers show it at once).
   absl::StatusOr<std::vector<WorkerEntry>> WaitForKind(const std::string& job_id,
-                                                       const std::string& kind,
+                                                       const std::string& kind, int count,
                                                        absl::Duration wait,
+                                                       const std::string& what,
                                                        const std::string& then,
                                                        const std::function<bool()>& cancelled);
   // Clients for `entries`, recorded in the job's record; `devices`: the

@@ -14,10 +14,15 @@ namespace hpt {
 namespace {
 
 constexpr int64_t kMaxWindowSamples = 1'000'000'000;
+// The fewest steps a check window spans: the trial that follows a check
+// lasts one window, and its t-test needs at least 3 losses a side
+// (phase_controller.h kMinTrialSamples).
+constexpr int64_t kMinWindowSteps = 3;
 
 // The check window: k samples (the paper's unit), or whole steps; a
 // normalised spec has both.
-absl::Status NormalizeCheckWindow(HptSpec& h, const std::string& preset, int64_t batch) {
+absl::Status NormalizeCheckWindow(HptSpec& h, const std::string& preset, int64_t batch,
+                                  std::vector<std::string>* notes) {
   for (auto [field, value] : {std::pair<const char*, int64_t>{"hpt.check_window_samples", h.check_window_samples()},
                                {"hpt.check_window_steps", h.check_window_steps()}}) {
     if (value < 0 || value > kMaxWindowSamples) {
@@ -45,6 +50,16 @@ absl::Status NormalizeCheckWindow(HptSpec& h, const std::string& preset, int64_t
   } else {
     if (h.check_window_samples() == 0) h.set_check_window_samples(PaperWindow(preset));
     h.set_check_window_steps((h.check_window_samples() + batch - 1) / batch);
+  }
+  if (h.check_window_steps() < kMinWindowSteps) {
+    notes->push_back(absl::StrCat(
+        "hpt.check_window: ", h.check_window_samples(), " samples = ", h.check_window_steps(),
+        h.check_window_steps() == 1 ? " step" : " steps", " at batch ", batch,
+        " rounded up to ", kMinWindowSteps, " steps (", kMinWindowSteps * batch,
+        " samples): a trial lasts one window, and its t-test needs at least ", kMinWindowSteps,
+        " losses a side"));
+    h.set_check_window_steps(kMinWindowSteps);
+    h.set_check_window_samples(kMinWindowSteps * batch);
   }
   return absl::OkStatus();
 }
@@ -147,7 +162,8 @@ absl::Status NormalizeInterconnect(HptSpec& h) {
 }  // namespace
 
 absl::Status NormalizeHpt(HptSpec& h, const ModelSpec& model, const ModelConfig& preset,
-                          const TrainingSpec& t, const PlacementSpec& p) {
+                          const TrainingSpec& t, const PlacementSpec& p,
+                          std::vector<std::string>* notes) {
   if (h.mode().empty()) h.set_mode(p.head_device() == "gpu" ? "hpt" : "full");
   if (h.mode() != "hpt" && h.mode() != "full") {
     return Invalid("hpt.mode", absl::StrCat("'", h.mode(), "' is not hpt or full"));
@@ -157,7 +173,10 @@ absl::Status NormalizeHpt(HptSpec& h, const ModelSpec& model, const ModelConfig&
         "hpt moves the whole model at the switch; placement.head_device '",
         p.head_device(), "' needs hpt.mode full"));
   }
-  RETURN_IF_ERROR(NormalizeCheckWindow(h, model.preset(), t.batch_size()));
+  std::vector<std::string> window_notes;
+  RETURN_IF_ERROR(NormalizeCheckWindow(h, model.preset(), t.batch_size(), &window_notes));
+  // A full-parameter job never checks: its window is never used.
+  if (h.mode() == "hpt") notes->insert(notes->end(), window_notes.begin(), window_notes.end());
   RETURN_IF_ERROR(NormalizeChecks(h, model, preset));
   RETURN_IF_ERROR(NormalizeLora(h, model, preset));
   RETURN_IF_ERROR(NormalizeSwitchAndPlacement(h));

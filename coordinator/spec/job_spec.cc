@@ -281,6 +281,7 @@ absl::Status NormalizePlacement(PlacementSpec& p, const TrainingSpec& t) {
 }  // namespace
 
 absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
+  const bool no_data = spec.data().source_case() == DataSpec::SOURCE_NOT_SET;
   ASSIGN_OR_RETURN(const ModelConfig preset, NormalizeModel(*spec.mutable_model()));
   RETURN_IF_ERROR(NormalizeData(*spec.mutable_data()));
   ApplyPaperRecipe(spec.model().preset(), spec.mutable_training(), spec.mutable_hpt());
@@ -288,8 +289,17 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
   DefaultLoraOptimizer(spec.training(), spec.mutable_hpt());
   RETURN_IF_ERROR(ValidateOptimizer("hpt.lora_optimizer", spec.hpt().lora_optimizer()));
   RETURN_IF_ERROR(NormalizePlacement(*spec.mutable_placement(), spec.training()));
+  std::vector<std::string> notes;
+  if (no_data) {
+    const SyntheticData& s = spec.data().synthetic();
+    notes.push_back(absl::StrCat(
+        "data: no source given, so the job trains on a synthetic series (", s.stations(),
+        " stations x ", s.time_steps(), " steps); give --csv, --weather_dir, --covid_csv or "
+        "--swe_stations (data { ... } in a spec) for real data"));
+  }
   RETURN_IF_ERROR(NormalizeHpt(*spec.mutable_hpt(), spec.model(), preset, spec.training(),
-                               spec.placement()));
+                               spec.placement(), &notes));
+  for (std::string& note : notes) spec.add_notes(std::move(note));
   const ModelSpec& model = spec.model();
   if (spec.name().empty()) spec.set_name(model.preset());
   if (spec.name().size() > kMaxNameBytes) {

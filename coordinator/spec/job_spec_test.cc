@@ -192,9 +192,42 @@ TEST(JobSpecTest, WindowsCountSamplesAndSpanWholeSteps) {
   EXPECT_THAT(std::string(both.status().message()), ::testing::HasSubstr("hpt.check_window_steps"));
 }
 
+// A window under 3 steps leaves the trial's t-test too few losses: it is
+// rounded up, and the spec says so (hptctl submit prints it). A full job
+// never checks, so it hears nothing.
+TEST(JobSpecTest, AWindowUnderThreeStepsIsRoundedUpWithANote) {
+  JobSpec in;
+  in.mutable_model()->set_preset("tiny");
+  in.mutable_data()->mutable_synthetic();  // a source given: no data note
+  in.mutable_training()->set_batch_size(16);
+  in.mutable_hpt()->set_check_window_samples(10);
+  auto spec = NormalizeJobSpec(in);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->hpt().check_window_steps(), 3);
+  EXPECT_EQ(spec->hpt().check_window_samples(), 48);
+  ASSERT_EQ(spec->notes_size(), 1);
+  EXPECT_EQ(spec->notes(0),
+            "hpt.check_window: 10 samples = 1 step at batch 16 rounded up to 3 steps (48 "
+            "samples): a trial lasts one window, and its t-test needs at least 3 losses a side");
+  auto again = NormalizeJobSpec(*spec);  // idempotent: no second note
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->notes_size(), 1);
+  EXPECT_EQ(again->hpt().check_window_steps(), 3);
+  in.mutable_hpt()->set_mode("full");
+  EXPECT_EQ(NormalizeJobSpec(in)->notes_size(), 0);
+  // No data source at all: the synthetic series, said.
+  in.clear_data();
+  auto synthetic = NormalizeJobSpec(in);
+  ASSERT_EQ(synthetic->notes_size(), 1);
+  EXPECT_THAT(synthetic->notes(0), ::testing::HasSubstr(
+                                       "data: no source given, so the job trains on a synthetic "
+                                       "series (16 stations x 512 steps)"));
+}
+
 TEST(JobSpecTest, HptDefaultsAreThePapers) {
   for (auto [preset, window] : std::initializer_list<std::pair<const char*, int64_t>>{
-           {"swe", 365}, {"covid", 720}, {"wind", 480}, {"weather", 8000}, {"tiny", 10}}) {
+           {"swe", 365}, {"covid", 720}, {"wind", 480}, {"weather", 8000},
+           {"tiny", 48}}) {  // tiny: 10 samples at batch 16, rounded up to 3 steps
     JobSpec in;
     in.mutable_model()->set_preset(preset);
     auto spec = NormalizeJobSpec(in);

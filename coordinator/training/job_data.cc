@@ -14,14 +14,18 @@ namespace hpt {
 namespace {
 
 // `status` with `field` before its message; its code kept (a path outside
-// the roots stays PERMISSION_DENIED, a missing file NOT_FOUND, a load past
-// its time DEADLINE_EXCEEDED, a cancelled one CANCELLED), any other
-// loader error the submitter's INVALID_ARGUMENT.
+// the roots stays PERMISSION_DENIED, a missing file FAILED_PRECONDITION, a
+// load past its time DEADLINE_EXCEEDED, a cancelled one CANCELLED; a
+// loader's NOT_FOUND, a directory without its files, becomes
+// FAILED_PRECONDITION: NOT_FOUND means "no such job"), any other loader
+// error the submitter's INVALID_ARGUMENT.
 absl::Status InField(const char* field, const absl::Status& status) {
   const absl::StatusCode code = status.code();
   const std::string message = absl::StrCat(field, ": ", status.message());
   if (code == absl::StatusCode::kPermissionDenied) return absl::PermissionDeniedError(message);
-  if (code == absl::StatusCode::kNotFound) return absl::NotFoundError(message);
+  if (code == absl::StatusCode::kNotFound || code == absl::StatusCode::kFailedPrecondition) {
+    return absl::FailedPreconditionError(message);
+  }
   if (code == absl::StatusCode::kDeadlineExceeded) return absl::DeadlineExceededError(message);
   if (code == absl::StatusCode::kCancelled) return absl::CancelledError(message);
   return absl::InvalidArgumentError(message);

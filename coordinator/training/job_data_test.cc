@@ -43,7 +43,7 @@ TEST(JobDataTest, SweTrainsOnSyntheticSeriesOverTheStationTable) {
 
   spec.mutable_data()->mutable_swe()->set_stations_csv(stations + ".missing");
   auto missing = BuildJobData(NormalizeJobSpec(spec)->data());
-  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(missing.status().message()), ::testing::HasSubstr("data.swe:"));
   spec.mutable_data()->mutable_swe()->set_days(100);
   EXPECT_THAT(std::string(NormalizeJobSpec(spec).status().message()),

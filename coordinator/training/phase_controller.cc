@@ -35,6 +35,13 @@ PhaseController::Action PhaseController::Step(int64_t step, double full_loss,
     end.kind = ControllerEvent::Kind::kTrialEnd;
     end.step = step;
     end.t_test = StudentTTest(trial_full_, trial_lora_);
+    if (trial_full_.size() < size_t(kMinTrialSamples)) {
+      // Too few losses to tell anything: never read as "no difference".
+      end.reason = absl::StrCat("inconclusive: ", trial_full_.size(), " losses a side, a t-test "
+                                "needs ", kMinTrialSamples, ": trial extended");
+      events_.push_back(end);
+      return Action::kNone;
+    }
     end.significant = end.t_test.p_value < options_.alpha;
     events_.push_back(end);
     trial_full_.clear();

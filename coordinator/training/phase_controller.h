@@ -53,6 +53,11 @@ struct PhaseControllerOptions {
 
 enum class TrainingPhase { kFull, kTrial, kLora };
 
+// The fewest losses a side the trial's t-test decides on: with fewer the
+// trial ends "inconclusive" and goes on for another window (a spec's check
+// window spans at least this many steps: coordinator/spec/hpt_spec.cc).
+inline constexpr int kMinTrialSamples = 3;
+
 struct ControllerEvent {
   enum class Kind { kCheck, kTrialStart, kTrialEnd, kSwitch };
   Kind kind = Kind::kCheck;

@@ -115,6 +115,29 @@ TEST(PhaseControllerTest, SignificantDifferenceStartsAnotherTrial) {
   EXPECT_EQ(c.switch_step(), 15);
 }
 
+// A trial of fewer than kMinTrialSamples losses a side decides nothing: it
+// ends "inconclusive" and goes on (never "no difference: switch" on p = 1).
+TEST(PhaseControllerTest, ATrialTooShortForItsTTestIsExtended) {
+  const int64_t k = 1;
+  Script s{{1.0, 0.97, 0.95}, {1.0, 0.995, 0.991}};
+  PhaseController c(Options(k));
+  Action a;
+  EXPECT_EQ(RunFull(c, s, k, &a), 2);
+  ASSERT_EQ(a, Action::kStartTrial);
+  EXPECT_EQ(c.Step(3, 0.95, 0.951), Action::kNone);
+  ASSERT_EQ(c.events().back().kind, ControllerEvent::Kind::kTrialEnd);
+  EXPECT_EQ(c.events().back().reason,
+            "inconclusive: 1 losses a side, a t-test needs 3: trial extended");
+  EXPECT_FALSE(c.events().back().significant);
+  EXPECT_EQ(c.Step(4, 0.94, 0.939), Action::kNone);
+  EXPECT_EQ(c.phase(), TrainingPhase::kTrial);
+  // The third loss a side decides: the same losses, so a switch.
+  EXPECT_EQ(c.Step(5, 0.96, 0.962), Action::kSwitch);
+  EXPECT_TRUE(c.events()[c.events().size() - 2].reason.empty());
+  EXPECT_EQ(c.events()[c.events().size() - 2].t_test.degrees_of_freedom, 4);
+  EXPECT_EQ(c.switch_step(), 6);
+}
+
 TEST(PhaseControllerTest, RisingLossDoesNotStartATrialByDefault) {
   const int64_t k = 2;
   // Diverging: the loss rises faster each window; the weights settle.

@@ -40,7 +40,7 @@ class RecostTest : public ::testing::TestWithParam<std::string> {
     spec.mutable_model()->set_preset(GetParam());
     spec.mutable_training()->set_epochs(wind ? 1 : 3);
     spec.mutable_training()->set_batch_size(wind ? 1 : 16);
-    spec.mutable_training()->set_max_steps_per_epoch(wind ? 12 : 0);
+    spec.mutable_training()->set_max_steps_per_epoch(wind ? 16 : 0);
     spec.mutable_training()->set_max_test_samples(wind ? 1 : 0);
     // A forced switch: these measure costs, not convergence.
     ForceEarlySwitch(spec.mutable_hpt());

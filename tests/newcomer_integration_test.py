@@ -1,0 +1,140 @@
+#!/usr/bin/python3
+"""A scientist's first session, on real processes (a coordinator and four
+workers over loopback, driven through hptctl), for what issue 34 found:
+
+- a check window under 3 steps is rounded up, and submit says so;
+- a relative --csv path is the user's, not the coordinator's working
+  directory's; a missing file is a refused request (exit 3) that names the
+  data roots, never "not found" (exit 4, "no such job");
+- an unknown flag is a bad command line (exit 2); `cancel` waits and
+  prints the cancelled job;
+- `hptctl COMMAND --help` lists that command's flags with their defaults;
+  --d_model, --num_layers and --heads shape the model;
+- `list --state` filters; a submit without data says it trains on a
+  synthetic series.
+
+Runs with: <hpt_coordinator> <hpt_worker> <hptctl>
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.request
+
+import hpt_cluster
+
+COORDINATOR, WORKER, HPTCTL = [os.path.abspath(a) for a in sys.argv[1:4]]
+del sys.argv[1:4]
+SMALL = ["--preset=tiny", "--epochs=1", "--batch_size=16", "--seed=3"]
+
+
+class NewcomerTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.data = tempfile.mkdtemp(prefix="newcomer-data-", dir=os.environ.get("TEST_TMPDIR"))
+        with open(os.path.join(cls.data, "temps.csv"), "w") as f:
+            f.write("north,south,east\n")
+            for t in range(200):
+                f.write(f"{15 + (t % 24) * 0.3:.2f},{12 + (t % 12) * 0.2:.2f},{14 + t % 7:.2f}\n")
+        cls.cluster = hpt_cluster.Cluster(COORDINATOR, WORKER, HPTCTL, prefix="newcomer-",
+                                          coordinator_flags=[f"--data_root={cls.data}"])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.stop()
+
+    def hptctl(self, *args, cwd=None):
+        return subprocess.run([HPTCTL, f"--coordinator=127.0.0.1:{self.cluster.port}",
+                               "--timeout_s=120"] + list(args),
+                              capture_output=True, text=True, timeout=300, cwd=cwd)
+
+    def test_a_short_window_is_rounded_up_and_said(self):
+        run = self.hptctl("submit", *SMALL, "--stations=8", "--time_steps=256",
+                          "--check_window_steps=1", "--watch")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertIn("note: hpt.check_window: 16 samples = 1 step at batch 16 rounded up to "
+                      "3 steps (48 samples)", run.stdout)
+        job = json.loads(self.hptctl("list", "--format=json").stdout)["jobs"][0]
+        self.assertEqual(int(job["hpt"]["check_window_steps"]), 3)
+
+    def test_a_relative_path_is_the_users_and_a_missing_one_is_refused(self):
+        run = self.hptctl("submit", *SMALL, "--csv=temps.csv", "--input_steps=6", "--watch",
+                          cwd=self.data)
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        self.assertIn("succeeded", run.stdout)
+        run = self.hptctl("submit", *SMALL, "--csv=nowhere.csv", cwd=self.data)
+        self.assertEqual(run.returncode, 3, run.stderr)
+        self.assertIn("FAILED_PRECONDITION", run.stderr)
+        self.assertIn(os.path.join(self.data, "nowhere.csv") + ": no such file or directory",
+                      run.stderr)
+        self.assertIn("data roots: " + os.path.realpath(self.data), run.stderr)
+
+    def test_asking_for_more_workers_than_there_are_is_said_at_once(self):
+        run = self.hptctl("submit", *SMALL, "--gpu_workers=4", "--name=wide")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertIn("note: placement.gpu_workers: the job asks for 4 GPU workers and 2 are "
+                      "registered now: it waits up to 1m for 2 more, then fails", run.stdout)
+        self.assertIn("HPT_GPU_WORKERS=4 ./hpt up", run.stdout)
+        job_id = run.stdout.split()[1]
+        deadline = time.time() + 20
+        waiting = ""
+        while time.time() < deadline and not waiting:
+            waiting = json.loads(self.hptctl("status", job_id, "--format=json").stdout).get(
+                "waiting_for", "")
+            time.sleep(0.1)
+        self.assertEqual(waiting, "4 GPU workers (2 registered), up to 1m, then it fails")
+        metrics = urllib.request.urlopen(
+            f"http://127.0.0.1:{self.cluster.ports['metrics']}/metrics").read().decode()
+        self.assertRegex(metrics, r'hpt_job_waiting_for_workers\{[^}]*job_id="%s"[^}]*\} 1' % job_id)
+        self.assertIn("cancelled", self.hptctl("cancel", job_id).stdout)
+
+    def test_unknown_flags_are_a_bad_command_line(self):
+        run = self.hptctl("submit", "--epochz=3")
+        self.assertEqual(run.returncode, 2, run.stderr)
+        self.assertIn("unknown flag --epochz; hptctl submit --help lists its flags", run.stderr)
+        self.assertEqual(self.hptctl("list", "--state=bogus").returncode, 2)
+
+    def test_cancel_waits_and_says_cancelled(self):
+        run = self.hptctl("submit", "--preset=tiny", "--epochs=200", "--stations=8",
+                          "--time_steps=512", "--name=long")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        job_id = run.stdout.split()[1]
+        run = self.hptctl("cancel", job_id)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertIn(f"job {job_id} (long): cancelled", run.stdout)
+        listed = self.hptctl("list", "--state=cancelled").stdout
+        self.assertIn(job_id, listed)
+        self.assertNotIn(job_id, self.hptctl("list", "--state=succeeded").stdout)
+
+    def test_each_command_has_its_own_help_and_the_model_its_shape_flags(self):
+        run = self.hptctl("submit", "--help")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        for flag in ("--epochs=0", "--csv", "--d_model=0", "--num_layers=0", "--heads=0",
+                     "--precision", "--probe_steps=0"):
+            self.assertIn("  " + flag, run.stdout, flag)
+        self.assertIn("flags of every command:\n", run.stdout)
+        self.assertIn("  --coordinator=127.0.0.1:50051", run.stdout)
+        self.assertNotIn("--input=", run.stdout)  # predict's, not submit's
+        predict = self.hptctl("predict", "--help").stdout
+        self.assertIn("  --input\n", predict)
+        self.assertNotIn("--epochs", predict)
+        run = self.hptctl("submit", *SMALL, "--stations=8", "--time_steps=256", "--d_model=32",
+                          "--num_layers=1", "--heads=2", "--mode=full", "--watch",
+                          "--format=json")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        job = json.loads(self.hptctl("list", "--format=json").stdout)["jobs"][0]
+        model = job["spec"]["model"]
+        self.assertEqual((model["d_model"], model["num_layers"], model["num_heads"]), (32, 1, 2))
+
+    def test_a_submit_without_data_says_it_is_synthetic(self):
+        run = self.hptctl("submit", "--preset=tiny", "--epochs=1", "--mode=full")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertIn("note: data: no source given, so the job trains on a synthetic series "
+                      "(16 stations x 512 steps)", run.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
