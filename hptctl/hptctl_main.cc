@@ -200,6 +200,7 @@ int SubmitCommand(JobService::Stub& stub) {
     std::cout << "submitted " << job.job_id() << " (" << job.name() << ")"
               << std::endl;
     for (const std::string& note : job.spec().notes()) std::cout << "note: " << note << std::endl;
+    if (!job.data().split().empty()) std::cout << "note: data: " << job.data().split() << std::endl;
   }
   return absl::GetFlag(FLAGS_watch) ? Watch(stub, job.job_id()) : kExitOk;
 }

@@ -92,6 +92,7 @@ std::string FormatSummary(const Job& job) {
       absl::StrAppendFormat(&out, ", %d gaps interpolated", d.filled_cells());
     }
     absl::StrAppend(&out, "\n");
+    if (!d.split().empty()) absl::StrAppend(&out, "  split      ", d.split(), "\n");
   }
   if (!job.waiting_for().empty()) {
     absl::StrAppend(&out, "  waiting    for ", job.waiting_for(), "\n");

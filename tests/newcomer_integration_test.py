@@ -65,6 +65,12 @@ class NewcomerTest(unittest.TestCase):
                           cwd=self.data)
         self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
         self.assertIn("succeeded", run.stdout)
+        # No split given: the last 20 % of the 200 rows test, said, and scored.
+        self.assertIn("note: data: train on rows 0-159, test on the last 40 (rows 160-199): the "
+                      "last 20 % in time, as the data gave no split", run.stdout)
+        job = json.loads(self.hptctl("list", "--format=json").stdout)["jobs"][0]
+        self.assertGreater(job["test_metrics"]["rmse"], 0)
+        self.assertGreater(int(job["test_metrics"]["values"]), 0)
         run = self.hptctl("submit", *SMALL, "--csv=nowhere.csv", cwd=self.data)
         self.assertEqual(run.returncode, 3, run.stderr)
         self.assertIn("FAILED_PRECONDITION", run.stderr)

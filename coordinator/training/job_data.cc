@@ -1,6 +1,7 @@
 #include "coordinator/training/job_data.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -127,6 +128,27 @@ absl::Status LoadCovid(const DataSpec& spec, const DataLimits& limits, TimeSerie
   return absl::OkStatus();
 }
 
+// The share of a series' rows that tests when a source gives no split:
+// the last fifth in time, so the test forecasts what training never saw
+// (a random split would test on the neighbours of training windows).
+constexpr double kDefaultTestShare = 0.2;
+
+// Training on the first rows, testing on the last kDefaultTestShare (at
+// least one window's worth), said in the summary.
+void DefaultSplit(int64_t rows, WindowOptions* windows, DataSummary* summary) {
+  const int64_t span = windows->input_steps + windows->horizon;
+  const int64_t test_rows = std::max<int64_t>(
+      1, int64_t(std::llround(kDefaultTestShare * double(rows))));
+  const int64_t split = std::max<int64_t>(span, rows - test_rows);
+  windows->train = {0, split};
+  // Test samples forecast rows at or after the split; their inputs may
+  // reach back into the training rows.
+  windows->test = {std::max<int64_t>(0, split - span + 1), rows};
+  summary->set_split(absl::StrCat(
+      "train on rows 0-", split - 1, ", test on the last ", rows - split, " (rows ", split, "-",
+      rows - 1, "): the last 20 % in time, as the data gave no split"));
+}
+
 absl::Status LoadCsv(const DataSpec& spec, const DataLimits& limits, TimeSeriesMatrix* series,
                      WindowOptions* windows, DataSummary* summary) {
   const CsvData& csv = spec.csv();
@@ -139,6 +161,11 @@ absl::Status LoadCsv(const DataSpec& spec, const DataLimits& limits, TimeSeriesM
   if (!loaded.ok()) return InField("data.csv", loaded.status());
   *series = std::move(*loaded);
   summary->set_source("csv");
+  if (csv.train_begin_row() == 0 && csv.train_end_row() == 0 && csv.test_end_row() == 0 &&
+      csv.more_train_rows_size() == 0) {
+    DefaultSplit(series->rows, windows, summary);
+    return absl::OkStatus();
+  }
   windows->train = {csv.train_begin_row(),
                     csv.train_end_row() > 0 ? csv.train_end_row() : series->rows};
   for (const RowSpan& r : csv.more_train_rows()) {

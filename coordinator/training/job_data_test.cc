@@ -20,6 +20,34 @@ std::string WriteTemp(const std::string& name, const std::string& text) {
   return path;
 }
 
+// A CSV without a split tests on its last 20 % of rows in time: 100 rows,
+// input 6 and horizon 1, so train windows lie in rows 0-79 and every test
+// window forecasts a row from 80 on.
+TEST(JobDataTest, ACsvWithoutASplitTestsOnItsLastFifth) {
+  std::string text = "a,b\n";
+  for (int t = 0; t < 100; ++t) text += std::to_string(t) + "," + std::to_string(2 * t) + "\n";
+  JobSpec spec;
+  spec.mutable_data()->mutable_csv()->set_path(WriteTemp("split.csv", text));
+  spec.mutable_data()->set_input_steps(6);
+  auto normal = NormalizeJobSpec(spec);
+  ASSERT_TRUE(normal.ok()) << normal.status();
+  DataSummary summary;
+  auto data = BuildJobData(normal->data(), &summary);
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_EQ(data->train_starts().size(), size_t(80 - 7 + 1));
+  EXPECT_EQ(data->test_starts().size(), 20u);  // targets at rows 80..99
+  EXPECT_EQ(summary.split(),
+            "train on rows 0-79, test on the last 20 (rows 80-99): the last 20 % in time, as the "
+            "data gave no split");
+  // Training rows given and no test rows: no test split, nothing said.
+  spec.mutable_data()->mutable_csv()->set_train_end_row(100);
+  DataSummary given;
+  auto no_test = BuildJobData(NormalizeJobSpec(spec)->data(), &given);
+  ASSERT_TRUE(no_test.ok()) << no_test.status();
+  EXPECT_TRUE(no_test->test_starts().empty());
+  EXPECT_EQ(given.split(), "");
+}
+
 TEST(JobDataTest, SweTrainsOnSyntheticSeriesOverTheStationTable) {
   const std::string stations = WriteTemp(
       "stations.csv",
