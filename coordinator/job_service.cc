@@ -210,6 +210,9 @@ class JobServiceImpl::ExportReactor : public grpc::ServerWriteReactor<ExportMode
       return;
     }
     *messages_.emplace_back().mutable_model() = (*model)->config;
+    if ((*model)->units.mean_size() > 0) {
+      *messages_.emplace_back().mutable_data_units() = (*model)->units;
+    }
     for (TensorChunk& c : SplitTensors((*model)->parameters)) {
       *messages_.emplace_back().mutable_chunk() = std::move(c);
     }

@@ -17,6 +17,7 @@
 #define HPT_DATA_WINDOW_DATASET_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -64,6 +65,13 @@ class WindowDataset {
               const std::vector<int64_t>& indices, HostTensor* inputs,
               HostTensor* targets) const;
 
+  const std::vector<float>& means() const { return mean_; }
+  const std::vector<float>& stddevs() const { return std_; }
+  // The series' column names (empty when the source had none).
+  const std::vector<std::string>& station_names() const { return series_.column_names; }
+  // Whether a sample's tokens are all the stations, in order.
+  bool tokens_are_stations() const { return groups_ == 1; }
+  const WindowOptions& options() const { return options_; }
   float mean(int64_t station) const { return mean_[station]; }
   float stddev(int64_t station) const { return std_[station]; }
   // A normalised value of `token` in sample `sample` (an element of the

@@ -60,7 +60,10 @@ ABSL_FLAG(std::string, out, "",
           "export: the model file, FILE.pt (TorchScript; FILE.safetensors and FILE.json "
           "beside it); predict: the .npy to write; report --format=html: the page; trace: "
           "output file; sweep: prefix of the .csv, .json and .svg it writes.");
-ABSL_FLAG(std::string, input, "", "predict: a .npy of inputs [samples, tokens, features].");
+ABSL_FLAG(std::string, input, "",
+          "predict: a .npy of inputs [samples, tokens, features], in the data's units.");
+ABSL_FLAG(bool, normalised, false,
+          "predict: the input and output are in the model's normalised units instead.");
 ABSL_FLAG(std::string, state, "",
           "list: only jobs in this state (queued, loading, running, succeeded, failed, "
           "cancelled).");
@@ -270,6 +273,7 @@ ModelCommandOptions ModelOptions() {
   options.json = Json();
   options.out = absl::GetFlag(FLAGS_out);
   options.input = absl::GetFlag(FLAGS_input);
+  options.normalised = absl::GetFlag(FLAGS_normalised);
   return options;
 }
 

@@ -1,5 +1,6 @@
 #include "hptctl/model_commands.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 
@@ -52,9 +53,11 @@ int ExportCommand(JobService::Stub& stub, const std::string& job_id,
   auto reader = stub.ExportModel(&context, request);
   ExportModelChunk message;
   ModelConfig config;
+  DataUnits units;
   ChunkAssembler assembler;
   while (reader->Read(&message)) {
     if (message.has_model()) config = message.model();
+    if (message.has_data_units()) units = message.data_units();
     if (message.has_chunk()) {
       absl::Status added = assembler.Add(message.chunk());
       if (!added.ok()) return Fail(added);
@@ -64,24 +67,48 @@ int ExportCommand(JobService::Stub& stub, const std::string& job_id,
   if (!s.ok()) return Fail(s);
   absl::StatusOr<std::map<std::string, HostTensor>> params = assembler.Finish();
   if (!params.ok()) return Fail(params.status());
-  s = WriteTorchModel(config, *params, out);
+  s = WriteTorchModel(config, *params, units, out);
   if (!s.ok()) return Fail(s);
   const std::string config_json = ToJson(config);
+  // model.json: the ModelConfig's fields, and the data's units beside them.
+  const std::string model_json =
+      units.mean_size() > 0 ? "{\"data_units\": " + ToJson(units) + ", " + config_json.substr(1)
+                            : config_json;
   const std::string weights = SiblingPath(out, ".safetensors"), config_path = SiblingPath(out, ".json");
-  s = WriteSafetensors(*params, {{"format", "pt"}, {"hpt_model_config", config_json}, {"hpt_job", job_id}},
-                       weights);
-  if (s.ok()) s = WriteText(config_path, config_json);
+  std::map<std::string, std::string> metadata = {
+      {"format", "pt"}, {"hpt_model_config", config_json}, {"hpt_job", job_id}};
+  if (units.mean_size() > 0) metadata["hpt_data_units"] = ToJson(units);
+  std::map<std::string, HostTensor> tensors = *params;
+  if (UsesDataUnits(units)) {
+    // The module's buffers too, so the file loads into it whole.
+    for (const auto& [name, values] : {std::pair{"data_mean", &units.mean()},
+                                       std::pair{"data_sd", &units.sd()}}) {
+      HostTensor t({int64_t(values->size())});
+      std::copy(values->begin(), values->end(), t.data.begin());
+      tensors[name] = std::move(t);
+    }
+  }
+  s = WriteSafetensors(tensors, metadata, weights);
+  if (s.ok()) s = WriteText(config_path, model_json);
   if (!s.ok()) return Fail(s);
   if (options.json) {
-    std::cout << config_json << std::endl;
+    std::cout << model_json << std::endl;
     return kExitOk;
   }
   std::cout << "wrote " << out << " (TorchScript with its forward, " << params->size()
             << " tensors, LoRA merged), " << weights << " and " << config_path
-            << " (its ModelConfig)\nin Python:\n"
-            << "  import torch\n  m = torch.jit.load(\"" << out << "\")\n"
-            << "  y = m(x)  # x: [samples, " << "tokens, " << config.input_features()
-            << " features], float32, normalised as in training\n";
+            << " (its ModelConfig" << (units.mean_size() > 0 ? " and the data's units" : "")
+            << ")\nin Python:\n"
+            << "  import torch\n  m = torch.jit.load(\"" << out << "\")\n";
+  if (UsesDataUnits(units)) {
+    std::cout << "  y = m(x)  # x: [samples, " << units.mean_size() << " stations, "
+              << config.input_features()
+              << " steps], float32, in the data's units; y: the next value, same units\n"
+              << "  z = m.forward_normalised(x_z)  # the same on z-scored values\n";
+  } else {
+    std::cout << "  y = m(x)  # x: [samples, tokens, " << config.input_features()
+              << " features], float32, normalised as in training\n";
+  }
   return kExitOk;
 }
 
@@ -95,6 +122,7 @@ int PredictCommand(JobService::Stub& stub, const std::string& job_id,
   if (!input.ok()) return Fail(absl::Status(input.status().code(), absl::StrCat("--input ", input.status().message())));
   PredictRequest request;
   request.set_job_id(job_id);
+  request.set_normalised(options.normalised);
   ToProto(std::move(*input), "input", request.mutable_input());
   grpc::ClientContext context;
   options.prepare(&context);

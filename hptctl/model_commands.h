@@ -22,6 +22,7 @@ struct ModelCommandOptions {
   bool json = false;
   std::string out;    // --out
   std::string input;  // --input
+  bool normalised = false;  // --normalised: predict in the model's units
 };
 
 int ExportCommand(JobService::Stub& stub, const std::string& job_id,

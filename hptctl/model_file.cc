@@ -68,8 +68,21 @@ constexpr char kEncoderLayer[] = R"(def forward(self, x: Tensor) -> Tensor:
 
 // SpatioTemporalTransformerImpl::forward, with TokenEncoding written out
 // with the same operations (dtype 6 is float32).
-std::string TopSource(const ModelConfig& c) {
+std::string TopSource(const ModelConfig& c, bool data_units) {
   const int64_t d = c.d_model();
+  // With the data's units: forward takes and gives them (the buffers
+  // data_mean and data_sd hold each station's training statistics).
+  const std::string forward =
+      data_units ? R"(
+def forward(self, x: Tensor) -> Tensor:
+    mean = self.data_mean.view([-1, 1])
+    sd = self.data_sd.view([-1, 1])
+    return self.forward_normalised((x - mean) / sd) * sd + mean
+)"
+                 : R"(
+def forward(self, x: Tensor) -> Tensor:
+    return self.forward_normalised(x)
+)";
   return absl::StrFormat(R"(def token_encoding(self, tokens: int) -> Tensor:
     position = torch.arange(tokens, dtype=6).unsqueeze(1)
     div = torch.exp(torch.arange(0, %1$d, 2, dtype=6) * %2$.17g)
@@ -78,13 +91,14 @@ std::string TopSource(const ModelConfig& c) {
     enc[:, 1::2] = torch.cos(position * div).narrow(1, 0, %3$d)
     return enc
 
-def forward(self, x: Tensor) -> Tensor:
+def forward_normalised(self, x: Tensor) -> Tensor:
     h = self.embedding.forward(x)
     h = h + self.token_encoding(x.size(1)).to(h.device)
     h = self.layers.forward(h)
     return self.head.forward(self.reduction.forward(h))
 )",
-                         d, -std::log(10000.0) / double(d), d / 2);
+                         d, -std::log(10000.0) / double(d), d / 2) +
+         forward;
 }
 
 using torch::jit::Module;
@@ -113,9 +127,10 @@ class ScriptBuilder {
   std::map<std::string, torch::Tensor> params_;
 };
 
-Module BuildScript(const SpatioTemporalTransformerImpl& model) {
+Module BuildScript(const SpatioTemporalTransformerImpl& model, const DataUnits& units) {
   const ModelConfig& c = model.config();
-  const std::map<std::string, std::string> source = TorchScriptSource(c);
+  const bool raw = UsesDataUnits(units);
+  const std::map<std::string, std::string> source = TorchScriptSource(c, raw);
   ScriptBuilder b(model);
   Module embedding = b.New("Sequential", "", {}, "");
   embedding.register_module("0", b.Linear("embedding.0"));
@@ -151,6 +166,13 @@ Module BuildScript(const SpatioTemporalTransformerImpl& model) {
   top.register_module("layers", layers);
   top.register_module("reduction", reduction);
   top.register_module("head", b.Linear("head"));
+  if (raw) {
+    const auto vector = [](const auto& values) {
+      return torch::tensor(std::vector<float>(values.begin(), values.end()), torch::kFloat32);
+    };
+    top.register_buffer("data_mean", vector(units.mean()));
+    top.register_buffer("data_sd", vector(units.sd()));
+  }
   top.define(source.at(""));
   top.eval();
   return top;
@@ -158,9 +180,13 @@ Module BuildScript(const SpatioTemporalTransformerImpl& model) {
 
 }  // namespace
 
-std::map<std::string, std::string> TorchScriptSource(const ModelConfig& config) {
+bool UsesDataUnits(const DataUnits& units) {
+  return units.per_token() && units.mean_size() > 0 && units.sd_size() == units.mean_size();
+}
+
+std::map<std::string, std::string> TorchScriptSource(const ModelConfig& config, bool data_units) {
   std::map<std::string, std::string> source;
-  source[""] = TopSource(config);
+  source[""] = TopSource(config, data_units);
   source["embedding"] = SequentialSource(3);
   source["layers"] = SequentialSource(config.num_layers());
   source["reduction"] = SequentialSource(2);
@@ -173,7 +199,7 @@ std::map<std::string, std::string> TorchScriptSource(const ModelConfig& config) 
 
 absl::Status WriteTorchModel(const ModelConfig& config,
                              const std::map<std::string, HostTensor>& parameters,
-                             const std::string& path) {
+                             const DataUnits& units, const std::string& path) {
   // A folder that is missing or not writable is said in one line, before
   // any work.
   const size_t slash = path.rfind('/');
@@ -185,7 +211,7 @@ absl::Status WriteTorchModel(const ModelConfig& config,
   try {
     SpatioTemporalTransformer model(config);
     if (absl::Status s = LoadWeights(parameters, *model); !s.ok()) return s;
-    BuildScript(*model).save(path);
+    BuildScript(*model, units).save(path);
   } catch (const c10::Error& e) {
     return absl::InternalError(
         absl::StrCat("writing '", path, "': ", FirstLine(e.what_without_backtrace())));

@@ -11,6 +11,11 @@
 //  - FILE.json: the ModelConfig (what hptctl export prints).
 //
 // The module is for inference: dropout is off, as in the model's eval mode.
+// With the job's data units (UsesDataUnits), its forward takes a window of
+// each station's raw values [samples, stations, input_steps] and returns
+// raw forecasts [samples, stations, 1] (buffers data_mean and data_sd hold
+// the training rows' statistics); forward_normalised is the model on
+// normalised values. Without them forward is forward_normalised.
 // Includes no LibTorch header itself.
 #ifndef HPT_HPTCTL_MODEL_FILE_H_
 #define HPT_HPTCTL_MODEL_FILE_H_
@@ -28,12 +33,17 @@ namespace hpt {
 // (errors name it); a folder that cannot be written is FAILED_PRECONDITION.
 absl::Status WriteTorchModel(const ModelConfig& config,
                              const std::map<std::string, HostTensor>& parameters,
-                             const std::string& path);
+                             const DataUnits& units, const std::string& path);
+
+// Whether `units` let the module work in the data's units: its tokens are
+// the stations, each with a mean and a standard deviation.
+bool UsesDataUnits(const DataUnits& units);
 
 // The TorchScript source of the module's methods for `config`, keyed by
 // module path ("" the top, "layers.0.self_attn", ...): what
 // WriteTorchModel compiles. Exposed for tests and docs.
-std::map<std::string, std::string> TorchScriptSource(const ModelConfig& config);
+std::map<std::string, std::string> TorchScriptSource(const ModelConfig& config,
+                                                     bool data_units = false);
 
 }  // namespace hpt
 

@@ -34,7 +34,7 @@ TEST(WriteTorchModelTest, TorchLoadGivesBackTheSameForward) {
     params[item.key()] = std::move(h);
   }
   const std::string path = ::testing::TempDir() + "/model.pt";
-  const absl::Status written = WriteTorchModel(Config(), params, path);
+  const absl::Status written = WriteTorchModel(Config(), params, DataUnits(), path);
   ASSERT_TRUE(written.ok()) << written;
   torch::manual_seed(2);  // a different initialisation, overwritten by load
   SpatioTemporalTransformer loaded(Config());
@@ -58,13 +58,48 @@ TEST(WriteTorchModelTest, TorchLoadGivesBackTheSameForward) {
   }
 
   params.erase("head.bias");
-  const absl::Status missing = WriteTorchModel(Config(), params, path);
+  const absl::Status missing = WriteTorchModel(Config(), params, DataUnits(), path);
   EXPECT_EQ(missing.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(missing.message().find("'head.bias'"), std::string::npos);
 }
 
+// With the job's data units the module takes raw values and gives raw
+// forecasts: each station z-scored on the way in, undone on the way out;
+// forward_normalised is the model itself.
+TEST(WriteTorchModelTest, TheModuleWorksInTheDataUnits) {
+  torch::manual_seed(1);
+  SpatioTemporalTransformer source(Config());
+  source->eval();
+  std::map<std::string, HostTensor> params;
+  for (const auto& item : source->named_parameters()) {
+    torch::Tensor t = item.value().detach().contiguous();
+    HostTensor h(std::vector<int64_t>(t.sizes().begin(), t.sizes().end()));
+    std::copy_n(t.data_ptr<float>(), h.data.size(), h.data.data());
+    params[item.key()] = std::move(h);
+  }
+  DataUnits units;
+  units.set_per_token(true);
+  for (float m : {15.0f, -3.0f, 100.0f}) units.add_mean(m);
+  for (float sd : {8.0f, 0.5f, 20.0f}) units.add_sd(sd);
+  EXPECT_TRUE(UsesDataUnits(units));
+  const std::string path = ::testing::TempDir() + "/units.pt";
+  ASSERT_TRUE(WriteTorchModel(Config(), params, units, path).ok());
+  torch::jit::Module script = torch::jit::load(path);
+  const torch::Tensor mean = torch::tensor({15.0f, -3.0f, 100.0f}).view({3, 1});
+  const torch::Tensor sd = torch::tensor({8.0f, 0.5f, 20.0f}).view({3, 1});
+  const torch::Tensor raw = torch::randn({2, 3, 4}) * sd + mean;
+  const torch::Tensor want = source->forward((raw - mean) / sd) * sd + mean;
+  const torch::Tensor got = script.forward({raw}).toTensor();
+  EXPECT_TRUE(torch::allclose(got, want, 1e-5, 1e-4)) << (got - want).abs().max().item<float>();
+  const torch::Tensor z = torch::randn({2, 3, 4});
+  EXPECT_TRUE(torch::allclose(script.get_method("forward_normalised")({z}).toTensor(),
+                              source->forward(z), 1e-6, 1e-6));
+  units.set_per_token(false);  // tokens are groups of stations: no raw forward
+  EXPECT_FALSE(UsesDataUnits(units));
+}
+
 TEST(WriteTorchModelTest, AnUnwritablePathIsOneLineNamingIt) {
-  const absl::Status nowhere = WriteTorchModel(Config(), {}, "/proc/nope/model.pt");
+  const absl::Status nowhere = WriteTorchModel(Config(), {}, DataUnits(), "/proc/nope/model.pt");
   EXPECT_EQ(nowhere.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(nowhere.message(),
             "cannot write '/proc/nope/model.pt': folder '/proc/nope': No such file or directory");

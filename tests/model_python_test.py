@@ -11,7 +11,12 @@ PyPI), against the service's own predictions:
 - its predictions on inputs equal `hptctl predict` (JobService.Predict) to
   1e-5, for a batch and for one sample, and so do the safetensors weights
   loaded into it with load_state_dict;
-- bad inputs to predict are refused naming the field.
+- bad inputs to predict are refused naming the field;
+- a job on a scientist's own wide CSV (named stations, degrees): the
+  exported module takes a window of raw values and gives forecasts in the
+  data's units, equal to `hptctl predict` on the same raw window, and its
+  RMSE and MAE over the test split rebuilt from the CSV and model.json
+  alone equal the report's test metrics to 1e-5.
 
 Runs with: <hpt_coordinator> <hpt_worker> <hptctl>
 """
@@ -19,6 +24,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import unittest
 
 import numpy as np
@@ -95,6 +101,7 @@ class ModelInPythonTest(unittest.TestCase):
         self.assertEqual(run.stdout.strip(), f"(2, 16, {self.config['output_features']})")
 
     def test_safetensors_weights_and_config(self):
+        # (The module's data_mean and data_sd buffers travel in the file too.)
         path = os.path.join(self.dir, "model.safetensors")
         weights = load_file(path)
         m = torch.jit.load(self.model)
@@ -106,7 +113,9 @@ class ModelInPythonTest(unittest.TestCase):
             self.assertTrue(torch.equal(tensor, state[name]), name)
         with safe_open(path, framework="pt") as f:
             meta = f.metadata()
-        self.assertEqual(json.loads(meta["hpt_model_config"]), self.config)
+        config = {k: v for k, v in self.config.items() if k != "data_units"}
+        self.assertEqual(json.loads(meta["hpt_model_config"]), config)
+        self.assertEqual(json.loads(meta["hpt_data_units"]), self.config["data_units"])
         self.assertEqual(meta["hpt_job"], self.job_id)
         # Weights loaded into a module whose own are wiped give the service's
         # predictions back.
@@ -133,6 +142,102 @@ class ModelInPythonTest(unittest.TestCase):
         self.assertIn("'descr' must be '<f4' (float32) or '<f8' (float64)", run.stderr)
         run = self.cluster.ctl("predict", "job-999999", f"--input={wrong}", check=False)
         self.assertIn("NOT_FOUND", run.stderr)
+
+
+STATIONS = ["Pullman", "Prosser", "Othello", "Lind", "Walla Walla", "Wenatchee"]
+
+
+class ModelInDataUnitsTest(unittest.TestCase):
+    """A wide CSV in degrees with a header of station names, no split given."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="units-data-", dir=os.environ.get("TEST_TMPDIR"))
+        cls.cluster = hpt_cluster.Cluster(COORDINATOR, WORKER, HPTCTL, prefix="units-",
+                                          coordinator_flags=[f"--data_root={cls.dir}"])
+        rng = np.random.default_rng(11)
+        hours = np.arange(600)
+        cls.raw = np.stack([15 + 8 * np.sin(2 * np.pi * (hours + 3 * i) / 24) + i
+                            + rng.normal(0, 0.8, hours.size) for i in range(len(STATIONS))],
+                           axis=1).astype(np.float32)
+        cls.csv = os.path.join(cls.dir, "temps.csv")
+        with open(cls.csv, "w") as f:
+            f.write(",".join(STATIONS) + "\n")
+            for row in cls.raw:
+                f.write(",".join(f"{v:.3f}" for v in row) + "\n")
+        cls.raw = np.loadtxt(cls.csv, delimiter=",", skiprows=1, dtype=np.float32)
+        cls.job_id = cls.cluster.train(
+            ["--preset=tiny", f"--csv={cls.csv}", "--input_steps=24", "--horizon=1",
+             "--epochs=2", "--batch_size=16", "--mode=full", "--seed=5"], name="temps")
+        cls.job = cls.cluster.job(cls.job_id)
+        cls.model = os.path.join(cls.dir, "temps.pt")
+        cls.cluster.ctl("export", cls.job_id, f"--out={cls.model}")
+        with open(os.path.join(cls.dir, "temps.json")) as f:
+            cls.units = json.load(f)["data_units"]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.stop()
+
+    def test_the_model_carries_its_stations_normalisation_and_window(self):
+        u = self.units
+        self.assertEqual(u["stations"], STATIONS)
+        self.assertEqual((u["input_steps"], u["horizon"]), (24, 1))
+        self.assertTrue(u["per_token"])
+        # The training rows' statistics: the first 80 % (480 rows), per station.
+        train = self.raw[:480]
+        np.testing.assert_allclose(u["mean"], train.mean(axis=0), rtol=1e-5)
+        np.testing.assert_allclose(u["sd"], train.std(axis=0), rtol=1e-4)
+
+    def windows(self):
+        """The test split's windows from the CSV and model.json alone."""
+        u = self.units
+        span = u["input_steps"] + u["horizon"]
+        begin, end = int(u["test_begin_row"]), int(u["test_end_row"])
+        starts = range(begin, end - span + 1)
+        x = np.stack([self.raw[s:s + u["input_steps"]].T for s in starts])
+        y = np.stack([self.raw[s + span - 1][:, None] for s in starts])
+        return x.astype(np.float32), y
+
+    def test_raw_windows_in_forecasts_in_degrees_out_equal_to_the_report(self):
+        x, truth = self.windows()
+        m = torch.jit.load(self.model)
+        with torch.no_grad():
+            forecast = m(torch.from_numpy(x)).numpy()
+        path = os.path.join(self.dir, "raw.npy")
+        np.save(path, x)
+        self.cluster.ctl("predict", self.job_id, f"--input={path}", f"--out={path}.out.npy")
+        served = np.load(path + ".out.npy")
+        np.testing.assert_allclose(forecast, served, rtol=1e-5, atol=1e-4)
+        metrics = self.job["test_metrics"]
+        self.assertEqual(int(metrics["values"]), truth.size)
+        rmse = float(np.sqrt(np.mean((forecast.astype(np.float64) - truth) ** 2)))
+        mae = float(np.mean(np.abs(forecast.astype(np.float64) - truth)))
+        print(f"test RMSE {rmse:.6f} (report {metrics['rmse']:.6f}), MAE {mae:.6f} "
+              f"(report {metrics['mae']:.6f}) degrees", file=sys.stderr)
+        self.assertAlmostEqual(rmse, metrics["rmse"], delta=1e-5 * metrics["rmse"])
+        self.assertAlmostEqual(mae, metrics["mae"], delta=1e-5 * metrics["mae"])
+        # Degrees, not z-scores: the forecasts sit where the data does.
+        self.assertLess(abs(forecast.mean() - truth.mean()), 2.0)
+
+    def test_normalised_units_remain_on_request(self):
+        x, _ = self.windows()
+        u = self.units
+        z = ((x - np.array(u["mean"], np.float32)[:, None]) /
+             np.array(u["sd"], np.float32)[:, None]).astype(np.float32)
+        path = os.path.join(self.dir, "z.npy")
+        np.save(path, z)
+        self.cluster.ctl("predict", self.job_id, f"--input={path}", f"--out={path}.out.npy",
+                         "--normalised")
+        m = torch.jit.load(self.model)
+        with torch.no_grad():
+            mine = m.forward_normalised(torch.from_numpy(z)).numpy()
+        np.testing.assert_allclose(mine, np.load(path + ".out.npy"), rtol=1e-5, atol=1e-5)
+        # A window of another station count is refused naming both counts.
+        np.save(path, x[:, :4])
+        run = self.cluster.ctl("predict", self.job_id, f"--input={path}", check=False)
+        self.assertEqual(run.returncode, 3, run.stderr)
+        self.assertIn("input has 4 tokens; the model's data has 6 stations", run.stderr)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@
 #include "coordinator/spec/job_spec.h"
 #include "coordinator/training/baseline_probe_call.h"
 #include "coordinator/training/job_data.h"
+#include "data/data_units.h"
 #include "models/predict.h"
 
 namespace hpt {
@@ -342,6 +343,7 @@ absl::StatusOr<std::shared_ptr<const TrainedModel>> JobManager::TrainedModelOf(
     if (file.ok()) {
       auto trained = std::make_shared<TrainedModel>();
       trained->config = file->header.model();
+      trained->units = file->header.data_units();
       trained->parameters = TensorsUnder(*file, "model/");
       record->trained = std::move(trained);
     }
@@ -375,14 +377,28 @@ absl::StatusOr<JobHistory> JobManager::HistoryOf(const std::string& job_id, int 
 absl::StatusOr<PredictResponse> JobManager::Predict(const PredictRequest& request) const {
   ASSIGN_OR_RETURN(std::shared_ptr<const TrainedModel> model, TrainedModelOf(request.job_id()));
   ASSIGN_OR_RETURN(HostTensor input, FromProto(request.input(), "PredictRequest.input"));
+  const DataUnits& units = model->units;
+  // In the data's units unless asked otherwise (and the tokens are the
+  // stations, so each has its statistics).
+  const bool raw = !request.normalised() && units.per_token() && units.mean_size() > 0;
+  if (raw) {
+    if (absl::Status s = ToModelUnits(units, &input); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "PredictRequest.input (in the data's units): ", s.message(),
+          " (set normalised for the model's own units)"));
+    }
+  }
   absl::StatusOr<HostTensor> output = hpt::Predict(model->config, model->parameters, input);
   if (!output.ok()) {
     return absl::Status(output.status().code(),
                         absl::StrCat("PredictRequest.input: ", output.status().message()));
   }
+  if (raw) RETURN_IF_ERROR(ToDataUnits(units, &*output));
   PredictResponse response;
   ToProto(std::move(*output), "output", response.mutable_output());
   *response.mutable_model() = model->config;
+  *response.mutable_data_units() = units;
+  response.set_normalised(!raw);
   return response;
 }
 

@@ -307,6 +307,7 @@ void JobRunner::KeepTrainedModel(const std::string& job_id, const JobSpec& spec,
     file.header.set_step(std::max<int64_t>(1, spec.training().epochs()));
     file.header.set_reason("trained model");
     *file.header.mutable_model() = trained->config;
+    *file.header.mutable_data_units() = trained->units;
     for (const auto& [name, t] : trained->parameters) file.tensors["model/" + name] = t;
     absl::StatusOr<CheckpointInfo> written =
         WriteCheckpoint(registry_->ModelDir(job_id), file, 1);

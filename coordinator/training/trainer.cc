@@ -205,6 +205,19 @@ absl::Status Trainer::Evaluate(int epoch) {
   return absl::OkStatus();
 }
 
+DataUnits DataUnitsOf(const WindowDataset& data) {
+  DataUnits u;
+  for (const std::string& name : data.station_names()) u.add_stations(name);
+  for (float m : data.means()) u.add_mean(m);
+  for (float s : data.stddevs()) u.add_sd(s);
+  u.set_input_steps(int32_t(data.options().input_steps));
+  u.set_horizon(int32_t(data.options().horizon));
+  u.set_per_token(data.tokens_are_stations());
+  u.set_test_begin_row(data.options().test.begin);
+  u.set_test_end_row(data.options().test.end);
+  return u;
+}
+
 absl::Status Trainer::CollectTrainedModel() {
   std::map<std::string, HostTensor> params;
   if (hybrid_ != nullptr) {
@@ -224,6 +237,7 @@ absl::Status Trainer::CollectTrainedModel() {
   ASSIGN_OR_RETURN(trained_.parameters,
                    MergeLoraTensors(std::move(params), spec_.hpt().lora().alpha()));
   trained_.config = model_;
+  trained_.units = DataUnitsOf(*data_);
   return absl::OkStatus();
 }
 

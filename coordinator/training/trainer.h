@@ -63,7 +63,11 @@ class RendezvousStore;
 struct TrainedModel {
   ModelConfig config;
   std::map<std::string, HostTensor> parameters;
+  DataUnits units;  // the data's units (an empty message: unknown)
 };
+
+// What turns `data`'s units into the model's and back (proto/common.proto).
+DataUnits DataUnitsOf(const WindowDataset& data);
 
 // Why a data-parallel group of GPU workers on `devices` (their device ids,
 // in rank order) is Gloo's: which ranks share a device. Empty when every
