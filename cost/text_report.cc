@@ -331,9 +331,10 @@ std::string FormatReport(const Job& job) {
   AppendComparison(h.comparison(), &out);
   const QualityMetrics& q = job.test_metrics();
   if (q.values() > 0) {
+    const std::string unit = job.data().unit().empty() ? "" : " " + job.data().unit();
     absl::StrAppend(&out, absl::StrFormat(
-        "\ntest metrics (data units, %d values)\n  RMSE %.4g  MAE %.4g  NSE %.4f  R2 %.4f\n",
-        q.values(), q.rmse(), q.mae(), q.nse(), q.r2()));
+        "\ntest metrics (data units, %d values)\n  RMSE %.4g%s  MAE %.4g%s  NSE %.4f  R2 %.4f\n",
+        q.values(), q.rmse(), unit, q.mae(), unit, q.nse(), q.r2()));
   }
   AppendEvents(h, &out);
   if (!job.error().empty()) absl::StrAppend(&out, "\nerror: ", job.error(), "\n");

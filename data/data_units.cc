@@ -38,4 +38,24 @@ absl::Status ToDataUnits(const DataUnits& units, HostTensor* t) {
   return PerToken(units, t, [](float v, float mean, float sd) { return v * sd + mean; });
 }
 
+std::string TakeCommonUnit(std::vector<std::string>* names) {
+  std::string unit;
+  std::vector<std::string> stripped;
+  for (const std::string& name : *names) {
+    const size_t end = name.find_last_not_of(' ');
+    if (end == std::string::npos) return "";
+    const char close = name[end];
+    const char open = close == ')' ? '(' : close == ']' ? '[' : 0;
+    const size_t start = open ? name.rfind(open, end) : std::string::npos;
+    if (start == std::string::npos || start == 0 || start + 1 >= end) return "";
+    const std::string u = name.substr(start + 1, end - start - 1);
+    if (!unit.empty() && u != unit) return "";
+    unit = u;
+    const size_t last = name.find_last_not_of(' ', start - 1);
+    stripped.push_back(last == std::string::npos ? "" : name.substr(0, last + 1));
+  }
+  if (!unit.empty()) *names = std::move(stripped);
+  return unit;
+}
+
 }  // namespace hpt

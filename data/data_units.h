@@ -10,6 +10,9 @@
 #ifndef HPT_DATA_DATA_UNITS_H_
 #define HPT_DATA_DATA_UNITS_H_
 
+#include <string>
+#include <vector>
+
 #include "absl/status/status.h"
 #include "common/host_tensor.h"
 #include "proto/common.pb.h"
@@ -21,6 +24,11 @@ namespace hpt {
 absl::Status ToModelUnits(const DataUnits& units, HostTensor* t);
 // y * sd + mean per token (the inverse), on a tensor of the same layout.
 absl::Status ToDataUnits(const DataUnits& units, HostTensor* t);
+
+// Header cells that end in a unit, "Pullman (°C)" or "Pullman [degC]":
+// strips it from each name and returns it when every cell gives the same
+// one; otherwise leaves the names and returns "".
+std::string TakeCommonUnit(std::vector<std::string>* names);
 
 }  // namespace hpt
 

@@ -14,6 +14,7 @@ struct TimeSeriesMatrix {
   int64_t columns = 0;  // stations
   std::vector<float> values;  // rows * columns
   std::vector<std::string> column_names;  // empty when the source had none
+  std::string unit;  // the values' unit where the source names it
 
   float at(int64_t row, int64_t column) const {
     return values[row * columns + column];

@@ -69,6 +69,7 @@ class WindowDataset {
   const std::vector<float>& stddevs() const { return std_; }
   // The series' column names (empty when the source had none).
   const std::vector<std::string>& station_names() const { return series_.column_names; }
+  const std::string& unit() const { return series_.unit; }
   // Whether a sample's tokens are all the stations, in order.
   bool tokens_are_stations() const { return groups_ == 1; }
   const WindowOptions& options() const { return options_; }

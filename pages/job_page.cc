@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "cost/text_report.h"
 #include "pages/sections.h"
 #include "pages/svg.h"
@@ -20,6 +21,7 @@ h3{font-size:14px;margin:14px 0 4px;color:#4a5363}
 a{color:#2f5fa7}.note{color:#4a5363;margin:4px 0 8px}.state{display:inline-block;padding:1px 8px;border-radius:10px;background:#e4e8ee;font-size:12px}
 .state.SUCCEEDED{background:#d9f0dd}.state.FAILED{background:#f7d9d9}.state.RUNNING{background:#dbe8fb}
 .cards{display:flex;gap:12px;flex-wrap:wrap;margin:12px 0}.card{background:#fff;border:1px solid #dde1e7;border-radius:6px;padding:8px 12px;min-width:150px}
+h3.cards-title{margin:14px 0 -4px;font-size:13px;color:#4a5363;font-weight:600}
 .card b{display:block;font-size:20px}.card span{color:#4a5363;font-size:12px}
 svg.plot{background:#fff;border:1px solid #dde1e7;border-radius:4px;max-width:100%;height:auto;display:block;margin:6px 0}
 .grid{stroke:#eceff3}.axis,.tick-mark{stroke:#8a93a3}.tick,.bar-note{font-size:11px;fill:#4a5363}.label{font-size:12px;fill:#1d2330}
@@ -41,6 +43,36 @@ std::string Card(const std::string& value, const std::string& label) {
   return absl::StrCat("<div class=\"card\"><b>", Escape(value), "</b><span>", Escape(label), "</span></div>");
 }
 
+// The model's quality first: the test split's error in the data's units,
+// over the stations the data names.
+std::string QualityCards(const Job& job) {
+  const QualityMetrics& m = job.test_metrics();
+  const DataSummary& d = job.data();
+  const std::string unit = d.unit().empty() ? "" : " " + d.unit();
+  std::string out = "<h3 class=\"cards-title\">Forecast quality (test split, the data's units)</h3>";
+  if (m.values() == 0) {
+    return out + "<p class=\"note\" id=\"quality\">" +
+           (job.progress().epoch() == 0 ? "No evaluation has run yet: it follows each epoch."
+                                        : "This job has no test split, so no quality to show.") +
+           "</p>";
+  }
+  absl::StrAppend(&out, "<div class=\"cards\" id=\"quality\">",
+                  Card(Num(m.rmse(), 4) + unit, "test RMSE"), Card(Num(m.mae(), 4) + unit, "test MAE"),
+                  Card(Num(m.nse(), 3), "NSE (1: perfect, 0: the mean)"),
+                  Card(Num(job.progress().test_loss(), 4), "test loss (MSE, normalised)"), "</div>");
+  std::string over = absl::StrCat(m.values(), " forecasts after epoch ", job.progress().epoch());
+  if (d.stations_size() > 0) {
+    std::vector<std::string> names(d.stations().begin(), d.stations().end());
+    if (names.size() > 8) {
+      names.resize(8);
+      names.push_back(absl::StrCat("and ", d.stations_size() - 8, " more"));
+    }
+    absl::StrAppend(&over, " at ", d.stations_size(), " stations: ", absl::StrJoin(names, ", "));
+  }
+  if (!d.split().empty()) absl::StrAppend(&over, "; ", d.split());
+  return out + "<p class=\"note\">" + Escape(over) + "</p>";
+}
+
 std::string Header(const Job& job) {
   const JobProgress& p = job.progress();
   const HptStatus& h = job.hpt();
@@ -52,7 +84,8 @@ std::string Header(const Job& job) {
       " preset · phase <b id=\"phase\">", Escape(h.phase().empty() ? "full" : h.phase()), "</b> · epoch ",
       p.epoch(), " of ", p.epochs(), " · step ", p.step(), " of ", p.total_steps(), "</p>");
   if (!job.error().empty()) absl::StrAppend(&out, "<p class=\"note\">error: ", Escape(job.error()), "</p>");
-  absl::StrAppend(&out, "<div class=\"cards\">");
+  absl::StrAppend(&out, QualityCards(job));
+  absl::StrAppend(&out, "<h3 class=\"cards-title\">The switch, and what HpT saves on hardware (simulated)</h3><div class=\"cards\">");
   absl::StrAppend(&out, Card(h.switch_step() >= 0 ? absl::StrCat("step ", h.switch_step()) : "not yet",
                              "switch to LoRA"));
   if (c.hpt_time_s() > 0) {
@@ -67,8 +100,6 @@ std::string Header(const Job& job) {
     absl::StrAppend(&out, Card(Num(c.projected_time_ratio(), 3) + "× / " + Num(c.projected_energy_ratio(), 3) + "×",
                                absl::StrCat("projected to ", Num(c.project_epochs(), 3), " epochs")));
   }
-  if (p.test_loss() > 0) absl::StrAppend(&out, Card(Num(p.test_loss()), "test loss"));
-  if (job.test_metrics().values() > 0) absl::StrAppend(&out, Card(Num(job.test_metrics().rmse()), "test RMSE"));
   return out + "</div>";
 }
 
@@ -151,7 +182,8 @@ std::string RenderJobContent(const JobPageInput& input) {
   const Job& job = input.job;
   return absl::StrCat("<div id=\"content\" data-state=\"", JobState_Name(job.state()), "\" data-step=\"",
                       job.progress().step(), "\">", Header(job), LossSection(job, input.history),
-                      CostSection(job), TimelineSection(input), ChipSection(job), PredictionsSection(input.history),
+                      PredictionsSection(job, input.history), CostSection(job), TimelineSection(input),
+                      ChipSection(job),
                       "<section id=\"report\"><h2>The report</h2><pre>", Escape(FormatReport(job)),
                       "</pre></section></div>");
 }

@@ -226,7 +226,7 @@ std::string ChecksTable(const HptStatus& hpt) {
   return out + "</tbody></table></details>";
 }
 
-std::string PredictionsSection(const JobHistory& history) {
+std::string PredictionsSection(const Job& job, const JobHistory& history) {
   const TestPredictions& p = history.predictions();
   std::string out = "<section id=\"predictions\"><h2>Predictions against truth (test split)</h2>";
   if (p.samples() == 0 || p.tokens_size() == 0) {
@@ -256,7 +256,13 @@ std::string PredictionsSection(const JobHistory& history) {
     absl::StrAppend(&plot.body, "<polyline class=\"series truth\" data-series=\"truth\" data-count=\"",
                     n, "\" points=\"", Points(truth), "\"/><polyline class=\"series predicted\" "
                     "data-series=\"predicted\" data-count=\"", n, "\" points=\"", Points(predicted), "\"/>");
-    plot.Axes(absl::StrCat("test sample (station ", p.tokens(t), ")"), "value");
+    const DataSummary& d = job.data();
+    const int64_t token = p.tokens(t);
+    const std::string station = token < d.stations_size() && !d.stations(int(token)).empty()
+                                    ? d.stations(int(token))
+                                    : absl::StrCat("station ", token);
+    plot.Axes(absl::StrCat("test sample: ", station),
+              d.unit().empty() ? "value (the data's units)" : d.unit());
     absl::StrAppend(&out, plot.Svg(absl::StrCat("prediction-", p.tokens(t)),
                                    "data-plot=\"prediction\" aria-label=\"predictions against truth\""));
   }

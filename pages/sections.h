@@ -17,7 +17,9 @@ std::string Legend(const std::vector<std::pair<std::string, std::string>>& entri
 
 std::string LossSection(const Job& job, const JobHistory& history);
 std::string ChecksTable(const HptStatus& hpt);
-std::string PredictionsSection(const JobHistory& history);
+// Each station's test forecasts against the truth, named and in the
+// data's unit where the data gives them (job.data()).
+std::string PredictionsSection(const Job& job, const JobHistory& history);
 std::string CostSection(const Job& job);
 std::string TimelineSection(const JobPageInput& input);
 std::string ChipSection(const Job& job);

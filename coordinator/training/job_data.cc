@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "data/data_units.h"
 #include "data/real_data.h"
 #include "data/swe.h"
 #include "data/synthetic.h"
@@ -161,6 +162,7 @@ absl::Status LoadCsv(const DataSpec& spec, const DataLimits& limits, TimeSeriesM
   if (!loaded.ok()) return InField("data.csv", loaded.status());
   *series = std::move(*loaded);
   summary->set_source("csv");
+  series->unit = TakeCommonUnit(&series->column_names);
   if (csv.train_begin_row() == 0 && csv.train_end_row() == 0 && csv.test_end_row() == 0 &&
       csv.more_train_rows_size() == 0) {
     DefaultSplit(series->rows, windows, summary);
@@ -225,6 +227,8 @@ absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec, DataSummary* su
   RETURN_IF_ERROR(SourceOf(spec).load(spec, limits, &series, &windows, summary));
   summary->set_rows(series.rows);
   summary->set_columns(series.columns);
+  for (const std::string& name : series.column_names) summary->add_stations(name);
+  summary->set_unit(series.unit);
   return WindowDataset::Create(std::move(series), windows);
 }
 

@@ -215,6 +215,7 @@ DataUnits DataUnitsOf(const WindowDataset& data) {
   u.set_per_token(data.tokens_are_stations());
   u.set_test_begin_row(data.options().test.begin);
   u.set_test_end_row(data.options().test.end);
+  u.set_unit(data.unit());
   return u;
 }
 
