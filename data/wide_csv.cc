@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -29,6 +31,34 @@ bool ParseFloat(absl::string_view cell, float* out) {
 std::vector<absl::string_view> SplitCells(absl::string_view line) {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   return absl::StrSplit(line, ',');
+}
+
+// Each station's empty cells (NaN) interpolated linearly between its
+// neighbouring values, held at the nearest one at either end.
+absl::Status FillGaps(const std::string& source, TimeSeriesMatrix* m, int64_t* filled) {
+  for (int64_t c = 0; c < m->columns; ++c) {
+    auto at = [&](int64_t r) -> float& { return m->values[r * m->columns + c]; };
+    int64_t last = -1;  // the last row with a value
+    for (int64_t r = 0; r <= m->rows; ++r) {
+      if (r < m->rows && std::isnan(at(r))) continue;
+      if (r - last > 1) {  // rows last+1 .. r-1 are a gap
+        if (last < 0 && r == m->rows) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              source, ": column ", c + 1, " has no value at all"));
+        }
+        for (int64_t g = last + 1; g < r; ++g) {
+          const float v = last < 0       ? at(r)
+                          : r == m->rows ? at(last)
+                                         : at(last) + (at(r) - at(last)) * float(g - last) /
+                                                          float(r - last);
+          at(g) = v;
+          ++*filled;
+        }
+      }
+      last = r;
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -66,6 +96,7 @@ absl::StatusOr<TimeSeriesMatrix> ParseWideCsv(const std::string& text,
         absl::StrCat(source, ": no data rows after the header"));
   }
   m.values.reserve((lines.size() - first_data) * m.columns);
+  WideCsvGaps gaps;
   for (size_t i = first_data; i < lines.size(); ++i) {
     if (absl::Status s = CheckLoadingEvery(i, source, options.limits); !s.ok()) return s;
     const size_t line_no = i + 1;
@@ -75,19 +106,37 @@ absl::StatusOr<TimeSeriesMatrix> ParseWideCsv(const std::string& text,
           source, ":", line_no, ": expected ", m.columns, " columns, got ",
           cells.size()));
     }
+    std::vector<float> row(cells.size());
+    bool drop = false;
     for (size_t c = 0; c < cells.size(); ++c) {
-      float v;
-      if (!ParseFloat(cells[c], &v)) {
-        const absl::string_view cell = absl::StripAsciiWhitespace(cells[c]);
+      if (ParseFloat(cells[c], &row[c])) continue;
+      const absl::string_view cell = absl::StripAsciiWhitespace(cells[c]);
+      if (!cell.empty()) {
         return absl::InvalidArgumentError(absl::StrCat(
-            source, ":", line_no, ":", c + 1, ": ",
-            cell.empty() ? std::string("missing value")
-                         : absl::StrCat("'", cell, "' is not a finite number")));
+            source, ":", line_no, ":", c + 1, ": '", cell, "' is not a finite number"));
       }
-      m.values.push_back(v);
+      if (options.missing == MissingCells::kRefuse) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            source, ":", line_no, ":", c + 1,
+            ": missing value (data.missing: interpolate or drop_rows accepts gaps; "
+            "hptctl submit --missing=...)"));
+      }
+      drop = options.missing == MissingCells::kDropRows;
+      row[c] = std::numeric_limits<float>::quiet_NaN();
     }
+    if (drop) {
+      ++gaps.dropped;
+      continue;
+    }
+    m.values.insert(m.values.end(), row.begin(), row.end());
   }
-  m.rows = static_cast<int64_t>(lines.size() - first_data);
+  m.rows = static_cast<int64_t>(m.values.size()) / std::max<int64_t>(m.columns, 1);
+  if (m.rows == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": every data row has a missing value (data.missing: drop_rows left none)"));
+  }
+  if (absl::Status s = FillGaps(source, &m, &gaps.filled); !s.ok()) return s;
+  if (options.gaps != nullptr) *options.gaps = gaps;
   return m;
 }
 

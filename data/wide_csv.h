@@ -6,6 +6,7 @@
 #ifndef HPT_DATA_WIDE_CSV_H_
 #define HPT_DATA_WIDE_CSV_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -16,10 +17,21 @@ namespace hpt {
 
 enum class CsvHeader { kAuto, kPresent, kAbsent };
 
+// What an empty cell does (DataSpec.missing).
+enum class MissingCells { kRefuse, kInterpolate, kDropRows };
+
+// What a parse did about empty cells.
+struct WideCsvGaps {
+  int64_t filled = 0;   // cells interpolated
+  int64_t dropped = 0;  // rows left out
+};
+
 struct WideCsvOptions {
   // kAuto: the first line is a header when any of its cells is not a number.
   CsvHeader header = CsvHeader::kAuto;
   DataLimits limits;  // LoadWideCsv: where the file may be, its size, its cells
+  MissingCells missing = MissingCells::kRefuse;
+  WideCsvGaps* gaps = nullptr;  // filled when given
 };
 
 // Parses CSV text; `source` names it in errors (a path or "<inline>").

@@ -49,7 +49,35 @@ TEST(WideCsvTest, WrongColumnCountNamesLine) {
 TEST(WideCsvTest, MissingCellNamesLineAndColumn) {
   auto m = ParseWideCsv("h1,h2\n1,2\n3,\n", "w.csv", {});
   ASSERT_FALSE(m.ok());
-  EXPECT_EQ(m.status().message(), "w.csv:3:2: missing value");
+  EXPECT_THAT(m.status().message(), HasSubstr("w.csv:3:2: missing value (data.missing:"));
+}
+
+// data.missing: an empty cell is refused naming the option, interpolated
+// along its station (held at the ends), or its row dropped.
+TEST(WideCsvTest, EmptyCellsAreRefusedInterpolatedOrDropped) {
+  const std::string text = "a,b\n,10\n2,\n4,30\n6,40\n8,\n";
+  auto refused = ParseWideCsv(text, "t.csv", {});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("t.csv:2:1: missing value (data.missing: "
+                                                    "interpolate or drop_rows"));
+  WideCsvGaps gaps;
+  WideCsvOptions o;
+  o.missing = MissingCells::kInterpolate;
+  o.gaps = &gaps;
+  auto filled = ParseWideCsv(text, "t.csv", o);
+  ASSERT_TRUE(filled.ok()) << filled.status();
+  EXPECT_EQ(filled->rows, 5);
+  EXPECT_EQ(filled->values, (std::vector<float>{2, 10, 2, 20, 4, 30, 6, 40, 8, 40}));
+  EXPECT_EQ(gaps.filled, 3);
+  o.missing = MissingCells::kDropRows;
+  auto dropped = ParseWideCsv(text, "t.csv", o);
+  ASSERT_TRUE(dropped.ok()) << dropped.status();
+  EXPECT_EQ(dropped->rows, 2);
+  EXPECT_EQ(dropped->values, (std::vector<float>{4, 30, 6, 40}));
+  EXPECT_EQ(gaps.dropped, 3);
+  o.missing = MissingCells::kInterpolate;
+  EXPECT_THAT(ParseWideCsv("a,b\n1,\n2,\n", "t.csv", o).status().message(),
+              HasSubstr("t.csv: column 2 has no value at all"));
 }
 
 TEST(WideCsvTest, NonFiniteCellIsRejected) {

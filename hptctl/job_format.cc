@@ -86,7 +86,8 @@ std::string FormatSummary(const Job& job) {
     absl::StrAppendFormat(&out, "  data       %s, %d time steps x %d stations", d.source(),
                           d.rows(), d.columns());
     if (d.skipped_rows() > 0) {
-      absl::StrAppendFormat(&out, ", %d rows without a timestamp skipped", d.skipped_rows());
+      absl::StrAppendFormat(&out, ", %d rows %s skipped", d.skipped_rows(),
+                            d.source() == "csv" ? "with an empty cell" : "without a timestamp");
     }
     if (d.filled_cells() > 0) {
       absl::StrAppendFormat(&out, ", %d gaps interpolated", d.filled_cells());

@@ -48,6 +48,8 @@ ABSL_FLAG(std::string, csv, "", "submit: wide CSV file, read by the coordinator.
 ABSL_FLAG(std::string, train_rows, "",
           "submit: CSV training rows BEGIN:END[,BEGIN:END...] (e.g. 0:480,2120:8387).");
 ABSL_FLAG(std::string, test_rows, "", "submit: CSV test rows BEGIN:END.");
+ABSL_FLAG(std::string, missing, "",
+          "submit: an empty CSV cell: refuse (default), interpolate or drop_rows.");
 ABSL_FLAG(int, input_steps, 0,
           "submit: input steps per sample (the time steps a token's features span).");
 ABSL_FLAG(int, window, 0, "submit: the old name of --input_steps.");
@@ -111,6 +113,7 @@ bool AnyJobFlag() {
          absl::GetFlag(FLAGS_max_steps_per_epoch) || absl::GetFlag(FLAGS_seed) ||
          absl::GetFlag(FLAGS_checkpoint_every) ||
          !absl::GetFlag(FLAGS_csv).empty() || absl::GetFlag(FLAGS_window) ||
+         !absl::GetFlag(FLAGS_missing).empty() ||
          absl::GetFlag(FLAGS_input_steps) || absl::GetFlag(FLAGS_check_window_samples) ||
          absl::GetFlag(FLAGS_check_window_steps) ||
          !absl::GetFlag(FLAGS_weather_dir).empty() ||
@@ -168,6 +171,7 @@ std::string Absolute(const std::string& path) {
 absl::Status DataFromFlags(DataSpec& d) {
   d.set_input_steps(NewOrOld(absl::GetFlag(FLAGS_input_steps), absl::GetFlag(FLAGS_window)));
   d.set_horizon(absl::GetFlag(FLAGS_horizon));
+  d.set_missing(absl::GetFlag(FLAGS_missing));
   if (!absl::GetFlag(FLAGS_csv).empty()) {
     CsvData& csv = *d.mutable_csv();
     csv.set_path(Absolute(absl::GetFlag(FLAGS_csv)));

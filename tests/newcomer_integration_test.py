@@ -97,6 +97,23 @@ class NewcomerTest(unittest.TestCase):
         self.assertRegex(metrics, r'hpt_job_waiting_for_workers\{[^}]*job_id="%s"[^}]*\} 1' % job_id)
         self.assertIn("cancelled", self.hptctl("cancel", job_id).stdout)
 
+    def test_a_missing_cell_is_refused_naming_the_option_or_interpolated(self):
+        with open(os.path.join(self.data, "gap.csv"), "w") as f:
+            f.write("north,south\n")
+            for t in range(120):
+                f.write(("" if t == 50 else f"{15 + t % 24 * 0.3:.2f}") + f",{12 + t % 12:.1f}\n")
+        run = self.hptctl("submit", *SMALL, "--csv=gap.csv", "--input_steps=6", cwd=self.data)
+        self.assertEqual(run.returncode, 3, run.stderr)
+        self.assertIn("gap.csv:52:1: missing value (data.missing: interpolate or drop_rows",
+                      run.stderr)
+        run = self.hptctl("submit", *SMALL, "--csv=gap.csv", "--input_steps=6",
+                          "--missing=interpolate", "--mode=full", "--watch", cwd=self.data)
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        self.assertIn("csv, 120 time steps x 2 stations, 1 gaps interpolated", run.stdout)
+        run = self.hptctl("submit", *SMALL, "--csv=gap.csv", "--missing=guess", cwd=self.data)
+        self.assertEqual(run.returncode, 3, run.stderr)
+        self.assertIn("data.missing 'guess' is not refuse, interpolate or drop_rows", run.stderr)
+
     def test_unknown_flags_are_a_bad_command_line(self):
         run = self.hptctl("submit", "--epochz=3")
         self.assertEqual(run.returncode, 2, run.stderr)

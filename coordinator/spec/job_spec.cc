@@ -105,6 +105,12 @@ absl::Status NormalizeData(DataSpec& data) {
   if (data.horizon() < 0) {
     return Invalid("data.horizon", absl::StrCat("must be positive, got ", data.horizon()));
   }
+  if (data.missing().empty()) data.set_missing("refuse");
+  if (data.missing() != "refuse" && data.missing() != "interpolate" &&
+      data.missing() != "drop_rows") {
+    return Invalid("data.missing", absl::StrCat("'", data.missing(),
+                                                "' is not refuse, interpolate or drop_rows"));
+  }
   if (data.source_case() == DataSpec::SOURCE_NOT_SET) data.mutable_synthetic();
   if (data.has_synthetic()) {
     SyntheticData& s = *data.mutable_synthetic();

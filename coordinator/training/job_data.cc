@@ -158,8 +158,15 @@ absl::Status LoadCsv(const DataSpec& spec, const DataLimits& limits, TimeSeriesM
                        : csv.header() == CsvData::ABSENT ? CsvHeader::kAbsent
                                                          : CsvHeader::kAuto;
   csv_options.limits = limits;
+  csv_options.missing = spec.missing() == "interpolate" ? MissingCells::kInterpolate
+                        : spec.missing() == "drop_rows" ? MissingCells::kDropRows
+                                                        : MissingCells::kRefuse;
+  WideCsvGaps gaps;
+  csv_options.gaps = &gaps;
   absl::StatusOr<TimeSeriesMatrix> loaded = LoadWideCsv(csv.path(), csv_options);
   if (!loaded.ok()) return InField("data.csv", loaded.status());
+  summary->set_filled_cells(gaps.filled);
+  summary->set_skipped_rows(gaps.dropped);
   *series = std::move(*loaded);
   summary->set_source("csv");
   series->unit = TakeCommonUnit(&series->column_names);
