@@ -123,6 +123,13 @@ grpc::ServerUnaryReactor* JobServiceImpl::WhatIf(grpc::CallbackServerContext* co
   return Reply(context, jobs_->WhatIf(*request), response);
 }
 
+grpc::ServerUnaryReactor* JobServiceImpl::DeleteJob(grpc::CallbackServerContext* context,
+                                                    const DeleteJobRequest* request,
+                                                    DeleteJobResponse* response) {
+  if (absl::Status s = Authorize(context, request->job_id()); !s.ok()) return Done(context, s);
+  return Reply(context, jobs_->Delete(request->job_id()), response);
+}
+
 grpc::ServerUnaryReactor* JobServiceImpl::ProbeBaselines(
     grpc::CallbackServerContext* context, const ProbeJobBaselinesRequest* request, Job* response) {
   if (absl::Status s = Authorize(context, request->job_id()); !s.ok()) return Done(context, s);

@@ -51,6 +51,9 @@ class JobServiceImpl final : public JobService::CallbackService {
   grpc::ServerUnaryReactor* ResumeJob(grpc::CallbackServerContext* context,
                                       const ResumeJobRequest* request,
                                       Job* response) override;
+  grpc::ServerUnaryReactor* DeleteJob(grpc::CallbackServerContext* context,
+                                      const DeleteJobRequest* request,
+                                      DeleteJobResponse* response) override;
   grpc::ServerUnaryReactor* ProbeBaselines(grpc::CallbackServerContext* context,
                                            const ProbeJobBaselinesRequest* request,
                                            Job* response) override;

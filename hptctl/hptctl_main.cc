@@ -64,6 +64,7 @@ ABSL_FLAG(std::string, input, "",
           "predict: a .npy of inputs [samples, tokens, features], in the data's units.");
 ABSL_FLAG(bool, normalised, false,
           "predict: the input and output are in the model's normalised units instead.");
+ABSL_FLAG(bool, yes, false, "delete: do not ask for confirmation.");
 ABSL_FLAG(std::string, state, "",
           "list: only jobs in this state (queued, loading, running, succeeded, failed, "
           "cancelled).");
@@ -184,6 +185,50 @@ absl::Status AwaitCancel(JobService::Stub& stub, Job* job) {
     if (absl::Status s = Call(stub, &JobService::Stub::GetJob, request, job); !s.ok()) return s;
   }
   return absl::OkStatus();
+}
+
+// hptctl delete JOB: says what goes with the job, asks (unless --yes),
+// then forgets it on the coordinator.
+int DeleteCommand(JobService::Stub& stub, const std::string& job_id) {
+  GetJobRequest get;
+  get.set_job_id(job_id);
+  Job job;
+  if (absl::Status s = Call(stub, &JobService::Stub::GetJob, get, &job); !s.ok()) return Fail(s);
+  ListCheckpointsRequest list;
+  list.set_job_id(job_id);
+  ListCheckpointsResponse checkpoints;
+  Call(stub, &JobService::Stub::ListCheckpoints, list, &checkpoints).IgnoreError();
+  const std::string what = absl::StrCat(
+      job_id, " (", job.name(), ", ", StateName(job.state()), "): its ",
+      checkpoints.checkpoints_size(), " checkpoint(s)",
+      job.state() == SUCCEEDED ? ", its trained model" : "", ", its history and work record");
+  if (!absl::GetFlag(FLAGS_yes)) {
+    if (!isatty(STDIN_FILENO)) {
+      std::cerr << "hptctl: delete asks before it deletes " << what
+                << "; give --yes where no one can answer" << std::endl;
+      return kExitUsage;
+    }
+    std::cout << "delete " << what << "? type yes: " << std::flush;
+    std::string answer;
+    std::getline(std::cin, answer);
+    if (answer != "yes" && answer != "y") {
+      std::cout << "kept " << job_id << std::endl;
+      return kExitOk;
+    }
+  }
+  DeleteJobRequest request;
+  request.set_job_id(job_id);
+  DeleteJobResponse response;
+  if (absl::Status s = Call(stub, &JobService::Stub::DeleteJob, request, &response); !s.ok()) {
+    return Fail(s);
+  }
+  if (Json()) {
+    std::cout << ToJson(response) << std::endl;
+  } else {
+    std::cout << "deleted " << job_id << " (" << response.checkpoints() << " checkpoint file(s)"
+              << (response.model() ? ", its model" : "") << ")" << std::endl;
+  }
+  return kExitOk;
 }
 
 // hptctl submit: a job from --spec and/or flags; --watch follows it.
@@ -414,6 +459,11 @@ int Run(const std::vector<char*>& args, const TlsCredentials& tls) {
       std::cout << "resumed " << job.job_id() << " from step " << from << std::endl;
     }
     return absl::GetFlag(FLAGS_watch) ? Watch(*stub, job.job_id()) : kExitOk;
+  }
+  if (command == "delete") {
+    const std::string job_id = need_job();
+    if (job_id.empty()) return Usage("delete needs a job id, e.g. hptctl delete job-000001");
+    return DeleteCommand(*stub, job_id);
   }
   if (command == "probe") {
     const std::string job_id = need_job();

@@ -114,6 +114,31 @@ class NewcomerTest(unittest.TestCase):
         self.assertEqual(run.returncode, 3, run.stderr)
         self.assertIn("data.missing 'guess' is not refuse, interpolate or drop_rows", run.stderr)
 
+    def test_delete_forgets_a_finished_job_after_asking(self):
+        run = self.hptctl("submit", *SMALL, "--stations=4", "--time_steps=200", "--mode=full",
+                          "--name=scratch", "--watch")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        job_id = run.stdout.split()[1]
+        # No one to answer (stdin is not a terminal): it says what would go.
+        run = self.hptctl("delete", job_id)
+        self.assertEqual(run.returncode, 2, run.stderr)
+        self.assertRegex(run.stderr, f"delete asks before it deletes {job_id} \\(scratch, "
+                         r"succeeded\): its \d+ checkpoint\(s\), its trained model, its history "
+                         r"and work record; give --yes")
+        run = self.hptctl("delete", job_id, "--yes")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertRegex(run.stdout.strip(),
+                         f"^deleted {job_id} \\(\\d+ checkpoint file\\(s\\), its model\\)$")
+        self.assertEqual(self.hptctl("status", job_id).returncode, 4)
+        self.assertNotIn(job_id, self.hptctl("list").stdout)
+        # A job that still runs is not deleted.
+        run = self.hptctl("submit", "--preset=tiny", "--epochs=200", "--mode=full")
+        running = run.stdout.split()[1]
+        run = self.hptctl("delete", running, "--yes")
+        self.assertEqual(run.returncode, 3, run.stderr)
+        self.assertIn("only a finished job can be deleted (hptctl cancel it first)", run.stderr)
+        self.hptctl("cancel", running)
+
     def test_unknown_flags_are_a_bad_command_line(self):
         run = self.hptctl("submit", "--epochz=3")
         self.assertEqual(run.returncode, 2, run.stderr)

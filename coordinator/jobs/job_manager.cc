@@ -326,6 +326,26 @@ absl::StatusOr<Job> JobManager::Cancel(const std::string& job_id) {
   return record->job;
 }
 
+absl::StatusOr<DeleteJobResponse> JobManager::Delete(const std::string& job_id) {
+  DeleteJobResponse response;
+  response.set_job_id(job_id);
+  if (!options_.state_dir.empty()) {
+    response.set_checkpoints(
+        int64_t(ListCheckpoints(CheckpointDir(options_.state_dir, job_id)).size()));
+  }
+  absl::MutexLock lock(&registry_.mu());
+  ASSIGN_OR_RETURN(JobRegistry::Record * record, registry_.Find(job_id));
+  if (!IsTerminal(record->job.state())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job '", job_id, "' is ", JobState_Name(record->job.state()),
+        "; only a finished job can be deleted (hptctl cancel it first)"));
+  }
+  response.set_model(record->job.state() == SUCCEEDED);
+  RETURN_IF_ERROR(registry_.Forget(job_id));
+  registry_.UpdateCounts();
+  return response;
+}
+
 absl::StatusOr<int64_t> JobManager::Watch(const std::string& job_id, Watcher watcher) {
   return registry_.Watch(job_id, std::move(watcher));
 }

@@ -103,6 +103,8 @@ class JobManager {
   absl::StatusOr<Job> ProbeBaselines(const std::string& job_id, int64_t steps);
   std::vector<Job> List() const;
   absl::StatusOr<Job> Cancel(const std::string& job_id);
+  // Forgets a finished job and its files (JobService.DeleteJob).
+  absl::StatusOr<DeleteJobResponse> Delete(const std::string& job_id);
   // The job's checkpoints, oldest first.
   absl::StatusOr<std::vector<CheckpointInfo>> Checkpoints(const std::string& job_id) const;
   // Queues a failed or cancelled job again from its checkpoint of `step`

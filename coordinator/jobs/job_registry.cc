@@ -109,18 +109,25 @@ void JobRegistry::ForgetOldJobs() {
   for (const auto& [id, record] : jobs_) finished += IsTerminal(record->job.state());
   for (auto it = jobs_.begin(); it != jobs_.end() && finished > options_.max_retained_jobs;) {
     if (IsTerminal(it->second->job.state()) && watchers_.count(it->first) == 0) {
-      if (options_.metrics != nullptr) options_.metrics->ForgetJob(it->first);
-      if (options_.store != nullptr) options_.store->Remove(it->first).IgnoreError();
-      if (!options_.state_dir.empty()) {
-        RemoveCheckpoints(CheckpointDir(options_.state_dir, it->first));
-        RemoveCheckpoints(ModelDir(it->first));
-      }
-      it = jobs_.erase(it);
+      const std::string id = it++->first;
+      Forget(id).IgnoreError();
       --finished;
     } else {
       ++it;
     }
   }
+}
+
+absl::Status JobRegistry::Forget(const std::string& job_id) {
+  if (options_.metrics != nullptr) options_.metrics->ForgetJob(job_id);
+  absl::Status status;
+  if (options_.store != nullptr) status = options_.store->Remove(job_id);
+  if (!options_.state_dir.empty()) {
+    RemoveCheckpoints(CheckpointDir(options_.state_dir, job_id));
+    RemoveCheckpoints(ModelDir(job_id));
+  }
+  jobs_.erase(job_id);
+  return status;
 }
 
 void JobRegistry::AbortClients(Record& record, const absl::Status& reason) {

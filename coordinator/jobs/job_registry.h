@@ -102,6 +102,9 @@ class JobRegistry {
   // most once a second per job); a failed write is logged, not fatal.
   void Persist(Record& record, bool force) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateCounts() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets a job: its record, its metrics' series, its rows in the store,
+  // its checkpoint and model files. The store's error, if any.
+  absl::Status Forget(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Forgets finished jobs (and their files) beyond max_retained_jobs.
   void ForgetOldJobs() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Aborts every call of the job's running attempt with `reason`.
