@@ -58,7 +58,17 @@ WorkerMetrics::WorkerMetrics(prometheus::Registry& registry,
                                   .Help("Systolic cycles weighted by the share of "
                                         "PEs doing useful work.")
                                   .Register(registry)
-                                  .Add({{"kind", kind_in}})) {}
+                                  .Add({{"kind", kind_in}})),
+      job_tasks(prometheus::BuildCounter()
+                    .Name("hpt_worker_job_tasks_total")
+                    .Help("Tasks a worker finished for a job resident on it, by job and "
+                          "task type (dropped when the job is released).")
+                    .Register(registry)),
+      job_seconds(prometheus::BuildCounter()
+                      .Name("hpt_worker_job_task_seconds_total")
+                      .Help("Measured seconds of a resident job's tasks on the worker's "
+                            "device (dropped when the job is released).")
+                      .Register(registry)) {}
 
 void WorkerMetrics::ObserveCost(const CostReport& cost) {
   simulated_seconds.Increment(std::max(0.0, cost.simulated_s()));
@@ -74,6 +84,28 @@ void WorkerMetrics::ObserveCost(const CostReport& cost) {
   }
   systolic_cycles.Increment(counter("cycles"));
   systolic_busy_pe_cycles.Increment(counter("util_weighted_cycles"));
+}
+
+void WorkerMetrics::ObserveJobTask(const std::string& job_id, const std::string& task,
+                                   double seconds) {
+  if (job_id.empty()) return;
+  prometheus::Counter& count = job_tasks.Add({{"kind", kind}, {"job_id", job_id}, {"task", task}});
+  prometheus::Counter& time = job_seconds.Add({{"kind", kind}, {"job_id", job_id}});
+  count.Increment();
+  time.Increment(std::max(0.0, seconds));
+  absl::MutexLock lock(&mu_);
+  auto& series = job_series_[job_id];
+  for (JobSeries one : {JobSeries{&job_tasks, &count}, JobSeries{&job_seconds, &time}}) {
+    if (std::find(series.begin(), series.end(), one) == series.end()) series.push_back(one);
+  }
+}
+
+void WorkerMetrics::ForgetJob(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = job_series_.find(job_id);
+  if (it == job_series_.end()) return;
+  for (const auto& [family, counter] : it->second) family->Remove(counter);
+  job_series_.erase(it);
 }
 
 void WorkerMetrics::ObserveTask(const std::string& task, double seconds,

@@ -3,7 +3,12 @@
 #ifndef HPT_WORKERS_WORKER_METRICS_H_
 #define HPT_WORKERS_WORKER_METRICS_H_
 
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
 
 #include "prometheus/counter.h"
 #include "prometheus/gauge.h"
@@ -23,6 +28,14 @@ struct WorkerMetrics {
   // Records a task's simulated cost and device counters.
   void ObserveCost(const CostReport& cost);
 
+  // A task of job `job_id` that took `seconds` on the device: the series
+  // labelled with the job (hpt_worker_job_tasks_total,
+  // hpt_worker_job_task_seconds_total), which live while the job is
+  // resident here. Thread-safe.
+  void ObserveJobTask(const std::string& job_id, const std::string& task, double seconds);
+  // Drops the job's series (its Release).
+  void ForgetJob(const std::string& job_id);
+
   const std::string kind;
   prometheus::Family<prometheus::Counter>& tasks;
   prometheus::Family<prometheus::Histogram>& task_latency;
@@ -38,6 +51,14 @@ struct WorkerMetrics {
   // the array's utilisation).
   prometheus::Counter& systolic_cycles;
   prometheus::Counter& systolic_busy_pe_cycles;
+  prometheus::Family<prometheus::Counter>& job_tasks;
+  prometheus::Family<prometheus::Counter>& job_seconds;
+
+ private:
+  absl::Mutex mu_;
+  // Each resident job's series and their families, to remove at its release.
+  using JobSeries = std::pair<prometheus::Family<prometheus::Counter>*, prometheus::Counter*>;
+  std::map<std::string, std::vector<JobSeries>> job_series_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace hpt

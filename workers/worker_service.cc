@@ -173,12 +173,14 @@ grpc::ServerWriteReactor<TensorChunk>* WorkerServiceImpl::Snapshot(
 
 template <typename Response, typename Task>
 grpc::ServerUnaryReactor* WorkerServiceImpl::RunCostedTask(grpc::CallbackServerContext* context,
-                                                          const char* name, Response* response,
-                                                          Task task) {
-  return RunOnDevice(context, name, [this, response, task] {
+                                                          const char* name,
+                                                          const std::string& job_id,
+                                                          Response* response, Task task) {
+  return RunOnDevice(context, name, [this, name, job_id, response, task] {
     absl::StatusOr<Response> result = task();
     if (result.ok()) {
       ObserveCost(result->cost());
+      if (metrics_ != nullptr) metrics_->ObserveJobTask(job_id, name, result->cost().measured_s());
       *response = std::move(*result);
     }
     return result.status();
@@ -195,21 +197,21 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::JoinGroup(
 grpc::ServerUnaryReactor* WorkerServiceImpl::Forward(
     grpc::CallbackServerContext* context, const ForwardRequest* request,
     ForwardResponse* response) {
-  return RunCostedTask(context, "forward", response,
+  return RunCostedTask(context, "forward", request->key().job_id(), response,
                        [this, request] { return executor_->Forward(*request); });
 }
 
 grpc::ServerUnaryReactor* WorkerServiceImpl::Backward(
     grpc::CallbackServerContext* context, const BackwardRequest* request,
     BackwardResponse* response) {
-  return RunCostedTask(context, "backward", response,
+  return RunCostedTask(context, "backward", request->key().job_id(), response,
                        [this, request] { return executor_->Backward(*request); });
 }
 
 grpc::ServerUnaryReactor* WorkerServiceImpl::ApplyUpdate(
     grpc::CallbackServerContext* context, const ApplyUpdateRequest* request,
     ApplyUpdateResponse* response) {
-  return RunCostedTask(context, "update", response,
+  return RunCostedTask(context, "update", request->job_id(), response,
                        [this, request] { return executor_->ApplyUpdate(*request); });
 }
 
@@ -217,6 +219,8 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Release(
     grpc::CallbackServerContext* context, const ReleaseRequest* request,
     ReleaseResponse*) {
   return RunOnDevice(context, "release", [this, request] {
+    // The job's series go with it: the label stays bounded to resident jobs.
+    if (metrics_ != nullptr) metrics_->ForgetJob(request->job_id());
     return executor_->Release(request->job_id());
   });
 }

@@ -61,7 +61,8 @@ class WorkerServiceImpl final : public WorkerService::CallbackService {
   // answer moved into `response`.
   template <typename Response, typename Task>
   grpc::ServerUnaryReactor* RunCostedTask(grpc::CallbackServerContext* context,
-                                          const char* name, Response* response, Task task);
+                                          const char* name, const std::string& job_id,
+                                          Response* response, Task task);
   void ObserveCost(const CostReport& cost);
   void Observe(const char* task, double seconds, const absl::Status& status);
 
