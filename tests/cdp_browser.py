@@ -30,7 +30,7 @@ class Browser:
     def __init__(self, width=1000, height=800):
         chromium = find_chromium()
         if chromium is None:
-            raise RuntimeError("no chromium on PATH: ./hpt setup installs Debian's chromium")
+            raise RuntimeError("no chromium on PATH: ./hpt setup --tests installs Debian's chromium")
         self.profile = tempfile.mkdtemp(prefix="chromium-", dir=os.environ.get("TEST_TMPDIR"))
         to_browser_r, self._to_browser = os.pipe()
         self._from_browser, from_browser_w = os.pipe()
