@@ -147,6 +147,31 @@ class DeployConsistencyTest(unittest.TestCase):
         self.assertEqual(len(hint), 1)
         self.assertIn("HPT_DATA_DIR", hint[0])
 
+    def test_more_workers_of_a_kind_get_names_and_ports_of_their_own(self):
+        def commands(env):
+            return subprocess.run(["/usr/bin/python3", os.path.join(DEPLOY, "launch.py"),
+                                   "commands", "--bin_dir=/bin"], capture_output=True, text=True,
+                                  env=dict(os.environ, **env))
+        run = commands({"HPT_GPU_WORKERS": "3", "HPT_RERAM_WORKERS": "2"})
+        self.assertEqual(run.returncode, 0, run.stderr)
+        plan = json.loads(run.stdout)
+        self.assertEqual(sorted(plan), sorted(SERVICES + ["worker-gpu-2", "worker-gpu-3",
+                                                          "worker-reram-2"]))
+        grpc, metrics = int(self.env["HPT_GPU_GRPC_PORT"]), int(self.env["HPT_GPU_METRICS_PORT"])
+        third = plan["worker-gpu-3"]
+        self.assertIn("--name=worker-gpu-3", third)
+        self.assertIn(f"--listen=127.0.0.1:{grpc + 200}", third)
+        self.assertIn(f"--advertise=127.0.0.1:{grpc + 200}", third)
+        self.assertIn(f"--metrics=127.0.0.1:{metrics + 200}", third)
+        # Otherwise the first one's command line.
+        strip = lambda argv: [a for a in argv if not a.startswith(("--name=", "--listen=",
+                                                                   "--advertise=", "--metrics="))]
+        self.assertEqual(strip(third), strip(plan["worker-gpu"]))
+        run = commands({"HPT_GPU_WORKERS": "many"})
+        self.assertNotEqual(run.returncode, 0)
+        self.assertIn("HPT_GPU_WORKERS='many': give a whole number of workers from 1 to 16",
+                      run.stderr)
+
     def test_ports_are_the_env_files(self):
         prefixes = {"coordinator": "HPT_COORDINATOR", "worker-gpu": "HPT_GPU",
                     "worker-reram": "HPT_RERAM", "worker-systolic": "HPT_SYSTOLIC"}
