@@ -33,6 +33,8 @@
 #include "google/protobuf/util/json_util.h"
 #include "hptctl/command_line.h"
 #include "hptctl/cost_commands.h"
+#include "hptctl/call.h"
+#include "hptctl/job_commands.h"
 #include "hptctl/job_format.h"
 #include "hptctl/model_commands.h"
 #include "hptctl/submit_flags.h"
@@ -40,10 +42,6 @@
 #include "proto/health.grpc.pb.h"
 #include "proto/job_service.grpc.pb.h"
 
-ABSL_FLAG(std::string, coordinator, "127.0.0.1:50051", "Coordinator host:port.");
-ABSL_FLAG(std::string, format, "text",
-          "Output format: text or json (trace: also chrome, Chrome trace-event JSON).");
-ABSL_FLAG(int, timeout_s, 30, "Deadline of each unary call, seconds.");
 ABSL_FLAG(std::string, token_file, "",
           "File holding your bearer token for a coordinator started with --tokens_file "
           "(default: $HPT_TOKEN_FILE).");
@@ -52,7 +50,6 @@ ABSL_FLAG(int64_t, step, 0,
           "resume: the checkpoint's step (0: the newest); trace: the step (default: the "
           "first LoRA-phase step, else 0).");
 ABSL_FLAG(bool, watch, false, "submit: watch the job to its end.");
-ABSL_DECLARE_FLAG(int32_t, probe_steps);  // submit_flags.cc
 ABSL_FLAG(std::string, target, "",
           "submit: weather/covid column to forecast; sweep: time=R or energy=R, the "
           "projected ratio to reach.");
@@ -64,57 +61,9 @@ ABSL_FLAG(std::string, input, "",
           "predict: a .npy of inputs [samples, tokens, features], in the data's units.");
 ABSL_FLAG(bool, normalised, false,
           "predict: the input and output are in the model's normalised units instead.");
-ABSL_FLAG(bool, yes, false, "delete: do not ask for confirmation.");
-ABSL_FLAG(std::string, state, "",
-          "list: only jobs in this state (queued, loading, running, succeeded, failed, "
-          "cancelled).");
 
 namespace hpt {
 namespace {
-
-
-
-int Fail(const absl::Status& status) {
-  const int code = PrintFailure(status);
-  if (status.code() == absl::StatusCode::kUnavailable) {
-    std::cerr << "hptctl: is the coordinator running at "
-              << absl::GetFlag(FLAGS_coordinator)
-              << "? (start it with ./hpt up, or set --coordinator)" << std::endl;
-  }
-  return code;
-}
-
-int Usage(const std::string& problem) {
-  std::cerr << "hptctl: " << problem << "\n" << kUsage << std::endl;
-  return kExitUsage;
-}
-
-bool Json() { return absl::GetFlag(FLAGS_format) == "json"; }
-
-std::string& Token() {
-  static std::string token;
-  return token;
-}
-
-// Every call carries the user's token, when there is one.
-void Authorize(grpc::ClientContext* context) {
-  if (!Token().empty()) context->AddMetadata("authorization", "Bearer " + Token());
-}
-
-void SetDeadline(grpc::ClientContext* context) {
-  Authorize(context);
-  context->set_deadline(std::chrono::system_clock::now() +
-                        std::chrono::seconds(absl::GetFlag(FLAGS_timeout_s)));
-}
-
-// One unary call with the token and the deadline.
-template <typename Method, typename Request, typename Response>
-absl::Status Call(JobService::Stub& stub, Method method, const Request& request,
-                  Response* response) {
-  grpc::ClientContext context;
-  SetDeadline(&context);
-  return FromGrpcStatus((stub.*method)(&context, request, response));
-}
 
 int Watch(JobService::Stub& stub, const std::string& job_id) {
   grpc::ClientContext context;  // no deadline: a job may train for hours
@@ -167,70 +116,6 @@ int Watch(JobService::Stub& stub, const std::string& job_id) {
   return last.state() == SUCCEEDED ? kExitOk : kExitJobFailed;
 }
 
-// After a cancel: a running job stops at its next step boundary, so wait
-// (up to 10 s) for its terminal state, and say so if it is not there yet.
-absl::Status AwaitCancel(JobService::Stub& stub, Job* job) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  GetJobRequest request;
-  request.set_job_id(job->job_id());
-  while (job->state() == RUNNING || job->state() == QUEUED || job->state() == LOADING) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      if (!Json()) {
-        std::cout << "cancel requested: " << job->job_id()
-                  << " stops at its next step boundary" << std::endl;
-      }
-      return absl::OkStatus();
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    if (absl::Status s = Call(stub, &JobService::Stub::GetJob, request, job); !s.ok()) return s;
-  }
-  return absl::OkStatus();
-}
-
-// hptctl delete JOB: says what goes with the job, asks (unless --yes),
-// then forgets it on the coordinator.
-int DeleteCommand(JobService::Stub& stub, const std::string& job_id) {
-  GetJobRequest get;
-  get.set_job_id(job_id);
-  Job job;
-  if (absl::Status s = Call(stub, &JobService::Stub::GetJob, get, &job); !s.ok()) return Fail(s);
-  ListCheckpointsRequest list;
-  list.set_job_id(job_id);
-  ListCheckpointsResponse checkpoints;
-  Call(stub, &JobService::Stub::ListCheckpoints, list, &checkpoints).IgnoreError();
-  const std::string what = absl::StrCat(
-      job_id, " (", job.name(), ", ", StateName(job.state()), "): its ",
-      checkpoints.checkpoints_size(), " checkpoint(s)",
-      job.state() == SUCCEEDED ? ", its trained model" : "", ", its history and work record");
-  if (!absl::GetFlag(FLAGS_yes)) {
-    if (!isatty(STDIN_FILENO)) {
-      std::cerr << "hptctl: delete asks before it deletes " << what
-                << "; give --yes where no one can answer" << std::endl;
-      return kExitUsage;
-    }
-    std::cout << "delete " << what << "? type yes: " << std::flush;
-    std::string answer;
-    std::getline(std::cin, answer);
-    if (answer != "yes" && answer != "y") {
-      std::cout << "kept " << job_id << std::endl;
-      return kExitOk;
-    }
-  }
-  DeleteJobRequest request;
-  request.set_job_id(job_id);
-  DeleteJobResponse response;
-  if (absl::Status s = Call(stub, &JobService::Stub::DeleteJob, request, &response); !s.ok()) {
-    return Fail(s);
-  }
-  if (Json()) {
-    std::cout << ToJson(response) << std::endl;
-  } else {
-    std::cout << "deleted " << job_id << " (" << response.checkpoints() << " checkpoint file(s)"
-              << (response.model() ? ", its model" : "") << ")" << std::endl;
-  }
-  return kExitOk;
-}
-
 // hptctl submit: a job from --spec and/or flags; --watch follows it.
 int SubmitCommand(JobService::Stub& stub) {
   absl::StatusOr<SubmitJobRequest> request = BuildSubmit();
@@ -251,38 +136,6 @@ int SubmitCommand(JobService::Stub& stub) {
     if (!job.data().split().empty()) std::cout << "note: data: " << job.data().split() << std::endl;
   }
   return absl::GetFlag(FLAGS_watch) ? Watch(stub, job.job_id()) : kExitOk;
-}
-
-// hptctl list [--state=STATE]: newest first.
-int ListCommand(JobService::Stub& stub) {
-  const std::string state = absl::AsciiStrToUpper(absl::GetFlag(FLAGS_state));
-  JobState wanted = JOB_STATE_UNSPECIFIED;
-  if (!state.empty() && (!JobState_Parse(state, &wanted) || wanted == JOB_STATE_UNSPECIFIED)) {
-    return Usage("--state must be queued, loading, running, succeeded, failed or cancelled, got '" +
-                 absl::GetFlag(FLAGS_state) + "'");
-  }
-  ListJobsResponse response;
-  absl::Status s = Call(stub, &JobService::Stub::ListJobs, ListJobsRequest(), &response);
-  if (!s.ok()) return Fail(s);
-  if (wanted != JOB_STATE_UNSPECIFIED) {
-    auto* jobs = response.mutable_jobs();
-    jobs->erase(std::remove_if(jobs->begin(), jobs->end(),
-                               [&](const Job& j) { return j.state() != wanted; }),
-                jobs->end());
-  }
-  if (Json()) {
-    std::cout << ToJson(response) << std::endl;
-  } else if (response.jobs().empty()) {
-    std::cout << (state.empty() ? "no jobs" : "no " + absl::AsciiStrToLower(state) + " jobs")
-              << std::endl;
-  } else {
-    for (const Job& job : response.jobs()) std::cout << FormatRow(job) << "\n";
-  }
-  if (!Json() && response.omitted() > 0) {
-    std::cout << response.omitted() << " older job(s) left out to keep the reply under 4 MiB"
-              << " (hptctl status JOB shows one)" << std::endl;
-  }
-  return kExitOk;
 }
 
 // hptctl report JOB: the text report, or its parts of the job as JSON.
@@ -336,30 +189,6 @@ int CostCommand(JobService::Stub& stub, const std::string& command, const std::s
   if (command == "report-html") return HtmlReportCommand(stub, job_id, options);
   if (command == "trace") return TraceCommand(stub, job_id, options);
   return SweepCommand(stub, job_id, options);
-}
-
-// Times a finished job's full-phase step under each GPU baseline on a GPU
-// worker and prints HpT against each (the report's baseline tables).
-int ProbeCommand(JobService::Stub& stub, const std::string& job_id) {
-  ProbeJobBaselinesRequest request;
-  request.set_job_id(job_id);
-  request.set_steps(absl::GetFlag(FLAGS_probe_steps) > 0 ? absl::GetFlag(FLAGS_probe_steps) : 10);
-  grpc::ClientContext context;
-  Authorize(&context);
-  // Four baselines' warm-up and timed steps: far longer than a query.
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::seconds(std::max(absl::GetFlag(FLAGS_timeout_s), 900)));
-  std::cerr << "probing " << job_id << "'s full-phase step under each GPU baseline ("
-            << request.steps() << " steps each) on a GPU worker..." << std::endl;
-  Job job;
-  absl::Status s = FromGrpcStatus(stub.ProbeBaselines(&context, request, &job));
-  if (!s.ok()) return Fail(s);
-  if (Json()) {
-    std::cout << ToJson(job.hpt().comparison()) << std::endl;
-  } else {
-    std::cout << job.job_id() << ": GPU-only baselines" << FormatBaselines(job.hpt().comparison());
-  }
-  return kExitOk;
 }
 
 // grpc.health.v1 Check of `service` at --coordinator (any of the
