@@ -36,7 +36,9 @@ std::unique_ptr<DeviceMeter> DeviceMeter::Create(const std::string& device,
     by = "cuda events";
     const int index = impl->device.has_index() ? impl->device.index() : 0;
     name = device;
+    // By the GPU's UUID; a --device_id that is not one falls back to the index.
     auto nvml = NvmlEnergy::Open(uuid, index);
+    if (!nvml.ok() && !uuid.empty()) nvml = NvmlEnergy::Open("", index);
     if (nvml.ok()) {
       impl->nvml = std::move(*nvml);
       name = impl->nvml->name();

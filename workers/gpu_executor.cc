@@ -2,7 +2,6 @@
 
 #include <torch/torch.h>
 
-#include <chrono>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -26,7 +25,6 @@
 
 namespace hpt {
 namespace {
-
 
 // Decodes a wire tensor into a device tensor, checking its shape.
 absl::StatusOr<torch::Tensor> DecodeBatch(const Tensor& proto,
