@@ -64,7 +64,9 @@ ABSL_FLAG(double, reram_read_noise, 0,
           "tools/aihwkit_compare.sh).");
 ABSL_FLAG(double, reram_program_noise, 0,
           "ReRAM programming noise sigma in conductance levels for the devices column.");
-ABSL_FLAG(int, cost_steps, 14, "Steps of the paper-size cost run (batch 1).");
+ABSL_FLAG(int, cost_steps, 20,
+          "Steps of the paper-size cost run (batch 1): 3-step windows put the switch at "
+          "step 12, so the LoRA phase has steps to cost.");
 
 namespace hpt {
 namespace {

@@ -342,7 +342,7 @@ absl::StatusOr<ModelConfig> ResolveModelConfig(const ModelSpec& spec,
 }
 
 void ForceEarlySwitch(HptSpec* h) {
-  h->set_check_window_steps(2);
+  h->set_check_window_steps(3);  // the fewest a window may span
   h->set_loss_threshold(1e9);
   h->set_weight_threshold(1e9);
   h->set_trial_on_rising_loss(true);

@@ -18,9 +18,10 @@ namespace hpt {
 // from before a rename are read as today's (spec_names.h).
 absl::StatusOr<JobSpec> ParseJobSpecText(const std::string& text);
 
-// A phase controller that passes every check: the job starts a trial at
-// the end of its first 2-step window and switches after the next. For runs
-// that measure the LoRA phase's costs, not when it converges.
+// A phase controller that passes every check: with 3-step windows, the
+// first check closes the third (step 8), the trial lasts one more, and the
+// LoRA phase starts at step 12. For runs that measure the LoRA phase's
+// costs, not when it converges.
 void ForceEarlySwitch(HptSpec* hpt);
 
 // Fills defaults (documented in proto/job_service.proto) and validates.
