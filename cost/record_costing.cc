@@ -261,6 +261,13 @@ BaselineComparison MeasuredRow(const std::string& name, const std::string& sourc
   return e;
 }
 
+// Where a measured row was timed: "NVIDIA H100 80GB HBM3 (cuda:0, cuda events)".
+std::string MeasuredOn(const std::string& name, const std::string& device,
+                       const std::string& by) {
+  return absl::StrCat(name.empty() ? device : name, " (", device, ", ",
+                      by.empty() ? "wall time" : by, ")");
+}
+
 }  // namespace
 
 void AddMeasuredRows(const WorkRecord& record, const RecordedPhases& libtorch,
@@ -276,9 +283,7 @@ void AddMeasuredRows(const WorkRecord& record, const RecordedPhases& libtorch,
     std::string on;
     for (const RecordedDevice& d : record.devices()) {
       if (d.kind() != "gpu") continue;
-      on = absl::StrCat(d.device_name().empty() ? d.device() : d.device_name(), " (",
-                        d.device(), ", ", d.measured_by().empty() ? "wall time" : d.measured_by(),
-                        ")");
+      on = MeasuredOn(d.device_name(), d.device(), d.measured_by());
       break;
     }
     const double n = double(p.gpu_steps());
@@ -287,8 +292,7 @@ void AddMeasuredRows(const WorkRecord& record, const RecordedPhases& libtorch,
         "Adam), measured", on, libtorch, in, p.gpu_main_s() / n, p.gpu_main_j() / n, with_trials);
   }
   for (const MeasuredBaseline& m : record.probes()) {
-    const std::string on = absl::StrCat(m.device_name(), " (", m.device(), ", ", m.measured_by(),
-                                        ")");
+    const std::string on = MeasuredOn(m.device_name(), m.device(), m.measured_by());
     if (!m.not_run().empty() || !(m.step_s() > 0)) {
       BaselineComparison* e = out->add_baselines();
       e->set_baseline(m.baseline());
@@ -320,6 +324,7 @@ JobCosts RecordCosting::Cost() {
     dc.set_tasks(rd.tasks());
     dc.mutable_cost()->set_device_kind(rd.kind());
     dc.mutable_cost()->set_measured_s(rd.measured_s());
+    dc.mutable_cost()->set_measured_j(rd.measured_j());
   }
   for (GpuBaseline b : AllGpuBaselines()) {
     RecordedPhases& p = phases[b];

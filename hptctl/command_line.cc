@@ -59,16 +59,21 @@ std::string FlagLine(const absl::CommandLineFlag& flag) {
                       flag.Help(), "\n");
 }
 
+// The command a line of kUsage introduces ("  submit   submit a job ..."),
+// or "" for any other line (a continuation is indented further).
+std::string CommandOf(absl::string_view line) {
+  if (!absl::StartsWith(line, "  ") || absl::StartsWith(line, "   ")) return "";
+  std::vector<std::string> words = absl::StrSplit(line.substr(2), ' ', absl::SkipEmpty());
+  return words.empty() ? "" : words[0];
+}
+
 }  // namespace
 
 const std::vector<std::string>& Commands() {
   static const auto* commands = new std::vector<std::string>([] {
     std::vector<std::string> out;
     for (absl::string_view line : absl::StrSplit(kUsage, '\n')) {
-      // "  submit   submit a job ...": a command line of kUsage.
-      if (!absl::StartsWith(line, "  ") || absl::StartsWith(line, "   ")) continue;
-      std::vector<std::string> words = absl::StrSplit(line.substr(2), ' ', absl::SkipEmpty());
-      if (!words.empty()) out.push_back(words[0]);
+      if (std::string command = CommandOf(line); !command.empty()) out.push_back(command);
     }
     return out;
   }());
@@ -81,10 +86,8 @@ std::string CommandHelp(const std::string& command) {
   std::string out = "hptctl " + command + ": ";
   bool in_command = false;
   for (absl::string_view line : absl::StrSplit(kUsage, '\n')) {
-    const bool command_line = absl::StartsWith(line, "  ") && !absl::StartsWith(line, "   ");
-    if (command_line) {
-      std::vector<std::string> words = absl::StrSplit(line.substr(2), ' ', absl::SkipEmpty());
-      in_command = !words.empty() && words[0] == command;
+    if (const std::string first = CommandOf(line); !first.empty()) {
+      in_command = first == command;
       if (in_command) absl::StrAppend(&out, absl::StripLeadingAsciiWhitespace(line.substr(2 + command.size())), "\n");
     } else if (in_command && absl::StartsWith(line, "   ")) {
       absl::StrAppend(&out, "  ", absl::StripLeadingAsciiWhitespace(line), "\n");
@@ -109,7 +112,6 @@ std::string CommandHelp(const std::string& command) {
 std::optional<int> HandleHelpAndUnknownFlags(int argc, char** argv) {
   std::string command;
   bool help = false;
-  const std::map<std::string, absl::CommandLineFlag*> own = OwnFlags();
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--") break;

@@ -23,16 +23,22 @@ ModelConfig Config() {
   return c;
 }
 
-TEST(WriteTorchModelTest, TorchLoadGivesBackTheSameForward) {
-  torch::manual_seed(1);
-  SpatioTemporalTransformer source(Config());
+// The model's parameters as host tensors, by name.
+std::map<std::string, HostTensor> ParamsOf(const SpatioTemporalTransformerImpl& model) {
   std::map<std::string, HostTensor> params;
-  for (const auto& item : source->named_parameters()) {
+  for (const auto& item : model.named_parameters()) {
     torch::Tensor t = item.value().detach().contiguous();
     HostTensor h(std::vector<int64_t>(t.sizes().begin(), t.sizes().end()));
     std::copy_n(t.data_ptr<float>(), h.data.size(), h.data.data());
     params[item.key()] = std::move(h);
   }
+  return params;
+}
+
+TEST(WriteTorchModelTest, TorchLoadGivesBackTheSameForward) {
+  torch::manual_seed(1);
+  SpatioTemporalTransformer source(Config());
+  std::map<std::string, HostTensor> params = ParamsOf(*source);
   const std::string path = ::testing::TempDir() + "/model.pt";
   const absl::Status written = WriteTorchModel(Config(), params, DataUnits(), path);
   ASSERT_TRUE(written.ok()) << written;
@@ -70,13 +76,7 @@ TEST(WriteTorchModelTest, TheModuleWorksInTheDataUnits) {
   torch::manual_seed(1);
   SpatioTemporalTransformer source(Config());
   source->eval();
-  std::map<std::string, HostTensor> params;
-  for (const auto& item : source->named_parameters()) {
-    torch::Tensor t = item.value().detach().contiguous();
-    HostTensor h(std::vector<int64_t>(t.sizes().begin(), t.sizes().end()));
-    std::copy_n(t.data_ptr<float>(), h.data.size(), h.data.data());
-    params[item.key()] = std::move(h);
-  }
+  std::map<std::string, HostTensor> params = ParamsOf(*source);
   DataUnits units;
   units.set_per_token(true);
   for (float m : {15.0f, -3.0f, 100.0f}) units.add_mean(m);

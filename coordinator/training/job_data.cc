@@ -82,6 +82,15 @@ absl::Status LoadWeather(const DataSpec& spec, const DataLimits& limits,
   return absl::OkStatus();
 }
 
+// Training windows in rows [0, split); test windows forecast a row at or
+// after `split`, their inputs reaching back into the training rows (the
+// targets never do).
+void SplitAt(int64_t split, int64_t rows, WindowOptions* windows) {
+  windows->train = {0, split};
+  windows->test = {std::max<int64_t>(0, split - windows->input_steps - windows->horizon + 1),
+                   rows};
+}
+
 absl::Status LoadSwe(const DataSpec& spec, const DataLimits& limits, TimeSeriesMatrix* series,
                      WindowOptions* windows, DataSummary* summary) {
   absl::StatusOr<std::vector<SnotelStation>> stations =
@@ -95,10 +104,7 @@ absl::Status LoadSwe(const DataSpec& spec, const DataLimits& limits, TimeSeriesM
   summary->set_source("swe (synthetic series over real SNOTEL stations)");
   // The last water year tests; its windows may look back into training
   // days, their targets never do.
-  const int64_t split = series->rows - 365;
-  windows->train = {0, split};
-  windows->test = {std::max<int64_t>(0, split - windows->input_steps - windows->horizon + 1),
-                   series->rows};
+  SplitAt(series->rows - 365, series->rows, windows);
   return absl::OkStatus();
 }
 
@@ -121,11 +127,7 @@ absl::Status LoadCovid(const DataSpec& spec, const DataLimits& limits, TimeSerie
   // county's own history of the target, the target its next week.
   windows->token_group = std::min<int64_t>(o.counties, series->columns);
   windows->group_stride = spec.covid().group_stride() > 0 ? spec.covid().group_stride() : 10;
-  windows->train = {0, split};
-  // Test samples forecast a week at or after the split; their input
-  // windows may reach back into the training weeks.
-  windows->test = {std::max<int64_t>(0, split - windows->input_steps - windows->horizon + 1),
-                   series->rows};
+  SplitAt(split, series->rows, windows);  // test samples forecast a week from the split on
   return absl::OkStatus();
 }
 
@@ -141,10 +143,7 @@ void DefaultSplit(int64_t rows, WindowOptions* windows, DataSummary* summary) {
   const int64_t test_rows = std::max<int64_t>(
       1, int64_t(std::llround(kDefaultTestShare * double(rows))));
   const int64_t split = std::max<int64_t>(span, rows - test_rows);
-  windows->train = {0, split};
-  // Test samples forecast rows at or after the split; their inputs may
-  // reach back into the training rows.
-  windows->test = {std::max<int64_t>(0, split - span + 1), rows};
+  SplitAt(split, rows, windows);
   summary->set_split(absl::StrCat(
       "train on rows 0-", split - 1, ", test on the last ", rows - split, " (rows ", split, "-",
       rows - 1, "): the last 20 % in time, as the data gave no split"));
