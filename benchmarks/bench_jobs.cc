@@ -12,6 +12,7 @@
 #include "coordinator/spec/job_spec.h"
 #include "coordinator/training/job_data.h"
 #include "coordinator/training/trainer.h"
+#include "models/model_config.h"
 #include "workers/device_executor.h"
 #include "workers/gpu_executor.h"
 
@@ -68,24 +69,50 @@ absl::Status SetRealData(const std::string& dataset, const std::string& dir, Job
   return absl::OkStatus();
 }
 
-absl::StatusOr<BenchRun> RunInProcess(const JobSpec& raw, const std::string& mode,
+absl::StatusOr<JobSpec> SmallModelSpec(const std::string& app, const std::string& dir,
+                                       int layers, int d_model, int batch, int epochs) {
+  ASSIGN_OR_RETURN(ModelConfig preset, PresetModelConfig(app));
+  JobSpec small;
+  small.mutable_model()->set_preset(app);
+  small.mutable_model()->set_num_layers(layers);
+  small.mutable_model()->set_d_model(d_model);
+  small.mutable_model()->set_num_heads(SmallModelHeads(preset, d_model));
+  small.mutable_training()->set_epochs(epochs > 0 ? epochs : SmallModelEpochs(app));
+  small.mutable_training()->set_batch_size(batch);
+  small.mutable_hpt()->set_placement("paper");
+  RETURN_IF_ERROR(SetRealData(app, dir, &small));
+  return small;
+}
+
+absl::StatusOr<BenchRun> RunInProcess(const JobSpec& spec, const std::string& mode,
                                       const std::string& label, int threads,
                                       std::function<void(const TrainerUpdate&)> observe,
                                       std::shared_ptr<const Checkpoint> resume,
                                       std::function<void(Checkpoint)> on_checkpoint,
                                       DeviceNoise noise) {
+  RunHooks hooks;
+  hooks.threads = threads;
+  hooks.observe = std::move(observe);
+  hooks.resume = std::move(resume);
+  hooks.on_checkpoint = std::move(on_checkpoint);
+  hooks.noise = noise;
+  return RunWithHooks(spec, mode, label, hooks);
+}
+
+absl::StatusOr<BenchRun> RunWithHooks(const JobSpec& raw, const std::string& mode,
+                                      const std::string& label, const RunHooks& hooks) {
   JobSpec spec = raw;
   spec.mutable_hpt()->set_mode(mode);
   ASSIGN_OR_RETURN(spec, NormalizeJobSpec(spec));
   ASSIGN_OR_RETURN(WindowDataset data, BuildJobData(spec.data()));
   GpuExecutor::Options gpu_options;
   gpu_options.device = "cpu";
-  gpu_options.intra_op_threads = threads;
+  gpu_options.intra_op_threads = hooks.threads;
   ASSIGN_OR_RETURN(std::unique_ptr<GpuExecutor> gpu, GpuExecutor::Create(gpu_options));
   DeviceExecutor::Options reram_options, systolic_options;
   reram_options.kind = "reram";
-  reram_options.reram.read_noise_sigma = noise.read_sigma;
-  reram_options.reram.program_noise_sigma = noise.program_sigma;
+  reram_options.reram.read_noise_sigma = hooks.noise.read_sigma;
+  reram_options.reram.program_noise_sigma = hooks.noise.program_sigma;
   systolic_options.kind = "systolic";
   ASSIGN_OR_RETURN(std::unique_ptr<DeviceExecutor> reram, DeviceExecutor::Create(reram_options));
   ASSIGN_OR_RETURN(std::unique_ptr<DeviceExecutor> systolic,
@@ -96,18 +123,22 @@ absl::StatusOr<BenchRun> RunInProcess(const JobSpec& raw, const std::string& mod
   Trainer::Options options;
   options.reram_workers = {&reram_client};
   options.systolic_workers = {&systolic_client};
-  options.resume = std::move(resume);
-  options.on_checkpoint = std::move(on_checkpoint);
-  options.checkpoint_every = 0;  // the switch's only
+  options.resume = hooks.resume;
+  options.on_checkpoint = hooks.on_checkpoint;
+  options.checkpoint_every = hooks.checkpoint_every;
+  options.on_controller_sample = hooks.on_controller_sample;
+  options.switch_on_resume = hooks.switch_on_resume;
+  options.evaluate_every_epoch = hooks.evaluate_every_epoch;
   int last_epoch = 0;
   options.on_progress = [&](const TrainerUpdate& u) {
-    if (observe) observe(u);
+    if (hooks.observe) hooks.observe(u);
     Job& j = result.job;
     *j.mutable_progress() = u.progress;
     *j.mutable_test_metrics() = u.test_metrics;
     *j.mutable_hpt() = u.hpt;
     if (u.progress.epoch() != last_epoch && u.epoch_losses.size() == size_t(u.progress.epoch())) {
       last_epoch = u.progress.epoch();
+      if (hooks.quiet) return;
       std::fprintf(stderr, "  [%s] epoch %d/%d  train loss %.4f  test MSE %.4f  phase %s\n",
                    label.c_str(), last_epoch, u.progress.epochs(), u.progress.epoch_loss(),
                    u.progress.test_loss(), u.hpt.phase().c_str());
@@ -116,6 +147,8 @@ absl::StatusOr<BenchRun> RunInProcess(const JobSpec& raw, const std::string& mod
   const auto start = std::chrono::steady_clock::now();
   Trainer trainer("bench-" + mode, spec, &data, {&gpu_client}, options);
   RETURN_IF_ERROR(trainer.Run());
+  result.job.set_state(SUCCEEDED);
+  *result.job.mutable_spec() = spec;
   result.wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;

@@ -37,6 +37,12 @@ int SmallModelHeads(const ModelConfig& preset, int d_model);
 // others.
 int SmallModelEpochs(const std::string& preset);
 
+// The small model's job for `app` on the real data in `dir`: the preset's
+// recipe at `batch`, `layers` x `d_model` with SmallModelHeads, `epochs`
+// (0: SmallModelEpochs), placement paper.
+absl::StatusOr<JobSpec> SmallModelSpec(const std::string& app, const std::string& dir,
+                                       int layers, int d_model, int batch, int epochs);
+
 // The ReRAM noise a devices run reads with (ReramConfig's sigmas, in
 // conductance levels).
 struct DeviceNoise {
@@ -59,6 +65,22 @@ absl::StatusOr<BenchRun> RunInProcess(
     std::function<void(const TrainerUpdate&)> observe = nullptr,
     std::shared_ptr<const Checkpoint> resume = nullptr,
     std::function<void(Checkpoint)> on_checkpoint = nullptr, DeviceNoise noise = {});
+
+// Everything RunInProcess takes, and what only the switch frontier uses.
+struct RunHooks {
+  int threads = 0;  // LibTorch's intra-op threads (0: its default)
+  std::function<void(const TrainerUpdate&)> observe;
+  std::shared_ptr<const Checkpoint> resume;
+  std::function<void(Checkpoint)> on_checkpoint;
+  DeviceNoise noise;
+  int64_t checkpoint_every = 0;  // 0: the switch's only
+  std::function<void(const ControllerSample&)> on_controller_sample;
+  bool switch_on_resume = false;
+  bool evaluate_every_epoch = true;
+  bool quiet = false;  // no per-epoch lines on stderr
+};
+absl::StatusOr<BenchRun> RunWithHooks(const JobSpec& spec, const std::string& mode,
+                                      const std::string& label, const RunHooks& hooks);
 
 // One HpT job, its LoRA phase run twice from the same switch: on the GPU
 // worker (LibTorch fp32) and on the placement `spec` names (paper: frozen

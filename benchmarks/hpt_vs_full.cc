@@ -52,7 +52,8 @@ ABSL_FLAG(int64_t, check_window_samples, 0,
           "Phase-controller window k in samples (0: the preset's, the paper's).");
 ABSL_FLAG(double, loss_threshold, 0, "Loss-test threshold (0: the paper's 0.1).");
 ABSL_FLAG(double, weight_threshold, 0, "Weight-test threshold (0: the paper's 0.01).");
-ABSL_FLAG(std::string, switch_rule, "paper", "paper or consecutive.");
+ABSL_FLAG(std::string, switch_rule, "",
+          "paper, consecutive, trend or plateau (empty: the service's default).");
 ABSL_FLAG(int, consecutive_checks, 0, "Passing checks in a row under consecutive (0: 3).");
 ABSL_FLAG(std::string, placement, "paper",
           "The devices' LoRA-phase placement: paper or reram_full; none: skip that run.");

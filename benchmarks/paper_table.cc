@@ -22,26 +22,33 @@
 //    array's rows on that record.
 //
 //   bazel run -c opt //benchmarks:paper_table -- --data_dir=../shared/data
+#include <unistd.h>
+
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "benchmarks/bench_jobs.h"
+#include "benchmarks/child_tasks.h"
+#include "benchmarks/paper_projection.h"
 #include "benchmarks/seed_stats.h"
 #include "common/process_setup.h"
 #include "common/status_macros.h"
 #include "coordinator/spec/job_spec.h"
 #include "coordinator/training/job_data.h"
 #include "cost/record_costing.h"
+#include "cost/switch_diagnosis.h"
 #include "hptctl/cost_views.h"
 #include "models/model_config.h"
 
@@ -57,7 +64,12 @@ ABSL_FLAG(int, d_model, 64,
 ABSL_FLAG(int, batch, 32,
           "Batch size of the small model's runs (the recipe's rates scaled by sqrt(batch)).");
 ABSL_FLAG(int, seeds, 5, "Training seeds per application (42, 43, ...).");
-ABSL_FLAG(std::string, switch_rule, "paper", "The phase controller's rule: paper or consecutive.");
+ABSL_FLAG(int, parallel, 2,
+          "Seeds trained at once, each in a child process of this binary on one LibTorch "
+          "thread (benchmarks/child_tasks.h).");
+ABSL_FLAG(std::string, switch_rule, "",
+          "The phase controller's rule: paper, consecutive, trend or plateau (empty: the "
+          "service's default).");
 ABSL_FLAG(double, reram_read_noise, 0,
           "ReRAM read noise sigma in conductance levels for the devices column (0: as "
           "DNN+NeuroSim V1.3's inference default, --vari 0; the read error at other settings: "
@@ -77,7 +89,6 @@ struct Row {
   std::vector<int64_t> switches;   // per seed, at --batch; -1: none
   std::vector<double> rmse_full, rmse_gpu, rmse_devices;
   int epochs_small = 0;
-  double wall_s = 0;  // this row's measurement
   int64_t window_steps = 0;
   double full_step_s = 0, full_step_j = 0, lora_step_s = 0, lora_step_j = 0;
   // Per seed, against the paper's GPU baseline: the projected ratios.
@@ -93,106 +104,107 @@ struct Row {
 // The small model's job for `row->app`: the preset's recipe at --batch,
 // its heads keeping the paper model's head width.
 absl::StatusOr<JobSpec> SmallSpec(const std::string& dir, Row* row) {
-  ASSIGN_OR_RETURN(ModelConfig preset, PresetModelConfig(row->app));
   const int d_model = absl::GetFlag(FLAGS_d_model);
-  JobSpec small;
-  small.mutable_model()->set_preset(row->app);
-  small.mutable_model()->set_num_layers(absl::GetFlag(FLAGS_layers));
-  small.mutable_model()->set_d_model(d_model);
-  small.mutable_model()->set_num_heads(SmallModelHeads(preset, d_model));
-  row->epochs_small =
-      absl::GetFlag(FLAGS_epochs) > 0 ? absl::GetFlag(FLAGS_epochs) : SmallModelEpochs(row->app);
-  small.mutable_training()->set_epochs(row->epochs_small);
-  small.mutable_training()->set_batch_size(absl::GetFlag(FLAGS_batch));
+  ASSIGN_OR_RETURN(JobSpec small,
+                   SmallModelSpec(row->app, dir, absl::GetFlag(FLAGS_layers), d_model,
+                                  absl::GetFlag(FLAGS_batch), absl::GetFlag(FLAGS_epochs)));
+  row->epochs_small = small.training().epochs();
   small.mutable_hpt()->set_switch_rule(absl::GetFlag(FLAGS_switch_rule));
-  small.mutable_hpt()->set_placement("paper");
-  RETURN_IF_ERROR(SetRealData(row->app, dir, &small));
   row->small = absl::StrFormat("%d x %d, %d heads, %d epochs", absl::GetFlag(FLAGS_layers),
                                d_model, small.model().num_heads(), row->epochs_small);
   return small;
 }
 
-// The small model's runs over the seeds: full, HpT with LoRA on the GPU,
-// and the same HpT from its switch on the devices.
-absl::Status MeasureQuality(JobSpec small, Row* row) {
+// One seed of one application, in a child process: full, HpT with LoRA on
+// the GPU, and the same HpT from its switch on the devices, as text.
+std::string QualityOfSeed(const std::string& dir, const std::string& task) {
+  const std::vector<std::string> parts = absl::StrSplit(task, ':');
+  uint64_t seed = 0;
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[1], &seed)) return "error bad task\n";
+  Row row;
+  row.app = parts[0];
+  absl::StatusOr<JobSpec> small = SmallSpec(dir, &row);
+  if (!small.ok()) return absl::StrCat("error ", small.status().message(), "\n");
+  small->mutable_training()->set_seed(seed);
   const DeviceNoise noise{absl::GetFlag(FLAGS_reram_read_noise),
                           absl::GetFlag(FLAGS_reram_program_noise)};
-  for (int i = 0; i < absl::GetFlag(FLAGS_seeds); ++i) {
-    const uint64_t seed = 42 + i;
-    small.mutable_training()->set_seed(seed);
-    const std::string label = absl::StrCat(row->app, " seed ", seed);
-    ASSIGN_OR_RETURN(BenchRun full, RunInProcess(small, "full", label + " full"));
-    ASSIGN_OR_RETURN(HptPair hpt, RunHptOnGpuAndDevices(small, label, 0, true, noise));
-    row->switches.push_back(hpt.gpu.job.hpt().switch_step());
-    row->window_steps = hpt.gpu.job.hpt().check_window_steps();
-    row->rmse_full.push_back(full.job.test_metrics().rmse());
-    row->rmse_gpu.push_back(hpt.gpu.job.test_metrics().rmse());
-    row->rmse_devices.push_back(hpt.switched ? hpt.devices.job.test_metrics().rmse()
-                                             : row->rmse_gpu.back());
-    std::printf("  %-8s seed %llu: switch %lld, RMSE full %.4f, HpT (GPU) %.4f, HpT (devices) "
-                "%.4f%s\n",
-                row->app.c_str(), static_cast<unsigned long long>(seed),
-                static_cast<long long>(row->switches.back()), row->rmse_full.back(),
-                row->rmse_gpu.back(), row->rmse_devices.back(),
-                hpt.no_lora_steps ? " (switch at the last step: no LoRA step)" : "");
-    std::fflush(stdout);
-  }
-  return absl::OkStatus();
+  const std::string label = absl::StrCat(row.app, " seed ", seed);
+  absl::StatusOr<BenchRun> full = RunInProcess(*small, "full", label + " full", 1);
+  if (!full.ok()) return absl::StrCat("error ", full.status().message(), "\n");
+  absl::StatusOr<HptPair> hpt = RunHptOnGpuAndDevices(*small, label, 1, true, noise);
+  if (!hpt.ok()) return absl::StrCat("error ", hpt.status().message(), "\n");
+  std::string out = absl::StrFormat(
+      "switch %d\nwindow %d\nfull %.17g\ngpu %.17g\ndevices %.17g\nno_lora %d\n",
+      hpt->gpu.job.hpt().switch_step(), hpt->gpu.job.hpt().check_window_steps(),
+      full->job.test_metrics().rmse(), hpt->gpu.job.test_metrics().rmse(),
+      hpt->switched ? hpt->devices.job.test_metrics().rmse() : hpt->gpu.job.test_metrics().rmse(),
+      hpt->no_lora_steps ? 1 : 0);
+  // A seed that never switched says how close each test came.
+  for (const std::string& line : ClosestApproach(hpt->gpu.job)) absl::StrAppend(&out, "closest ", line, "\n");
+  return out;
 }
 
-// Long because it is the benchmark's script for one application: the
-// seeds' three runs, then the paper-size cost run, in the order printed.
-absl::Status Measure(const std::string& dir, Row* row) {
-  // 1. Switch and quality on the small model, over the seeds.
-  ASSIGN_OR_RETURN(const JobSpec small, SmallSpec(dir, row));
-  RETURN_IF_ERROR(MeasureQuality(small, row));
-
-  // 2. Step costs at the paper's size and batch 1 (a forced switch).
-  JobSpec paper;
-  paper.mutable_model()->set_preset(row->app);
-  paper.mutable_training()->set_epochs(1);
-  paper.mutable_training()->set_batch_size(1);
-  paper.mutable_training()->set_max_steps_per_epoch(absl::GetFlag(FLAGS_cost_steps));
-  paper.mutable_training()->set_max_test_samples(1);
-  ForceEarlySwitch(paper.mutable_hpt());
-  RETURN_IF_ERROR(SetRealData(row->app, dir, &paper));
-  std::shared_ptr<const WorkRecord> record;
-  ASSIGN_OR_RETURN(BenchRun cost,
-                   RunInProcess(paper, "hpt", row->app + " paper-size costs", 0,
-                                [&](const TrainerUpdate& u) {
-                                  if (u.work_record != nullptr) record = u.work_record;
-                                }));
-  if (cost.job.hpt().switch_step() < 0 || record == nullptr) {
-    return absl::FailedPreconditionError("the paper-size cost run did not reach the LoRA phase");
+// Every application's seeds, --parallel child processes at a time; prints
+// each seed's line in order.
+void MeasureQuality(const std::string& dir, std::vector<Row>& rows) {
+  std::vector<std::string> tasks;
+  for (const Row& r : rows) {
+    for (int i = 0; i < absl::GetFlag(FLAGS_seeds); ++i) tasks.push_back(absl::StrCat(r.app, ":", 42 + i));
   }
-
-  // 3. The paper's length at batch 1: every training sample, its epochs.
-  ASSIGN_OR_RETURN(JobSpec normal, NormalizeJobSpec(small));
-  ASSIGN_OR_RETURN(WindowDataset data, BuildJobData(normal.data()));
-  row->train_samples = int64_t(data.train_starts().size());
-  row->epochs = PaperEpochs(row->app);
-  const int64_t batch = absl::GetFlag(FLAGS_batch);
-  const double k = double(normal.hpt().check_window_samples());
-  // The projection from a costing of the record: the switch after the same
-  // number of samples; one trial window beside the full model (k samples,
-  // a LoRA step each on the GPU).
-  auto project = [row, batch, k](const JobCosts& c, bool energy, int64_t switch_step) {
-    const CostComparison& cmp = c.comparison;
-    double switch_s = 0, switch_j = 0;
-    for (const PhaseCost& p : c.phases) {
-      if (p.phase() == "switch") {
-        switch_s = p.simulated_s();
-        switch_j = p.energy_j();
+  std::vector<std::string> results(tasks.size());
+  RunChildTasks(tasks, absl::GetFlag(FLAGS_parallel), "/tmp/paper_table." + std::to_string(getpid()),
+                [&](size_t i, const std::string& text) {
+                  results[i] = text;
+                  std::fprintf(stderr, "  %s done\n", tasks[i].c_str());
+                });
+  size_t t = 0;
+  for (Row& row : rows) {
+    for (int i = 0; i < absl::GetFlag(FLAGS_seeds); ++i, ++t) {
+      std::map<std::string, std::string> v;
+      std::vector<std::string> closest;
+      for (absl::string_view line : absl::StrSplit(results[t], '\n', absl::SkipEmpty())) {
+        const std::pair<std::string, std::string> kv = absl::StrSplit(line, absl::MaxSplits(' ', 1));
+        if (kv.first == "closest") {
+          closest.push_back(kv.second);
+        } else {
+          v[kv.first] = kv.second;
+        }
       }
+      if (v.count("error") > 0 || v.count("switch") == 0) {
+        row.error = absl::StrCat(tasks[t], ": ", v.count("error") > 0 ? v["error"] : "no result");
+        continue;
+      }
+      row.switches.push_back(std::stoll(v["switch"]));
+      row.window_steps = std::stoll(v["window"]);
+      row.rmse_full.push_back(std::stod(v["full"]));
+      row.rmse_gpu.push_back(std::stod(v["gpu"]));
+      row.rmse_devices.push_back(std::stod(v["devices"]));
+      std::printf("  %-8s seed %d: switch %lld, RMSE full %.4f, HpT (GPU) %.4f, HpT (devices) "
+                  "%.4f%s\n",
+                  row.app.c_str(), 42 + i, static_cast<long long>(row.switches.back()),
+                  row.rmse_full.back(), row.rmse_gpu.back(), row.rmse_devices.back(),
+                  v["no_lora"] == "1" ? " (switch at the last step: no LoRA step)" : "");
+      for (const std::string& line : closest) std::printf("    %s\n", line.c_str());
     }
-    const double n = row->epochs * double(row->train_samples);
-    const double full = energy ? cmp.full_step_j() : cmp.full_step_s();
-    const double lora = energy ? cmp.lora_step_j() : cmp.lora_step_s();
-    if (switch_step < 0 || lora <= 0) return 1.0;
-    const double before = std::min(n, double(switch_step) * double(batch));
-    const double hpt = before * full + k * full + (energy ? switch_j : switch_s) +
-                       (n - before) * lora;
-    return n * full / hpt;
+  }
+  std::fflush(stdout);
+}
+
+// The paper-size cost run of `row->app` and the projections of its seeds'
+// switches.
+absl::Status Measure(const std::string& dir, Row* row) {
+  ASSIGN_OR_RETURN(const JobSpec small, SmallSpec(dir, row));
+  // 2. Step costs at the paper's size and batch 1 (a forced switch).
+  ASSIGN_OR_RETURN(std::shared_ptr<const WorkRecord> record,
+                   PaperSizeCostRecord(row->app, dir, absl::GetFlag(FLAGS_cost_steps)));
+
+  // 3. The paper's length at batch 1: every training sample, its epochs;
+  // the switch after the same number of samples, one trial window.
+  ASSIGN_OR_RETURN(const PaperLength length, PaperLengthOf(small));
+  row->train_samples = length.train_samples;
+  row->epochs = length.epochs;
+  auto project = [&length](const JobCosts& c, bool energy, int64_t switch_step) {
+    return ProjectedRatio(c, length, energy, switch_step, 1);
   };
   for (GpuBaseline b : AllGpuBaselines()) {
     ASSIGN_OR_RETURN(JobCosts c, CostOfRecord(*record, {{"gpu_baseline", GpuBaselineName(b)}}));
@@ -241,16 +253,21 @@ std::string Seconds(double s) {
 // figures it reads.
 int Main() {
   const std::string dir = ResolveDataDir(absl::GetFlag(FLAGS_data_dir));
+  if (IsChildTask()) return WriteChildResult(QualityOfSeed(dir, ChildTask()));
+  const auto start = std::chrono::steady_clock::now();
   std::vector<Row> rows;
   for (absl::string_view app : absl::StrSplit(absl::GetFlag(FLAGS_apps), ',')) {
     Row row;
     row.app = std::string(app);
-    std::fprintf(stderr, "== %s\n", row.app.c_str());
-    const auto start = std::chrono::steady_clock::now();
-    if (absl::Status s = Measure(dir, &row); !s.ok()) row.error = std::string(s.message());
-    row.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::fprintf(stderr, "== %s done in %.0f s\n", row.app.c_str(), row.wall_s);
     rows.push_back(row);
+  }
+  std::fprintf(stderr, "== switch and quality: %d seeds of %zu applications, %d at a time\n",
+               absl::GetFlag(FLAGS_seeds), rows.size(), absl::GetFlag(FLAGS_parallel));
+  MeasureQuality(dir, rows);
+  for (Row& row : rows) {
+    if (!row.error.empty()) continue;
+    std::fprintf(stderr, "== %s: the paper-size cost run\n", row.app.c_str());
+    if (absl::Status s = Measure(dir, &row); !s.ok()) row.error = std::string(s.message());
   }
   std::printf("\nHpT on the paper's four applications over %d seeds (small models for the "
               "switch and quality; 12 layers, d_model 512 at batch 1 for the step costs; V100, "
@@ -320,13 +337,13 @@ int Main() {
               "systolic models; 'p worse': paired one-sided t-test of the devices' RMSE above "
               "full's; small models:",
               absl::GetFlag(FLAGS_batch), absl::GetFlag(FLAGS_batch),
-              absl::GetFlag(FLAGS_switch_rule).c_str(), 41 + absl::GetFlag(FLAGS_seeds),
+              absl::GetFlag(FLAGS_switch_rule).empty() ? "default"
+                                                        : absl::GetFlag(FLAGS_switch_rule).c_str(),
+              41 + absl::GetFlag(FLAGS_seeds),
               absl::GetFlag(FLAGS_reram_read_noise), absl::GetFlag(FLAGS_reram_program_noise));
-  double wall_s = 0;
-  for (const Row& r : rows) {
-    std::printf(" %s %s;", r.app.c_str(), r.small.c_str());
-    wall_s += r.wall_s;
-  }
+  for (const Row& r : rows) std::printf(" %s %s;", r.app.c_str(), r.small.c_str());
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("\nMeasured in %.1f min of wall time.\n", wall_s / 60);
   std::printf("Steps: the paper's size at batch 1, GPU-only step = full phase without "
               "trials; time and energy projected: switch after the same number of samples, "
@@ -339,6 +356,7 @@ int Main() {
 
 int main(int argc, char** argv) {
   hpt::UsePassiveThreadWaits(argv);
+  hpt::SaveArgv(argc, argv);
   absl::ParseCommandLine(argc, argv);
   hpt::KeepLargeBuffersOnTheHeap();
   return hpt::Main();

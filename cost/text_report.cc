@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "cost/switch_diagnosis.h"
 
 namespace hpt {
 
@@ -53,6 +54,11 @@ std::string EventLine(const PhaseEvent& e) {
                         [](std::string* out, double v) { absl::StrAppendFormat(out, "%.4g", v); }),
           e.loss_passed() ? "pass" : "fail", e.weight_passed() ? "pass" : "fail");
       if (!e.reason().empty()) absl::StrAppend(&line, "  (", e.reason(), ")");
+      // What decided each failed test.
+      if (!e.loss_passed() && !e.loss_detail().empty()) absl::StrAppend(&line, "; ", e.loss_detail());
+      if (!e.weight_passed() && !e.weight_detail().empty()) {
+        absl::StrAppend(&line, "; ", e.weight_detail());
+      }
       return line;
     }
     case PhaseEvent::TRIAL_START:
@@ -280,6 +286,14 @@ void AppendRecipe(const JobSpec& spec, std::string* out) {
   absl::StrAppend(out, "\nswitch rule: ", h.switch_rule().empty() ? "paper" : h.switch_rule());
   if (h.switch_rule() == "consecutive") {
     absl::StrAppend(out, " (", h.consecutive_checks(), " passing checks in a row)");
+  } else if (h.switch_rule() == "trend") {
+    absl::StrAppend(out, absl::StrFormat(" (the 95 %% bound of the loss's fall over the last %d "
+                                         "windows leaves under %g %% to gain by the end)",
+                                         h.trend_windows(), h.trend_gain() * 100));
+  } else if (h.switch_rule() == "plateau") {
+    absl::StrAppend(out, absl::StrFormat(" (a window's mean loss not %g standard errors below "
+                                         "the one before)",
+                                         h.plateau_z()));
   }
   absl::StrAppend(out, "\n");
 }
@@ -324,6 +338,9 @@ std::string FormatReport(const Job& job) {
     absl::StrAppend(&out, absl::StrJoin(ranks, ", "), ")\n");
   } else {
     absl::StrAppend(&out, "no switch: trained full-parameter throughout\n");
+    for (const std::string& line : ClosestApproach(job)) {
+      absl::StrAppend(&out, line, "\n");
+    }
   }
   AppendPhases(h, &out);
   AppendGpuKernels(job, &out);

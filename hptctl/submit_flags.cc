@@ -27,8 +27,15 @@ ABSL_FLAG(double, lr, 0,
           "submit: learning rate (0: the preset's paper recipe scaled by sqrt(batch), or 1e-3).");
 ABSL_FLAG(double, lora_lr, 0,
           "submit: the LoRA phase's learning rate (0: the preset's recipe, or --lr's).");
-ABSL_FLAG(std::string, switch_rule, "", "submit: paper (default) or consecutive.");
+ABSL_FLAG(std::string, switch_rule, "",
+          "submit: when a trial starts: paper, consecutive, trend or plateau (empty: the "
+          "default, docs/method.md \"Switch rules\").");
 ABSL_FLAG(int, consecutive_checks, 0, "submit: passing checks in a row under consecutive (0: 3).");
+ABSL_FLAG(int, trend_windows, 0, "submit: windows the trend rule's line runs through (0: 5).");
+ABSL_FLAG(double, trend_gain, 0,
+          "submit: the trend rule's bound on the loss left to gain, a fraction (0: 0.01).");
+ABSL_FLAG(double, plateau_z, 0,
+          "submit: the plateau rule's standard errors of a significant drop (0: 1.645).");
 ABSL_FLAG(std::string, optimizer, "", "submit: adam or adamw.");
 ABSL_FLAG(std::string, precision, "",
           "submit: fp32 (default) or bf16 (GPU workers' forward under bf16 autocast).");
@@ -127,7 +134,9 @@ bool AnyJobFlag() {
          absl::GetFlag(FLAGS_alpha) || absl::GetFlag(FLAGS_weight_layer) >= 0 ||
          !absl::GetFlag(FLAGS_lora_rank).empty() || absl::GetFlag(FLAGS_lora_alpha) ||
          absl::GetFlag(FLAGS_lora_lr) || !absl::GetFlag(FLAGS_switch_rule).empty() ||
-         absl::GetFlag(FLAGS_consecutive_checks) || !absl::GetFlag(FLAGS_precision).empty() ||
+         absl::GetFlag(FLAGS_consecutive_checks) || absl::GetFlag(FLAGS_trend_windows) ||
+         absl::GetFlag(FLAGS_trend_gain) || absl::GetFlag(FLAGS_plateau_z) ||
+         !absl::GetFlag(FLAGS_precision).empty() ||
          absl::GetFlag(FLAGS_probe_steps);
 
 }
@@ -231,6 +240,9 @@ absl::Status HptFromFlags(HptSpec& h) {
   h.mutable_lora_optimizer()->set_learning_rate(absl::GetFlag(FLAGS_lora_lr));
   h.set_switch_rule(absl::GetFlag(FLAGS_switch_rule));
   h.set_consecutive_checks(absl::GetFlag(FLAGS_consecutive_checks));
+  h.set_trend_windows(absl::GetFlag(FLAGS_trend_windows));
+  h.set_trend_gain(absl::GetFlag(FLAGS_trend_gain));
+  h.set_plateau_z(absl::GetFlag(FLAGS_plateau_z));
   h.set_probe_steps(absl::GetFlag(FLAGS_probe_steps));
   if (absl::GetFlag(FLAGS_weight_layer) >= 0) {
     h.set_weight_layer(absl::GetFlag(FLAGS_weight_layer));

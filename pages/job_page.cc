@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "cost/switch_diagnosis.h"
 #include "cost/text_report.h"
 #include "pages/sections.h"
 #include "pages/svg.h"
@@ -100,7 +101,14 @@ std::string Header(const Job& job) {
     absl::StrAppend(&out, Card(Num(c.projected_time_ratio(), 3) + "× / " + Num(c.projected_energy_ratio(), 3) + "×",
                                absl::StrCat("projected to ", Num(c.project_epochs(), 3), " epochs")));
   }
-  return out + "</div>";
+  absl::StrAppend(&out, "</div>");
+  const std::vector<std::string> why = ClosestApproach(job);
+  if (!why.empty()) {
+    absl::StrAppend(&out, "<pre class=\"note\" id=\"no-switch\">");
+    for (const std::string& line : why) absl::StrAppend(&out, Escape(line), "\n");
+    absl::StrAppend(&out, "</pre>");
+  }
+  return out;
 }
 
 constexpr char kLiveScript[] = R"(<script>

@@ -211,15 +211,22 @@ std::string ChecksTable(const HptStatus& hpt) {
                 : "",
       "</summary><table><thead><tr>"
       "<th>step</th><th>what</th><th>window losses L0, L1, L2</th><th>weight distances d0, d1, "
-      "d2</th><th>loss test</th><th>weight test</th><th>t</th><th>p</th><th>why</th></tr>"
+      "d2</th><th>loss test (margin)</th><th>weight test (margin)</th><th>t</th><th>p</th><th>why</th></tr>"
       "</thead><tbody>");
   for (int i = first; i < hpt.events_size(); ++i) {
     const PhaseEvent& e = hpt.events(i);
     const bool check = e.kind() == PhaseEvent::CHECK, trial_end = e.kind() == PhaseEvent::TRIAL_END;
+    // A test's cell: its verdict, its margin (statistic over bound), and
+    // what decided it on hover.
+    auto test = [check](bool passed, double margin, const std::string& detail) -> std::string {
+      if (!check) return "<td></td>";
+      return absl::StrCat("<td title=\"", Escape(detail), "\">", passed ? "pass" : "fail",
+                          detail.empty() ? "" : " (" + Num(margin, 3) + ")", "</td>");
+    };
     absl::StrAppend(&out, "<tr><td>", e.iteration(), "</td><td>", EventKind(e.kind()), "</td><td>",
-                    Triple(e.window_losses()), "</td><td>", Triple(e.weight_distances()), "</td><td>",
-                    check ? (e.loss_passed() ? "pass" : "fail") : "", "</td><td>",
-                    check ? (e.weight_passed() ? "pass" : "fail") : "", "</td><td>",
+                    Triple(e.window_losses()), "</td><td>", Triple(e.weight_distances()), "</td>",
+                    test(e.loss_passed(), e.loss_margin(), e.loss_detail()),
+                    test(e.weight_passed(), e.weight_margin(), e.weight_detail()), "<td>",
                     trial_end ? Num(e.t()) : "", "</td><td>", trial_end ? Num(e.p()) : "", "</td><td>",
                     Escape(e.reason()), "</td></tr>");
   }

@@ -106,18 +106,44 @@ absl::Status NormalizeLora(HptSpec& h, const ModelSpec& model, const ModelConfig
   return absl::OkStatus();
 }
 
-// The switch rule, the LoRA phase's placement and its fallback.
-absl::Status NormalizeSwitchAndPlacement(HptSpec& h) {
-  if (h.switch_rule().empty()) h.set_switch_rule("paper");
-  if (h.switch_rule() != "paper" && h.switch_rule() != "consecutive") {
+// The rule a job gets when it names none: chosen on the switch frontier
+// by the criterion docs/method.md states ("Choosing the default").
+constexpr char kDefaultSwitchRule[] = "paper";
+
+absl::Status NormalizeSwitchRule(HptSpec& h) {
+  if (h.switch_rule().empty()) h.set_switch_rule(kDefaultSwitchRule);
+  const std::string& rule = h.switch_rule();
+  if (rule != "paper" && rule != "consecutive" && rule != "trend" && rule != "plateau") {
     return Invalid("hpt.switch_rule",
-                   absl::StrCat("'", h.switch_rule(), "' is not paper or consecutive"));
+                   absl::StrCat("'", rule, "' is not paper, consecutive, trend or plateau"));
   }
-  if (h.switch_rule() == "consecutive" && h.consecutive_checks() == 0) h.set_consecutive_checks(3);
+  if (rule == "consecutive" && h.consecutive_checks() == 0) h.set_consecutive_checks(3);
   if (h.consecutive_checks() < 0 || h.consecutive_checks() > 1000) {
     return Invalid("hpt.consecutive_checks",
                    absl::StrCat("must be in 1..1000, got ", h.consecutive_checks()));
   }
+  if (rule == "trend" && h.trend_windows() == 0) h.set_trend_windows(5);
+  if (h.trend_windows() != 0 && (h.trend_windows() < 3 || h.trend_windows() > 1000)) {
+    return Invalid("hpt.trend_windows",
+                   absl::StrCat("must be in 3..1000 (a line through fewer has no error), got ",
+                                h.trend_windows()));
+  }
+  if (rule == "trend" && h.trend_gain() == 0) h.set_trend_gain(0.01);
+  if (h.trend_gain() < 0 || h.trend_gain() >= 1) {
+    return Invalid("hpt.trend_gain",
+                   absl::StrCat("must be a fraction of the loss in (0, 1), got ", h.trend_gain()));
+  }
+  if (rule == "plateau" && h.plateau_z() == 0) h.set_plateau_z(1.645);
+  if (h.plateau_z() < 0 || h.plateau_z() > 100) {
+    return Invalid("hpt.plateau_z",
+                   absl::StrCat("must be in (0, 100] standard errors, got ", h.plateau_z()));
+  }
+  return absl::OkStatus();
+}
+
+// The switch rule, the LoRA phase's placement and its fallback.
+absl::Status NormalizeSwitchAndPlacement(HptSpec& h) {
+  RETURN_IF_ERROR(NormalizeSwitchRule(h));
   if (h.placement().empty()) h.set_placement("paper");
   if (h.placement() != "paper" && h.placement() != "gpu" && h.placement() != "reram_full") {
     return Invalid("hpt.placement",

@@ -343,6 +343,10 @@ absl::StatusOr<ModelConfig> ResolveModelConfig(const ModelSpec& spec,
 
 void ForceEarlySwitch(HptSpec* h) {
   h->set_check_window_steps(3);  // the fewest a window may span
+  // A check passes unless the loss fell 100 standard errors in a window
+  // (the paper's test also asks the drops to shrink, a coin toss here).
+  h->set_switch_rule("plateau");
+  h->set_plateau_z(100);
   h->set_loss_threshold(1e9);
   h->set_weight_threshold(1e9);
   h->set_trial_on_rising_loss(true);

@@ -27,6 +27,20 @@ TEST(JobSpecTest, DefaultsFillAnEmptySpec) {
   EXPECT_EQ(spec->name(), "tiny");
 }
 
+TEST(JobSpecTest, SwitchRulesGetTheirDefaults) {
+  JobSpec spec;
+  spec.mutable_hpt()->set_switch_rule("trend");
+  auto trend = NormalizeJobSpec(spec);
+  ASSERT_TRUE(trend.ok()) << trend.status();
+  EXPECT_EQ(trend->hpt().trend_windows(), 5);
+  EXPECT_DOUBLE_EQ(trend->hpt().trend_gain(), 0.01);
+  spec.mutable_hpt()->set_switch_rule("plateau");
+  auto plateau = NormalizeJobSpec(spec);
+  ASSERT_TRUE(plateau.ok()) << plateau.status();
+  EXPECT_DOUBLE_EQ(plateau->hpt().plateau_z(), 1.645);
+  EXPECT_EQ(plateau->hpt().trend_windows(), 0);  // another rule's setting stays unset
+}
+
 TEST(JobSpecTest, FieldNamesFromBeforeTheRenameStillParse) {
   auto old = ParseJobSpecText("data { window: 24 }\nhpt { window: 480 window_steps: 15 }");
   ASSERT_TRUE(old.ok()) << old.status();
@@ -103,6 +117,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"hpt { placement: \"tpu\" }",
                 "hpt.placement 'tpu' is not paper, gpu or reram_full"},
         BadSpec{"hpt { alpha: 2 }", "hpt.alpha must be in (0, 1), got 2"},
+        BadSpec{"hpt { switch_rule: \"knee\" }",
+                "hpt.switch_rule 'knee' is not paper, consecutive, trend or plateau"},
+        BadSpec{"hpt { switch_rule: \"trend\" trend_windows: 2 }",
+                "hpt.trend_windows must be in 3..1000 (a line through fewer has no error), got 2"},
+        BadSpec{"hpt { trend_gain: 1.5 }",
+                "hpt.trend_gain must be a fraction of the loss in (0, 1), got 1.5"},
+        BadSpec{"hpt { plateau_z: -1 }",
+                "hpt.plateau_z must be in (0, 100] standard errors, got -1"},
         BadSpec{"hpt { weight_layer: 5 }", "hpt.weight_layer must be in [0, 2), got 5"},
         BadSpec{"hpt { lora { targets: \"ff1\" } }",
                 "hpt.lora.targets entry 'ff1' is not q_proj, k_proj, v_proj or o_proj"},

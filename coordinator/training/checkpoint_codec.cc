@@ -15,6 +15,8 @@ void EncodeController(const PhaseController::State& s, PhaseControllerState* out
   for (double v : s.trial_lora) out->add_trial_lora(v);
   out->set_switch_iteration(s.switch_step);
   out->set_passes_in_a_row(s.passes_in_a_row);
+  out->set_window_loss_square_sum(s.window_loss_square_sum);
+  for (double v : s.window_variances) out->add_window_variances(v);
 }
 
 PhaseController::State DecodeController(const PhaseControllerState& in) {
@@ -28,6 +30,8 @@ PhaseController::State DecodeController(const PhaseControllerState& in) {
   s.trial_lora.assign(in.trial_lora().begin(), in.trial_lora().end());
   s.switch_step = in.switch_iteration();
   s.passes_in_a_row = in.passes_in_a_row();
+  s.window_loss_square_sum = in.window_loss_square_sum();
+  s.window_variances.assign(in.window_variances().begin(), in.window_variances().end());
   return s;
 }
 
@@ -107,6 +111,10 @@ PhaseEvent ToPhaseEvent(const ControllerEvent& e, int64_t time_unix_ms) {
       for (double d : e.distances) out.add_weight_distances(d);
       out.set_loss_passed(e.loss_passed);
       out.set_weight_passed(e.weight_passed);
+      out.set_loss_margin(e.loss_margin);
+      out.set_weight_margin(e.weight_margin);
+      out.set_loss_detail(e.loss_detail);
+      out.set_weight_detail(e.weight_detail);
       break;
     case ControllerEvent::Kind::kTrialStart:
       out.set_kind(PhaseEvent::TRIAL_START);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "coordinator/training/switch_tests.h"
 
 namespace hpt {
 
@@ -12,9 +13,7 @@ PhaseController::PhaseController(PhaseControllerOptions options)
 }
 
 bool PhaseController::ThreePointTest(const double v[3], double threshold) {
-  if (!(v[0] > 0) || !(v[1] > 0)) return false;
-  const double drop01 = v[0] - v[1], drop12 = v[1] - v[2];
-  return drop01 / v[0] < threshold && drop12 / v[1] < threshold && drop12 < drop01;
+  return ThreePointOutcome(v, threshold, "").passed;
 }
 
 bool PhaseController::NeedsWeightDistance(int64_t step) const {
@@ -66,13 +65,25 @@ PhaseController::Action PhaseController::Step(int64_t step, double full_loss,
 
   // Full phase.
   window_loss_sum_ += full_loss;
+  window_loss_square_sum_ += full_loss * full_loss;
   ++window_count_;
   if (!WindowEnds(step)) return Action::kNone;
-  window_losses_.push_back(window_loss_sum_ / double(window_count_));
+  const double n = double(window_count_), mean = window_loss_sum_ / n;
+  window_losses_.push_back(mean);
+  window_variances_.push_back(
+      n > 1 ? std::max(0.0, (window_loss_square_sum_ - n * mean * mean) / (n - 1)) : 0);
   distances_.push_back(weight_distance);
   window_loss_sum_ = 0;
+  window_loss_square_sum_ = 0;
   window_count_ = 0;
-  if (window_losses_.size() < 3) return Action::kNone;
+  const size_t needed = options_.rule == SwitchRule::kTrend
+                            ? size_t(std::max<int64_t>(3, options_.trend_windows))
+                            : 3;
+  if (window_losses_.size() < needed) return Action::kNone;
+  return AfterCheck(Check(step));
+}
+
+ControllerEvent PhaseController::Check(int64_t step) const {
   ControllerEvent check;
   check.kind = ControllerEvent::Kind::kCheck;
   check.step = step;
@@ -81,18 +92,54 @@ PhaseController::Action PhaseController::Step(int64_t step, double full_loss,
     check.losses[i] = window_losses_[n - 3 + i];
     check.distances[i] = distances_[n - 3 + i];
   }
-  check.loss_passed = ThreePointTest(check.losses, options_.loss_threshold);
-  check.weight_passed = ThreePointTest(check.distances, options_.weight_threshold);
-  // Divergence: the loss rose in both windows. One higher window on a noisy
-  // plateau is not (it happens half the time).
-  const bool rising = check.losses[0] < check.losses[1] && check.losses[1] < check.losses[2];
+  TestOutcome loss, weights;
+  switch (options_.rule) {
+    case SwitchRule::kPaper:
+      loss = ThreePointOutcome(check.losses, options_.loss_threshold, "loss");
+      weights = ThreePointOutcome(check.distances, options_.weight_threshold, "weights");
+      break;
+    case SwitchRule::kTrend: {
+      const size_t m = size_t(std::max<int64_t>(3, options_.trend_windows));
+      const double left =
+          options_.total_steps > 0
+              ? double(options_.total_steps - step - 1) / double(options_.check_window_steps)
+              : 1;
+      loss = TrendOutcome(std::vector<double>(window_losses_.end() - m, window_losses_.end()),
+                          left, options_.trend_gain);
+      weights.passed = true;
+      break;
+    }
+    case SwitchRule::kPlateau: {
+      const int64_t k = options_.check_window_steps;
+      loss = PlateauOutcome({window_losses_[n - 2], window_variances_[n - 2], k},
+                            {window_losses_[n - 1], window_variances_[n - 1], k},
+                            options_.plateau_z);
+      weights.passed = true;
+      break;
+    }
+  }
+  check.loss_passed = loss.passed;
+  check.weight_passed = weights.passed;
+  check.loss_margin = loss.margin;
+  check.weight_margin = weights.margin;
+  check.loss_detail = loss.detail;
+  check.weight_detail = weights.detail;
   if (!check.loss_passed || !check.weight_passed) {
     check.reason = !check.loss_passed ? "loss still falling fast" : "weights still moving";
     if (!check.loss_passed && !check.weight_passed) check.reason = "loss and weights still changing";
+  }
+  return check;
+}
+
+PhaseController::Action PhaseController::AfterCheck(ControllerEvent check) {
+  if (!check.reason.empty()) {  // a test failed
     passes_in_a_row_ = 0;
     events_.push_back(check);
     return Action::kNone;
   }
+  // Divergence: the loss rose in both windows. One higher window on a noisy
+  // plateau is not (it happens half the time).
+  const bool rising = check.losses[0] < check.losses[1] && check.losses[1] < check.losses[2];
   if (rising && !options_.trial_on_rising_loss) {
     check.reason = "loss rising: not a convergence";
     passes_in_a_row_ = 0;
@@ -110,21 +157,33 @@ PhaseController::Action PhaseController::Step(int64_t step, double full_loss,
   events_.push_back(check);
   ControllerEvent start;
   start.kind = ControllerEvent::Kind::kTrialStart;
-  start.step = step;
+  start.step = check.step;
   events_.push_back(start);
   phase_ = TrainingPhase::kTrial;
   return Action::kStartTrial;
 }
 
 PhaseController::State PhaseController::state() const {
-  return State{phase_,      window_loss_sum_, window_count_,      window_losses_,
-               distances_,  trial_full_,      trial_lora_,        switch_step_,
-               passes_in_a_row_};
+  State s;
+  s.phase = phase_;
+  s.window_loss_sum = window_loss_sum_;
+  s.window_loss_square_sum = window_loss_square_sum_;
+  s.window_count = window_count_;
+  s.window_losses = window_losses_;
+  s.window_variances = window_variances_;
+  s.distances = distances_;
+  s.trial_full = trial_full_;
+  s.trial_lora = trial_lora_;
+  s.switch_step = switch_step_;
+  s.passes_in_a_row = passes_in_a_row_;
+  return s;
 }
 
 void PhaseController::Restore(State state) {
   phase_ = state.phase;
   window_loss_sum_ = state.window_loss_sum;
+  window_loss_square_sum_ = state.window_loss_square_sum;
+  window_variances_ = std::move(state.window_variances);
   window_count_ = state.window_count;
   window_losses_ = std::move(state.window_losses);
   distances_ = std::move(state.distances);
@@ -133,6 +192,19 @@ void PhaseController::Restore(State state) {
   switch_step_ = state.switch_step;
   passes_in_a_row_ = state.passes_in_a_row;
   events_.clear();
+}
+
+int64_t ReplaySwitch(const PhaseControllerOptions& options,
+                     const std::vector<ControllerSample>& samples,
+                     std::vector<ControllerEvent>* events) {
+  PhaseController controller(options);
+  for (const ControllerSample& s : samples) {
+    const double distance = controller.NeedsWeightDistance(s.step) ? s.weight_distance : 0;
+    controller.Step(s.step, s.full_loss, s.trial_loss, distance);
+    if (controller.phase() == TrainingPhase::kLora) break;
+  }
+  if (events != nullptr) *events = controller.events();
+  return controller.switch_step();
 }
 
 }  // namespace hpt

@@ -23,6 +23,13 @@
 // With checks_in_a_row m > 1, a trial starts only at the m-th passing check
 // in a row; a failing check starts the count again.
 //
+// The rule (hpt.switch_rule) decides what a check tests: the paper's
+// three-point tests above (paper, consecutive), or, on the loss alone,
+// the trend or plateau test of switch_tests.h. Every check records each
+// test's margin (below 1 passes) and what decided it, so a job that never
+// switches can say how close it came. The divergence guard, the trial and
+// its t-test are the same under every rule.
+//
 // Not thread-safe.
 #ifndef HPT_COORDINATOR_TRAINING_PHASE_CONTROLLER_H_
 #define HPT_COORDINATOR_TRAINING_PHASE_CONTROLLER_H_
@@ -34,6 +41,8 @@
 #include "coordinator/training/t_test.h"
 
 namespace hpt {
+
+enum class SwitchRule { kPaper, kTrend, kPlateau };
 
 struct PhaseControllerOptions {
   // Iterations (training steps) per check window. The paper's k counts
@@ -49,6 +58,15 @@ struct PhaseControllerOptions {
   // "consecutive") waits for m consecutive passing checks, so one lucky
   // window on a noisy plateau does not start it.
   int64_t checks_in_a_row = 1;
+  SwitchRule rule = SwitchRule::kPaper;
+  // trend: windows in the line, and the bound on what is left to gain, a
+  // fraction of the loss; the run's length in steps (0: unknown, so one
+  // window is left).
+  int64_t trend_windows = 5;
+  double trend_gain = 0.01;
+  int64_t total_steps = 0;
+  // plateau: standard errors of the drop between two window means.
+  double plateau_z = 1.645;
 };
 
 enum class TrainingPhase { kFull, kTrial, kLora };
@@ -66,6 +84,10 @@ struct ControllerEvent {
   double losses[3] = {0, 0, 0};
   double distances[3] = {0, 0, 0};
   bool loss_passed = false, weight_passed = false;
+  // Each test's statistic over its bound (< 1 passes; the weight margin is
+  // 0 under rules that read the loss only) and the part that decided.
+  double loss_margin = 0, weight_margin = 0;
+  std::string loss_detail, weight_detail;
   std::string reason;
   // kTrialEnd
   TTestResult t_test;
@@ -96,9 +118,9 @@ class PhaseController {
   // events are the job's history, kept by the trainer, not part of it.
   struct State {
     TrainingPhase phase = TrainingPhase::kFull;
-    double window_loss_sum = 0;
+    double window_loss_sum = 0, window_loss_square_sum = 0;
     int64_t window_count = 0;
-    std::vector<double> window_losses, distances, trial_full, trial_lora;
+    std::vector<double> window_losses, window_variances, distances, trial_full, trial_lora;
     int64_t switch_step = -1;
     int64_t passes_in_a_row = 0;
   };
@@ -109,20 +131,44 @@ class PhaseController {
   static bool ThreePointTest(const double v[3], double threshold);
 
  private:
+  // The check that closes a full-phase window at `step`: the rule's tests,
+  // their margins and the reason, before the divergence guard.
+  ControllerEvent Check(int64_t step) const;
+  // What follows a check: nothing, or a trial.
+  Action AfterCheck(ControllerEvent check);
+
   bool WindowEnds(int64_t step) const {
     return (step + 1) % options_.check_window_steps == 0;
   }
 
   PhaseControllerOptions options_;
   TrainingPhase phase_ = TrainingPhase::kFull;
-  double window_loss_sum_ = 0;
+  double window_loss_sum_ = 0, window_loss_square_sum_ = 0;
   int64_t window_count_ = 0;
-  std::vector<double> window_losses_, distances_;
+  std::vector<double> window_losses_, window_variances_, distances_;
   std::vector<double> trial_full_, trial_lora_;
   std::vector<ControllerEvent> events_;
   int64_t switch_step_ = -1;
   int64_t passes_in_a_row_ = 0;
 };
+
+// What a controller reads at one full-phase step: Step's arguments.
+struct ControllerSample {
+  int64_t step = 0;
+  double full_loss = 0, trial_loss = 0, weight_distance = 0;
+};
+
+// Replays a full-parameter run's samples through a controller with
+// `options`, as the trainer would have fed it: the step its switch would
+// come at (the first LoRA-phase step), or -1. The samples must hold a
+// trial loss at every step a trial of it could run: those of a run that
+// trained a fresh LoRA copy from each window's end over the next window
+// (Trainer::Options::on_controller_sample); a trial under any rule starts
+// from such a window end, so the replay is exact. `events`, if given,
+// receives the controller's events.
+int64_t ReplaySwitch(const PhaseControllerOptions& options,
+                     const std::vector<ControllerSample>& samples,
+                     std::vector<ControllerEvent>* events = nullptr);
 
 }  // namespace hpt
 

@@ -218,5 +218,124 @@ TEST(PhaseControllerTest, ConsecutiveRuleWaitsForPassesInARow) {
   EXPECT_EQ(it, 8 * k - 1);
 }
 
+TEST(PhaseControllerTest, ChecksRecordEachTestsMarginAndWhatDecidedIt) {
+  const int64_t k = 4;
+  PhaseController c(Options(k));
+  Script s{{1.0, 0.6, 0.55}, {10.0, 5.0, 4.0}};
+  Action a;
+  RunFull(c, s, k, &a);
+  ASSERT_EQ(c.events().size(), 1u);
+  const ControllerEvent& e = c.events()[0];
+  EXPECT_NEAR(e.loss_margin, 0.4 / 0.1, 1e-9);  // a 40 % first drop, bound 10 %
+  EXPECT_NEAR(e.weight_margin, 0.5 / 0.01, 1e-9);
+  EXPECT_EQ(e.loss_detail, "loss: first drop 40 % (bound 10 %)");
+  EXPECT_EQ(e.weight_detail, "weights: first drop 50 % (bound 1 %)");
+}
+
+// Per-step losses alternating +-noise around each window's mean, so the
+// window's sample variance is known: noise^2 * k / (k - 1).
+int64_t RunNoisy(PhaseController& c, const std::vector<double>& means, double noise,
+                 int64_t k) {
+  int64_t it = 0;
+  for (double m : means) {
+    for (int64_t i = 0; i < k; ++i, ++it) {
+      const double loss = m + (i % 2 == 0 ? noise : -noise);
+      if (c.Step(it, loss, 0, c.NeedsWeightDistance(it) ? 1.0 : 0) != Action::kNone) return it;
+    }
+  }
+  return -1;
+}
+
+TEST(PhaseControllerTest, PlateauRuleStartsATrialOnceADropIsWithinTheNoise) {
+  const int64_t k = 10;
+  PhaseControllerOptions o = Options(k);
+  o.rule = SwitchRule::kPlateau;
+  PhaseController c(o);
+  // Window means falling 0.1, 0.1, then 0.01; per-step noise 0.05 gives a
+  // standard error of sqrt(2 * 0.05^2 * 10/9 / 10) = 0.0236 for a drop:
+  // 0.1 is 4.2 SE (falling), 0.01 is 0.42 SE (a plateau).
+  EXPECT_EQ(RunNoisy(c, {1.0, 0.9, 0.8, 0.79}, 0.05, k), 39);
+  ASSERT_EQ(c.events().size(), 3u);  // checks at windows 2 and 3, then the trial
+  EXPECT_FALSE(c.events()[0].loss_passed);
+  EXPECT_NEAR(c.events()[0].loss_margin, 0.1 / std::sqrt(2 * 0.0025 * 10 / 9 / 10) / 1.645,
+              1e-6);
+  EXPECT_TRUE(c.events()[0].weight_passed);  // the rule reads the loss alone
+  EXPECT_EQ(c.events()[0].weight_margin, 0);
+  EXPECT_TRUE(c.events()[1].loss_passed);
+  EXPECT_EQ(c.events()[2].kind, ControllerEvent::Kind::kTrialStart);
+}
+
+TEST(PhaseControllerTest, TrendRuleWaitsForItsWindowsAndTheGainLeft) {
+  const int64_t k = 4;
+  PhaseControllerOptions o = Options(k);
+  o.rule = SwitchRule::kTrend;
+  o.trend_windows = 4;
+  o.trend_gain = 0.01;
+  o.total_steps = 4 * 10;  // ten windows
+  PhaseController c(o);
+  // Falling 1 % a window, noiseless: at window 3 (the fourth) six windows
+  // remain, 6 % to gain: fails; the line's fall times the windows left
+  // only drops under 1 % of the loss at the last window.
+  Script s{{1.0, 0.99, 0.98, 0.97, 0.96, 0.95, 0.94, 0.93, 0.92, 0.91}, {}};
+  s.distances.assign(s.losses.size(), 1.0);
+  Action a = Action::kNone;
+  const int64_t at = RunFull(c, s, k, &a);
+  ASSERT_EQ(c.events().front().step, 4 * 4 - 1);  // no check before 4 windows
+  EXPECT_FALSE(c.events().front().loss_passed);
+  EXPECT_NEAR(c.events().front().loss_margin, 0.01 * 6 / 0.97 / 0.01, 1e-6);
+  // Windows 4..8 leave 5..1 windows: 5.2 %, ..., 1.1 % to gain; the last
+  // window leaves none and passes.
+  EXPECT_EQ(at, 4 * 10 - 1);
+  EXPECT_EQ(a, Action::kStartTrial);
+}
+
+TEST(PhaseControllerTest, StateCarriesThePlateauRulesWindowVariances) {
+  const int64_t k = 10;
+  PhaseControllerOptions o = Options(k);
+  o.rule = SwitchRule::kPlateau;
+  PhaseController straight(o), resumed(o);
+  EXPECT_EQ(RunNoisy(straight, {1.0, 0.9, 0.8, 0.79}, 0.05, k), 39);
+  // The same series, the second controller restored mid-window from a
+  // copy that saw the first 25 steps.
+  PhaseController first(o);
+  int64_t it = 0;
+  const std::vector<double> means = {1.0, 0.9, 0.8, 0.79};
+  for (; it < 25; ++it) first.Step(it, means[it / k] + (it % 2 == 0 ? 0.05 : -0.05), 0, 1.0);
+  resumed.Restore(first.state());
+  Action a = Action::kNone;
+  for (; it < 40 && a == Action::kNone; ++it) {
+    a = resumed.Step(it, means[it / k] + (it % 2 == 0 ? 0.05 : -0.05), 0,
+                     resumed.NeedsWeightDistance(it) ? 1.0 : 0);
+  }
+  EXPECT_EQ(a, Action::kStartTrial);
+  EXPECT_EQ(it - 1, 39);
+  ASSERT_EQ(resumed.events().size(), straight.events().size());
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_NEAR(resumed.events()[i].loss_margin, straight.events()[i].loss_margin, 1e-12) << i;
+  }
+}
+
+TEST(PhaseControllerTest, ReplayStopsAtTheSwitchAndReportsIt) {
+  const int64_t k = 4;
+  std::vector<ControllerSample> samples;
+  // The first test's plateau: loss and weights settle from window 3.
+  const double losses[] = {1.0, 0.6, 0.55, 0.54, 0.535, 0.53, 0.53};
+  const double distances[] = {10.0, 5.0, 4.0, 3.99, 3.985, 3.98, 3.98};
+  for (int w = 0; w < 7; ++w) {
+    for (int i = 0; i < k; ++i) {
+      samples.push_back({w * k + i, losses[w], losses[w] + (i % 2 == 0 ? 0.001 : -0.001),
+                         distances[w]});
+    }
+  }
+  std::vector<ControllerEvent> events;
+  // Trial over window 5 (steps 20-23): no difference, switch; step 24 is
+  // the first LoRA step.
+  EXPECT_EQ(ReplaySwitch(Options(k), samples, &events), 24);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().kind, ControllerEvent::Kind::kSwitch);
+  samples.resize(20);  // the run ends before its trial does
+  EXPECT_EQ(ReplaySwitch(Options(k), samples), -1);
+}
+
 }  // namespace
 }  // namespace hpt

@@ -277,16 +277,8 @@ absl::Status Trainer::Prepare() {
   state_.hpt.set_batch_size(training.batch_size());
   state_.hpt.set_placement(hpt_ ? spec_.hpt().placement() : "gpu");
   if (hpt_) {
-    PhaseControllerOptions controller;
-    controller.check_window_steps = spec_.hpt().check_window_steps();
-    controller.loss_threshold = spec_.hpt().loss_threshold();
-    controller.weight_threshold = spec_.hpt().weight_threshold();
-    controller.alpha = spec_.hpt().alpha();
-    controller.trial_on_rising_loss = spec_.hpt().trial_on_rising_loss();
-    if (spec_.hpt().switch_rule() == "consecutive") {
-      controller.checks_in_a_row = spec_.hpt().consecutive_checks();
-    }
-    controller_ = std::make_unique<PhaseController>(controller);
+    controller_ = std::make_unique<PhaseController>(
+        PhaseControllerOptionsOf(spec_.hpt(), p.total_steps()));
   }
   return absl::OkStatus();
 }
@@ -351,6 +343,9 @@ absl::Status Trainer::Run() {
   if (options_.resume != nullptr) {
     RETURN_IF_ERROR(Restore(*options_.resume));
     step = options_.resume->header.step();
+    if (options_.switch_on_resume && hpt_ && phase_ == TrainingPhase::kFull) {
+      RETURN_IF_ERROR(SwitchNow(step));
+    }
   } else {
     RETURN_IF_ERROR(LoadModel());
     if (hpt_) RETURN_IF_ERROR(WeightDistance().status());  // W at the start
@@ -399,7 +394,9 @@ absl::Status Trainer::Run() {
     state_.epoch_losses.push_back(epoch_loss);
     p.set_epoch_loss(epoch_loss);
     if (epoch == 0) p.set_first_epoch_loss(epoch_loss);
-    RETURN_IF_ERROR(Evaluate(epoch + 1));
+    if (options_.evaluate_every_epoch || epoch + 1 == training.epochs()) {
+      RETURN_IF_ERROR(Evaluate(epoch + 1));
+    }
     EpochPoint point;
     point.set_epoch(epoch + 1);
     point.set_last_step(step - 1);

@@ -74,6 +74,10 @@ DataUnits DataUnitsOf(const WindowDataset& data);
 // rank has a device of its own (the device's library then: NCCL on CUDA).
 std::string SharedDeviceNote(const std::vector<std::string>& devices);
 
+// The phase controller a job's normalised `hpt` asks for, in a run of
+// `total_steps` steps.
+PhaseControllerOptions PhaseControllerOptionsOf(const HptSpec& hpt, int64_t total_steps);
+
 class Trainer {
  public:
   struct Options {
@@ -108,6 +112,18 @@ class Trainer {
     // ABORTED, for the caller to go on from there on the planned placement.
     std::string fallback_reason;
     std::function<bool()> devices_returned;
+    // The switch frontier's (benchmarks/switch_frontier): when set, an HpT
+    // job never switches; from the third window on, each window's end
+    // starts a fresh LoRA trial copy that trains over the next window, and
+    // every full-phase step's losses and each window's weight distance go
+    // here, for PhaseController's ReplaySwitch to decide any rule's switch.
+    std::function<void(const ControllerSample&)> on_controller_sample;
+    // With `resume`: switch to the LoRA phase before the first step (a
+    // switch forced at the checkpoint's step).
+    bool switch_on_resume = false;
+    // False: the test split is evaluated after the last epoch only (runs
+    // that read only the final quality; evaluation changes no training).
+    bool evaluate_every_epoch = true;
   };
 
   // `spec` is normalised; `workers` has spec.placement.gpu_workers entries.
@@ -155,6 +171,10 @@ class Trainer {
   // the weight check, and the trial or switch it decides on.
   absl::Status ControlPhase(const std::vector<int64_t>& indices, int64_t step,
                             double learning_rate, double loss, bool* switched);
+  // ControlPhase for Options::on_controller_sample: records, never switches.
+  absl::Status SampleControllerInputs(int64_t step, double loss, double trial_loss);
+  // The switch Options::switch_on_resume asks for, at `step`.
+  absl::Status SwitchNow(int64_t step);
   // Progress after a step of `samples` samples with `loss`.
   void FinishStep(int64_t step, int64_t samples, double loss);
   // `epoch` (1-based) names the evaluation in the test predictions kept.

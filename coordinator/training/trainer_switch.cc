@@ -16,6 +16,24 @@
 
 namespace hpt {
 
+PhaseControllerOptions PhaseControllerOptionsOf(const HptSpec& h, int64_t total_steps) {
+  PhaseControllerOptions o;
+  o.check_window_steps = h.check_window_steps();
+  o.loss_threshold = h.loss_threshold();
+  o.weight_threshold = h.weight_threshold();
+  o.alpha = h.alpha();
+  o.trial_on_rising_loss = h.trial_on_rising_loss();
+  const std::string& rule = h.switch_rule();
+  if (rule == "consecutive") o.checks_in_a_row = h.consecutive_checks();
+  if (rule == "trend") o.rule = SwitchRule::kTrend;
+  if (rule == "plateau") o.rule = SwitchRule::kPlateau;
+  if (h.trend_windows() > 0) o.trend_windows = h.trend_windows();
+  if (h.trend_gain() > 0) o.trend_gain = h.trend_gain();
+  if (h.plateau_z() > 0) o.plateau_z = h.plateau_z();
+  o.total_steps = total_steps;
+  return o;
+}
+
 absl::StatusOr<double> Trainer::WeightDistance() {
   const std::string layer =
       absl::StrCat("layers.", spec_.hpt().weight_layer(), ".self_attn.");
@@ -137,6 +155,7 @@ absl::Status Trainer::ControlPhase(const std::vector<int64_t>& indices, int64_t 
     ++cursor_.trial_updates;
   }
   ledger_.set_chain(Chain::kNone);
+  if (options_.on_controller_sample) return SampleControllerInputs(step, loss, trial_loss);
   double distance = 0;
   if (controller_->NeedsWeightDistance(step)) {
     ASSIGN_OR_RETURN(distance, WeightDistance());
@@ -155,6 +174,37 @@ absl::Status Trainer::ControlPhase(const std::vector<int64_t>& indices, int64_t 
   } else if (controller_->phase() == TrainingPhase::kFull) {
     state_.hpt.set_phase("full");
   }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::SampleControllerInputs(int64_t step, double loss, double trial_loss) {
+  const int64_t k = std::max<int64_t>(1, spec_.hpt().check_window_steps());
+  ControllerSample sample{step, loss, trial_loss, 0};
+  if ((step + 1) % k == 0) {
+    ASSIGN_OR_RETURN(sample.weight_distance, WeightDistance());
+    // The first check closes the third window: a trial can start there.
+    if (step + 1 >= 3 * k) {
+      ledger_.set_chain(Chain::kTrial);
+      if (cursor_.trial_active) workers_[0]->Release(gpu_.trial_job()).IgnoreError();
+      RETURN_IF_ERROR(StartTrial());
+      ledger_.set_chain(Chain::kNone);
+      state_.hpt.set_phase("full");
+    }
+  }
+  options_.on_controller_sample(sample);
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::SwitchNow(int64_t step) {
+  ledger_.set_chain(Chain::kSwitch);
+  RETURN_IF_ERROR(Switch());
+  ledger_.set_chain(Chain::kNone);
+  state_.hpt.set_switch_step(step);
+  ControllerEvent forced;
+  forced.kind = ControllerEvent::Kind::kSwitch;
+  forced.step = step - 1;
+  forced.reason = "switch forced at this step (a point of the switch frontier)";
+  *state_.hpt.add_events() = ToPhaseEvent(forced, absl::ToUnixMillis(options_.now()));
   return absl::OkStatus();
 }
 

@@ -1,0 +1,83 @@
+#include "cost/switch_diagnosis.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace hpt {
+namespace {
+
+// One test over the checks: failures and the closest check.
+struct TestTally {
+  int failed = 0;
+  const PhaseEvent* closest = nullptr;
+  double margin = 0;
+  bool read = false;  // the rule reads this test
+};
+
+void Tally(const PhaseEvent& e, bool passed, double margin, TestTally* t) {
+  if (!passed) ++t->failed;
+  if (t->closest == nullptr || margin < t->margin) {
+    t->closest = &e;
+    t->margin = margin;
+  }
+}
+
+std::string TestLine(const std::string& name, const TestTally& t, int checks,
+                     const std::string& detail) {
+  return absl::StrFormat("  %s failed %d of %d checks; closest at step %d: %.3g of its bound "
+                         "(%s)",
+                         name, t.failed, checks, t.closest->iteration(), t.margin, detail);
+}
+
+}  // namespace
+
+std::vector<std::string> ClosestApproach(const Job& job) {
+  std::vector<std::string> out;
+  const HptStatus& h = job.hpt();
+  const int64_t total_steps = job.progress().total_steps();
+  const bool finished =
+      job.state() == SUCCEEDED || job.state() == FAILED || job.state() == CANCELLED;
+  if (job.spec().hpt().mode() == "full" || h.switch_step() >= 0 || h.check_window_steps() <= 0) {
+    return out;
+  }
+  TestTally loss, weights;
+  int checks = 0, both = 0, rising = 0, trials = 0, significant = 0;
+  for (const PhaseEvent& e : h.events()) {
+    if (e.kind() == PhaseEvent::TRIAL_END) {
+      ++trials;
+      if (e.significant()) ++significant;
+    }
+    if (e.kind() != PhaseEvent::CHECK) continue;
+    ++checks;
+    Tally(e, e.loss_passed(), e.loss_margin(), &loss);
+    // Rules that read the loss alone pass the weight test with margin 0.
+    if (!(e.weight_passed() && e.weight_margin() == 0)) weights.read = true;
+    Tally(e, e.weight_passed(), e.weight_margin(), &weights);
+    if (e.loss_passed() && e.weight_passed()) ++both;
+    if (e.reason() == "loss rising: not a convergence") ++rising;
+  }
+  const int64_t windows = total_steps / h.check_window_steps();
+  const std::string lead = finished ? "never switched" : "no switch yet";
+  if (checks == 0) {
+    out.push_back(absl::StrFormat(
+        "%s: no check ran; the run has %d windows of %d steps and the first check closes the "
+        "third (a shorter hpt.check_window_samples gives more)",
+        lead, windows, h.check_window_steps()));
+    return out;
+  }
+  out.push_back(absl::StrFormat("%s: %d checks over %d windows of %d steps", lead, checks,
+                                windows, h.check_window_steps()));
+  out.push_back(TestLine("loss test  ", loss, checks, loss.closest->loss_detail()));
+  if (weights.read) {
+    out.push_back(TestLine("weight test", weights, checks, weights.closest->weight_detail()));
+  }
+  std::string passed = absl::StrFormat("  both passed at %d checks", both);
+  if (rising > 0) absl::StrAppend(&passed, absl::StrFormat(" (%d of them on a rising loss, "
+                                                          "no trial)", rising));
+  absl::StrAppend(&passed, absl::StrFormat("; %d trials, %d of them with LoRA's loss "
+                                           "significantly different", trials, significant));
+  out.push_back(passed);
+  return out;
+}
+
+}  // namespace hpt

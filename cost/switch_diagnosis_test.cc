@@ -1,0 +1,81 @@
+#include "cost/switch_diagnosis.h"
+
+#include "gtest/gtest.h"
+
+namespace hpt {
+namespace {
+
+PhaseEvent Check(int64_t step, bool loss, double loss_margin, bool weights, double weight_margin,
+                 const std::string& loss_detail, const std::string& weight_detail = "") {
+  PhaseEvent e;
+  e.set_kind(PhaseEvent::CHECK);
+  e.set_iteration(step);
+  e.set_loss_passed(loss);
+  e.set_loss_margin(loss_margin);
+  e.set_weight_passed(weights);
+  e.set_weight_margin(weight_margin);
+  e.set_loss_detail(loss_detail);
+  e.set_weight_detail(weight_detail);
+  return e;
+}
+
+Job NeverSwitched() {
+  Job job;
+  job.set_state(SUCCEEDED);
+  job.mutable_progress()->set_total_steps(1000);
+  HptStatus& h = *job.mutable_hpt();
+  h.set_switch_step(-1);
+  h.set_check_window_steps(100);
+  *h.add_events() = Check(299, false, 1.8, false, 3.0, "loss: first drop 18 % (bound 10 %)",
+                          "weights: first drop 3 % (bound 1 %)");
+  *h.add_events() = Check(399, false, 1.04, false, 2.5, "loss: second drop 10.4 % (bound 10 %)",
+                          "weights: first drop 2.5 % (bound 1 %)");
+  *h.add_events() = Check(499, true, 0.7, false, 1.2, "loss: first drop 7 % (bound 10 %)",
+                          "weights: first drop 1.2 % (bound 1 %)");
+  return job;
+}
+
+TEST(SwitchDiagnosisTest, SaysHowOftenEachTestFailedAndWhereItCameClosest) {
+  const std::vector<std::string> lines = ClosestApproach(NeverSwitched());
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0], "never switched: 3 checks over 10 windows of 100 steps");
+  EXPECT_EQ(lines[1],
+            "  loss test   failed 2 of 3 checks; closest at step 499: 0.7 of its bound "
+            "(loss: first drop 7 % (bound 10 %))");
+  EXPECT_EQ(lines[2],
+            "  weight test failed 3 of 3 checks; closest at step 499: 1.2 of its bound "
+            "(weights: first drop 1.2 % (bound 1 %))");
+  EXPECT_EQ(lines[3], "  both passed at 0 checks; 0 trials, 0 of them with LoRA's loss "
+                      "significantly different");
+}
+
+TEST(SwitchDiagnosisTest, LossOnlyRulesShowNoWeightLineAndRunningJobsSayYet) {
+  Job job = NeverSwitched();
+  job.set_state(RUNNING);
+  HptStatus& h = *job.mutable_hpt();
+  h.clear_events();
+  *h.add_events() = Check(299, false, 2.0, true, 0, "plateau: ...");
+  const std::vector<std::string> lines = ClosestApproach(job);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0], "no switch yet: 1 checks over 10 windows of 100 steps");
+  EXPECT_NE(lines[1].find("loss test   failed 1 of 1"), std::string::npos);
+}
+
+TEST(SwitchDiagnosisTest, NoCheckAndSwitchedJobs) {
+  Job job = NeverSwitched();
+  job.mutable_hpt()->clear_events();
+  job.mutable_progress()->set_total_steps(250);
+  const std::vector<std::string> lines = ClosestApproach(job);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0], "never switched: no check ran; the run has 2 windows of 100 steps and the "
+                      "first check closes the third (a shorter hpt.check_window_samples gives "
+                      "more)");
+  job.mutable_hpt()->set_switch_step(120);
+  EXPECT_TRUE(ClosestApproach(job).empty());
+  Job full = NeverSwitched();
+  full.mutable_spec()->mutable_hpt()->set_mode("full");
+  EXPECT_TRUE(ClosestApproach(full).empty());
+}
+
+}  // namespace
+}  // namespace hpt
