@@ -215,6 +215,54 @@ std::string ChooseDefault(const std::vector<App>& apps, const std::vector<std::s
   return best;
 }
 
+void PrintRuleAtPaperLength(const std::vector<App>& apps, size_t rule_index) {
+  const std::vector<GpuBaseline> all = AllGpuBaselines();
+  std::string rule;
+  for (const App& app : apps) {
+    for (const SeedRun& s : app.seeds) {
+      if (rule_index < s.rules.size()) rule = s.rules[rule_index].rule;
+    }
+  }
+  std::printf("\nRule %s in paper_table's terms (RMSE: LoRA phase on the GPU worker; time / "
+              "energy: GPU-only over HpT, projected to the paper's epochs at its size and "
+              "batch 1, means over the seeds)\n%-8s %-40s %-16s %-8s",
+              rule.c_str(), "app", "switch step", "RMSE/full", "p worse");
+  for (GpuBaseline b : all) std::printf(" %-15s", GpuBaselineName(b).c_str());
+  std::printf(" least saving\n");
+  for (const App& app : apps) {
+    if (!app.error.empty()) continue;
+    std::vector<int64_t> steps;
+    std::vector<double> ratio, rmse, full;
+    std::vector<std::vector<double>> time(all.size()), energy(all.size());
+    for (const SeedRun& s : app.seeds) {
+      if (!s.error.empty() || rule_index >= s.rules.size()) continue;
+      const RuleRun& r = s.rules[rule_index];
+      const int64_t at = r.step >= 0 && r.step < s.total_steps ? r.step : -1;
+      steps.push_back(at);
+      ratio.push_back(r.rmse / s.rmse_full);
+      rmse.push_back(r.rmse);
+      full.push_back(s.rmse_full);
+      for (size_t b = 0; b < all.size() && b < app.costs.size(); ++b) {
+        time[b].push_back(ProjectedRatio(app.costs[b], app.paper_length, false, at, r.trials));
+        energy[b].push_back(ProjectedRatio(app.costs[b], app.paper_length, true, at, r.trials));
+      }
+    }
+    const Spread q = Summarize(ratio);
+    std::printf("%-8s %-40s %-16s %-8s", app.name.c_str(),
+                FormatSwitches(SummarizeSwitches(steps)).c_str(),
+                absl::StrFormat("%.3f +- %.3f", q.mean, q.sd).c_str(),
+                absl::StrFormat("%.2g", PairedGreaterTest(rmse, full).p_one_sided).c_str());
+    size_t least = 0;
+    for (size_t b = 0; b < all.size(); ++b) {
+      const double t = Summarize(time[b]).mean, e = Summarize(energy[b]).mean;
+      std::printf(" %-15s", absl::StrFormat("%.2fx / %.2fx", t, e).c_str());
+      if (t < Summarize(time[least]).mean) least = b;
+    }
+    std::printf(" %s, %.2fx\n", GpuBaselineName(all[least]).c_str(),
+                Summarize(time[least]).mean);
+  }
+}
+
 void PrintFrontier(const std::vector<App>& apps, const std::vector<std::string>& rules) {
   for (const App& app : apps) {
     if (!app.error.empty()) {
@@ -232,9 +280,10 @@ void PrintFrontier(const std::vector<App>& apps, const std::vector<std::string>&
   }
   std::printf("\nRules against the knee (distance: |switch - knee| over the run, a seed that "
               "never switched counted at the run's end; RMSE / full-parameter; time lost: "
-              "HpT's extra time over switching at the knee, where the rule is later; quality "
-              "lost: RMSE over the knee's, where it is earlier; time: GPU-only / HpT projected, "
-              "against paper | the fastest)\n");
+              "HpT's extra time over switching at the knee against the paper's baseline, median "
+              "over the seeds where the rule is later (negative: later is faster); quality "
+              "lost: RMSE over the knee's, median where it is earlier; time: GPU-only / HpT "
+              "projected, against paper | the fastest)\n");
   std::printf("%-8s %-12s %-9s %-18s %-10s %-16s %-10s %-10s %s\n", "app", "rule", "switched",
               "distance med/worst", "steps med", "RMSE ratio mean/max", "time lost",
               "qual lost", "time paper | fastest");

@@ -48,6 +48,12 @@ std::string ChooseDefault(const std::vector<App>& apps, const std::vector<std::s
 // The printed report.
 void PrintFrontier(const std::vector<App>& apps, const std::vector<std::string>& rules);
 
+// Rule `rule_index` in paper_table's terms: its switch over the seeds, its
+// RMSE against full-parameter training's (LoRA on the GPU worker) with a
+// paired test of "worse", and time and energy against every GPU baseline
+// projected to the paper's epochs at its model size and batch 1.
+void PrintRuleAtPaperLength(const std::vector<App>& apps, size_t rule_index);
+
 // frontier.tsv, frontier-<app>.svg (marking `plot_rule`) and index.html
 // under `dir`.
 void WriteFrontierFiles(const std::vector<App>& apps, const std::vector<std::string>& rules,

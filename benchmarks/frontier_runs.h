@@ -44,7 +44,9 @@ struct SeedRun {
 struct App {
   std::string name;
   JobSpec spec;  // the small model's, LoRA on the GPU worker
-  PaperLength length;
+  // The frontier's projection: these runs' epochs at the paper's size and
+  // batch 1. `paper_length`: the paper's epochs (paper_table's).
+  PaperLength length, paper_length;
   std::vector<JobCosts> costs;  // per GPU baseline, AllGpuBaselines' order
   size_t fastest = 0;           // the baseline with the shortest GPU-only step
   std::vector<SeedRun> seeds;

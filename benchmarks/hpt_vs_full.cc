@@ -33,6 +33,7 @@
 #include "common/process_setup.h"
 #include "common/status_macros.h"
 #include "coordinator/spec/job_spec.h"
+#include "cost/switch_diagnosis.h"
 #include "models/model_config.h"
 
 ABSL_FLAG(std::string, dataset, "wind", "wind, weather, covid or swe.");
@@ -76,6 +77,7 @@ struct SeedResult {
   double time_ratio = 0, energy_ratio = 0;  // the devices run's, vs GPU-only
   double wall_s = 0;
   bool no_lora_steps = false;  // switched at the last step
+  std::vector<std::string> closest;  // a run that never switched: how close it came
 };
 
 absl::StatusOr<JobSpec> BaseSpec(const std::string& dataset, const std::string& dir) {
@@ -126,6 +128,7 @@ absl::StatusOr<SeedResult> RunSeed(JobSpec spec, uint64_t seed, const DeviceNois
   const BenchRun& hpt = pair.switched && devices ? pair.devices : pair.gpu;
   r.no_lora_steps = pair.no_lora_steps;
   r.rmse_devices = pair.switched && devices ? hpt.job.test_metrics().rmse() : r.rmse_gpu;
+  r.closest = ClosestApproach(pair.gpu.job);
   r.time_ratio = hpt.job.hpt().comparison().time_ratio();
   r.energy_ratio = hpt.job.hpt().comparison().energy_ratio();
   return r;
@@ -205,6 +208,7 @@ int Main() {
                 r->rmse_full > 0 ? r->rmse_devices / r->rmse_full : 0, r->time_ratio,
                 r->energy_ratio, r->wall_s,
                 r->no_lora_steps ? "  (switch at the last step: no LoRA step)" : "");
+    for (const std::string& line : r->closest) std::printf("    %s\n", line.c_str());
     std::fflush(stdout);
     results.push_back(*r);
   }

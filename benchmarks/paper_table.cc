@@ -28,6 +28,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -140,7 +141,9 @@ std::string QualityOfSeed(const std::string& dir, const std::string& task) {
       hpt->switched ? hpt->devices.job.test_metrics().rmse() : hpt->gpu.job.test_metrics().rmse(),
       hpt->no_lora_steps ? 1 : 0);
   // A seed that never switched says how close each test came.
-  for (const std::string& line : ClosestApproach(hpt->gpu.job)) absl::StrAppend(&out, "closest ", line, "\n");
+  for (const std::string& line : ClosestApproach(hpt->gpu.job)) {
+    absl::StrAppend(&out, "closest ", line, "\n");
+  }
   return out;
 }
 
@@ -149,21 +152,26 @@ std::string QualityOfSeed(const std::string& dir, const std::string& task) {
 void MeasureQuality(const std::string& dir, std::vector<Row>& rows) {
   std::vector<std::string> tasks;
   for (const Row& r : rows) {
-    for (int i = 0; i < absl::GetFlag(FLAGS_seeds); ++i) tasks.push_back(absl::StrCat(r.app, ":", 42 + i));
+    for (int i = 0; i < absl::GetFlag(FLAGS_seeds); ++i) {
+      tasks.push_back(absl::StrCat(r.app, ":", 42 + i));
+    }
   }
   std::vector<std::string> results(tasks.size());
-  RunChildTasks(tasks, absl::GetFlag(FLAGS_parallel), "/tmp/paper_table." + std::to_string(getpid()),
+  const std::string scratch = "/tmp/paper_table." + std::to_string(getpid());
+  RunChildTasks(tasks, absl::GetFlag(FLAGS_parallel), scratch,
                 [&](size_t i, const std::string& text) {
                   results[i] = text;
                   std::fprintf(stderr, "  %s done\n", tasks[i].c_str());
                 });
+  std::filesystem::remove_all(scratch);
   size_t t = 0;
   for (Row& row : rows) {
     for (int i = 0; i < absl::GetFlag(FLAGS_seeds); ++i, ++t) {
       std::map<std::string, std::string> v;
       std::vector<std::string> closest;
       for (absl::string_view line : absl::StrSplit(results[t], '\n', absl::SkipEmpty())) {
-        const std::pair<std::string, std::string> kv = absl::StrSplit(line, absl::MaxSplits(' ', 1));
+        const std::pair<std::string, std::string> kv =
+            absl::StrSplit(line, absl::MaxSplits(' ', 1));
         if (kv.first == "closest") {
           closest.push_back(kv.second);
         } else {

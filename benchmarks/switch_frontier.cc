@@ -33,6 +33,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,9 @@ ABSL_FLAG(int, cost_steps, 20, "Steps of each application's paper-size cost run.
 ABSL_FLAG(bool, devices_point, true,
           "Run the first seed's knee again with the LoRA phase on the devices.");
 ABSL_FLAG(std::string, out_dir, "frontier", "Where the TSV, the SVGs and index.html go.");
+ABSL_FLAG(bool, from_seeds, false,
+          "Train nothing but the paper-size cost runs: read each seed from --out_dir/seeds "
+          "(a finished run's) and print and write everything again.");
 ABSL_FLAG(bool, replot, false,
           "Measure nothing: draw the plots again from --out_dir's frontier.tsv (the rule "
           "marked: --plot_rule, default paper).");
@@ -150,7 +154,9 @@ absl::StatusOr<std::vector<RuleRun>> ReplayRules(const JobSpec& spec, const Full
     for (const ControllerEvent& e : events) {
       if (e.kind == ControllerEvent::Kind::kTrialEnd) ++run.trials;
       if (e.kind != ControllerEvent::Kind::kCheck) continue;
-      if (run.closest_loss < 0 || e.loss_margin < run.closest_loss) run.closest_loss = e.loss_margin;
+      if (run.closest_loss < 0 || e.loss_margin < run.closest_loss) {
+        run.closest_loss = e.loss_margin;
+      }
       if (run.closest_weight < 0 || e.weight_margin < run.closest_weight) {
         run.closest_weight = e.weight_margin;
       }
@@ -203,7 +209,15 @@ absl::Status MeasureSeed(const App& app, uint64_t seed, bool devices_point, Seed
   return absl::OkStatus();
 }
 
-absl::StatusOr<JobSpec> SmallSpec(const std::string& app, const std::string& dir);
+// The small model's job for `app`, its LoRA phase on the GPU worker.
+absl::StatusOr<JobSpec> SmallSpec(const std::string& app, const std::string& dir) {
+  ASSIGN_OR_RETURN(JobSpec spec, SmallModelSpec(app, dir, absl::GetFlag(FLAGS_layers),
+                                                absl::GetFlag(FLAGS_d_model),
+                                                absl::GetFlag(FLAGS_batch),
+                                                absl::GetFlag(FLAGS_epochs)));
+  spec.mutable_hpt()->set_placement("gpu");
+  return spec;
+}
 
 // Every (application, seed), --parallel child processes at a time.
 void MeasureAll(std::vector<App>& apps, const std::string& scratch) {
@@ -235,6 +249,27 @@ void MeasureAll(std::vector<App>& apps, const std::string& scratch) {
                 });
 }
 
+// The seeds a finished run left in `scratch`, read instead of measured.
+void ReadSeeds(std::vector<App>& apps, const std::string& scratch) {
+  for (App& app : apps) {
+    app.seeds.resize(size_t(absl::GetFlag(FLAGS_seeds)));
+    for (size_t i = 0; i < app.seeds.size(); ++i) {
+      // Named for the child's task (APP-SEED-DEVICES), or APP-SEED.
+      std::string file = absl::StrCat(scratch, "/", app.name, "-", 42 + i, "-",
+                                      absl::GetFlag(FLAGS_devices_point) && i == 0, ".txt");
+      if (!std::filesystem::exists(file)) {
+        file = absl::StrCat(scratch, "/", app.name, "-", 42 + i, ".txt");
+      }
+      std::ifstream in(file);
+      std::stringstream text;
+      text << in.rdbuf();
+      if (absl::Status st = ParseSeedRun(text.str(), &app.seeds[i]); !st.ok()) {
+        app.seeds[i].error = absl::StrCat(file, ": ", st.message());
+      }
+    }
+  }
+}
+
 // The child's side: one seed, its result to --task_out.
 int RunTask(const std::string& dir) {
   const std::vector<std::string> task = absl::StrSplit(ChildTask(), ':');
@@ -256,20 +291,12 @@ int RunTask(const std::string& dir) {
   return WriteChildResult(FormatSeedRun(s));
 }
 
-absl::StatusOr<JobSpec> SmallSpec(const std::string& app, const std::string& dir) {
-  ASSIGN_OR_RETURN(JobSpec spec, SmallModelSpec(app, dir, absl::GetFlag(FLAGS_layers),
-                                                absl::GetFlag(FLAGS_d_model),
-                                                absl::GetFlag(FLAGS_batch),
-                                                absl::GetFlag(FLAGS_epochs)));
-  spec.mutable_hpt()->set_placement("gpu");
-  return spec;
-}
-
 absl::Status PrepareApp(const std::string& dir, App* app) {
   ASSIGN_OR_RETURN(app->spec, SmallSpec(app->name, dir));
-  ASSIGN_OR_RETURN(app->length, PaperLengthOf(app->spec));
+  ASSIGN_OR_RETURN(app->paper_length, PaperLengthOf(app->spec));
   // The run this frontier trained, not the paper's epochs: a switch at
   // step s keeps s / total of it in the full phase, and the end is "never".
+  app->length = app->paper_length;
   app->length.epochs = app->spec.training().epochs();
   ASSIGN_OR_RETURN(std::shared_ptr<const WorkRecord> record,
                    PaperSizeCostRecord(app->name, dir, absl::GetFlag(FLAGS_cost_steps)));
@@ -315,8 +342,11 @@ int Main() {
   std::fprintf(stderr, "== the frontiers: %d seeds of %zu applications, %d at a time\n",
                absl::GetFlag(FLAGS_seeds), apps.size(), absl::GetFlag(FLAGS_parallel));
   const std::string scratch = out_dir + "/seeds";
-  std::filesystem::create_directories(scratch);
-  MeasureAll(apps, scratch);
+  if (absl::GetFlag(FLAGS_from_seeds)) {
+    ReadSeeds(apps, scratch);
+  } else {
+    MeasureAll(apps, scratch);
+  }
   const std::vector<std::string> rules = Rules();
   PrintFrontier(apps, rules);
   std::string why;
@@ -325,6 +355,9 @@ int Main() {
               "%s\n%s",
               chosen.empty() ? "none qualifies, so the paper's rule stays" : chosen.c_str(),
               why.c_str());
+  const std::string adopted = chosen.empty() ? "paper" : chosen;
+  const auto at = std::find(rules.begin(), rules.end(), adopted) - rules.begin();
+  if (size_t(at) < rules.size()) PrintRuleAtPaperLength(apps, size_t(at));
   const std::string plot_rule = !absl::GetFlag(FLAGS_plot_rule).empty()
                                     ? absl::GetFlag(FLAGS_plot_rule)
                                     : (chosen.empty() ? "paper" : chosen);

@@ -61,6 +61,22 @@ TEST(SwitchDiagnosisTest, LossOnlyRulesShowNoWeightLineAndRunningJobsSayYet) {
   EXPECT_NE(lines[1].find("loss test   failed 1 of 1"), std::string::npos);
 }
 
+TEST(SwitchDiagnosisTest, CountsTrialsAndWhichWayLoraDiffered) {
+  Job job = NeverSwitched();
+  HptStatus& h = *job.mutable_hpt();
+  for (double lora : {0.4, 0.6, 0.45}) {
+    PhaseEvent& t = *h.add_events();
+    t.set_kind(PhaseEvent::TRIAL_END);
+    t.set_mean_full(0.5);
+    t.set_mean_lora(lora);
+    t.set_significant(lora != 0.45);
+  }
+  const std::vector<std::string> lines = ClosestApproach(job);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[3], "  both passed at 0 checks; 3 trials, 2 of them with LoRA's loss "
+                      "significantly different (1 lower)");
+}
+
 TEST(SwitchDiagnosisTest, NoCheckAndSwitchedJobs) {
   Job job = NeverSwitched();
   job.mutable_hpt()->clear_events();

@@ -55,7 +55,9 @@ std::string EventLine(const PhaseEvent& e) {
           e.loss_passed() ? "pass" : "fail", e.weight_passed() ? "pass" : "fail");
       if (!e.reason().empty()) absl::StrAppend(&line, "  (", e.reason(), ")");
       // What decided each failed test.
-      if (!e.loss_passed() && !e.loss_detail().empty()) absl::StrAppend(&line, "; ", e.loss_detail());
+      if (!e.loss_passed() && !e.loss_detail().empty()) {
+        absl::StrAppend(&line, "; ", e.loss_detail());
+      }
       if (!e.weight_passed() && !e.weight_detail().empty()) {
         absl::StrAppend(&line, "; ", e.weight_detail());
       }

@@ -126,7 +126,9 @@ ControllerEvent PhaseController::Check(int64_t step) const {
   check.weight_detail = weights.detail;
   if (!check.loss_passed || !check.weight_passed) {
     check.reason = !check.loss_passed ? "loss still falling fast" : "weights still moving";
-    if (!check.loss_passed && !check.weight_passed) check.reason = "loss and weights still changing";
+    if (!check.loss_passed && !check.weight_passed) {
+      check.reason = "loss and weights still changing";
+    }
   }
   return check;
 }
