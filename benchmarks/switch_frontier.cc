@@ -368,11 +368,15 @@ int Main() {
               "SmallModelEpochs; time: these runs' epochs at batch 1 at the paper's model "
               "size; grid every %g %% of the run (at least a window), knee within %g %% of the "
               "best point; LoRA phase on the GPU worker (fp32); seeds 42-%d. Files: %s. "
-              "Measured in %.1f min of wall time.\n",
+              "%s %.1f min of wall time.\n",
               absl::GetFlag(FLAGS_layers), absl::GetFlag(FLAGS_d_model),
               absl::GetFlag(FLAGS_batch), absl::GetFlag(FLAGS_batch),
               absl::GetFlag(FLAGS_grid_percent), absl::GetFlag(FLAGS_knee_tolerance) * 100,
-              41 + absl::GetFlag(FLAGS_seeds), out_dir.c_str(), wall_min);
+              41 + absl::GetFlag(FLAGS_seeds), out_dir.c_str(),
+              absl::GetFlag(FLAGS_from_seeds) ? "Read from the seeds' files (their own run's "
+                                                "time is above each seed) in"
+                                              : "Measured in",
+              wall_min);
   return 0;
 }
 

@@ -31,12 +31,15 @@ std::string TestLine(const std::string& name, const TestTally& t, int checks,
 
 }  // namespace
 
+bool JobEnded(const Job& job) {
+  return job.state() == SUCCEEDED || job.state() == FAILED || job.state() == CANCELLED;
+}
+
 std::vector<std::string> ClosestApproach(const Job& job) {
   std::vector<std::string> out;
   const HptStatus& h = job.hpt();
   const int64_t total_steps = job.progress().total_steps();
-  const bool finished =
-      job.state() == SUCCEEDED || job.state() == FAILED || job.state() == CANCELLED;
+  const bool finished = JobEnded(job);
   if (job.spec().hpt().mode() == "full" || h.switch_step() >= 0 || h.check_window_steps() <= 0) {
     return out;
   }

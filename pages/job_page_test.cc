@@ -1,5 +1,8 @@
 #include "pages/job_page.h"
 
+#include <cstdlib>
+#include <fstream>
+
 #include "gtest/gtest.h"
 #include "pages/svg.h"
 
@@ -87,6 +90,50 @@ TEST(JobPageTest, ManyChecksBecomeTwoPathsAndTheTableItsLastRows) {
   EXPECT_NE(html.find("the last 300 of 5000"), std::string::npos);
   EXPECT_EQ(Count(html, "<tr><td>"), 300u);
   EXPECT_LT(html.size(), 400000u);
+}
+
+TEST(JobPageTest, ANeverSwitchedJobSaysHowCloseEachTestCame) {
+  JobPageInput in;
+  in.job = SmallJob();
+  in.job.set_state(SUCCEEDED);
+  in.job.mutable_progress()->set_total_steps(4334);
+  HptStatus& h = *in.job.mutable_hpt();
+  h.set_switch_step(-1);
+  h.set_phase("full");
+  h.set_check_window_steps(250);
+  PhaseEvent& e = *h.add_events();
+  e.set_kind(PhaseEvent::CHECK);
+  e.set_iteration(749);
+  e.set_loss_passed(true);
+  e.set_loss_margin(0.28);
+  e.set_loss_detail("loss: first drop 2.8 % (bound 10 %)");
+  e.set_weight_margin(8.7);
+  e.set_weight_detail("weights: first drop 8.7 % (bound 1 %)");
+  e.set_reason("weights still moving");
+  in.history.add_first_step(0);
+  in.history.add_loss_mean(1);
+  in.history.add_loss_min(1);
+  in.history.add_loss_max(1);
+  in.history.set_steps(4334);
+  in.history.set_bucket(1);
+  const std::string html = RenderJobContent(in);
+  EXPECT_NE(html.find("<pre class=\"note\" id=\"no-switch\">never switched: 1 checks over 17 "
+                      "windows of 250 steps\n  loss test   failed 0 of 1 checks; closest at step "
+                      "749: 0.28 of its bound (loss: first drop 2.8 % (bound 10 %))\n  weight "
+                      "test failed 1 of 1 checks; closest at step 749: 8.7 of its bound "
+                      "(weights: first drop 8.7 % (bound 1 %))\n"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<b>never</b>"), std::string::npos) << "the switch card";
+  // The checks table: each test's verdict with its margin, what decided it on hover.
+  EXPECT_NE(html.find("<td title=\"weights: first drop 8.7 % (bound 1 %)\">fail (8.7)</td>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<td title=\"loss: first drop 2.8 % (bound 10 %)\">pass (0.28)</td>"),
+            std::string::npos);
+  if (const char* dir = std::getenv("TEST_UNDECLARED_OUTPUTS_DIR")) {
+    std::ofstream(std::string(dir) + "/never-switched.html")
+        << RenderJobPage(in, PageOptions());
+  }
 }
 
 }  // namespace
