@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cost/text_report.h"
 
 namespace hpt {
 namespace {
@@ -31,15 +32,11 @@ std::string TestLine(const std::string& name, const TestTally& t, int checks,
 
 }  // namespace
 
-bool JobEnded(const Job& job) {
-  return job.state() == SUCCEEDED || job.state() == FAILED || job.state() == CANCELLED;
-}
-
 std::vector<std::string> ClosestApproach(const Job& job) {
   std::vector<std::string> out;
   const HptStatus& h = job.hpt();
   const int64_t total_steps = job.progress().total_steps();
-  const bool finished = JobEnded(job);
+  const bool finished = JobEnded(job.state());
   if (job.spec().hpt().mode() == "full" || h.switch_step() >= 0 || h.check_window_steps() <= 0) {
     return out;
   }

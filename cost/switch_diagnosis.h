@@ -17,8 +17,6 @@ namespace hpt {
 // not an HpT job.
 std::vector<std::string> ClosestApproach(const Job& job);
 
-// Succeeded, failed or cancelled: nothing more will run.
-bool JobEnded(const Job& job);
 
 }  // namespace hpt
 

@@ -13,6 +13,10 @@
 
 namespace hpt {
 
+bool JobEnded(JobState state) {
+  return state == SUCCEEDED || state == FAILED || state == CANCELLED;
+}
+
 std::string StateName(JobState state) {
   return absl::AsciiStrToLower(JobState_Name(state));
 }

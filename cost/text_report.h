@@ -14,6 +14,8 @@
 namespace hpt {
 
 std::string StateName(JobState state);       // "running"
+// Succeeded, failed or cancelled: nothing more will run.
+bool JobEnded(JobState state);
 std::string FormatDuration(double seconds);  // "1m05s"
 // A t-test's outcome in words ("no difference: switch"); empty when the
 // event is not a trial's end or its reason says instead ("inconclusive:

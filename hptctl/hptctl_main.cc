@@ -30,6 +30,7 @@
 #include "common/net.h"
 #include "common/tensor_codec.h"
 #include "common/tls_flags.h"
+#include "cost/text_report.h"
 #include "google/protobuf/util/json_util.h"
 #include "hptctl/command_line.h"
 #include "hptctl/cost_commands.h"
@@ -102,7 +103,7 @@ int Watch(JobService::Stub& stub, const std::string& job_id) {
     if (tty) {
       std::cout << "\r" << FormatProgress(job, 30) << "\x1b[K" << std::flush;
     } else if (job.progress().epoch() != last_printed_epoch ||
-               (job.state() == SUCCEEDED || job.state() == FAILED || job.state() == CANCELLED)) {
+               JobEnded(job.state())) {
       // Logs get one line per epoch, not one per step.
       last_printed_epoch = job.progress().epoch();
       std::cout << FormatProgress(job, 30) << std::endl;

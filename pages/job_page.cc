@@ -88,7 +88,7 @@ std::string Header(const Job& job) {
   absl::StrAppend(&out, QualityCards(job));
   absl::StrAppend(&out, "<h3 class=\"cards-title\">The switch, and what HpT saves on hardware (simulated)</h3><div class=\"cards\">");
   absl::StrAppend(&out, Card(h.switch_step() >= 0 ? absl::StrCat("step ", h.switch_step())
-                                                  : (JobEnded(job) ? "never" : "not yet"),
+                                                  : (JobEnded(job.state()) ? "never" : "not yet"),
                              "switch to LoRA"));
   if (c.hpt_time_s() > 0) {
     absl::StrAppend(&out, Card(Num(c.time_ratio(), 3) + "×", "time saved vs GPU-only (" + c.baseline() + ")"));

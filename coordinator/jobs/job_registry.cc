@@ -5,12 +5,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "cost/text_report.h"
 
 namespace hpt {
 
-bool JobRegistry::IsTerminal(JobState state) {
-  return state == SUCCEEDED || state == FAILED || state == CANCELLED;
-}
+bool JobRegistry::IsTerminal(JobState state) { return JobEnded(state); }
 
 absl::StatusOr<JobRegistry::Record*> JobRegistry::Find(const std::string& job_id) const {
   auto it = jobs_.find(job_id);
