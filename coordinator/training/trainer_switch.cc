@@ -67,7 +67,6 @@ absl::Status Trainer::StartTrial() {
   ledger_.Record(MakeFinishedTask(AddressOf(gpu), "gpu", "load", loaded.cost(), ChunkBytes(chunks)));
   cursor_.trial_active = true;
   cursor_.trial_updates = 0;
-  state_.hpt.set_phase("trial");
   return absl::OkStatus();
 }
 
@@ -166,6 +165,7 @@ absl::Status Trainer::ControlPhase(const std::vector<int64_t>& indices, int64_t 
       action == PhaseController::Action::kRestartTrial) {
     ledger_.set_chain(Chain::kTrial);
     RETURN_IF_ERROR(StartTrial());
+    state_.hpt.set_phase("trial");
   } else if (action == PhaseController::Action::kSwitch) {
     ledger_.set_chain(Chain::kSwitch);
     RETURN_IF_ERROR(Switch());
@@ -185,10 +185,8 @@ absl::Status Trainer::SampleControllerInputs(int64_t step, double loss, double t
     // The first check closes the third window: a trial can start there.
     if (step + 1 >= 3 * k) {
       ledger_.set_chain(Chain::kTrial);
-      if (cursor_.trial_active) workers_[0]->Release(gpu_.trial_job()).IgnoreError();
-      RETURN_IF_ERROR(StartTrial());
+      RETURN_IF_ERROR(StartTrial());  // a fresh copy in place of the last
       ledger_.set_chain(Chain::kNone);
-      state_.hpt.set_phase("full");
     }
   }
   options_.on_controller_sample(sample);
