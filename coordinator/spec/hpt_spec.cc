@@ -1,5 +1,6 @@
 #include "coordinator/spec/hpt_spec.h"
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -129,12 +130,12 @@ absl::Status NormalizeSwitchRule(HptSpec& h) {
                                 h.trend_windows()));
   }
   if (rule == "trend" && h.trend_gain() == 0) h.set_trend_gain(0.01);
-  if (h.trend_gain() < 0 || h.trend_gain() >= 1) {
+  if (!std::isfinite(h.trend_gain()) || h.trend_gain() < 0 || h.trend_gain() >= 1) {
     return Invalid("hpt.trend_gain",
                    absl::StrCat("must be a fraction of the loss in (0, 1), got ", h.trend_gain()));
   }
   if (rule == "plateau" && h.plateau_z() == 0) h.set_plateau_z(1.645);
-  if (h.plateau_z() < 0 || h.plateau_z() > 100) {
+  if (!std::isfinite(h.plateau_z()) || h.plateau_z() < 0 || h.plateau_z() > 100) {
     return Invalid("hpt.plateau_z",
                    absl::StrCat("must be in (0, 100] standard errors, got ", h.plateau_z()));
   }
