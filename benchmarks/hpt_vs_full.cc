@@ -54,7 +54,8 @@ ABSL_FLAG(int64_t, check_window_samples, 0,
 ABSL_FLAG(double, loss_threshold, 0, "Loss-test threshold (0: the paper's 0.1).");
 ABSL_FLAG(double, weight_threshold, 0, "Weight-test threshold (0: the paper's 0.01).");
 ABSL_FLAG(std::string, switch_rule, "",
-          "paper, consecutive, trend or plateau (empty: the service's default).");
+          "paper, consecutive, trend or plateau, with +margin for the margin trial test "
+          "(empty: the service's default).");
 ABSL_FLAG(int, consecutive_checks, 0, "Passing checks in a row under consecutive (0: 3).");
 ABSL_FLAG(std::string, placement, "paper",
           "The devices' LoRA-phase placement: paper or reram_full; none: skip that run.");
@@ -101,7 +102,7 @@ absl::StatusOr<JobSpec> BaseSpec(const std::string& dataset, const std::string& 
   h.set_check_window_samples(absl::GetFlag(FLAGS_check_window_samples));
   h.set_loss_threshold(absl::GetFlag(FLAGS_loss_threshold));
   h.set_weight_threshold(absl::GetFlag(FLAGS_weight_threshold));
-  h.set_switch_rule(absl::GetFlag(FLAGS_switch_rule));
+  SetRuleName(absl::GetFlag(FLAGS_switch_rule), h);
   h.set_consecutive_checks(absl::GetFlag(FLAGS_consecutive_checks));
   h.set_placement(absl::GetFlag(FLAGS_placement) == "none" ? "paper"
                                                            : absl::GetFlag(FLAGS_placement));
@@ -185,7 +186,7 @@ int Main() {
               dataset.c_str(), m.preset().c_str(), m.d_model(), m.num_layers(), m.num_heads(),
               t.epochs(), t.batch_size(), absl::GetFlag(FLAGS_seeds),
               static_cast<unsigned long long>(absl::GetFlag(FLAGS_seed)),
-              spec->hpt().switch_rule().c_str(), absl::GetFlag(FLAGS_placement).c_str(),
+              RuleName(spec->hpt()).c_str(), absl::GetFlag(FLAGS_placement).c_str(),
               noise.read_sigma, noise.program_sigma);
   std::printf("full phase: %s\nLoRA phase: %s\n", t.learning_rate_rule().c_str(),
               spec->hpt().lora_learning_rate_rule().c_str());

@@ -69,8 +69,8 @@ ABSL_FLAG(int, parallel, 2,
           "Seeds trained at once, each in a child process of this binary on one LibTorch "
           "thread (benchmarks/child_tasks.h).");
 ABSL_FLAG(std::string, switch_rule, "",
-          "The phase controller's rule: paper, consecutive, trend or plateau (empty: the "
-          "service's default).");
+          "The phase controller's rule: paper, consecutive, trend or plateau, with +margin "
+          "for the margin trial test (empty: the service's default).");
 ABSL_FLAG(double, reram_read_noise, 0,
           "ReRAM read noise sigma in conductance levels for the devices column (0: as "
           "DNN+NeuroSim V1.3's inference default, --vari 0; the read error at other settings: "
@@ -110,7 +110,7 @@ absl::StatusOr<JobSpec> SmallSpec(const std::string& dir, Row* row) {
                    SmallModelSpec(row->app, dir, absl::GetFlag(FLAGS_layers), d_model,
                                   absl::GetFlag(FLAGS_batch), absl::GetFlag(FLAGS_epochs)));
   row->epochs_small = small.training().epochs();
-  small.mutable_hpt()->set_switch_rule(absl::GetFlag(FLAGS_switch_rule));
+  SetRuleName(absl::GetFlag(FLAGS_switch_rule), *small.mutable_hpt());
   row->small = absl::StrFormat("%d x %d, %d heads, %d epochs", absl::GetFlag(FLAGS_layers),
                                d_model, small.model().num_heads(), row->epochs_small);
   return small;

@@ -65,7 +65,8 @@ ABSL_FLAG(double, grid_percent, 20,
           "the LoRA runs.");
 ABSL_FLAG(double, knee_tolerance, 0.01,
           "The knee: the earliest grid step whose RMSE is within this fraction of the best.");
-ABSL_FLAG(std::string, rules, "paper,consecutive,trend,plateau", "Switch rules to replay.");
+ABSL_FLAG(std::string, rules, "paper,consecutive,trend,plateau,plateau+margin,plateau+none",
+          "Switch rules to replay: hpt.switch_rule[+hpt.trial_test].");
 ABSL_FLAG(std::string, plot_rule, "", "The rule marked in the plots (empty: the default chosen).");
 ABSL_FLAG(int, parallel, 2,
           "(application, seed) runs at once, each a child process of this binary (LibTorch's "
@@ -144,7 +145,7 @@ absl::StatusOr<std::vector<RuleRun>> ReplayRules(const JobSpec& spec, const Full
   std::vector<RuleRun> out;
   for (const std::string& rule : Rules()) {
     JobSpec r = spec;
-    r.mutable_hpt()->set_switch_rule(rule);
+    SetRuleName(rule, *r.mutable_hpt());
     ASSIGN_OR_RETURN(JobSpec normal, NormalizeJobSpec(r));
     std::vector<ControllerEvent> events;
     RuleRun run;

@@ -42,11 +42,16 @@ std::vector<std::string> ClosestApproach(const Job& job) {
   }
   TestTally loss, weights;
   int checks = 0, both = 0, rising = 0, trials = 0, significant = 0, lora_lower = 0;
+  const PhaseEvent* closest_trial = nullptr;  // under the margin test
   for (const PhaseEvent& e : h.events()) {
     if (e.kind() == PhaseEvent::TRIAL_END) {
       ++trials;
       if (e.significant()) ++significant;
       if (e.significant() && e.mean_lora() < e.mean_full()) ++lora_lower;
+      if (!e.trial_detail().empty() &&
+          (closest_trial == nullptr || e.trial_margin() < closest_trial->trial_margin())) {
+        closest_trial = &e;
+      }
     }
     if (e.kind() != PhaseEvent::CHECK) continue;
     ++checks;
@@ -75,6 +80,16 @@ std::vector<std::string> ClosestApproach(const Job& job) {
   std::string passed = absl::StrFormat("  both passed at %d checks", both);
   if (rising > 0) absl::StrAppend(&passed, absl::StrFormat(" (%d of them on a rising loss, "
                                                           "no trial)", rising));
+  if (closest_trial != nullptr) {
+    absl::StrAppend(&passed, absl::StrFormat("; %d trials, %d of them with LoRA's loss not shown "
+                                             "within the margin",
+                                             trials, significant));
+    out.push_back(passed);
+    out.push_back(absl::StrFormat("  closest trial at step %d: %.3g of its bound (%s)",
+                                  closest_trial->iteration(), closest_trial->trial_margin(),
+                                  closest_trial->trial_detail()));
+    return out;
+  }
   absl::StrAppend(&passed, absl::StrFormat("; %d trials, %d of them with LoRA's loss "
                                            "significantly different", trials, significant));
   // The paper's two-sided t-test also rejects a LoRA copy that learns faster.

@@ -1,5 +1,6 @@
 #include "cost/switch_diagnosis.h"
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace hpt {
@@ -75,6 +76,26 @@ TEST(SwitchDiagnosisTest, CountsTrialsAndWhichWayLoraDiffered) {
   ASSERT_EQ(lines.size(), 4u);
   EXPECT_EQ(lines[3], "  both passed at 0 checks; 3 trials, 2 of them with LoRA's loss "
                       "significantly different (1 lower)");
+}
+
+TEST(SwitchDiagnosisTest, MarginTrialsSayTheClosestBound) {
+  Job job = NeverSwitched();
+  HptStatus& h = *job.mutable_hpt();
+  for (auto [step, margin] : {std::pair<int64_t, double>{599, 2.4}, {699, 1.3}, {799, 1.7}}) {
+    PhaseEvent& t = *h.add_events();
+    t.set_kind(PhaseEvent::TRIAL_END);
+    t.set_iteration(step);
+    t.set_mean_full(0.5);
+    t.set_mean_lora(0.55);
+    t.set_significant(true);
+    t.set_trial_margin(margin);
+    t.set_trial_detail(absl::StrCat("margin: step ", step));
+  }
+  const std::vector<std::string> lines = ClosestApproach(job);
+  ASSERT_EQ(lines.size(), 5u);
+  EXPECT_EQ(lines[3], "  both passed at 0 checks; 3 trials, 3 of them with LoRA's loss not "
+                      "shown within the margin");
+  EXPECT_EQ(lines[4], "  closest trial at step 699: 1.3 of its bound (margin: step 699)");
 }
 
 TEST(SwitchDiagnosisTest, NoCheckAndSwitchedJobs) {

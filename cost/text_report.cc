@@ -23,6 +23,9 @@ std::string StateName(JobState state) {
 
 std::string TrialVerdict(const PhaseEvent& e) {
   if (e.kind() != PhaseEvent::TRIAL_END || !e.reason().empty()) return "";  // the reason says
+  if (!e.trial_detail().empty()) {  // the margin test
+    return e.significant() ? "not within the margin: another trial" : "within the margin: switch";
+  }
   return e.significant() ? "significant: another trial" : "no difference: switch";
 }
 
@@ -70,11 +73,17 @@ std::string EventLine(const PhaseEvent& e) {
     case PhaseEvent::TRIAL_START:
       return absl::StrFormat("  trial   step %-6d LoRA copy starts beside the full model",
                              e.iteration());
-    case PhaseEvent::TRIAL_END:
+    case PhaseEvent::TRIAL_END: {
+      const std::string verdict = TrialVerdict(e).empty() ? e.reason() : TrialVerdict(e);
+      if (!e.trial_detail().empty()) {
+        return absl::StrFormat("  margin  step %-6d mean full %.4g  mean LoRA %.4g  %s; %s",
+                               e.iteration(), e.mean_full(), e.mean_lora(), verdict,
+                               e.trial_detail());
+      }
       return absl::StrFormat(
           "  t-test  step %-6d mean full %.4g  mean LoRA %.4g  t %.3f  dof %.0f  p %.4g  %s",
-          e.iteration(), e.mean_full(), e.mean_lora(), e.t(), e.dof(), e.p(),
-          TrialVerdict(e).empty() ? e.reason() : TrialVerdict(e));
+          e.iteration(), e.mean_full(), e.mean_lora(), e.t(), e.dof(), e.p(), verdict);
+    }
     case PhaseEvent::SWITCH:
       return absl::StrFormat("  switch  step %-6d LoRA phase from step %d", e.iteration(),
                              e.iteration() + 1);
@@ -300,6 +309,16 @@ void AppendRecipe(const JobSpec& spec, std::string* out) {
     absl::StrAppend(out, absl::StrFormat(" (a window's mean loss not %g standard errors below "
                                          "the one before)",
                                          h.plateau_z()));
+  }
+  if (h.trial_test() == "none") {
+    absl::StrAppend(out, "; no trial: a passing check switches");
+  } else if (h.trial_test() == "margin") {
+    absl::StrAppend(out, absl::StrFormat("; trial: LoRA's loss shown within %g %% of the full "
+                                         "model's (one-sided %g %% bound)",
+                                         h.trial_margin() * 100, (1 - h.alpha()) * 100));
+  } else {
+    absl::StrAppend(out, absl::StrFormat("; trial: the paper's two-sided t-test (alpha %g)",
+                                         h.alpha()));
   }
   absl::StrAppend(out, "\n");
 }

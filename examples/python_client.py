@@ -46,9 +46,14 @@ def report(pb, job):
     else:
         lines.append("  no switch: full-parameter throughout")
     for e in h.events:
-        if e.kind == pb.PhaseEvent.TRIAL_END:
+        verdict = 'another trial' if e.significant else 'switch'
+        if e.kind == pb.PhaseEvent.TRIAL_END and e.trial_detail:
+            lines.append(f"  margin test at step {e.iteration}: {e.trial_detail} -> {verdict}")
+        elif e.kind == pb.PhaseEvent.TRIAL_END:
             lines.append(f"  t-test at step {e.iteration}: t {e.t:.3f}, dof {e.dof:.0f}, "
-                         f"p {e.p:.4g} -> {'another trial' if e.significant else 'switch'}")
+                         f"p {e.p:.4g} -> {verdict}")
+        elif e.kind == pb.PhaseEvent.SWITCH:
+            lines.append(f"  switch after step {e.iteration}: {e.reason}")
     for c in h.phases:
         lines.append(f"  phase {c.phase:<6} simulated {c.simulated_s:.4g} s, "
                      f"energy {c.energy_j:.4g} J")

@@ -178,6 +178,7 @@ TEST(JobFormatTest, ReportStatesTheRecipeAndTheSwitchRule) {
   h.set_lora_learning_rate_rule("the paper's swe recipe (model/swe/main.py:455)");
   h.set_switch_rule("consecutive");
   h.set_consecutive_checks(3);
+  h.set_alpha(0.01);
   const std::string r = FormatReport(job);
   EXPECT_NE(r.find("training: batch 32, 10 epochs, AdamW lr 0.000566 wd 0.0001, StepLR x0.6 "
                    "every 3 epochs\n  rate: the paper's swe recipe"),
@@ -187,8 +188,22 @@ TEST(JobFormatTest, ReportStatesTheRecipeAndTheSwitchRule) {
                    "(model/swe/main.py:455)"),
             std::string::npos)
       << r;
-  EXPECT_NE(r.find("switch rule: consecutive (3 passing checks in a row)"), std::string::npos)
+  EXPECT_NE(r.find("switch rule: consecutive (3 passing checks in a row); trial: the paper's "
+                   "two-sided t-test (alpha 0.01)"),
+            std::string::npos)
       << r;
+  h.set_switch_rule("plateau");
+  h.set_plateau_z(1.645);
+  h.set_trial_test("none");
+  EXPECT_NE(FormatReport(job).find("switch rule: plateau (a window's mean loss not 1.645 "
+                                   "standard errors below the one before); no trial: a passing "
+                                   "check switches"),
+            std::string::npos);
+  h.set_trial_test("margin");
+  h.set_trial_margin(0.05);
+  EXPECT_NE(FormatReport(job).find("; trial: LoRA's loss shown within 5 % of the full model's "
+                                   "(one-sided 99 % bound)"),
+            std::string::npos);
 }
 
 }  // namespace

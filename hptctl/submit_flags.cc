@@ -36,6 +36,11 @@ ABSL_FLAG(double, trend_gain, 0,
           "submit: the trend rule's bound on the loss left to gain, a fraction (0: 0.01).");
 ABSL_FLAG(double, plateau_z, 0,
           "submit: the plateau rule's standard errors of a significant drop (0: 1.645).");
+ABSL_FLAG(std::string, trial_test, "",
+          "submit: how a trial ends: difference (the paper's t-test) or margin (empty: the "
+          "default, docs/method.md \"The trial\").");
+ABSL_FLAG(double, trial_margin, 0,
+          "submit: the margin test's allowed excess loss, a fraction (0: 0.05).");
 ABSL_FLAG(std::string, optimizer, "", "submit: adam or adamw.");
 ABSL_FLAG(std::string, precision, "",
           "submit: fp32 (default) or bf16 (GPU workers' forward under bf16 autocast).");
@@ -136,6 +141,7 @@ bool AnyJobFlag() {
          absl::GetFlag(FLAGS_lora_lr) || !absl::GetFlag(FLAGS_switch_rule).empty() ||
          absl::GetFlag(FLAGS_consecutive_checks) || absl::GetFlag(FLAGS_trend_windows) ||
          absl::GetFlag(FLAGS_trend_gain) || absl::GetFlag(FLAGS_plateau_z) ||
+         !absl::GetFlag(FLAGS_trial_test).empty() || absl::GetFlag(FLAGS_trial_margin) ||
          !absl::GetFlag(FLAGS_precision).empty() ||
          absl::GetFlag(FLAGS_probe_steps);
 
@@ -243,6 +249,8 @@ absl::Status HptFromFlags(HptSpec& h) {
   h.set_trend_windows(absl::GetFlag(FLAGS_trend_windows));
   h.set_trend_gain(absl::GetFlag(FLAGS_trend_gain));
   h.set_plateau_z(absl::GetFlag(FLAGS_plateau_z));
+  h.set_trial_test(absl::GetFlag(FLAGS_trial_test));
+  h.set_trial_margin(absl::GetFlag(FLAGS_trial_margin));
   h.set_probe_steps(absl::GetFlag(FLAGS_probe_steps));
   if (absl::GetFlag(FLAGS_weight_layer) >= 0) {
     h.set_weight_layer(absl::GetFlag(FLAGS_weight_layer));

@@ -47,6 +47,7 @@ std::string EventText(const PhaseEvent& e) {
   if (e.kind() == PhaseEvent::TRIAL_END) {
     absl::StrAppend(&text, ": t = ", Num(e.t(), 4), ", p = ", Num(e.p(), 4),
                     TrialVerdict(e).empty() ? "" : " (" + TrialVerdict(e) + ")");
+    if (!e.trial_detail().empty()) absl::StrAppend(&text, "; ", e.trial_detail());
   }
   if (!e.reason().empty()) absl::StrAppend(&text, ". ", e.reason());
   return text;
@@ -228,7 +229,8 @@ std::string ChecksTable(const HptStatus& hpt) {
                     test(e.loss_passed(), e.loss_margin(), e.loss_detail()),
                     test(e.weight_passed(), e.weight_margin(), e.weight_detail()), "<td>",
                     trial_end ? Num(e.t()) : "", "</td><td>", trial_end ? Num(e.p()) : "", "</td><td>",
-                    Escape(e.reason()), "</td></tr>");
+                    Escape(trial_end && e.reason().empty() ? e.trial_detail() : e.reason()),
+                    "</td></tr>");
   }
   return out + "</tbody></table></details>";
 }

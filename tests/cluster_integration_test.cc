@@ -143,10 +143,12 @@ double JsonNumber(const std::string& json, const std::string& key, size_t from =
 }
 
 TEST_F(ClusterTest, HptJobSwitchesToReramAndSystolicWorkersAndExports) {
-  // Small windows and loose thresholds so a short job passes the tests.
+  // The paper's rule, so the trial runs on a GPU worker and its t-test
+  // decides; small windows and loose thresholds so a short job passes.
   auto result = RunCommand(Hptctl(
       "submit --name=it-hpt --preset=tiny --epochs=6 --batch_size=16 --stations=8 "
-      "--time_steps=256 --hpt_window_steps=5 --loss_threshold=0.5 --weight_threshold=0.5 "
+      "--time_steps=256 --switch_rule=paper --hpt_window_steps=5 --loss_threshold=0.5 "
+      "--weight_threshold=0.5 "
       "--lora_rank=4 --reram_chip_tiles=12 --watch"));
   ASSERT_EQ(result.exit_code, 0) << result.output;
   const std::string job_id = "job-" + result.output.substr(

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "coordinator/spec/job_spec.h"
 #include "coordinator/spec/paper_recipes.h"
 #include "coordinator/spec/spec_checks.h"
 #include "models/lora_config.h"
@@ -107,12 +108,18 @@ absl::Status NormalizeLora(HptSpec& h, const ModelSpec& model, const ModelConfig
   return absl::OkStatus();
 }
 
-// The rule a job gets when it names none: chosen on the switch frontier
+// The rule and trial test a job gets when it names none: chosen on the switch frontier
 // by the criterion docs/method.md states ("Choosing the default").
-constexpr char kDefaultSwitchRule[] = "paper";
+constexpr char kDefaultSwitchRule[] = "plateau";
+constexpr char kDefaultTrialTest[] = "none";
 
 absl::Status NormalizeSwitchRule(HptSpec& h) {
-  if (h.switch_rule().empty()) h.set_switch_rule(kDefaultSwitchRule);
+  // The default is a pair: a job that names a rule but no trial test keeps
+  // the paper's trial, so "paper" still means the paper's rule.
+  if (h.switch_rule().empty()) {
+    h.set_switch_rule(kDefaultSwitchRule);
+    if (h.trial_test().empty()) h.set_trial_test(kDefaultTrialTest);
+  }
   const std::string& rule = h.switch_rule();
   if (rule != "paper" && rule != "consecutive" && rule != "trend" && rule != "plateau") {
     return Invalid("hpt.switch_rule",
@@ -138,6 +145,17 @@ absl::Status NormalizeSwitchRule(HptSpec& h) {
   if (!std::isfinite(h.plateau_z()) || h.plateau_z() < 0 || h.plateau_z() > 100) {
     return Invalid("hpt.plateau_z",
                    absl::StrCat("must be in (0, 100] standard errors, got ", h.plateau_z()));
+  }
+  if (h.trial_test().empty()) h.set_trial_test("difference");
+  if (h.trial_test() != "difference" && h.trial_test() != "margin" && h.trial_test() != "none") {
+    return Invalid("hpt.trial_test",
+                   absl::StrCat("'", h.trial_test(), "' is not difference, margin or none"));
+  }
+  if (h.trial_test() == "margin" && h.trial_margin() == 0) h.set_trial_margin(0.05);
+  if (!std::isfinite(h.trial_margin()) || h.trial_margin() < 0 || h.trial_margin() >= 1) {
+    return Invalid("hpt.trial_margin",
+                   absl::StrCat("must be a fraction of the loss in (0, 1), got ",
+                                h.trial_margin()));
   }
   return absl::OkStatus();
 }
@@ -187,6 +205,18 @@ absl::Status NormalizeInterconnect(HptSpec& h) {
 }
 
 }  // namespace
+
+void SetRuleName(const std::string& name, HptSpec& h) {
+  const size_t plus = name.find('+');
+  h.set_switch_rule(name.substr(0, plus));
+  h.set_trial_test(plus == std::string::npos ? "" : name.substr(plus + 1));
+}
+
+std::string RuleName(const HptSpec& h) {
+  return h.trial_test() == "difference" || h.trial_test().empty()
+             ? h.switch_rule()
+             : absl::StrCat(h.switch_rule(), "+", h.trial_test());
+}
 
 absl::Status NormalizeHpt(HptSpec& h, const ModelSpec& model, const ModelConfig& preset,
                           const TrainingSpec& t, const PlacementSpec& p,

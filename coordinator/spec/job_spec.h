@@ -33,6 +33,15 @@ absl::StatusOr<ModelConfig> ResolveModelConfig(const ModelSpec& spec,
                                                int64_t input_features,
                                                int64_t output_features);
 
+// A switch rule and the test its trials end with, as one name:
+// "<hpt.switch_rule>[+<hpt.trial_test>]", e.g. "plateau+margin"; a name
+// without "+" leaves the trial test to its default. The benchmarks' and
+// reports' spelling of "which rule".
+void SetRuleName(const std::string& name, HptSpec& h);
+// The name of a normalised spec's rule: "plateau" under the difference
+// test, "plateau+margin" under the margin test.
+std::string RuleName(const HptSpec& h);
+
 }  // namespace hpt
 
 #endif  // HPT_COORDINATOR_SPEC_JOB_SPEC_H_

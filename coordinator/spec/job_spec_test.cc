@@ -29,6 +29,17 @@ TEST(JobSpecTest, DefaultsFillAnEmptySpec) {
 
 TEST(JobSpecTest, SwitchRulesGetTheirDefaults) {
   JobSpec spec;
+  // The default pair, from the switch frontier (docs/method.md).
+  auto chosen = NormalizeJobSpec(spec);
+  ASSERT_TRUE(chosen.ok()) << chosen.status();
+  EXPECT_EQ(chosen->hpt().switch_rule(), "plateau");
+  EXPECT_EQ(chosen->hpt().trial_test(), "none");
+  EXPECT_DOUBLE_EQ(chosen->hpt().plateau_z(), 1.645);
+  // A named rule keeps the paper's trial.
+  spec.mutable_hpt()->set_switch_rule("paper");
+  auto paper = NormalizeJobSpec(spec);
+  ASSERT_TRUE(paper.ok()) << paper.status();
+  EXPECT_EQ(paper->hpt().trial_test(), "difference");
   spec.mutable_hpt()->set_switch_rule("trend");
   auto trend = NormalizeJobSpec(spec);
   ASSERT_TRUE(trend.ok()) << trend.status();
@@ -39,6 +50,20 @@ TEST(JobSpecTest, SwitchRulesGetTheirDefaults) {
   ASSERT_TRUE(plateau.ok()) << plateau.status();
   EXPECT_DOUBLE_EQ(plateau->hpt().plateau_z(), 1.645);
   EXPECT_EQ(plateau->hpt().trend_windows(), 0);  // another rule's setting stays unset
+  EXPECT_EQ(plateau->hpt().trial_test(), "difference");
+  EXPECT_DOUBLE_EQ(plateau->hpt().trial_margin(), 0);
+  spec.mutable_hpt()->set_trial_test("margin");
+  auto margin = NormalizeJobSpec(spec);
+  ASSERT_TRUE(margin.ok()) << margin.status();
+  EXPECT_DOUBLE_EQ(margin->hpt().trial_margin(), 0.05);
+  EXPECT_EQ(RuleName(margin->hpt()), "plateau+margin");
+  HptSpec named;
+  SetRuleName("trend+none", named);
+  EXPECT_EQ(named.switch_rule(), "trend");
+  EXPECT_EQ(named.trial_test(), "none");
+  SetRuleName("paper", named);
+  EXPECT_EQ(named.trial_test(), "");
+  EXPECT_EQ(RuleName(named), "paper");
 }
 
 TEST(JobSpecTest, FieldNamesFromBeforeTheRenameStillParse) {
@@ -129,6 +154,12 @@ INSTANTIATE_TEST_SUITE_P(
                 "hpt.plateau_z must be in (0, 100] standard errors, got nan"},
         BadSpec{"hpt { trend_gain: nan }",
                 "hpt.trend_gain must be a fraction of the loss in (0, 1), got nan"},
+        BadSpec{"hpt { trial_test: \"equivalence\" }",
+                "hpt.trial_test 'equivalence' is not difference, margin or none"},
+        BadSpec{"hpt { trial_test: \"margin\" trial_margin: 1 }",
+                "hpt.trial_margin must be a fraction of the loss in (0, 1), got 1"},
+        BadSpec{"hpt { trial_margin: inf }",
+                "hpt.trial_margin must be a fraction of the loss in (0, 1), got inf"},
         BadSpec{"hpt { weight_layer: 5 }", "hpt.weight_layer must be in [0, 2), got 5"},
         BadSpec{"hpt { lora { targets: \"ff1\" } }",
                 "hpt.lora.targets entry 'ff1' is not q_proj, k_proj, v_proj or o_proj"},

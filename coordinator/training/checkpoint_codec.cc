@@ -127,6 +127,8 @@ PhaseEvent ToPhaseEvent(const ControllerEvent& e, int64_t time_unix_ms) {
       out.set_mean_full(e.t_test.mean_a);
       out.set_mean_lora(e.t_test.mean_b);
       out.set_significant(e.significant);
+      out.set_trial_margin(e.trial_margin);
+      out.set_trial_detail(e.trial_detail);
       break;
     case ControllerEvent::Kind::kSwitch:
       out.set_kind(PhaseEvent::SWITCH);

@@ -20,49 +20,65 @@ bool PhaseController::NeedsWeightDistance(int64_t step) const {
   return phase_ == TrainingPhase::kFull && WindowEnds(step);
 }
 
-// Long because it is the algorithm of the paper's Section 4 as one state
-// machine (full, trial, LoRA), each branch beside the event it records.
+// A trial step: the trial window's losses, and at its end the trial test.
+PhaseController::Action PhaseController::TrialStep(int64_t step, double full_loss,
+                                                   double trial_loss) {
+  trial_full_.push_back(full_loss);
+  trial_lora_.push_back(trial_loss);
+  if (!WindowEnds(step)) return Action::kNone;
+  ControllerEvent end;
+  end.kind = ControllerEvent::Kind::kTrialEnd;
+  end.step = step;
+  end.t_test = StudentTTest(trial_full_, trial_lora_);
+  if (trial_full_.size() < size_t(kMinTrialSamples)) {
+    // Too few losses to tell anything: never read as "no difference".
+    end.reason = absl::StrCat("inconclusive: ", trial_full_.size(), " losses a side, a t-test "
+                              "needs ", kMinTrialSamples, ": trial extended");
+    events_.push_back(end);
+    return Action::kNone;
+  }
+  std::string again_reason = "LoRA loss differs significantly: another trial window";
+  std::string switch_reason = "no significant difference between full and LoRA losses";
+  if (options_.trial_test == TrialTest::kMargin) {
+    const TestOutcome margin = MarginOutcome(trial_full_, trial_lora_, options_.trial_margin,
+                                             options_.alpha);
+    end.significant = !margin.passed;
+    end.trial_margin = margin.margin;
+    end.trial_detail = margin.detail;
+    again_reason = "LoRA loss not shown within the margin: another trial window";
+    switch_reason = "LoRA loss within the margin of the full model's";
+  } else {
+    end.significant = end.t_test.p_value < options_.alpha;
+  }
+  events_.push_back(end);
+  trial_full_.clear();
+  trial_lora_.clear();
+  if (end.significant) {
+    ControllerEvent again;
+    again.kind = ControllerEvent::Kind::kTrialStart;
+    again.step = step;
+    again.reason = again_reason;
+    events_.push_back(again);
+    return Action::kRestartTrial;
+  }
+  ControllerEvent sw;
+  sw.kind = ControllerEvent::Kind::kSwitch;
+  sw.step = step;
+  sw.reason = switch_reason;
+  events_.push_back(sw);
+  phase_ = TrainingPhase::kLora;
+  switch_step_ = step + 1;
+  return Action::kSwitch;
+}
+
+// The algorithm of the paper's Section 4 as one state machine (full,
+// trial, LoRA): a full-phase step closes a window every
+// check_window_steps, and a window's end runs the rule's check.
 PhaseController::Action PhaseController::Step(int64_t step, double full_loss,
                                               double trial_loss,
                                               double weight_distance) {
   if (phase_ == TrainingPhase::kLora) return Action::kNone;
-  if (phase_ == TrainingPhase::kTrial) {
-    trial_full_.push_back(full_loss);
-    trial_lora_.push_back(trial_loss);
-    if (!WindowEnds(step)) return Action::kNone;
-    ControllerEvent end;
-    end.kind = ControllerEvent::Kind::kTrialEnd;
-    end.step = step;
-    end.t_test = StudentTTest(trial_full_, trial_lora_);
-    if (trial_full_.size() < size_t(kMinTrialSamples)) {
-      // Too few losses to tell anything: never read as "no difference".
-      end.reason = absl::StrCat("inconclusive: ", trial_full_.size(), " losses a side, a t-test "
-                                "needs ", kMinTrialSamples, ": trial extended");
-      events_.push_back(end);
-      return Action::kNone;
-    }
-    end.significant = end.t_test.p_value < options_.alpha;
-    events_.push_back(end);
-    trial_full_.clear();
-    trial_lora_.clear();
-    if (end.significant) {
-      ControllerEvent again;
-      again.kind = ControllerEvent::Kind::kTrialStart;
-      again.step = step;
-      again.reason = "LoRA loss differs significantly: another trial window";
-      events_.push_back(again);
-      return Action::kRestartTrial;
-    }
-    ControllerEvent sw;
-    sw.kind = ControllerEvent::Kind::kSwitch;
-    sw.step = step;
-    sw.reason = "no significant difference between full and LoRA losses";
-    events_.push_back(sw);
-    phase_ = TrainingPhase::kLora;
-    switch_step_ = step + 1;
-    return Action::kSwitch;
-  }
-
+  if (phase_ == TrainingPhase::kTrial) return TrialStep(step, full_loss, trial_loss);
   // Full phase.
   window_loss_sum_ += full_loss;
   window_loss_square_sum_ += full_loss * full_loss;
@@ -155,6 +171,18 @@ PhaseController::Action PhaseController::AfterCheck(ControllerEvent check) {
     return Action::kNone;
   }
   passes_in_a_row_ = 0;
+  if (options_.trial_test == TrialTest::kNone) {
+    check.reason = "initially converged: switch (no trial)";
+    events_.push_back(check);
+    ControllerEvent sw;
+    sw.kind = ControllerEvent::Kind::kSwitch;
+    sw.step = check.step;
+    sw.reason = "hpt.trial_test none: the check decides";
+    events_.push_back(sw);
+    phase_ = TrainingPhase::kLora;
+    switch_step_ = check.step + 1;
+    return Action::kSwitch;
+  }
   check.reason = "initially converged: start a LoRA trial";
   events_.push_back(check);
   ControllerEvent start;

@@ -28,7 +28,8 @@
 // the trend or plateau test of switch_tests.h. Every check records each
 // test's margin (below 1 passes) and what decided it, so a job that never
 // switches can say how close it came. The divergence guard, the trial and
-// its t-test are the same under every rule.
+// its t-test are the same under every rule; trial_test may end the trial
+// with the margin test instead, or leave it out (a passing check switches).
 //
 // Not thread-safe.
 #ifndef HPT_COORDINATOR_TRAINING_PHASE_CONTROLLER_H_
@@ -43,6 +44,11 @@
 namespace hpt {
 
 enum class SwitchRule { kPaper, kTrend, kPlateau };
+// How a trial ends: the paper's two-sided t-test (switch unless the losses
+// differ significantly), or the margin test of switch_tests.h (switch when
+// LoRA's loss is shown to be within a margin of the full model's); or no
+// trial at all: a passing check switches.
+enum class TrialTest { kDifference, kMargin, kNone };
 
 struct PhaseControllerOptions {
   // Iterations (training steps) per check window. The paper's k counts
@@ -67,6 +73,9 @@ struct PhaseControllerOptions {
   int64_t total_steps = 0;
   // plateau: standard errors of the drop between two window means.
   double plateau_z = 1.645;
+  TrialTest trial_test = TrialTest::kDifference;
+  // margin: LoRA's excess loss allowed, a fraction of the full model's.
+  double trial_margin = 0.05;
 };
 
 enum class TrainingPhase { kFull, kTrial, kLora };
@@ -89,9 +98,13 @@ struct ControllerEvent {
   double loss_margin = 0, weight_margin = 0;
   std::string loss_detail, weight_detail;
   std::string reason;
-  // kTrialEnd
+  // kTrialEnd: the t-test's figures (under either trial test), whether the
+  // trial rejected the switch, and under the margin test its margin and
+  // detail (as a check's).
   TTestResult t_test;
   bool significant = false;
+  double trial_margin = 0;
+  std::string trial_detail;
 };
 
 class PhaseController {
@@ -131,6 +144,7 @@ class PhaseController {
   static bool ThreePointTest(const double v[3], double threshold);
 
  private:
+  Action TrialStep(int64_t step, double full_loss, double trial_loss);
   // The check that closes a full-phase window at `step`: the rule's tests,
   // their margins and the reason, before the divergence guard.
   ControllerEvent Check(int64_t step) const;

@@ -115,6 +115,58 @@ TEST(PhaseControllerTest, SignificantDifferenceStartsAnotherTrial) {
   EXPECT_EQ(c.switch_step(), 15);
 }
 
+// The margin test asks how large the gap is, not whether there is one:
+// LoRA 2 % above the full model on every batch, a gap the paper's t-test
+// resolves, is inside a 5 % margin, and a 10 % gap is not.
+TEST(PhaseControllerTest, MarginTrialSwitchesOnASmallGapTheTTestRejects) {
+  const int64_t k = 3;
+  PhaseControllerOptions o = Options(k);
+  o.trial_test = TrialTest::kMargin;
+  PhaseController c(o);
+  Script s{{1.0, 0.97, 0.95}, {1.0, 0.995, 0.991}};
+  Action a;
+  EXPECT_EQ(RunFull(c, s, k, &a), 8);
+  ASSERT_EQ(a, Action::kStartTrial);
+  // Trial 9..11: LoRA 10 % above: not within 5 %.
+  EXPECT_EQ(c.Step(9, 0.95, 1.045), Action::kNone);
+  EXPECT_EQ(c.Step(10, 0.94, 1.035), Action::kNone);
+  EXPECT_EQ(c.Step(11, 0.96, 1.055), Action::kRestartTrial);
+  const ControllerEvent& rejected = c.events()[c.events().size() - 2];
+  EXPECT_TRUE(rejected.significant);
+  EXPECT_NEAR(rejected.trial_margin, 2.0, 1e-6);  // 10 % over 5 %, no spread
+  EXPECT_EQ(c.events().back().reason,
+            "LoRA loss not shown within the margin: another trial window");
+  // Trial 12..14: 0.019 (2 % of the mean) above on every batch.
+  EXPECT_EQ(c.Step(12, 0.95, 0.969), Action::kNone);
+  EXPECT_EQ(c.Step(13, 0.951, 0.970), Action::kNone);
+  EXPECT_EQ(c.Step(14, 0.949, 0.968), Action::kSwitch);
+  const ControllerEvent& end = c.events()[c.events().size() - 2];
+  EXPECT_LT(end.t_test.p_value, 0.01);  // the paper's test would have gone on
+  EXPECT_FALSE(end.significant);
+  EXPECT_NEAR(end.trial_margin, 0.4, 1e-6);
+  EXPECT_EQ(c.events().back().reason, "LoRA loss within the margin of the full model's");
+  EXPECT_EQ(c.switch_step(), 15);
+}
+
+// With no trial the first passing check switches, at the next step.
+TEST(PhaseControllerTest, NoTrialSwitchesAtThePassingCheck) {
+  const int64_t k = 3;
+  PhaseControllerOptions o = Options(k);
+  o.trial_test = TrialTest::kNone;
+  PhaseController c(o);
+  Script s{{1.0, 0.97, 0.95}, {1.0, 0.995, 0.991}};
+  Action a;
+  EXPECT_EQ(RunFull(c, s, k, &a), 8);
+  EXPECT_EQ(a, Action::kSwitch);
+  EXPECT_EQ(c.phase(), TrainingPhase::kLora);
+  EXPECT_EQ(c.switch_step(), 9);
+  ASSERT_EQ(c.events().size(), 2u);
+  EXPECT_EQ(c.events()[0].reason, "initially converged: switch (no trial)");
+  EXPECT_EQ(c.events()[1].kind, ControllerEvent::Kind::kSwitch);
+  EXPECT_EQ(c.events()[1].step, 8);
+  EXPECT_EQ(c.Step(9, 0.9), Action::kNone);  // the LoRA phase
+}
+
 // A trial of fewer than kMinTrialSamples losses a side decides nothing: it
 // ends "inconclusive" and goes on (never "no difference: switch" on p = 1).
 TEST(PhaseControllerTest, ATrialTooShortForItsTTestIsExtended) {

@@ -39,8 +39,9 @@ class SwitchReplayTest : public ::testing::TestWithParam<std::string> {
     h.set_loss_threshold(0.9);
     h.set_weight_threshold(0.9);
     h.set_placement("gpu");
-    h.set_switch_rule(GetParam());
+    SetRuleName(GetParam(), h);
     h.set_trend_gain(0.5);  // the trend rule's bound, loose enough to switch in 8 epochs
+    h.set_trial_margin(0.5);  // and the margin test's
     h.mutable_lora()->set_rank(2);
     spec_ = *NormalizeJobSpec(spec_);
   }
@@ -99,6 +100,7 @@ TEST_P(SwitchReplayTest, ReplayFindsTheRealSwitchAndTheForcedSwitchEndsTheSame) 
     EXPECT_EQ(events[i].reason, e.reason()) << i;
     if (events[i].kind == ControllerEvent::Kind::kTrialEnd) {
       EXPECT_DOUBLE_EQ(events[i].t_test.p_value, e.p()) << i;
+      EXPECT_DOUBLE_EQ(events[i].trial_margin, e.trial_margin()) << i;
     }
   }
 
@@ -122,7 +124,8 @@ TEST_P(SwitchReplayTest, ReplayFindsTheRealSwitchAndTheForcedSwitchEndsTheSame) 
 }
 
 INSTANTIATE_TEST_SUITE_P(Rules, SwitchReplayTest,
-                         ::testing::Values("paper", "trend", "plateau"));
+                         ::testing::Values("paper", "trend", "plateau", "plateau+margin",
+                                           "plateau+none"));
 
 }  // namespace
 }  // namespace hpt

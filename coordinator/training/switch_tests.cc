@@ -105,6 +105,42 @@ TestOutcome PlateauOutcome(const WindowMoments& before, const WindowMoments& las
   return out;
 }
 
+TestOutcome MarginOutcome(const std::vector<double>& full, const std::vector<double>& lora,
+                          double margin, double alpha) {
+  TestOutcome out;
+  const size_t n = std::min(full.size(), lora.size());
+  if (n < 2 || !(margin > 0) || !(alpha > 0 && alpha < 1)) {
+    out.margin = kInf;
+    out.detail = "margin: fewer than 2 paired losses";
+    return out;
+  }
+  double full_mean = 0, gap_mean = 0;
+  for (size_t i = 0; i < n; ++i) {
+    full_mean += full[i] / double(n);
+    gap_mean += (lora[i] - full[i]) / double(n);
+  }
+  double ss = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double r = lora[i] - full[i] - gap_mean;
+    ss += r * r;
+  }
+  const double se = std::sqrt(ss / double(n - 1) / double(n));
+  const double upper = gap_mean + StudentQuantile(1 - alpha, double(n - 1)) * se;
+  if (!(full_mean > 0)) {
+    out.margin = upper <= 0 ? 0 : kInf;
+    out.passed = upper <= 0;
+    out.detail = "margin: the full model's mean loss is not positive";
+    return out;
+  }
+  const double excess = upper / full_mean;  // at most this far above, at 1 - alpha
+  out.margin = excess / margin;
+  out.passed = out.margin < 1;
+  out.detail = absl::StrFormat(
+      "margin: LoRA's loss %s above the full model's, at most %s (%.3g %% bound; margin %s)",
+      Percent(gap_mean / full_mean), Percent(excess), (1 - alpha) * 100, Percent(margin));
+  return out;
+}
+
 double StudentQuantile(double q, double dof) {
   if (!(q > 0 && q < 1) || !(dof > 0)) return std::numeric_limits<double>::quiet_NaN();
   if (q == 0.5) return 0;

@@ -16,6 +16,18 @@
 //   plateau  PlateauOutcome: the last window's mean is not significantly
 //            below the one before: the drop under z standard errors of
 //            the difference of the two means (per-step losses' variance).
+//
+// And the test a trial may end with instead of the paper's t-test
+// (hpt.trial_test "margin"):
+//
+//   margin   MarginOutcome: a non-inferiority test on the trial's paired
+//            losses (both copies see the same batches): the one-sided
+//            1 - alpha upper bound of LoRA's mean excess loss is under
+//            `margin` of the full model's mean loss. The paper's two-sided
+//            test asks whether the losses differ at all, and over a long
+//            window it resolves any gap; this asks whether the gap is
+//            small (Schuirmann, J. Pharmacokin. Biopharm. 15, 1987; its
+//            one-sided half).
 #ifndef HPT_COORDINATOR_TRAINING_SWITCH_TESTS_H_
 #define HPT_COORDINATOR_TRAINING_SWITCH_TESTS_H_
 
@@ -46,6 +58,11 @@ struct WindowMoments {
   int64_t n = 0;
 };
 TestOutcome PlateauOutcome(const WindowMoments& before, const WindowMoments& last, double z);
+
+// `full`, `lora`: the trial's losses, step by step on the same batches.
+// The margin is a fraction of the full model's mean loss.
+TestOutcome MarginOutcome(const std::vector<double>& full, const std::vector<double>& lora,
+                          double margin, double alpha);
 
 // The q-quantile of Student's t with `dof` degrees of freedom (0 < q < 1).
 double StudentQuantile(double q, double dof);

@@ -86,5 +86,38 @@ TEST(SwitchTestsTest, PlateauComparesTheDropWithItsStandardError) {
   EXPECT_TRUE(PlateauOutcome({1.0, 0, 5}, {1.0, 0, 5}, 1.645).passed);
 }
 
+TEST(SwitchTestsTest, MarginBoundsLorasExcessLossOnThePairedBatches) {
+  // Differences 0.02, 0.03, 0.01, 0.02: mean 0.02, SD sqrt(0.0002 / 3),
+  // SE 0.0040825; t(0.99, 3 dof) = 4.5407 (tables), so LoRA is at most
+  // 0.02 + 4.5407 * 0.0040825 = 0.038537 above a full mean of 1.
+  const std::vector<double> full = {1.0, 1.2, 0.8, 1.0}, lora = {1.02, 1.23, 0.81, 1.02};
+  TestOutcome t = MarginOutcome(full, lora, 0.05, 0.01);
+  EXPECT_TRUE(t.passed);
+  EXPECT_NEAR(t.margin, 0.038537 / 0.05, 1e-4);
+  EXPECT_EQ(t.detail,
+            "margin: LoRA's loss 2 % above the full model's, at most 3.85 % (99 % bound; "
+            "margin 5 %)");
+  // The same gap under a 3 % margin is not shown small enough.
+  EXPECT_FALSE(MarginOutcome(full, lora, 0.03, 0.01).passed);
+  // Batch-to-batch spread cancels in the pairs: a constant 1 % gap over
+  // noisy losses passes with margin 0.2, where an unpaired test of the
+  // same 200 losses would call the copies different.
+  std::vector<double> noisy, above;
+  for (int i = 0; i < 200; ++i) {
+    noisy.push_back(1.0 + 0.3 * std::sin(i));
+    above.push_back(noisy.back() * 1.01);
+  }
+  t = MarginOutcome(noisy, above, 0.05, 0.01);
+  EXPECT_TRUE(t.passed);
+  EXPECT_GT(t.margin, 0.2);
+  EXPECT_LT(t.margin, 0.21);
+  // LoRA below the full model passes with a negative margin.
+  EXPECT_LT(MarginOutcome(lora, full, 0.05, 0.01).margin, 0);
+  // Too few pairs, or a full loss that is not positive.
+  EXPECT_FALSE(MarginOutcome({1.0}, {1.0}, 0.05, 0.01).passed);
+  EXPECT_FALSE(MarginOutcome({0, 0, 0}, {0.1, 0.1, 0.1}, 0.05, 0.01).passed);
+  EXPECT_TRUE(MarginOutcome({0, 0, 0}, {0, 0, 0}, 0.05, 0.01).passed);
+}
+
 }  // namespace
 }  // namespace hpt

@@ -30,6 +30,9 @@ PhaseControllerOptions PhaseControllerOptionsOf(const HptSpec& h, int64_t total_
   if (h.trend_windows() > 0) o.trend_windows = h.trend_windows();
   if (h.trend_gain() > 0) o.trend_gain = h.trend_gain();
   if (h.plateau_z() > 0) o.plateau_z = h.plateau_z();
+  if (h.trial_test() == "margin") o.trial_test = TrialTest::kMargin;
+  if (h.trial_test() == "none") o.trial_test = TrialTest::kNone;
+  if (h.trial_margin() > 0) o.trial_margin = h.trial_margin();
   o.total_steps = total_steps;
   return o;
 }
