@@ -42,16 +42,13 @@ std::vector<std::string> ClosestApproach(const Job& job) {
   }
   TestTally loss, weights;
   int checks = 0, both = 0, rising = 0, trials = 0, significant = 0, lora_lower = 0;
-  const PhaseEvent* closest_trial = nullptr;  // under the margin test
+  TestTally margin;  // trials ended by the margin test
   for (const PhaseEvent& e : h.events()) {
     if (e.kind() == PhaseEvent::TRIAL_END) {
       ++trials;
       if (e.significant()) ++significant;
       if (e.significant() && e.mean_lora() < e.mean_full()) ++lora_lower;
-      if (!e.trial_detail().empty() &&
-          (closest_trial == nullptr || e.trial_margin() < closest_trial->trial_margin())) {
-        closest_trial = &e;
-      }
+      if (!e.trial_detail().empty()) Tally(e, !e.significant(), e.trial_margin(), &margin);
     }
     if (e.kind() != PhaseEvent::CHECK) continue;
     ++checks;
@@ -80,14 +77,14 @@ std::vector<std::string> ClosestApproach(const Job& job) {
   std::string passed = absl::StrFormat("  both passed at %d checks", both);
   if (rising > 0) absl::StrAppend(&passed, absl::StrFormat(" (%d of them on a rising loss, "
                                                           "no trial)", rising));
-  if (closest_trial != nullptr) {
+  if (margin.closest != nullptr) {
     absl::StrAppend(&passed, absl::StrFormat("; %d trials, %d of them with LoRA's loss not shown "
                                              "within the margin",
                                              trials, significant));
     out.push_back(passed);
     out.push_back(absl::StrFormat("  closest trial at step %d: %.3g of its bound (%s)",
-                                  closest_trial->iteration(), closest_trial->trial_margin(),
-                                  closest_trial->trial_detail()));
+                                  margin.closest->iteration(), margin.margin,
+                                  margin.closest->trial_detail()));
     return out;
   }
   absl::StrAppend(&passed, absl::StrFormat("; %d trials, %d of them with LoRA's loss "

@@ -1,6 +1,7 @@
 #include "coordinator/training/phase_controller.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "coordinator/training/switch_tests.h"
@@ -61,10 +62,14 @@ PhaseController::Action PhaseController::TrialStep(int64_t step, double full_los
     events_.push_back(again);
     return Action::kRestartTrial;
   }
+  return SwitchAfter(step, switch_reason);
+}
+
+PhaseController::Action PhaseController::SwitchAfter(int64_t step, std::string reason) {
   ControllerEvent sw;
   sw.kind = ControllerEvent::Kind::kSwitch;
   sw.step = step;
-  sw.reason = switch_reason;
+  sw.reason = std::move(reason);
   events_.push_back(sw);
   phase_ = TrainingPhase::kLora;
   switch_step_ = step + 1;
@@ -174,14 +179,7 @@ PhaseController::Action PhaseController::AfterCheck(ControllerEvent check) {
   if (options_.trial_test == TrialTest::kNone) {
     check.reason = "initially converged: switch (no trial)";
     events_.push_back(check);
-    ControllerEvent sw;
-    sw.kind = ControllerEvent::Kind::kSwitch;
-    sw.step = check.step;
-    sw.reason = "hpt.trial_test none: the check decides";
-    events_.push_back(sw);
-    phase_ = TrainingPhase::kLora;
-    switch_step_ = check.step + 1;
-    return Action::kSwitch;
+    return SwitchAfter(check.step, "hpt.trial_test none: the check decides");
   }
   check.reason = "initially converged: start a LoRA trial";
   events_.push_back(check);

@@ -145,6 +145,8 @@ class PhaseController {
 
  private:
   Action TrialStep(int64_t step, double full_loss, double trial_loss);
+  // The LoRA phase from step + 1, recorded with `reason`.
+  Action SwitchAfter(int64_t step, std::string reason);
   // The check that closes a full-phase window at `step`: the rule's tests,
   // their margins and the reason, before the divergence guard.
   ControllerEvent Check(int64_t step) const;

@@ -36,6 +36,16 @@ int64_t RunFull(PhaseController& c, const Script& s, int64_t window,
   return -1;
 }
 
+// Three 3-step windows whose loss and weight drops shrink under the
+// paper's thresholds: the first check, at step 8, passes. Returns its
+// action.
+Action RunToPassingCheck(PhaseController& c) {
+  Script s{{1.0, 0.97, 0.95}, {1.0, 0.995, 0.991}};
+  Action a = Action::kNone;
+  EXPECT_EQ(RunFull(c, s, 3, &a), 8);
+  return a;
+}
+
 TEST(PhaseControllerTest, ThreePointTestFollowsThePaper) {
   const double plateau[3] = {1.0, 0.95, 0.93};  // 5 %, 2.1 %, slowing
   EXPECT_TRUE(PhaseController::ThreePointTest(plateau, 0.1));
@@ -96,12 +106,8 @@ TEST(PhaseControllerTest, ChecksEachWindowThenTrialsThenSwitches) {
 }
 
 TEST(PhaseControllerTest, SignificantDifferenceStartsAnotherTrial) {
-  const int64_t k = 3;
-  PhaseController c(Options(k));
-  Script s{{1.0, 0.97, 0.95}, {1.0, 0.995, 0.991}};
-  Action a;
-  EXPECT_EQ(RunFull(c, s, k, &a), 8);
-  ASSERT_EQ(a, Action::kStartTrial);
+  PhaseController c(Options(3));
+  ASSERT_EQ(RunToPassingCheck(c), Action::kStartTrial);
   // Trial 9..11: LoRA clearly worse -> another trial at 11.
   EXPECT_EQ(c.Step(9, 0.95, 1.50), Action::kNone);
   EXPECT_EQ(c.Step(10, 0.94, 1.52), Action::kNone);
@@ -119,14 +125,10 @@ TEST(PhaseControllerTest, SignificantDifferenceStartsAnotherTrial) {
 // LoRA 2 % above the full model on every batch, a gap the paper's t-test
 // resolves, is inside a 5 % margin, and a 10 % gap is not.
 TEST(PhaseControllerTest, MarginTrialSwitchesOnASmallGapTheTTestRejects) {
-  const int64_t k = 3;
-  PhaseControllerOptions o = Options(k);
+  PhaseControllerOptions o = Options(3);
   o.trial_test = TrialTest::kMargin;
   PhaseController c(o);
-  Script s{{1.0, 0.97, 0.95}, {1.0, 0.995, 0.991}};
-  Action a;
-  EXPECT_EQ(RunFull(c, s, k, &a), 8);
-  ASSERT_EQ(a, Action::kStartTrial);
+  ASSERT_EQ(RunToPassingCheck(c), Action::kStartTrial);
   // Trial 9..11: LoRA 10 % above: not within 5 %.
   EXPECT_EQ(c.Step(9, 0.95, 1.045), Action::kNone);
   EXPECT_EQ(c.Step(10, 0.94, 1.035), Action::kNone);
@@ -150,14 +152,10 @@ TEST(PhaseControllerTest, MarginTrialSwitchesOnASmallGapTheTTestRejects) {
 
 // With no trial the first passing check switches, at the next step.
 TEST(PhaseControllerTest, NoTrialSwitchesAtThePassingCheck) {
-  const int64_t k = 3;
-  PhaseControllerOptions o = Options(k);
+  PhaseControllerOptions o = Options(3);
   o.trial_test = TrialTest::kNone;
   PhaseController c(o);
-  Script s{{1.0, 0.97, 0.95}, {1.0, 0.995, 0.991}};
-  Action a;
-  EXPECT_EQ(RunFull(c, s, k, &a), 8);
-  EXPECT_EQ(a, Action::kSwitch);
+  EXPECT_EQ(RunToPassingCheck(c), Action::kSwitch);
   EXPECT_EQ(c.phase(), TrainingPhase::kLora);
   EXPECT_EQ(c.switch_step(), 9);
   ASSERT_EQ(c.events().size(), 2u);
