@@ -1,25 +1,37 @@
 #include "benchmarks/recorded_step.h"
 
+#include <chrono>
 #include <memory>
 
 #include "workers/kernel_recorder.h"
 
 namespace hpt {
 
-StepCost RecordedStep::Cost(const DeviceCostConfig& config, GpuBaseline baseline) const {
+StepCost RecordedStep::Cost(const DeviceCostConfig& config, GpuBaseline baseline,
+                            std::vector<StepCost>* tasks) const {
   StepCost total;
   for (const auto& [work, type] : {std::pair{&forward, "forward"}, std::pair{&backward, "backward"},
                                    std::pair{&update, "update"}}) {
     const CostReport c = CostTaskWork(*work, config, baseline, nullptr, type);
     total.time_s += c.simulated_s();
     total.energy_j += c.energy_j();
+    if (tasks != nullptr) tasks->push_back({c.simulated_s(), c.energy_j()});
   }
   return total;
 }
 
 void TrainStep(SpatioTemporalTransformer& model, torch::optim::Optimizer& optimizer,
-               const torch::Tensor& x, const torch::Tensor& y, RecordedStep* record) {
+               const torch::Tensor& x, const torch::Tensor& y, RecordedStep* record,
+               StepTimes* times) {
   if (record != nullptr) *record = RecordedStep();
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point mark = Clock::now();
+  // The seconds since the last mark, into `*s` when timing.
+  auto lap = [&](double StepTimes::*s) {
+    const Clock::time_point now = Clock::now();
+    if (times != nullptr) times->*s = std::chrono::duration<double>(now - mark).count();
+    mark = now;
+  };
   // Records from construction to the call, into `work`.
   auto recorder = [&] {
     return record != nullptr ? std::make_unique<KernelRecorder>() : nullptr;
@@ -31,15 +43,21 @@ void TrainStep(SpatioTemporalTransformer& model, torch::optim::Optimizer& optimi
   torch::Tensor loss = torch::mse_loss(model->forward(x), y);
   finish(r, record ? &record->forward : nullptr);
   optimizer.zero_grad();
+  lap(&StepTimes::forward_s);
   r = recorder();
   loss.backward();
   finish(r, record ? &record->backward : nullptr);
+  lap(&StepTimes::backward_s);
   r = recorder();
   optimizer.step();
   finish(r, record ? &record->update : nullptr);
+  lap(&StepTimes::update_s);
   if (record == nullptr) return;
   for (const auto& group : optimizer.param_groups()) {
     for (const torch::Tensor& p : group.params()) record->update.add_optimizer_numel(p.numel());
+  }
+  for (TaskWork* work : {&record->forward, &record->backward, &record->update}) {
+    work->set_state_bytes(TrainingStateBytes(model));
   }
 }
 

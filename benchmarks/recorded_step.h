@@ -22,17 +22,26 @@ struct StepCost {
   double time_s = 0, energy_j = 0;
 };
 
+// Wall seconds of each task of one step (the host's clock: a CPU step).
+struct StepTimes {
+  double forward_s = 0, backward_s = 0, update_s = 0;
+  double total_s() const { return forward_s + backward_s + update_s; }
+};
+
 struct RecordedStep {
   TaskWork forward, backward, update;
-  // The three tasks on `config` under `baseline`, each costed as its type.
-  StepCost Cost(const DeviceCostConfig& config, GpuBaseline baseline) const;
+  // The three tasks on `config` under `baseline`, each costed as its type
+  // (`tasks`, if given: each one's cost, forward, backward, update).
+  StepCost Cost(const DeviceCostConfig& config, GpuBaseline baseline,
+                std::vector<StepCost>* tasks = nullptr) const;
 };
 
 // One step of `model` on (x, y) with `optimizer`; with `record`, each
-// task's kernels and the stepped parameters' sizes go into it (replacing
-// what it held).
+// task's kernels, the stepped parameters' sizes and the model's state go
+// into it (replacing what it held); with `times`, each task's wall time.
 void TrainStep(SpatioTemporalTransformer& model, torch::optim::Optimizer& optimizer,
-               const torch::Tensor& x, const torch::Tensor& y, RecordedStep* record = nullptr);
+               const torch::Tensor& x, const torch::Tensor& y, RecordedStep* record = nullptr,
+               StepTimes* times = nullptr);
 
 }  // namespace hpt
 

@@ -27,9 +27,11 @@ CostReport CostGpuWork(const TaskWork& work, const DeviceCostConfig& config,
                             (baseline == GpuBaseline::kFused || baseline == GpuBaseline::kGraph ||
                              baseline == GpuBaseline::kBf16);
   // A fused update is one Python call whose launches LibTorch makes.
+  const bool streamed = StreamsState(config.gpu, double(work.state_bytes()));
   GpuKernelTally tally(config.gpu, precision,
                        fused_update && launch == GpuLaunch::kPythonEager ? GpuLaunch::kEager
-                                                                         : launch);
+                                                                         : launch,
+                       StreamedReads{streamed, streamed && task_type == "update"});
   double extra_s = 0;
   if (fused_update) {
     // The update's arithmetic as recorded, its traffic and launches as a
@@ -45,7 +47,8 @@ CostReport CostGpuWork(const TaskWork& work, const DeviceCostConfig& config,
     if (launch == GpuLaunch::kPythonEager) extra_s = config.gpu.python_op_s;
   } else {
     for (const GpuKernelWork& k : work.kernels()) {
-      tally.Add(k.flops(), k.bytes(), double(k.count()), IsProductKernel(k.op()));
+      tally.Add(k.flops(), k.bytes(), double(k.count()), KernelKindOf(k.op()),
+                GemmShape{k.m(), k.n(), k.k()});
     }
   }
   // A graph replay costs one launch for the task's kernels; eager, the
@@ -217,22 +220,26 @@ CostReport CostTaskWork(const TaskWork& work, const DeviceCostConfig& config,
 }
 
 void AddKernels(const std::vector<GpuKernel>& kernels, TaskWork* work) {
-  std::map<std::tuple<std::string, double, double>, int> index;
+  std::map<std::tuple<std::string, double, double, GemmShape>, int> index;
   for (int i = 0; i < work->kernels_size(); ++i) {
     const GpuKernelWork& k = work->kernels(i);
-    index[{k.op(), k.flops(), k.bytes()}] = i;
+    index[{k.op(), k.flops(), k.bytes(), GemmShape{k.m(), k.n(), k.k()}}] = i;
   }
   for (const GpuKernel& k : kernels) {
     if (LaunchesNoKernel(k.op)) {
       work->set_host_ops(work->host_ops() + 1);
       continue;
     }
-    auto [it, fresh] = index.try_emplace({k.op, k.flops, k.bytes}, work->kernels_size());
+    auto [it, fresh] =
+        index.try_emplace({k.op, k.flops, k.bytes, k.shape}, work->kernels_size());
     if (fresh) {
       GpuKernelWork* w = work->add_kernels();
       w->set_op(k.op);
       w->set_flops(k.flops);
       w->set_bytes(k.bytes);
+      w->set_m(k.shape.m);
+      w->set_k(k.shape.k);
+      w->set_n(k.shape.n);
     }
     GpuKernelWork* w = work->mutable_kernels(it->second);
     w->set_count(w->count() + 1);

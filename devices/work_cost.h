@@ -70,7 +70,7 @@ CostReport CostTaskWork(const TaskWork& work, const DeviceCostConfig& config,
                         const LayerCopies* copies = nullptr,
                         const std::string& task_type = "forward");
 
-// Groups a task's kernels by (op, FLOPs, bytes), in first-launch order,
+// Groups a task's kernels by (op, FLOPs, bytes, shape), in first-launch order,
 // leaving out ops that launch none.
 void AddKernels(const std::vector<GpuKernel>& kernels, TaskWork* work);
 

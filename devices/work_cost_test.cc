@@ -111,6 +111,31 @@ TEST(WorkCost, PaperGpuIsTheKernelModel) {
   EXPECT_EQ(Counter(c, "launch_bound_kernels"), double(want.launch_bound_kernels));
 }
 
+TEST(WorkCost, AStateLargerThanTheCacheStreamsWeightsAndTheUpdate) {
+  DeviceCostConfig config = DefaultDeviceCostConfig("gpu");
+  GpuSpec& g = config.gpu;
+  g.synchronous = true;
+  g.dispatch_s = 0;
+  g.gemm_grid = *GemmGrid::Make({8}, {8}, {8}, {2e9});
+  g.gemm_grid_streamed = *GemmGrid::Make({8}, {8}, {8}, {1e9});
+  g.memory_rates = {{1, 1e10}};
+  g.memory_rates_streamed = {{1, 1e9}};
+  g.cache_bytes = 1e6;
+  GpuKernel mm{"aten::mm", 1e6, 1e3};
+  mm.shape = GemmShape{8, 8, 8};
+  TaskWork work;
+  AddKernels({mm, {"aten::add", 0, 1e6}}, &work);
+  ASSERT_EQ(work.kernels(0).m(), 8);
+  auto seconds = [&](int64_t state_bytes, const std::string& task) {
+    work.set_state_bytes(state_bytes);
+    return CostTaskWork(work, config, GpuBaseline::kLibtorch, nullptr, task).simulated_s();
+  };
+  EXPECT_DOUBLE_EQ(seconds(1000, "forward"), 1e6 / 2e9 + 1e6 / 1e10);
+  EXPECT_DOUBLE_EQ(seconds(2e6, "forward"), 1e6 / 1e9 + 1e6 / 1e10);  // the weight streams
+  EXPECT_DOUBLE_EQ(seconds(2e6, "update"), 1e6 / 1e9 + 1e6 / 1e9);    // and the state
+  EXPECT_DOUBLE_EQ(seconds(0, "update"), 1e6 / 2e9 + 1e6 / 1e10);      // not recorded
+}
+
 TEST(WorkCost, MultiTensorLaunchesFollowPytorchsChunking) {
   // 200 small tensors: lists of 36 -> 6 launches.
   EXPECT_EQ(MultiTensorLaunchShares(std::vector<int64_t>(200, 1000)).size(), 6u);

@@ -218,4 +218,13 @@ torch::Tensor MseLoss(const torch::Tensor& prediction,
   return torch::mse_loss(prediction, target);
 }
 
+int64_t TrainingStateBytes(SpatioTemporalTransformer& model) {
+  int64_t bytes = 0;
+  for (const torch::Tensor& p : model->parameters()) {
+    const int64_t b = p.numel() * int64_t(p.element_size());
+    bytes += p.requires_grad() ? 4 * b : b;
+  }
+  return bytes;
+}
+
 }  // namespace hpt

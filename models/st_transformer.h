@@ -117,6 +117,11 @@ TORCH_MODULE(SpatioTemporalTransformer);
 // Sinusoidal encoding of token positions, [tokens, d_model].
 torch::Tensor TokenEncoding(int64_t tokens, int64_t d_model);
 
+// The bytes a model keeps between training steps under Adam: each
+// parameter, and for those that require a gradient the gradient and the
+// two moments (what TaskWork.state_bytes records).
+int64_t TrainingStateBytes(SpatioTemporalTransformer& model);
+
 // Mean squared error of a [batch, tokens, out] prediction.
 torch::Tensor MseLoss(const torch::Tensor& prediction,
                       const torch::Tensor& target);

@@ -1,5 +1,6 @@
 #include "workers/cuda_timing.h"
 
+#include <ATen/cuda/CUDAContextLight.h>
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/core/Event.h>
 #include <c10/core/StreamGuard.h>
@@ -50,6 +51,11 @@ absl::StatusOr<double> CudaGraphNodeS(int device_index, int nodes, int replays) 
   }
   std::nth_element(per_node.begin(), per_node.begin() + per_node.size() / 2, per_node.end());
   return per_node[per_node.size() / 2];
+}
+
+absl::StatusOr<double> CudaL2CacheBytes(int device_index) {
+  if (!torch::cuda::is_available()) return absl::FailedPreconditionError("no CUDA device");
+  return double(at::cuda::getDeviceProperties(device_index)->l2CacheSize);
 }
 
 }  // namespace hpt

@@ -1,6 +1,6 @@
-// Timing on a CUDA device without CUDA in the header: the replay cost of
-// a CUDA graph of tiny kernels (what one graph node costs at the least),
-// timed with CUDA events. Only the .cc sees the CUDA headers; on a machine
+// Timing and facts of a CUDA device without CUDA in the header: its L2
+// cache, and the replay cost of a CUDA graph of tiny kernels (what one
+// graph node costs at the least), timed with CUDA events. Only the .cc sees the CUDA headers; on a machine
 // without CUDA the call says so.
 //
 //   ASSIGN_OR_RETURN(double node_s, CudaGraphNodeS(0));
@@ -14,6 +14,9 @@ namespace hpt {
 // Seconds per node when a CUDA graph of `nodes` one-element adds replays
 // on device `device_index` (the median of `replays`).
 absl::StatusOr<double> CudaGraphNodeS(int device_index, int nodes = 1000, int replays = 20);
+
+// The device's L2 cache, bytes (its last-level cache), as CUDA reports it.
+absl::StatusOr<double> CudaL2CacheBytes(int device_index);
 
 }  // namespace hpt
 

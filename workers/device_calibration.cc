@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <fstream>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "devices/gpu/kernel_cost.h"
@@ -18,10 +21,16 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The median over `runs` of the seconds `body` takes, after one warm-up;
-// the device is synchronised around each run.
+// A product the progress lines quote: a wind-preset step's query-key-value
+// projection at batch 1 (57 tokens, d_model 512, three 512-wide outputs).
+constexpr GemmShape kWindProjection{57, 1536, 512};  // m, n, k
+
+// The least over `runs` of the seconds `body` takes, after one warm-up;
+// the device is synchronised around each run. The least, not the median:
+// other work on a shared machine (a cloud VM's neighbours) only ever adds
+// time, and the steps a profile is checked against are timed the same way.
 template <typename F>
-double MedianS(const torch::Device& device, int runs, F body) {
+double BestS(const torch::Device& device, int runs, F body) {
   auto sync = [&] {
     if (device.is_cuda()) torch::cuda::synchronize(device.index());
   };
@@ -33,13 +42,12 @@ double MedianS(const torch::Device& device, int runs, F body) {
     sync();
     if (r > 0) t.push_back(std::chrono::duration<double>(Clock::now() - start).count());
   }
-  std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
-  return t[t.size() / 2];
+  return *std::min_element(t.begin(), t.end());
 }
 
 double DispatchS(const torch::Device& device, int ops) {
   torch::Tensor x = torch::ones({4}, torch::TensorOptions().device(device).requires_grad(true));
-  const double s = MedianS(device, 5, [&] {
+  const double s = BestS(device, 5, [&] {
     torch::Tensor y = x;
     for (int i = 0; i < ops / 4; ++i) {
       y = torch::relu(y.mul(1.0001).add(1e-4).neg().neg());
@@ -48,14 +56,21 @@ double DispatchS(const torch::Device& device, int ops) {
   return s / double(ops / 4 * 5);
 }
 
-// Achieved rates of products over transformer-like shapes.
-std::vector<std::pair<double, double>> GemmRates(const torch::Device& device, bool quick) {
+// Seconds of a 1 x 1 product: its dispatch, with no work to speak of.
+double EmptyProductS(const torch::Device& device) {
   torch::NoGradGuard no_grad;
   auto opts = torch::TensorOptions().device(device);
   torch::Tensor a1 = torch::randn({1, 1}, opts), b1 = torch::randn({1, 1}, opts);
-  const double empty_s = MedianS(device, 9, [&] {
+  return BestS(device, 9, [&] {
     for (int i = 0; i < 100; ++i) torch::mm(a1, b1);
   }) / 100;
+}
+
+// Achieved rates of products over transformer-like shapes, by size.
+std::vector<std::pair<double, double>> GemmRates(const torch::Device& device, bool quick) {
+  torch::NoGradGuard no_grad;
+  auto opts = torch::TensorOptions().device(device);
+  const double empty_s = EmptyProductS(device);
   std::vector<std::pair<double, double>> rates;
   const std::vector<int64_t> ms = quick ? std::vector<int64_t>{16, 128, 1024}
                                         : std::vector<int64_t>{1, 8, 32, 128, 512, 2048, 8192};
@@ -67,7 +82,7 @@ std::vector<std::pair<double, double>> GemmRates(const torch::Device& device, bo
       const double flops = 2.0 * double(m) * double(n) * double(n);
       const double bytes = 4.0 * double(2 * m * n + n * n);  // a, b and the result
       const int reps = int(std::clamp(2e9 / flops, 1.0, 200.0));
-      const double s = MedianS(device, quick ? 3 : 5, [&] {
+      const double s = BestS(device, quick ? 3 : 5, [&] {
         for (int i = 0; i < reps; ++i) torch::mm(a, b);
       }) / reps;
       rates.push_back({GemmSize(flops, bytes), flops / std::max(s - empty_s, 1e-9)});
@@ -86,29 +101,177 @@ std::vector<std::pair<double, double>> GemmRates(const torch::Device& device, bo
   return merged;
 }
 
+// Operands to cycle through so that each is read from memory: views into
+// one buffer over twice the cache (filled once, not once per shape).
+class StreamPool {
+ public:
+  StreamPool(const torch::Device& device, double cache_bytes)
+      : buffer_(torch::randn({int64_t(std::max(2 * cache_bytes, 64e6) / 4)},
+                             torch::TensorOptions().device(device))) {}
+  // Views of `shape` at spaced offsets of the buffer, as many as fit; an
+  // operand over half the buffer is read from memory anyway: two of its own.
+  std::vector<torch::Tensor> Operands(const std::vector<int64_t>& shape) const {
+    int64_t numel = 1;
+    for (int64_t d : shape) numel *= d;
+    if (2 * numel > buffer_.numel()) {
+      auto opts = torch::TensorOptions().device(buffer_.device());
+      return {torch::randn(shape, opts), torch::randn(shape, opts)};
+    }
+    std::vector<torch::Tensor> views;
+    for (int64_t i = 0; i < std::min<int64_t>(buffer_.numel() / numel, 4096); ++i) {
+      views.push_back(buffer_.narrow(0, i * numel, numel).view(shape));
+    }
+    return views;
+  }
+
+ private:
+  torch::Tensor buffer_;
+};
+
+// One operand of `shape` (cached), or the pool's views (streamed).
+std::vector<torch::Tensor> Operands(const torch::Device& device, const std::vector<int64_t>& shape,
+                                    const StreamPool* streamed) {
+  if (streamed != nullptr) return streamed->Operands(shape);
+  return {torch::randn(shape, torch::TensorOptions().device(device))};
+}
+
 // Achieved bandwidth of an element-wise op by bytes moved (input read,
 // output written), from cache-sized to DRAM-sized working sets, beyond
-// the dispatch of the same op on one element.
-std::vector<std::pair<double, double>> MemoryRates(const torch::Device& device, bool quick) {
+// the dispatch of the same op on one element; `streamed`: each repetition
+// reads another input of a pool that no cache holds.
+std::vector<std::pair<double, double>> MemoryRates(const torch::Device& device, bool quick,
+                                                   const StreamPool* streamed) {
   torch::NoGradGuard no_grad;
   auto opts = torch::TensorOptions().device(device);
   torch::Tensor one = torch::randn({1}, opts), one_out = torch::empty_like(one);
-  const double empty_s = MedianS(device, 9, [&] {
+  const double empty_s = BestS(device, 9, [&] {
     for (int i = 0; i < 100; ++i) torch::mul_out(one_out, one, 1.0001);
   }) / 100;
   std::vector<std::pair<double, double>> rates;
   const int top = quick ? 22 : 26;
   for (int log2 = 10; log2 <= top; log2 += 2) {
     const int64_t n = int64_t(1) << log2;
-    torch::Tensor x = torch::randn({n}, opts), y = torch::empty_like(x);
+    const std::vector<torch::Tensor> x = Operands(device, {n}, streamed);
+    torch::Tensor y = torch::empty_like(x[0]);
     const double bytes = 2.0 * 4.0 * double(n);
     const int reps = int(std::clamp(2e8 / bytes, 1.0, 1000.0));
-    const double s = MedianS(device, quick ? 3 : 5, [&] {
-      for (int i = 0; i < reps; ++i) torch::mul_out(y, x, 1.0001);
+    const double s = BestS(device, quick ? 3 : 5, [&] {
+      for (int i = 0; i < reps; ++i) torch::mul_out(y, x[size_t(i) % x.size()], 1.0001);
     }) / reps;
     rates.push_back({bytes, bytes / std::max(s - empty_s, 1e-9)});
   }
   return rates;
+}
+
+// Achieved rates of products over a grid of shapes, beyond the dispatch of
+// an empty product; `streamed`: each repetition multiplies by another
+// second operand (a linear layer's weight, in its forward and its input
+// gradient) of a pool that no cache holds.
+GemmGrid MeasureGemmGrid(const torch::Device& device, bool quick, const StreamPool* streamed) {
+  torch::NoGradGuard no_grad;
+  const double empty_s = EmptyProductS(device);
+  const std::vector<int64_t> axis = quick ? std::vector<int64_t>{8, 32, 128, 512, 2048}
+                                          : std::vector<int64_t>{8, 16, 32, 64, 128, 256, 512,
+                                                                 1024, 2048};
+  std::vector<double> rates;
+  for (int64_t m : axis) {
+    for (int64_t k : axis) {
+      for (int64_t n : axis) {
+        torch::Tensor a = torch::randn({m, k}, torch::TensorOptions().device(device));
+        const std::vector<torch::Tensor> b = Operands(device, {k, n}, streamed);
+        const double flops = 2.0 * double(m) * double(k) * double(n);
+        const int reps = int(std::clamp(1e8 / flops, 1.0, 100.0));
+        const double s = BestS(device, quick ? 3 : 5, [&] {
+          for (int i = 0; i < reps; ++i) torch::mm(a, b[size_t(i) % b.size()]);
+        }) / reps;
+        rates.push_back(flops / std::max(s - empty_s, 1e-9));
+      }
+    }
+  }
+  return *GemmGrid::Make(axis, axis, axis, std::move(rates));
+}
+
+// Fused attention (at::scaled_dot_product_attention, inputs that need
+// gradients, as in training), forward and backward (a forward-and-backward
+// less the forward): over query lengths, key lengths and head dimensions,
+// each timed for 8 and for 64 heads in all, so that the rate is the
+// slope per head and the fixed cost of a call (its threads, its scratch
+// buffers) the intercept beyond an empty product's dispatch. FLOPs as the
+// kernel recorder counts them: 4 and 10 per (query, key, dimension).
+struct AttentionProfile {
+  GemmGrid forward, backward;
+  double forward_call_s = 0, backward_call_s = 0;
+};
+
+AttentionProfile MeasureAttention(const torch::Device& device, bool quick) {
+  const double empty_s = EmptyProductS(device);
+  const std::vector<int64_t> lengths = quick ? std::vector<int64_t>{16, 64, 256}
+                                             : std::vector<int64_t>{16, 32, 64, 128, 256};
+  const std::vector<int64_t> dims = quick ? std::vector<int64_t>{8, 32, 128}
+                                          : std::vector<int64_t>{8, 16, 32, 64, 128};
+  constexpr int64_t kFewHeads = 8, kManyHeads = 64;
+  const int runs = quick ? 3 : 5;
+  // Seconds of a forward and of a backward over `heads` heads of one shape.
+  auto time = [&](int64_t heads, int64_t lq, int64_t lk, int64_t d) {
+    auto opts = torch::TensorOptions().device(device).requires_grad(true);
+    torch::Tensor q = torch::randn({heads, 1, lq, d}, opts);
+    torch::Tensor k = torch::randn({heads, 1, lk, d}, opts);
+    torch::Tensor v = torch::randn({heads, 1, lk, d}, opts);
+    torch::Tensor grad = torch::randn({heads, 1, lq, d}, torch::TensorOptions().device(device));
+    const double pairs = double(heads) * double(lq) * double(lk) * double(d);
+    const int reps = int(std::clamp(2e7 / (10 * pairs), 1.0, 50.0));
+    const double f = BestS(device, runs, [&] {
+      for (int i = 0; i < reps; ++i) at::scaled_dot_product_attention(q, k, v);
+    }) / reps;
+    const double fb = BestS(device, runs, [&] {
+      for (int i = 0; i < reps; ++i) at::scaled_dot_product_attention(q, k, v).backward(grad);
+    }) / reps;
+    return std::pair<double, double>{f, fb - f};
+  };
+  std::vector<double> forward, backward, forward_call, backward_call;
+  for (int64_t lq : lengths) {  // the grid's order: m, then k, then n
+    for (int64_t d : dims) {
+      for (int64_t lk : lengths) {
+        const auto [f1, b1] = time(kFewHeads, lq, lk, d);
+        const auto [f2, b2] = time(kManyHeads, lq, lk, d);
+        const double pairs_per_head = double(lq) * double(lk) * double(d);
+        const double heads = double(kManyHeads - kFewHeads);
+        forward.push_back(4 * pairs_per_head * heads / std::max(f2 - f1, 1e-9));
+        backward.push_back(10 * pairs_per_head * heads / std::max(b2 - b1, 1e-9));
+        forward_call.push_back(f1 - (f2 - f1) * kFewHeads / heads - empty_s);
+        backward_call.push_back(b1 - (b2 - b1) * kFewHeads / heads - empty_s);
+      }
+    }
+  }
+  // The fixed costs: the median over shapes (the intercept is noisy), at
+  // least nothing.
+  auto median = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return std::max(0.0, v[v.size() / 2]);
+  };
+  AttentionProfile a;
+  a.forward = *GemmGrid::Make(lengths, dims, lengths, std::move(forward));
+  a.backward = *GemmGrid::Make(lengths, dims, lengths, std::move(backward));
+  a.forward_call_s = median(forward_call);
+  a.backward_call_s = median(backward_call);
+  return a;
+}
+
+// The largest cache of this machine's first CPU, from sysfs; 0 if unknown.
+double CpuCacheBytes() {
+  double largest = 0;
+  for (int index = 0; index < 8; ++index) {
+    std::ifstream file(absl::StrCat("/sys/devices/system/cpu/cpu0/cache/index", index, "/size"));
+    std::string size;
+    if (!(file >> size) || size.empty()) continue;
+    double scale = 1;
+    if (size.back() == 'K') scale = 1024;
+    if (size.back() == 'M') scale = 1024 * 1024;
+    if (scale > 1) size.pop_back();
+    double value = 0;
+    if (absl::SimpleAtod(size, &value)) largest = std::max(largest, value * scale);
+  }
+  return largest;
 }
 
 // Mean board power while `body` repeats for `window_s`.
@@ -162,16 +325,46 @@ absl::StatusOr<GpuSpec> CalibrateDevice(const CalibrationOptions& o) {
   g.python_op_s = kPythonOpS;
   g.compute_share = g.memory_share = 1;  // the rates below are achieved ones
   g.dispatch_s = DispatchS(device, o.quick ? 4000 : 40000);
+  if (device.is_cuda()) {
+    absl::StatusOr<double> l2 = CudaL2CacheBytes(device.index());
+    if (!l2.ok()) return l2.status();
+    g.cache_bytes = *l2;
+  } else {
+    g.cache_bytes = CpuCacheBytes();
+  }
+  say(absl::StrFormat("last-level cache       %.0f MB%s", 1e-6 * g.cache_bytes,
+                      g.cache_bytes > 0 ? "" : " (unknown: no streamed rates)"));
   say(absl::StrFormat("dispatch per op        %.2f us", 1e6 * g.dispatch_s));
   g.gemm_rates = GemmRates(device, o.quick);
   for (const auto& [flops, rate] : g.gemm_rates) g.fp32_flops = std::max(g.fp32_flops, rate);
   say(absl::StrFormat("GEMM rates             %zu sizes, best %.1f GFLOP/s", g.gemm_rates.size(),
                       1e-9 * g.fp32_flops));
-  g.memory_rates = MemoryRates(device, o.quick);
+  g.memory_rates = MemoryRates(device, o.quick, nullptr);
   g.memory_bw = g.memory_rates.back().second;
   say(absl::StrFormat("memory bandwidth       %.1f GB/s at %.0f MB (%zu sizes)",
                       1e-9 * g.memory_bw, 1e-6 * g.memory_rates.back().first,
                       g.memory_rates.size()));
+  g.gemm_grid = MeasureGemmGrid(device, o.quick, nullptr);
+  const AttentionProfile attention = MeasureAttention(device, o.quick);
+  g.attention_grid = attention.forward;
+  g.attention_backward_grid = attention.backward;
+  g.attention_call_s = attention.forward_call_s;
+  g.attention_backward_call_s = attention.backward_call_s;
+  say(absl::StrFormat("fused attention        forward %.1f GFLOP/s + %.1f us a call, backward "
+                      "%.1f GFLOP/s + %.1f us (16 x 16 x 8 a head)",
+                      1e-9 * g.attention_grid.Rate({16, 16, 8}), 1e6 * g.attention_call_s,
+                      1e-9 * g.attention_backward_grid.Rate({16, 16, 8}),
+                      1e6 * g.attention_backward_call_s));
+  say(absl::StrFormat("GEMM shapes            %zu^3, %.1f GFLOP/s at 57x512x1536",
+                      g.gemm_grid.m().size(), 1e-9 * g.gemm_grid.Rate(kWindProjection)));
+  if (g.cache_bytes > 0) {
+    const StreamPool pool(device, g.cache_bytes);
+    g.memory_rates_streamed = MemoryRates(device, o.quick, &pool);
+    g.gemm_grid_streamed = MeasureGemmGrid(device, o.quick, &pool);
+    say(absl::StrFormat("streamed from memory   %.1f GFLOP/s at 57x512x1536, %.1f GB/s at 1 MB",
+                        1e-9 * g.gemm_grid_streamed.Rate(kWindProjection),
+                        1e-9 * MemoryRate(g, 1 << 20, true)));
+  }
   if (device.is_cuda()) {
     absl::StatusOr<double> node = CudaGraphNodeS(device.index());
     if (!node.ok()) return node.status();

@@ -4,10 +4,16 @@
 // against). It measures:
 //   dispatch_s     host time per op: a cycle of small element-wise ops on
 //                  a tensor that needs gradients, issued back to back;
+//   cache_bytes    the last-level cache (sysfs on a CPU, CUDA's L2 size);
 //   gemm_rates     achieved FLOP/s of products [m x k] x [k x n] over the
 //                  sizes a spatio-temporal transformer runs, beyond the
 //                  dispatch of an empty product;
-//   memory_bw      achieved bandwidth of a large element-wise op;
+//   gemm_grid      the same over a grid of shapes, every m, k and n from
+//                  8 to 2048 (devices/gpu/gemm_grid.h);
+//   memory_rates   achieved bandwidth of an element-wise op by size;
+//   *_streamed     the grid and the memory rates again, each repetition
+//                  reading its operand from a pool over twice the cache
+//                  (what a step whose model state outgrows the cache does);
 //   min_kernel_s   (CUDA) a graph node of a one-element add, replayed;
 //   power          (CUDA, NVML) board power idle, stepping small ops, and
 //                  running large GEMMs.

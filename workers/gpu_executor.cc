@@ -76,12 +76,14 @@ struct GpuExecutor::Impl {
   // synchronised), and the cost of the kernels the task ran on the
   // reference GPU, from their work (devices/work_cost.h). `optimizer`: the
   // parameters an update stepped, for the fused baselines.
-  void Cost(const std::string& task_type, const std::vector<GpuKernel>& kernels,
-            const DeviceMeter::Reading& measured, bool bf16, CostReport* cost,
-            const std::vector<int64_t>& optimizer_numel = {}) {
+  void Cost(const std::string& task_type, const GpuSession& session,
+            const std::vector<GpuKernel>& kernels, const DeviceMeter::Reading& measured,
+            CostReport* cost, const std::vector<int64_t>& optimizer_numel = {}) {
+    const bool bf16 = session.bf16;
     TaskWork work;
     AddKernels(kernels, &work);
     for (int64_t n : optimizer_numel) work.add_optimizer_numel(n);
+    work.set_state_bytes(session.state_bytes);
     *cost = CostTaskWork(work, bf16 ? bf16_cost_config : cost_config, GpuBaseline::kPaper,
                          nullptr, task_type);
     cost->set_device(device_name);
@@ -312,8 +314,8 @@ absl::StatusOr<ForwardResponse> GpuExecutor::Forward(
       session.last_batch = batch;
       session.last_tokens = inputs->size(1);
     }
-    impl_->Cost("forward", session.kernels.End(shape, std::move(recorder)),
-                impl_->meter->Stop(), session.bf16, response.mutable_cost());
+    impl_->Cost("forward", session, session.kernels.End(shape, std::move(recorder)),
+                impl_->meter->Stop(), response.mutable_cost());
     return response;
   });
 }
@@ -389,8 +391,8 @@ absl::StatusOr<BackwardResponse> GpuExecutor::Backward(
     impl_->Sync();
     BackwardResponse response;
     response.set_grad_norm(std::sqrt(sum_sq));
-    impl_->Cost("backward", session.kernels.End(shape, std::move(recorder)),
-                impl_->meter->Stop(), session.bf16, response.mutable_cost());
+    impl_->Cost("backward", session, session.kernels.End(shape, std::move(recorder)),
+                impl_->meter->Stop(), response.mutable_cost());
     session.tasks.Answer(request.key(), response);
     return response;
   });
@@ -434,8 +436,8 @@ absl::StatusOr<ApplyUpdateResponse> GpuExecutor::ApplyUpdate(
     session.tasks.Apply(request.step());
     impl_->Sync();
     response.set_applied(true);
-    impl_->Cost("update", session.kernels.End(shape, std::move(recorder)),
-                impl_->meter->Stop(), session.bf16, response.mutable_cost(), stepped);
+    impl_->Cost("update", session, session.kernels.End(shape, std::move(recorder)),
+                impl_->meter->Stop(), response.mutable_cost(), stepped);
     return response;
   });
 }

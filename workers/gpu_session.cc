@@ -238,6 +238,7 @@ absl::StatusOr<std::unique_ptr<GpuSession>> BuildGpuSession(
     }
   }
   response->set_num_tensors(static_cast<int64_t>(named.size()));
+  session->state_bytes = TrainingStateBytes(session->model);
   MakeOptimizer(header.optimizer(), trainable, *session);
   RETURN_IF_ERROR(RestoreOptimizerState(tensors.optimizer_state, header.optimizer_steps(),
                                         device, *session));

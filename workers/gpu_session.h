@@ -49,6 +49,9 @@ struct GpuSession {
   c10::intrusive_ptr<c10d::Backend> group;
   uint64_t seed = 0;  // init_seed: with the step, seeds each step's dropout
   bool bf16 = false;  // forwards under bf16 autocast (header.precision)
+  // Bytes the model keeps between steps: its parameters, and for those it
+  // trains a gradient and Adam's two moments (TaskWork.state_bytes).
+  int64_t state_bytes = 0;
 };
 
 // A host tensor on `device` (a copy).

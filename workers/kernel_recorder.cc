@@ -16,6 +16,7 @@ namespace {
 struct Frame {
   std::string op;
   double flops = 0;        // a product's
+  GemmShape shape;         // a product's, where its operands say it
   double in_elements = 0;  // another op's inputs (its FLOPs are finished at the end)
   double in_bytes = 0;
   bool product = false;
@@ -64,24 +65,31 @@ const at::Tensor* TensorAt(c10::ArrayRef<const c10::IValue> in, size_t i) {
   return i < in.size() && in[i].isTensor() ? &in[i].toTensor() : nullptr;
 }
 
-// FLOPs of a matrix product; none for other ops (element-wise work: one op
-// per element of the larger of inputs and outputs, counted at the end).
-std::optional<double> ProductFlops(const std::string& op,
-                                   c10::ArrayRef<const c10::IValue> in) {
+struct Product {
+  double flops = 0;
+  GemmShape shape;  // attention: query length, key length, head dimension
+};
+
+// FLOPs (and, for a GEMM, the shape) of a matrix product; none for other
+// ops (element-wise work: one op per element of the larger of inputs and
+// outputs, counted at the end).
+std::optional<Product> ProductOf(const std::string& op, c10::ArrayRef<const c10::IValue> in) {
   auto dims = [](const at::Tensor* t) { return t ? t->sizes().vec() : std::vector<int64_t>{}; };
   if (op == "aten::mm" || op == "aten::addmm") {
     const size_t a = op == "aten::mm" ? 0 : 1;
     const auto x = dims(TensorAt(in, a)), y = dims(TensorAt(in, a + 1));
-    if (x.size() != 2 || y.size() != 2) return 0;
-    return 2.0 * double(x[0]) * double(x[1]) * double(y[1]) +
-           (op == "aten::addmm" ? double(x[0]) * double(y[1]) : 0.0);
+    if (x.size() != 2 || y.size() != 2) return Product{};
+    return Product{2.0 * double(x[0]) * double(x[1]) * double(y[1]) +
+                       (op == "aten::addmm" ? double(x[0]) * double(y[1]) : 0.0),
+                   GemmShape{x[0], y[1], x[1]}};  // m, n, k
   }
   if (op == "aten::bmm" || op == "aten::baddbmm") {
     const size_t a = op == "aten::bmm" ? 0 : 1;
     const auto x = dims(TensorAt(in, a)), y = dims(TensorAt(in, a + 1));
-    if (x.size() != 3 || y.size() != 3) return 0;
-    return 2.0 * double(x[0]) * double(x[1]) * double(x[2]) * double(y[2]) +
-           (op == "aten::baddbmm" ? double(x[0]) * double(x[1]) * double(y[2]) : 0.0);
+    if (x.size() != 3 || y.size() != 3) return Product{};
+    return Product{2.0 * double(x[0]) * double(x[1]) * double(x[2]) * double(y[2]) +
+                       (op == "aten::baddbmm" ? double(x[0]) * double(x[1]) * double(y[2]) : 0.0),
+                   GemmShape{x[1], y[2], x[2]}};
   }
   // Fused attention (the CPU flash kernel, CUDA's flash, memory-efficient
   // and cuDNN kernels): one kernel. Forward: q k^T and p v, 4 B H Lq Lk D;
@@ -92,13 +100,15 @@ std::optional<double> ProductFlops(const std::string& op,
   if (op.rfind("aten::_scaled_dot_product_", 0) == 0) {
     const bool backward = op.find("_backward") != std::string::npos;
     const auto q = dims(TensorAt(in, backward ? 1 : 0)), k = dims(TensorAt(in, backward ? 2 : 1));
-    if (q.size() != 4 || k.size() != 4) return 0;
+    if (q.size() != 4 || k.size() != 4) return Product{};
     const double pairs = double(q[0]) * double(q[1]) * double(q[2]) * double(k[2]) * double(q[3]);
-    return (backward ? 10.0 : 4.0) * pairs;
+    // Shape: query length, key length, head dimension (as m, n, k).
+    return Product{(backward ? 10.0 : 4.0) * pairs, GemmShape{q[2], k[2], q[3]}};
   }
   if (op == "aten::mv" || op == "aten::addmv") {
     const auto x = dims(TensorAt(in, op == "aten::mv" ? 0 : 1));
-    return x.size() == 2 ? 2.0 * double(x[0]) * double(x[1]) : 0.0;
+    if (x.size() != 2) return Product{};
+    return Product{2.0 * double(x[0]) * double(x[1]), GemmShape{x[0], 1, x[1]}};
   }
   return std::nullopt;
 }
@@ -120,9 +130,12 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
       !open_ops.empty() && (open_ops.back().product || open_ops.back().inside_product);
   if (!f.inside_product) {
     const c10::ArrayRef<const c10::IValue> in = fn.inputs();
-    const std::optional<double> product = ProductFlops(f.op, in);
+    const std::optional<Product> product = ProductOf(f.op, in);
     f.product = product.has_value();
-    f.flops = product.value_or(0.0);
+    if (product) {
+      f.flops = product->flops;
+      f.shape = product->shape;
+    }
     if (!f.product) f.in_elements = SumTensors(in, Numel);
     f.in_bytes = SumTensors(in, Bytes);
   }
@@ -161,6 +174,7 @@ void OnEnd(const at::RecordFunction& fn, at::ObserverContext*) {
   k.op = std::move(f.op);
   k.bytes = f.in_bytes + SumTensors(out, Bytes);
   k.flops = f.product ? f.flops : std::max(f.in_elements, SumTensors(out, Numel));
+  k.shape = f.shape;
   std::lock_guard<std::mutex> lock(r->mu);
   r->kernels.push_back(std::move(k));
 }

@@ -89,6 +89,29 @@ TEST_F(KernelRecorderTest, BackwardRunsTwoProductsPerForwardProduct) {
   EXPECT_NEAR(c.product_flops, 2 * work.flops - first_input_grad + recompute, 1e-9 * work.flops);
 }
 
+TEST(KernelRecorderShapeTest, ProductsCarryTheirShapes) {
+  torch::Tensor a = torch::randn({5, 7}), b = torch::randn({7, 3});
+  torch::Tensor q = torch::randn({2, 4, 6, 8}), k = torch::randn({2, 4, 9, 8});
+  KernelRecorder recorder;
+  torch::mm(a, b);
+  torch::bmm(torch::randn({4, 5, 7}), torch::randn({4, 7, 3}));
+  at::scaled_dot_product_attention(q, k, k);
+  torch::relu(a);
+  const std::vector<GpuKernel> kernels = recorder.Finish();
+  auto shape_of = [&](const std::string& prefix) {
+    for (const GpuKernel& g : kernels) {
+      if (g.op.rfind(prefix, 0) == 0) return g.shape;
+    }
+    return GemmShape{-1, -1, -1};
+  };
+  // m, n, k: [5 x 7] x [7 x 3]; each of the batch's products; attention's
+  // query length, key length and head dimension.
+  EXPECT_EQ(shape_of("aten::mm"), (GemmShape{5, 3, 7}));
+  EXPECT_EQ(shape_of("aten::bmm"), (GemmShape{5, 3, 7}));
+  EXPECT_EQ(shape_of("aten::_scaled_dot_product"), (GemmShape{6, 9, 8}));
+  EXPECT_FALSE(shape_of("aten::relu").known());
+}
+
 TEST_F(KernelRecorderTest, TinyStepIsLaunchBoundOnAV100) {
   torch::Tensor x = torch::randn({4, 5, 6});
   KernelRecorder recorder;

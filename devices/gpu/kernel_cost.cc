@@ -24,10 +24,20 @@ bool LaunchesNoKernel(std::string_view op) {
   return std::find(std::begin(kNoKernel), std::end(kNoKernel), op) != std::end(kNoKernel);
 }
 
+KernelKind KernelKindOf(std::string_view op) {
+  if (op.rfind("aten::_scaled_dot_product_", 0) == 0) {
+    return op.find("_backward") != std::string_view::npos ? KernelKind::kAttentionBackward
+                                                          : KernelKind::kAttention;
+  }
+  if (op == "aten::mm" || op == "aten::addmm" || op == "aten::bmm" || op == "aten::baddbmm" ||
+      op == "aten::mv" || op == "aten::addmv") {
+    return KernelKind::kGemm;
+  }
+  return KernelKind::kElementwise;
+}
+
 bool IsProductKernel(std::string_view op) {
-  return op == "aten::mm" || op == "aten::addmm" || op == "aten::bmm" ||
-         op == "aten::baddbmm" || op == "aten::mv" || op == "aten::addmv" ||
-         op.rfind("aten::_scaled_dot_product_", 0) == 0;
+  return KernelKindOf(op) != KernelKind::kElementwise;
 }
 
 namespace {
@@ -50,35 +60,72 @@ double GemmSize(double flops, double bytes) {
   return std::min(flops, 2 * n * n * n);
 }
 
-double GemmRate(const GpuSpec& gpu, GpuPrecision precision, double flops, double bytes) {
+double GemmRate(const GpuSpec& gpu, GpuPrecision precision, double flops, double bytes,
+                const GemmShape& shape, bool streamed) {
+  if (precision == GpuPrecision::kFp32 && shape.known()) {
+    const GemmGrid& grid =
+        streamed && !gpu.gemm_grid_streamed.empty() ? gpu.gemm_grid_streamed : gpu.gemm_grid;
+    if (!grid.empty()) return grid.Rate(shape);
+  }
   if (gpu.gemm_rates.empty() || precision != GpuPrecision::kFp32 || flops <= 0) {
     return PeakFlops(gpu, precision) * gpu.compute_share;
   }
   return Interpolate(gpu.gemm_rates, GemmSize(flops, bytes));
 }
 
-double MemoryRate(const GpuSpec& gpu, double bytes) {
-  if (gpu.memory_rates.empty() || bytes <= 0) return gpu.memory_bw * gpu.memory_share;
-  return Interpolate(gpu.memory_rates, bytes);
+double MemoryRate(const GpuSpec& gpu, double bytes, bool streamed) {
+  const auto& rates = streamed && !gpu.memory_rates_streamed.empty() ? gpu.memory_rates_streamed
+                                                                     : gpu.memory_rates;
+  if (rates.empty() || bytes <= 0) return gpu.memory_bw * gpu.memory_share;
+  return Interpolate(rates, bytes);
 }
 
-GpuKernelTally::GpuKernelTally(const GpuSpec& gpu, GpuPrecision precision, GpuLaunch launch)
+double AttentionRate(const GpuSpec& gpu, GpuPrecision precision, KernelKind kind,
+                     const GemmShape& shape) {
+  if (kind != KernelKind::kAttention && kind != KernelKind::kAttentionBackward) return 0;
+  const GemmGrid& grid =
+      kind == KernelKind::kAttentionBackward ? gpu.attention_backward_grid : gpu.attention_grid;
+  if (precision != GpuPrecision::kFp32 || !shape.known() || grid.empty()) return 0;
+  return grid.Rate(shape);
+}
+
+bool StreamsState(const GpuSpec& gpu, double state_bytes) {
+  return gpu.cache_bytes > 0 && state_bytes > gpu.cache_bytes;
+}
+
+GpuKernelTally::GpuKernelTally(const GpuSpec& gpu, GpuPrecision precision, GpuLaunch launch,
+                               StreamedReads streamed)
     : gpu_(gpu),
       precision_(precision),
-      graph_(launch == GpuLaunch::kGraph) {
+      graph_(launch == GpuLaunch::kGraph),
+      streamed_(streamed) {
   compute_ = PeakFlops(gpu, precision) * gpu.compute_share;
   if (!graph_) {
     host_s_ = gpu.dispatch_s + (launch == GpuLaunch::kPythonEager ? gpu.python_op_s : 0);
   }
 }
 
-void GpuKernelTally::Add(double flops, double bytes, double count, bool product) {
-  // A measured GEMM rate holds the product's own traffic.
-  const bool measured_gemm = product && !gpu_.gemm_rates.empty() &&
-                             precision_ == GpuPrecision::kFp32;
-  const double rate = product ? GemmRate(gpu_, precision_, flops, bytes) : compute_;
-  const double memory_s = measured_gemm ? 0 : bytes / MemoryRate(gpu_, bytes);
-  const double work_s = std::max(flops / rate, memory_s);
+void GpuKernelTally::Add(double flops, double bytes, double count, KernelKind kind,
+                         const GemmShape& shape) {
+  const bool product = kind != KernelKind::kElementwise;
+  const double attention = AttentionRate(gpu_, precision_, kind, shape);
+  // The GEMM grid is read at a GEMM's shape only (attention's is another).
+  const GemmShape gemm_shape = kind == KernelKind::kGemm ? shape : GemmShape();
+  // A measured product rate holds the product's own traffic.
+  const bool measured_gemm =
+      product && precision_ == GpuPrecision::kFp32 &&
+      (attention > 0 || !gpu_.gemm_rates.empty() ||
+       (gemm_shape.known() && !gpu_.gemm_grid.empty()));
+  const double rate =
+      attention > 0 ? attention
+      : product     ? GemmRate(gpu_, precision_, flops, bytes, gemm_shape, streamed_.products)
+                    : compute_;
+  const double memory_s =
+      measured_gemm ? 0 : bytes / MemoryRate(gpu_, bytes, streamed_.elementwise);
+  const double call_s = attention <= 0                           ? 0
+                        : kind == KernelKind::kAttentionBackward ? gpu_.attention_backward_call_s
+                                                                 : gpu_.attention_call_s;
+  const double work_s = std::max(flops / rate, memory_s) + call_s;
   double t = 0;
   if (graph_) {
     t = std::max(gpu_.min_kernel_s, work_s) + gpu_.graph_node_s;
@@ -123,7 +170,7 @@ GpuStepCost CostKernels(const GpuSpec& gpu, GpuPrecision precision,
     if (LaunchesNoKernel(k.op)) {
       ++host_ops;
     } else {
-      tally.Add(k.flops, k.bytes, 1, IsProductKernel(k.op));
+      tally.Add(k.flops, k.bytes, 1, KernelKindOf(k.op), k.shape);
     }
   }
   if (launch != GpuLaunch::kGraph) tally.AddHostOps(host_ops);

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "devices/gpu/roofline.h"
@@ -30,12 +31,20 @@ namespace hpt {
 
 // One ATen op that launches a kernel, with its work.
 struct GpuKernel {
+  GpuKernel(std::string op = "", double flops = 0, double bytes = 0, GemmShape shape = {})
+      : op(std::move(op)), flops(flops), bytes(bytes), shape(shape) {}
   std::string op;    // "aten::addmm"
   double flops = 0;
   double bytes = 0;  // operands read and results written
+  GemmShape shape;   // a product's (one of a batch's; attention: Lq, Lk, head dim)
 };
 
 enum class GpuLaunch { kEager, kPythonEager, kGraph };
+
+// How a kernel's work is rated: element-wise at the memory rate, a GEMM at
+// the measured GEMM rates, fused attention (forward or backward) at the
+// measured attention rates.
+enum class KernelKind { kElementwise, kGemm, kAttention, kAttentionBackward };
 
 struct GpuStepCost {
   double time_s = 0;
@@ -47,15 +56,27 @@ struct GpuStepCost {
   double launch_bound_share() const { return time_s > 0 ? launch_bound_s / time_s : 0; }
 };
 
+// Which operands come from memory rather than cache when a task's model
+// state outgrows the device's cache (GpuSpec's *_streamed rates): the
+// weights its products read, and, in an optimizer update, the state its
+// element-wise ops read. Other element-wise ops read activations the task
+// has just made.
+struct StreamedReads {
+  bool products = false, elementwise = false;
+};
+
 // Adds kernels up into a GpuStepCost on `gpu` at `precision`, launched by
 // `launch`; Finish adds the energy. CostKernels and the recorded work's
 // costing (devices/work_cost.h) both go through it.
 class GpuKernelTally {
  public:
-  GpuKernelTally(const GpuSpec& gpu, GpuPrecision precision, GpuLaunch launch);
-  // `count` kernels of this work; `product`: a matrix product (its rate is
-  // the GEMM rate at its size).
-  void Add(double flops, double bytes, double count = 1, bool product = false);
+  GpuKernelTally(const GpuSpec& gpu, GpuPrecision precision, GpuLaunch launch,
+                 StreamedReads streamed = StreamedReads());
+  // `count` kernels of this work, rated as their `kind`; a product's
+  // `shape` (for attention: query length, key length, head dimension as
+  // m, n, k) picks its measured rate where the profile has one.
+  void Add(double flops, double bytes, double count = 1,
+           KernelKind kind = KernelKind::kElementwise, const GemmShape& shape = {});
   // `count` ops that launch no kernel: host dispatch only. A synchronous
   // device adds them; an asynchronous one takes the longer of its kernels'
   // time and the host's whole dispatch time.
@@ -69,6 +90,7 @@ class GpuKernelTally {
   const GpuSpec& gpu_;
   GpuPrecision precision_;
   bool graph_ = false;
+  StreamedReads streamed_;
   double compute_ = 0, host_s_ = 0;
   double host_total_s_ = 0;  // every op's dispatch
   double busy_s_ = 0;
@@ -83,17 +105,34 @@ class GpuKernelTally {
 // the size, of a small square one. `bytes`: operands and result, fp32;
 // 0: `flops` itself. Never above `flops`.
 double GemmSize(double flops, double bytes);
-// The achieved rate of a product of `flops` moving `bytes` on `gpu`: its
-// measured GEMM rates interpolated in log-log at GemmSize (held at the
-// ends), or peak times compute_share without them or at a precision other
-// than fp32.
-double GemmRate(const GpuSpec& gpu, GpuPrecision precision, double flops, double bytes = 0);
+// The achieved rate of a product of `flops` moving `bytes` on `gpu`, in
+// this order of preference (fp32; other precisions take peak times
+// compute_share): its shape on the measured grid (gemm_grid_streamed when
+// `streamed` and measured, else gemm_grid); its size on the measured
+// GEMM rates, interpolated in log-log at GemmSize (held at the ends);
+// peak times compute_share.
+double GemmRate(const GpuSpec& gpu, GpuPrecision precision, double flops, double bytes = 0,
+                const GemmShape& shape = {}, bool streamed = false);
+// Fused attention's achieved rate at `shape` (query length, key length,
+// head dimension as m, n, k) on the measured attention grids; 0 where the
+// profile has none (then it is rated as a GEMM).
+double AttentionRate(const GpuSpec& gpu, GpuPrecision precision, KernelKind kind,
+                     const GemmShape& shape);
 // The achieved bandwidth of element-wise work moving `bytes`: the measured
-// memory rates interpolated the same way, or memory_bw times memory_share.
-double MemoryRate(const GpuSpec& gpu, double bytes);
+// memory rates (the streamed ones when `streamed` and measured)
+// interpolated the same way, or memory_bw times memory_share.
+double MemoryRate(const GpuSpec& gpu, double bytes, bool streamed = false);
+// True when a task whose model keeps `state_bytes` between steps streams
+// it from memory on `gpu`: the state is larger than the known cache. A
+// model's state is read in turn each step, so a cache smaller than it
+// keeps none of it for the next use (least-recently-used eviction of a
+// cyclic sweep).
+bool StreamsState(const GpuSpec& gpu, double state_bytes);
 
 // True for ATen ops that only make views or read metadata.
 bool LaunchesNoKernel(std::string_view op);
+// The kind of an ATen op's kernel.
+KernelKind KernelKindOf(std::string_view op);
 // True for matrix products (a GEMM, or fused attention's products).
 bool IsProductKernel(std::string_view op);
 

@@ -28,6 +28,51 @@ TEST(GpuKernelCostTest, EagerKernelsPayTheLargerOfDispatchAndDeviceTime) {
               1e-12);
 }
 
+// A CPU-like profile: synchronous, no dispatch, one rate per table.
+GpuSpec TableProfile() {
+  GpuSpec g = *ParseGpuProfile("name = t; fp32_flops = 1e12; memory_bw = 1e10; synchronous = true");
+  g.compute_share = g.memory_share = 1;
+  g.dispatch_s = 0;
+  g.gemm_rates = {{1, 1e9}};                                   // by size: 1 GFLOP/s
+  g.gemm_grid = *GemmGrid::Make({8}, {8}, {8}, {2e9});         // by shape: 2
+  g.gemm_grid_streamed = *GemmGrid::Make({8}, {8}, {8}, {4e8});  // weights from memory
+  g.memory_rates = {{1, 1e10}};
+  g.memory_rates_streamed = {{1, 1e9}};
+  g.attention_grid = *GemmGrid::Make({8}, {8}, {8}, {5e8});
+  g.attention_call_s = 1e-6;
+  g.cache_bytes = 1e6;
+  return g;
+}
+
+TEST(GpuKernelCostTest, AProductWithAShapeTakesTheGridsRate) {
+  const GpuSpec g = TableProfile();
+  const GpuKernel sized{"aten::mm", 1e6, 1e3};
+  GpuKernel shaped = sized;
+  shaped.shape = GemmShape{64, 64, 64};
+  EXPECT_DOUBLE_EQ(CostKernels(g, GpuPrecision::kFp32, {sized}).time_s, 1e-3);
+  EXPECT_DOUBLE_EQ(CostKernels(g, GpuPrecision::kFp32, {shaped}).time_s, 0.5e-3);
+  // Attention: its own grid, plus its fixed cost a call.
+  GpuKernel attention{"aten::_scaled_dot_product_flash_attention_for_cpu", 1e6, 1e3};
+  attention.shape = GemmShape{16, 16, 8};
+  EXPECT_DOUBLE_EQ(CostKernels(g, GpuPrecision::kFp32, {attention}).time_s, 2e-3 + 1e-6);
+  // A backward without a measured grid is rated as a product of its size.
+  attention.op = "aten::_scaled_dot_product_flash_attention_for_cpu_backward";
+  EXPECT_DOUBLE_EQ(CostKernels(g, GpuPrecision::kFp32, {attention}).time_s, 1e-3);
+}
+
+TEST(GpuKernelCostTest, StreamedReadsTakeTheStreamedRates) {
+  const GpuSpec g = TableProfile();
+  EXPECT_TRUE(StreamsState(g, 2e6));
+  EXPECT_FALSE(StreamsState(g, 1e6));
+  GpuKernelTally weights(g, GpuPrecision::kFp32, GpuLaunch::kEager, StreamedReads{true, false});
+  weights.Add(1e6, 1e3, 1, KernelKind::kGemm, GemmShape{8, 8, 8});
+  weights.Add(0, 1e6, 1);  // an activation: cached
+  EXPECT_DOUBLE_EQ(weights.Finish().time_s, 1e6 / 4e8 + 1e6 / 1e10);
+  GpuKernelTally state(g, GpuPrecision::kFp32, GpuLaunch::kEager, StreamedReads{true, true});
+  state.Add(0, 1e6, 1);
+  EXPECT_DOUBLE_EQ(state.Finish().time_s, 1e6 / 1e9);
+}
+
 TEST(GpuKernelCostTest, AGraphPaysNodesAndOneLaunch) {
   const GpuSpec h100 = *GpuPreset("h100");
   std::vector<GpuKernel> tiny(1000, GpuKernel{"aten::add", 10, 120});

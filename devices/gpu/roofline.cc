@@ -128,6 +128,14 @@ std::string GpuProfileText(const GpuSpec& g) {
       "\nmemory_bw = ", Number(g.memory_bw), "\ncompute_share = ", Number(g.compute_share),
       "\nmemory_share = ", Number(g.memory_share), "\ngemm_rates = ", RatesText(g.gemm_rates),
       "\nmemory_rates = ", RatesText(g.memory_rates),
+      "\ngemm_grid = ", GemmGridText(g.gemm_grid),
+      "\ngemm_grid_streamed = ", GemmGridText(g.gemm_grid_streamed),
+      "\nattention_grid = ", GemmGridText(g.attention_grid),
+      "\nattention_backward_grid = ", GemmGridText(g.attention_backward_grid),
+      "\nattention_call_s = ", Number(g.attention_call_s),
+      "\nattention_backward_call_s = ", Number(g.attention_backward_call_s),
+      "\nmemory_rates_streamed = ", RatesText(g.memory_rates_streamed),
+      "\ncache_bytes = ", Number(g.cache_bytes),
       "\ndispatch_s = ", Number(g.dispatch_s), "\npython_op_s = ", Number(g.python_op_s),
       "\ngraph_node_s = ", Number(g.graph_node_s), "\nmin_kernel_s = ", Number(g.min_kernel_s),
       "\nsynchronous = ", g.synchronous ? "true" : "false",
@@ -161,9 +169,22 @@ absl::StatusOr<GpuSpec> ParseGpuProfile(const std::string& text) {
       g.synchronous = value == "true";
       continue;
     }
-    if (key == "gemm_rates" || key == "memory_rates") {
-      absl::Status st = ParseRates(value, key == "gemm_rates" ? &g.gemm_rates : &g.memory_rates);
+    if (key == "gemm_rates" || key == "memory_rates" || key == "memory_rates_streamed") {
+      absl::Status st = ParseRates(value, key == "gemm_rates"     ? &g.gemm_rates
+                                          : key == "memory_rates" ? &g.memory_rates
+                                                                  : &g.memory_rates_streamed);
       if (!st.ok()) return bad(std::string(st.message()));
+      continue;
+    }
+    GemmGrid* grid = key == "gemm_grid"                 ? &g.gemm_grid
+                     : key == "gemm_grid_streamed"      ? &g.gemm_grid_streamed
+                     : key == "attention_grid"          ? &g.attention_grid
+                     : key == "attention_backward_grid" ? &g.attention_backward_grid
+                                                        : nullptr;
+    if (grid != nullptr) {
+      absl::StatusOr<GemmGrid> parsed = ParseGemmGrid(value);
+      if (!parsed.ok()) return bad(std::string(parsed.status().message()));
+      *grid = *std::move(parsed);
       continue;
     }
     double* field = nullptr;
@@ -180,6 +201,9 @@ absl::StatusOr<GpuSpec> ParseGpuProfile(const std::string& text) {
     if (key == "idle_power_w") field = &g.idle_power_w;
     if (key == "active_power_w") field = &g.active_power_w;
     if (key == "load_power_w") field = &g.load_power_w;
+    if (key == "cache_bytes") field = &g.cache_bytes;
+    if (key == "attention_call_s") field = &g.attention_call_s;
+    if (key == "attention_backward_call_s") field = &g.attention_backward_call_s;
     if (field == nullptr) return bad("unknown key");
     if (!absl::SimpleAtod(value, field) || !std::isfinite(*field) || *field < 0) {
       return bad(absl::StrCat("want a number >= 0, got '", value, "'"));

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "devices/gpu/gemm_grid.h"
 
 namespace hpt {
 
@@ -49,10 +50,28 @@ struct GpuSpec {
   // interpolates them for products (fp32). Empty: peak times
   // compute_share.
   std::vector<std::pair<double, double>> gemm_rates;
+  // Measured GEMM rates by shape (devices/gpu/gemm_grid.h): a product
+  // whose shape was recorded is rated from it, before gemm_rates.
+  GemmGrid gemm_grid;
   // Measured bandwidth of element-wise work, (bytes moved, achieved
   // bytes/s), by size: small working sets stay in caches. Empty:
   // memory_bw times memory_share.
   std::vector<std::pair<double, double>> memory_rates;
+  // The same two, measured with the operands read from memory rather than
+  // cache: a step whose model state (parameters, gradients, optimizer
+  // moments) outgrows cache_bytes streams its weights each time it uses
+  // them, so its tasks are rated from these where they are measured.
+  GemmGrid gemm_grid_streamed;
+  // Fused attention (scaled_dot_product_attention's kernel), forward and
+  // backward: achieved FLOP/s by query length, key length and head
+  // dimension (as m, n and k), FLOPs counted as the recorder counts them
+  // (workers/kernel_recorder.cc). Empty: rated as a GEMM.
+  GemmGrid attention_grid, attention_backward_grid;
+  // Each such call's fixed cost beyond its dispatch (its threads, its
+  // scratch buffers), forward and backward.
+  double attention_call_s = 0, attention_backward_call_s = 0;
+  std::vector<std::pair<double, double>> memory_rates_streamed;
+  double cache_bytes = 0;  // the last-level cache; 0: unknown (taken as holding the state)
   // How ops reach the device.
   double dispatch_s = 0;    // host time per op, LibTorch C++ eager (autograd on)
   double python_op_s = 0;   // added per op called from Python
@@ -75,7 +94,8 @@ std::vector<std::string> GpuPresetNames();
 
 // A profile as text, one "key = value" a line ('#' starts a comment; ';'
 // also separates entries, so a profile fits on one line). Keys are
-// GpuSpec's fields; gemm_rates and memory_rates are "size:rate,size:rate". Unknown keys
+// GpuSpec's fields; gemm_rates and the memory_rates are "size:rate,size:rate",
+// the gemm grids "MxKxN:rate,..." (devices/gpu/gemm_grid.h). Unknown keys
 // and bad numbers are INVALID_ARGUMENT naming the line.
 absl::StatusOr<GpuSpec> ParseGpuProfile(const std::string& text);
 std::string GpuProfileText(const GpuSpec& gpu);

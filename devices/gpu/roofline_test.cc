@@ -60,16 +60,28 @@ TEST(RooflineTest, PresetsMatchTheirPublishedSpecifications) {
 TEST(RooflineTest, AProfileRoundTripsAndBadEntriesNameTheirLine) {
   GpuSpec h100 = *GpuPreset("h100");
   h100.gemm_rates = {{2e6, 3e11}, {2e9, 4e13}};
+  h100.gemm_grid = *GemmGrid::Make({8, 64}, {8}, {8, 512}, {1e9, 2e9, 3e9, 4e9});
+  h100.memory_rates_streamed = {{1e6, 5e11}};
+  h100.cache_bytes = 50e6;
   absl::StatusOr<GpuSpec> back = ParseGpuProfile(GpuProfileText(h100));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->name, "h100");
   EXPECT_EQ(back->dispatch_s, h100.dispatch_s);
   EXPECT_EQ(back->gemm_rates, h100.gemm_rates);
+  EXPECT_EQ(back->gemm_grid.Rate({64, 512, 8}), 4e9);  // m, n, k
+  EXPECT_TRUE(back->gemm_grid_streamed.empty());
+  EXPECT_EQ(back->memory_rates_streamed, h100.memory_rates_streamed);
+  EXPECT_EQ(back->cache_bytes, 50e6);
   EXPECT_EQ(back->load_power_w, 700);
   absl::Status s = ParseGpuProfile("name = x\nfp32_flops = 1e12\nwarp_speed = 9").status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("entry 3 (warp_speed)"), std::string::npos) << s;
   EXPECT_FALSE(ParseGpuProfile("name = x; memory_bw = 1e9").ok());  // no fp32_flops
+  s = ParseGpuProfile("name = x\nfp32_flops = 1\nmemory_bw = 1\ngemm_grid = 8x8x8:1,8x8:2")
+          .status();
+  EXPECT_NE(s.message().find("entry 4 (gemm_grid): gemm grid entry 2 ('8x8:2')"),
+            std::string::npos)
+      << s;
   EXPECT_TRUE(GpuProfileOrPreset("name = x; fp32_flops = 1; memory_bw = 1").ok());
   EXPECT_FALSE(GpuProfileOrPreset("h200").ok());
 }

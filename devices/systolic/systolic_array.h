@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "devices/gemm_shape.h"
 
 namespace hpt {
 
@@ -85,12 +86,6 @@ struct SystolicConfig {
 };
 
 absl::Status ValidateSystolicConfig(const SystolicConfig& config);
-
-struct GemmShape {
-  int64_t m = 0;  // input rows
-  int64_t n = 0;  // weight columns (outputs)
-  int64_t k = 0;  // reduction
-};
 
 struct SystolicReport {
   int64_t folds = 0;

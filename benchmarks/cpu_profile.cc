@@ -1,0 +1,80 @@
+#include "benchmarks/cpu_profile.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+
+#include "devices/cost_settings.h"
+#include "devices/work_cost.h"
+#include "models/model_config.h"
+#include "models/st_transformer.h"
+#include "workers/device_calibration.h"
+
+namespace hpt {
+namespace {
+
+// Each task's least over `a` and `b`.
+StepTimes Least(const StepTimes& a, const StepTimes& b) {
+  return {std::min(a.forward_s, b.forward_s), std::min(a.backward_s, b.backward_s),
+          std::min(a.update_s, b.update_s)};
+}
+
+// One round for one shape: the step's tasks timed `steps` times (each
+// task's least) and `profile`'s prediction of them.
+StepCheck MeasureAndPredict(const GpuSpec& profile, const StepCase& c, int steps) {
+  ModelConfig config = *PresetModelConfig(c.preset);
+  config.set_input_features(12);
+  config.set_output_features(1);
+  torch::manual_seed(3);
+  SpatioTemporalTransformer model(config);
+  model->train();
+  torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
+  torch::Tensor x = torch::randn({c.batch, c.tokens, 12});
+  torch::Tensor y = torch::randn({c.batch, c.tokens, 1});
+  RecordedStep recorded;
+  TrainStep(model, adam, x, y);  // Adam's moments
+  TrainStep(model, adam, x, y, &recorded);
+  StepCheck check;
+  check.shape = c;
+  for (int i = 0; i < steps; ++i) {
+    StepTimes t;
+    TrainStep(model, adam, x, y, nullptr, &t);
+    check.measured = i == 0 ? t : Least(check.measured, t);
+  }
+  DeviceCostConfig cost = DefaultDeviceCostConfig("gpu");
+  cost.gpu = profile;
+  std::vector<StepCost> tasks;
+  recorded.Cost(cost, GpuBaseline::kLibtorch, &tasks);
+  check.predicted = {tasks[0].time_s, tasks[1].time_s, tasks[2].time_s};
+  return check;
+}
+
+}  // namespace
+
+std::vector<StepCase> CpuProfileCases() {
+  return {{"tiny", 4, 16}, {"tiny", 64, 16}, {"wind", 1, 57}, {"wind", 8, 57}};
+}
+
+absl::StatusOr<CpuProfileCheck> CheckCpuProfile(const CpuProfileOptions& options) {
+  CpuProfileCheck result;
+  for (int round = 0; round < std::max(options.rounds, 1); ++round) {
+    CalibrationOptions calibration;
+    calibration.quick = options.quick;
+    absl::StatusOr<GpuSpec> profile = CalibrateDevice(calibration);
+    if (!profile.ok()) return profile.status();
+    result.profile = *profile;
+    for (size_t i = 0; i < options.cases.size(); ++i) {
+      const StepCheck s = MeasureAndPredict(*profile, options.cases[i], options.steps);
+      if (round == 0) {
+        result.steps.push_back(s);
+        continue;
+      }
+      StepCheck& kept = result.steps[i];
+      kept.measured = Least(kept.measured, s.measured);
+      kept.predicted = Least(kept.predicted, s.predicted);
+    }
+  }
+  return result;
+}
+
+}  // namespace hpt
