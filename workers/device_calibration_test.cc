@@ -18,7 +18,15 @@ TEST(DeviceCalibrationTest, TheCpusProfileIsMeasuredAndRoundTrips) {
   options.progress = [&](const std::string& line) { stages.push_back(line); };
   absl::StatusOr<GpuSpec> profile = CalibrateDevice(options);
   ASSERT_TRUE(profile.ok()) << profile.status();
-  EXPECT_EQ(stages.size(), 3u);  // dispatch, GEMMs, memory; no CUDA stages
+  // Cache, dispatch, GEMM sizes, memory, GEMM shapes, attention, streamed
+  // (where sysfs gives the cache); no CUDA stages.
+  EXPECT_EQ(stages.size(), profile->cache_bytes > 0 ? 7u : 6u);
+  EXPECT_EQ(profile->gemm_grid.m(), (std::vector<int64_t>{8, 32, 128, 512, 2048}));
+  EXPECT_EQ(profile->attention_grid.k(), (std::vector<int64_t>{8, 32, 128}));
+  EXPECT_FALSE(profile->attention_backward_grid.empty());
+  EXPECT_GE(profile->attention_call_s, 0);
+  EXPECT_EQ(profile->gemm_grid_streamed.empty(), profile->cache_bytes <= 0);
+  EXPECT_EQ(profile->memory_rates_streamed.empty(), profile->cache_bytes <= 0);
   EXPECT_TRUE(profile->synchronous);
   EXPECT_GT(profile->dispatch_s, 1e-8);
   EXPECT_LT(profile->dispatch_s, 1e-3);
@@ -38,6 +46,8 @@ TEST(DeviceCalibrationTest, TheCpusProfileIsMeasuredAndRoundTrips) {
   absl::StatusOr<GpuSpec> back = ParseGpuProfile(GpuProfileText(*profile));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->gemm_rates.size(), profile->gemm_rates.size());
+  EXPECT_EQ(GemmGridText(back->gemm_grid), GemmGridText(profile->gemm_grid));
+  EXPECT_NEAR(back->cache_bytes, profile->cache_bytes, 1e-5 * profile->cache_bytes);
   EXPECT_NEAR(back->dispatch_s, profile->dispatch_s, 1e-5 * profile->dispatch_s);
   std::printf("%s", GpuProfileText(*profile).c_str());
 }
