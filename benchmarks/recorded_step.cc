@@ -56,8 +56,9 @@ void TrainStep(SpatioTemporalTransformer& model, torch::optim::Optimizer& optimi
   for (const auto& group : optimizer.param_groups()) {
     for (const torch::Tensor& p : group.params()) record->update.add_optimizer_numel(p.numel());
   }
+  const int64_t state_bytes = TrainingStateBytes(model);
   for (TaskWork* work : {&record->forward, &record->backward, &record->update}) {
-    work->set_state_bytes(TrainingStateBytes(model));
+    work->set_state_bytes(state_bytes);
   }
 }
 

@@ -18,6 +18,9 @@ GpuLaunch LaunchOf(GpuBaseline baseline, const std::string& task_type) {
   return GpuLaunch::kPythonEager;
 }
 
+// A recorded kernel's product shape (unknown where none was recorded).
+GemmShape ShapeOf(const GpuKernelWork& k) { return GemmShape{k.m(), k.n(), k.k()}; }
+
 CostReport CostGpuWork(const TaskWork& work, const DeviceCostConfig& config,
                        GpuBaseline baseline, const std::string& task_type) {
   const GpuLaunch launch = LaunchOf(baseline, task_type);
@@ -26,8 +29,8 @@ CostReport CostGpuWork(const TaskWork& work, const DeviceCostConfig& config,
   const bool fused_update = work.optimizer_numel_size() > 0 &&
                             (baseline == GpuBaseline::kFused || baseline == GpuBaseline::kGraph ||
                              baseline == GpuBaseline::kBf16);
-  // A fused update is one Python call whose launches LibTorch makes.
   const bool streamed = StreamsState(config.gpu, double(work.state_bytes()));
+  // A fused update is one Python call whose launches LibTorch makes.
   GpuKernelTally tally(config.gpu, precision,
                        fused_update && launch == GpuLaunch::kPythonEager ? GpuLaunch::kEager
                                                                          : launch,
@@ -47,8 +50,7 @@ CostReport CostGpuWork(const TaskWork& work, const DeviceCostConfig& config,
     if (launch == GpuLaunch::kPythonEager) extra_s = config.gpu.python_op_s;
   } else {
     for (const GpuKernelWork& k : work.kernels()) {
-      tally.Add(k.flops(), k.bytes(), double(k.count()), KernelKindOf(k.op()),
-                GemmShape{k.m(), k.n(), k.k()});
+      tally.Add(k.flops(), k.bytes(), double(k.count()), KernelKindOf(k.op()), ShapeOf(k));
     }
   }
   // A graph replay costs one launch for the task's kernels; eager, the
@@ -223,7 +225,7 @@ void AddKernels(const std::vector<GpuKernel>& kernels, TaskWork* work) {
   std::map<std::tuple<std::string, double, double, GemmShape>, int> index;
   for (int i = 0; i < work->kernels_size(); ++i) {
     const GpuKernelWork& k = work->kernels(i);
-    index[{k.op(), k.flops(), k.bytes(), GemmShape{k.m(), k.n(), k.k()}}] = i;
+    index[{k.op(), k.flops(), k.bytes(), ShapeOf(k)}] = i;
   }
   for (const GpuKernel& k : kernels) {
     if (LaunchesNoKernel(k.op)) {

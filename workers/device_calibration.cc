@@ -66,11 +66,12 @@ double EmptyProductS(const torch::Device& device) {
   }) / 100;
 }
 
-// Achieved rates of products over transformer-like shapes, by size.
-std::vector<std::pair<double, double>> GemmRates(const torch::Device& device, bool quick) {
+// Achieved rates of products over transformer-like shapes, by size,
+// beyond `empty_s` (EmptyProductS).
+std::vector<std::pair<double, double>> GemmRates(const torch::Device& device, bool quick,
+                                                 double empty_s) {
   torch::NoGradGuard no_grad;
   auto opts = torch::TensorOptions().device(device);
-  const double empty_s = EmptyProductS(device);
   std::vector<std::pair<double, double>> rates;
   const std::vector<int64_t> ms = quick ? std::vector<int64_t>{16, 128, 1024}
                                         : std::vector<int64_t>{1, 8, 32, 128, 512, 2048, 8192};
@@ -163,13 +164,13 @@ std::vector<std::pair<double, double>> MemoryRates(const torch::Device& device, 
   return rates;
 }
 
-// Achieved rates of products over a grid of shapes, beyond the dispatch of
-// an empty product; `streamed`: each repetition multiplies by another
-// second operand (a linear layer's weight, in its forward and its input
-// gradient) of a pool that no cache holds.
-GemmGrid MeasureGemmGrid(const torch::Device& device, bool quick, const StreamPool* streamed) {
+// Achieved rates of products over a grid of shapes, beyond `empty_s`;
+// `streamed`: each repetition multiplies by another second operand (a
+// linear layer's weight, in its forward and its input gradient) of a pool
+// that no cache holds.
+GemmGrid MeasureGemmGrid(const torch::Device& device, bool quick, double empty_s,
+                         const StreamPool* streamed) {
   torch::NoGradGuard no_grad;
-  const double empty_s = EmptyProductS(device);
   const std::vector<int64_t> axis = quick ? std::vector<int64_t>{8, 32, 128, 512, 2048}
                                           : std::vector<int64_t>{8, 16, 32, 64, 128, 256, 512,
                                                                  1024, 2048};
@@ -196,15 +197,14 @@ GemmGrid MeasureGemmGrid(const torch::Device& device, bool quick, const StreamPo
 // less the forward): over query lengths, key lengths and head dimensions,
 // each timed for 8 and for 64 heads in all, so that the rate is the
 // slope per head and the fixed cost of a call (its threads, its scratch
-// buffers) the intercept beyond an empty product's dispatch. FLOPs as the
+// buffers) the intercept beyond `empty_s`. FLOPs as the
 // kernel recorder counts them: 4 and 10 per (query, key, dimension).
 struct AttentionProfile {
   GemmGrid forward, backward;
   double forward_call_s = 0, backward_call_s = 0;
 };
 
-AttentionProfile MeasureAttention(const torch::Device& device, bool quick) {
-  const double empty_s = EmptyProductS(device);
+AttentionProfile MeasureAttention(const torch::Device& device, bool quick, double empty_s) {
   const std::vector<int64_t> lengths = quick ? std::vector<int64_t>{16, 64, 256}
                                              : std::vector<int64_t>{16, 32, 64, 128, 256};
   const std::vector<int64_t> dims = quick ? std::vector<int64_t>{8, 32, 128}
@@ -335,7 +335,9 @@ absl::StatusOr<GpuSpec> CalibrateDevice(const CalibrationOptions& o) {
   say(absl::StrFormat("last-level cache       %.0f MB%s", 1e-6 * g.cache_bytes,
                       g.cache_bytes > 0 ? "" : " (unknown: no streamed rates)"));
   say(absl::StrFormat("dispatch per op        %.2f us", 1e6 * g.dispatch_s));
-  g.gemm_rates = GemmRates(device, o.quick);
+  // Every product table is net of one measurement of an empty product.
+  const double empty_product_s = EmptyProductS(device);
+  g.gemm_rates = GemmRates(device, o.quick, empty_product_s);
   for (const auto& [flops, rate] : g.gemm_rates) g.fp32_flops = std::max(g.fp32_flops, rate);
   say(absl::StrFormat("GEMM rates             %zu sizes, best %.1f GFLOP/s", g.gemm_rates.size(),
                       1e-9 * g.fp32_flops));
@@ -344,8 +346,8 @@ absl::StatusOr<GpuSpec> CalibrateDevice(const CalibrationOptions& o) {
   say(absl::StrFormat("memory bandwidth       %.1f GB/s at %.0f MB (%zu sizes)",
                       1e-9 * g.memory_bw, 1e-6 * g.memory_rates.back().first,
                       g.memory_rates.size()));
-  g.gemm_grid = MeasureGemmGrid(device, o.quick, nullptr);
-  const AttentionProfile attention = MeasureAttention(device, o.quick);
+  g.gemm_grid = MeasureGemmGrid(device, o.quick, empty_product_s, nullptr);
+  const AttentionProfile attention = MeasureAttention(device, o.quick, empty_product_s);
   g.attention_grid = attention.forward;
   g.attention_backward_grid = attention.backward;
   g.attention_call_s = attention.forward_call_s;
@@ -360,7 +362,7 @@ absl::StatusOr<GpuSpec> CalibrateDevice(const CalibrationOptions& o) {
   if (g.cache_bytes > 0) {
     const StreamPool pool(device, g.cache_bytes);
     g.memory_rates_streamed = MemoryRates(device, o.quick, &pool);
-    g.gemm_grid_streamed = MeasureGemmGrid(device, o.quick, &pool);
+    g.gemm_grid_streamed = MeasureGemmGrid(device, o.quick, empty_product_s, &pool);
     say(absl::StrFormat("streamed from memory   %.1f GFLOP/s at 57x512x1536, %.1f GB/s at 1 MB",
                         1e-9 * g.gemm_grid_streamed.Rate(kWindProjection),
                         1e-9 * MemoryRate(g, 1 << 20, true)));

@@ -14,6 +14,10 @@
 //   *_streamed     the grid and the memory rates again, each repetition
 //                  reading its operand from a pool over twice the cache
 //                  (what a step whose model state outgrows the cache does);
+//   attention_*    fused attention's rates by query length, key length and
+//                  head dimension (the slope between 8 and 64 heads) and
+//                  its fixed cost a call (the intercept), forward and
+//                  backward;
 //   min_kernel_s   (CUDA) a graph node of a one-element add, replayed;
 //   power          (CUDA, NVML) board power idle, stepping small ops, and
 //                  running large GEMMs.

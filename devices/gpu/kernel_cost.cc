@@ -36,9 +36,6 @@ KernelKind KernelKindOf(std::string_view op) {
   return KernelKind::kElementwise;
 }
 
-bool IsProductKernel(std::string_view op) {
-  return KernelKindOf(op) != KernelKind::kElementwise;
-}
 
 namespace {
 

@@ -1,8 +1,8 @@
 // GPU cost of the kernels a LibTorch step really ran, on a reference GPU
 // profile (devices/gpu/roofline.h). A kernel's device time is the largest
-// of the profile's shortest kernel, its FLOPs at the achieved rate (the
-// measured GEMM rates by size, for products) and its bytes at the achieved
-// bandwidth. How it reaches the device is the launch path's:
+// of the profile's shortest kernel, its FLOPs at the achieved rate (for
+// products the measured rates by shape, else by size: GemmRate,
+// AttentionRate) and its bytes at the achieved bandwidth. How it reaches the device is the launch path's:
 //   eager    the host dispatches each op (dispatch_s, plus python_op_s for
 //            ops called from Python) while the GPU runs the previous ones:
 //            an op costs the larger of its dispatch and its device time;
@@ -133,8 +133,6 @@ bool StreamsState(const GpuSpec& gpu, double state_bytes);
 bool LaunchesNoKernel(std::string_view op);
 // The kind of an ATen op's kernel.
 KernelKind KernelKindOf(std::string_view op);
-// True for matrix products (a GEMM, or fused attention's products).
-bool IsProductKernel(std::string_view op);
 
 GpuStepCost CostKernels(const GpuSpec& gpu, GpuPrecision precision,
                         const std::vector<GpuKernel>& kernels,

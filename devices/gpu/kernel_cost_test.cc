@@ -123,8 +123,12 @@ TEST(GpuKernelCostTest, ViewsLaunchNothing) {
   EXPECT_TRUE(LaunchesNoKernel("aten::view"));
   EXPECT_FALSE(LaunchesNoKernel("aten::addmm"));
   EXPECT_FALSE(LaunchesNoKernel("aten::copy_"));
-  EXPECT_TRUE(IsProductKernel("aten::addmm"));
-  EXPECT_FALSE(IsProductKernel("aten::add"));
+  EXPECT_EQ(KernelKindOf("aten::addmm"), KernelKind::kGemm);
+  EXPECT_EQ(KernelKindOf("aten::add"), KernelKind::kElementwise);
+  EXPECT_EQ(KernelKindOf("aten::_scaled_dot_product_flash_attention_for_cpu"),
+            KernelKind::kAttention);
+  EXPECT_EQ(KernelKindOf("aten::_scaled_dot_product_flash_attention_backward"),
+            KernelKind::kAttentionBackward);
 }
 
 }  // namespace
