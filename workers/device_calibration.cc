@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <thread>
 #include <vector>
 
@@ -103,35 +104,51 @@ std::vector<std::pair<double, double>> GemmRates(const torch::Device& device, bo
 }
 
 // Operands to cycle through so that each is read from memory: views into
-// one buffer over twice the cache (filled once, not once per shape).
+// one buffer over twice the cache (filled once, not once per shape). The
+// pool keeps its place: each shape's views begin where the last shape's
+// reads stopped, so none starts on what the last one left in the cache.
 class StreamPool {
  public:
   StreamPool(const torch::Device& device, double cache_bytes)
       : buffer_(torch::randn({int64_t(std::max(2 * cache_bytes, 64e6) / 4)},
                              torch::TensorOptions().device(device))) {}
-  // Views of `shape` at spaced offsets of the buffer, as many as fit; an
-  // operand over half the buffer is read from memory anyway: two of its own.
-  std::vector<torch::Tensor> Operands(const std::vector<int64_t>& shape) const {
+  // Views of `shape` at spaced offsets of the buffer, as many as fit, from
+  // the pool's place on; an operand over half the buffer is read from
+  // memory anyway: two of its own.
+  std::vector<torch::Tensor> Operands(const std::vector<int64_t>& shape) {
     int64_t numel = 1;
     for (int64_t d : shape) numel *= d;
     if (2 * numel > buffer_.numel()) {
+      last_.numel = 0;  // not the pool's: its place stays
       auto opts = torch::TensorOptions().device(buffer_.device());
       return {torch::randn(shape, opts), torch::randn(shape, opts)};
     }
+    const int64_t count = std::min<int64_t>(buffer_.numel() / numel, 4096);
+    const int64_t first = (place_ + numel - 1) / numel;  // the first view at or past the place
     std::vector<torch::Tensor> views;
-    for (int64_t i = 0; i < std::min<int64_t>(buffer_.numel() / numel, 4096); ++i) {
-      views.push_back(buffer_.narrow(0, i * numel, numel).view(shape));
+    for (int64_t i = 0; i < count; ++i) {
+      views.push_back(buffer_.narrow(0, ((first + i) % count) * numel, numel).view(shape));
     }
+    last_ = {first, numel, count};
     return views;
+  }
+  // `read` of the views Operands last gave were read, in order.
+  void Read(size_t read) {
+    if (last_.numel == 0) return;
+    place_ = ((last_.first + int64_t(read)) % last_.count) * last_.numel;
   }
 
  private:
   torch::Tensor buffer_;
+  int64_t place_ = 0;  // element where the next shape's views begin
+  struct {
+    int64_t first = 0, numel = 0, count = 1;
+  } last_;
 };
 
 // One operand of `shape` (cached), or the pool's views (streamed).
 std::vector<torch::Tensor> Operands(const torch::Device& device, const std::vector<int64_t>& shape,
-                                    const StreamPool* streamed) {
+                                    StreamPool* streamed) {
   if (streamed != nullptr) return streamed->Operands(shape);
   return {torch::randn(shape, torch::TensorOptions().device(device))};
 }
@@ -141,7 +158,7 @@ std::vector<torch::Tensor> Operands(const torch::Device& device, const std::vect
 // the dispatch of the same op on one element; `streamed`: each repetition
 // reads another input of a pool that no cache holds.
 std::vector<std::pair<double, double>> MemoryRates(const torch::Device& device, bool quick,
-                                                   const StreamPool* streamed) {
+                                                   StreamPool* streamed) {
   torch::NoGradGuard no_grad;
   auto opts = torch::TensorOptions().device(device);
   torch::Tensor one = torch::randn({1}, opts), one_out = torch::empty_like(one);
@@ -149,16 +166,18 @@ std::vector<std::pair<double, double>> MemoryRates(const torch::Device& device, 
     for (int i = 0; i < 100; ++i) torch::mul_out(one_out, one, 1.0001);
   }) / 100;
   std::vector<std::pair<double, double>> rates;
-  const int top = quick ? 22 : 26;
+  const int top = 26;  // 537 MB moved: past any cache, for EffectiveCacheBytes
   for (int log2 = 10; log2 <= top; log2 += 2) {
     const int64_t n = int64_t(1) << log2;
     const std::vector<torch::Tensor> x = Operands(device, {n}, streamed);
     torch::Tensor y = torch::empty_like(x[0]);
     const double bytes = 2.0 * 4.0 * double(n);
     const int reps = int(std::clamp(2e8 / bytes, 1.0, 1000.0));
+    size_t next = 0;  // runs go on through the pool: a run's first read is not the last run's
     const double s = BestS(device, quick ? 3 : 5, [&] {
-      for (int i = 0; i < reps; ++i) torch::mul_out(y, x[size_t(i) % x.size()], 1.0001);
+      for (int i = 0; i < reps; ++i) torch::mul_out(y, x[next++ % x.size()], 1.0001);
     }) / reps;
+    if (streamed != nullptr) streamed->Read(next);
     rates.push_back({bytes, bytes / std::max(s - empty_s, 1e-9)});
   }
   return rates;
@@ -169,7 +188,7 @@ std::vector<std::pair<double, double>> MemoryRates(const torch::Device& device, 
 // linear layer's weight, in its forward and its input gradient) of a pool
 // that no cache holds.
 GemmGrid MeasureGemmGrid(const torch::Device& device, bool quick, double empty_s,
-                         const StreamPool* streamed) {
+                         StreamPool* streamed) {
   torch::NoGradGuard no_grad;
   const std::vector<int64_t> axis = quick ? std::vector<int64_t>{8, 32, 128, 512, 2048}
                                           : std::vector<int64_t>{8, 16, 32, 64, 128, 256, 512,
@@ -182,9 +201,11 @@ GemmGrid MeasureGemmGrid(const torch::Device& device, bool quick, double empty_s
         const std::vector<torch::Tensor> b = Operands(device, {k, n}, streamed);
         const double flops = 2.0 * double(m) * double(k) * double(n);
         const int reps = int(std::clamp(1e8 / flops, 1.0, 100.0));
+        size_t next = 0;  // as in MemoryRates: each run reads operands the last did not
         const double s = BestS(device, quick ? 3 : 5, [&] {
-          for (int i = 0; i < reps; ++i) torch::mm(a, b[size_t(i) % b.size()]);
+          for (int i = 0; i < reps; ++i) torch::mm(a, b[next++ % b.size()]);
         }) / reps;
+        if (streamed != nullptr) streamed->Read(next);
         rates.push_back(flops / std::max(s - empty_s, 1e-9));
       }
     }
@@ -257,21 +278,25 @@ AttentionProfile MeasureAttention(const torch::Device& device, bool quick, doubl
   return a;
 }
 
-// The largest cache of this machine's first CPU, from sysfs; 0 if unknown.
-double CpuCacheBytes() {
-  double largest = 0;
+// The CPU's caches from sysfs (cpu0's): bytes by level, of its data or
+// unified cache.
+std::map<int, double> CpuCaches() {
+  std::map<int, double> caches;
   for (int index = 0; index < 8; ++index) {
-    std::ifstream file(absl::StrCat("/sys/devices/system/cpu/cpu0/cache/index", index, "/size"));
-    std::string size;
-    if (!(file >> size) || size.empty()) continue;
+    const std::string dir = absl::StrCat("/sys/devices/system/cpu/cpu0/cache/index", index, "/");
+    std::ifstream size_file(dir + "size"), level_file(dir + "level"), type_file(dir + "type");
+    std::string size, type;
+    int level = 0;
+    if (!(size_file >> size) || size.empty() || !(level_file >> level)) continue;
+    if ((type_file >> type) && type == "Instruction") continue;
     double scale = 1;
     if (size.back() == 'K') scale = 1024;
     if (size.back() == 'M') scale = 1024 * 1024;
     if (scale > 1) size.pop_back();
     double value = 0;
-    if (absl::SimpleAtod(size, &value)) largest = std::max(largest, value * scale);
+    if (absl::SimpleAtod(size, &value)) caches[level] = std::max(caches[level], value * scale);
   }
-  return largest;
+  return caches;
 }
 
 // Mean board power while `body` repeats for `window_s`.
@@ -305,6 +330,50 @@ absl::Status MeasurePower(const torch::Device& device, const CalibrationOptions&
 
 }  // namespace
 
+double EffectiveCacheBytes(const std::vector<std::pair<double, double>>& memory_rates,
+                           double last_level_bytes, double next_level_bytes) {
+  if (memory_rates.size() < 2) return last_level_bytes;
+  const double slow = memory_rates.back().second;
+  for (size_t i = memory_rates.size() - 1; i-- > 0;) {
+    const auto& [bytes, rate] = memory_rates[i];
+    if (rate < kCacheRateOverMemory * slow) continue;
+    // The largest fast size: the cache is between it and the next size.
+    if (bytes <= next_level_bytes) return last_level_bytes;  // the level below's knee
+    const double knee = std::sqrt(bytes * memory_rates[i + 1].first);
+    return last_level_bytes > 0 ? std::min(last_level_bytes, knee) : knee;
+  }
+  return last_level_bytes;
+}
+
+namespace {
+
+// The last-level cache a profile's streamed rates and state rule use:
+// CUDA's L2 size, or the CPU's as sysfs and the bandwidth curve have it.
+absl::StatusOr<double> CacheBytes(const torch::Device& device,
+                                  const std::vector<std::pair<double, double>>& memory_rates,
+                                  const std::function<void(const std::string&)>& say) {
+  if (device.is_cuda()) {
+    absl::StatusOr<double> l2 = CudaL2CacheBytes(device.index());
+    if (l2.ok()) say(absl::StrFormat("last-level cache       %.0f MB (CUDA L2)", 1e-6 * *l2));
+    return l2;
+  }
+  const std::map<int, double> caches = CpuCaches();
+  const double last = caches.empty() ? 0 : caches.rbegin()->second;
+  const double next = caches.size() < 2 ? 0 : std::prev(caches.end(), 2)->second;
+  const double effective = EffectiveCacheBytes(memory_rates, last, next);
+  if (effective <= 0) {
+    say("last-level cache       unknown: no streamed rates");
+  } else if (effective < last) {
+    say(absl::StrFormat("last-level cache       %.0f MB as measured (sysfs says %.0f MB)",
+                        1e-6 * effective, 1e-6 * last));
+  } else {
+    say(absl::StrFormat("last-level cache       %.0f MB (sysfs)", 1e-6 * effective));
+  }
+  return effective;
+}
+
+}  // namespace
+
 absl::StatusOr<GpuSpec> CalibrateDevice(const CalibrationOptions& o) {
   torch::Device device(torch::kCPU);
   try {
@@ -325,15 +394,6 @@ absl::StatusOr<GpuSpec> CalibrateDevice(const CalibrationOptions& o) {
   g.python_op_s = kPythonOpS;
   g.compute_share = g.memory_share = 1;  // the rates below are achieved ones
   g.dispatch_s = DispatchS(device, o.quick ? 4000 : 40000);
-  if (device.is_cuda()) {
-    absl::StatusOr<double> l2 = CudaL2CacheBytes(device.index());
-    if (!l2.ok()) return l2.status();
-    g.cache_bytes = *l2;
-  } else {
-    g.cache_bytes = CpuCacheBytes();
-  }
-  say(absl::StrFormat("last-level cache       %.0f MB%s", 1e-6 * g.cache_bytes,
-                      g.cache_bytes > 0 ? "" : " (unknown: no streamed rates)"));
   say(absl::StrFormat("dispatch per op        %.2f us", 1e6 * g.dispatch_s));
   // Every product table is net of one measurement of an empty product.
   const double empty_product_s = EmptyProductS(device);
@@ -346,6 +406,9 @@ absl::StatusOr<GpuSpec> CalibrateDevice(const CalibrationOptions& o) {
   say(absl::StrFormat("memory bandwidth       %.1f GB/s at %.0f MB (%zu sizes)",
                       1e-9 * g.memory_bw, 1e-6 * g.memory_rates.back().first,
                       g.memory_rates.size()));
+  absl::StatusOr<double> cache = CacheBytes(device, g.memory_rates, say);
+  if (!cache.ok()) return cache.status();
+  g.cache_bytes = *cache;
   g.gemm_grid = MeasureGemmGrid(device, o.quick, empty_product_s, nullptr);
   const AttentionProfile attention = MeasureAttention(device, o.quick, empty_product_s);
   g.attention_grid = attention.forward;
@@ -360,7 +423,7 @@ absl::StatusOr<GpuSpec> CalibrateDevice(const CalibrationOptions& o) {
   say(absl::StrFormat("GEMM shapes            %zu^3, %.1f GFLOP/s at 57x512x1536",
                       g.gemm_grid.m().size(), 1e-9 * g.gemm_grid.Rate(kWindProjection)));
   if (g.cache_bytes > 0) {
-    const StreamPool pool(device, g.cache_bytes);
+    StreamPool pool(device, g.cache_bytes);
     g.memory_rates_streamed = MemoryRates(device, o.quick, &pool);
     g.gemm_grid_streamed = MeasureGemmGrid(device, o.quick, empty_product_s, &pool);
     say(absl::StrFormat("streamed from memory   %.1f GFLOP/s at 57x512x1536, %.1f GB/s at 1 MB",

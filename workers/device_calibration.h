@@ -4,7 +4,9 @@
 // against). It measures:
 //   dispatch_s     host time per op: a cycle of small element-wise ops on
 //                  a tensor that needs gradients, issued back to back;
-//   cache_bytes    the last-level cache (sysfs on a CPU, CUDA's L2 size);
+//   cache_bytes    the last-level cache: CUDA's L2 size; on a CPU, sysfs's
+//                  last level, or less where the measured bandwidth falls
+//                  off sooner (EffectiveCacheBytes);
 //   gemm_rates     achieved FLOP/s of products [m x k] x [k x n] over the
 //                  sizes a spatio-temporal transformer runs, beyond the
 //                  dispatch of an empty product;
@@ -31,6 +33,8 @@
 
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "devices/gpu/roofline.h"
@@ -46,6 +50,23 @@ struct CalibrationOptions {
 };
 
 absl::StatusOr<GpuSpec> CalibrateDevice(const CalibrationOptions& options);
+
+// An element-wise op runs from cache while its rate is at least this many
+// times its rate on the largest working set (memory): a threshold of this
+// detection, not a device constant.
+inline constexpr double kCacheRateOverMemory = 1.5;
+
+// The cache a working set still runs in, from the element-wise bandwidth
+// by bytes moved (MemoryRates, ascending): a virtual machine's sysfs may
+// report its host's whole last-level cache (this project's CI VMs: 480
+// MiB for 2 vCPUs, whose rate falls from 22 to 7 GB/s between 34 and 134
+// MB). The largest size still at cache speed (kCacheRateOverMemory) with
+// every larger one below it is the knee; the cache is the geometric
+// midpoint of it and the next size, at most `last_level_bytes` (0:
+// unknown). A knee at or under `next_level_bytes` (the L2) is that
+// level's: then, and on a flat curve, `last_level_bytes` stands.
+double EffectiveCacheBytes(const std::vector<std::pair<double, double>>& memory_rates,
+                           double last_level_bytes, double next_level_bytes);
 
 }  // namespace hpt
 

@@ -18,23 +18,34 @@
 
 namespace hpt {
 
+// The driver's library, as the loader finds it.
+inline constexpr char kNvmlLibrary[] = "libnvidia-ml.so.1";
+
 class NvmlEnergy {
  public:
   // The counter of the GPU with this UUID ("GPU-..."), or of device index
   // `index` when `uuid` is empty. NOT_FOUND with the reason where there is
-  // no driver library, no such GPU or no counter on it.
+  // no driver library, no such GPU or no counter on it. `library`: another
+  // copy of NVML, by path (each is loaded once per process and stays).
   static absl::StatusOr<std::unique_ptr<NvmlEnergy>> Open(const std::string& uuid,
-                                                          int index = 0);
+                                                          int index = 0,
+                                                          const std::string& library = kNvmlLibrary);
   ~NvmlEnergy();
   // Joules since the driver loaded; -1 when a read fails.
   double TotalJ() const;
   const std::string& name() const { return name_; }  // as the driver names the GPU
 
+  struct Api;  // the library's functions (nvml_energy.cc)
+
  private:
   NvmlEnergy() = default;
+  const Api* api_ = nullptr;
   void* device_ = nullptr;
   std::string name_;
 };
+
+// NVML's return code with its name from nvml.h ("3 (not supported)").
+std::string NvmlErrorText(int code);
 
 }  // namespace hpt
 

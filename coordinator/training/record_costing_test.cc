@@ -173,6 +173,36 @@ TEST_P(RecostTest, MeasuredBaselinesRestOnTheMeasuredStep) {
   EXPECT_NE(text.find("fastest GPU-only: "), std::string::npos) << text;
 }
 
+// The CPU twin of a GPU worker that reads its board's energy counter: the
+// same record with energy on the full phase's GPU steps gives the job's
+// own row an energy per step, and energy figures from it.
+TEST_P(RecostTest, MeasuredEnergyGivesTheOwnRowEnergyFigures) {
+  WorkRecord record = *last_.work_record;
+  RecordedPhase* full = nullptr;
+  for (RecordedPhase& p : *record.mutable_phases()) {
+    if (p.phase() == "full") full = &p;
+  }
+  ASSERT_NE(full, nullptr);
+  const double step_j = 2.5;
+  full->set_gpu_main_j(step_j * double(full->gpu_steps()));
+  full->set_gpu_all_j(2 * step_j * double(full->gpu_steps()));
+  absl::StatusOr<JobCosts> costs = CostOfRecord(record, {});
+  ASSERT_TRUE(costs.ok()) << costs.status();
+  const BaselineComparison* own = nullptr;
+  for (const BaselineComparison& b : costs->comparison.baselines()) {
+    if (b.measured() && b.baseline() == "libtorch") own = &b;
+  }
+  ASSERT_NE(own, nullptr);
+  int64_t steps = 0;
+  for (const RecordedPhase& p : record.phases()) {
+    if (p.phase() == "full" || p.phase() == "lora" || p.phase() == "lora-gpu") steps += p.steps();
+  }
+  EXPECT_NEAR(own->step_j(), step_j, 1e-12);
+  EXPECT_NEAR(own->gpu_only_energy_j(), step_j * double(steps), 1e-9);
+  EXPECT_GT(own->hpt_energy_j(), 0);
+  EXPECT_NEAR(own->energy_ratio(), own->gpu_only_energy_j() / own->hpt_energy_j(), 1e-9);
+}
+
 INSTANTIATE_TEST_SUITE_P(Presets, RecostTest, ::testing::Values("tiny", "wind"));
 
 }  // namespace
