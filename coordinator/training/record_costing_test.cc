@@ -17,6 +17,16 @@ namespace {
 using google::protobuf::util::DefaultFieldComparator;
 using google::protobuf::util::MessageDifferencer;
 
+// The steps GPU-only training would run: the record's full and LoRA
+// phases (a fallback's included), not the switch.
+int64_t TrainingSteps(const WorkRecord& record) {
+  int64_t steps = 0;
+  for (const RecordedPhase& p : record.phases()) {
+    if (p.phase() == "full" || p.phase() == "lora" || p.phase() == "lora-gpu") steps += p.steps();
+  }
+  return steps;
+}
+
 // Equal but for relative differences up to `tolerance` in floating fields.
 testing::AssertionResult Close(const google::protobuf::Message& a,
                                const google::protobuf::Message& b, double tolerance) {
@@ -140,10 +150,7 @@ TEST_P(RecostTest, MeasuredBaselinesRestOnTheMeasuredStep) {
   const BaselineComparison& own = c.baselines(5);
   const BaselineComparison& probed = c.baselines(6);
   const BaselineComparison& not_run = c.baselines(7);
-  int64_t steps = 0;
-  for (const RecordedPhase& p : record.phases()) {
-    if (p.phase() == "full" || p.phase() == "lora" || p.phase() == "lora-gpu") steps += p.steps();
-  }
+  const int64_t steps = TrainingSteps(record);
   // GPU-only: every step at the measured full step.
   EXPECT_EQ(own.baseline(), "libtorch");
   EXPECT_NEAR(own.step_s(), own_step, 1e-12);
@@ -193,10 +200,7 @@ TEST_P(RecostTest, MeasuredEnergyGivesTheOwnRowEnergyFigures) {
     if (b.measured() && b.baseline() == "libtorch") own = &b;
   }
   ASSERT_NE(own, nullptr);
-  int64_t steps = 0;
-  for (const RecordedPhase& p : record.phases()) {
-    if (p.phase() == "full" || p.phase() == "lora" || p.phase() == "lora-gpu") steps += p.steps();
-  }
+  const int64_t steps = TrainingSteps(record);
   EXPECT_NEAR(own->step_j(), step_j, 1e-12);
   EXPECT_NEAR(own->gpu_only_energy_j(), step_j * double(steps), 1e-9);
   EXPECT_GT(own->hpt_energy_j(), 0);
