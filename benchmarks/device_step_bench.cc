@@ -71,7 +71,7 @@ void Print(const char* label, const Totals& t) {
 // Long because it is a script: one timed section per device, in the
 // order the output prints them.
 int main(int argc, char** argv) {
-  hpt::UsePassiveThreadWaits(argv);
+  hpt::UseShortThreadSpins(argv);
   absl::ParseCommandLine(argc, argv);
   hpt::KeepLargeBuffersOnTheHeap();
   hpt::JobSpec spec;

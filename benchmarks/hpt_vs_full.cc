@@ -224,7 +224,7 @@ int Main() {
 }  // namespace hpt
 
 int main(int argc, char** argv) {
-  hpt::UsePassiveThreadWaits(argv);
+  hpt::UseShortThreadSpins(argv);
   absl::ParseCommandLine(argc, argv);
   hpt::KeepLargeBuffersOnTheHeap();
   return hpt::Main();

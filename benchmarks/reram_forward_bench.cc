@@ -25,7 +25,7 @@ using hpt::MedianSeconds;
 
 int main(int argc, char** argv) {
   // As the workers run: idle LibTorch and OpenBLAS threads sleep.
-  hpt::UsePassiveThreadWaits(argv);
+  hpt::UseShortThreadSpins(argv);
   absl::ParseCommandLine(argc, argv);
   const int64_t m = absl::GetFlag(FLAGS_rows), k = absl::GetFlag(FLAGS_features),
                 n = k;

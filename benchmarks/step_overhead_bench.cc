@@ -171,7 +171,7 @@ int Main() {
 }  // namespace hpt
 
 int main(int argc, char** argv) {
-  hpt::UsePassiveThreadWaits(argv);
+  hpt::UseShortThreadSpins(argv);
   absl::ParseCommandLine(argc, argv);
   return hpt::Main();
 }

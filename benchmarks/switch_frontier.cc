@@ -385,7 +385,7 @@ int Main() {
 }  // namespace hpt
 
 int main(int argc, char** argv) {
-  hpt::UsePassiveThreadWaits(argv);
+  hpt::UseShortThreadSpins(argv);
   hpt::SaveArgv(argc, argv);
   absl::ParseCommandLine(argc, argv);
   hpt::KeepLargeBuffersOnTheHeap();

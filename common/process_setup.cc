@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <string>
 #include <utility>
 
 namespace hpt {
@@ -16,11 +17,16 @@ void KeepLargeBuffersOnTheHeap() {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
-void UsePassiveThreadWaits(char** argv) {
+void UseShortThreadSpins(char** argv) {
   bool changed = false;
-  for (const auto& [name, value] : {std::pair<const char*, const char*>{"OMP_WAIT_POLICY", "passive"},
+  for (const auto& [name, value] : {std::pair<const char*, const char*>{"GOMP_SPINCOUNT", "10000"},
                                     {"OPENBLAS_THREAD_TIMEOUT", "4"}}) {
     if (std::getenv(name) != nullptr) continue;
+    // A wait policy the user chose stands: libgomp would let the spin
+    // count override it.
+    if (std::string(name) == "GOMP_SPINCOUNT" && std::getenv("OMP_WAIT_POLICY") != nullptr) {
+      continue;
+    }
     setenv(name, value, 1);
     changed = true;
   }

@@ -179,7 +179,7 @@ absl::StatusOr<std::unique_ptr<hpt::PagesServer>> StartPages(
 }  // namespace
 
 int main(int argc, char** argv) {
-  hpt::UsePassiveThreadWaits(argv);
+  hpt::UseShortThreadSpins(argv);
   absl::SetProgramUsageMessage("HpT coordinator: schedules training jobs.");
   absl::ParseCommandLine(argc, argv);
   bool http_asked = false;

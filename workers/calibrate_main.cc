@@ -24,12 +24,13 @@ ABSL_FLAG(bool, quick, false, "Fewer sizes, shorter loops: seconds instead of ab
 ABSL_FLAG(double, power_window_s, 2, "Seconds each power reading averages over (CUDA).");
 
 int main(int argc, char** argv) {
-  hpt::UsePassiveThreadWaits(argv);
+  hpt::UseShortThreadSpins(argv);
   absl::SetProgramUsageMessage(
       "Measures this device's cost profile (dispatch per op, GEMM rates by size, memory "
       "bandwidth; on CUDA also graph nodes and board power) and writes it for "
       "reference_gpu=FILE.\n  hpt_calibrate --device=cuda:0 --out=my-gpu.profile");
   absl::ParseCommandLine(argc, argv);
+  hpt::KeepLargeBuffersOnTheHeap();  // as a worker's heap
   hpt::CalibrationOptions options;
   options.device = absl::GetFlag(FLAGS_device);
   options.quick = absl::GetFlag(FLAGS_quick);

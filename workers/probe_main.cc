@@ -27,11 +27,12 @@ ABSL_FLAG(int64_t, steps, 20, "Timed steps a baseline, after --warm_up.");
 ABSL_FLAG(int64_t, warm_up, 3, "Untimed steps first.");
 
 int main(int argc, char** argv) {
-  hpt::UsePassiveThreadWaits(argv);
+  hpt::UseShortThreadSpins(argv);
   absl::SetProgramUsageMessage(
       "Times a preset's full training step under each GPU baseline (paper, fused, graph, "
       "bf16) on this device.\n  hpt_probe --device=cuda:0 --preset=wind --batch=32");
   absl::ParseCommandLine(argc, argv);
+  hpt::KeepLargeBuffersOnTheHeap();  // as a worker's heap
   absl::StatusOr<hpt::ModelConfig> config = hpt::PresetModelConfig(absl::GetFlag(FLAGS_preset));
   if (!config.ok()) {
     std::cerr << "hpt_probe: --preset: " << config.status().message() << std::endl;

@@ -97,7 +97,7 @@ absl::StatusOr<hpt::WorkerServer::Options> OptionsFromFlags() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  hpt::UsePassiveThreadWaits(argv);
+  hpt::UseShortThreadSpins(argv);
   absl::SetProgramUsageMessage("HpT worker: runs training tasks for one device.");
   absl::ParseCommandLine(argc, argv);
   hpt::KeepLargeBuffersOnTheHeap();
