@@ -9,10 +9,12 @@
 // heap keeping them. Smaller ones fault too: below the threshold, glibc
 // trims the heap's freed top after each step and faults it in again on the
 // next (tiny preset, batch 64: 54 faults a step). Measured on a 2-vCPU VM
-// after a long build had freed its memory: 4.9 us of system time a fault,
-// and a step 1.4x its usual time. Call once at the start of main.
-#ifndef HPT_COMMON_LARGE_BUFFERS_H_
-#define HPT_COMMON_LARGE_BUFFERS_H_
+// after a long build had freed its memory: 4.9 us of system time a fault;
+// in a CI run there, such steps took 1.4x their usual time. On that VM, too, buffers of 134-537 MB
+// in fresh mappings streamed at 6.4-6.9 GB/s, on the heap at 21-37 GB/s
+// (hpt_calibrate's element-wise curve). Call once at the start of main.
+#ifndef HPT_COMMON_PROCESS_SETUP_H_
+#define HPT_COMMON_PROCESS_SETUP_H_
 
 namespace hpt {
 
@@ -44,4 +46,4 @@ void UseShortThreadSpins(char** argv);
 
 }  // namespace hpt
 
-#endif  // HPT_COMMON_LARGE_BUFFERS_H_
+#endif  // HPT_COMMON_PROCESS_SETUP_H_
