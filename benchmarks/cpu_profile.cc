@@ -55,33 +55,46 @@ std::vector<StepCase> CpuProfileCases() {
   return {{"tiny", 4, 16}, {"tiny", 64, 16}, {"wind", 1, 57}, {"wind", 8, 57}};
 }
 
-absl::StatusOr<CpuProfileCheck> CheckCpuProfile(const CpuProfileOptions& options) {
+absl::StatusOr<CpuProfileCheck> RunCpuProfileRounds(const CpuProfileOptions& options,
+                                                    const CpuProfileRound& round) {
   CpuProfileCheck result;
   auto all_within = [&] {
     return std::all_of(result.steps.begin(), result.steps.end(),
                        [&](const StepCheck& s) { return s.within(options.tolerance); });
   };
   const int rounds = std::max(options.rounds, 1);
-  for (int round = 0; round < std::max(rounds, options.max_rounds); ++round) {
-    if (round >= rounds && all_within()) break;
-    result.rounds = round + 1;
+  for (int r = 0; r < std::max(rounds, options.max_rounds); ++r) {
+    if (r >= rounds && all_within()) break;
+    absl::StatusOr<CpuProfileCheck> one = round();
+    if (!one.ok()) return one.status();
+    result.rounds = r + 1;
+    result.profile = one->profile;
+    if (r == 0) {
+      result.steps = one->steps;
+      continue;
+    }
+    for (size_t i = 0; i < result.steps.size() && i < one->steps.size(); ++i) {
+      StepCheck& kept = result.steps[i];
+      kept.measured = Least(kept.measured, one->steps[i].measured);
+      kept.predicted = Least(kept.predicted, one->steps[i].predicted);
+    }
+  }
+  return result;
+}
+
+absl::StatusOr<CpuProfileCheck> CheckCpuProfile(const CpuProfileOptions& options) {
+  return RunCpuProfileRounds(options, [&]() -> absl::StatusOr<CpuProfileCheck> {
     CalibrationOptions calibration;
     calibration.quick = options.quick;
     absl::StatusOr<GpuSpec> profile = CalibrateDevice(calibration);
     if (!profile.ok()) return profile.status();
-    result.profile = *profile;
-    for (size_t i = 0; i < options.cases.size(); ++i) {
-      const StepCheck s = MeasureAndPredict(*profile, options.cases[i], options.steps);
-      if (round == 0) {
-        result.steps.push_back(s);
-        continue;
-      }
-      StepCheck& kept = result.steps[i];
-      kept.measured = Least(kept.measured, s.measured);
-      kept.predicted = Least(kept.predicted, s.predicted);
+    CpuProfileCheck one;
+    one.profile = *profile;
+    for (const StepCase& c : options.cases) {
+      one.steps.push_back(MeasureAndPredict(*profile, c, options.steps));
     }
-  }
-  return result;
+    return one;
+  });
 }
 
 }  // namespace hpt

@@ -21,6 +21,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,14 @@ struct CpuProfileOptions {
 };
 
 absl::StatusOr<CpuProfileCheck> CheckCpuProfile(const CpuProfileOptions& options);
+
+// One round: a calibration and every step once (its `rounds` unused).
+using CpuProfileRound = std::function<absl::StatusOr<CpuProfileCheck>()>;
+// The rounds of a check, each side of each step keeping its least: at
+// least options.rounds, then more while a step is outside the tolerance,
+// up to options.max_rounds. CheckCpuProfile's loop, apart for its test.
+absl::StatusOr<CpuProfileCheck> RunCpuProfileRounds(const CpuProfileOptions& options,
+                                                    const CpuProfileRound& round);
 
 }  // namespace hpt
 
