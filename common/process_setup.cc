@@ -4,8 +4,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <string>
-#include <utility>
 
 namespace hpt {
 
@@ -17,20 +15,25 @@ void KeepLargeBuffersOnTheHeap() {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
+namespace {
+
+// Sets `name` to `value` unless the user set it, or set `chosen_instead`
+// (a variable that decides the same thing); true when it did.
+bool SetUnlessChosen(const char* name, const char* value, const char* chosen_instead = nullptr) {
+  if (std::getenv(name) != nullptr) return false;
+  if (chosen_instead != nullptr && std::getenv(chosen_instead) != nullptr) return false;
+  setenv(name, value, 1);
+  return true;
+}
+
+}  // namespace
+
 void UseShortThreadSpins(char** argv) {
-  bool changed = false;
-  for (const auto& [name, value] : {std::pair<const char*, const char*>{"GOMP_SPINCOUNT", "10000"},
-                                    {"OPENBLAS_THREAD_TIMEOUT", "4"}}) {
-    if (std::getenv(name) != nullptr) continue;
-    // A wait policy the user chose stands: libgomp would let the spin
-    // count override it.
-    if (std::string(name) == "GOMP_SPINCOUNT" && std::getenv("OMP_WAIT_POLICY") != nullptr) {
-      continue;
-    }
-    setenv(name, value, 1);
-    changed = true;
-  }
-  if (!changed) return;
+  // libgomp lets a spin count override the wait policy, so a policy the
+  // user chose leaves the spin count unset.
+  const bool spins = SetUnlessChosen("GOMP_SPINCOUNT", "10000", "OMP_WAIT_POLICY");
+  const bool blas = SetUnlessChosen("OPENBLAS_THREAD_TIMEOUT", "4");
+  if (!spins && !blas) return;
   execv("/proc/self/exe", argv);
   // Could not re-execute: go on with the default policies.
 }

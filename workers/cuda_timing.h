@@ -1,7 +1,7 @@
 // Timing and facts of a CUDA device without CUDA in the header: its L2
 // cache, and the replay cost of a CUDA graph of tiny kernels (what one
-// graph node costs at the least), timed with CUDA events. Only the .cc sees the CUDA headers; on a machine
-// without CUDA the call says so.
+// graph node costs at the least), timed with CUDA events. Only the .cc
+// sees the CUDA headers; on a machine without CUDA the call says so.
 //
 //   ASSIGN_OR_RETURN(double node_s, CudaGraphNodeS(0));
 #ifndef HPT_WORKERS_CUDA_TIMING_H_

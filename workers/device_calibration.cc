@@ -148,18 +148,24 @@ std::vector<torch::Tensor> Operands(const torch::Device& device, const std::vect
   return {torch::randn(shape, torch::TensorOptions().device(device))};
 }
 
-// Achieved bandwidth of an element-wise op by bytes moved (input read,
-// output written), from cache-sized to DRAM-sized working sets, beyond
-// the dispatch of the same op on one element; `streamed`: each repetition
-// reads another input of a pool that no cache holds.
-std::vector<std::pair<double, double>> MemoryRates(const torch::Device& device, bool quick,
-                                                   StreamPool* streamed) {
+// Seconds of the element-wise op MemoryRates times, on one element: its
+// dispatch, with no work to speak of.
+double EmptyElementwiseS(const torch::Device& device) {
   torch::NoGradGuard no_grad;
-  auto opts = torch::TensorOptions().device(device);
-  torch::Tensor one = torch::randn({1}, opts), one_out = torch::empty_like(one);
-  const double empty_s = BestS(device, 9, [&] {
+  torch::Tensor one = torch::randn({1}, torch::TensorOptions().device(device));
+  torch::Tensor one_out = torch::empty_like(one);
+  return BestS(device, 9, [&] {
     for (int i = 0; i < 100; ++i) torch::mul_out(one_out, one, 1.0001);
   }) / 100;
+}
+
+// Achieved bandwidth of an element-wise op by bytes moved (input read,
+// output written), from cache-sized to DRAM-sized working sets, beyond
+// `empty_s` (EmptyElementwiseS); `streamed`: each repetition reads another
+// input of a pool that no cache holds.
+std::vector<std::pair<double, double>> MemoryRates(const torch::Device& device, bool quick,
+                                                   double empty_s, StreamPool* streamed) {
+  torch::NoGradGuard no_grad;
   std::vector<std::pair<double, double>> rates;
   // Cached: to 537 MB moved, past any cache, for EffectiveCacheBytes; the
   // streamed pass needs no knee, and a quick one stops at 34 MB.
@@ -392,13 +398,15 @@ absl::StatusOr<GpuSpec> CalibrateDevice(const CalibrationOptions& o) {
   g.compute_share = g.memory_share = 1;  // the rates below are achieved ones
   g.dispatch_s = DispatchS(device, o.quick ? 4000 : 40000);
   say(absl::StrFormat("dispatch per op        %.2f us", 1e6 * g.dispatch_s));
-  // Every product table is net of one measurement of an empty product.
+  // Every product table is net of one measurement of an empty product,
+  // every bandwidth table of one of an empty element-wise op.
   const double empty_product_s = EmptyProductS(device);
+  const double empty_elementwise_s = EmptyElementwiseS(device);
   g.gemm_rates = GemmRates(device, o.quick, empty_product_s);
   for (const auto& [flops, rate] : g.gemm_rates) g.fp32_flops = std::max(g.fp32_flops, rate);
   say(absl::StrFormat("GEMM rates             %zu sizes, best %.1f GFLOP/s", g.gemm_rates.size(),
                       1e-9 * g.fp32_flops));
-  g.memory_rates = MemoryRates(device, o.quick, nullptr);
+  g.memory_rates = MemoryRates(device, o.quick, empty_elementwise_s, nullptr);
   g.memory_bw = g.memory_rates.back().second;
   say(absl::StrFormat("memory bandwidth       %.1f GB/s at %.0f MB (%zu sizes)",
                       1e-9 * g.memory_bw, 1e-6 * g.memory_rates.back().first,
@@ -421,7 +429,7 @@ absl::StatusOr<GpuSpec> CalibrateDevice(const CalibrationOptions& o) {
                       g.gemm_grid.m().size(), 1e-9 * g.gemm_grid.Rate(kWindProjection)));
   if (g.cache_bytes > 0) {
     StreamPool pool(device, g.cache_bytes);
-    g.memory_rates_streamed = MemoryRates(device, o.quick, &pool);
+    g.memory_rates_streamed = MemoryRates(device, o.quick, empty_elementwise_s, &pool);
     g.gemm_grid_streamed = MeasureGemmGrid(device, o.quick, empty_product_s, &pool);
     say(absl::StrFormat("streamed from memory   %.1f GFLOP/s at 57x512x1536, %.1f GB/s at 1 MB",
                         1e-9 * g.gemm_grid_streamed.Rate(kWindProjection),

@@ -3,7 +3,9 @@
 #include <dlfcn.h>
 
 #include <map>
+#include <memory>
 #include <mutex>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 

@@ -44,7 +44,8 @@ class NvmlEnergy {
   std::string name_;
 };
 
-// NVML's return code with its name from nvml.h ("3 (not supported)").
+// NVML's return code with its name from nvml.h ("3, not supported"), or
+// the number alone where it has none here.
 std::string NvmlErrorText(int code);
 
 }  // namespace hpt

@@ -16,10 +16,10 @@
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "devices/gemm_shape.h"
 
 namespace hpt {
@@ -34,8 +34,9 @@ class GemmGrid {
                                        std::vector<int64_t> n, std::vector<double> rates);
 
   bool empty() const { return rates_.empty(); }
-  // The rate at `shape` (of a batched product: each one's): trilinear in the logarithms of the dimensions and
-  // of the rate, held at the grid's edges (no extrapolation).
+  // The rate at `shape` (of a batched product: each one's): trilinear in
+  // the logarithms of the dimensions and of the rate, held at the grid's
+  // edges (no extrapolation).
   double Rate(const GemmShape& shape) const;
 
   const std::vector<int64_t>& m() const { return m_; }

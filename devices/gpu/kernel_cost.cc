@@ -36,7 +36,6 @@ KernelKind KernelKindOf(std::string_view op) {
   return KernelKind::kElementwise;
 }
 
-
 namespace {
 
 // Log-log interpolation in a sorted (size, rate) table, held at its ends.

@@ -2,7 +2,8 @@
 // profile (devices/gpu/roofline.h). A kernel's device time is the largest
 // of the profile's shortest kernel, its FLOPs at the achieved rate (for
 // products the measured rates by shape, else by size: GemmRate,
-// AttentionRate) and its bytes at the achieved bandwidth. How it reaches the device is the launch path's:
+// AttentionRate) and its bytes at the achieved bandwidth. How it reaches
+// the device is the launch path's:
 //   eager    the host dispatches each op (dispatch_s, plus python_op_s for
 //            ops called from Python) while the GPU runs the previous ones:
 //            an op costs the larger of its dispatch and its device time;

@@ -62,6 +62,7 @@ struct GpuSpec {
   // moments) outgrows cache_bytes streams its weights each time it uses
   // them, so its tasks are rated from these where they are measured.
   GemmGrid gemm_grid_streamed;
+  std::vector<std::pair<double, double>> memory_rates_streamed;
   // Fused attention (scaled_dot_product_attention's kernel), forward and
   // backward: achieved FLOP/s by query length, key length and head
   // dimension (as m, n and k), FLOPs counted as the recorder counts them
@@ -70,7 +71,6 @@ struct GpuSpec {
   // Each such call's fixed cost beyond its dispatch (its threads, its
   // scratch buffers), forward and backward.
   double attention_call_s = 0, attention_backward_call_s = 0;
-  std::vector<std::pair<double, double>> memory_rates_streamed;
   double cache_bytes = 0;  // the last-level cache; 0: unknown (taken as holding the state)
   // How ops reach the device.
   double dispatch_s = 0;    // host time per op, LibTorch C++ eager (autograd on)
