@@ -14,11 +14,19 @@ struct GemmShape {
   int64_t m = 0;  // input rows
   int64_t n = 0;  // weight columns (outputs)
   int64_t k = 0;  // reduction
+  // How the operands lie in memory: the first read transposed (stored k x
+  // m: a weight gradient's g^T), the second (stored n x k: a linear
+  // layer's x W^T). A CPU's GEMM runs some layouts slower than others.
+  bool a_transposed = false, b_transposed = false;
   // Zero anywhere: unknown (a kernel that is no product, or not recorded).
   bool known() const { return m > 0 && k > 0 && n > 0; }
-  bool operator==(const GemmShape& o) const { return m == o.m && n == o.n && k == o.k; }
+  bool operator==(const GemmShape& o) const {
+    return m == o.m && n == o.n && k == o.k && a_transposed == o.a_transposed &&
+           b_transposed == o.b_transposed;
+  }
   bool operator<(const GemmShape& o) const {
-    return std::tie(m, k, n) < std::tie(o.m, o.k, o.n);
+    return std::tie(m, k, n, a_transposed, b_transposed) <
+           std::tie(o.m, o.k, o.n, o.a_transposed, o.b_transposed);
   }
 };
 

@@ -19,7 +19,12 @@ GpuLaunch LaunchOf(GpuBaseline baseline, const std::string& task_type) {
 }
 
 // A recorded kernel's product shape (unknown where none was recorded).
-GemmShape ShapeOf(const GpuKernelWork& k) { return GemmShape{k.m(), k.n(), k.k()}; }
+GemmShape ShapeOf(const GpuKernelWork& k) {
+  GemmShape s{k.m(), k.n(), k.k()};
+  s.a_transposed = k.a_transposed();
+  s.b_transposed = k.b_transposed();
+  return s;
+}
 
 CostReport CostGpuWork(const TaskWork& work, const DeviceCostConfig& config,
                        GpuBaseline baseline, const std::string& task_type) {
@@ -30,24 +35,35 @@ CostReport CostGpuWork(const TaskWork& work, const DeviceCostConfig& config,
                             (baseline == GpuBaseline::kFused || baseline == GpuBaseline::kGraph ||
                              baseline == GpuBaseline::kBf16);
   const bool streamed = StreamsState(config.gpu, double(work.state_bytes()));
+  const std::vector<int64_t> sizes(work.optimizer_numel().begin(),
+                                   work.optimizer_numel().end());
+  StreamedReads reads{streamed, streamed && task_type == "update"};
+  // An update a parameter at a time reads each parameter's tensors from
+  // memory once and runs its other passes from cache, while they fit it.
+  double state_read_s = 0;
+  if (reads.elementwise && !fused_update) {
+    const std::optional<double> once = ParameterStateReadS(config.gpu, sizes);
+    if (once.has_value()) {
+      reads.elementwise = false;
+      state_read_s = *once;
+    }
+  }
   // A fused update is one Python call whose launches LibTorch makes.
   GpuKernelTally tally(config.gpu, precision,
                        fused_update && launch == GpuLaunch::kPythonEager ? GpuLaunch::kEager
                                                                          : launch,
-                       StreamedReads{streamed, streamed && task_type == "update"});
-  double extra_s = 0;
+                       reads);
+  double extra_s = state_read_s;
   if (fused_update) {
     // The update's arithmetic as recorded, its traffic and launches as a
     // fused multi-tensor Adam's, called once (from Python, where eager).
     double flops = 0, numel = 0;
     for (const GpuKernelWork& k : work.kernels()) flops += k.flops() * double(k.count());
-    for (int64_t n : work.optimizer_numel()) numel += double(n);
-    const std::vector<int64_t> sizes(work.optimizer_numel().begin(),
-                                     work.optimizer_numel().end());
+    for (int64_t n : sizes) numel += double(n);
     for (double share : MultiTensorLaunchShares(sizes)) {
       tally.Add(flops * share, kFusedAdamBytesPerElement * numel * share);
     }
-    if (launch == GpuLaunch::kPythonEager) extra_s = config.gpu.python_op_s;
+    if (launch == GpuLaunch::kPythonEager) extra_s += config.gpu.python_op_s;
   } else {
     for (const GpuKernelWork& k : work.kernels()) {
       tally.Add(k.flops(), k.bytes(), double(k.count()), KernelKindOf(k.op()), ShapeOf(k));
@@ -55,8 +71,11 @@ CostReport CostGpuWork(const TaskWork& work, const DeviceCostConfig& config,
   }
   // A graph replay costs one launch for the task's kernels; eager, the
   // program's kernel-less ops cost their dispatch on the host.
-  if (launch == GpuLaunch::kGraph && tally.kernels() > 0) extra_s = config.gpu.dispatch_s;
-  if (launch != GpuLaunch::kGraph) tally.AddHostOps(double(work.host_ops()));
+  if (launch == GpuLaunch::kGraph && tally.kernels() > 0) extra_s += config.gpu.dispatch_s;
+  if (launch != GpuLaunch::kGraph) {
+    tally.AddHostCalls({double(work.host_ops()), double(work.host_frames()),
+                        double(work.history_ops()), double(work.autograd_nodes())});
+  }
   const GpuStepCost s = tally.Finish(extra_s);
   CostReport c;
   c.set_device_kind("gpu");
@@ -228,6 +247,9 @@ void AddKernels(const std::vector<GpuKernel>& kernels, TaskWork* work) {
     index[{k.op(), k.flops(), k.bytes(), ShapeOf(k)}] = i;
   }
   for (const GpuKernel& k : kernels) {
+    work->set_host_frames(work->host_frames() + k.frames);
+    work->set_history_ops(work->history_ops() + k.history);
+    work->set_autograd_nodes(work->autograd_nodes() + k.nodes);
     if (LaunchesNoKernel(k.op)) {
       work->set_host_ops(work->host_ops() + 1);
       continue;
@@ -242,10 +264,30 @@ void AddKernels(const std::vector<GpuKernel>& kernels, TaskWork* work) {
       w->set_m(k.shape.m);
       w->set_k(k.shape.k);
       w->set_n(k.shape.n);
+      w->set_a_transposed(k.shape.a_transposed);
+      w->set_b_transposed(k.shape.b_transposed);
     }
     GpuKernelWork* w = work->mutable_kernels(it->second);
     w->set_count(w->count() + 1);
   }
+}
+
+std::optional<double> ParameterStateReadS(const GpuSpec& gpu,
+                                          const std::vector<int64_t>& numel) {
+  if (numel.empty()) return std::nullopt;
+  double s = 0;
+  for (int64_t n : numel) {
+    const double tensor_bytes = 4.0 * double(std::max<int64_t>(n, 0));
+    if (gpu.cache_bytes > 0 && kAdamLiveTensors * tensor_bytes > gpu.cache_bytes) {
+      return std::nullopt;
+    }
+    // A pass's operands: two tensors read and one written.
+    const double pass_bytes = 3 * tensor_bytes;
+    const double memory = MemoryRate(gpu, pass_bytes, /*streamed=*/true);
+    const double cache = MemoryRate(gpu, pass_bytes, /*streamed=*/false, /*in_place=*/true);
+    s += kFusedAdamBytesPerElement / 4.0 * tensor_bytes * std::max(0.0, 1 / memory - 1 / cache);
+  }
+  return s;
 }
 
 std::vector<double> MultiTensorLaunchShares(const std::vector<int64_t>& numel) {

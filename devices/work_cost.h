@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,19 @@ inline constexpr int64_t kMultiTensorChunk = 65536;
 // Bytes per element of a fused Adam step: reads p, g, m, v and writes p,
 // m, v, fp32 each.
 inline constexpr double kFusedAdamBytesPerElement = 28;
+// Tensors a parameter's Adam step holds at once: the parameter, its
+// gradient, the two moments and two temporaries (the second moment's root
+// and the denominator).
+inline constexpr double kAdamLiveTensors = 6;
+
+// An update a parameter at a time (eager Adam, an op per pass over each
+// parameter's tensors) on a device whose cache the model's state outgrows:
+// the time its parameters' tensors take to come from memory once each
+// (read p, g, m, v; p, m, v written back: kFusedAdamBytesPerElement)
+// beyond the cached rate its passes are rated at. nullopt where one
+// parameter's live tensors (kAdamLiveTensors) outgrow the cache: then
+// every pass streams.
+std::optional<double> ParameterStateReadS(const GpuSpec& gpu, const std::vector<int64_t>& numel);
 
 // Copies of frozen layers by weight name, where a re-plan changed them;
 // reads and programming of layers not in it keep their recorded copies.

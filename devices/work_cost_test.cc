@@ -136,6 +136,36 @@ TEST(WorkCost, AStateLargerThanTheCacheStreamsWeightsAndTheUpdate) {
   EXPECT_DOUBLE_EQ(seconds(0, "update"), 1e6 / 2e9 + 1e6 / 1e10);      // not recorded
 }
 
+// Adam a parameter at a time reads each parameter's tensors from memory
+// once and runs its other passes from cache, while they fit the cache.
+TEST(WorkCost, AnUpdateByParameterReadsItsStateOnce) {
+  GpuSpec g;
+  g.memory_bw = 1e10;
+  g.memory_share = 1;
+  g.memory_rates = {{1, 1e11}};
+  g.memory_rates_streamed = {{1, 2e10}};
+  g.cache_bytes = 64e6;
+  // 1M elements: 24 MB live; 28 bytes an element come from memory.
+  std::optional<double> once = ParameterStateReadS(g, {1 << 20, 1 << 20});
+  ASSERT_TRUE(once.has_value());
+  EXPECT_NEAR(*once, 2 * 28.0 * double(1 << 20) * (1 / 2e10 - 1 / 1e11), 1e-12);
+  EXPECT_FALSE(ParameterStateReadS(g, {1 << 20, 4 << 20}).has_value());  // 96 MB live
+  EXPECT_FALSE(ParameterStateReadS(g, {}).has_value());
+
+  DeviceCostConfig config = DefaultDeviceCostConfig("gpu");
+  config.gpu = g;
+  config.gpu.fp32_flops = 1e12;
+  config.gpu.compute_share = 1;
+  config.gpu.synchronous = true;
+  TaskWork work;
+  AddKernels({{"aten::add_", 0, 12.0 * (1 << 20)}}, &work);
+  work.add_optimizer_numel(1 << 20);
+  work.set_state_bytes(int64_t(100e6));  // past the cache
+  const double s = CostTaskWork(work, config, GpuBaseline::kLibtorch, nullptr, "update")
+                       .simulated_s();
+  EXPECT_NEAR(s, 12.0 * (1 << 20) / 1e11 + 28.0 * (1 << 20) * (1 / 2e10 - 1 / 1e11), 1e-12);
+}
+
 TEST(WorkCost, MultiTensorLaunchesFollowPytorchsChunking) {
   // 200 small tensors: lists of 36 -> 6 launches.
   EXPECT_EQ(MultiTensorLaunchShares(std::vector<int64_t>(200, 1000)).size(), 6u);

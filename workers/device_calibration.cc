@@ -14,7 +14,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "devices/gpu/kernel_cost.h"
+#include "workers/best_time.h"
 #include "workers/cuda_timing.h"
+#include "workers/host_calibration.h"
 #include "workers/nvml_energy.h"
 
 namespace hpt {
@@ -25,37 +27,6 @@ using Clock = std::chrono::steady_clock;
 // A product the progress lines quote: a wind-preset step's query-key-value
 // projection at batch 1 (57 tokens, d_model 512, three 512-wide outputs).
 constexpr GemmShape kWindProjection{57, 1536, 512};  // m, n, k
-
-// The least over `runs` of the seconds `body` takes, after one warm-up;
-// the device is synchronised around each run. The least, not the median:
-// other work on a shared machine (a cloud VM's neighbours) only ever adds
-// time, and the steps a profile is checked against are timed the same way.
-template <typename F>
-double BestS(const torch::Device& device, int runs, F body) {
-  auto sync = [&] {
-    if (device.is_cuda()) torch::cuda::synchronize(device.index());
-  };
-  std::vector<double> t;
-  for (int r = 0; r <= runs; ++r) {
-    sync();
-    const Clock::time_point start = Clock::now();
-    body();
-    sync();
-    if (r > 0) t.push_back(std::chrono::duration<double>(Clock::now() - start).count());
-  }
-  return *std::min_element(t.begin(), t.end());
-}
-
-double DispatchS(const torch::Device& device, int ops) {
-  torch::Tensor x = torch::ones({4}, torch::TensorOptions().device(device).requires_grad(true));
-  const double s = BestS(device, 5, [&] {
-    torch::Tensor y = x;
-    for (int i = 0; i < ops / 4; ++i) {
-      y = torch::relu(y.mul(1.0001).add(1e-4).neg().neg());
-    }
-  });
-  return s / double(ops / 4 * 5);
-}
 
 // Seconds of a 1 x 1 product: its dispatch, with no work to speak of.
 double EmptyProductS(const torch::Device& device) {
@@ -148,28 +119,40 @@ std::vector<torch::Tensor> Operands(const torch::Device& device, const std::vect
   return {torch::randn(shape, torch::TensorOptions().device(device))};
 }
 
-// Seconds of the element-wise op MemoryRates times, on one element: its
-// dispatch, with no work to speak of.
-double EmptyElementwiseS(const torch::Device& device) {
+// The element-wise op MemoryRates times: `x` scaled into `out`, or in
+// place (the `i`th time: up and down in turn, so its values stay put).
+void ScaleOnce(const torch::Tensor& x, torch::Tensor& out, bool in_place, int i) {
+  if (in_place) {
+    x.mul_(i % 2 == 0 ? 1.0001 : 1 / 1.0001);
+  } else {
+    torch::mul_out(out, x, 1.0001);
+  }
+}
+
+// Seconds of that op (`in_place` or not) on one element: its dispatch,
+// with no work to speak of.
+double EmptyElementwiseS(const torch::Device& device, bool in_place) {
   torch::NoGradGuard no_grad;
   torch::Tensor one = torch::randn({1}, torch::TensorOptions().device(device));
   torch::Tensor one_out = torch::empty_like(one);
   return BestS(device, 9, [&] {
-    for (int i = 0; i < 100; ++i) torch::mul_out(one_out, one, 1.0001);
+    for (int i = 0; i < 100; ++i) ScaleOnce(one, one_out, in_place, i);
   }) / 100;
 }
 
 // Achieved bandwidth of an element-wise op by bytes moved (input read,
 // output written), from cache-sized to DRAM-sized working sets, beyond
 // `empty_s` (EmptyElementwiseS); `streamed`: each repetition reads another
-// input of a pool that no cache holds.
+// input of a pool that no cache holds; `in_place`: the op writes its input
+// (cached; to 34 MB moved when quick).
 std::vector<std::pair<double, double>> MemoryRates(const torch::Device& device, bool quick,
-                                                   double empty_s, StreamPool* streamed) {
+                                                   double empty_s, StreamPool* streamed,
+                                                   bool in_place = false) {
   torch::NoGradGuard no_grad;
   std::vector<std::pair<double, double>> rates;
   // Cached: to 537 MB moved, past any cache, for EffectiveCacheBytes; the
   // streamed pass needs no knee, and a quick one stops at 34 MB.
-  const int top = quick && streamed != nullptr ? 22 : 26;
+  const int top = quick && (streamed != nullptr || in_place) ? 22 : 26;
   for (int log2 = 10; log2 <= top; log2 += 2) {
     const int64_t n = int64_t(1) << log2;
     const std::vector<torch::Tensor> x = Operands(device, {n}, streamed);
@@ -178,7 +161,7 @@ std::vector<std::pair<double, double>> MemoryRates(const torch::Device& device, 
     const int reps = int(std::clamp(2e8 / bytes, 1.0, 1000.0));
     size_t next = 0;  // runs go on through the pool: a run's first read is not the last run's
     const double s = BestS(device, quick ? 3 : 5, [&] {
-      for (int i = 0; i < reps; ++i) torch::mul_out(y, x[next++ % x.size()], 1.0001);
+      for (int i = 0; i < reps; ++i) ScaleOnce(x[next++ % x.size()], y, in_place, i);
     }) / reps;
     if (streamed != nullptr) streamed->ReadUpTo(x[next % x.size()]);
     rates.push_back({bytes, bytes / std::max(s - empty_s, 1e-9)});
@@ -189,9 +172,23 @@ std::vector<std::pair<double, double>> MemoryRates(const torch::Device& device, 
 // Achieved rates of products over a grid of shapes, beyond `empty_s`;
 // `streamed`: each repetition multiplies by another second operand (a
 // linear layer's weight, in its forward and its input gradient) of a pool
-// that no cache holds.
+// that no cache holds; `layout`: which operand is stored transposed
+// (cached only).
+//
+// On a CPU each core's cache is its own. A step's product reads an
+// activation (or a gradient) that the op before it has just written, and
+// that op split its rows between the threads otherwise than the product
+// splits them, so part of the operand comes from the other core's cache.
+// A product timed back to back on one operand never pays that. So, on a
+// CPU, each repetition first rewrites the first operand with an
+// element-wise op (ScaleOnce, in place) and the write's own time, timed
+// alone, is taken out. On the Intel Xeon VM a 1024 x 32 x 32
+// product took 9.4 us back to back and 28.0 us after an element-wise op
+// wrote its first operand; products chained on each other's results, 9.5
+// (2 threads; with 1 thread 13.7 and 16.1).
 GemmGrid MeasureGemmGrid(const torch::Device& device, bool quick, double empty_s,
-                         StreamPool* streamed) {
+                         StreamPool* streamed, GemmShape layout = GemmShape()) {
+  const bool hand_over = !device.is_cuda();
   torch::NoGradGuard no_grad;
   const std::vector<int64_t> axis = quick ? std::vector<int64_t>{8, 32, 128, 512, 2048}
                                           : std::vector<int64_t>{8, 16, 32, 64, 128, 256, 512,
@@ -200,14 +197,27 @@ GemmGrid MeasureGemmGrid(const torch::Device& device, bool quick, double empty_s
   for (int64_t m : axis) {
     for (int64_t k : axis) {
       for (int64_t n : axis) {
-        torch::Tensor a = torch::randn({m, k}, torch::TensorOptions().device(device));
-        const std::vector<torch::Tensor> b = Operands(device, {k, n}, streamed);
+        const auto opts = torch::TensorOptions().device(device);
+        torch::Tensor a = layout.a_transposed ? torch::randn({k, m}, opts).t()
+                                              : torch::randn({m, k}, opts);
+        const std::vector<torch::Tensor> b = layout.b_transposed
+                                                 ? std::vector{torch::randn({n, k}, opts).t()}
+                                                 : Operands(device, {k, n}, streamed);
         const double flops = 2.0 * double(m) * double(k) * double(n);
         const int reps = int(std::clamp(1e8 / flops, 1.0, 100.0));
+        const int runs = quick ? 3 : 5;
+        const double write_s =
+            hand_over ? BestS(device, runs, [&] {
+              for (int i = 0; i < reps; ++i) ScaleOnce(a, a, /*in_place=*/true, i);
+            }) / reps
+                      : 0;
         size_t next = 0;  // as in MemoryRates: each run reads operands the last did not
-        const double s = BestS(device, quick ? 3 : 5, [&] {
-          for (int i = 0; i < reps; ++i) torch::mm(a, b[next++ % b.size()]);
-        }) / reps;
+        const double s = BestS(device, runs, [&] {
+          for (int i = 0; i < reps; ++i) {
+            if (hand_over) ScaleOnce(a, a, /*in_place=*/true, i);
+            torch::mm(a, b[next++ % b.size()]);
+          }
+        }) / reps - write_s;
         if (streamed != nullptr) streamed->ReadUpTo(b[next % b.size()]);
         rates.push_back(flops / std::max(s - empty_s, 1e-9));
       }
@@ -396,12 +406,18 @@ absl::StatusOr<GpuSpec> CalibrateDevice(const CalibrationOptions& o) {
   g.synchronous = device.is_cpu();
   g.python_op_s = kPythonOpS;
   g.compute_share = g.memory_share = 1;  // the rates below are achieved ones
-  g.dispatch_s = DispatchS(device, o.quick ? 4000 : 40000);
-  say(absl::StrFormat("dispatch per op        %.2f us", 1e6 * g.dispatch_s));
+  const HostCosts host = MeasureHostCosts(device, o.quick ? 4000 : 40000);
+  g.dispatch_s = host.dispatch_s;
+  g.history_s = host.history_s;
+  g.frame_s = host.frame_s;
+  g.node_s = host.node_s;
+  say(absl::StrFormat("host per op            %.2f us, +%.2f us recording autograd history, "
+                      "%.2f us a frame, %.2f us a backward node",
+                      1e6 * g.dispatch_s, 1e6 * g.history_s, 1e6 * g.frame_s, 1e6 * g.node_s));
   // Every product table is net of one measurement of an empty product,
   // every bandwidth table of one of an empty element-wise op.
   const double empty_product_s = EmptyProductS(device);
-  const double empty_elementwise_s = EmptyElementwiseS(device);
+  const double empty_elementwise_s = EmptyElementwiseS(device, /*in_place=*/false);
   g.gemm_rates = GemmRates(device, o.quick, empty_product_s);
   for (const auto& [flops, rate] : g.gemm_rates) g.fp32_flops = std::max(g.fp32_flops, rate);
   say(absl::StrFormat("GEMM rates             %zu sizes, best %.1f GFLOP/s", g.gemm_rates.size(),
@@ -411,10 +427,21 @@ absl::StatusOr<GpuSpec> CalibrateDevice(const CalibrationOptions& o) {
   say(absl::StrFormat("memory bandwidth       %.1f GB/s at %.0f MB (%zu sizes)",
                       1e-9 * g.memory_bw, 1e-6 * g.memory_rates.back().first,
                       g.memory_rates.size()));
+  g.memory_rates_inplace =
+      MemoryRates(device, o.quick, EmptyElementwiseS(device, /*in_place=*/true), nullptr,
+                  /*in_place=*/true);
+  say(absl::StrFormat("in place               %.1f GB/s at %.0f MB",
+                      1e-9 * g.memory_rates_inplace.back().second,
+                      1e-6 * g.memory_rates_inplace.back().first));
   absl::StatusOr<double> cache = CacheBytes(device, g.memory_rates, say);
   if (!cache.ok()) return cache.status();
   g.cache_bytes = *cache;
   g.gemm_grid = MeasureGemmGrid(device, o.quick, empty_product_s, nullptr);
+  GemmShape nt, tn;
+  nt.b_transposed = true;
+  tn.a_transposed = true;
+  g.gemm_grid_nt = MeasureGemmGrid(device, o.quick, empty_product_s, nullptr, nt);
+  g.gemm_grid_tn = MeasureGemmGrid(device, o.quick, empty_product_s, nullptr, tn);
   const AttentionProfile attention = MeasureAttention(device, o.quick, empty_product_s);
   g.attention_grid = attention.forward;
   g.attention_backward_grid = attention.backward;
@@ -425,8 +452,12 @@ absl::StatusOr<GpuSpec> CalibrateDevice(const CalibrationOptions& o) {
                       1e-9 * g.attention_grid.Rate({16, 16, 8}), 1e6 * g.attention_call_s,
                       1e-9 * g.attention_backward_grid.Rate({16, 16, 8}),
                       1e6 * g.attention_backward_call_s));
-  say(absl::StrFormat("GEMM shapes            %zu^3, %.1f GFLOP/s at 57x512x1536",
-                      g.gemm_grid.m().size(), 1e-9 * g.gemm_grid.Rate(kWindProjection)));
+  GemmShape projection = kWindProjection;
+  projection.b_transposed = true;
+  say(absl::StrFormat("GEMM shapes            %zu^3 by layout, %.1f GFLOP/s at 57x512x1536 (x W^T "
+                      "%.1f)",
+                      g.gemm_grid.m().size(), 1e-9 * g.gemm_grid.Rate(kWindProjection),
+                      1e-9 * g.gemm_grid_nt.Rate(projection)));
   if (g.cache_bytes > 0) {
     StreamPool pool(device, g.cache_bytes);
     g.memory_rates_streamed = MemoryRates(device, o.quick, empty_elementwise_s, &pool);

@@ -2,8 +2,15 @@
 // measured with microbenchmarks on the device LibTorch runs on, never
 // fitted to whole training steps (those are what the profile is checked
 // against). It measures:
-//   dispatch_s     host time per op: a cycle of small element-wise ops on
-//                  a tensor that needs gradients, issued back to back;
+//   dispatch_s     host time per op: a cycle of small element-wise ops,
+//                  issued back to back;
+//   history_s      what an op adds when it records autograd history: the
+//                  same cycle on a tensor that needs gradients, less
+//                  dispatch_s;
+//   frame_s        host time per dispatcher frame that launches nothing:
+//                  a cycle of transposes;
+//   node_s         the backward engine's time per node beyond its kernel:
+//                  the backward of a chain of relus, less dispatch_s;
 //   cache_bytes    the last-level cache: CUDA's L2 size; on a CPU, sysfs's
 //                  last level, or less where the measured bandwidth falls
 //                  off sooner (EffectiveCacheBytes);
@@ -11,8 +18,14 @@
 //                  sizes a spatio-temporal transformer runs, beyond the
 //                  dispatch of an empty product;
 //   gemm_grid      the same over a grid of shapes, every m, k and n from
-//                  8 to 2048 (devices/gpu/gemm_grid.h);
+//                  8 to 2048 (devices/gpu/gemm_grid.h), and again with the
+//                  second operand stored transposed (gemm_grid_nt: x W^T)
+//                  and with the first (gemm_grid_tn: g^T x); on a CPU
+//                  with the first operand just rewritten by an
+//                  element-wise op, as in a step (its time taken out);
 //   memory_rates   achieved bandwidth of an element-wise op by size;
+//   memory_rates_inplace  the same of an op that writes its operand in
+//                  place (to 34 MB moved when quick);
 //   *_streamed     the grid and the memory rates again, each repetition
 //                  reading its operand from a pool over twice the cache
 //                  (what a step whose model state outgrows the cache does);

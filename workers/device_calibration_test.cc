@@ -19,10 +19,20 @@ TEST(DeviceCalibrationTest, TheCpusProfileIsMeasuredAndRoundTrips) {
   options.progress = [&](const std::string& line) { stages.push_back(line); };
   absl::StatusOr<GpuSpec> profile = CalibrateDevice(options);
   ASSERT_TRUE(profile.ok()) << profile.status();
-  // Dispatch, GEMM sizes, memory, cache, attention, GEMM shapes, streamed
-  // (where the cache is known); no CUDA stages.
-  EXPECT_EQ(stages.size(), profile->cache_bytes > 0 ? 7u : 6u);
+  // Host, GEMM sizes, memory, in place, cache, attention, GEMM shapes,
+  // streamed (where the cache is known); no CUDA stages.
+  EXPECT_EQ(stages.size(), profile->cache_bytes > 0 ? 8u : 7u);
   EXPECT_EQ(profile->gemm_grid.m(), (std::vector<int64_t>{8, 32, 128, 512, 2048}));
+  // Each layout has its own grid; the streamed one is measured as stored.
+  EXPECT_EQ(profile->gemm_grid_nt.m(), profile->gemm_grid.m());
+  EXPECT_EQ(profile->gemm_grid_tn.n(), profile->gemm_grid.n());
+  ASSERT_EQ(profile->memory_rates_inplace.size(), 7u);  // 8 kB to 34 MB moved, by 4x
+  EXPECT_GT(profile->frame_s, 1e-9);
+  EXPECT_LT(profile->frame_s, 1e-3);
+  EXPECT_GE(profile->history_s, 0);
+  EXPECT_LT(profile->history_s, 1e-3);
+  EXPECT_GE(profile->node_s, 0);
+  EXPECT_LT(profile->node_s, 1e-3);
   EXPECT_EQ(profile->attention_grid.k(), (std::vector<int64_t>{8, 32, 128}));
   EXPECT_FALSE(profile->attention_backward_grid.empty());
   EXPECT_GE(profile->attention_call_s, 0);
@@ -51,6 +61,8 @@ TEST(DeviceCalibrationTest, TheCpusProfileIsMeasuredAndRoundTrips) {
   EXPECT_EQ(GemmGridText(back->gemm_grid), GemmGridText(profile->gemm_grid));
   EXPECT_NEAR(back->cache_bytes, profile->cache_bytes, 1e-5 * profile->cache_bytes);
   EXPECT_NEAR(back->dispatch_s, profile->dispatch_s, 1e-5 * profile->dispatch_s);
+  EXPECT_NEAR(back->frame_s, profile->frame_s, 1e-5 * profile->frame_s);
+  EXPECT_EQ(GemmGridText(back->gemm_grid_tn), GemmGridText(profile->gemm_grid_tn));
   std::printf("%s", GpuProfileText(*profile).c_str());
 }
 

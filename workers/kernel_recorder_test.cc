@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <array>
 #include <string>
 #include <thread>
 
@@ -122,13 +123,18 @@ TEST_F(KernelRecorderTest, TinyStepIsLaunchBoundOnAV100) {
   const GpuStepCost c = CostKernels(v100, GpuPrecision::kFp32, kernels);
   EXPECT_GT(c.kernels, 100);
   // A model this small does almost no work per kernel: the step is the
-  // host's dispatch of every op it called, views included.
-  const double views = double(std::count_if(kernels.begin(), kernels.end(), [](const GpuKernel& k) {
-    return LaunchesNoKernel(k.op);
-  }));
+  // host's dispatch of every op it called, views included, and the
+  // backward engine's nodes.
+  double views = 0, nodes = 0;
+  for (const GpuKernel& k : kernels) {
+    if (LaunchesNoKernel(k.op)) ++views;
+    nodes += double(k.nodes);
+  }
   EXPECT_GT(views, 0);
+  EXPECT_GT(nodes, 10);
   EXPECT_EQ(c.launch_bound_kernels, c.kernels);
-  EXPECT_NEAR(c.time_s, (double(c.kernels) + views) * v100.dispatch_s, 1e-12);
+  EXPECT_NEAR(c.time_s, (double(c.kernels) + views) * v100.dispatch_s + nodes * v100.node_s,
+              1e-12);
 }
 
 TEST_F(KernelRecorderTest, NestedRecordersRecordOnce) {
@@ -148,6 +154,158 @@ TEST_F(KernelRecorderTest, NestedRecordersRecordOnce) {
 
 namespace hpt {
 namespace {
+
+// A Scalar argument becomes a 0-dim tensor that CPU LibTorch converts with
+// a copy; a GPU kernel takes the number as an argument, so the op itself
+// is the one kernel, with its tensor's work.
+TEST(KernelRecorderScalarTest, AScalarsConversionIsNoKernel) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor m = torch::ones({64, 64});
+  KernelRecorder recorder;
+  m.mul_(0.9);
+  std::vector<GpuKernel> k = recorder.Finish();
+  ASSERT_EQ(k.size(), 1u);
+  EXPECT_NE(k[0].op.find("mul"), std::string::npos) << k[0].op;
+  EXPECT_GE(k[0].flops, 4096);
+  EXPECT_GE(k[0].bytes, 2 * 4096 * 4);
+  EXPECT_EQ(k[0].history, 0);
+}
+
+// CPU LibTorch fills some outputs before writing them (at::sum zeroes its
+// result, native_layer_norm_backward its parameters' gradients): the op
+// stays the kernel, with its operands' bytes, and the fill is host time.
+// A fill beside another kernel in a composite op is a kernel of its own,
+// and a factory after a tensor's shape reads nothing of it.
+TEST(KernelRecorderFillTest, AnOpThatFillsItsOutputIsTheKernel) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor g = torch::ones({256, 32});
+  {
+    KernelRecorder recorder;
+    torch::Tensor s = g.sum(0);
+    std::vector<GpuKernel> k = recorder.Finish();
+    ASSERT_EQ(k.size(), 1u);
+    EXPECT_EQ(k[0].op, "aten::sum");
+    EXPECT_EQ(k[0].bytes, (256 * 32 + 32) * 4);
+    EXPECT_GE(k[0].frames, 1);  // the fill
+  }
+  {
+    KernelRecorder recorder;
+    torch::Tensor z = torch::zeros_like(g);
+    std::vector<GpuKernel> k = recorder.Finish();
+    ASSERT_EQ(k.size(), 1u);
+    EXPECT_EQ(k[0].op, "aten::zeros_like");
+    EXPECT_EQ(k[0].bytes, 256 * 32 * 4);  // written, not read
+  }
+}
+
+TEST(KernelRecorderFillTest, LayerNormsBackwardIsItsOwnKernel) {
+  torch::Tensor x = torch::randn({64, 32}, torch::requires_grad());
+  torch::nn::LayerNorm norm(torch::nn::LayerNormOptions({32}));
+  torch::Tensor loss = norm(x).sum();
+  KernelRecorder recorder;
+  loss.backward();
+  std::vector<GpuKernel> kernels = recorder.Finish();
+  auto norm_backward =
+      std::find_if(kernels.begin(), kernels.end(),
+                   [](const GpuKernel& k) { return k.op == "aten::native_layer_norm_backward"; });
+  std::string all;
+  for (const GpuKernel& k : kernels) all += k.op + " ";
+  ASSERT_NE(norm_backward, kernels.end()) << all;
+  // Reads the output gradient and input, writes the input's gradient.
+  EXPECT_GE(norm_backward->bytes, 3 * 64 * 32 * 4);
+  for (const GpuKernel& k : kernels) EXPECT_FALSE(k.op == "aten::zero_") << "a fill left over";
+}
+
+TEST(KernelRecorderFillTest, AFillBesideAnotherKernelIsAKernel) {
+  torch::Tensor p = torch::randn({64, 32}, torch::requires_grad());
+  torch::Tensor t = torch::randn({64, 32});
+  torch::Tensor loss = torch::mse_loss(p, t);
+  KernelRecorder recorder;
+  loss.backward();
+  std::vector<GpuKernel> kernels = recorder.Finish();
+  std::vector<std::string> ops;
+  for (const GpuKernel& k : kernels) {
+    if (!LaunchesNoKernel(k.op)) ops.push_back(k.op);
+  }
+  // backward()'s seed (ones_like), mse_loss_backward's zeroed result (a
+  // kernel: the zeros_like whose fill it is) and its own kernel; the
+  // gradient's accumulation launches nothing.
+  EXPECT_EQ(ops, (std::vector<std::string>{"aten::ones_like", "aten::zeros_like",
+                                           "aten::mse_loss_backward"}));
+}
+
+// Frames that launch nothing travel with the kernels as host time; those
+// that record autograd history are counted apart, and none do without
+// grad mode. AccumulateGrad's detach launches nothing.
+TEST(KernelRecorderScalarTest, FramesAndHistoryAreCounted) {
+  torch::Tensor w = torch::randn({8, 8}, torch::requires_grad());
+  torch::Tensor x = torch::randn({4, 8});
+  auto totals = [](const std::vector<GpuKernel>& k) {
+    int64_t frames = 0, history = 0, kernels = 0;
+    for (const GpuKernel& g : k) {
+      frames += g.frames;
+      history += g.history;
+      if (!LaunchesNoKernel(g.op)) ++kernels;
+    }
+    return std::array<int64_t, 3>{frames, history, kernels};
+  };
+  KernelRecorder forward;
+  torch::Tensor loss = torch::matmul(x, w.t()).relu().sum();
+  const std::array<int64_t, 3> f = totals(forward.Finish());
+  EXPECT_EQ(f[2], 3);      // mm, relu, sum
+  EXPECT_GE(f[0], 2);      // matmul's own frame, t's transpose, ...
+  EXPECT_GE(f[1], f[2]);   // every kernel records history, and t
+  KernelRecorder backward;
+  loss.backward();
+  std::vector<GpuKernel> b = backward.Finish();
+  // The engine runs with grad mode off. backward() makes its seed with
+  // ones_like of the loss first, with it on: the rule (an input needs
+  // gradients) counts that op and its fill as history, though ones_like
+  // records none. Its one over-count here.
+  EXPECT_LE(totals(b)[1], 2);
+  EXPECT_GE(totals(b)[2], 3);
+  // Autograd nodes are the engine's host work, not kernels: those that
+  // call no kernel (the view's TBackward0, AccumulateGrad) launch nothing.
+  int64_t nodes = 0;
+  for (const GpuKernel& g : b) {
+    EXPECT_NE(g.op, "detach");
+    EXPECT_EQ(g.op.find("Backward"), std::string::npos) << g.op;
+    EXPECT_EQ(g.op.find("AccumulateGrad"), std::string::npos) << g.op;
+    nodes += g.nodes;
+  }
+  EXPECT_GE(nodes, 4);  // MmBackward0, TBackward0, ReluBackward0, SumBackward0, ...
+  {
+    torch::NoGradGuard no_grad;
+    KernelRecorder plain;
+    torch::matmul(x, w.t()).relu().sum();
+    const std::array<int64_t, 3> p = totals(plain.Finish());
+    EXPECT_EQ(p[2], 3);
+    EXPECT_EQ(p[1], 0);
+    EXPECT_GE(p[0], 2);
+  }
+}
+
+// A product records which operand it read transposed: a linear layer's
+// x W^T its second, its weight gradient g^T x its first.
+TEST(KernelRecorderScalarTest, ProductsRecordTheirLayout) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor x = torch::randn({16, 8}), w = torch::randn({4, 8}), g = torch::randn({16, 4});
+  KernelRecorder recorder;
+  torch::mm(x, w.t());
+  torch::mm(g.t(), x);
+  torch::mm(g, w);
+  std::vector<GpuKernel> k;
+  for (GpuKernel& g : recorder.Finish()) {
+    if (!LaunchesNoKernel(g.op)) k.push_back(g);  // t() is a host op
+  }
+  ASSERT_EQ(k.size(), 3u);
+  EXPECT_TRUE(!k[0].shape.a_transposed && k[0].shape.b_transposed);
+  EXPECT_TRUE(k[1].shape.a_transposed && !k[1].shape.b_transposed);
+  EXPECT_TRUE(!k[2].shape.a_transposed && !k[2].shape.b_transposed);
+  EXPECT_EQ(k[1].shape.m, 4);
+  EXPECT_EQ(k[1].shape.k, 16);
+  EXPECT_EQ(k[1].shape.n, 8);
+}
 
 TEST(KernelRecorderThreadsTest, RecordersOnTwoThreadsEachSeeTheirOwnOps) {
   // Two executors in one process (tests, benchmarks) record at once.

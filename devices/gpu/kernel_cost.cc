@@ -20,7 +20,9 @@ bool LaunchesNoKernel(std::string_view op) {
       "aten::narrow",    "aten::requires_grad_", "aten::resolve_conj",
       "aten::resolve_neg", "aten::_reshape_alias", "aten::conj", "aten::_conj",
       "aten::numpy_T",   "aten::mT",           "aten::diagonal", "aten::movedim",
-      "aten::swapaxes",  "aten::unsqueeze_", "detach_"};
+      "aten::swapaxes",  "aten::unsqueeze_", "detach_",
+      // AccumulateGrad's own detach (no namespace).
+      "detach"};
   return std::find(std::begin(kNoKernel), std::end(kNoKernel), op) != std::end(kNoKernel);
 }
 
@@ -33,6 +35,9 @@ KernelKind KernelKindOf(std::string_view op) {
       op == "aten::mv" || op == "aten::addmv") {
     return KernelKind::kGemm;
   }
+  // ATen names an op that writes its first operand with a trailing
+  // underscore (add_, mul_, addcmul_).
+  if (!op.empty() && op.back() == '_') return KernelKind::kElementwiseInPlace;
   return KernelKind::kElementwise;
 }
 
@@ -60,7 +65,10 @@ double GemmRate(const GpuSpec& gpu, GpuPrecision precision, double flops, double
                 const GemmShape& shape, bool streamed) {
   if (precision == GpuPrecision::kFp32 && shape.known()) {
     const GemmGrid& grid =
-        streamed && !gpu.gemm_grid_streamed.empty() ? gpu.gemm_grid_streamed : gpu.gemm_grid;
+        streamed && !gpu.gemm_grid_streamed.empty()       ? gpu.gemm_grid_streamed
+        : shape.b_transposed && !gpu.gemm_grid_nt.empty() ? gpu.gemm_grid_nt
+        : shape.a_transposed && !gpu.gemm_grid_tn.empty() ? gpu.gemm_grid_tn
+                                                          : gpu.gemm_grid;
     if (!grid.empty()) return grid.Rate(shape);
   }
   if (gpu.gemm_rates.empty() || precision != GpuPrecision::kFp32 || flops <= 0) {
@@ -69,9 +77,11 @@ double GemmRate(const GpuSpec& gpu, GpuPrecision precision, double flops, double
   return Interpolate(gpu.gemm_rates, GemmSize(flops, bytes));
 }
 
-double MemoryRate(const GpuSpec& gpu, double bytes, bool streamed) {
+double MemoryRate(const GpuSpec& gpu, double bytes, bool streamed, bool in_place) {
   const auto& rates = streamed && !gpu.memory_rates_streamed.empty() ? gpu.memory_rates_streamed
-                                                                     : gpu.memory_rates;
+                      : !streamed && in_place && !gpu.memory_rates_inplace.empty()
+                          ? gpu.memory_rates_inplace
+                          : gpu.memory_rates;
   if (rates.empty() || bytes <= 0) return gpu.memory_bw * gpu.memory_share;
   return Interpolate(rates, bytes);
 }
@@ -103,7 +113,8 @@ GpuKernelTally::GpuKernelTally(const GpuSpec& gpu, GpuPrecision precision, GpuLa
 
 void GpuKernelTally::Add(double flops, double bytes, double count, KernelKind kind,
                          const GemmShape& shape) {
-  const bool product = kind != KernelKind::kElementwise;
+  const bool in_place = kind == KernelKind::kElementwiseInPlace;
+  const bool product = kind != KernelKind::kElementwise && !in_place;
   const double attention = AttentionRate(gpu_, precision_, kind, shape);
   // The GEMM grid is read at a GEMM's shape only (attention's is another).
   const GemmShape gemm_shape = kind == KernelKind::kGemm ? shape : GemmShape();
@@ -117,7 +128,7 @@ void GpuKernelTally::Add(double flops, double bytes, double count, KernelKind ki
       : product     ? GemmRate(gpu_, precision_, flops, bytes, gemm_shape, streamed_.products)
                     : compute_;
   const double memory_s =
-      measured_gemm ? 0 : bytes / MemoryRate(gpu_, bytes, streamed_.elementwise);
+      measured_gemm ? 0 : bytes / MemoryRate(gpu_, bytes, streamed_.elementwise, in_place);
   const double call_s = attention <= 0                           ? 0
                         : kind == KernelKind::kAttentionBackward ? gpu_.attention_backward_call_s
                                                                  : gpu_.attention_call_s;
@@ -142,9 +153,13 @@ void GpuKernelTally::Add(double flops, double bytes, double count, KernelKind ki
   }
 }
 
-void GpuKernelTally::AddHostOps(double count) {
-  if (graph_ || count <= 0) return;
-  const double s = gpu_.dispatch_s * count;
+void GpuKernelTally::AddHostCalls(const HostCalls& calls) {
+  if (graph_) return;
+  const double s = gpu_.dispatch_s * std::max(calls.ops, 0.0) +
+                   gpu_.frame_s * std::max(calls.frames, 0.0) +
+                   gpu_.history_s * std::max(calls.history, 0.0) +
+                   gpu_.node_s * std::max(calls.nodes, 0.0);
+  if (s <= 0) return;
   host_total_s_ += s;
   if (gpu_.synchronous) cost_.time_s += s;
 }
@@ -161,15 +176,18 @@ GpuStepCost GpuKernelTally::Finish(double extra_s) const {
 GpuStepCost CostKernels(const GpuSpec& gpu, GpuPrecision precision,
                         const std::vector<GpuKernel>& kernels, GpuLaunch launch) {
   GpuKernelTally tally(gpu, precision, launch);
-  double host_ops = 0;
+  HostCalls host;
   for (const GpuKernel& k : kernels) {
+    host.frames += double(k.frames);
+    host.history += double(k.history);
+    host.nodes += double(k.nodes);
     if (LaunchesNoKernel(k.op)) {
-      ++host_ops;
+      ++host.ops;
     } else {
       tally.Add(k.flops, k.bytes, 1, KernelKindOf(k.op), k.shape);
     }
   }
-  if (launch != GpuLaunch::kGraph) tally.AddHostOps(host_ops);
+  if (launch != GpuLaunch::kGraph) tally.AddHostCalls(host);
   return tally.Finish(launch == GpuLaunch::kGraph ? gpu.dispatch_s : 0);
 }
 

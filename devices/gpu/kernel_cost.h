@@ -38,14 +38,32 @@ struct GpuKernel {
   double flops = 0;
   double bytes = 0;  // operands read and results written
   GemmShape shape;   // a product's (one of a batch's; attention: Lq, Lk, head dim)
+  // Dispatcher frames the host ran before it that launch nothing and are
+  // no entry of their own (a view inside an op, a composite's own frame):
+  // host time only (GpuSpec::frame_s).
+  int64_t frames = 0;
+  // Of it and those frames, how many record autograd history
+  // (GpuSpec::history_s each).
+  int64_t history = 0;
+  // Autograd nodes the backward engine ran before it (GpuSpec::node_s).
+  int64_t nodes = 0;
+};
+
+// A task's host work beyond its kernels' dispatch: ops that launch no
+// kernel (dispatch_s each), further dispatcher frames (frame_s), ops and
+// frames that record autograd history (history_s) and the backward
+// engine's nodes (node_s).
+struct HostCalls {
+  double ops = 0, frames = 0, history = 0, nodes = 0;
 };
 
 enum class GpuLaunch { kEager, kPythonEager, kGraph };
 
-// How a kernel's work is rated: element-wise at the memory rate, a GEMM at
-// the measured GEMM rates, fused attention (forward or backward) at the
+// How a kernel's work is rated: element-wise at the memory rate (in place,
+// ATen's trailing underscore, at the in-place rate where measured), a GEMM
+// at the measured GEMM rates, fused attention (forward or backward) at the
 // measured attention rates.
-enum class KernelKind { kElementwise, kGemm, kAttention, kAttentionBackward };
+enum class KernelKind { kElementwise, kElementwiseInPlace, kGemm, kAttention, kAttentionBackward };
 
 struct GpuStepCost {
   double time_s = 0;
@@ -78,10 +96,9 @@ class GpuKernelTally {
   // m, n, k) picks its measured rate where the profile has one.
   void Add(double flops, double bytes, double count = 1,
            KernelKind kind = KernelKind::kElementwise, const GemmShape& shape = {});
-  // `count` ops that launch no kernel: host dispatch only. A synchronous
-  // device adds them; an asynchronous one takes the longer of its kernels'
-  // time and the host's whole dispatch time.
-  void AddHostOps(double count);
+  // Host time only. A synchronous device adds it; an asynchronous one
+  // takes the longer of its kernels' time and the host's whole time.
+  void AddHostCalls(const HostCalls& calls);
   // `extra_s` of host time beside the kernels (a graph's one launch, a
   // Python call that launches several kernels).
   GpuStepCost Finish(double extra_s = 0) const;
@@ -109,7 +126,8 @@ double GemmSize(double flops, double bytes);
 // The achieved rate of a product of `flops` moving `bytes` on `gpu`, in
 // this order of preference (fp32; other precisions take peak times
 // compute_share): its shape on the measured grid (gemm_grid_streamed when
-// `streamed` and measured, else gemm_grid); its size on the measured
+// `streamed` and measured, else the grid of its layout, gemm_grid_nt or
+// gemm_grid_tn, where measured, else gemm_grid); its size on the measured
 // GEMM rates, interpolated in log-log at GemmSize (held at the ends);
 // peak times compute_share.
 double GemmRate(const GpuSpec& gpu, GpuPrecision precision, double flops, double bytes = 0,
@@ -120,9 +138,11 @@ double GemmRate(const GpuSpec& gpu, GpuPrecision precision, double flops, double
 double AttentionRate(const GpuSpec& gpu, GpuPrecision precision, KernelKind kind,
                      const GemmShape& shape);
 // The achieved bandwidth of element-wise work moving `bytes`: the measured
-// memory rates (the streamed ones when `streamed` and measured)
-// interpolated the same way, or memory_bw times memory_share.
-double MemoryRate(const GpuSpec& gpu, double bytes, bool streamed = false);
+// memory rates (the streamed ones when `streamed` and measured, else the
+// in-place ones when `in_place` and measured) interpolated the same way,
+// or memory_bw times memory_share.
+double MemoryRate(const GpuSpec& gpu, double bytes, bool streamed = false,
+                  bool in_place = false);
 // True when a task whose model keeps `state_bytes` between steps streams
 // it from memory on `gpu`: the state is larger than the known cache. A
 // model's state is read in turn each step, so a cache smaller than it

@@ -96,6 +96,46 @@ TEST(GpuKernelCostTest, ASynchronousDeviceAddsDispatchToWork) {
   EXPECT_NEAR(GemmRate(cpu, GpuPrecision::kFp32, 1e12), 1e11, 1e-3);
 }
 
+// An op that writes in place takes the in-place bandwidths where they are
+// measured; a product stored transposed takes its layout's grid.
+TEST(GpuKernelCostTest, InPlaceOpsAndTransposedOperandsTakeTheirOwnRates) {
+  GpuSpec cpu = *ParseGpuProfile(
+      "name = cpu; fp32_flops = 1e11; memory_bw = 1e10; compute_share = 1; memory_share = 1;"
+      "synchronous = true; memory_rates = 1:1e10; memory_rates_inplace = 1:4e10;"
+      "gemm_grid = 8x8x8:2e9; gemm_grid_nt = 8x8x8:1e9; gemm_grid_tn = 8x8x8:5e8");
+  EXPECT_NEAR(CostKernels(cpu, GpuPrecision::kFp32, {{"aten::mul", 1e3, 1e6}}).time_s,
+              1e6 / 1e10, 1e-15);
+  EXPECT_NEAR(CostKernels(cpu, GpuPrecision::kFp32, {{"aten::mul_", 1e3, 1e6}}).time_s,
+              1e6 / 4e10, 1e-15);
+  GemmShape nt{8, 8, 8}, tn{8, 8, 8};
+  nt.b_transposed = true;
+  tn.a_transposed = true;
+  EXPECT_EQ(GemmRate(cpu, GpuPrecision::kFp32, 1024, 0, GemmShape{8, 8, 8}), 2e9);
+  EXPECT_EQ(GemmRate(cpu, GpuPrecision::kFp32, 1024, 0, nt), 1e9);
+  EXPECT_EQ(GemmRate(cpu, GpuPrecision::kFp32, 1024, 0, tn), 5e8);
+  GpuSpec plain = cpu;
+  plain.gemm_grid_nt = GemmGrid();
+  EXPECT_EQ(GemmRate(plain, GpuPrecision::kFp32, 1024, 0, nt), 2e9);  // none measured
+}
+
+// Frames beside a kernel, autograd's recording and the backward engine's
+// nodes cost host time; a graph replays kernels only.
+TEST(GpuKernelCostTest, FramesAndHistoryAreHostTime) {
+  GpuSpec cpu = *ParseGpuProfile(
+      "name = cpu; fp32_flops = 1e11; memory_bw = 1e10; compute_share = 1; memory_share = 1;"
+      "dispatch_s = 1e-6; frame_s = 2e-7; history_s = 5e-7; node_s = 3e-6; synchronous = true");
+  GpuKernel relu{"aten::relu", 1e3, 1e5};
+  relu.frames = 3;
+  relu.history = 2;
+  relu.nodes = 2;
+  GpuKernel view{"aten::view", 0, 0};
+  view.history = 1;
+  const GpuStepCost c = CostKernels(cpu, GpuPrecision::kFp32, {relu, view});
+  EXPECT_NEAR(c.time_s, 2 * 1e-6 + 1e5 / 1e10 + 3 * 2e-7 + 3 * 5e-7 + 2 * 3e-6, 1e-15);
+  EXPECT_NEAR(CostKernels(cpu, GpuPrecision::kFp32, {relu, view}, GpuLaunch::kGraph).time_s,
+              1e5 / 1e10 + 1e-6, 1e-15);
+}
+
 // A product's rate is keyed by the square product of its intensity: a
 // square one by its own FLOPs, a skinny one or a batch of small ones by
 // the small square product it resembles.
@@ -125,6 +165,7 @@ TEST(GpuKernelCostTest, ViewsLaunchNothing) {
   EXPECT_FALSE(LaunchesNoKernel("aten::copy_"));
   EXPECT_EQ(KernelKindOf("aten::addmm"), KernelKind::kGemm);
   EXPECT_EQ(KernelKindOf("aten::add"), KernelKind::kElementwise);
+  EXPECT_EQ(KernelKindOf("aten::add_"), KernelKind::kElementwiseInPlace);
   EXPECT_EQ(KernelKindOf("aten::_scaled_dot_product_flash_attention_for_cpu"),
             KernelKind::kAttention);
   EXPECT_EQ(KernelKindOf("aten::_scaled_dot_product_flash_attention_backward"),

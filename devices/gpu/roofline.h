@@ -53,6 +53,10 @@ struct GpuSpec {
   // Measured GEMM rates by shape (devices/gpu/gemm_grid.h): a product
   // whose shape was recorded is rated from it, before gemm_rates.
   GemmGrid gemm_grid;
+  // The same with an operand stored transposed (GemmShape's layout): the
+  // second (x W^T, a linear layer's forward) and the first (g^T x, its
+  // weight gradient). Empty: gemm_grid.
+  GemmGrid gemm_grid_nt, gemm_grid_tn;
   // Measured bandwidth of element-wise work, (bytes moved, achieved
   // bytes/s), by size: small working sets stay in caches. Empty:
   // memory_bw times memory_share.
@@ -63,6 +67,10 @@ struct GpuSpec {
   // them, so its tasks are rated from these where they are measured.
   GemmGrid gemm_grid_streamed;
   std::vector<std::pair<double, double>> memory_rates_streamed;
+  // Element-wise ops that write their operand in place (cache-resident):
+  // on a CPU they skip the read a write to a new output first makes of
+  // its lines, so they move their bytes faster.
+  std::vector<std::pair<double, double>> memory_rates_inplace;
   // Fused attention (scaled_dot_product_attention's kernel), forward and
   // backward: achieved FLOP/s by query length, key length and head
   // dimension (as m, n and k), FLOPs counted as the recorder counts them
@@ -73,7 +81,21 @@ struct GpuSpec {
   double attention_call_s = 0, attention_backward_call_s = 0;
   double cache_bytes = 0;  // the last-level cache; 0: unknown (taken as holding the state)
   // How ops reach the device.
-  double dispatch_s = 0;    // host time per op, LibTorch C++ eager (autograd on)
+  // Host time per op, LibTorch C++ eager; a calibrated profile's is an op
+  // that records no autograd history (history_s adds that), a preset's a
+  // whole program's per launch, everything included.
+  double dispatch_s = 0;
+  // Host time per dispatcher frame that launches nothing and is no op of
+  // the program's own (a view inside an op, a composite's own frame).
+  // Presets: 0, their dispatch_s being a whole program's host time per
+  // launch, such frames included.
+  double frame_s = 0;
+  // Host time an op or frame adds when it records autograd history (grad
+  // mode on, an input that needs gradients). Presets: 0, as frame_s.
+  double history_s = 0;
+  // Host time the backward engine spends on a node beyond its ops (its
+  // queue, its input buffers). Presets: 0, as frame_s.
+  double node_s = 0;
   double python_op_s = 0;   // added per op called from Python
   double graph_node_s = 0;  // a CUDA graph node beyond its kernel's work
   double min_kernel_s = 0;  // device time of the smallest kernel

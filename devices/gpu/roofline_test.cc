@@ -63,10 +63,21 @@ TEST(RooflineTest, AProfileRoundTripsAndBadEntriesNameTheirLine) {
   h100.gemm_grid = *GemmGrid::Make({8, 64}, {8}, {8, 512}, {1e9, 2e9, 3e9, 4e9});
   h100.memory_rates_streamed = {{1e6, 5e11}};
   h100.cache_bytes = 50e6;
+  h100.frame_s = 3e-7;
+  h100.history_s = 6e-7;
+  h100.node_s = 2e-6;
+  h100.memory_rates_inplace = {{1e6, 7e11}};
+  h100.gemm_grid_tn = *GemmGrid::Make({8}, {8}, {8}, {5e9});
   absl::StatusOr<GpuSpec> back = ParseGpuProfile(GpuProfileText(h100));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->name, "h100");
   EXPECT_EQ(back->dispatch_s, h100.dispatch_s);
+  EXPECT_EQ(back->frame_s, 3e-7);
+  EXPECT_EQ(back->history_s, 6e-7);
+  EXPECT_EQ(back->node_s, 2e-6);
+  EXPECT_EQ(back->memory_rates_inplace, h100.memory_rates_inplace);
+  EXPECT_EQ(back->gemm_grid_tn.Rate({8, 8, 8}), 5e9);
+  EXPECT_TRUE(back->gemm_grid_nt.empty());
   EXPECT_EQ(back->gemm_rates, h100.gemm_rates);
   EXPECT_EQ(back->gemm_grid.Rate({64, 512, 8}), 4e9);  // m, n, k
   EXPECT_TRUE(back->gemm_grid_streamed.empty());
