@@ -19,7 +19,12 @@
 // runs as a worker runs, with its heap policy and thread spins
 // (common/process_setup.h): tiny b4 0.98-1.03, tiny b64 0.96-0.97, wind b1
 // 0.99-1.00, wind b8 0.94-0.97; and it takes more rounds, up to 6, while a
-// step is outside (benchmarks/cpu_profile.h).
+// step is outside (benchmarks/cpu_profile.h). Session 22, the Intel VM
+// again: tiny b64 at 0.70-0.72 (outside) until the recorder kept the ops
+// that fill their outputs first (sum, layer norm's backward), the GEMM
+// grids were timed with their first operand just written by another op
+// and layer norm got its own grids (docs/cost-model.md); then tiny b4
+// 0.87-0.96, tiny b64 0.85-0.90, wind b1 0.91-0.96, wind b8 0.82-0.87.
 #include "benchmarks/cpu_profile.h"
 
 #include <cstdio>

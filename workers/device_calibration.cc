@@ -17,6 +17,7 @@
 #include "workers/best_time.h"
 #include "workers/cuda_timing.h"
 #include "workers/host_calibration.h"
+#include "workers/norm_calibration.h"
 #include "workers/nvml_energy.h"
 
 namespace hpt {
@@ -447,6 +448,15 @@ absl::StatusOr<GpuSpec> CalibrateDevice(const CalibrationOptions& o) {
   g.attention_backward_grid = attention.backward;
   g.attention_call_s = attention.forward_call_s;
   g.attention_backward_call_s = attention.backward_call_s;
+  const LayerNormGrids norm = MeasureLayerNorm(device, o.quick, empty_elementwise_s);
+  g.norm_grid = norm.forward;
+  g.norm_backward_grid = norm.backward;
+  say(absl::StrFormat("layer norm             %.2f ns an element forward, %.2f backward "
+                      "(1024 rows of 32); %.2f, %.2f (57 of 512)",
+                      1e9 / g.norm_grid.Rate({1024, 32, 1}),
+                      1e9 / g.norm_backward_grid.Rate({1024, 32, 1}),
+                      1e9 / g.norm_grid.Rate({57, 512, 1}),
+                      1e9 / g.norm_backward_grid.Rate({57, 512, 1})));
   say(absl::StrFormat("fused attention        forward %.1f GFLOP/s + %.1f us a call, backward "
                       "%.1f GFLOP/s + %.1f us (16 x 16 x 8 a head)",
                       1e-9 * g.attention_grid.Rate({16, 16, 8}), 1e6 * g.attention_call_s,

@@ -33,6 +33,8 @@
 //                  head dimension (the slope between 8 and 64 heads) and
 //                  its fixed cost a call (the intercept), forward and
 //                  backward;
+//   norm_grid      layer norm's elements a second by rows and width,
+//                  forward and backward (norm_backward_grid);
 //   min_kernel_s   (CUDA) a graph node of a one-element add, replayed;
 //   power          (CUDA, NVML) board power idle, stepping small ops, and
 //                  running large GEMMs.

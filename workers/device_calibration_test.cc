@@ -19,9 +19,9 @@ TEST(DeviceCalibrationTest, TheCpusProfileIsMeasuredAndRoundTrips) {
   options.progress = [&](const std::string& line) { stages.push_back(line); };
   absl::StatusOr<GpuSpec> profile = CalibrateDevice(options);
   ASSERT_TRUE(profile.ok()) << profile.status();
-  // Host, GEMM sizes, memory, in place, cache, attention, GEMM shapes,
-  // streamed (where the cache is known); no CUDA stages.
-  EXPECT_EQ(stages.size(), profile->cache_bytes > 0 ? 8u : 7u);
+  // Host, GEMM sizes, memory, in place, cache, attention, layer norm,
+  // GEMM shapes, streamed (where the cache is known); no CUDA stages.
+  EXPECT_EQ(stages.size(), profile->cache_bytes > 0 ? 9u : 8u);
   EXPECT_EQ(profile->gemm_grid.m(), (std::vector<int64_t>{8, 32, 128, 512, 2048}));
   // Each layout has its own grid; the streamed one is measured as stored.
   EXPECT_EQ(profile->gemm_grid_nt.m(), profile->gemm_grid.m());
@@ -35,6 +35,8 @@ TEST(DeviceCalibrationTest, TheCpusProfileIsMeasuredAndRoundTrips) {
   EXPECT_LT(profile->node_s, 1e-3);
   EXPECT_EQ(profile->attention_grid.k(), (std::vector<int64_t>{8, 32, 128}));
   EXPECT_FALSE(profile->attention_backward_grid.empty());
+  EXPECT_EQ(profile->norm_grid.m(), (std::vector<int64_t>{16, 256, 4096}));  // rows
+  EXPECT_EQ(profile->norm_backward_grid.n(), (std::vector<int64_t>{32, 256, 2048}));
   EXPECT_GE(profile->attention_call_s, 0);
   EXPECT_EQ(profile->gemm_grid_streamed.empty(), profile->cache_bytes <= 0);
   EXPECT_EQ(profile->memory_rates_streamed.empty(), profile->cache_bytes <= 0);
@@ -63,6 +65,7 @@ TEST(DeviceCalibrationTest, TheCpusProfileIsMeasuredAndRoundTrips) {
   EXPECT_NEAR(back->dispatch_s, profile->dispatch_s, 1e-5 * profile->dispatch_s);
   EXPECT_NEAR(back->frame_s, profile->frame_s, 1e-5 * profile->frame_s);
   EXPECT_EQ(GemmGridText(back->gemm_grid_tn), GemmGridText(profile->gemm_grid_tn));
+  EXPECT_EQ(GemmGridText(back->norm_grid), GemmGridText(profile->norm_grid));
   std::printf("%s", GpuProfileText(*profile).c_str());
 }
 

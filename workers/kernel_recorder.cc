@@ -193,6 +193,22 @@ std::optional<Product> ProductOf(const std::string& op, c10::ArrayRef<const c10:
   return std::nullopt;
 }
 
+// A layer norm's rows and normalised width (as m and n; k is 1), from its
+// input and normalized_shape; unknown for any other op.
+GemmShape NormShapeOf(const std::string& op, c10::ArrayRef<const c10::IValue> in) {
+  // native_layer_norm(input, normalized_shape, ...);
+  // native_layer_norm_backward(grad_out, input, normalized_shape, ...).
+  const size_t x_at = op == "aten::native_layer_norm"            ? 0
+                      : op == "aten::native_layer_norm_backward" ? 1
+                                                                 : in.size();
+  const at::Tensor* x = TensorAt(in, x_at);
+  if (x == nullptr || x_at + 1 >= in.size() || !in[x_at + 1].isIntList()) return {};
+  int64_t width = 1;
+  for (int64_t d : in[x_at + 1].toIntVector()) width *= d;
+  if (width <= 0 || x->numel() == 0 || x->numel() % width != 0) return {};
+  return GemmShape{x->numel() / width, width, 1};
+}
+
 bool ReadsOnlyShape(const std::string& op) {
   static constexpr std::string_view kLike = "_like";
   return op.size() > kLike.size() && op.compare(op.size() - kLike.size(), kLike.size(), kLike) == 0;
@@ -227,6 +243,8 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
     if (product) {
       f.flops = product->flops;
       f.shape = product->shape;
+    } else {
+      f.shape = NormShapeOf(f.op, in);
     }
     // A factory after a tensor's shape (zeros_like, ones_like) reads none.
     if (!ReadsOnlyShape(f.op)) {

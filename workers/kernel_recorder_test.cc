@@ -198,10 +198,19 @@ TEST(KernelRecorderFillTest, AnOpThatFillsItsOutputIsTheKernel) {
   }
 }
 
+// Both directions of a layer norm are kernels of their own, each with its
+// rows and normalised width (the profile's norm grids are read there).
 TEST(KernelRecorderFillTest, LayerNormsBackwardIsItsOwnKernel) {
-  torch::Tensor x = torch::randn({64, 32}, torch::requires_grad());
+  torch::Tensor x = torch::randn({4, 16, 32}, torch::requires_grad());
   torch::nn::LayerNorm norm(torch::nn::LayerNormOptions({32}));
+  KernelRecorder forward;
   torch::Tensor loss = norm(x).sum();
+  std::vector<GpuKernel> forward_kernels = forward.Finish();
+  auto norm_forward =
+      std::find_if(forward_kernels.begin(), forward_kernels.end(),
+                   [](const GpuKernel& k) { return k.op == "aten::native_layer_norm"; });
+  ASSERT_NE(norm_forward, forward_kernels.end());
+  EXPECT_EQ(norm_forward->shape, (GemmShape{64, 32, 1}));
   KernelRecorder recorder;
   loss.backward();
   std::vector<GpuKernel> kernels = recorder.Finish();
@@ -211,6 +220,7 @@ TEST(KernelRecorderFillTest, LayerNormsBackwardIsItsOwnKernel) {
   std::string all;
   for (const GpuKernel& k : kernels) all += k.op + " ";
   ASSERT_NE(norm_backward, kernels.end()) << all;
+  EXPECT_EQ(norm_backward->shape, (GemmShape{64, 32, 1}));  // rows, width
   // Reads the output gradient and input, writes the input's gradient.
   EXPECT_GE(norm_backward->bytes, 3 * 64 * 32 * 4);
   for (const GpuKernel& k : kernels) EXPECT_FALSE(k.op == "aten::zero_") << "a fill left over";

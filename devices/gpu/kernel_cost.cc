@@ -35,6 +35,8 @@ KernelKind KernelKindOf(std::string_view op) {
       op == "aten::mv" || op == "aten::addmv") {
     return KernelKind::kGemm;
   }
+  if (op == "aten::native_layer_norm") return KernelKind::kNorm;
+  if (op == "aten::native_layer_norm_backward") return KernelKind::kNormBackward;
   // ATen names an op that writes its first operand with a trailing
   // underscore (add_, mul_, addcmul_).
   if (!op.empty() && op.back() == '_') return KernelKind::kElementwiseInPlace;
@@ -95,6 +97,14 @@ double AttentionRate(const GpuSpec& gpu, GpuPrecision precision, KernelKind kind
   return grid.Rate(shape);
 }
 
+double NormRate(const GpuSpec& gpu, GpuPrecision precision, KernelKind kind,
+                const GemmShape& shape) {
+  if (kind != KernelKind::kNorm && kind != KernelKind::kNormBackward) return 0;
+  const GemmGrid& grid = kind == KernelKind::kNormBackward ? gpu.norm_backward_grid : gpu.norm_grid;
+  if (precision != GpuPrecision::kFp32 || !shape.known() || grid.empty()) return 0;
+  return grid.Rate(shape);
+}
+
 bool StreamsState(const GpuSpec& gpu, double state_bytes) {
   return gpu.cache_bytes > 0 && state_bytes > gpu.cache_bytes;
 }
@@ -114,8 +124,11 @@ GpuKernelTally::GpuKernelTally(const GpuSpec& gpu, GpuPrecision precision, GpuLa
 void GpuKernelTally::Add(double flops, double bytes, double count, KernelKind kind,
                          const GemmShape& shape) {
   const bool in_place = kind == KernelKind::kElementwiseInPlace;
-  const bool product = kind != KernelKind::kElementwise && !in_place;
+  const bool product = kind == KernelKind::kGemm || kind == KernelKind::kAttention ||
+                       kind == KernelKind::kAttentionBackward;
   const double attention = AttentionRate(gpu_, precision_, kind, shape);
+  // A measured layer norm's rate holds its traffic too (elements a second).
+  const double norm = NormRate(gpu_, precision_, kind, shape);
   // The GEMM grid is read at a GEMM's shape only (attention's is another).
   const GemmShape gemm_shape = kind == KernelKind::kGemm ? shape : GemmShape();
   // A measured product rate holds the product's own traffic.
@@ -132,7 +145,8 @@ void GpuKernelTally::Add(double flops, double bytes, double count, KernelKind ki
   const double call_s = attention <= 0                           ? 0
                         : kind == KernelKind::kAttentionBackward ? gpu_.attention_backward_call_s
                                                                  : gpu_.attention_call_s;
-  const double work_s = std::max(flops / rate, memory_s) + call_s;
+  const double work_s = norm > 0 ? double(shape.m) * double(shape.n) / norm
+                                 : std::max(flops / rate, memory_s) + call_s;
   double t = 0;
   if (graph_) {
     t = std::max(gpu_.min_kernel_s, work_s) + gpu_.graph_node_s;

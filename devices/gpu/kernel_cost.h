@@ -2,7 +2,8 @@
 // profile (devices/gpu/roofline.h). A kernel's device time is the largest
 // of the profile's shortest kernel, its FLOPs at the achieved rate (for
 // products the measured rates by shape, else by size: GemmRate,
-// AttentionRate) and its bytes at the achieved bandwidth. How it reaches
+// AttentionRate), its bytes at the achieved bandwidth, or a layer norm's
+// elements at its measured rate (NormRate). How it reaches
 // the device is the launch path's:
 //   eager    the host dispatches each op (dispatch_s, plus python_op_s for
 //            ops called from Python) while the GPU runs the previous ones:
@@ -63,7 +64,15 @@ enum class GpuLaunch { kEager, kPythonEager, kGraph };
 // ATen's trailing underscore, at the in-place rate where measured), a GEMM
 // at the measured GEMM rates, fused attention (forward or backward) at the
 // measured attention rates.
-enum class KernelKind { kElementwise, kElementwiseInPlace, kGemm, kAttention, kAttentionBackward };
+enum class KernelKind {
+  kElementwise,
+  kElementwiseInPlace,
+  kGemm,
+  kAttention,
+  kAttentionBackward,
+  kNorm,  // layer norm: GpuSpec::norm_grid
+  kNormBackward,
+};
 
 struct GpuStepCost {
   double time_s = 0;
@@ -137,6 +146,11 @@ double GemmRate(const GpuSpec& gpu, GpuPrecision precision, double flops, double
 // profile has none (then it is rated as a GEMM).
 double AttentionRate(const GpuSpec& gpu, GpuPrecision precision, KernelKind kind,
                      const GemmShape& shape);
+// A layer norm's achieved elements a second at `shape` (rows, normalised
+// width as m, n) on the measured norm grids; 0 where the profile has none
+// (then it is rated as element-wise work by its bytes).
+double NormRate(const GpuSpec& gpu, GpuPrecision precision, KernelKind kind,
+                const GemmShape& shape);
 // The achieved bandwidth of element-wise work moving `bytes`: the measured
 // memory rates (the streamed ones when `streamed` and measured, else the
 // in-place ones when `in_place` and measured) interpolated the same way,

@@ -60,6 +60,27 @@ TEST(GpuKernelCostTest, AProductWithAShapeTakesTheGridsRate) {
   EXPECT_DOUBLE_EQ(CostKernels(g, GpuPrecision::kFp32, {attention}).time_s, 1e-3);
 }
 
+// A layer norm with a measured grid costs its elements at the grid's
+// rate, whatever its bytes; without one (or without its shape), its bytes
+// at the element-wise bandwidth.
+TEST(GpuKernelCostTest, ALayerNormTakesItsGridsRate) {
+  GpuSpec g = TableProfile();
+  g.norm_grid = *GemmGrid::Make({16, 1024}, {1}, {32, 512}, {1e9, 2e9, 4e8, 8e8});
+  GpuKernel norm{"aten::native_layer_norm", 1024 * 32, 1e3};
+  norm.shape = GemmShape{1024, 32, 1};
+  EXPECT_EQ(KernelKindOf(norm.op), KernelKind::kNorm);
+  EXPECT_DOUBLE_EQ(CostKernels(g, GpuPrecision::kFp32, {norm}).time_s, 1024 * 32 / 4e8);
+  norm.shape = GemmShape{128, 32, 1};  // between the rows: log-interpolated
+  EXPECT_NEAR(CostKernels(g, GpuPrecision::kFp32, {norm}).time_s, 128 * 32 / std::sqrt(4e17),
+              1e-12);
+  GpuKernel backward = norm;
+  backward.op = "aten::native_layer_norm_backward";
+  EXPECT_EQ(KernelKindOf(backward.op), KernelKind::kNormBackward);
+  EXPECT_DOUBLE_EQ(CostKernels(g, GpuPrecision::kFp32, {backward}).time_s, 1e3 / 1e10);
+  norm.shape = GemmShape();
+  EXPECT_DOUBLE_EQ(CostKernels(g, GpuPrecision::kFp32, {norm}).time_s, 1e3 / 1e10);
+}
+
 TEST(GpuKernelCostTest, StreamedReadsTakeTheStreamedRates) {
   const GpuSpec g = TableProfile();
   EXPECT_TRUE(StreamsState(g, 2e6));

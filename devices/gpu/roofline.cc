@@ -147,6 +147,8 @@ std::string GpuProfileText(const GpuSpec& g) {
       "\nattention_backward_grid = ", GemmGridText(g.attention_backward_grid),
       "\nattention_call_s = ", Number(g.attention_call_s),
       "\nattention_backward_call_s = ", Number(g.attention_backward_call_s),
+      "\nnorm_grid = ", GemmGridText(g.norm_grid),
+      "\nnorm_backward_grid = ", GemmGridText(g.norm_backward_grid),
       "\nmemory_rates_streamed = ", RatesText(g.memory_rates_streamed),
       "\nmemory_rates_inplace = ", RatesText(g.memory_rates_inplace),
       "\ncache_bytes = ", Number(g.cache_bytes),
@@ -202,6 +204,8 @@ absl::StatusOr<GpuSpec> ParseGpuProfile(const std::string& text) {
                      : key == "gemm_grid_streamed"      ? &g.gemm_grid_streamed
                      : key == "attention_grid"          ? &g.attention_grid
                      : key == "attention_backward_grid" ? &g.attention_backward_grid
+                     : key == "norm_grid"               ? &g.norm_grid
+                     : key == "norm_backward_grid"      ? &g.norm_backward_grid
                                                         : nullptr;
     if (grid != nullptr) {
       absl::StatusOr<GemmGrid> parsed = ParseGemmGrid(value);

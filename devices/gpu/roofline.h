@@ -79,6 +79,12 @@ struct GpuSpec {
   // Each such call's fixed cost beyond its dispatch (its threads, its
   // scratch buffers), forward and backward.
   double attention_call_s = 0, attention_backward_call_s = 0;
+  // Layer norm (native_layer_norm), forward and backward: achieved
+  // elements a second (rows x normalised width) by rows and width (as m
+  // and n; k is 1). A CPU's costs more than its bytes: on the Intel Xeon
+  // VM 0.35-1.1 ns an element, 2.5-7.7x an element-wise op of its size,
+  // the most on narrow rows. Empty: rated as element-wise work.
+  GemmGrid norm_grid, norm_backward_grid;
   double cache_bytes = 0;  // the last-level cache; 0: unknown (taken as holding the state)
   // How ops reach the device.
   // Host time per op, LibTorch C++ eager; a calibrated profile's is an op

@@ -68,6 +68,7 @@ TEST(RooflineTest, AProfileRoundTripsAndBadEntriesNameTheirLine) {
   h100.node_s = 2e-6;
   h100.memory_rates_inplace = {{1e6, 7e11}};
   h100.gemm_grid_tn = *GemmGrid::Make({8}, {8}, {8}, {5e9});
+  h100.norm_backward_grid = *GemmGrid::Make({16, 256}, {1}, {32}, {1e9, 3e9});
   absl::StatusOr<GpuSpec> back = ParseGpuProfile(GpuProfileText(h100));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->name, "h100");
@@ -78,6 +79,8 @@ TEST(RooflineTest, AProfileRoundTripsAndBadEntriesNameTheirLine) {
   EXPECT_EQ(back->memory_rates_inplace, h100.memory_rates_inplace);
   EXPECT_EQ(back->gemm_grid_tn.Rate({8, 8, 8}), 5e9);
   EXPECT_TRUE(back->gemm_grid_nt.empty());
+  EXPECT_TRUE(back->norm_grid.empty());
+  EXPECT_EQ(back->norm_backward_grid.Rate({256, 32, 1}), 3e9);  // rows, width
   EXPECT_EQ(back->gemm_rates, h100.gemm_rates);
   EXPECT_EQ(back->gemm_grid.Rate({64, 512, 8}), 4e9);  // m, n, k
   EXPECT_TRUE(back->gemm_grid_streamed.empty());
