@@ -194,24 +194,27 @@ GemmGrid MeasureGemmGrid(const torch::Device& device, bool quick, double empty_s
   const std::vector<int64_t> axis = quick ? std::vector<int64_t>{8, 32, 128, 512, 2048}
                                           : std::vector<int64_t>{8, 16, 32, 64, 128, 256, 512,
                                                                  1024, 2048};
+  const auto opts = torch::TensorOptions().device(device);
+  const int runs = quick ? 3 : 5;
   std::vector<double> rates;
   for (int64_t m : axis) {
     for (int64_t k : axis) {
+      torch::Tensor a = layout.a_transposed ? torch::randn({k, m}, opts).t()
+                                            : torch::randn({m, k}, opts);
+      // The hand-over's write of the first operand, alone: one per m x k,
+      // repeated as MemoryRates repeats an op of its bytes.
+      const int write_reps = int(std::clamp(2e8 / (8.0 * double(m) * double(k)), 1.0, 100.0));
+      const double write_s =
+          hand_over ? BestS(device, runs, [&] {
+            for (int i = 0; i < write_reps; ++i) ScaleOnce(a, a, /*in_place=*/true, i);
+          }) / write_reps
+                    : 0;
       for (int64_t n : axis) {
-        const auto opts = torch::TensorOptions().device(device);
-        torch::Tensor a = layout.a_transposed ? torch::randn({k, m}, opts).t()
-                                              : torch::randn({m, k}, opts);
         const std::vector<torch::Tensor> b = layout.b_transposed
                                                  ? std::vector{torch::randn({n, k}, opts).t()}
                                                  : Operands(device, {k, n}, streamed);
         const double flops = 2.0 * double(m) * double(k) * double(n);
         const int reps = int(std::clamp(1e8 / flops, 1.0, 100.0));
-        const int runs = quick ? 3 : 5;
-        const double write_s =
-            hand_over ? BestS(device, runs, [&] {
-              for (int i = 0; i < reps; ++i) ScaleOnce(a, a, /*in_place=*/true, i);
-            }) / reps
-                      : 0;
         size_t next = 0;  // as in MemoryRates: each run reads operands the last did not
         const double s = BestS(device, runs, [&] {
           for (int i = 0; i < reps; ++i) {

@@ -327,9 +327,8 @@ void OnEnd(const at::RecordFunction& fn, at::ObserverContext*) {
   if (parent != nullptr && (launches || f.kernels_below > 0)) {
     ++parent->kernels_below;
     for (const c10::IValue& v : fn.outputs()) {
-      if (v.isTensor() && StorageOf(v.toTensor()) != nullptr) {
-        parent->written.push_back(StorageOf(v.toTensor()));
-      }
+      const void* storage = v.isTensor() ? StorageOf(v.toTensor()) : nullptr;
+      if (storage != nullptr) parent->written.push_back(storage);
     }
   }
   // An op the program itself called (not one inside another op) that
