@@ -63,20 +63,37 @@ double GemmSize(double flops, double bytes) {
   return std::min(flops, 2 * n * n * n);
 }
 
-double GemmRate(const GpuSpec& gpu, GpuPrecision precision, double flops, double bytes,
-                const GemmShape& shape, bool streamed) {
+namespace {
+
+// A product's achieved rate, and whether a calibration measured it (a
+// measured rate holds the product's own traffic): GemmRate's order of
+// preference, said once.
+struct ProductRate {
+  double flops_per_s = 0;
+  bool measured = false;
+};
+
+ProductRate RateOfProduct(const GpuSpec& gpu, GpuPrecision precision, double flops,
+                          double bytes, const GemmShape& shape, bool streamed) {
   if (precision == GpuPrecision::kFp32 && shape.known()) {
     const GemmGrid& grid =
         streamed && !gpu.gemm_grid_streamed.empty()       ? gpu.gemm_grid_streamed
         : shape.b_transposed && !gpu.gemm_grid_nt.empty() ? gpu.gemm_grid_nt
         : shape.a_transposed && !gpu.gemm_grid_tn.empty() ? gpu.gemm_grid_tn
                                                           : gpu.gemm_grid;
-    if (!grid.empty()) return grid.Rate(shape);
+    if (!grid.empty()) return {grid.Rate(shape), true};
   }
   if (gpu.gemm_rates.empty() || precision != GpuPrecision::kFp32 || flops <= 0) {
-    return PeakFlops(gpu, precision) * gpu.compute_share;
+    return {PeakFlops(gpu, precision) * gpu.compute_share, false};
   }
-  return Interpolate(gpu.gemm_rates, GemmSize(flops, bytes));
+  return {Interpolate(gpu.gemm_rates, GemmSize(flops, bytes)), true};
+}
+
+}  // namespace
+
+double GemmRate(const GpuSpec& gpu, GpuPrecision precision, double flops, double bytes,
+                const GemmShape& shape, bool streamed) {
+  return RateOfProduct(gpu, precision, flops, bytes, shape, streamed).flops_per_s;
 }
 
 double MemoryRate(const GpuSpec& gpu, double bytes, bool streamed, bool in_place) {
@@ -131,17 +148,15 @@ void GpuKernelTally::Add(double flops, double bytes, double count, KernelKind ki
   const double norm = NormRate(gpu_, precision_, kind, shape);
   // The GEMM grid is read at a GEMM's shape only (attention's is another).
   const GemmShape gemm_shape = kind == KernelKind::kGemm ? shape : GemmShape();
-  // A measured product rate holds the product's own traffic.
-  const bool measured_gemm =
-      product && precision_ == GpuPrecision::kFp32 &&
-      (attention > 0 || !gpu_.gemm_rates.empty() ||
-       (gemm_shape.known() && !gpu_.gemm_grid.empty()));
-  const double rate =
-      attention > 0 ? attention
-      : product     ? GemmRate(gpu_, precision_, flops, bytes, gemm_shape, streamed_.products)
-                    : compute_;
+  const ProductRate product_rate =
+      attention > 0 ? ProductRate{attention, true}
+      : product
+          ? RateOfProduct(gpu_, precision_, flops, bytes, gemm_shape, streamed_.products)
+          : ProductRate{compute_, false};
+  const double rate = product_rate.flops_per_s;
   const double memory_s =
-      measured_gemm ? 0 : bytes / MemoryRate(gpu_, bytes, streamed_.elementwise, in_place);
+      product_rate.measured ? 0
+                            : bytes / MemoryRate(gpu_, bytes, streamed_.elementwise, in_place);
   const double call_s = attention <= 0                           ? 0
                         : kind == KernelKind::kAttentionBackward ? gpu_.attention_backward_call_s
                                                                  : gpu_.attention_call_s;

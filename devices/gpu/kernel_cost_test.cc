@@ -139,6 +139,27 @@ TEST(GpuKernelCostTest, InPlaceOpsAndTransposedOperandsTakeTheirOwnRates) {
   EXPECT_EQ(GemmRate(plain, GpuPrecision::kFp32, 1024, 0, nt), 2e9);  // none measured
 }
 
+// A measured product rate holds the product's own traffic, whichever table
+// measured it; a product rated at peak pays its bytes as well.
+TEST(GpuKernelCostTest, AMeasuredProductRateHoldsItsTraffic) {
+  GpuSpec cpu = *ParseGpuProfile(
+      "name = cpu; fp32_flops = 1e11; memory_bw = 1e10; compute_share = 1; memory_share = 1;"
+      "synchronous = true; gemm_grid_streamed = 8x8x8:2e9");
+  const GpuKernel mm{"aten::mm", 1e6, 1e8, GemmShape{8, 8, 8}};
+  GpuKernelTally streamed(cpu, GpuPrecision::kFp32, GpuLaunch::kEager, {true, false});
+  streamed.Add(mm.flops, mm.bytes, 1, KernelKind::kGemm, mm.shape);
+  EXPECT_NEAR(streamed.Finish().time_s, 1e6 / 2e9, 1e-15);
+  // Not streamed: no grid of its own, so peak, and its bytes take longer.
+  GpuKernelTally cached(cpu, GpuPrecision::kFp32, GpuLaunch::kEager);
+  cached.Add(mm.flops, mm.bytes, 1, KernelKind::kGemm, mm.shape);
+  EXPECT_NEAR(cached.Finish().time_s, 1e8 / 1e10, 1e-15);
+  // A product with no FLOPs recorded is not rated by the size table.
+  cpu.gemm_rates = {{1e3, 1e9}};
+  GpuKernelTally empty(cpu, GpuPrecision::kFp32, GpuLaunch::kEager);
+  empty.Add(0, 1e8, 1, KernelKind::kGemm, GemmShape());
+  EXPECT_NEAR(empty.Finish().time_s, 1e8 / 1e10, 1e-15);
+}
+
 // Frames beside a kernel, autograd's recording and the backward engine's
 // nodes cost host time; a graph replays kernels only.
 TEST(GpuKernelCostTest, FramesAndHistoryAreHostTime) {
