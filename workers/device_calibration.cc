@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <thread>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "devices/gpu/kernel_cost.h"
 #include "workers/best_time.h"
+#include "workers/attention_calibration.h"
 #include "workers/cuda_timing.h"
 #include "workers/host_calibration.h"
 #include "workers/norm_calibration.h"
@@ -24,6 +26,12 @@ namespace hpt {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using Say = std::function<void(const std::string&)>;
+
+// Seconds of the empty ops every table is net of.
+struct EmptyOpS {
+  double product_s = 0, elementwise_s = 0;
+};
 
 // A product the progress lines quote: a wind-preset step's query-key-value
 // projection at batch 1 (57 tokens, d_model 512, three 512-wide outputs).
@@ -230,71 +238,6 @@ GemmGrid MeasureGemmGrid(const torch::Device& device, bool quick, double empty_s
   return *GemmGrid::Make(axis, axis, axis, std::move(rates));
 }
 
-// Fused attention (at::scaled_dot_product_attention, inputs that need
-// gradients, as in training), forward and backward (a forward-and-backward
-// less the forward): over query lengths, key lengths and head dimensions,
-// each timed for 8 and for 64 heads in all, so that the rate is the
-// slope per head and the fixed cost of a call (its threads, its scratch
-// buffers) the intercept beyond `empty_s`. FLOPs as the
-// kernel recorder counts them: 4 and 10 per (query, key, dimension).
-struct AttentionProfile {
-  GemmGrid forward, backward;
-  double forward_call_s = 0, backward_call_s = 0;
-};
-
-AttentionProfile MeasureAttention(const torch::Device& device, bool quick, double empty_s) {
-  const std::vector<int64_t> lengths = quick ? std::vector<int64_t>{16, 64, 256}
-                                             : std::vector<int64_t>{16, 32, 64, 128, 256};
-  const std::vector<int64_t> dims = quick ? std::vector<int64_t>{8, 32, 128}
-                                          : std::vector<int64_t>{8, 16, 32, 64, 128};
-  constexpr int64_t kFewHeads = 8, kManyHeads = 64;
-  const int runs = quick ? 3 : 5;
-  // Seconds of a forward and of a backward over `heads` heads of one shape.
-  auto time = [&](int64_t heads, int64_t lq, int64_t lk, int64_t d) {
-    auto opts = torch::TensorOptions().device(device).requires_grad(true);
-    torch::Tensor q = torch::randn({heads, 1, lq, d}, opts);
-    torch::Tensor k = torch::randn({heads, 1, lk, d}, opts);
-    torch::Tensor v = torch::randn({heads, 1, lk, d}, opts);
-    torch::Tensor grad = torch::randn({heads, 1, lq, d}, torch::TensorOptions().device(device));
-    const double pairs = double(heads) * double(lq) * double(lk) * double(d);
-    const int reps = int(std::clamp(2e7 / (10 * pairs), 1.0, 50.0));
-    const double f = BestS(device, runs, [&] {
-      for (int i = 0; i < reps; ++i) at::scaled_dot_product_attention(q, k, v);
-    }) / reps;
-    const double fb = BestS(device, runs, [&] {
-      for (int i = 0; i < reps; ++i) at::scaled_dot_product_attention(q, k, v).backward(grad);
-    }) / reps;
-    return std::pair<double, double>{f, fb - f};
-  };
-  std::vector<double> forward, backward, forward_call, backward_call;
-  for (int64_t lq : lengths) {  // the grid's order: m, then k, then n
-    for (int64_t d : dims) {
-      for (int64_t lk : lengths) {
-        const auto [f1, b1] = time(kFewHeads, lq, lk, d);
-        const auto [f2, b2] = time(kManyHeads, lq, lk, d);
-        const double pairs_per_head = double(lq) * double(lk) * double(d);
-        const double heads = double(kManyHeads - kFewHeads);
-        forward.push_back(4 * pairs_per_head * heads / std::max(f2 - f1, 1e-9));
-        backward.push_back(10 * pairs_per_head * heads / std::max(b2 - b1, 1e-9));
-        forward_call.push_back(f1 - (f2 - f1) * kFewHeads / heads - empty_s);
-        backward_call.push_back(b1 - (b2 - b1) * kFewHeads / heads - empty_s);
-      }
-    }
-  }
-  // The fixed costs: the median over shapes (the intercept is noisy), at
-  // least nothing.
-  auto median = [](std::vector<double> v) {
-    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-    return std::max(0.0, v[v.size() / 2]);
-  };
-  AttentionProfile a;
-  a.forward = *GemmGrid::Make(lengths, dims, lengths, std::move(forward));
-  a.backward = *GemmGrid::Make(lengths, dims, lengths, std::move(backward));
-  a.forward_call_s = median(forward_call);
-  a.backward_call_s = median(backward_call);
-  return a;
-}
-
 // The CPU's caches from sysfs (cpu0's): bytes by level, of its data or
 // unified cache.
 std::map<int, double> CpuCaches() {
@@ -368,7 +311,7 @@ namespace {
 // CUDA's L2 size, or the CPU's as sysfs and the bandwidth curve have it.
 absl::StatusOr<double> CacheBytes(const torch::Device& device,
                                   const std::vector<std::pair<double, double>>& memory_rates,
-                                  const std::function<void(const std::string&)>& say) {
+                                  const Say& say) {
   if (device.is_cuda()) {
     absl::StatusOr<double> l2 = CudaL2CacheBytes(device.index());
     if (l2.ok()) say(absl::StrFormat("last-level cache       %.0f MB (CUDA L2)", 1e-6 * *l2));
@@ -389,109 +332,140 @@ absl::StatusOr<double> CacheBytes(const torch::Device& device,
   return effective;
 }
 
-}  // namespace
-
-absl::StatusOr<GpuSpec> CalibrateDevice(const CalibrationOptions& o) {
+// `name` as a LibTorch device; CUDA's index filled in.
+absl::StatusOr<torch::Device> CalibratedDevice(const std::string& name) {
   torch::Device device(torch::kCPU);
   try {
-    device = torch::Device(o.device);
+    device = torch::Device(name);
   } catch (const std::exception&) {
-    return absl::InvalidArgumentError(absl::StrCat("device '", o.device, "' is not cpu or cuda:N"));
+    return absl::InvalidArgumentError(absl::StrCat("device '", name, "' is not cpu or cuda:N"));
   }
   if (device.is_cuda() && !torch::cuda::is_available()) {
-    return absl::FailedPreconditionError(absl::StrCat("device ", o.device, ": no CUDA here"));
+    return absl::FailedPreconditionError(absl::StrCat("device ", name, ": no CUDA here"));
   }
   if (device.is_cuda() && !device.has_index()) device = torch::Device(torch::kCUDA, 0);
-  auto say = [&](const std::string& line) {
-    if (o.progress) o.progress(line);
-  };
-  GpuSpec g;
-  g.name = device.str();
-  g.synchronous = device.is_cpu();
-  g.python_op_s = kPythonOpS;
-  g.compute_share = g.memory_share = 1;  // the rates below are achieved ones
-  const HostCosts host = MeasureHostCosts(device, o.quick ? 4000 : 40000);
-  g.dispatch_s = host.dispatch_s;
-  g.history_s = host.history_s;
-  g.frame_s = host.frame_s;
-  g.node_s = host.node_s;
+  return device;
+}
+
+void MeasureHost(const torch::Device& device, bool quick, GpuSpec* g, const Say& say) {
+  const HostCosts host = MeasureHostCosts(device, quick ? 4000 : 40000);
+  g->dispatch_s = host.dispatch_s;
+  g->history_s = host.history_s;
+  g->frame_s = host.frame_s;
+  g->node_s = host.node_s;
   say(absl::StrFormat("host per op            %.2f us, +%.2f us recording autograd history, "
                       "%.2f us a frame, %.2f us a backward node",
-                      1e6 * g.dispatch_s, 1e6 * g.history_s, 1e6 * g.frame_s, 1e6 * g.node_s));
-  // Every product table is net of one measurement of an empty product,
-  // every bandwidth table of one of an empty element-wise op.
-  const double empty_product_s = EmptyProductS(device);
-  const double empty_elementwise_s = EmptyElementwiseS(device, /*in_place=*/false);
-  g.gemm_rates = GemmRates(device, o.quick, empty_product_s);
-  for (const auto& [flops, rate] : g.gemm_rates) g.fp32_flops = std::max(g.fp32_flops, rate);
-  say(absl::StrFormat("GEMM rates             %zu sizes, best %.1f GFLOP/s", g.gemm_rates.size(),
-                      1e-9 * g.fp32_flops));
-  g.memory_rates = MemoryRates(device, o.quick, empty_elementwise_s, nullptr);
-  g.memory_bw = g.memory_rates.back().second;
+                      1e6 * g->dispatch_s, 1e6 * g->history_s, 1e6 * g->frame_s,
+                      1e6 * g->node_s));
+}
+
+// GEMM rates by size; bandwidths, out of place and in place; the cache.
+absl::Status MeasureSizes(const torch::Device& device, bool quick, const EmptyOpS& empty,
+                          GpuSpec* g, const Say& say) {
+  g->gemm_rates = GemmRates(device, quick, empty.product_s);
+  for (const auto& [flops, rate] : g->gemm_rates) g->fp32_flops = std::max(g->fp32_flops, rate);
+  say(absl::StrFormat("GEMM rates             %zu sizes, best %.1f GFLOP/s", g->gemm_rates.size(),
+                      1e-9 * g->fp32_flops));
+  g->memory_rates = MemoryRates(device, quick, empty.elementwise_s, nullptr);
+  g->memory_bw = g->memory_rates.back().second;
   say(absl::StrFormat("memory bandwidth       %.1f GB/s at %.0f MB (%zu sizes)",
-                      1e-9 * g.memory_bw, 1e-6 * g.memory_rates.back().first,
-                      g.memory_rates.size()));
-  g.memory_rates_inplace =
-      MemoryRates(device, o.quick, EmptyElementwiseS(device, /*in_place=*/true), nullptr,
+                      1e-9 * g->memory_bw, 1e-6 * g->memory_rates.back().first,
+                      g->memory_rates.size()));
+  g->memory_rates_inplace =
+      MemoryRates(device, quick, EmptyElementwiseS(device, /*in_place=*/true), nullptr,
                   /*in_place=*/true);
   say(absl::StrFormat("in place               %.1f GB/s at %.0f MB",
-                      1e-9 * g.memory_rates_inplace.back().second,
-                      1e-6 * g.memory_rates_inplace.back().first));
-  absl::StatusOr<double> cache = CacheBytes(device, g.memory_rates, say);
+                      1e-9 * g->memory_rates_inplace.back().second,
+                      1e-6 * g->memory_rates_inplace.back().first));
+  absl::StatusOr<double> cache = CacheBytes(device, g->memory_rates, say);
   if (!cache.ok()) return cache.status();
-  g.cache_bytes = *cache;
-  g.gemm_grid = MeasureGemmGrid(device, o.quick, empty_product_s, nullptr);
+  g->cache_bytes = *cache;
+  return absl::OkStatus();
+}
+
+// Products by shape and layout, attention, layer norm; from memory, where
+// a cache is known.
+void MeasureShapes(const torch::Device& device, bool quick, const EmptyOpS& empty, GpuSpec* g,
+                   const Say& say) {
+  g->gemm_grid = MeasureGemmGrid(device, quick, empty.product_s, nullptr);
   GemmShape nt, tn;
   nt.b_transposed = true;
   tn.a_transposed = true;
-  g.gemm_grid_nt = MeasureGemmGrid(device, o.quick, empty_product_s, nullptr, nt);
-  g.gemm_grid_tn = MeasureGemmGrid(device, o.quick, empty_product_s, nullptr, tn);
-  const AttentionProfile attention = MeasureAttention(device, o.quick, empty_product_s);
-  g.attention_grid = attention.forward;
-  g.attention_backward_grid = attention.backward;
-  g.attention_call_s = attention.forward_call_s;
-  g.attention_backward_call_s = attention.backward_call_s;
-  const LayerNormGrids norm = MeasureLayerNorm(device, o.quick, empty_elementwise_s);
-  g.norm_grid = norm.forward;
-  g.norm_backward_grid = norm.backward;
+  g->gemm_grid_nt = MeasureGemmGrid(device, quick, empty.product_s, nullptr, nt);
+  g->gemm_grid_tn = MeasureGemmGrid(device, quick, empty.product_s, nullptr, tn);
+  const AttentionProfile attention = MeasureAttention(device, quick, empty.product_s);
+  g->attention_grid = attention.forward;
+  g->attention_backward_grid = attention.backward;
+  g->attention_call_s = attention.forward_call_s;
+  g->attention_backward_call_s = attention.backward_call_s;
+  const LayerNormGrids norm = MeasureLayerNorm(device, quick, empty.elementwise_s);
+  g->norm_grid = norm.forward;
+  g->norm_backward_grid = norm.backward;
   say(absl::StrFormat("layer norm             %.2f ns an element forward, %.2f backward "
                       "(1024 rows of 32); %.2f, %.2f (57 of 512)",
-                      1e9 / g.norm_grid.Rate({1024, 32, 1}),
-                      1e9 / g.norm_backward_grid.Rate({1024, 32, 1}),
-                      1e9 / g.norm_grid.Rate({57, 512, 1}),
-                      1e9 / g.norm_backward_grid.Rate({57, 512, 1})));
+                      1e9 / g->norm_grid.Rate({1024, 32, 1}),
+                      1e9 / g->norm_backward_grid.Rate({1024, 32, 1}),
+                      1e9 / g->norm_grid.Rate({57, 512, 1}),
+                      1e9 / g->norm_backward_grid.Rate({57, 512, 1})));
   say(absl::StrFormat("fused attention        forward %.1f GFLOP/s + %.1f us a call, backward "
                       "%.1f GFLOP/s + %.1f us (16 x 16 x 8 a head)",
-                      1e-9 * g.attention_grid.Rate({16, 16, 8}), 1e6 * g.attention_call_s,
-                      1e-9 * g.attention_backward_grid.Rate({16, 16, 8}),
-                      1e6 * g.attention_backward_call_s));
+                      1e-9 * g->attention_grid.Rate({16, 16, 8}), 1e6 * g->attention_call_s,
+                      1e-9 * g->attention_backward_grid.Rate({16, 16, 8}),
+                      1e6 * g->attention_backward_call_s));
   GemmShape projection = kWindProjection;
   projection.b_transposed = true;
   say(absl::StrFormat("GEMM shapes            %zu^3 by layout, %.1f GFLOP/s at 57x512x1536 (x W^T "
                       "%.1f)",
-                      g.gemm_grid.m().size(), 1e-9 * g.gemm_grid.Rate(kWindProjection),
-                      1e-9 * g.gemm_grid_nt.Rate(projection)));
-  if (g.cache_bytes > 0) {
-    StreamPool pool(device, g.cache_bytes);
-    g.memory_rates_streamed = MemoryRates(device, o.quick, empty_elementwise_s, &pool);
-    g.gemm_grid_streamed = MeasureGemmGrid(device, o.quick, empty_product_s, &pool);
-    say(absl::StrFormat("streamed from memory   %.1f GFLOP/s at 57x512x1536, %.1f GB/s at 1 MB",
-                        1e-9 * g.gemm_grid_streamed.Rate(kWindProjection),
-                        1e-9 * MemoryRate(g, 1 << 20, true)));
+                      g->gemm_grid.m().size(), 1e-9 * g->gemm_grid.Rate(kWindProjection),
+                      1e-9 * g->gemm_grid_nt.Rate(projection)));
+  if (g->cache_bytes <= 0) return;
+  StreamPool pool(device, g->cache_bytes);
+  g->memory_rates_streamed = MemoryRates(device, quick, empty.elementwise_s, &pool);
+  g->gemm_grid_streamed = MeasureGemmGrid(device, quick, empty.product_s, &pool);
+  say(absl::StrFormat("streamed from memory   %.1f GFLOP/s at 57x512x1536, %.1f GB/s at 1 MB",
+                      1e-9 * g->gemm_grid_streamed.Rate(kWindProjection),
+                      1e-9 * MemoryRate(*g, 1 << 20, true)));
+}
+
+// CUDA's own: a graph node's cost, and power where NVML answers.
+absl::Status MeasureGraphAndPower(const torch::Device& device, const CalibrationOptions& o,
+                                  GpuSpec* g, const Say& say) {
+  absl::StatusOr<double> node = CudaGraphNodeS(device.index());
+  if (!node.ok()) return node.status();
+  g->min_kernel_s = *node;  // a node's cost folded into the shortest kernel's
+  say(absl::StrFormat("graph node (tiny add)  %.2f us", 1e6 * g->min_kernel_s));
+  if (absl::Status s = MeasurePower(device, o, g); !s.ok()) {
+    say(absl::StrCat("power                  not measured: ", s.message()));
+  } else {
+    say(absl::StrFormat("power                  idle %.0f W, stepping %.0f W, GEMM %.0f W",
+                        g->idle_power_w, g->active_power_w, g->load_power_w));
   }
-  if (device.is_cuda()) {
-    absl::StatusOr<double> node = CudaGraphNodeS(device.index());
-    if (!node.ok()) return node.status();
-    g.min_kernel_s = *node;  // a node's cost folded into the shortest kernel's
-    say(absl::StrFormat("graph node (tiny add)  %.2f us", 1e6 * g.min_kernel_s));
-    if (absl::Status s = MeasurePower(device, o, &g); !s.ok()) {
-      say(absl::StrCat("power                  not measured: ", s.message()));
-    } else {
-      say(absl::StrFormat("power                  idle %.0f W, stepping %.0f W, GEMM %.0f W",
-                          g.idle_power_w, g.active_power_w, g.load_power_w));
-    }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<GpuSpec> CalibrateDevice(const CalibrationOptions& o) {
+  absl::StatusOr<torch::Device> device = CalibratedDevice(o.device);
+  if (!device.ok()) return device.status();
+  const Say say = [&](const std::string& line) {
+    if (o.progress) o.progress(line);
+  };
+  GpuSpec g;
+  g.name = device->str();
+  g.synchronous = device->is_cpu();
+  g.python_op_s = kPythonOpS;
+  g.compute_share = g.memory_share = 1;  // the rates below are achieved ones
+  MeasureHost(*device, o.quick, &g, say);
+  // Every product table is net of one measurement of an empty product,
+  // every bandwidth table of one of an empty element-wise op.
+  const EmptyOpS empty{EmptyProductS(*device), EmptyElementwiseS(*device, /*in_place=*/false)};
+  if (absl::Status s = MeasureSizes(*device, o.quick, empty, &g, say); !s.ok()) return s;
+  MeasureShapes(*device, o.quick, empty, &g, say);
+  if (device->is_cuda()) {
+    if (absl::Status s = MeasureGraphAndPower(*device, o, &g, say); !s.ok()) return s;
   }
-  g.source = absl::StrCat("hpt_calibrate on ", g.name, " (", device.str(), "), LibTorch ",
+  g.source = absl::StrCat("hpt_calibrate on ", g.name, " (", device->str(), "), LibTorch ",
                           TORCH_VERSION, "; python_op_s cited (pytorch#41383)");
   return g;
 }
