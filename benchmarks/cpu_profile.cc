@@ -22,12 +22,7 @@ StepTimes Least(const StepTimes& a, const StepTimes& b) {
 // One round for one shape: the step's tasks timed `steps` times (each
 // task's least) and `profile`'s prediction of them.
 StepCheck MeasureAndPredict(const GpuSpec& profile, const StepCase& c, int steps) {
-  ModelConfig config = *PresetModelConfig(c.preset);
-  config.set_input_features(12);
-  config.set_output_features(1);
-  torch::manual_seed(3);
-  SpatioTemporalTransformer model(config);
-  model->train();
+  SpatioTemporalTransformer model = *StepModel(c, 3);
   torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
   torch::Tensor x = torch::randn({c.batch, c.tokens, 12});
   torch::Tensor y = torch::randn({c.batch, c.tokens, 1});

@@ -31,10 +31,6 @@
 
 namespace hpt {
 
-struct StepCase {
-  std::string preset;
-  int64_t batch = 1, tokens = 1;
-};
 // tiny at batch 4 and 64 (16 tokens), wind at batch 1 and 8 (57 tokens).
 std::vector<StepCase> CpuProfileCases();
 

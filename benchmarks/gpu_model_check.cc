@@ -1,8 +1,10 @@
 // gpu_model_check: the GPU cost model against training steps measured on a
-// real GPU. It records the wind preset's steps here (full and LoRA q,v r8,
-// batch 1 and 32: forward, MSE backward, Adam update), costs them on a GPU
-// profile under each baseline's launch path, and sets them beside the
-// measured figures.
+// real GPU, two ways.
+//
+// Against issue 32's table (the default): it records the wind preset's
+// steps here (full and LoRA q,v r8, batch 1 and 32: forward, MSE backward,
+// Adam update), costs them on a GPU profile under each baseline's launch
+// path, and sets them beside the figures measured on an H100.
 //
 // Measured (issue 32, 2026-11-24): one NVIDIA H100 80GB HBM3 (SXM, 700 W
 // limit), LibTorch 2.11.0+cu130, wind preset (12 layers, d_model 512, 57
@@ -12,31 +14,54 @@
 // architecture. The model was not fitted to these: its constants come from
 // sources and microbenchmarks (devices/gpu/roofline.cc).
 //
+// Against this device (--measure_on=DEVICE): the baseline probe times the
+// preset's full step for real under each baseline on DEVICE, and the model
+// prices the same step on --gpu (this device's calibrated profile, from
+// hpt_calibrate) at each --batches (benchmarks/probe_comparison.h).
+//
 //   bazel run -c opt //benchmarks:gpu_model_check -- [--gpu=h100|FILE] [--check]
-// --check exits 1 when a row is off by more than --tolerance.
-#include <torch/torch.h>
-
+//   gpu_model_check --gpu=cuda0.profile --measure_on=cuda:0 --batches=1,32
+// Exit codes: 1 with --check when a row is off by more than --tolerance;
+// 2 bad flags; 3 nothing could be compared (a step failed to record, or no
+// baseline ran on the device).
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "benchmarks/probe_comparison.h"
 #include "benchmarks/recorded_step.h"
+#include "common/process_setup.h"
 #include "devices/cost_settings.h"
 #include "devices/work_cost.h"
-#include "models/lora.h"
-#include "models/lora_config.h"
-#include "models/model_config.h"
-#include "models/st_transformer.h"
+#include "workers/device_meter.h"
 
 ABSL_FLAG(std::string, gpu, "h100", "GPU profile: a preset name or a profile file.");
 ABSL_FLAG(double, tolerance, 0.25, "Largest |model / measured - 1| --check accepts.");
 ABSL_FLAG(bool, check, false, "Exit 1 when a row is outside the tolerance.");
+ABSL_FLAG(std::string, measure_on, "",
+          "Device (cpu, cuda:N) to time the preset's steps on with the baseline probe, "
+          "against --gpu; empty: issue 32's H100 table.");
+ABSL_FLAG(std::string, preset, "wind", "With --measure_on: the model preset.");
+ABSL_FLAG(std::string, batches, "1,32", "With --measure_on: the batches, comma-separated.");
+ABSL_FLAG(int64_t, tokens, 57, "With --measure_on: tokens a sample (wind: 57 stations).");
+ABSL_FLAG(int64_t, steps, 20, "With --measure_on: timed steps a baseline, after --warm_up.");
+ABSL_FLAG(int64_t, warm_up, 3, "With --measure_on: untimed steps first.");
 
 namespace hpt {
 namespace {
+
+// Prints `s` and returns the "could not run" count.
+int Fail(const absl::Status& s) {
+  std::fprintf(stderr, "gpu_model_check: %s\n", std::string(s.message()).c_str());
+  return -1;
+}
 
 struct Measured {
   const char* label;
@@ -62,44 +87,8 @@ const Measured kH100[] = {
     {"full b32, CUDA graph", false, 32, GpuBaseline::kGraph, 12.3, 0},
 };
 
-// The kernels of a wind step's second iteration (Adam's moments exist).
-RecordedStep Record(bool lora, int64_t batch) {
-  ModelConfig config = *PresetModelConfig("wind");
-  config.set_input_features(12);
-  config.set_output_features(1);
-  torch::manual_seed(1);
-  SpatioTemporalTransformer model(config);
-  if (lora) {
-    LoraConfig l;
-    l.set_enabled(true);
-    l.set_rank(8);
-    l.add_targets("q_proj");
-    l.add_targets("v_proj");
-    ApplyLora(model, LoraDefaults(l), {}).IgnoreError();
-  }
-  std::vector<torch::Tensor> trainable;
-  for (const torch::Tensor& p : model->parameters()) {
-    if (p.requires_grad()) trainable.push_back(p);
-  }
-  torch::optim::Adam adam(trainable, torch::optim::AdamOptions(1e-3));
-  torch::Tensor x = torch::randn({batch, 57, 12});
-  torch::Tensor y = torch::randn({batch, 57, 1});
-  RecordedStep step;
-  TrainStep(model, adam, x, y);
-  TrainStep(model, adam, x, y, &step);
-  return step;
-}
-
-int Main() {
-  DeviceCostConfig config = DefaultDeviceCostConfig("gpu");
-  absl::StatusOr<std::string> value = ReferenceGpuValue(absl::GetFlag(FLAGS_gpu));
-  absl::Status s = value.status();
-  if (s.ok()) s = ApplyDeviceSetting("reference_gpu", *value, &config);
-  if (!s.ok()) {
-    std::fprintf(stderr, "gpu_model_check: %s\n", std::string(s.message()).c_str());
-    return 2;
-  }
-  std::printf("GPU profile: %s\n%s\n\n", config.gpu.name.c_str(), config.gpu.source.c_str());
+// Each row of issue 32's table beside the model: the count outside.
+int CompareWithTable(const DeviceCostConfig& config) {
   std::printf("%-24s %10s %10s %7s %9s %9s %7s\n", "wind step", "measured", "model", "ratio",
               "meas. J", "model J", "ratio");
   const double tolerance = absl::GetFlag(FLAGS_tolerance);
@@ -109,7 +98,9 @@ int Main() {
   for (const Measured& m : kH100) {
     const int l = m.lora ? 1 : 0, b = m.batch == 1 ? 0 : 1;
     if (!recorded[l][b]) {
-      steps[l][b] = Record(m.lora, m.batch);
+      absl::StatusOr<RecordedStep> step = RecordStep({"wind", m.batch, 57, m.lora});
+      if (!step.ok()) return Fail(step.status());
+      steps[l][b] = *step;
       recorded[l][b] = true;
     }
     const StepCost cost = steps[l][b].Cost(config, m.baseline);
@@ -128,6 +119,80 @@ int Main() {
     outside += off ? 1 : 0;
   }
   std::printf("\n%d of %zu rows outside %.0f %%\n", outside, std::size(kH100), 100 * tolerance);
+  return outside;
+}
+
+// The probe's rows at each batch beside the model: the count outside, or
+// -1 after printing why nothing could be compared.
+int CompareWithDevice(const DeviceCostConfig& config, const std::vector<int64_t>& batches) {
+  const std::string device = absl::GetFlag(FLAGS_measure_on);
+  std::unique_ptr<DeviceMeter> meter;
+  try {
+    meter = DeviceMeter::Create(device);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gpu_model_check: --measure_on '%s': %s\n", device.c_str(), e.what());
+    return -1;
+  }
+  const double tolerance = absl::GetFlag(FLAGS_tolerance);
+  int outside = 0, rows = 0;
+  for (int64_t batch : batches) {
+    ProbeComparisonOptions o;
+    o.device = device;
+    o.step = {absl::GetFlag(FLAGS_preset), batch, absl::GetFlag(FLAGS_tokens)};
+    o.steps = absl::GetFlag(FLAGS_steps);
+    o.warm_up = absl::GetFlag(FLAGS_warm_up);
+    absl::StatusOr<std::vector<BaselineComparison>> compared = CompareWithProbe(config, o, meter.get());
+    if (!compared.ok()) return Fail(compared.status());
+    std::printf("%s b%ld on %s (%s, %s)\n", o.step.preset.c_str(), long(batch), device.c_str(),
+                meter->device_name().c_str(), meter->measured_by().c_str());
+    std::printf("  %-6s %11s %11s %6s %10s %10s %6s\n", "", "measured", "model", "ratio",
+                "meas. J", "model J", "ratio");
+    for (const BaselineComparison& c : *compared) {
+      if (!c.not_run.empty()) {
+        std::printf("  %-6s %s\n", c.baseline.c_str(), c.not_run.c_str());
+        continue;
+      }
+      bool off = std::fabs(c.ratio() - 1) > tolerance;
+      std::printf("  %-6s %8.2f ms %8.2f ms %6.2f", c.baseline.c_str(), 1e3 * c.measured_s,
+                  1e3 * c.model_s, c.ratio());
+      if (c.measured_j > 0) {
+        off = off || std::fabs(c.energy_ratio() - 1) > tolerance;
+        std::printf(" %8.2f J %8.2f J %6.2f", c.measured_j, c.model_j, c.energy_ratio());
+      }
+      std::printf("%s  (%s)\n", off ? "  outside" : "", c.path.c_str());
+      outside += off ? 1 : 0;
+      ++rows;
+    }
+  }
+  if (rows == 0) {
+    return Fail(absl::FailedPreconditionError(absl::StrCat("no baseline ran on ", device)));
+  }
+  std::printf("\n%d of %d rows outside %.0f %%\n", outside, rows, 100 * tolerance);
+  return outside;
+}
+
+int Main() {
+  DeviceCostConfig config = DefaultDeviceCostConfig("gpu");
+  absl::StatusOr<std::string> value = ReferenceGpuValue(absl::GetFlag(FLAGS_gpu));
+  absl::Status s = value.status();
+  if (s.ok()) s = ApplyDeviceSetting("reference_gpu", *value, &config);
+  std::vector<int64_t> batches;
+  for (absl::string_view b : absl::StrSplit(absl::GetFlag(FLAGS_batches), ',')) {
+    int64_t n = 0;
+    if (!absl::SimpleAtoi(b, &n) || n < 1) {
+      s = absl::InvalidArgumentError(absl::StrCat("--batches: '", b, "' is not a batch size"));
+    }
+    batches.push_back(n);
+  }
+  if (!s.ok()) {
+    std::fprintf(stderr, "gpu_model_check: %s\n", std::string(s.message()).c_str());
+    return 2;
+  }
+  std::printf("GPU profile: %s\n%s\n\n", config.gpu.name.c_str(), config.gpu.source.c_str());
+  const int outside = absl::GetFlag(FLAGS_measure_on).empty()
+                          ? CompareWithTable(config)
+                          : CompareWithDevice(config, batches);
+  if (outside < 0) return 3;
   return absl::GetFlag(FLAGS_check) && outside > 0 ? 1 : 0;
 }
 
@@ -135,6 +200,8 @@ int Main() {
 }  // namespace hpt
 
 int main(int argc, char** argv) {
+  hpt::UseShortThreadSpins(argv);
   absl::ParseCommandLine(argc, argv);
+  hpt::KeepLargeBuffersOnTheHeap();  // as a worker's heap
   return hpt::Main();
 }

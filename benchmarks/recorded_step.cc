@@ -1,8 +1,12 @@
 #include "benchmarks/recorded_step.h"
 
 #include <chrono>
+#include <map>
 #include <memory>
 
+#include "models/lora.h"
+#include "models/lora_config.h"
+#include "models/model_config.h"
 #include "workers/kernel_recorder.h"
 
 namespace hpt {
@@ -60,6 +64,42 @@ void TrainStep(SpatioTemporalTransformer& model, torch::optim::Optimizer& optimi
   for (TaskWork* work : {&record->forward, &record->backward, &record->update}) {
     work->set_state_bytes(state_bytes);
   }
+}
+
+absl::StatusOr<SpatioTemporalTransformer> StepModel(const StepCase& c, uint64_t seed) {
+  absl::StatusOr<ModelConfig> config = PresetModelConfig(c.preset);
+  if (!config.ok()) return config.status();
+  config->set_input_features(12);
+  config->set_output_features(1);
+  torch::manual_seed(seed);
+  SpatioTemporalTransformer model(*config);
+  if (c.lora) {
+    LoraConfig l;
+    l.set_enabled(true);
+    l.set_rank(8);
+    l.add_targets("q_proj");
+    l.add_targets("v_proj");
+    absl::StatusOr<std::map<std::string, int>> ranks = ApplyLora(model, LoraDefaults(l), {});
+    if (!ranks.ok()) return ranks.status();
+  }
+  model->train();
+  return model;
+}
+
+absl::StatusOr<RecordedStep> RecordStep(const StepCase& c, uint64_t seed) {
+  absl::StatusOr<SpatioTemporalTransformer> model = StepModel(c, seed);
+  if (!model.ok()) return model.status();
+  std::vector<torch::Tensor> trainable;
+  for (const torch::Tensor& p : (*model)->parameters()) {
+    if (p.requires_grad()) trainable.push_back(p);
+  }
+  torch::optim::Adam adam(trainable, torch::optim::AdamOptions(1e-3));
+  const torch::Tensor x = torch::randn({c.batch, c.tokens, 12});
+  const torch::Tensor y = torch::randn({c.batch, c.tokens, 1});
+  RecordedStep step;
+  TrainStep(*model, adam, x, y);
+  TrainStep(*model, adam, x, y, &step);
+  return step;
 }
 
 }  // namespace hpt

@@ -11,12 +11,25 @@
 
 #include <torch/torch.h>
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
 #include "devices/cost_settings.h"
 #include "devices/work_cost.h"
 #include "models/st_transformer.h"
 #include "proto/work.pb.h"
 
 namespace hpt {
+
+// A training step's shape: a preset's model at batch x tokens, its full
+// parameters or LoRA q,v at rank 8 (the frozen phase's).
+struct StepCase {
+  std::string preset;
+  int64_t batch = 1, tokens = 1;
+  bool lora = false;
+};
 
 struct StepCost {
   double time_s = 0, energy_j = 0;
@@ -42,6 +55,16 @@ struct RecordedStep {
 void TrainStep(SpatioTemporalTransformer& model, torch::optim::Optimizer& optimizer,
                const torch::Tensor& x, const torch::Tensor& y, RecordedStep* record = nullptr,
                StepTimes* times = nullptr);
+
+// The case's model as the step checks build it (12 input features a
+// token, wind's 12 hours; one output), seeded with `seed`, in training
+// mode. INVALID_ARGUMENT for an unknown preset.
+absl::StatusOr<SpatioTemporalTransformer> StepModel(const StepCase& c, uint64_t seed);
+
+// The case's second step (Adam's moments exist by then), recorded: a fresh
+// seeded model, torch::optim::Adam over its trainable parameters, a random
+// batch.
+absl::StatusOr<RecordedStep> RecordStep(const StepCase& c, uint64_t seed = 1);
 
 }  // namespace hpt
 

@@ -3,7 +3,7 @@
 # binaries load resolves from the bundle, this machine's LibTorch or the C
 # runtime, and with nothing else on the library path (env -i) a coordinator,
 # a GPU worker and hptctl from it train a tiny job to its end.
-#   gpu_bundle_test.sh BUNDLE_SCRIPT COORDINATOR WORKER HPTCTL DEVSIM
+#   gpu_bundle_test.sh BUNDLE_SCRIPT COORDINATOR WORKER HPTCTL DEVSIM [MORE BINARIES]
 set -euo pipefail
 script=$1
 shift
@@ -61,4 +61,7 @@ grep -q "passed   probe-wind-b1" <<<"$check" || fail "gpu_check did not probe: $
 grep -q "graph  not run: no CUDA" "$tmp/check/probe-wind-b1.log" ||
   fail "the probe did not say why graph did not run: $(cat "$tmp/check/probe-wind-b1.log")"
 grep -q "^name = cpu" "$tmp/check/gpu.profile" || fail "no profile written: $(cat "$tmp/check/gpu.profile")"
+grep -q "passed   profile-vs-this-gpu" <<<"$check" || fail "gpu_check did not compare: $check"
+grep -Eq "^  paper +[0-9.]+ ms +[0-9.]+ ms +[0-9.]+" "$tmp/check/profile-vs-this-gpu.log" ||
+  fail "no paper row against the profile: $(cat "$tmp/check/profile-vs-this-gpu.log")"
 echo "the bundled gpu_check ran on the CPU: $(grep -c "passed" <<<"$check") passed"

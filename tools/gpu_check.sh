@@ -51,7 +51,11 @@ check() {
 check calibrate hpt_calibrate --device="$device" --out="$out/gpu.profile"
 check model-vs-h100 gpu_model_check --gpu=h100
 if [ -s "$out/gpu.profile" ]; then
-  check model-vs-this-gpu gpu_model_check --gpu="$out/gpu.profile"
+  # This GPU's own profile against issue 32's H100 table (meaningful on an
+  # H100), then against this GPU's own steps, timed by the baseline probe.
+  check profile-vs-h100-table gpu_model_check --gpu="$out/gpu.profile"
+  check profile-vs-this-gpu gpu_model_check --gpu="$out/gpu.profile" --measure_on="$device" \
+    --batches=1,32 --steps="${HPT_PROBE_STEPS:-20}" --warm_up="${HPT_PROBE_WARM_UP:-3}"
 fi
 # The baseline probe (paper, fused, graph, bf16 run for real); a CPU twin
 # shortens it with HPT_PROBE_STEPS and HPT_PROBE_WARM_UP.

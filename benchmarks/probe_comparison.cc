@@ -1,0 +1,63 @@
+#include "benchmarks/probe_comparison.h"
+
+#include "absl/strings/str_cat.h"
+#include "devices/work_cost.h"
+#include "models/model_config.h"
+#include "workers/baseline_probe.h"
+
+namespace hpt {
+namespace {
+
+// The model's baseline for a probed one, as the probe runs it from C++.
+GpuBaseline ModelledAs(const std::string& probed) {
+  if (probed == "paper") return GpuBaseline::kLibtorch;
+  if (probed == "fused") return GpuBaseline::kFused;
+  if (probed == "graph") return GpuBaseline::kGraph;
+  return GpuBaseline::kBf16;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<BaselineComparison>> CompareWithProbe(
+    const DeviceCostConfig& config, const ProbeComparisonOptions& o, DeviceMeter* meter) {
+  if (o.step.lora) {
+    return absl::InvalidArgumentError("step.lora: the probe times the full phase only");
+  }
+  absl::StatusOr<ModelConfig> model = PresetModelConfig(o.step.preset);
+  if (!model.ok()) return model.status();
+  ProbeBaselinesRequest request;
+  *request.mutable_model() = *model;
+  request.mutable_model()->set_input_features(12);  // as StepModel builds it
+  request.mutable_model()->set_output_features(1);
+  request.set_batch(o.step.batch);
+  request.set_tokens(o.step.tokens);
+  request.set_steps(o.steps);
+  request.set_warm_up(o.warm_up);
+  absl::StatusOr<ProbeBaselinesResponse> probed = ProbeBaselines(request, o.device, meter);
+  if (!probed.ok()) return probed.status();
+  absl::StatusOr<RecordedStep> step = RecordStep(o.step);
+  if (!step.ok()) return step.status();
+  DeviceCostConfig from_cpp = config;
+  from_cpp.gpu.python_op_s = 0;
+  std::vector<BaselineComparison> rows;
+  for (const MeasuredBaseline& m : probed->baselines()) {
+    BaselineComparison row;
+    row.baseline = m.baseline();
+    row.path = m.path();
+    row.not_run = m.not_run();
+    if (row.not_run.empty() && m.baseline() == "bf16" && o.device == "cpu") {
+      row.not_run = "not compared: the CPU's bf16 step is eager, the model's bf16 a CUDA graph";
+    }
+    if (row.not_run.empty()) {
+      const StepCost cost = step->Cost(from_cpp, ModelledAs(m.baseline()));
+      row.measured_s = m.step_s();
+      row.measured_j = m.step_j();
+      row.model_s = cost.time_s;
+      row.model_j = cost.energy_j;
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+}  // namespace hpt
