@@ -24,7 +24,7 @@ StepTimes Least(const StepTimes& a, const StepTimes& b) {
 StepCheck MeasureAndPredict(const GpuSpec& profile, const StepCase& c, int steps) {
   SpatioTemporalTransformer model = *StepModel(c, 3);
   torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
-  torch::Tensor x = torch::randn({c.batch, c.tokens, 12});
+  torch::Tensor x = torch::randn({c.batch, c.tokens, kStepInputFeatures});
   torch::Tensor y = torch::randn({c.batch, c.tokens, 1});
   RecordedStep recorded;
   TrainStep(model, adam, x, y);  // Adam's moments

@@ -57,7 +57,7 @@ ABSL_FLAG(int64_t, warm_up, 3, "With --measure_on: untimed steps first.");
 namespace hpt {
 namespace {
 
-// Prints `s` and returns the "could not run" count.
+// Prints why `s` failed; returns -1, the comparisons' "nothing compared".
 int Fail(const absl::Status& s) {
   std::fprintf(stderr, "gpu_model_check: %s\n", std::string(s.message()).c_str());
   return -1;
@@ -185,7 +185,7 @@ int Main() {
     batches.push_back(n);
   }
   if (!s.ok()) {
-    std::fprintf(stderr, "gpu_model_check: %s\n", std::string(s.message()).c_str());
+    Fail(s);
     return 2;
   }
   std::printf("GPU profile: %s\n%s\n\n", config.gpu.name.c_str(), config.gpu.source.c_str());

@@ -2,7 +2,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "devices/work_cost.h"
-#include "models/model_config.h"
 #include "workers/baseline_probe.h"
 
 namespace hpt {
@@ -23,12 +22,10 @@ absl::StatusOr<std::vector<BaselineComparison>> CompareWithProbe(
   if (o.step.lora) {
     return absl::InvalidArgumentError("step.lora: the probe times the full phase only");
   }
-  absl::StatusOr<ModelConfig> model = PresetModelConfig(o.step.preset);
+  absl::StatusOr<ModelConfig> model = StepModelConfig(o.step.preset);
   if (!model.ok()) return model.status();
   ProbeBaselinesRequest request;
   *request.mutable_model() = *model;
-  request.mutable_model()->set_input_features(12);  // as StepModel builds it
-  request.mutable_model()->set_output_features(1);
   request.set_batch(o.step.batch);
   request.set_tokens(o.step.tokens);
   request.set_steps(o.steps);

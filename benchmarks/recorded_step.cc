@@ -6,7 +6,6 @@
 
 #include "models/lora.h"
 #include "models/lora_config.h"
-#include "models/model_config.h"
 #include "workers/kernel_recorder.h"
 
 namespace hpt {
@@ -66,11 +65,17 @@ void TrainStep(SpatioTemporalTransformer& model, torch::optim::Optimizer& optimi
   }
 }
 
-absl::StatusOr<SpatioTemporalTransformer> StepModel(const StepCase& c, uint64_t seed) {
-  absl::StatusOr<ModelConfig> config = PresetModelConfig(c.preset);
+absl::StatusOr<ModelConfig> StepModelConfig(const std::string& preset) {
+  absl::StatusOr<ModelConfig> config = PresetModelConfig(preset);
   if (!config.ok()) return config.status();
-  config->set_input_features(12);
+  config->set_input_features(kStepInputFeatures);
   config->set_output_features(1);
+  return config;
+}
+
+absl::StatusOr<SpatioTemporalTransformer> StepModel(const StepCase& c, uint64_t seed) {
+  absl::StatusOr<ModelConfig> config = StepModelConfig(c.preset);
+  if (!config.ok()) return config.status();
   torch::manual_seed(seed);
   SpatioTemporalTransformer model(*config);
   if (c.lora) {
@@ -94,7 +99,7 @@ absl::StatusOr<RecordedStep> RecordStep(const StepCase& c, uint64_t seed) {
     if (p.requires_grad()) trainable.push_back(p);
   }
   torch::optim::Adam adam(trainable, torch::optim::AdamOptions(1e-3));
-  const torch::Tensor x = torch::randn({c.batch, c.tokens, 12});
+  const torch::Tensor x = torch::randn({c.batch, c.tokens, kStepInputFeatures});
   const torch::Tensor y = torch::randn({c.batch, c.tokens, 1});
   RecordedStep step;
   TrainStep(*model, adam, x, y);

@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "devices/cost_settings.h"
 #include "devices/work_cost.h"
+#include "models/model_config.h"
 #include "models/st_transformer.h"
 #include "proto/work.pb.h"
 
@@ -56,9 +57,15 @@ void TrainStep(SpatioTemporalTransformer& model, torch::optim::Optimizer& optimi
                const torch::Tensor& x, const torch::Tensor& y, RecordedStep* record = nullptr,
                StepTimes* times = nullptr);
 
-// The case's model as the step checks build it (12 input features a
-// token, wind's 12 hours; one output), seeded with `seed`, in training
-// mode. INVALID_ARGUMENT for an unknown preset.
+// Input features a token in the step checks' models: wind's 12 hours.
+inline constexpr int64_t kStepInputFeatures = 12;
+
+// A preset's model configuration as the step checks build it:
+// kStepInputFeatures in, one output. INVALID_ARGUMENT for an unknown preset.
+absl::StatusOr<ModelConfig> StepModelConfig(const std::string& preset);
+
+// The case's model (StepModelConfig, LoRA where the case says), seeded
+// with `seed`, in training mode.
 absl::StatusOr<SpatioTemporalTransformer> StepModel(const StepCase& c, uint64_t seed);
 
 // The case's second step (Adam's moments exist by then), recorded: a fresh
