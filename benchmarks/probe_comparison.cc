@@ -1,5 +1,7 @@
 #include "benchmarks/probe_comparison.h"
 
+#include <torch/torch.h>
+
 #include "absl/strings/str_cat.h"
 #include "devices/work_cost.h"
 #include "workers/baseline_probe.h"
@@ -34,6 +36,7 @@ absl::StatusOr<std::vector<BaselineComparison>> CompareWithProbe(
   if (!probed.ok()) return probed.status();
   absl::StatusOr<RecordedStep> step = RecordStep(o.step);
   if (!step.ok()) return step.status();
+  const bool cuda = torch::Device(o.device).is_cuda();  // as the probe tells them apart
   DeviceCostConfig from_cpp = config;
   from_cpp.gpu.python_op_s = 0;
   std::vector<BaselineComparison> rows;
@@ -42,7 +45,7 @@ absl::StatusOr<std::vector<BaselineComparison>> CompareWithProbe(
     row.baseline = m.baseline();
     row.path = m.path();
     row.not_run = m.not_run();
-    if (row.not_run.empty() && m.baseline() == "bf16" && o.device == "cpu") {
+    if (row.not_run.empty() && m.baseline() == "bf16" && !cuda) {
       row.not_run = "not compared: the CPU's bf16 step is eager, the model's bf16 a CUDA graph";
     }
     if (row.not_run.empty()) {

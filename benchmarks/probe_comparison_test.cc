@@ -64,6 +64,12 @@ TEST(ProbeComparisonTest, SetsEachProbedBaselineBesideTheModelsCppPath) {
   EXPECT_EQ((*rows)[3].baseline, "bf16");
   EXPECT_EQ((*rows)[3].not_run.rfind("not compared", 0), 0u) << (*rows)[3].not_run;
   EXPECT_EQ((*rows)[3].model_s, 0);
+  // Any name of the CPU is the CPU.
+  ProbeComparisonOptions indexed = TinyOnCpu();
+  indexed.device = "cpu:0";
+  rows = CompareWithProbe(config, indexed, meter.get());
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ((*rows)[3].not_run.rfind("not compared", 0), 0u) << (*rows)[3].not_run;
 }
 
 TEST(ProbeComparisonTest, BadOptionsNameTheirField) {
