@@ -36,6 +36,8 @@ struct EmptyOpS {
 // A product the progress lines quote: a wind-preset step's query-key-value
 // projection at batch 1 (57 tokens, d_model 512, three 512-wide outputs).
 constexpr GemmShape kWindProjection{57, 1536, 512};  // m, n, k
+// Its weight gradient's product (g^T x).
+constexpr GemmShape kWindWeightGradient{512, 1536, 57};
 
 // Seconds of a 1 x 1 product: its dispatch, with no work to speak of.
 double EmptyProductS(const torch::Device& device) {
@@ -178,11 +180,16 @@ std::vector<std::pair<double, double>> MemoryRates(const torch::Device& device, 
   return rates;
 }
 
+// Which part of a product a streamed grid takes from a pool no cache
+// holds: the second operand (a linear layer's weight, in its forward and
+// its input gradient) or the result (its weight gradient).
+enum class StreamedPart { kSecondOperand, kResult };
+
 // Achieved rates of products over a grid of shapes, beyond `empty_s`;
-// `streamed`: each repetition multiplies by another second operand (a
-// linear layer's weight, in its forward and its input gradient) of a pool
-// that no cache holds; `layout`: which operand is stored transposed
-// (cached only).
+// `streamed`: each repetition reads (or writes) another `part` of the
+// pool; `layout`: which operand is stored transposed (a transposed second
+// operand is never streamed). A product otherwise writes a new result, as
+// a step's does.
 //
 // On a CPU each core's cache is its own. A step's product reads an
 // activation (or a gradient) that the op before it has just written, and
@@ -196,7 +203,10 @@ std::vector<std::pair<double, double>> MemoryRates(const torch::Device& device, 
 // wrote its first operand; products chained on each other's results, 9.5
 // (2 threads; with 1 thread 13.7 and 16.1).
 GemmGrid MeasureGemmGrid(const torch::Device& device, bool quick, double empty_s,
-                         StreamPool* streamed, GemmShape layout = GemmShape()) {
+                         StreamPool* streamed, GemmShape layout = GemmShape(),
+                         StreamedPart part = StreamedPart::kSecondOperand) {
+  StreamPool* streamed_b = part == StreamedPart::kSecondOperand ? streamed : nullptr;
+  StreamPool* streamed_c = part == StreamedPart::kResult ? streamed : nullptr;
   const bool hand_over = !device.is_cuda();
   torch::NoGradGuard no_grad;
   const std::vector<int64_t> axis = quick ? std::vector<int64_t>{8, 32, 128, 512, 2048}
@@ -220,17 +230,24 @@ GemmGrid MeasureGemmGrid(const torch::Device& device, bool quick, double empty_s
       for (int64_t n : axis) {
         const std::vector<torch::Tensor> b = layout.b_transposed
                                                  ? std::vector{torch::randn({n, k}, opts).t()}
-                                                 : Operands(device, {k, n}, streamed);
+                                                 : Operands(device, {k, n}, streamed_b);
+        std::vector<torch::Tensor> c;
+        if (streamed_c != nullptr) c = streamed_c->Operands({m, n});
         const double flops = 2.0 * double(m) * double(k) * double(n);
         const int reps = int(std::clamp(1e8 / flops, 1.0, 100.0));
         size_t next = 0;  // as in MemoryRates: each run reads operands the last did not
         const double s = BestS(device, runs, [&] {
-          for (int i = 0; i < reps; ++i) {
+          for (int i = 0; i < reps; ++i, ++next) {
             if (hand_over) ScaleOnce(a, a, /*in_place=*/true, i);
-            torch::mm(a, b[next++ % b.size()]);
+            if (c.empty()) {
+              torch::mm(a, b[next % b.size()]);
+            } else {
+              torch::mm_out(c[next % c.size()], a, b[next % b.size()]);
+            }
           }
         }) / reps - write_s;
-        if (streamed != nullptr) streamed->ReadUpTo(b[next % b.size()]);
+        if (streamed_b != nullptr) streamed_b->ReadUpTo(b[next % b.size()]);
+        if (streamed_c != nullptr) streamed_c->ReadUpTo(c[next % c.size()]);
         rates.push_back(flops / std::max(s - empty_s, 1e-9));
       }
     }
@@ -422,9 +439,15 @@ void MeasureShapes(const torch::Device& device, bool quick, const EmptyOpS& empt
   StreamPool pool(device, g->cache_bytes);
   g->memory_rates_streamed = MemoryRates(device, quick, empty.elementwise_s, &pool);
   g->gemm_grid_streamed = MeasureGemmGrid(device, quick, empty.product_s, &pool);
-  say(absl::StrFormat("streamed from memory   %.1f GFLOP/s at 57x512x1536, %.1f GB/s at 1 MB",
+  g->gemm_grid_streamed_result =
+      MeasureGemmGrid(device, quick, empty.product_s, &pool, tn, StreamedPart::kResult);
+  GemmShape gradient = kWindWeightGradient;
+  gradient.a_transposed = true;
+  say(absl::StrFormat("streamed from memory   %.1f GFLOP/s at 57x512x1536, %.1f GB/s at 1 MB, "
+                      "%.1f GFLOP/s at 512x1536x57 (its gradient)",
                       1e-9 * g->gemm_grid_streamed.Rate(kWindProjection),
-                      1e-9 * MemoryRate(*g, 1 << 20, true)));
+                      1e-9 * MemoryRate(*g, 1 << 20, true),
+                      1e-9 * g->gemm_grid_streamed_result.Rate(gradient)));
 }
 
 // CUDA's own: a graph node's cost, and power where NVML answers.

@@ -39,6 +39,7 @@ TEST(DeviceCalibrationTest, TheCpusProfileIsMeasuredAndRoundTrips) {
   EXPECT_EQ(profile->norm_backward_grid.n(), (std::vector<int64_t>{32, 256, 2048}));
   EXPECT_GE(profile->attention_call_s, 0);
   EXPECT_EQ(profile->gemm_grid_streamed.empty(), profile->cache_bytes <= 0);
+  EXPECT_EQ(profile->gemm_grid_streamed_result.empty(), profile->cache_bytes <= 0);
   EXPECT_EQ(profile->memory_rates_streamed.empty(), profile->cache_bytes <= 0);
   EXPECT_TRUE(profile->synchronous);
   EXPECT_GT(profile->dispatch_s, 1e-8);

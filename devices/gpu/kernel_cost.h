@@ -134,8 +134,9 @@ class GpuKernelTally {
 double GemmSize(double flops, double bytes);
 // The achieved rate of a product of `flops` moving `bytes` on `gpu`, in
 // this order of preference (fp32; other precisions take peak times
-// compute_share): its shape on the measured grid (gemm_grid_streamed when
-// `streamed` and measured, else the grid of its layout, gemm_grid_nt or
+// compute_share): its shape on the measured grid (when `streamed`, a
+// weight gradient's (layout tn) on gemm_grid_streamed_result and any other
+// on gemm_grid_streamed, where measured; else the grid of its layout, gemm_grid_nt or
 // gemm_grid_tn, where measured, else gemm_grid); its size on the measured
 // GEMM rates, interpolated in log-log at GemmSize (held at the ends);
 // peak times compute_share.

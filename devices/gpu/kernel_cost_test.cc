@@ -94,6 +94,28 @@ TEST(GpuKernelCostTest, StreamedReadsTakeTheStreamedRates) {
   EXPECT_DOUBLE_EQ(state.Finish().time_s, 1e6 / 1e9);
 }
 
+// A weight gradient's product (g^T x: its first operand transposed)
+// writes model state: streamed, it takes the grid measured with its
+// result going to memory, where the profile has one; other products, and
+// the same product in a task that does not stream, keep theirs.
+TEST(GpuKernelCostTest, AStreamedWeightGradientTakesTheResultGrid) {
+  GpuSpec g = TableProfile();
+  g.gemm_grid_tn = *GemmGrid::Make({8}, {8}, {8}, {1e9});
+  GemmShape gradient{8, 8, 8};
+  gradient.a_transposed = true;
+  auto product_s = [&](const GemmShape& shape, bool streamed) {
+    GpuKernelTally t(g, GpuPrecision::kFp32, GpuLaunch::kEager, StreamedReads{streamed, false});
+    t.Add(1e6, 1e3, 1, KernelKind::kGemm, shape);
+    return t.Finish().time_s;
+  };
+  // No result grid: as the weights' products.
+  EXPECT_DOUBLE_EQ(product_s(gradient, true), 1e6 / 4e8);
+  g.gemm_grid_streamed_result = *GemmGrid::Make({8}, {8}, {8}, {2.5e8});
+  EXPECT_DOUBLE_EQ(product_s(gradient, true), 1e6 / 2.5e8);
+  EXPECT_DOUBLE_EQ(product_s(GemmShape{8, 8, 8}, true), 1e6 / 4e8);
+  EXPECT_DOUBLE_EQ(product_s(gradient, false), 1e6 / 1e9);
+}
+
 TEST(GpuKernelCostTest, AGraphPaysNodesAndOneLaunch) {
   const GpuSpec h100 = *GpuPreset("h100");
   std::vector<GpuKernel> tiny(1000, GpuKernel{"aten::add", 10, 120});

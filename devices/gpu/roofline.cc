@@ -143,6 +143,7 @@ std::string GpuProfileText(const GpuSpec& g) {
       "\ngemm_grid_nt = ", GemmGridText(g.gemm_grid_nt),
       "\ngemm_grid_tn = ", GemmGridText(g.gemm_grid_tn),
       "\ngemm_grid_streamed = ", GemmGridText(g.gemm_grid_streamed),
+      "\ngemm_grid_streamed_result = ", GemmGridText(g.gemm_grid_streamed_result),
       "\nattention_grid = ", GemmGridText(g.attention_grid),
       "\nattention_backward_grid = ", GemmGridText(g.attention_backward_grid),
       "\nattention_call_s = ", Number(g.attention_call_s),
@@ -202,6 +203,7 @@ absl::StatusOr<GpuSpec> ParseGpuProfile(const std::string& text) {
                      : key == "gemm_grid_nt"            ? &g.gemm_grid_nt
                      : key == "gemm_grid_tn"            ? &g.gemm_grid_tn
                      : key == "gemm_grid_streamed"      ? &g.gemm_grid_streamed
+                     : key == "gemm_grid_streamed_result" ? &g.gemm_grid_streamed_result
                      : key == "attention_grid"          ? &g.attention_grid
                      : key == "attention_backward_grid" ? &g.attention_backward_grid
                      : key == "norm_grid"               ? &g.norm_grid

@@ -67,6 +67,11 @@ struct GpuSpec {
   // them, so its tasks are rated from these where they are measured.
   GemmGrid gemm_grid_streamed;
   std::vector<std::pair<double, double>> memory_rates_streamed;
+  // A weight gradient's product (g^T x, the tn layout) in such a step: its
+  // result is the gradient, model state, so it is its result that goes to
+  // memory (a CPU first reads each line it writes). Empty: the product is
+  // rated as the other streamed products.
+  GemmGrid gemm_grid_streamed_result;
   // Element-wise ops that write their operand in place (cache-resident):
   // on a CPU they skip the read a write to a new output first makes of
   // its lines, so they move their bytes faster.

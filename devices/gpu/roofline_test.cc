@@ -68,6 +68,7 @@ TEST(RooflineTest, AProfileRoundTripsAndBadEntriesNameTheirLine) {
   h100.node_s = 2e-6;
   h100.memory_rates_inplace = {{1e6, 7e11}};
   h100.gemm_grid_tn = *GemmGrid::Make({8}, {8}, {8}, {5e9});
+  h100.gemm_grid_streamed_result = *GemmGrid::Make({8}, {8}, {8}, {6e9});
   h100.norm_backward_grid = *GemmGrid::Make({16, 256}, {1}, {32}, {1e9, 3e9});
   absl::StatusOr<GpuSpec> back = ParseGpuProfile(GpuProfileText(h100));
   ASSERT_TRUE(back.ok()) << back.status();
@@ -84,6 +85,7 @@ TEST(RooflineTest, AProfileRoundTripsAndBadEntriesNameTheirLine) {
   EXPECT_EQ(back->gemm_rates, h100.gemm_rates);
   EXPECT_EQ(back->gemm_grid.Rate({64, 512, 8}), 4e9);  // m, n, k
   EXPECT_TRUE(back->gemm_grid_streamed.empty());
+  EXPECT_EQ(back->gemm_grid_streamed_result.Rate({8, 8, 8}), 6e9);
   EXPECT_EQ(back->memory_rates_streamed, h100.memory_rates_streamed);
   EXPECT_EQ(back->cache_bytes, 50e6);
   EXPECT_EQ(back->load_power_w, 700);
