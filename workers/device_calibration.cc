@@ -36,8 +36,8 @@ struct EmptyOpS {
 // A product the progress lines quote: a wind-preset step's query-key-value
 // projection at batch 1 (57 tokens, d_model 512, three 512-wide outputs).
 constexpr GemmShape kWindProjection{57, 1536, 512};  // m, n, k
-// Its weight gradient's product (g^T x).
-constexpr GemmShape kWindWeightGradient{512, 1536, 57};
+// Its weight gradient's product (g^T x), in its layout.
+constexpr GemmShape kWindWeightGradient{512, 1536, 57, /*a_transposed=*/true};
 
 // Seconds of a 1 x 1 product: its dispatch, with no work to speak of.
 double EmptyProductS(const torch::Device& device) {
@@ -441,13 +441,11 @@ void MeasureShapes(const torch::Device& device, bool quick, const EmptyOpS& empt
   g->gemm_grid_streamed = MeasureGemmGrid(device, quick, empty.product_s, &pool);
   g->gemm_grid_streamed_result =
       MeasureGemmGrid(device, quick, empty.product_s, &pool, tn, StreamedPart::kResult);
-  GemmShape gradient = kWindWeightGradient;
-  gradient.a_transposed = true;
   say(absl::StrFormat("streamed from memory   %.1f GFLOP/s at 57x512x1536, %.1f GB/s at 1 MB, "
                       "%.1f GFLOP/s at 512x1536x57 (its gradient)",
                       1e-9 * g->gemm_grid_streamed.Rate(kWindProjection),
                       1e-9 * MemoryRate(*g, 1 << 20, true),
-                      1e-9 * g->gemm_grid_streamed_result.Rate(gradient)));
+                      1e-9 * g->gemm_grid_streamed_result.Rate(kWindWeightGradient)));
 }
 
 // CUDA's own: a graph node's cost, and power where NVML answers.

@@ -76,9 +76,9 @@ struct ProductRate {
 ProductRate RateOfProduct(const GpuSpec& gpu, GpuPrecision precision, double flops,
                           double bytes, const GemmShape& shape, bool streamed) {
   if (precision == GpuPrecision::kFp32 && shape.known()) {
-    const bool gradient = shape.a_transposed && !gpu.gemm_grid_streamed_result.empty();
     const GemmGrid& grid =
-        streamed && gradient                              ? gpu.gemm_grid_streamed_result
+        streamed && shape.a_transposed && !gpu.gemm_grid_streamed_result.empty()
+            ? gpu.gemm_grid_streamed_result
         : streamed && !gpu.gemm_grid_streamed.empty()     ? gpu.gemm_grid_streamed
         : shape.b_transposed && !gpu.gemm_grid_nt.empty() ? gpu.gemm_grid_nt
         : shape.a_transposed && !gpu.gemm_grid_tn.empty() ? gpu.gemm_grid_tn

@@ -136,10 +136,10 @@ double GemmSize(double flops, double bytes);
 // this order of preference (fp32; other precisions take peak times
 // compute_share): its shape on the measured grid (when `streamed`, a
 // weight gradient's (layout tn) on gemm_grid_streamed_result and any other
-// on gemm_grid_streamed, where measured; else the grid of its layout, gemm_grid_nt or
-// gemm_grid_tn, where measured, else gemm_grid); its size on the measured
-// GEMM rates, interpolated in log-log at GemmSize (held at the ends);
-// peak times compute_share.
+// on gemm_grid_streamed, where measured; else the grid of its layout,
+// gemm_grid_nt or gemm_grid_tn, where measured, else gemm_grid); its size
+// on the measured GEMM rates, interpolated in log-log at GemmSize (held at
+// the ends); peak times compute_share.
 double GemmRate(const GpuSpec& gpu, GpuPrecision precision, double flops, double bytes = 0,
                 const GemmShape& shape = {}, bool streamed = false);
 // Fused attention's achieved rate at `shape` (query length, key length,

@@ -199,16 +199,16 @@ absl::StatusOr<GpuSpec> ParseGpuProfile(const std::string& text) {
       if (!st.ok()) return bad(std::string(st.message()));
       continue;
     }
-    GemmGrid* grid = key == "gemm_grid"                 ? &g.gemm_grid
-                     : key == "gemm_grid_nt"            ? &g.gemm_grid_nt
-                     : key == "gemm_grid_tn"            ? &g.gemm_grid_tn
-                     : key == "gemm_grid_streamed"      ? &g.gemm_grid_streamed
+    GemmGrid* grid = key == "gemm_grid"                   ? &g.gemm_grid
+                     : key == "gemm_grid_nt"              ? &g.gemm_grid_nt
+                     : key == "gemm_grid_tn"              ? &g.gemm_grid_tn
+                     : key == "gemm_grid_streamed"        ? &g.gemm_grid_streamed
                      : key == "gemm_grid_streamed_result" ? &g.gemm_grid_streamed_result
-                     : key == "attention_grid"          ? &g.attention_grid
-                     : key == "attention_backward_grid" ? &g.attention_backward_grid
-                     : key == "norm_grid"               ? &g.norm_grid
-                     : key == "norm_backward_grid"      ? &g.norm_backward_grid
-                                                        : nullptr;
+                     : key == "attention_grid"            ? &g.attention_grid
+                     : key == "attention_backward_grid"   ? &g.attention_backward_grid
+                     : key == "norm_grid"                 ? &g.norm_grid
+                     : key == "norm_backward_grid"        ? &g.norm_backward_grid
+                                                          : nullptr;
     if (grid != nullptr) {
       absl::StatusOr<GemmGrid> parsed = ParseGemmGrid(value);
       if (!parsed.ok()) return bad(std::string(parsed.status().message()));
