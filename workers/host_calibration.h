@@ -1,6 +1,6 @@
-// The host's time per op, in the four parts of a profile's launch path
-// (devices/gpu/roofline.h): dispatch_s, history_s, frame_s, node_s, each
-// from a microbenchmark of small tensors on `device`. Part of the
+// The host's time per op, in the five parts of a profile's launch path
+// (devices/gpu/roofline.h): dispatch_s, host_op_s, history_s, frame_s,
+// node_s, each from a microbenchmark of small tensors on `device`. Part of the
 // calibration (device_calibration.h); includes LibTorch.
 //
 //   HostCosts h = MeasureHostCosts(torch::Device(torch::kCPU), 4000);
@@ -13,6 +13,7 @@ namespace hpt {
 
 struct HostCosts {
   double dispatch_s = 0;  // an op that records no autograd history
+  double host_op_s = 0;   // an op that launches no kernel (a view)
   double history_s = 0;   // what recording history adds to an op
   double frame_s = 0;     // a dispatcher frame that launches nothing
   double node_s = 0;      // the backward engine per node, beyond its kernel

@@ -295,6 +295,34 @@ TEST(KernelRecorderScalarTest, FramesAndHistoryAreCounted) {
   }
 }
 
+// The calibration's cycles are priced as the recorder sees them
+// (workers/host_calibration.cc): a view of a tensor that needs no
+// gradients is one kernel-less op and nothing else (host_op_s, exactly);
+// a transpose is one such op and one frame, its as_strided.
+TEST(KernelRecorderScalarTest, AViewIsOneKernelLessOpAndNoFrame) {
+  torch::Tensor x = torch::ones({4, 4});
+  auto record = [](auto body) {
+    KernelRecorder recorder;
+    body();
+    return recorder.Finish();
+  };
+  const std::vector<GpuKernel> views = record([&] {
+    torch::Tensor y = x;
+    for (int i = 0; i < 10; ++i) y = y.view({4, 4});
+  });
+  ASSERT_EQ(views.size(), 10u);
+  for (const GpuKernel& k : views) {
+    EXPECT_EQ(k.op, "aten::view");
+    EXPECT_TRUE(LaunchesNoKernel(k.op));
+    EXPECT_EQ(k.frames, 0);
+    EXPECT_EQ(k.history, 0);
+    EXPECT_EQ(k.nodes, 0);
+  }
+  const std::vector<GpuKernel> transposes = record([&] { x.transpose(0, 1); });
+  ASSERT_EQ(transposes.size(), 1u);
+  EXPECT_EQ(transposes[0].frames, 1);
+}
+
 // A product records which operand it read transposed: a linear layer's
 // x W^T its second, its weight gradient g^T x its first.
 TEST(KernelRecorderScalarTest, ProductsRecordTheirLayout) {

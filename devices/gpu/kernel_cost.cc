@@ -186,7 +186,7 @@ void GpuKernelTally::Add(double flops, double bytes, double count, KernelKind ki
 
 void GpuKernelTally::AddHostCalls(const HostCalls& calls) {
   if (graph_) return;
-  const double s = gpu_.dispatch_s * std::max(calls.ops, 0.0) +
+  const double s = gpu_.host_op_s * std::max(calls.ops, 0.0) +
                    gpu_.frame_s * std::max(calls.frames, 0.0) +
                    gpu_.history_s * std::max(calls.history, 0.0) +
                    gpu_.node_s * std::max(calls.nodes, 0.0);

@@ -51,7 +51,7 @@ struct GpuKernel {
 };
 
 // A task's host work beyond its kernels' dispatch: ops that launch no
-// kernel (dispatch_s each), further dispatcher frames (frame_s), ops and
+// kernel (host_op_s each), further dispatcher frames (frame_s), ops and
 // frames that record autograd history (history_s) and the backward
 // engine's nodes (node_s).
 struct HostCalls {

@@ -198,6 +198,11 @@ TEST(GpuKernelCostTest, FramesAndHistoryAreHostTime) {
   EXPECT_NEAR(c.time_s, 2 * 1e-6 + 1e5 / 1e10 + 3 * 2e-7 + 3 * 5e-7 + 2 * 3e-6, 1e-15);
   EXPECT_NEAR(CostKernels(cpu, GpuPrecision::kFp32, {relu, view}, GpuLaunch::kGraph).time_s,
               1e5 / 1e10 + 1e-6, 1e-15);
+  // A measured kernel-less op costs its own figure, not a launch's.
+  GpuSpec measured = cpu;
+  measured.host_op_s = 2.5e-7;
+  EXPECT_NEAR(CostKernels(measured, GpuPrecision::kFp32, {relu, view}).time_s,
+              c.time_s - 1e-6 + 2.5e-7, 1e-15);
 }
 
 // A product's rate is keyed by the square product of its intensity: a

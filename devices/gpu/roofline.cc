@@ -27,6 +27,8 @@ void SetLaunchPath(GpuSpec* g) {
   // C++ eager) was known when this rule was chosen; hpt_calibrate measures
   // a machine's own figure.
   g->dispatch_s = 10e-6;
+  // HTA counts per op of the program, views among them.
+  g->host_op_s = g->dispatch_s;
   // HTA's figure is a program's host time per launch, so the frames around
   // each launch and autograd's recording are in it.
   g->frame_s = 0;
@@ -153,7 +155,8 @@ std::string GpuProfileText(const GpuSpec& g) {
       "\nmemory_rates_streamed = ", RatesText(g.memory_rates_streamed),
       "\nmemory_rates_inplace = ", RatesText(g.memory_rates_inplace),
       "\ncache_bytes = ", Number(g.cache_bytes),
-      "\ndispatch_s = ", Number(g.dispatch_s), "\nframe_s = ", Number(g.frame_s),
+      "\ndispatch_s = ", Number(g.dispatch_s), "\nhost_op_s = ", Number(g.host_op_s),
+      "\nframe_s = ", Number(g.frame_s),
       "\nhistory_s = ", Number(g.history_s), "\nnode_s = ", Number(g.node_s),
       "\npython_op_s = ", Number(g.python_op_s),
       "\ngraph_node_s = ", Number(g.graph_node_s), "\nmin_kernel_s = ", Number(g.min_kernel_s),
@@ -164,6 +167,7 @@ std::string GpuProfileText(const GpuSpec& g) {
 
 absl::StatusOr<GpuSpec> ParseGpuProfile(const std::string& text) {
   GpuSpec g;
+  bool has_host_op_s = false;
   int line_no = 0;
   for (absl::string_view line : absl::StrSplit(text, absl::ByAnyChar("\n;"))) {
     ++line_no;
@@ -223,6 +227,10 @@ absl::StatusOr<GpuSpec> ParseGpuProfile(const std::string& text) {
     if (key == "compute_share") field = &g.compute_share;
     if (key == "memory_share") field = &g.memory_share;
     if (key == "dispatch_s") field = &g.dispatch_s;
+    if (key == "host_op_s") {
+      field = &g.host_op_s;
+      has_host_op_s = true;
+    }
     if (key == "python_op_s") field = &g.python_op_s;
     if (key == "frame_s") field = &g.frame_s;
     if (key == "history_s") field = &g.history_s;
@@ -241,6 +249,8 @@ absl::StatusOr<GpuSpec> ParseGpuProfile(const std::string& text) {
     }
   }
   if (g.name.empty()) return absl::InvalidArgumentError("gpu profile: name is missing");
+  // A profile from before host_op_s priced a kernel-less op as a launch.
+  if (!has_host_op_s) g.host_op_s = g.dispatch_s;
   if (g.fp32_flops <= 0 || g.memory_bw <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("gpu profile '", g.name, "': fp32_flops and memory_bw must be > 0"));

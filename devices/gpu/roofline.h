@@ -96,6 +96,11 @@ struct GpuSpec {
   // that records no autograd history (history_s adds that), a preset's a
   // whole program's per launch, everything included.
   double dispatch_s = 0;
+  // Host time of an op of the program's own that launches no kernel (a
+  // view, a reshape, a detach), its frames aside: a calibrated profile's
+  // is measured on a cycle of views; a preset's is its dispatch_s (the
+  // whole program's per op). A profile text without it takes dispatch_s.
+  double host_op_s = 0;
   // Host time per dispatcher frame that launches nothing and is no op of
   // the program's own (a view inside an op, a composite's own frame).
   // Presets: 0, their dispatch_s being a whole program's host time per

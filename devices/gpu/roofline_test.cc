@@ -57,12 +57,30 @@ TEST(RooflineTest, PresetsMatchTheirPublishedSpecifications) {
   EXPECT_EQ(GpuPresetNames(), (std::vector<std::string>{"v100", "a100", "h100"}));
 }
 
+// A preset prices a kernel-less op as HTA counts it, a whole op; so does
+// a profile written before host_op_s, which has none.
+TEST(RooflineTest, AKernelLessOpCostsADispatchWhereNothingMeasuredIt) {
+  for (const std::string& name : GpuPresetNames()) {
+    EXPECT_EQ(GpuPreset(name)->host_op_s, GpuPreset(name)->dispatch_s) << name;
+  }
+  absl::StatusOr<GpuSpec> old = ParseGpuProfile(
+      "name = old; fp32_flops = 1e11; memory_bw = 1e10; dispatch_s = 1.2e-6; frame_s = 3e-7");
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_EQ(old->host_op_s, 1.2e-6);
+  absl::StatusOr<GpuSpec> measured = ParseGpuProfile(
+      "name = new; fp32_flops = 1e11; memory_bw = 1e10; host_op_s = 2.5e-7; dispatch_s = 1.2e-6");
+  ASSERT_TRUE(measured.ok()) << measured.status();
+  EXPECT_EQ(measured->host_op_s, 2.5e-7);
+  EXPECT_FALSE(ParseGpuProfile("name = x; fp32_flops = 1; memory_bw = 1; host_op_s = -1").ok());
+}
+
 TEST(RooflineTest, AProfileRoundTripsAndBadEntriesNameTheirLine) {
   GpuSpec h100 = *GpuPreset("h100");
   h100.gemm_rates = {{2e6, 3e11}, {2e9, 4e13}};
   h100.gemm_grid = *GemmGrid::Make({8, 64}, {8}, {8, 512}, {1e9, 2e9, 3e9, 4e9});
   h100.memory_rates_streamed = {{1e6, 5e11}};
   h100.cache_bytes = 50e6;
+  h100.host_op_s = 2.5e-7;
   h100.frame_s = 3e-7;
   h100.history_s = 6e-7;
   h100.node_s = 2e-6;
@@ -74,6 +92,7 @@ TEST(RooflineTest, AProfileRoundTripsAndBadEntriesNameTheirLine) {
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->name, "h100");
   EXPECT_EQ(back->dispatch_s, h100.dispatch_s);
+  EXPECT_EQ(back->host_op_s, 2.5e-7);
   EXPECT_EQ(back->frame_s, 3e-7);
   EXPECT_EQ(back->history_s, 6e-7);
   EXPECT_EQ(back->node_s, 2e-6);
