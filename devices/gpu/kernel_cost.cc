@@ -31,8 +31,8 @@ KernelKind KernelKindOf(std::string_view op) {
     return op.find("_backward") != std::string_view::npos ? KernelKind::kAttentionBackward
                                                           : KernelKind::kAttention;
   }
-  if (op == "aten::mm" || op == "aten::addmm" || op == "aten::bmm" || op == "aten::baddbmm" ||
-      op == "aten::mv" || op == "aten::addmv") {
+  if (op == "aten::bmm" || op == "aten::baddbmm") return KernelKind::kBatchedGemm;
+  if (op == "aten::mm" || op == "aten::addmm" || op == "aten::mv" || op == "aten::addmv") {
     return KernelKind::kGemm;
   }
   if (op == "aten::native_layer_norm") return KernelKind::kNorm;
@@ -73,11 +73,15 @@ struct ProductRate {
   bool measured = false;
 };
 
+// `batched`: one product of a batch (KernelKind::kBatchedGemm), whose
+// result is no weight gradient whatever its layout.
 ProductRate RateOfProduct(const GpuSpec& gpu, GpuPrecision precision, double flops,
-                          double bytes, const GemmShape& shape, bool streamed) {
+                          double bytes, const GemmShape& shape, bool streamed,
+                          bool batched = false) {
   if (precision == GpuPrecision::kFp32 && shape.known()) {
+    const bool weight_gradient = shape.a_transposed && !batched;
     const GemmGrid& grid =
-        streamed && shape.a_transposed && !gpu.gemm_grid_streamed_result.empty()
+        streamed && weight_gradient && !gpu.gemm_grid_streamed_result.empty()
             ? gpu.gemm_grid_streamed_result
         : streamed && !gpu.gemm_grid_streamed.empty()     ? gpu.gemm_grid_streamed
         : shape.b_transposed && !gpu.gemm_grid_nt.empty() ? gpu.gemm_grid_nt
@@ -143,18 +147,19 @@ GpuKernelTally::GpuKernelTally(const GpuSpec& gpu, GpuPrecision precision, GpuLa
 void GpuKernelTally::Add(double flops, double bytes, double count, KernelKind kind,
                          const GemmShape& shape) {
   const bool in_place = kind == KernelKind::kElementwiseInPlace;
-  const bool product = kind == KernelKind::kGemm || kind == KernelKind::kAttention ||
-                       kind == KernelKind::kAttentionBackward;
+  const bool gemm = kind == KernelKind::kGemm || kind == KernelKind::kBatchedGemm;
+  const bool product =
+      gemm || kind == KernelKind::kAttention || kind == KernelKind::kAttentionBackward;
   const double attention = AttentionRate(gpu_, precision_, kind, shape);
   // A measured layer norm's rate holds its traffic too (elements a second).
   const double norm = NormRate(gpu_, precision_, kind, shape);
   // The GEMM grid is read at a GEMM's shape only (attention's is another).
-  const GemmShape gemm_shape = kind == KernelKind::kGemm ? shape : GemmShape();
+  const GemmShape gemm_shape = gemm ? shape : GemmShape();
   const ProductRate product_rate =
       attention > 0 ? ProductRate{attention, true}
-      : product
-          ? RateOfProduct(gpu_, precision_, flops, bytes, gemm_shape, streamed_.products)
-          : ProductRate{compute_, false};
+      : product     ? RateOfProduct(gpu_, precision_, flops, bytes, gemm_shape,
+                                    streamed_.products, kind == KernelKind::kBatchedGemm)
+                    : ProductRate{compute_, false};
   const double rate = product_rate.flops_per_s;
   const double memory_s =
       product_rate.measured ? 0

@@ -68,6 +68,10 @@ enum class KernelKind {
   kElementwise,
   kElementwiseInPlace,
   kGemm,
+  // A batch of products (bmm, baddbmm: unfused attention's), rated as a
+  // GEMM of one of its shapes; its result is an activation or its
+  // gradient, never model state, so never a weight gradient.
+  kBatchedGemm,
   kAttention,
   kAttentionBackward,
   kNorm,  // layer norm: GpuSpec::norm_grid
@@ -135,9 +139,10 @@ double GemmSize(double flops, double bytes);
 // The achieved rate of a product of `flops` moving `bytes` on `gpu`, in
 // this order of preference (fp32; other precisions take peak times
 // compute_share): its shape on the measured grid (when `streamed`, a
-// weight gradient's (layout tn) on gemm_grid_streamed_result and any other
-// on gemm_grid_streamed, where measured; else the grid of its layout,
-// gemm_grid_nt or gemm_grid_tn, where measured, else gemm_grid); its size
+// weight gradient's (layout tn; a tally rates one of a batch otherwise) on
+// gemm_grid_streamed_result and any other on gemm_grid_streamed, where
+// measured; else the grid of its layout, gemm_grid_nt or gemm_grid_tn,
+// where measured, else gemm_grid); its size
 // on the measured GEMM rates, interpolated in log-log at GemmSize (held at
 // the ends); peak times compute_share.
 double GemmRate(const GpuSpec& gpu, GpuPrecision precision, double flops, double bytes = 0,

@@ -114,6 +114,11 @@ TEST(GpuKernelCostTest, AStreamedWeightGradientTakesTheResultGrid) {
   EXPECT_DOUBLE_EQ(product_s(gradient, true), 1e6 / 2.5e8);
   EXPECT_DOUBLE_EQ(product_s(GemmShape{8, 8, 8}, true), 1e6 / 4e8);
   EXPECT_DOUBLE_EQ(product_s(gradient, false), 1e6 / 1e9);
+  // Unfused attention's backward reads its first operand transposed too
+  // (bmm), but writes an activation's gradient: the weights' grid.
+  GpuKernelTally batched(g, GpuPrecision::kFp32, GpuLaunch::kEager, StreamedReads{true, false});
+  batched.Add(1e6, 1e3, 1, KernelKindOf("aten::bmm"), gradient);
+  EXPECT_DOUBLE_EQ(batched.Finish().time_s, 1e6 / 4e8);
 }
 
 TEST(GpuKernelCostTest, AGraphPaysNodesAndOneLaunch) {
@@ -233,6 +238,8 @@ TEST(GpuKernelCostTest, ViewsLaunchNothing) {
   EXPECT_FALSE(LaunchesNoKernel("aten::addmm"));
   EXPECT_FALSE(LaunchesNoKernel("aten::copy_"));
   EXPECT_EQ(KernelKindOf("aten::addmm"), KernelKind::kGemm);
+  EXPECT_EQ(KernelKindOf("aten::bmm"), KernelKind::kBatchedGemm);
+  EXPECT_EQ(KernelKindOf("aten::baddbmm"), KernelKind::kBatchedGemm);
   EXPECT_EQ(KernelKindOf("aten::add"), KernelKind::kElementwise);
   EXPECT_EQ(KernelKindOf("aten::add_"), KernelKind::kElementwiseInPlace);
   EXPECT_EQ(KernelKindOf("aten::_scaled_dot_product_flash_attention_for_cpu"),
