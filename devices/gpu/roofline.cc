@@ -27,7 +27,13 @@ void SetLaunchPath(GpuSpec* g) {
   // C++ eager) was known when this rule was chosen; hpt_calibrate measures
   // a machine's own figure.
   g->dispatch_s = 10e-6;
-  // HTA counts per op of the program, views among them.
+  // An op that launches nothing (a view) is charged a launch's host time,
+  // the rule the presets were checked under. HTA's figure is per launch,
+  // so for views this is an over-count; a view's own cost (0.25 us, as
+  // hpt_calibrate measures it on a CPU host) puts every C++ eager h100
+  // row of issue 32's table at 0.55-0.77 of its measured step, which
+  // says the H100's host spent more per launch than the 10 us taken from
+  // HTA's range. No source gives either figure for that host.
   g->host_op_s = g->dispatch_s;
   // HTA's figure is a program's host time per launch, so the frames around
   // each launch and autograd's recording are in it.

@@ -98,8 +98,8 @@ struct GpuSpec {
   double dispatch_s = 0;
   // Host time of an op of the program's own that launches no kernel (a
   // view, a reshape, a detach), its frames aside: a calibrated profile's
-  // is measured on a cycle of views; a preset's is its dispatch_s (the
-  // whole program's per op). A profile text without it takes dispatch_s.
+  // is measured on a cycle of views; a preset's is its dispatch_s (an
+  // over-count: roofline.cc). A profile text without it takes dispatch_s.
   double host_op_s = 0;
   // Host time per dispatcher frame that launches nothing and is no op of
   // the program's own (a view inside an op, a composite's own frame).
