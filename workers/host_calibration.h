@@ -1,7 +1,7 @@
 // The host's time per op, in the five parts of a profile's launch path
 // (devices/gpu/roofline.h): dispatch_s, host_op_s, history_s, frame_s,
-// node_s, each from a microbenchmark of small tensors on `device`. Part of the
-// calibration (device_calibration.h); includes LibTorch.
+// node_s, each from a microbenchmark of small tensors on `device`. Part
+// of the calibration (device_calibration.h); includes LibTorch.
 //
 //   HostCosts h = MeasureHostCosts(torch::Device(torch::kCPU), 4000);
 #ifndef HPT_WORKERS_HOST_CALIBRATION_H_

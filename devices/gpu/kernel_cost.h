@@ -142,9 +142,9 @@ double GemmSize(double flops, double bytes);
 // weight gradient's (layout tn; a tally rates one of a batch otherwise) on
 // gemm_grid_streamed_result and any other on gemm_grid_streamed, where
 // measured; else the grid of its layout, gemm_grid_nt or gemm_grid_tn,
-// where measured, else gemm_grid); its size
-// on the measured GEMM rates, interpolated in log-log at GemmSize (held at
-// the ends); peak times compute_share.
+// where measured, else gemm_grid); its size on the measured GEMM rates,
+// interpolated in log-log at GemmSize (held at the ends); peak times
+// compute_share.
 double GemmRate(const GpuSpec& gpu, GpuPrecision precision, double flops, double bytes = 0,
                 const GemmShape& shape = {}, bool streamed = false);
 // Fused attention's achieved rate at `shape` (query length, key length,

@@ -57,8 +57,9 @@ TEST(RooflineTest, PresetsMatchTheirPublishedSpecifications) {
   EXPECT_EQ(GpuPresetNames(), (std::vector<std::string>{"v100", "a100", "h100"}));
 }
 
-// A preset prices a kernel-less op as HTA counts it, a whole op; so does
-// a profile written before host_op_s, which has none.
+// A preset prices a kernel-less op at its dispatch_s, the rule its table
+// was checked under (roofline.cc); so does a profile written before
+// host_op_s, which has none.
 TEST(RooflineTest, AKernelLessOpCostsADispatchWhereNothingMeasuredIt) {
   for (const std::string& name : GpuPresetNames()) {
     EXPECT_EQ(GpuPreset(name)->host_op_s, GpuPreset(name)->dispatch_s) << name;
