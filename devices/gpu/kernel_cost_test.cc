@@ -23,8 +23,9 @@ TEST(GpuKernelCostTest, EagerKernelsPayTheLargerOfDispatchAndDeviceTime) {
   EXPECT_EQ(c.launch_bound_kernels, 1);
   EXPECT_DOUBLE_EQ(c.launch_bound_s, v100.dispatch_s);
   EXPECT_NEAR(c.time_s, gemm_s + copy_s + v100.dispatch_s, 1e-15);
-  // Idle power throughout, the rest while kernels work.
-  EXPECT_NEAR(c.energy_j, 40 * c.time_s + 260 * (gemm_s + copy_s + 120 / (900e9 * 0.92)),
+  // A context's stepping power throughout (40 W idle and 36 W for the
+  // context), the rest of the 300 W while kernels work.
+  EXPECT_NEAR(c.energy_j, 76 * c.time_s + 224 * (gemm_s + copy_s + 120 / (900e9 * 0.92)),
               1e-12);
 }
 

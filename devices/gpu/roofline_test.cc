@@ -53,6 +53,8 @@ TEST(RooflineTest, PresetsMatchTheirPublishedSpecifications) {
     EXPECT_NEAR(g->memory_bw / 1e9, p.bw_gb_s, 0.5) << p.name;
     EXPECT_EQ(g->load_power_w, p.watts) << p.name;
     EXPECT_LT(g->idle_power_w, g->load_power_w / 4) << p.name;
+    // A stepping board holds a CUDA context: 36 W over idle (Vadari 2026).
+    EXPECT_DOUBLE_EQ(g->active_power_w, g->idle_power_w + 36) << p.name;
   }
   EXPECT_EQ(GpuPresetNames(), (std::vector<std::string>{"v100", "a100", "h100"}));
 }
