@@ -3,6 +3,10 @@
 // the tiny and the wind preset, then its work record re-costed.
 #include "cost/record_costing.h"
 
+#include <map>
+#include <memory>
+#include <string>
+
 #include "coordinator/spec/job_spec.h"
 #include "cost/text_report.h"
 #include "coordinator/training/in_process_workers.h"
@@ -41,31 +45,54 @@ testing::AssertionResult Close(const google::protobuf::Message& a,
   return testing::AssertionFailure() << report.substr(0, 2000);
 }
 
+// A job of `preset` trained through a forced switch: its last update, or
+// why it failed. Trained once per preset and process (a wind job takes a
+// minute in a fastbuild, and each test only reads or copies its record).
+struct TrainedJob {
+  std::string error;  // empty: trained and switched
+  TrainerUpdate last;
+};
+
+const TrainedJob& TrainOnce(const std::string& preset) {
+  static auto* jobs = new std::map<std::string, TrainedJob>;
+  auto [it, fresh] = jobs->try_emplace(preset);
+  if (!fresh) return it->second;
+  TrainedJob& job = it->second;
+  const bool wind = preset == "wind";
+  std::unique_ptr<WindowDataset> data = SmallSyntheticWindows(wind ? 8 : 6);
+  JobSpec spec;
+  spec.mutable_model()->set_preset(preset);
+  spec.mutable_training()->set_epochs(wind ? 1 : 3);
+  spec.mutable_training()->set_batch_size(wind ? 1 : 16);
+  spec.mutable_training()->set_max_steps_per_epoch(wind ? 16 : 0);
+  spec.mutable_training()->set_max_test_samples(wind ? 1 : 0);
+  // A forced switch: these measure costs, not convergence.
+  ForceEarlySwitch(spec.mutable_hpt());
+  spec.mutable_hpt()->mutable_lora()->set_rank(2);
+  spec = *NormalizeJobSpec(spec);
+  InProcessWorkers workers;
+  Trainer::Options options = workers.Options();
+  options.on_progress = [&job](const TrainerUpdate& u) { job.last = u; };
+  Trainer trainer("j", spec, data.get(), workers.gpus(), options);
+  const absl::Status run = trainer.Run();
+  if (!run.ok()) {
+    job.error = run.ToString();
+  } else if (job.last.hpt.switch_step() <= 0) {
+    job.error = "the job did not switch";
+  } else if (job.last.work_record == nullptr) {
+    job.error = "the job left no work record";
+  }
+  return job;
+}
+
 class RecostTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    const bool wind = GetParam() == "wind";
-    data_ = SmallSyntheticWindows(wind ? 8 : 6);
-    JobSpec spec;
-    spec.mutable_model()->set_preset(GetParam());
-    spec.mutable_training()->set_epochs(wind ? 1 : 3);
-    spec.mutable_training()->set_batch_size(wind ? 1 : 16);
-    spec.mutable_training()->set_max_steps_per_epoch(wind ? 16 : 0);
-    spec.mutable_training()->set_max_test_samples(wind ? 1 : 0);
-    // A forced switch: these measure costs, not convergence.
-    ForceEarlySwitch(spec.mutable_hpt());
-    spec.mutable_hpt()->mutable_lora()->set_rank(2);
-    spec = *NormalizeJobSpec(spec);
-    Trainer::Options options = workers_.Options();
-    options.on_progress = [this](const TrainerUpdate& u) { last_ = u; };
-    Trainer trainer("j", spec, data_.get(), workers_.gpus(), options);
-    ASSERT_TRUE(trainer.Run().ok());
-    ASSERT_GT(last_.hpt.switch_step(), 0);
-    ASSERT_NE(last_.work_record, nullptr);
+    const TrainedJob& job = TrainOnce(GetParam());
+    ASSERT_EQ(job.error, "");
+    last_ = job.last;
   }
 
-  std::unique_ptr<WindowDataset> data_;
-  InProcessWorkers workers_;
   TrainerUpdate last_;
 };
 
