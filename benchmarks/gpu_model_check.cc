@@ -39,6 +39,7 @@
 #include "benchmarks/recorded_step.h"
 #include "common/process_setup.h"
 #include "devices/cost_settings.h"
+#include "devices/gpu/roofline.h"
 #include "devices/work_cost.h"
 #include "workers/device_meter.h"
 
@@ -188,7 +189,10 @@ int Main() {
     Fail(s);
     return 2;
   }
-  std::printf("GPU profile: %s\n%s\n\n", config.gpu.name.c_str(), config.gpu.source.c_str());
+  const GpuSpec& g = config.gpu;
+  std::printf("GPU profile: %s\n%s\nboard power: idle %.0f W, stepping %.0f W, load %.0f W\n\n",
+              g.name.c_str(), g.source.c_str(), g.idle_power_w, g.stepping_power_w(),
+              g.load_power_w);
   const int outside = absl::GetFlag(FLAGS_measure_on).empty()
                           ? CompareWithTable(config)
                           : CompareWithDevice(config, batches);

@@ -204,7 +204,7 @@ GpuStepCost GpuKernelTally::Finish(double extra_s) const {
   GpuStepCost c = cost_;
   if (!gpu_.synchronous) c.time_s = std::max(c.time_s, host_total_s_);
   c.time_s += extra_s;
-  const double stepping_w = gpu_.active_power_w > 0 ? gpu_.active_power_w : gpu_.idle_power_w;
+  const double stepping_w = gpu_.stepping_power_w();
   c.energy_j = stepping_w * c.time_s + std::max(0.0, gpu_.load_power_w - stepping_w) * busy_s_;
   return c;
 }

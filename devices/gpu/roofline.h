@@ -36,6 +36,7 @@ struct GpuSpec {
   // Board power while a launch-bound step runs (clocks up, SMs mostly
   // waiting); 0: idle_power_w.
   double active_power_w = 0;
+  double stepping_power_w() const { return active_power_w > 0 ? active_power_w : idle_power_w; }
   // Share of peak a well-shaped kernel reaches (both compute and memory);
   // 0.7 is typical of large cuBLAS GEMMs and streaming kernels. Only the
   // whole-step roofline (RooflineCost) uses it.
