@@ -250,7 +250,7 @@ absl::Status Measure(const std::string& dir, Row* row) {
   const int median_trials = trials.empty() ? 0 : trials[trials.size() / 2];
   // Chip configurations for the paper's figures, under its own baseline.
   const std::vector<SweepGrid> chips = {
-      {"reram_chip_tiles", {"1008", "1048576"}}, {"systolic_rows", {"128", "4096"}}};
+      {"reram_chip_tiles", {"1008", "1048576"}, {}}, {"systolic_rows", {"128", "4096"}, {}}};
   for (const auto& [what, target] : std::vector<std::pair<std::string, double>>{
            {"time", 11.9}, {"energy", 12.05}}) {
     for (const SweepGrid& grid : chips) {

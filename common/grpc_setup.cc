@@ -1,10 +1,10 @@
 #include "common/grpc_setup.h"
 
-#include <fstream>
-#include <sstream>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/user_file.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -97,13 +97,12 @@ namespace {
 
 absl::Status ReadPem(const std::string& path, const char* flag, std::string* out) {
   if (path.empty()) return absl::OkStatus();
-  std::ifstream in(path);
-  if (!in) {
-    return absl::InvalidArgumentError(absl::StrCat(flag, ": cannot read ", path));
+  // A PEM certificate or key is a few KB; 1 MiB holds any chain.
+  absl::StatusOr<std::string> text = ReadUserTextFile(path, 1 << 20);
+  if (!text.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, ": ", text.status().message()));
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  *out = text.str();
+  *out = *std::move(text);
   if (out->find("-----BEGIN ") == std::string::npos) {
     return absl::InvalidArgumentError(absl::StrCat(flag, ": ", path, " is not a PEM file"));
   }

@@ -132,6 +132,13 @@ std::string MakeTempDir(const std::string& name) {
   return dir;
 }
 
+std::string WriteTestFile(const std::string& dir, const std::string& name,
+                          const std::string& bytes) {
+  const std::string path = dir + "/" + name;
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  return path;
+}
+
 absl::StatusOr<std::string> HttpGet(int port, const std::string& path) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};

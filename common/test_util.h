@@ -58,6 +58,9 @@ CommandResult RunCommand(const std::string& command_line);
 
 // A fresh directory under TEST_TMPDIR.
 std::string MakeTempDir(const std::string& name);
+// `bytes` written to dir/name; its path.
+std::string WriteTestFile(const std::string& dir, const std::string& name,
+                          const std::string& bytes);
 
 // HTTP GET of http://127.0.0.1:port/path; the body, or an error.
 absl::StatusOr<std::string> HttpGet(int port, const std::string& path);

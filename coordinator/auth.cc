@@ -1,22 +1,22 @@
 #include "coordinator/auth.h"
 
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/user_file.h"
 
 namespace hpt {
 
 absl::StatusOr<TokenTable> TokenTable::Load(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat("--tokens_file: cannot read ", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  return Parse(text.str(), path);
+  // A line a user: 16 MiB is far past any team's table.
+  absl::StatusOr<std::string> text = ReadUserTextFile(path, 16 << 20);
+  if (!text.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--tokens_file: ", text.status().message()));
+  }
+  return Parse(*text, path);
 }
 
 absl::StatusOr<TokenTable> TokenTable::Parse(const std::string& text,

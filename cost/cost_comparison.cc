@@ -262,6 +262,18 @@ CostComparison Compare(const RecordedPhases& p, const ComparisonInputs& in) {
                               p.lora_steps > 0 ? " s)" : " s, on the fallback GPU workers)")
                : "no switch yet: HpT is full-parameter throughout",
       "; GPU-only: ", n, " steps at the mean full-phase step (", mean_s, " s)."));
+  // A reference GPU with no board power (a profile calibrated where NVML
+  // does not answer, a CPU's): its steps cost no energy, so neither side's
+  // energy is known. The fields stay unset, which the report shows as not
+  // known, rather than a ratio of zero.
+  if (p.gpu_only_full_s > 0 && p.gpu_only_full_j <= 0) {
+    c.clear_hpt_energy_j();
+    c.clear_gpu_only_energy_j();
+    c.clear_energy_ratio();
+    c.clear_projected_hpt_energy_j();
+    c.clear_projected_gpu_only_energy_j();
+    c.clear_projected_energy_ratio();
+  }
   return out;
 }
 

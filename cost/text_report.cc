@@ -238,6 +238,19 @@ void AppendReramChip(const HptStatus& h, std::string* report) {
   }
 }
 
+// The comparison's energy line; with no ratio (the reference GPU's profile
+// gives no board power: cost_comparison.cc), "not known".
+void AppendEnergyRow(double hpt_j, double gpu_only_j, double ratio, std::string* out) {
+  if (ratio > 0) {
+    absl::StrAppend(out, absl::StrFormat("  %-8s %12s %12s %7.2fx\n", "energy", Eng(hpt_j, "J"),
+                                         Eng(gpu_only_j, "J"), ratio));
+  } else {
+    absl::StrAppend(out, absl::StrFormat("  %-8s %12s %12s %8s  (not known: the reference GPU's "
+                                         "profile gives no board power)\n",
+                                         "energy", "-", "-", "-"));
+  }
+}
+
 // HpT against GPU-only, as run and projected, and where the time goes.
 void AppendComparison(const CostComparison& cmp, std::string* report) {
   std::string& out = *report;
@@ -249,9 +262,7 @@ void AppendComparison(const CostComparison& cmp, std::string* report) {
   absl::StrAppend(&out, absl::StrFormat("  %-8s %12s %12s %7.2fx\n", "time",
                                         Eng(cmp.hpt_time_s(), "s"),
                                         Eng(cmp.gpu_only_time_s(), "s"), cmp.time_ratio()));
-  absl::StrAppend(&out, absl::StrFormat("  %-8s %12s %12s %7.2fx\n", "energy",
-                                        Eng(cmp.hpt_energy_j(), "J"),
-                                        Eng(cmp.gpu_only_energy_j(), "J"), cmp.energy_ratio()));
+  AppendEnergyRow(cmp.hpt_energy_j(), cmp.gpu_only_energy_j(), cmp.energy_ratio(), &out);
   if (!cmp.method().empty()) absl::StrAppend(&out, "  how: ", cmp.method(), "\n");
   if (cmp.project_steps() > 0) {
     absl::StrAppend(&out, absl::StrFormat("\nprojected to %g epoch(s) (%d steps)\n",
@@ -262,10 +273,8 @@ void AppendComparison(const CostComparison& cmp, std::string* report) {
                                           Eng(cmp.projected_hpt_time_s(), "s"),
                                           Eng(cmp.projected_gpu_only_time_s(), "s"),
                                           cmp.projected_time_ratio()));
-    absl::StrAppend(&out, absl::StrFormat("  %-8s %12s %12s %7.2fx\n", "energy",
-                                          Eng(cmp.projected_hpt_energy_j(), "J"),
-                                          Eng(cmp.projected_gpu_only_energy_j(), "J"),
-                                          cmp.projected_energy_ratio()));
+    AppendEnergyRow(cmp.projected_hpt_energy_j(), cmp.projected_gpu_only_energy_j(),
+                    cmp.projected_energy_ratio(), &out);
     absl::StrAppend(&out, "  how: ", cmp.projection_method(), "\n");
   }
   AppendBaselines(cmp, &out);

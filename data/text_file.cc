@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/user_file.h"
 
 namespace hpt {
 namespace {
@@ -24,15 +25,6 @@ bool Under(const std::string& path, const std::string& root) {
                           path[root.size()] == '/');
 }
 
-// The kind of a stat'ed node, for messages.
-const char* KindOf(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
-
 absl::Status CheckNode(const std::string& path, const struct stat& st, const DataLimits& limits,
                        bool directory) {
   if (directory) {
@@ -41,16 +33,7 @@ absl::Status CheckNode(const std::string& path, const struct stat& st, const Dat
     }
     return absl::OkStatus();
   }
-  if (!S_ISREG(st.st_mode)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": ", KindOf(st.st_mode), ", not a regular file"));
-  }
-  if (st.st_size > limits.max_file_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": ", st.st_size,
-                                                   " bytes, over the limit of ",
-                                                   limits.max_file_bytes));
-  }
-  return absl::OkStatus();
+  return CheckRegularFile(path, st, limits.max_file_bytes);
 }
 
 }  // namespace

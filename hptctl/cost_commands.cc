@@ -14,12 +14,42 @@
 #include "devices/gpu/roofline.h"
 #include "hptctl/cost_views.h"
 #include "hptctl/job_format.h"
+#include "hptctl/request_text.h"
 #include "pages/job_page.h"
 
 namespace hpt {
 namespace {
 
 int Fail(const absl::Status& status) { return PrintFailure(status); }
+
+bool IsReferenceGpu(absl::string_view key) {
+  return key == "reference_gpu" || key == "gpu:reference_gpu";
+}
+
+// reference_gpu=FILE in --set: the file is read here, where the user named
+// it (ReferenceGpuValue), and travels as the profile's text.
+absl::Status ReadProfileFiles(std::vector<std::string>* sets) {
+  for (std::string& s : *sets) {
+    const size_t eq = s.find('=');
+    if (eq == std::string::npos || !IsReferenceGpu(s.substr(0, eq))) continue;
+    absl::StatusOr<std::string> value = ReferenceGpuValue(s.substr(eq + 1));
+    if (!value.ok()) return value.status();
+    s = absl::StrCat(s.substr(0, eq + 1), *value);
+  }
+  return absl::OkStatus();
+}
+
+// The same for a --grid over reference_gpu: each file's text is what is
+// costed; its path is what the table shows.
+absl::Status ReadProfileFiles(SweepGrid* grid) {
+  if (!IsReferenceGpu(grid->key)) return absl::OkStatus();
+  for (const std::string& v : grid->values) {
+    absl::StatusOr<std::string> value = ReferenceGpuValue(v);
+    if (!value.ok()) return value.status();
+    grid->costed.push_back(*value);
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<WorkRecord> FetchRecord(JobService::Stub& stub, const std::string& job_id,
                                        const CostCommandOptions& options) {
@@ -28,6 +58,7 @@ absl::StatusOr<WorkRecord> FetchRecord(JobService::Stub& stub, const std::string
   GetWorkRecordRequest request;
   request.set_job_id(job_id);
   WorkRecord record;
+  if (absl::Status s = CheckRequestText(request); !s.ok()) return s;
   absl::Status s = FromGrpcStatus(stub.GetWorkRecord(&context, request, &record));
   if (!s.ok()) return s;
   return record;
@@ -79,21 +110,13 @@ int WhatIfCommand(JobService::Stub& stub, const std::string& job_id,
   }
   WhatIfRequest request;
   request.set_job_id(job_id);
-  for (const std::string& s : options.sets) {
-    // A profile file is read here, where the user named it.
-    const size_t eq = s.find('=');
-    const std::string key = eq == std::string::npos ? s : s.substr(0, eq);
-    if (eq != std::string::npos && (key == "reference_gpu" || key == "gpu:reference_gpu")) {
-      absl::StatusOr<std::string> value = ReferenceGpuValue(s.substr(eq + 1));
-      if (!value.ok()) return Fail(value.status());
-      request.add_settings(key + "=" + *value);
-    } else {
-      request.add_settings(s);
-    }
-  }
+  std::vector<std::string> sets = options.sets;
+  if (absl::Status s = ReadProfileFiles(&sets); !s.ok()) return Fail(s);
+  for (const std::string& s : sets) request.add_settings(s);
   WhatIfResponse response;
   grpc::ClientContext context;
   options.prepare(&context);
+  if (absl::Status s = CheckRequestText(request); !s.ok()) return Fail(s);
   absl::Status s = FromGrpcStatus(stub.WhatIf(&context, request, &response));
   if (!s.ok()) return Fail(s);
   if (options.format == "json") {
@@ -101,7 +124,9 @@ int WhatIfCommand(JobService::Stub& stub, const std::string& job_id,
     return kExitOk;
   }
   std::cout << "what if: " << job_id << " re-costed with";
-  for (const std::string& setting : response.settings()) std::cout << " " << setting;
+  // The settings as the user gave them (a profile file by its path; the
+  // response echoes the request, the file's text).
+  for (const std::string& setting : options.sets) std::cout << " " << setting;
   std::cout << " (its recorded work; no training ran)\n";
   for (const std::string& note : response.numerics_notes()) std::cout << "  " << note << "\n";
   std::cout << "\n" << FormatReport(response.job());
@@ -121,7 +146,9 @@ int TraceCommand(JobService::Stub& stub, const std::string& job_id,
   if (options.format != "chrome") {
     text = ToJson(*record) + "\n";
   } else {
-    absl::StatusOr<CostSettings> changes = ParseCostSettings(options.sets);
+    std::vector<std::string> sets = options.sets;
+    if (absl::Status s = ReadProfileFiles(&sets); !s.ok()) return Fail(s);
+    absl::StatusOr<CostSettings> changes = ParseCostSettings(sets);
     if (!changes.ok()) return Fail(changes.status());
     absl::StatusOr<std::unique_ptr<RecordCosting>> costing =
         RecordCosting::Create(&*record, *changes);
@@ -152,9 +179,12 @@ int SweepCommand(JobService::Stub& stub, const std::string& job_id,
   for (const std::string& text : options.grids) {
     absl::StatusOr<SweepGrid> g = ParseGrid(text);
     if (!g.ok()) return Fail(g.status());
+    if (absl::Status s = ReadProfileFiles(&*g); !s.ok()) return Fail(s);
     grids.push_back(*g);
   }
-  absl::StatusOr<CostSettings> fixed = ParseCostSettings(options.sets);
+  std::vector<std::string> sets = options.sets;
+  if (absl::Status s = ReadProfileFiles(&sets); !s.ok()) return Fail(s);
+  absl::StatusOr<CostSettings> fixed = ParseCostSettings(sets);
   if (!fixed.ok()) return Fail(fixed.status());
   absl::StatusOr<WorkRecord> record = FetchRecord(stub, job_id, options);
   if (!record.ok()) return Fail(record.status());
@@ -211,6 +241,7 @@ int HtmlReportCommand(JobService::Stub& stub, const std::string& job_id,
     options.prepare(&context);
     GetJobRequest request;
     request.set_job_id(job_id);
+    if (absl::Status s = CheckRequestText(request); !s.ok()) return Fail(s);
     absl::Status s = FromGrpcStatus(stub.GetJob(&context, request, &input.job));
     if (!s.ok()) return Fail(s);
   }

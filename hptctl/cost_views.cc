@@ -85,12 +85,15 @@ absl::StatusOr<std::vector<SweepPoint>> Sweep(const WorkRecord& record,
   std::vector<SweepPoint> points;
   if (grids.empty()) return points;
   while (true) {
-    CostSettings settings;
+    CostSettings settings, costed;
     for (size_t g = 0; g < grids.size(); ++g) {
       settings.push_back({grids[g].key, grids[g].values[index[g]]});
+      costed.push_back({grids[g].key, grids[g].costed.empty() ? grids[g].values[index[g]]
+                                                               : grids[g].costed[index[g]]});
     }
-    absl::StatusOr<SweepPoint> p = CostPoint(record, fixed, settings);
+    absl::StatusOr<SweepPoint> p = CostPoint(record, fixed, costed);
     if (!p.ok()) return p.status();
+    p->settings = settings;
     points.push_back(std::move(*p));
     // The last grid fastest, the first slowest.
     int g = int(grids.size()) - 1;
@@ -107,9 +110,12 @@ std::string SweepTable(const std::vector<SweepGrid>& grids, const std::vector<Sw
                                         "proj time", "proj energy", "LoRA step", "bound by"));
   for (const SweepPoint& p : points) {
     for (const auto& [k, v] : p.settings) absl::StrAppend(&out, absl::StrFormat("%-18s ", v));
-    absl::StrAppend(&out, absl::StrFormat("%8.3fx %8.3fx %9.3fx %10.3fx %10.4g s %s\n",
-                                          p.time_ratio, p.energy_ratio, p.projected_time_ratio,
-                                          p.projected_energy_ratio, p.lora_step_s,
+    // An energy ratio of 0 is one not known (a reference GPU with no board power).
+    const auto ratio = [](double r) { return r > 0 ? absl::StrFormat("%.3fx", r) : "-"; };
+    absl::StrAppend(&out, absl::StrFormat("%9s %9s %10s %11s %10.4g s %s\n",
+                                          ratio(p.time_ratio), ratio(p.energy_ratio),
+                                          ratio(p.projected_time_ratio),
+                                          ratio(p.projected_energy_ratio), p.lora_step_s,
                                           p.bound_by.empty() ? "-" : p.bound_by));
   }
   return out;

@@ -21,6 +21,10 @@ namespace hpt {
 struct SweepGrid {
   std::string key;
   std::vector<std::string> values;
+  // What each value is costed as, where that is not the value as shown (a
+  // reference_gpu profile file's text, the file's path shown); empty: the
+  // values themselves.
+  std::vector<std::string> costed;
 };
 absl::StatusOr<SweepGrid> ParseGrid(const std::string& text);
 

@@ -99,6 +99,26 @@ TEST(CostViews, SweepRunsTheProductFirstKeySlowest) {
   EXPECT_EQ(paths, 6u);
 }
 
+// A grid value costed as something other than what is shown (a profile
+// file's text, shown by its path); a profile with no board power gives
+// energy ratios of 0, which the table shows as not known.
+TEST(CostViews, CostedValuesAreCostedAndShownByTheirNames) {
+  SweepGrid grid = *ParseGrid("reference_gpu=mine.profile,h100");
+  grid.costed = {"name = mine; fp32_flops = 1e12; memory_bw = 1e11", "h100"};
+  auto points = Sweep(SmallRecord(), {grid}, {});
+  ASSERT_TRUE(points.ok()) << points.status();
+  ASSERT_EQ(points->size(), 2u);
+  EXPECT_EQ((*points)[0].settings[0].second, "mine.profile");
+  // A 1 TFLOP/s GPU is slower than an H100, so HpT saves more against it.
+  EXPECT_GT((*points)[0].gpu_only_s, (*points)[1].gpu_only_s);
+  EXPECT_EQ((*points)[0].energy_ratio, 0);
+  EXPECT_GT((*points)[1].energy_ratio, 0);
+  const std::string table = SweepTable({grid}, *points);
+  const std::string first = table.substr(table.find('\n') + 1);
+  EXPECT_EQ(first.rfind("mine.profile ", 0), 0u) << table;
+  EXPECT_NE(first.substr(0, first.find('\n')).find(" - "), std::string::npos) << table;
+}
+
 TEST(CostViews, BadGridsAndTargetsNameTheProblem) {
   EXPECT_FALSE(ParseGrid("systolic_rows").ok());
   EXPECT_FALSE(ParseGrid("systolic_rows=").ok());

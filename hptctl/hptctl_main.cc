@@ -9,12 +9,10 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
 #include <thread>
 #include <tuple>
 #include <iostream>
 #include <optional>
-#include <sstream>
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
@@ -25,11 +23,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/grpc_setup.h"
 #include "common/grpc_status.h"
 #include "common/net.h"
 #include "common/tensor_codec.h"
 #include "common/tls_flags.h"
+#include "common/user_file.h"
 #include "cost/text_report.h"
 #include "google/protobuf/util/json_util.h"
 #include "hptctl/command_line.h"
@@ -71,6 +71,7 @@ int Watch(JobService::Stub& stub, const std::string& job_id) {
   Authorize(&context);
   WatchJobRequest request;
   request.set_job_id(job_id);
+  if (absl::Status s = CheckRequestText(request); !s.ok()) return Fail(s);
   auto reader = stub.WatchJob(&context, request);
   const bool tty = isatty(STDOUT_FILENO);
   Job job;
@@ -338,11 +339,11 @@ int main(int argc, char** argv) {
     token_file = std::getenv("HPT_TOKEN_FILE");
   }
   if (!token_file.empty()) {
-    std::ifstream in(token_file);
-    std::string token;
-    if (!in || !std::getline(in, token) || token.empty()) {
-      return hpt::Usage("--token_file: cannot read a token from " + token_file);
-    }
+    // A token is one line; 64 KiB is far past any.
+    absl::StatusOr<std::string> text = hpt::ReadUserTextFile(token_file, 64 << 10);
+    if (!text.ok()) return hpt::Usage(absl::StrCat("--token_file: ", text.status().message()));
+    const std::string token(absl::StripAsciiWhitespace(text->substr(0, text->find('\n'))));
+    if (token.empty()) return hpt::Usage("--token_file: " + token_file + ": its first line is empty");
     hpt::Token() = token;
   }
   const std::string format = absl::GetFlag(FLAGS_format);

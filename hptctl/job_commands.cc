@@ -133,6 +133,7 @@ int ProbeCommand(JobService::Stub& stub, const std::string& job_id) {
   std::cerr << "probing " << job_id << "'s full-phase step under each GPU baseline ("
             << request.steps() << " steps each) on a GPU worker..." << std::endl;
   Job job;
+  if (absl::Status s = CheckRequestText(request); !s.ok()) return Fail(s);
   absl::Status s = FromGrpcStatus(stub.ProbeBaselines(&context, request, &job));
   if (!s.ok()) return Fail(s);
   if (Json()) {

@@ -11,6 +11,7 @@
 #include "hptctl/job_format.h"
 #include "hptctl/model_file.h"
 #include "hptctl/npy_file.h"
+#include "hptctl/request_text.h"
 #include "hptctl/safetensors_file.h"
 
 namespace hpt {
@@ -50,6 +51,7 @@ int ExportCommand(JobService::Stub& stub, const std::string& job_id,
   options.authorize(&context);
   ExportModelRequest request;
   request.set_job_id(job_id);
+  if (absl::Status s = CheckRequestText(request); !s.ok()) return Fail(s);
   auto reader = stub.ExportModel(&context, request);
   ExportModelChunk message;
   ModelConfig config;
@@ -127,6 +129,7 @@ int PredictCommand(JobService::Stub& stub, const std::string& job_id,
   grpc::ClientContext context;
   options.prepare(&context);
   PredictResponse response;
+  if (absl::Status s = CheckRequestText(request); !s.ok()) return Fail(s);
   absl::Status s = FromGrpcStatus(stub.Predict(&context, request, &response));
   if (!s.ok()) return Fail(s);
   absl::StatusOr<HostTensor> output = FromProto(response.output(), "PredictResponse.output");

@@ -2,13 +2,13 @@
 
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/user_file.h"
 
 namespace hpt {
 namespace {
@@ -37,11 +37,7 @@ std::string DictValue(const std::string& header, const std::string& key) {
 }  // namespace
 
 absl::StatusOr<std::string> ReadFileBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+  return ReadUserFile(path, kMaxArrayFileBytes);
 }
 
 absl::StatusOr<HostTensor> ReadNpy(const std::string& path) {

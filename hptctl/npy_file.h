@@ -6,6 +6,7 @@
 #ifndef HPT_HPTCTL_NPY_FILE_H_
 #define HPT_HPTCTL_NPY_FILE_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -21,8 +22,11 @@ absl::StatusOr<HostTensor> ReadNpy(const std::string& path);
 // float32, C order, version 1.0.
 absl::Status WriteNpy(const HostTensor& tensor, const std::string& path);
 
-// A whole file's bytes (the .npy and safetensors readers'); NOT_FOUND
-// names the file when it cannot be opened.
+// A whole file's bytes (the .npy and safetensors readers'), as
+// ReadUserFile (common/user_file.h) reads them: NOT_FOUND names the file
+// when it cannot be opened; what is no regular file, or is over
+// kMaxArrayFileBytes, is refused without being read.
+inline constexpr int64_t kMaxArrayFileBytes = int64_t{4} << 30;
 absl::StatusOr<std::string> ReadFileBytes(const std::string& path);
 
 }  // namespace hpt

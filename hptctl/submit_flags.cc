@@ -1,8 +1,6 @@
 #include "hptctl/submit_flags.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "absl/flags/declare.h"
@@ -10,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/user_file.h"
 #include "hptctl/job_format.h"
 
 // Shared with sweep (defined in hptctl_main.cc).
@@ -279,16 +278,14 @@ absl::StatusOr<SubmitJobRequest> BuildSubmit() {
   SubmitJobRequest request;
   JobSpec& spec = *request.mutable_spec();
   if (!absl::GetFlag(FLAGS_spec).empty()) {
-    std::ifstream in(absl::GetFlag(FLAGS_spec));
-    if (!in) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--spec: cannot read '", absl::GetFlag(FLAGS_spec), "'"));
+    // A job spec is a page of YAML; 1 MiB leaves room for long comments.
+    absl::StatusOr<std::string> text = ReadUserTextFile(absl::GetFlag(FLAGS_spec), 1 << 20);
+    if (!text.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--spec: ", text.status().message()));
     }
-    std::stringstream text;
-    text << in.rdbuf();
     // The coordinator parses the text, so errors name its lines. (`spec`
     // stays valid: the flags below fill it, and it is dropped at the end.)
-    request.set_spec_text(text.str());
+    request.set_spec_text(*std::move(text));
   }
   if (!request.spec_text().empty() && AnyJobFlag()) {
     return absl::InvalidArgumentError(

@@ -98,8 +98,12 @@ std::string Header(const Job& job) {
                                  absl::StrCat("vs the fastest GPU-only (", f->baseline(),
                                               f->measured() ? ", measured)" : ", modelled)")));
     }
-    absl::StrAppend(&out, Card(Num(c.energy_ratio(), 3) + "×", "energy saved vs GPU-only"));
-    absl::StrAppend(&out, Card(Num(c.projected_time_ratio(), 3) + "× / " + Num(c.projected_energy_ratio(), 3) + "×",
+    // No energy ratio: the reference GPU's profile gives no board power.
+    absl::StrAppend(&out, c.energy_ratio() > 0
+                              ? Card(Num(c.energy_ratio(), 3) + "×", "energy saved vs GPU-only")
+                              : Card("–", "energy vs GPU-only: not known (the reference GPU's "
+                                          "profile gives no board power)"));
+    absl::StrAppend(&out, Card(Num(c.projected_time_ratio(), 3) + "× / " + RatioOrDash(c.projected_energy_ratio()),
                                absl::StrCat("projected to ", Num(c.project_epochs(), 3), " epochs")));
   }
   absl::StrAppend(&out, "</div>");
@@ -216,7 +220,7 @@ std::string RenderJobsContent(const std::vector<Job>& jobs) {
                       Escape(StateName(j.state())), "</span></td><td>", Escape(j.hpt().phase()), "</td><td>",
                       j.progress().step(), " / ", j.progress().total_steps(), "</td><td>", Num(j.progress().loss()),
                       "</td><td>", j.hpt().switch_step() >= 0 ? absl::StrCat(j.hpt().switch_step()) : "–",
-                      "</td><td>", c.hpt_time_s() > 0 ? Num(c.time_ratio(), 3) + "× / " + Num(c.energy_ratio(), 3) + "×" : "–",
+                      "</td><td>", c.hpt_time_s() > 0 ? Num(c.time_ratio(), 3) + "× / " + RatioOrDash(c.energy_ratio()) : "–",
                       "</td><td>", Escape(j.owner()), "</td></tr>");
     }
     body += "</tbody></table>";

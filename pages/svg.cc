@@ -30,6 +30,8 @@ std::string Num(double value, int digits) {
   return absl::StrFormat("%.*g", digits, value);
 }
 
+std::string RatioOrDash(double ratio) { return ratio > 0 ? Num(ratio, 3) + "×" : "–"; }
+
 std::string Seconds(double s) {
   const double a = std::fabs(s);
   if (a == 0) return "0 s";

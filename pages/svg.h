@@ -22,6 +22,8 @@ namespace hpt {
 std::string Escape(const std::string& text);
 // A number in at most `digits` significant digits, no exponent below 1e6.
 std::string Num(double value, int digits = 4);
+// "2.5×" to 3 digits; "–" for a ratio that is not known (0).
+std::string RatioOrDash(double ratio);
 // Seconds and joules with a unit a person reads: "412 µs", "3.1 ms", "2.4 s".
 std::string Seconds(double s);
 std::string Joules(double j);

@@ -234,6 +234,38 @@ TEST_P(RecostTest, MeasuredEnergyGivesTheOwnRowEnergyFigures) {
   EXPECT_NEAR(own->energy_ratio(), own->gpu_only_energy_j() / own->hpt_energy_j(), 1e-9);
 }
 
+// A reference GPU whose profile gives no board power (one calibrated where
+// NVML does not answer, a CPU's): the times compare, the energies are not
+// known, and the report says so rather than a ratio of zero.
+TEST_P(RecostTest, AProfileWithNoBoardPowerLeavesEnergyNotKnown) {
+  const WorkRecord& record = *last_.work_record;
+  absl::StatusOr<JobCosts> costs = CostOfRecord(
+      record, {{"reference_gpu", "name = no-power; fp32_flops = 2e13; memory_bw = 1e12; "
+                                 "dispatch_s = 8e-6"}});
+  ASSERT_TRUE(costs.ok()) << costs.status();
+  const CostComparison& c = costs->comparison;
+  EXPECT_GT(c.time_ratio(), 0);
+  EXPECT_GT(c.projected_time_ratio(), 0);
+  EXPECT_EQ(c.energy_ratio(), 0);
+  EXPECT_EQ(c.hpt_energy_j(), 0);
+  EXPECT_EQ(c.gpu_only_energy_j(), 0);
+  EXPECT_EQ(c.projected_energy_ratio(), 0);
+  EXPECT_EQ(c.projected_hpt_energy_j(), 0);
+  Job job;
+  job.set_job_id("j");
+  *job.mutable_hpt()->mutable_comparison() = c;
+  const std::string report = FormatReport(job);
+  EXPECT_NE(report.find("not known: the reference GPU's profile gives no board power"),
+            std::string::npos)
+      << report;
+  EXPECT_EQ(report.find("0.00x"), std::string::npos) << report;
+  // A preset has board power: its energies are known.
+  absl::StatusOr<JobCosts> h100 = CostOfRecord(record, {{"reference_gpu", "h100"}});
+  ASSERT_TRUE(h100.ok());
+  EXPECT_GT(h100->comparison.energy_ratio(), 0);
+  EXPECT_GT(h100->comparison.hpt_energy_j(), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Presets, RecostTest, ::testing::Values("tiny", "wind"));
 
 }  // namespace

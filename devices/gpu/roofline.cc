@@ -1,10 +1,13 @@
 #include "devices/gpu/roofline.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -13,6 +16,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/user_file.h"
 
 namespace hpt {
 namespace {
@@ -182,102 +186,143 @@ std::string GpuProfileText(const GpuSpec& g) {
       Number(g.active_power_w), "\nload_power_w = ", Number(g.load_power_w), "\n");
 }
 
-absl::StatusOr<GpuSpec> ParseGpuProfile(const std::string& text) {
+namespace {
+
+// One "key = value" entry into `g`. `quote`: messages may quote the value
+// (text a person typed); a file's values are never quoted back.
+absl::Status ParseProfileEntry(const std::string& key, const std::string& value, bool quote,
+                               GpuSpec* g, bool* has_host_op_s) {
+  auto want = [&](absl::string_view what, absl::string_view detail = "") {
+    if (!quote) return absl::InvalidArgumentError(what);
+    return absl::InvalidArgumentError(
+        detail.empty() ? absl::StrCat(what, ", got '", value, "'") : std::string(detail));
+  };
+  if (key == "name") { g->name = value; return absl::OkStatus(); }
+  if (key == "source") { g->source = value; return absl::OkStatus(); }
+  if (key == "synchronous") {
+    if (value != "true" && value != "false") return want("want true or false");
+    g->synchronous = value == "true";
+    return absl::OkStatus();
+  }
+  std::vector<std::pair<double, double>>* rates =
+      key == "gemm_rates"              ? &g->gemm_rates
+      : key == "memory_rates"          ? &g->memory_rates
+      : key == "memory_rates_streamed" ? &g->memory_rates_streamed
+      : key == "memory_rates_inplace"  ? &g->memory_rates_inplace
+                                       : nullptr;
+  if (rates != nullptr) {
+    absl::Status st = ParseRates(value, rates);
+    return st.ok() ? st : want("want size:rate pairs", st.message());
+  }
+  GemmGrid* grid = key == "gemm_grid"                   ? &g->gemm_grid
+                   : key == "gemm_grid_nt"              ? &g->gemm_grid_nt
+                   : key == "gemm_grid_tn"              ? &g->gemm_grid_tn
+                   : key == "gemm_grid_streamed"        ? &g->gemm_grid_streamed
+                   : key == "gemm_grid_streamed_result" ? &g->gemm_grid_streamed_result
+                   : key == "attention_grid"            ? &g->attention_grid
+                   : key == "attention_backward_grid"   ? &g->attention_backward_grid
+                   : key == "norm_grid"                 ? &g->norm_grid
+                   : key == "norm_backward_grid"        ? &g->norm_backward_grid
+                                                        : nullptr;
+  if (grid != nullptr) {
+    absl::StatusOr<GemmGrid> parsed = ParseGemmGrid(value);
+    if (!parsed.ok()) return want("want MxKxN:rate entries", parsed.status().message());
+    *grid = *std::move(parsed);
+    return absl::OkStatus();
+  }
+  const std::pair<const char*, double*> numbers[] = {
+      {"fp32_flops", &g->fp32_flops},
+      {"tf32_flops", &g->tf32_flops},
+      {"bf16_flops", &g->bf16_flops},
+      {"memory_bw", &g->memory_bw},
+      {"compute_share", &g->compute_share},
+      {"memory_share", &g->memory_share},
+      {"dispatch_s", &g->dispatch_s},
+      {"host_op_s", &g->host_op_s},
+      {"python_op_s", &g->python_op_s},
+      {"frame_s", &g->frame_s},
+      {"history_s", &g->history_s},
+      {"node_s", &g->node_s},
+      {"graph_node_s", &g->graph_node_s},
+      {"min_kernel_s", &g->min_kernel_s},
+      {"idle_power_w", &g->idle_power_w},
+      {"active_power_w", &g->active_power_w},
+      {"load_power_w", &g->load_power_w},
+      {"cache_bytes", &g->cache_bytes},
+      {"attention_call_s", &g->attention_call_s},
+      {"attention_backward_call_s", &g->attention_backward_call_s},
+  };
+  for (const auto& [name, field] : numbers) {
+    if (key != name) continue;
+    if (!absl::SimpleAtod(value, field) || !std::isfinite(*field) || *field < 0) {
+      return want("want a number >= 0");
+    }
+    if (key == "host_op_s") *has_host_op_s = true;
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError("unknown key");
+}
+
+// A key fit to repeat in a message: a short identifier.
+bool PlainKey(absl::string_view key) {
+  return !key.empty() && key.size() <= 40 &&
+         std::all_of(key.begin(), key.end(),
+                     [](char c) { return absl::ascii_isalnum(c) || c == '_'; });
+}
+
+// `file`: the profile came from that file; messages name its lines and
+// quote none of its text. Otherwise they number entries and quote them.
+absl::StatusOr<GpuSpec> ParseProfile(const std::string& text, const std::string* file) {
   GpuSpec g;
   bool has_host_op_s = false;
-  int line_no = 0;
-  for (absl::string_view line : absl::StrSplit(text, absl::ByAnyChar("\n;"))) {
+  int line_no = 0, entry_no = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
     ++line_no;
-    if (size_t hash = line.find('#'); hash != absl::string_view::npos) line = line.substr(0, hash);
-    line = absl::StripAsciiWhitespace(line);
-    if (line.empty()) continue;
-    const size_t eq = line.find('=');
-    if (eq == absl::string_view::npos) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("gpu profile entry ", line_no, ": want key = value, got '", line, "'"));
-    }
-    const std::string key(absl::StripAsciiWhitespace(line.substr(0, eq)));
-    const std::string value(absl::StripAsciiWhitespace(line.substr(eq + 1)));
-    auto bad = [&](const std::string& why) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("gpu profile entry ", line_no, " (", key, "): ", why));
-    };
-    if (key == "name") { g.name = value; continue; }
-    if (key == "source") { g.source = value; continue; }
-    if (key == "synchronous") {
-      if (value != "true" && value != "false") return bad("want true or false");
-      g.synchronous = value == "true";
-      continue;
-    }
-    std::vector<std::pair<double, double>>* rates =
-        key == "gemm_rates"              ? &g.gemm_rates
-        : key == "memory_rates"          ? &g.memory_rates
-        : key == "memory_rates_streamed" ? &g.memory_rates_streamed
-        : key == "memory_rates_inplace"  ? &g.memory_rates_inplace
-                                         : nullptr;
-    if (rates != nullptr) {
-      absl::Status st = ParseRates(value, rates);
-      if (!st.ok()) return bad(std::string(st.message()));
-      continue;
-    }
-    GemmGrid* grid = key == "gemm_grid"                   ? &g.gemm_grid
-                     : key == "gemm_grid_nt"              ? &g.gemm_grid_nt
-                     : key == "gemm_grid_tn"              ? &g.gemm_grid_tn
-                     : key == "gemm_grid_streamed"        ? &g.gemm_grid_streamed
-                     : key == "gemm_grid_streamed_result" ? &g.gemm_grid_streamed_result
-                     : key == "attention_grid"            ? &g.attention_grid
-                     : key == "attention_backward_grid"   ? &g.attention_backward_grid
-                     : key == "norm_grid"                 ? &g.norm_grid
-                     : key == "norm_backward_grid"        ? &g.norm_backward_grid
-                                                          : nullptr;
-    if (grid != nullptr) {
-      absl::StatusOr<GemmGrid> parsed = ParseGemmGrid(value);
-      if (!parsed.ok()) return bad(std::string(parsed.status().message()));
-      *grid = *std::move(parsed);
-      continue;
-    }
-    double* field = nullptr;
-    if (key == "fp32_flops") field = &g.fp32_flops;
-    if (key == "tf32_flops") field = &g.tf32_flops;
-    if (key == "bf16_flops") field = &g.bf16_flops;
-    if (key == "memory_bw") field = &g.memory_bw;
-    if (key == "compute_share") field = &g.compute_share;
-    if (key == "memory_share") field = &g.memory_share;
-    if (key == "dispatch_s") field = &g.dispatch_s;
-    if (key == "host_op_s") {
-      field = &g.host_op_s;
-      has_host_op_s = true;
-    }
-    if (key == "python_op_s") field = &g.python_op_s;
-    if (key == "frame_s") field = &g.frame_s;
-    if (key == "history_s") field = &g.history_s;
-    if (key == "node_s") field = &g.node_s;
-    if (key == "graph_node_s") field = &g.graph_node_s;
-    if (key == "min_kernel_s") field = &g.min_kernel_s;
-    if (key == "idle_power_w") field = &g.idle_power_w;
-    if (key == "active_power_w") field = &g.active_power_w;
-    if (key == "load_power_w") field = &g.load_power_w;
-    if (key == "cache_bytes") field = &g.cache_bytes;
-    if (key == "attention_call_s") field = &g.attention_call_s;
-    if (key == "attention_backward_call_s") field = &g.attention_backward_call_s;
-    if (field == nullptr) return bad("unknown key");
-    if (!absl::SimpleAtod(value, field) || !std::isfinite(*field) || *field < 0) {
-      return bad(absl::StrCat("want a number >= 0, got '", value, "'"));
+    for (absl::string_view entry : absl::StrSplit(line, ';')) {
+      ++entry_no;
+      if (size_t hash = entry.find('#'); hash != absl::string_view::npos) {
+        entry = entry.substr(0, hash);
+      }
+      entry = absl::StripAsciiWhitespace(entry);
+      if (entry.empty()) continue;
+      const std::string where =
+          file != nullptr ? absl::StrCat("gpu profile ", *file, " line ", line_no)
+                          : absl::StrCat("gpu profile entry ", entry_no);
+      const size_t eq = entry.find('=');
+      if (eq == absl::string_view::npos) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": want key = value", file != nullptr ? "" : absl::StrCat(", got '", entry, "'")));
+      }
+      const std::string key(absl::StripAsciiWhitespace(entry.substr(0, eq)));
+      const std::string value(absl::StripAsciiWhitespace(entry.substr(eq + 1)));
+      absl::Status st = ParseProfileEntry(key, value, file == nullptr, &g, &has_host_op_s);
+      if (!st.ok()) {
+        const bool name_key = file == nullptr || PlainKey(key);
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, name_key ? absl::StrCat(" (", key, ")") : "", ": ", st.message()));
+      }
     }
   }
-  if (g.name.empty()) return absl::InvalidArgumentError("gpu profile: name is missing");
+  const std::string what = file != nullptr ? absl::StrCat("gpu profile ", *file) : "gpu profile";
+  if (g.name.empty()) return absl::InvalidArgumentError(absl::StrCat(what, ": name is missing"));
   // A profile from before host_op_s priced a kernel-less op as a launch.
   if (!has_host_op_s) g.host_op_s = g.dispatch_s;
   if (g.fp32_flops <= 0 || g.memory_bw <= 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("gpu profile '", g.name, "': fp32_flops and memory_bw must be > 0"));
+        absl::StrCat(what, " '", g.name, "': fp32_flops and memory_bw must be > 0"));
   }
   if (g.compute_share <= 0 || g.compute_share > 1 || g.memory_share <= 0 ||
       g.memory_share > 1) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "gpu profile '", g.name, "': compute_share and memory_share must be in (0, 1]"));
+        what, " '", g.name, "': compute_share and memory_share must be in (0, 1]"));
   }
   return g;
+}
+
+}  // namespace
+
+absl::StatusOr<GpuSpec> ParseGpuProfile(const std::string& text) {
+  return ParseProfile(text, nullptr);
 }
 
 absl::StatusOr<GpuSpec> GpuProfileOrPreset(const std::string& value) {
@@ -289,15 +334,20 @@ absl::StatusOr<std::string> ReferenceGpuValue(const std::string& value) {
   if (IsGpuPreset(value) || value.find('=') != std::string::npos) return value;
   const bool looks_like_path = value.find('/') != std::string::npos ||
                                absl::EndsWith(value, ".profile");
-  std::ifstream file(value);
-  if (!file) {
-    if (!looks_like_path) return value;  // GpuPreset names the choices
-    return absl::NotFoundError(
-        absl::StrCat("reference_gpu: cannot read the profile file '", value, "'"));
+  struct stat st;
+  if (!looks_like_path && stat(value.c_str(), &st) != 0) return value;  // GpuPreset names the choices
+  absl::StatusOr<std::string> text = ReadUserTextFile(value, kMaxGpuProfileBytes);
+  if (!text.ok()) {
+    return absl::Status(text.status().code(),
+                        absl::StrCat("reference_gpu: ", text.status().message()));
   }
-  std::stringstream text;
-  text << file.rdbuf();
-  return absl::StrReplaceAll(text.str(), {{"\n", "; "}});
+  // Checked here, where the file is named, so that errors give its lines;
+  // what travels on is the profile's text on one line.
+  if (absl::StatusOr<GpuSpec> parsed = ParseProfile(*text, &value); !parsed.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("reference_gpu: ", parsed.status().message()));
+  }
+  return absl::StrReplaceAll(*text, {{"\n", "; "}});
 }
 
 double PeakFlops(const GpuSpec& gpu, GpuPrecision precision) {

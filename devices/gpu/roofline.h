@@ -14,6 +14,7 @@
 #ifndef HPT_DEVICES_GPU_ROOFLINE_H_
 #define HPT_DEVICES_GPU_ROOFLINE_H_
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -142,9 +143,12 @@ std::string GpuProfileText(const GpuSpec& gpu);
 absl::StatusOr<GpuSpec> GpuProfileOrPreset(const std::string& value);
 bool IsGpuPreset(const std::string& name);
 // `reference_gpu` as a person gives it: a preset name and a profile's text
-// stay as they are; a path to a profile file is read and returned as the
-// profile's text on one line. NOT_FOUND naming the path when it cannot be
-// read.
+// stay as they are; a path to a profile file is read, checked and returned
+// as the profile's text on one line. NOT_FOUND naming the path when it
+// cannot be read; INVALID_ARGUMENT when it is no regular file, is over
+// kMaxGpuProfileBytes, is not text or is not a profile, naming the line
+// and never quoting the file.
+inline constexpr int64_t kMaxGpuProfileBytes = 1 << 20;  // a calibrated profile is ~20 KB
 absl::StatusOr<std::string> ReferenceGpuValue(const std::string& value);
 
 // The peak rate at `precision` (fp32 where the GPU has no such units).

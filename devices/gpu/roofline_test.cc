@@ -1,5 +1,9 @@
 #include "devices/gpu/roofline.h"
 
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/test_util.h"
 #include "gtest/gtest.h"
 
 namespace hpt {
@@ -122,6 +126,71 @@ TEST(RooflineTest, AProfileRoundTripsAndBadEntriesNameTheirLine) {
       << s;
   EXPECT_TRUE(GpuProfileOrPreset("name = x; fp32_flops = 1; memory_bw = 1").ok());
   EXPECT_FALSE(GpuProfileOrPreset("h200").ok());
+}
+
+// A profile file is read where it is named (hptctl, a worker's flag): it
+// travels on as one line of text; what is wrong with it names the file and
+// the line and never quotes the file, whatever file it is.
+class ProfileFileTest : public ::testing::Test {
+ protected:
+  std::string Write(const std::string& name, const std::string& bytes) {
+    return testing::WriteTestFile(dir_, name, bytes);
+  }
+  std::string Error(const std::string& value) {
+    absl::StatusOr<std::string> v = ReferenceGpuValue(value);
+    EXPECT_FALSE(v.ok()) << value;
+    return v.ok() ? "" : std::string(v.status().message());
+  }
+  const std::string dir_ = testing::MakeTempDir("roofline_test");
+};
+
+TEST_F(ProfileFileTest, AFileTravelsAsOneLineOfItsText) {
+  const std::string path = Write("mine.profile",
+                                 "# calibrated\nname = mine  # a note\nfp32_flops = 2e12\n"
+                                 "memory_bw = 1e11\n");
+  absl::StatusOr<std::string> v = ReferenceGpuValue(path);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->find('\n'), std::string::npos);
+  absl::StatusOr<GpuSpec> g = GpuProfileOrPreset(*v);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->name, "mine");
+  EXPECT_EQ(g->fp32_flops, 2e12);
+  EXPECT_EQ(g->memory_bw, 1e11);
+  EXPECT_EQ(ReferenceGpuValue("h100").value(), "h100");
+  EXPECT_EQ(ReferenceGpuValue("h200").value(), "h200");  // not a file: GpuPreset says the choices
+}
+
+TEST_F(ProfileFileTest, ErrorsNameTheLineAndNeverQuoteTheFile) {
+  const std::string secret = "s3cret-Value";
+  std::string path = Write("a.profile", "name = x\nfp32_flops = " + secret + "\n");
+  EXPECT_EQ(Error(path), "reference_gpu: gpu profile " + path +
+                             " line 2 (fp32_flops): want a number >= 0");
+  // Not a profile at all (a password file, say): line 1, nothing quoted.
+  path = Write("passwd", "root:" + secret + ":0:0::/root:/bin/sh\n");
+  EXPECT_EQ(Error(path), "reference_gpu: gpu profile " + path + " line 1: want key = value");
+  path = Write("b.profile", "name = x\n" + secret + " key = 1\n");
+  EXPECT_EQ(Error(path), "reference_gpu: gpu profile " + path + " line 2: unknown key");
+  path = Write("c.profile", "name = x\nwarp_speed = " + secret + "\n");
+  EXPECT_EQ(Error(path), "reference_gpu: gpu profile " + path + " line 2 (warp_speed): unknown key");
+  path = Write("d.profile", "name = x\ngemm_grid = 8x8:" + secret + "\n");
+  EXPECT_EQ(Error(path),
+            "reference_gpu: gpu profile " + path + " line 2 (gemm_grid): want MxKxN:rate entries");
+  path = Write("e.profile", "name = x\nfp32_flops = 1\n");
+  EXPECT_EQ(Error(path), "reference_gpu: gpu profile " + path +
+                             " 'x': fp32_flops and memory_bw must be > 0");
+}
+
+TEST_F(ProfileFileTest, WhatIsNoTextFileIsRefusedByWhatItIs) {
+  EXPECT_EQ(Error(dir_), "reference_gpu: " + dir_ + ": a directory, not a regular file");
+  EXPECT_EQ(Error("/dev/zero"), "reference_gpu: /dev/zero: a device, not a regular file");
+  const std::string binary = Write("bin.profile", std::string("name = x\n\xff\x00", 11));
+  EXPECT_EQ(Error(binary),
+            "reference_gpu: " + binary + ": not a text file (line 2 holds bytes that are not UTF-8)");
+  const std::string big = Write("big.profile", std::string(kMaxGpuProfileBytes + 1, '#'));
+  EXPECT_EQ(Error(big), absl::StrCat("reference_gpu: ", big, ": ", kMaxGpuProfileBytes + 1,
+                                     " bytes, over the limit of ", kMaxGpuProfileBytes));
+  absl::StatusOr<std::string> missing = ReferenceGpuValue(dir_ + "/none.profile");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
 }
 
 }  // namespace
