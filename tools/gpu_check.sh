@@ -48,7 +48,10 @@ check() {
   fi
 }
 
-check calibrate hpt_calibrate --device="$device" --out="$out/gpu.profile"
+# HPT_CALIBRATE_QUICK=1: the quick calibration (the CPU twin's; a GPU's
+# check wants the full one).
+check calibrate hpt_calibrate --device="$device" --out="$out/gpu.profile" \
+  ${HPT_CALIBRATE_QUICK:+--quick}
 check model-vs-h100 gpu_model_check --gpu=h100
 if [ -s "$out/gpu.profile" ]; then
   # This GPU's own profile against issue 32's H100 table (meaningful on an
