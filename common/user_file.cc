@@ -72,44 +72,57 @@ absl::Status CheckRegularFile(const std::string& path, const struct stat& st, in
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> ReadUserFile(const std::string& path, int64_t max_bytes) {
+absl::StatusOr<std::string> ReadUserFile(const std::string& path, int64_t max_bytes,
+                                         const ReadFileOptions& options) {
+  const std::string& shown = options.shown_as.empty() ? path : options.shown_as;
   // O_NONBLOCK: a FIFO opens at once (and is then refused) rather than
   // waiting for a writer.
-  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  const int fd = open(path.c_str(),
+                      O_RDONLY | O_NONBLOCK | O_CLOEXEC | (options.no_follow ? O_NOFOLLOW : 0));
   if (fd < 0) {
-    return absl::NotFoundError(absl::StrCat("cannot open '", path, "': ",
+    return absl::NotFoundError(absl::StrCat("cannot open '", shown, "': ",
                                             errno == ENOENT    ? "no such file"
                                             : errno == EACCES ? "permission denied"
+                                            : errno == ELOOP  ? "a symlink"
                                                               : "not readable"));
   }
   struct stat st;
   absl::Status status = fstat(fd, &st) == 0
-                            ? CheckRegularFile(path, st, max_bytes)
-                            : absl::NotFoundError(absl::StrCat("cannot stat '", path, "'"));
+                            ? CheckRegularFile(shown, st, max_bytes)
+                            : absl::NotFoundError(absl::StrCat("cannot stat '", shown, "'"));
   std::string bytes;
+  size_t done = 0;
   if (status.ok()) {
     // Read to the end, not to fstat's size: a file that grew since is
     // refused once it passes max_bytes, not cut short or read without end.
-    bytes.reserve(size_t(st.st_size));
-    char chunk[65536];
+    // One byte past the size (or the limit) is room to see the end.
+    bytes.resize(size_t(std::min<int64_t>(st.st_size, max_bytes)) + 1);
     while (true) {
-      const ssize_t n = read(fd, chunk, sizeof chunk);
+      if (done == bytes.size()) {
+        if (int64_t(done) > max_bytes) {
+          status = absl::InvalidArgumentError(
+              absl::StrCat(shown, ": over the limit of ", max_bytes, " bytes"));
+          break;
+        }
+        bytes.resize(size_t(std::min<int64_t>(max_bytes + 1, int64_t(done) * 2)));
+      }
+      if (options.before_read) {
+        if (status = options.before_read(); !status.ok()) break;
+      }
+      // At most 64 MiB a read, so that before_read is asked often enough.
+      const ssize_t n = read(fd, bytes.data() + done, std::min<size_t>(bytes.size() - done, 64 << 20));
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) {
-        status = absl::NotFoundError(absl::StrCat("cannot read '", path, "'"));
+        status = absl::NotFoundError(absl::StrCat("cannot read '", shown, "'"));
         break;
       }
       if (n == 0) break;
-      bytes.append(chunk, size_t(n));
-      if (int64_t(bytes.size()) > max_bytes) {
-        status = absl::InvalidArgumentError(
-            absl::StrCat(path, ": over the limit of ", max_bytes, " bytes"));
-        break;
-      }
+      done += size_t(n);
     }
   }
   close(fd);
   if (!status.ok()) return status;
+  bytes.resize(done);
   return bytes;
 }
 

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -20,9 +21,23 @@
 
 namespace hpt {
 
-// NOT_FOUND when it cannot be opened; INVALID_ARGUMENT when it is not a
-// regular file or is over max_bytes.
-absl::StatusOr<std::string> ReadUserFile(const std::string& path, int64_t max_bytes);
+// How a caller with more rules than a person's file reads one (the data
+// loaders, data/text_file.h).
+struct ReadFileOptions {
+  // Refuse a symlink as the last component (O_NOFOLLOW): the caller has
+  // resolved the path itself and checked where it leads.
+  bool no_follow = false;
+  // The path as messages name it; empty: `path` itself.
+  std::string shown_as;
+  // Asked before each read; a status that is not OK stops the read and is
+  // returned (a deadline, a cancelled job).
+  std::function<absl::Status()> before_read;
+};
+
+// NOT_FOUND when it cannot be opened or read; INVALID_ARGUMENT when it is
+// not a regular file or is over max_bytes, even where it grows while read.
+absl::StatusOr<std::string> ReadUserFile(const std::string& path, int64_t max_bytes,
+                                         const ReadFileOptions& options = {});
 absl::StatusOr<std::string> ReadUserTextFile(const std::string& path, int64_t max_bytes);
 
 // INVALID_ARGUMENT naming `path` and what the node is, unless `st` is a

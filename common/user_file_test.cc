@@ -51,6 +51,39 @@ TEST_F(UserFileTest, RefusesAFileOverTheLimitNamingSizeAndLimit) {
   EXPECT_EQ(s.message(), path + ": 2000 bytes, over the limit of 1999");
 }
 
+TEST_F(UserFileTest, ReadsToTheEndNotToTheSizeStatGave) {
+  // /proc files stat as 0 bytes: what is there is read whole, and the limit
+  // still holds past the size stat gave.
+  absl::StatusOr<std::string> status = ReadUserFile("/proc/self/status", 1 << 20);
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_NE(status->find("Name:"), std::string::npos);
+  absl::Status s = ReadUserFile("/proc/self/status", 10).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "/proc/self/status: over the limit of 10 bytes");
+}
+
+TEST_F(UserFileTest, OptionsRefuseASymlinkNameThePathAndStopBetweenReads) {
+  const std::string target = Write("target", std::string(100, 'a'));
+  const std::string link = dir_ + "/link";
+  unlink(link.c_str());
+  ASSERT_EQ(symlink(target.c_str(), link.c_str()), 0);
+  ReadFileOptions options;
+  options.no_follow = true;
+  options.shown_as = "data/x.csv";
+  absl::Status s = ReadUserFile(link, 1024, options).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(s.message(), "cannot open 'data/x.csv': a symlink");
+  EXPECT_EQ(ReadUserFile(target, 10, options).status().message(),
+            "data/x.csv: 100 bytes, over the limit of 10");
+
+  int asked = 0;
+  options.before_read = [&] { ++asked; return absl::OkStatus(); };
+  EXPECT_EQ(ReadUserFile(target, 1024, options).value(), std::string(100, 'a'));
+  EXPECT_EQ(asked, 2);  // the read that fills it and the one that finds the end
+  options.before_read = [] { return absl::CancelledError("stop"); };
+  EXPECT_EQ(ReadUserFile(target, 1024, options).status(), absl::CancelledError("stop"));
+}
+
 TEST_F(UserFileTest, TextWithNulOrBadUtf8NamesTheLineNotTheContents) {
   const std::string secret = "hunter2-secret";
   const std::string nul = Write("nul", secret + "\nok\n" + std::string("x\0y", 3));

@@ -1,8 +1,6 @@
 #include "data/text_file.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -83,30 +81,13 @@ absl::StatusOr<std::string> ResolveDataPath(const std::string& path, const DataL
 absl::StatusOr<std::string> ReadTextFile(const std::string& path, const DataLimits& limits) {
   absl::StatusOr<std::string> resolved = ResolveDataPath(path, limits);
   if (!resolved.ok()) return resolved.status();
-  // O_NONBLOCK: should the node have become a FIFO since the check, open
-  // returns at once and fstat refuses it.
-  const int fd = open(resolved->c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  struct stat st;
-  absl::Status status = fstat(fd, &st) == 0
-                            ? CheckNode(path, st, limits, /*directory=*/false)
-                            : absl::NotFoundError(absl::StrCat(path, ": cannot stat"));
-  std::string text;
-  if (status.ok()) {
-    text.resize(size_t(st.st_size));
-    size_t done = 0;
-    while (done < text.size()) {
-      if (status = CheckLoading(path, limits); !status.ok()) break;
-      const ssize_t n = read(fd, text.data() + done, std::min<size_t>(text.size() - done, 64 << 20));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;  // the file shrank: keep what was there
-      done += size_t(n);
-    }
-    text.resize(done);
-  }
-  close(fd);
-  if (!status.ok()) return status;
-  return text;
+  // The resolved path, not followed again: should a symlink or a FIFO have
+  // been swapped in since the check, the read refuses it.
+  ReadFileOptions options;
+  options.no_follow = true;
+  options.shown_as = path;
+  options.before_read = [&] { return CheckLoading(path, limits); };
+  return ReadUserFile(*resolved, limits.max_file_bytes, options);
 }
 
 absl::Status CheckLoading(absl::string_view what, const DataLimits& limits) {

@@ -36,7 +36,8 @@ done
 compile() {
   local src=$1 obj=$OUT/obj/$(echo "$1" | tr '/' '_').o
   local newest
-  newest=$(find "$ROOT/data" "$ROOT/common" "$ROOT/coordinator" "$ROOT/models" "$ROOT/fuzz" \
+  newest=$(find "$ROOT/data" "$ROOT/common" "$ROOT/coordinator" "$ROOT/models" "$ROOT/devices" \
+           "$ROOT/fuzz" \
            -name '*.h' -newer "$obj" 2>/dev/null | head -1 || true)
   if [ ! -e "$obj" ] || [ "$src" -nt "$obj" ] || [ -n "$newest" ]; then
     "$CXX" "${FLAGS[@]}" -c "$src" -o "$obj"
@@ -52,12 +53,13 @@ declare -A SOURCES=(
   [spec]="coordinator/spec/job_spec.cc coordinator/spec/hpt_spec.cc coordinator/spec/paper_recipes.cc coordinator/spec/spec_names.cc models/model_config.cc models/lora_config.cc \
 models/model_flops.cc $OUT/gen/proto/work.pb.cc $OUT/gen/proto/common.pb.cc \
 $OUT/gen/proto/job_service.pb.cc"
+  [gpu_profile]="devices/gpu/roofline.cc devices/gpu/gemm_grid.cc common/user_file.cc"
   [tensor_codec]="common/tensor_codec.cc common/host_tensor.cc $OUT/gen/proto/work.pb.cc \
 $OUT/gen/proto/common.pb.cc"
 )
 
 failed=0
-for target in wide_csv weather covid swe spec tensor_codec; do
+for target in wide_csv weather covid swe spec gpu_profile tensor_codec; do
   [ -n "$ONLY" ] && [ "$ONLY" != "$target" ] && continue
   objs=()
   for src in fuzz/${target}_fuzzer.cc ${SOURCES[$target]}; do objs+=("$(compile "$src")"); done

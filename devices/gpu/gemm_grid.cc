@@ -63,7 +63,8 @@ double GemmGrid::Rate(const GemmShape& s) const {
   const auto [i, wi] = Locate(m_, double(s.m));
   const auto [j, wj] = Locate(k_, double(s.k));
   const auto [l, wl] = Locate(n_, double(s.n));
-  auto at = [&](size_t di, size_t dj, size_t dl) {
+  // Explicit captures: a structured binding cannot be captured by reference in C++17.
+  auto at = [this, i = i, j = j, l = l](size_t di, size_t dj, size_t dl) {
     return RateAt(std::min(i + di, m_.size() - 1), std::min(j + dj, k_.size() - 1),
                   std::min(l + dl, n_.size() - 1));
   };

@@ -283,13 +283,15 @@ absl::StatusOr<GpuSpec> ParseProfile(const std::string& text, const std::string*
       }
       entry = absl::StripAsciiWhitespace(entry);
       if (entry.empty()) continue;
-      const std::string where =
-          file != nullptr ? absl::StrCat("gpu profile ", *file, " line ", line_no)
-                          : absl::StrCat("gpu profile entry ", entry_no);
+      // Built only on an error: a sweep re-parses an inline profile at every point.
+      auto where = [&] {
+        return file != nullptr ? absl::StrCat("gpu profile ", *file, " line ", line_no)
+                               : absl::StrCat("gpu profile entry ", entry_no);
+      };
       const size_t eq = entry.find('=');
       if (eq == absl::string_view::npos) {
         return absl::InvalidArgumentError(absl::StrCat(
-            where, ": want key = value", file != nullptr ? "" : absl::StrCat(", got '", entry, "'")));
+            where(), ": want key = value", file != nullptr ? "" : absl::StrCat(", got '", entry, "'")));
       }
       const std::string key(absl::StripAsciiWhitespace(entry.substr(0, eq)));
       const std::string value(absl::StripAsciiWhitespace(entry.substr(eq + 1)));
@@ -297,22 +299,24 @@ absl::StatusOr<GpuSpec> ParseProfile(const std::string& text, const std::string*
       if (!st.ok()) {
         const bool name_key = file == nullptr || PlainKey(key);
         return absl::InvalidArgumentError(
-            absl::StrCat(where, name_key ? absl::StrCat(" (", key, ")") : "", ": ", st.message()));
+            absl::StrCat(where(), name_key ? absl::StrCat(" (", key, ")") : "", ": ", st.message()));
       }
     }
   }
   const std::string what = file != nullptr ? absl::StrCat("gpu profile ", *file) : "gpu profile";
   if (g.name.empty()) return absl::InvalidArgumentError(absl::StrCat(what, ": name is missing"));
+  // A file is named by its path; its name line is its text, not quoted.
+  const std::string named = file != nullptr ? what : absl::StrCat(what, " '", g.name, "'");
   // A profile from before host_op_s priced a kernel-less op as a launch.
   if (!has_host_op_s) g.host_op_s = g.dispatch_s;
   if (g.fp32_flops <= 0 || g.memory_bw <= 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat(what, " '", g.name, "': fp32_flops and memory_bw must be > 0"));
+        absl::StrCat(named, ": fp32_flops and memory_bw must be > 0"));
   }
   if (g.compute_share <= 0 || g.compute_share > 1 || g.memory_share <= 0 ||
       g.memory_share > 1) {
     return absl::InvalidArgumentError(absl::StrCat(
-        what, " '", g.name, "': compute_share and memory_share must be in (0, 1]"));
+        named, ": compute_share and memory_share must be in (0, 1]"));
   }
   return g;
 }
