@@ -7,6 +7,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "common/metrics.h"
 #include "common/net.h"
@@ -119,8 +120,40 @@ hpt::DataLimits DataLimitsFromFlags() {
   return limits;
 }
 
+// The numeric flags' ranges, checked before anything starts: outside them
+// the coordinator would run on and fail every job (a 0 s task deadline, a
+// negative file limit) or wrap (--max_data_file_mb is shifted into bytes).
+absl::Status CheckNumericFlags() {
+  constexpr double kDay = 86400;
+  struct Range {
+    const char* flag;
+    double value, lo, hi;
+    bool lo_open;  // value must be > lo, not >= lo
+  };
+  const Range ranges[] = {
+      {"--worker_timeout_s", absl::GetFlag(FLAGS_worker_timeout_s), 0, kDay, true},
+      {"--worker_wait_s", double(absl::GetFlag(FLAGS_worker_wait_s)), 0, kDay, false},
+      {"--task_deadline_s", double(absl::GetFlag(FLAGS_task_deadline_s)), 1, kDay, false},
+      {"--max_running_jobs", double(absl::GetFlag(FLAGS_max_running_jobs)), 1, 1e6, false},
+      {"--max_load_s", absl::GetFlag(FLAGS_max_load_s), 0, kDay, true},
+      // 8 TiB: the most a file limit in bytes holds without overflow, and then some.
+      {"--max_data_file_mb", double(absl::GetFlag(FLAGS_max_data_file_mb)), 1, 1 << 23, false},
+      {"--max_data_cells", double(absl::GetFlag(FLAGS_max_data_cells)), 1, 1e15, false},
+  };
+  for (const Range& r : ranges) {
+    const bool above = r.lo_open ? r.value > r.lo : r.value >= r.lo;
+    if (!above || !(r.value <= r.hi)) {
+      return absl::InvalidArgumentError(absl::StrFormat("%s must be %s %.15g and <= %.15g, got %.15g",
+                                                        r.flag, r.lo_open ? ">" : ">=", r.lo,
+                                                        r.hi, r.value));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The server's options from the flags; INVALID_ARGUMENT naming a bad flag.
 absl::StatusOr<hpt::CoordinatorServer::Options> OptionsFromFlags() {
+  RETURN_IF_ERROR(CheckNumericFlags());
   hpt::CoordinatorServer::Options options;
   // Workers and the coordinator prove themselves with certificates; users
   // with tokens (--tokens_file), so client certificates are optional here.
@@ -133,23 +166,14 @@ absl::StatusOr<hpt::CoordinatorServer::Options> OptionsFromFlags() {
     options.static_workers =
         absl::StrSplit(absl::GetFlag(FLAGS_workers), ',', absl::SkipEmpty());
   }
-  if (!(absl::GetFlag(FLAGS_worker_timeout_s) > 0)) {
-    return absl::InvalidArgumentError("--worker_timeout_s must be positive");
-  }
   options.worker_liveness_timeout = absl::Seconds(absl::GetFlag(FLAGS_worker_timeout_s));
   options.worker_wait = absl::Seconds(absl::GetFlag(FLAGS_worker_wait_s));
   options.task_deadline = absl::Seconds(absl::GetFlag(FLAGS_task_deadline_s));
   options.rendezvous_host = absl::GetFlag(FLAGS_rendezvous_host);
   options.tokens_file = absl::GetFlag(FLAGS_tokens_file);
   options.max_running_jobs = absl::GetFlag(FLAGS_max_running_jobs);
-  if (options.max_running_jobs < 1) {
-    return absl::InvalidArgumentError("--max_running_jobs must be at least 1");
-  }
   ASSIGN_OR_RETURN(options.state_dir,
                    StateDir(absl::GetFlag(FLAGS_state_dir), absl::GetFlag(FLAGS_no_state)));
-  if (!(absl::GetFlag(FLAGS_max_load_s) > 0)) {
-    return absl::InvalidArgumentError("--max_load_s must be positive");
-  }
   options.max_load_time = absl::Seconds(absl::GetFlag(FLAGS_max_load_s));
   options.data_limits = DataLimitsFromFlags();
   // docker-compose says where the host publishes the port (HPT_BIND).

@@ -230,6 +230,10 @@ int Run(const std::vector<char*>& args, const TlsCredentials& tls) {
       !address.ok()) {
     return Usage(std::string(address.status().message()));
   }
+  // 0 or less would fail every call as DEADLINE_EXCEEDED, naming nothing.
+  if (const int timeout_s = absl::GetFlag(FLAGS_timeout_s); timeout_s < 1) {
+    return Usage(absl::StrCat("--timeout_s must be at least 1 (seconds), got ", timeout_s));
+  }
   const std::shared_ptr<grpc::Channel> channel =
       MakeChannel(absl::GetFlag(FLAGS_coordinator), tls);
   auto stub = JobService::NewStub(channel);

@@ -58,6 +58,31 @@ TEST(OperatorTest, MalformedAddressesExitTwoNamingTheFlag) {
   }
 }
 
+TEST(OperatorTest, OutOfRangeNumbersExitTwoNamingTheFlag) {
+  // Each would have started a process that fails every job it is given.
+  const std::string coordinator = Coordinator() + " --no_state --metrics= --http= " +
+                                  "--listen=127.0.0.1:0 ";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {coordinator + "--task_deadline_s=0", "--task_deadline_s must be >= 1 and <= 86400, got 0"},
+      {coordinator + "--worker_wait_s=-5", "--worker_wait_s must be >= 0 and <= 86400, got -5"},
+      {coordinator + "--worker_timeout_s=0", "--worker_timeout_s must be > 0 and <= 86400, got 0"},
+      {coordinator + "--max_load_s=nan", "--max_load_s must be > 0 and <= 86400, got nan"},
+      {coordinator + "--max_running_jobs=0", "--max_running_jobs must be >= 1"},
+      {coordinator + "--max_data_file_mb=-5", "--max_data_file_mb must be >= 1 and <= 8388608, got -5"},
+      {coordinator + "--max_data_file_mb=9223372036854775807",
+       "--max_data_file_mb must be >= 1 and <= 8388608, got 9.22337203685478e+18"},
+      {coordinator + "--max_data_cells=0", "--max_data_cells must be >= 1"},
+      {Worker() + " --kind=systolic --metrics= --listen=127.0.0.1:0 --threads=-3",
+       "--threads must be 0 (LibTorch's default) to 4096, got -3"},
+      {Hptctl() + " --timeout_s=0 list", "--timeout_s must be at least 1 (seconds), got 0"},
+  };
+  for (const auto& [command, message] : cases) {
+    const CommandResult run = RunCommand(command);
+    EXPECT_EQ(run.exit_code, 2) << command << "\n" << run.output;
+    EXPECT_THAT(run.output, HasSubstr(message)) << command;
+  }
+}
+
 TEST(OperatorTest, AWorkerThatCannotRegisterSaysWhyOnEveryTryThenExits) {
   // Nothing listens on port 1: every try fails at once.
   const CommandResult run = RunCommand(

@@ -85,6 +85,10 @@ absl::StatusOr<hpt::WorkerServer::Options> OptionsFromFlags() {
   options.name = absl::GetFlag(FLAGS_name);
   options.executor.device = absl::GetFlag(FLAGS_device);
   options.executor.intra_op_threads = absl::GetFlag(FLAGS_threads);
+  if (options.executor.intra_op_threads < 0 || options.executor.intra_op_threads > 4096) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--threads must be 0 (LibTorch's default) to 4096, got ", options.executor.intra_op_threads));
+  }
   absl::StatusOr<std::string> reference =
       hpt::ReferenceGpuValue(absl::GetFlag(FLAGS_reference_gpu));
   if (!reference.ok()) return reference.status();
