@@ -3,7 +3,6 @@
 #include "devices/gpu/roofline.h"
 
 #include <chrono>
-#include <fstream>
 #include <iostream>
 
 #include "absl/strings/match.h"
@@ -14,6 +13,7 @@
 #include "devices/gpu/roofline.h"
 #include "hptctl/cost_views.h"
 #include "hptctl/job_format.h"
+#include "hptctl/output_file.h"
 #include "hptctl/request_text.h"
 #include "pages/job_page.h"
 
@@ -62,14 +62,6 @@ absl::StatusOr<WorkRecord> FetchRecord(JobService::Stub& stub, const std::string
   absl::Status s = FromGrpcStatus(stub.GetWorkRecord(&context, request, &record));
   if (!s.ok()) return s;
   return record;
-}
-
-absl::Status WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) return absl::FailedPreconditionError(absl::StrCat("cannot write '", path, "'"));
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -163,7 +155,7 @@ int TraceCommand(JobService::Stub& stub, const std::string& job_id,
     std::cout << text;
     return kExitOk;
   }
-  if (absl::Status s = WriteFile(options.out, text); !s.ok()) return Fail(s);
+  if (absl::Status s = WriteOutputFile(options.out, text); !s.ok()) return Fail(s);
   std::cerr << "wrote " << options.out << "\n";
   return kExitOk;
 }
@@ -220,7 +212,7 @@ int SweepCommand(JobService::Stub& stub, const std::string& job_id,
              {".csv", SweepCsv(grids, *points)},
              {".json", SweepJson(grids, *points)},
              {".svg", SweepSvg(grids, *points, title)}}) {
-      if (absl::Status s = WriteFile(options.out + ext, text); !s.ok()) return Fail(s);
+      if (absl::Status s = WriteOutputFile(options.out + ext, text); !s.ok()) return Fail(s);
     }
     std::cerr << "wrote " << options.out << ".csv, .json and .svg\n";
   }
@@ -256,7 +248,7 @@ int HtmlReportCommand(JobService::Stub& stub, const std::string& job_id,
   absl::StatusOr<WorkRecord> record = FetchRecord(stub, job_id, options);
   if (!record.ok() && !absl::IsNotFound(record.status())) return Fail(record.status());
   SetPageTimeline(record.ok() ? &*record : nullptr, &input);
-  absl::Status written = WriteFile(options.out, RenderJobPage(input, PageOptions()));
+  absl::Status written = WriteOutputFile(options.out, RenderJobPage(input, PageOptions()));
   if (!written.ok()) return Fail(written);
   std::cout << "wrote " << options.out << " (" << input.history.steps() << " steps; open it in a browser, "
             << "no network needed)" << std::endl;

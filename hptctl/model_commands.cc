@@ -1,7 +1,6 @@
 #include "hptctl/model_commands.h"
 
 #include <algorithm>
-#include <fstream>
 #include <iostream>
 
 #include "absl/strings/match.h"
@@ -11,6 +10,7 @@
 #include "hptctl/job_format.h"
 #include "hptctl/model_file.h"
 #include "hptctl/npy_file.h"
+#include "hptctl/output_file.h"
 #include "hptctl/request_text.h"
 #include "hptctl/safetensors_file.h"
 
@@ -22,14 +22,6 @@ int Fail(const absl::Status& status) { return PrintFailure(status); }
 int UsageError(const std::string& message) {
   std::cerr << "hptctl: " << message << std::endl;
   return kExitUsage;
-}
-
-absl::Status WriteText(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::trunc);
-  out << text << "\n";
-  out.close();
-  if (!out) return absl::FailedPreconditionError(absl::StrCat("cannot write '", path, "'"));
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -91,7 +83,7 @@ int ExportCommand(JobService::Stub& stub, const std::string& job_id,
     }
   }
   s = WriteSafetensors(tensors, metadata, weights);
-  if (s.ok()) s = WriteText(config_path, model_json);
+  if (s.ok()) s = WriteOutputFile(config_path, model_json + "\n");
   if (!s.ok()) return Fail(s);
   if (options.json) {
     std::cout << model_json << std::endl;

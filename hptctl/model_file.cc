@@ -1,13 +1,12 @@
 #include "hptctl/model_file.h"
 
 #include <torch/script.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "hptctl/output_file.h"
 #include "models/model_weights.h"
 
 namespace hpt {
@@ -202,23 +201,21 @@ absl::Status WriteTorchModel(const ModelConfig& config,
                              const DataUnits& units, const std::string& path) {
   // A folder that is missing or not writable is said in one line, before
   // any work.
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  if (access(dir.c_str(), W_OK) != 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot write '", path, "': folder '", dir, "': ", std::strerror(errno)));
-  }
+  if (absl::Status s = CheckOutputPath(path); !s.ok()) return s;
+  // Saved to memory, then written: LibTorch's file writer ends a failed
+  // write (a full disk) by throwing from a destructor, which no catch stops.
+  std::ostringstream bytes;
   try {
     SpatioTemporalTransformer model(config);
     if (absl::Status s = LoadWeights(parameters, *model); !s.ok()) return s;
-    BuildScript(*model, units).save(path);
+    BuildScript(*model, units).save(bytes);
   } catch (const c10::Error& e) {
     return absl::InternalError(
         absl::StrCat("writing '", path, "': ", FirstLine(e.what_without_backtrace())));
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("writing '", path, "': ", FirstLine(e.what())));
   }
-  return absl::OkStatus();
+  return WriteOutputFile(path, bytes.str());
 }
 
 }  // namespace hpt

@@ -1,7 +1,6 @@
 #include "hptctl/npy_file.h"
 
 #include <cstring>
-#include <fstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -9,6 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/user_file.h"
+#include "hptctl/output_file.h"
 
 namespace hpt {
 namespace {
@@ -108,17 +108,14 @@ absl::Status WriteNpy(const HostTensor& tensor, const std::string& path) {
   // and pads the data to 64-byte alignment, as numpy writes it.
   header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
   header += '\n';
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(kMagic, 6);
-  out.put(1);
-  out.put(0);
-  out.put(char(header.size() & 0xff));
-  out.put(char(header.size() >> 8));
-  out << header;
-  out.write(reinterpret_cast<const char*>(tensor.data.data()), std::streamsize(tensor.num_bytes()));
-  out.close();
-  if (!out) return absl::FailedPreconditionError(absl::StrCat("cannot write '", path, "'"));
-  return absl::OkStatus();
+  std::string bytes(kMagic, 6);
+  bytes += char(1);
+  bytes += char(0);
+  bytes += char(header.size() & 0xff);
+  bytes += char(header.size() >> 8);
+  bytes += header;
+  bytes.append(reinterpret_cast<const char*>(tensor.data.data()), tensor.num_bytes());
+  return WriteOutputFile(path, bytes);
 }
 
 }  // namespace hpt

@@ -5,12 +5,12 @@
 
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/json_text.h"
 #include "hptctl/npy_file.h"
+#include "hptctl/output_file.h"
 
 namespace hpt {
 namespace {
@@ -43,15 +43,12 @@ absl::Status WriteSafetensors(const std::map<std::string, HostTensor>& tensors,
   header.append((8 - header.size() % 8) % 8, ' ');
   std::string length;
   PutLittleEndian64(header.size(), &length);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << length << header;
+  std::string bytes = length + header;
   for (const auto& [name, tensor] : tensors) {
     // x86-64 and aarch64 are little-endian, as the format wants.
-    out.write(reinterpret_cast<const char*>(tensor.data.data()), std::streamsize(tensor.num_bytes()));
+    bytes.append(reinterpret_cast<const char*>(tensor.data.data()), tensor.num_bytes());
   }
-  out.close();
-  if (!out) return absl::FailedPreconditionError(absl::StrCat("cannot write '", path, "'"));
-  return absl::OkStatus();
+  return WriteOutputFile(path, bytes);
 }
 
 absl::StatusOr<SafetensorsContents> ReadSafetensors(const std::string& path) {

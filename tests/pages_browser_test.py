@@ -158,7 +158,9 @@ class PagesInBrowserTest(unittest.TestCase):
         nowhere = self.cluster.ctl("report", self.job_id, "--format=html", "--out=/proc/nope/r.html",
                                    check=False)
         self.assertEqual(nowhere.returncode, 3, nowhere.stderr)
-        self.assertEqual(nowhere.stderr, "hptctl: FAILED_PRECONDITION: cannot write '/proc/nope/r.html'\n")
+        self.assertEqual(nowhere.stderr,
+                         "hptctl: FAILED_PRECONDITION: cannot write '/proc/nope/r.html': "
+                         "folder '/proc/nope': No such file or directory\n")
 
     def test_2_live_pages_list_and_show_the_job(self):
         self.open_clean(self.base + "/")
