@@ -2,12 +2,15 @@
 
 #include "devices/gpu/roofline.h"
 
+#include <sys/stat.h>
+
 #include <chrono>
 #include <iostream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "common/grpc_status.h"
 #include "cost/record_costing.h"
 #include "devices/gpu/roofline.h"
@@ -205,6 +208,13 @@ int SweepCommand(JobService::Stub& stub, const std::string& job_id,
     std::cerr << absl::StrFormat("%d points re-costed in %.2f s\n", points->size(), seconds);
   }
   if (!options.out.empty()) {
+    // --out names a prefix; a folder (or a path ending in '/') gets the
+    // files inside it, named for the job.
+    std::string prefix = options.out;
+    struct stat st;
+    if (absl::EndsWith(prefix, "/") || (stat(prefix.c_str(), &st) == 0 && S_ISDIR(st.st_mode))) {
+      prefix = absl::StrCat(absl::StripSuffix(prefix, "/"), "/", job_id, "-sweep");
+    }
     const std::string title =
         absl::StrCat(job_id, ": HpT vs GPU-only (", record->preset(), ") against ", grids[0].key);
     for (const auto& [ext, text] :
@@ -212,9 +222,9 @@ int SweepCommand(JobService::Stub& stub, const std::string& job_id,
              {".csv", SweepCsv(grids, *points)},
              {".json", SweepJson(grids, *points)},
              {".svg", SweepSvg(grids, *points, title)}}) {
-      if (absl::Status s = WriteOutputFile(options.out + ext, text); !s.ok()) return Fail(s);
+      if (absl::Status s = WriteOutputFile(prefix + ext, text); !s.ok()) return Fail(s);
     }
-    std::cerr << "wrote " << options.out << ".csv, .json and .svg\n";
+    std::cerr << "wrote " << prefix << ".csv, .json and .svg\n";
   }
   return kExitOk;
 }

@@ -27,7 +27,7 @@ inline constexpr char kUsage[] =
     "           checkpoint (or the one at step N)\n"
     "  whatif   JOB --set KEY=VALUE ...: the report re-costed under other settings\n"
     "           (docs/cost-model.md lists the keys); no training runs\n"
-    "  sweep    JOB --grid KEY=V1,V2,... [--grid ...] [--set ...] [--out PREFIX]\n"
+    "  sweep    JOB --grid KEY=V1,V2,... [--grid ...] [--set ...] [--out PREFIX|DIR]\n"
     "           [--target time=R]: the grids' product as a table (CSV, JSON, SVG plot)\n"
     "  trace    JOB: the job's work record as JSON; --format=chrome [--step=N]\n"
     "           [--out FILE]: a step's simulated timeline for Perfetto/chrome://tracing\n"

@@ -232,6 +232,16 @@ class WhatIfTest(unittest.TestCase):
         self.assertEqual(len(json.load(open(prefix + ".json"))["points"]), 8)
         svg = open(prefix + ".svg").read()
         self.assertTrue(svg.startswith("<svg") and svg.count("<path") == 4, svg[:200])
+        # A folder as --out: the files go inside it, named for the job.
+        folder = os.path.join(self.cluster.dir, "sweeps")
+        os.makedirs(folder, exist_ok=True)
+        run = self.cluster.ctl("sweep", self.job_id, "--grid", "systolic_rows=16,32",
+                               f"--out={folder}")
+        inside = os.path.join(folder, self.job_id + "-sweep")
+        self.assertIn("wrote " + inside + ".csv, .json and .svg", run.stderr)
+        self.assertEqual(sorted(os.listdir(folder)),
+                         [self.job_id + "-sweep" + ext for ext in (".csv", ".json", ".svg")])
+        self.assertEqual(len(list(csv.DictReader(open(inside + ".csv")))), 2)
 
     def test_target_search(self):
         ends = json.loads(self.cluster.ctl("sweep", self.job_id, "--grid",
