@@ -47,6 +47,17 @@ absl::Status WriteStraight(const std::string& path, absl::string_view bytes) {
   return status;
 }
 
+// A new file beside `target`, named for it, that no one else has: open's
+// mode goes through the umask as a file written in place would.
+int CreateTemporary(const std::string& target, std::string* temp) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    *temp = absl::StrCat(target, ".tmp-", getpid(), "-", attempt);
+    const int fd = open(temp->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  return -1;
+}
+
 }  // namespace
 
 absl::Status CheckOutputPath(const std::string& path) {
@@ -62,21 +73,17 @@ absl::Status CheckOutputPath(const std::string& path) {
 
 absl::Status WriteOutputFile(const std::string& path, absl::string_view bytes) {
   struct stat st;
-  if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
-    return WriteStraight(path, bytes);
-  }
+  const bool exists = stat(path.c_str(), &st) == 0;
+  if (exists && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) return WriteStraight(path, bytes);
   if (absl::Status s = CheckOutputPath(path); !s.ok()) return s;
   // Through a symlink, the file it names is replaced, not the link.
   std::string target = path;
   if (char resolved[PATH_MAX]; realpath(path.c_str(), resolved) != nullptr) target = resolved;
-  std::string temp = target + ".XXXXXX";
-  const int fd = mkstemp(temp.data());
+  std::string temp;
+  const int fd = CreateTemporary(target, &temp);
   if (fd < 0) return CannotWrite(path, std::strerror(errno));
-  // mkstemp makes it 0600; a file written in place would have 0666 less
-  // the umask.
-  const mode_t mask = umask(0);
-  umask(mask);
-  fchmod(fd, 0666 & ~mask);
+  // A file replaced keeps its mode, as one rewritten in place would.
+  if (exists) fchmod(fd, st.st_mode & 07777);
   absl::Status status = WriteAll(fd, bytes, path);
   if (close(fd) != 0 && status.ok()) status = CannotWrite(path, std::strerror(errno));
   if (status.ok() && rename(temp.c_str(), target.c_str()) != 0) {

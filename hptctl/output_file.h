@@ -2,8 +2,8 @@
 // sweep's tables, an exported model, a prediction. Refused in one line
 // naming the path and why: a folder that is missing or not writable, a
 // directory where the file should be, a full disk. A regular file is
-// written beside itself and renamed into place, so a write that fails
-// leaves no half file and keeps the old one; a FIFO or a device
+// written beside itself (keeping its mode) and renamed into place, so a
+// write that fails leaves no half file and keeps the old one; a FIFO or a device
 // (/dev/stdout, /dev/null) is written straight. FAILED_PRECONDITION,
 // hptctl's exit 3.
 #ifndef HPT_HPTCTL_OUTPUT_FILE_H_

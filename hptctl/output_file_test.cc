@@ -48,6 +48,13 @@ TEST_F(OutputFileTest, WritesAndReplacesAFileLeavingNoTemporary) {
   const mode_t mask = umask(0);
   umask(mask);
   EXPECT_EQ(st.st_mode & 0777, 0666 & ~mask);  // as a file written in place
+  // A file replaced keeps its own mode, as one rewritten in place would.
+  ASSERT_EQ(chmod(path.c_str(), 0600), 0);
+  ASSERT_TRUE(WriteOutputFile(path, "third").ok());
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(Contents(path), "third");
+  EXPECT_EQ(Entries(dir_), std::vector<std::string>{"report.txt"});
 }
 
 TEST_F(OutputFileTest, ThroughASymlinkTheFileItNamesIsReplaced) {
