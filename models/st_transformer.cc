@@ -187,7 +187,10 @@ MultiHeadSelfAttention& SpatioTemporalTransformerImpl::Attention(int64_t layer) 
 
 torch::Tensor SpatioTemporalTransformerImpl::Encode(const torch::Tensor& x) {
   torch::Tensor h = embedding->forward(x);
-  h = h + TokenEncoding(x.size(1), config_.d_model()).to(h.device());
+  if (!encoding_.defined() || encoding_.size(0) != x.size(1) || encoding_.device() != h.device()) {
+    encoding_ = TokenEncoding(x.size(1), config_.d_model()).to(h.device());
+  }
+  h = h + encoding_;
   for (const auto& layer : *layers) h = layer->as<EncoderLayer>()->forward(h);
   return h;
 }

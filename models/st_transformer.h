@@ -111,6 +111,11 @@ class SpatioTemporalTransformerImpl : public torch::nn::Module {
 
  private:
   ModelConfig config_;
+  // TokenEncoding for the last input's token count, on its device: made
+  // once, not at every forward, where it was a host-to-device copy each
+  // step (a synchronising one, from pageable memory) that a CUDA graph
+  // also cannot capture. Not a buffer: not a parameter, not saved.
+  torch::Tensor encoding_;
 };
 TORCH_MODULE(SpatioTemporalTransformer);
 

@@ -98,5 +98,23 @@ TEST(TokenEncodingTest, MatchesSinusoidFormula) {
   EXPECT_NEAR(e[2][2].item<float>(), std::sin(2.0 / 100.0), 1e-6);
 }
 
+// The model keeps its token encoding between forwards; a forward with
+// another token count gets that count's, as a model that never saw the
+// first one does.
+TEST(TokenEncodingTest, AKeptEncodingFollowsTheTokenCount) {
+  torch::manual_seed(3);
+  SpatioTemporalTransformer model(TinyConfig());
+  torch::manual_seed(3);
+  SpatioTemporalTransformer fresh(TinyConfig());
+  model->eval();
+  fresh->eval();
+  torch::Tensor five = torch::randn({2, 5, 6}), seven = torch::randn({2, 7, 6});
+  model->forward(five);
+  torch::Tensor y = model->forward(seven);
+  EXPECT_TRUE(torch::allclose(y, fresh->forward(seven)));
+  EXPECT_TRUE(torch::allclose(model->forward(five), fresh->forward(five)));
+  EXPECT_FALSE(torch::allclose(model->forward(seven).narrow(1, 0, 5), model->forward(five)));
+}
+
 }  // namespace
 }  // namespace hpt

@@ -56,7 +56,10 @@ TEST(CudaSupportTest, CudaIsAvailableExactlyWhereAGpuIs) {
 // workers registering with it, then hptctl against it.
 class Cluster {
  public:
-  explicit Cluster(const std::string& name) : dir_(testing::MakeTempDir(name)) {}
+  // A folder of its own for each cluster: a GPU test and its CPU twin run
+  // in one process, and the twin must not read the first one's port files.
+  explicit Cluster(const std::string& name)
+      : dir_(testing::MakeTempDir(absl::StrCat(name, "-", next_id_++))) {}
 
   // Starts the coordinator (`flags` added); false, with the failure
   // recorded, where it does not start.
@@ -100,6 +103,7 @@ class Cluster {
   }
 
  private:
+  static inline int next_id_ = 0;
   std::string dir_;
   std::vector<ChildProcess> processes_;
   int port_ = 0;

@@ -4,7 +4,11 @@
 # after another, then a summary line per check. BIN_DIR holds the binaries
 # (a gpu_bundle.sh bundle's bin/, or bazel-bin's; default: the bundle's
 # bin/ beside this script, else bazel-bin). Logs go to OUT_DIR
-# (default ./gpu-check).
+# (default ./gpu-check). HPT_CHECK_TIMEOUT_S bounds each check (600 s);
+# HPT_CHECK_DATA names the real data sets' folder, for a whole HpT job on
+# the wind data (wind-hpt-job; not run without it). HPT_CHECK_ONLY="LABEL
+# ..." runs those checks alone (a check that reads the calibration's
+# profile wants calibrate beside it).
 #
 #   . ./env.sh && tools/gpu_check.sh bin /tmp/gpu-check
 # Exit: 0 when every check that ran passed, 1 otherwise; a check whose
@@ -17,6 +21,9 @@ if [ -z "$bin" ]; then
 fi
 out=${2:-gpu-check}
 device=${HPT_CHECK_DEVICE:-cuda:0}
+limit=${HPT_CHECK_TIMEOUT_S:-600}  # seconds a check may run
+data=${HPT_CHECK_DATA:-}           # the real data sets' folder (wind/winds.dat)
+only=${HPT_CHECK_ONLY:-}           # these checks alone (labels, space-separated)
 mkdir -p "$out"
 summary=()
 failed=0
@@ -28,7 +35,35 @@ find_binary() {
   find "$bin" -maxdepth 3 -type f -name "$name" -perm -u+x 2>/dev/null | head -n 1
 }
 
-# check LABEL BINARY ARGS...: runs it, logs to $out/LABEL.log, records a line.
+# logged LABEL COMMAND...: runs it under the check timeout, logs to
+# $out/LABEL.log, records a summary line.
+logged() {
+  local label=$1
+  shift
+  case " ${only:-$label} " in *" $label "*) ;; *) return ;; esac
+  echo "== $label: $*" | tee "$out/$label.log"
+  local start=$SECONDS rc=0
+  # A function (wind_job) runs in a bash of its own, so that the timeout
+  # stops it and every process it started.
+  if declare -F "$1" >/dev/null; then
+    timeout --kill-after=10 "$limit" bash -c '"$@"' _ "$@" 2>&1 | tee -a "$out/$label.log"
+  else
+    timeout --kill-after=10 "$limit" "$@" 2>&1 | tee -a "$out/$label.log"
+  fi
+  rc=${PIPESTATUS[0]}
+  if [ "$rc" -eq 0 ]; then
+    summary+=("passed   $label ($((SECONDS - start)) s)")
+  elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    summary+=("FAILED   $label (over its ${limit} s, see $out/$label.log)")
+    failed=1
+  else
+    summary+=("FAILED   $label ($((SECONDS - start)) s, exit $rc, see $out/$label.log)")
+    failed=1
+  fi
+}
+
+# check LABEL BINARY ARGS...: the binary, logged; "not run" where it is
+# missing.
 check() {
   local label=$1 name=$2
   shift 2
@@ -38,14 +73,54 @@ check() {
     summary+=("not run  $label ($name not in $bin)")
     return
   fi
-  echo "== $label: $name $*" | tee "$out/$label.log"
-  local start=$SECONDS
-  if "$path" "$@" 2>&1 | tee -a "$out/$label.log"; then
-    summary+=("passed   $label ($((SECONDS - start)) s)")
-  else
-    summary+=("FAILED   $label ($((SECONDS - start)) s, see $out/$label.log)")
-    failed=1
-  fi
+  logged "$label" "$path" "$@"
+}
+
+# wind_job: a whole HpT job on $device beside a ReRAM and a systolic
+# worker, the wind preset (12 layers, d_model 512) on the real wind data,
+# through its switch; then its report (where each phase's tasks ran, the
+# measured baselines). Processes stop with the check.
+wind_job() {
+  local dir=$out/wind-job pids=() port
+  rm -rf "$dir" && mkdir -p "$dir"  # no port file of an earlier run
+  trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null' RETURN
+  # start NAME ARGS...: started in the background; its gRPC port in $port.
+  start() {
+    local name=$1
+    shift
+    "$@" --listen=127.0.0.1:0 --metrics=127.0.0.1:0 --port_file="$dir/$name.port" \
+      >"$dir/$name.log" 2>&1 &
+    pids+=($!)
+    for _ in $(seq 600); do
+      if [ -s "$dir/$name.port" ]; then
+        port=$(sed -E 's/grpc=([0-9]+).*/\1/' "$dir/$name.port")
+        return 0
+      fi
+      kill -0 "${pids[-1]}" 2>/dev/null || break
+      sleep 0.1
+    done
+    echo "$name did not start; its log:" && cat "$dir/$name.log"
+    return 1
+  }
+  local coordinator
+  start coordinator "$(find_binary hpt_coordinator)" --http= --no_state --data_root="$data" \
+    || return 1
+  coordinator=$port
+  start gpu "$(find_binary hpt_worker)" --kind=gpu --device="$device" \
+    --coordinator=127.0.0.1:$coordinator || return 1
+  start reram "$(find_binary hpt_worker)" --kind=reram --coordinator=127.0.0.1:$coordinator \
+    || return 1
+  start systolic "$(find_binary hpt_worker)" --kind=systolic --coordinator=127.0.0.1:$coordinator \
+    || return 1
+  # The paper's split of the wind data (test rows 480-2120); the demo's
+  # small check windows and loose thresholds, so a short job switches.
+  local ctl=("$(find_binary hptctl)" --coordinator=127.0.0.1:$coordinator)
+  "${ctl[@]}" submit --name=gpu-check-wind --preset=wind --csv="$(cd "$data" && pwd)/wind/winds.dat" \
+    --train_rows=0:480,2120:8387 --test_rows=480:2120 --input_steps=12 \
+    --epochs="${HPT_JOB_EPOCHS:-2}" --batch_size=16 --max_steps_per_epoch="${HPT_JOB_STEPS:-40}" \
+    --switch_rule=paper --check_window_steps=5 --loss_threshold=0.5 --weight_threshold=0.5 \
+    --probe_steps=10 --watch || return 1
+  "${ctl[@]}" report job-000001
 }
 
 # HPT_CALIBRATE_QUICK=1: the quick calibration (the CPU twin's; a GPU's
@@ -65,10 +140,29 @@ fi
 probe_steps=(--steps="${HPT_PROBE_STEPS:-20}" --warm_up="${HPT_PROBE_WARM_UP:-3}")
 check probe-wind-b1 hpt_probe --device="$device" --preset=wind --batch=1 "${probe_steps[@]}"
 check probe-wind-b32 hpt_probe --device="$device" --preset=wind --batch=32 "${probe_steps[@]}"
+# cuda_test finds the service's binaries as Bazel runfiles; from a bundle,
+# a runfiles tree of links to $bin.
+if [ -z "${TEST_SRCDIR:-}" ] && [ -x "$bin/hpt_coordinator" ]; then
+  mkdir -p "$out/runfiles/hpt/coordinator" "$out/runfiles/hpt/workers" "$out/runfiles/hpt/hptctl"
+  ln -sf "$bin/hpt_coordinator" "$out/runfiles/hpt/coordinator/hpt_coordinator"
+  ln -sf "$bin/hpt_worker" "$out/runfiles/hpt/workers/hpt_worker"
+  ln -sf "$bin/hptctl" "$out/runfiles/hpt/hptctl/hptctl"
+  export TEST_SRCDIR=$(cd "$out/runfiles" && pwd) TEST_WORKSPACE=hpt
+fi
 check cuda-tests cuda_test
-check step-overhead-b1 step_overhead_bench --device="$device" --batch=1
-check step-overhead-b32 step_overhead_bench --device="$device" --batch=32
+worker=$(find_binary hpt_worker)
+check step-overhead-b1 step_overhead_bench --device="$device" --batch=1 --worker_binary="$worker"
+check step-overhead-b32 step_overhead_bench --device="$device" --batch=32 --worker_binary="$worker"
 check attention attention_bench --device="$device" --precision=both
+if [ -n "$data" ]; then
+  if [ -r "$data/wind/winds.dat" ] && [ -n "$(find_binary hpt_coordinator)" ]; then
+    export -f wind_job find_binary
+    export out data device bin
+    logged wind-hpt-job wind_job
+  else
+    summary+=("not run  wind-hpt-job (no $data/wind/winds.dat, or no hpt_coordinator in $bin)")
+  fi
+fi
 check cpu-profile cpu_profile_check
 
 echo

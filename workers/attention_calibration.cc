@@ -24,10 +24,10 @@ AttentionProfile MeasureAttention(const torch::Device& device, bool quick, doubl
     torch::Tensor grad = torch::randn({heads, 1, lq, d}, torch::TensorOptions().device(device));
     const double pairs = double(heads) * double(lq) * double(lk) * double(d);
     const int reps = int(std::clamp(2e7 / (10 * pairs), 1.0, 50.0));
-    const double f = BestS(device, runs, [&] {
+    const double f = DeviceBestS(device, runs, [&] {
       for (int i = 0; i < reps; ++i) at::scaled_dot_product_attention(q, k, v);
     }) / reps;
-    const double fb = BestS(device, runs, [&] {
+    const double fb = DeviceBestS(device, runs, [&] {
       for (int i = 0; i < reps; ++i) at::scaled_dot_product_attention(q, k, v).backward(grad);
     }) / reps;
     return std::pair<double, double>{f, fb - f};

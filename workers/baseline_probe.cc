@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 
 #include "absl/strings/str_cat.h"
@@ -82,23 +83,42 @@ void ForwardBackward(Scratch& s, const torch::Device& device, bool bf16) {
   loss.backward();
 }
 
+// The least wall time the energy of a step is read over: the driver's
+// energy counter advances in steps of its own (on an H200, 2026-11-27, 20
+// whole-graph steps of 4.3 ms each read 0 J one run and 0.69 J a step
+// another), so a short step's energy is the counter's rise over many steps
+// divided by their number.
+constexpr double kEnergyWindowS = 1.0;
+
 // The median of `steps` timed calls of `step` after `warm_up` untimed ones,
-// and the mean energy a step.
+// and the mean energy a step over at least kEnergyWindowS.
 void Time(const std::function<void()>& step, const ProbeBaselinesRequest& r,
           DeviceMeter* meter, MeasuredBaseline* out) {
   for (int64_t i = 0; i < r.warm_up(); ++i) step();
   std::vector<double> seconds;
-  double joules = 0;
   for (int64_t i = 0; i < r.steps(); ++i) {
     meter->Start();
     step();
-    const DeviceMeter::Reading reading = meter->Stop();
-    seconds.push_back(reading.s);
-    joules += reading.j;
+    seconds.push_back(meter->Stop().s);
   }
   std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
   out->set_step_s(seconds[seconds.size() / 2]);
-  out->set_step_j(meter->measures_energy() ? joules / double(r.steps()) : 0);
+  if (!meter->measures_energy()) return;
+  const int64_t n = std::clamp<int64_t>(
+      int64_t(std::ceil(kEnergyWindowS / std::max(out->step_s(), 1e-6))), r.steps(), 100000);
+  meter->Start();
+  for (int64_t i = 0; i < n; ++i) step();
+  out->set_step_j(meter->Stop().j / double(n));
+}
+
+// Ends a capture that an op broke off, so that the stream captures no
+// more and the next baseline runs (capture_end throws for the broken
+// capture, which the caller's error already says).
+void EndFailedCapture(at::cuda::CUDAGraph& graph) {
+  try {
+    graph.capture_end();
+  } catch (const c10::Error&) {
+  }
 }
 
 // The whole step captured once on a side stream (the default stream
@@ -115,8 +135,13 @@ void TimeGraph(Scratch& s, const torch::Device& device, bool bf16,
   torch::cuda::synchronize(device.index());
   at::cuda::CUDAGraph graph;
   graph.capture_begin();
-  ForwardBackward(s, device, bf16);
-  adam.Step();
+  try {
+    ForwardBackward(s, device, bf16);
+    adam.Step();
+  } catch (const c10::Error&) {
+    EndFailedCapture(graph);
+    throw;
+  }
   graph.capture_end();
   ProbeBaselinesRequest replays = r;
   replays.set_warm_up(1);

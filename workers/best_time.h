@@ -4,6 +4,7 @@
 //
 //   double s = BestS(device, 5, [&] { torch::mm(a, b); });
 //   double b = BestS(device, 5, [&] { y = Chain(x); }, [&] { y.backward(); });
+//   double d = DeviceBestS(device, 5, [&] { torch::mm(a, b); });  // kernels alone
 #ifndef HPT_WORKERS_BEST_TIME_H_
 #define HPT_WORKERS_BEST_TIME_H_
 
@@ -12,6 +13,8 @@
 #include <algorithm>
 #include <chrono>
 #include <vector>
+
+#include "workers/cuda_timing.h"
 
 namespace hpt {
 
@@ -42,6 +45,20 @@ double BestS(const torch::Device& device, int runs, P prepare, F body) {
 template <typename F>
 double BestS(const torch::Device& device, int runs, F body) {
   return BestS(device, runs, [] {}, body);
+}
+
+// What `body`'s kernels take on the device, the least over `runs`: on
+// CUDA, the body captured once as a CUDA graph and replayed
+// (CudaGraphBestS), so a small kernel's own device time shows instead of
+// the host's launch rate, which host_calibration measures apart; a body
+// that cannot be captured, and every other device, BestS.
+template <typename F>
+double DeviceBestS(const torch::Device& device, int runs, F body) {
+  if (device.is_cuda()) {
+    absl::StatusOr<double> s = CudaGraphBestS(device.index(), runs, body);
+    if (s.ok()) return *s;
+  }
+  return BestS(device, runs, body);
 }
 
 }  // namespace hpt

@@ -8,7 +8,11 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <atomic>
+#include <limits>
 #include <vector>
+
+#include "absl/strings/str_cat.h"
 
 namespace hpt {
 
@@ -21,7 +25,49 @@ c10::Event TimingEvent() {
   return c10::Event(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
 }
 
+std::atomic<int> capture_failures{0};
+
 }  // namespace
+
+absl::StatusOr<double> CudaGraphBestS(int device_index, int runs,
+                                      const std::function<void()>& body) {
+  if (!torch::cuda::is_available()) return absl::FailedPreconditionError("no CUDA device");
+  c10::cuda::CUDAStream stream = c10::cuda::getStreamFromPool(false, device_index);
+  c10::StreamGuard guard(stream);
+  double best = std::numeric_limits<double>::infinity();
+  try {
+    body();  // uncaptured first: what the first call allocates or sets up
+    torch::cuda::synchronize(device_index);
+    at::cuda::CUDAGraph graph;
+    graph.capture_begin();
+    try {
+      body();
+    } catch (const c10::Error&) {
+      try {
+        graph.capture_end();  // so the stream captures no more; it throws for the broken capture
+      } catch (const c10::Error&) {
+      }
+      throw;
+    }
+    graph.capture_end();
+    for (int r = 0; r <= runs; ++r) {
+      c10::Event start = TimingEvent(), stop = TimingEvent();
+      start.record(stream);
+      graph.replay();
+      stop.record(stream);
+      stop.synchronize();
+      if (r > 0) best = std::min(best, 1e-3 * start.elapsedTime(stop));
+    }
+  } catch (const c10::Error& e) {
+    ++capture_failures;
+    torch::cuda::synchronize(device_index);
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot capture as a CUDA graph: ", e.what_without_backtrace()));
+  }
+  return best;
+}
+
+int CudaGraphCaptureFailures() { return capture_failures.load(); }
 
 absl::StatusOr<double> CudaGraphNodeS(int device_index, int nodes, int replays) {
   if (!torch::cuda::is_available()) return absl::FailedPreconditionError("no CUDA device");

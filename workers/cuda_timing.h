@@ -1,11 +1,14 @@
 // Timing and facts of a CUDA device without CUDA in the header: its L2
-// cache, and the replay cost of a CUDA graph of tiny kernels (what one
-// graph node costs at the least), timed with CUDA events. Only the .cc
+// cache, the replay cost of a CUDA graph of tiny kernels (what one graph
+// node costs at the least), and the device time of any body's kernels
+// replayed as a graph, timed with CUDA events. Only the .cc
 // sees the CUDA headers; on a machine without CUDA the call says so.
 //
 //   ASSIGN_OR_RETURN(double node_s, CudaGraphNodeS(0));
 #ifndef HPT_WORKERS_CUDA_TIMING_H_
 #define HPT_WORKERS_CUDA_TIMING_H_
+
+#include <functional>
 
 #include "absl/status/statusor.h"
 
@@ -14,6 +17,18 @@ namespace hpt {
 // Seconds per node when a CUDA graph of `nodes` one-element adds replays
 // on device `device_index` (the median of `replays`).
 absl::StatusOr<double> CudaGraphNodeS(int device_index, int nodes = 1000, int replays = 20);
+
+// The least over `runs` replays of a CUDA graph holding what `body`
+// launches on device `device_index`, seconds by CUDA events: the kernels'
+// own device time, without the host's launches. `body` runs once first,
+// uncaptured (cuBLAS's workspace, gradients' buffers), on the capturing
+// stream. An error where the body cannot be captured (it synchronises, or
+// copies to the host).
+absl::StatusOr<double> CudaGraphBestS(int device_index, int runs,
+                                      const std::function<void()>& body);
+
+// How many CudaGraphBestS calls failed to capture in this process.
+int CudaGraphCaptureFailures();
 
 // The device's L2 cache, bytes (its last-level cache), as CUDA reports it.
 absl::StatusOr<double> CudaL2CacheBytes(int device_index);

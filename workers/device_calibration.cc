@@ -40,7 +40,12 @@ constexpr GemmShape kWindProjection{57, 1536, 512};  // m, n, k
 constexpr GemmShape kWindWeightGradient{512, 1536, 57, /*a_transposed=*/true};
 
 // Seconds of a 1 x 1 product: its dispatch, with no work to speak of.
+// On CUDA, none: the tables there hold kernels' device time, replayed as a
+// graph (DeviceBestS), which a kernel takes whole, however small; the
+// host's launch is measured apart (MeasureHost) and the cost model takes
+// the larger of the two.
 double EmptyProductS(const torch::Device& device) {
+  if (device.is_cuda()) return 0;
   torch::NoGradGuard no_grad;
   auto opts = torch::TensorOptions().device(device);
   torch::Tensor a1 = torch::randn({1, 1}, opts), b1 = torch::randn({1, 1}, opts);
@@ -66,7 +71,7 @@ std::vector<std::pair<double, double>> GemmRates(const torch::Device& device, bo
       const double flops = 2.0 * double(m) * double(n) * double(n);
       const double bytes = 4.0 * double(2 * m * n + n * n);  // a, b and the result
       const int reps = int(std::clamp(2e9 / flops, 1.0, 200.0));
-      const double s = BestS(device, quick ? 3 : 5, [&] {
+      const double s = DeviceBestS(device, quick ? 3 : 5, [&] {
         for (int i = 0; i < reps; ++i) torch::mm(a, b);
       }) / reps;
       rates.push_back({GemmSize(flops, bytes), flops / std::max(s - empty_s, 1e-9)});
@@ -141,8 +146,9 @@ void ScaleOnce(const torch::Tensor& x, torch::Tensor& out, bool in_place, int i)
 }
 
 // Seconds of that op (`in_place` or not) on one element: its dispatch,
-// with no work to speak of.
+// with no work to speak of. On CUDA, none, as for EmptyProductS.
 double EmptyElementwiseS(const torch::Device& device, bool in_place) {
+  if (device.is_cuda()) return 0;
   torch::NoGradGuard no_grad;
   torch::Tensor one = torch::randn({1}, torch::TensorOptions().device(device));
   torch::Tensor one_out = torch::empty_like(one);
@@ -171,7 +177,7 @@ std::vector<std::pair<double, double>> MemoryRates(const torch::Device& device, 
     const double bytes = 2.0 * 4.0 * double(n);
     const int reps = int(std::clamp(2e8 / bytes, 1.0, 1000.0));
     size_t next = 0;  // runs go on through the pool: a run's first read is not the last run's
-    const double s = BestS(device, quick ? 3 : 5, [&] {
+    const double s = DeviceBestS(device, quick ? 3 : 5, [&] {
       for (int i = 0; i < reps; ++i) ScaleOnce(x[next++ % x.size()], y, in_place, i);
     }) / reps;
     if (streamed != nullptr) streamed->ReadUpTo(x[next % x.size()]);
@@ -236,7 +242,7 @@ GemmGrid MeasureGemmGrid(const torch::Device& device, bool quick, double empty_s
         const double flops = 2.0 * double(m) * double(k) * double(n);
         const int reps = int(std::clamp(1e8 / flops, 1.0, 100.0));
         size_t next = 0;  // as in MemoryRates: each run reads operands the last did not
-        const double s = BestS(device, runs, [&] {
+        const double s = DeviceBestS(device, runs, [&] {
           for (int i = 0; i < reps; ++i, ++next) {
             if (hand_over) ScaleOnce(a, a, /*in_place=*/true, i);
             if (c.empty()) {
@@ -456,6 +462,11 @@ absl::Status MeasureGraphAndPower(const torch::Device& device, const Calibration
   if (!node.ok()) return node.status();
   g->min_kernel_s = *node;  // a node's cost folded into the shortest kernel's
   say(absl::StrFormat("graph node (tiny add)  %.2f us", 1e6 * g->min_kernel_s));
+  // The tables above are kernels' device time, each body replayed as a
+  // graph; one that would not capture was timed from the host instead.
+  if (const int failed = CudaGraphCaptureFailures(); failed > 0) {
+    say(absl::StrFormat("graph-timed tables     %d bodies would not capture: host-timed", failed));
+  }
   if (absl::Status s = MeasurePower(device, o, g); !s.ok()) {
     say(absl::StrCat("power                  not measured: ", s.message()));
   } else {

@@ -27,10 +27,10 @@ LayerNormGrids MeasureLayerNorm(const torch::Device& device, bool quick, double 
       const auto [y, mean, rstd] = at::native_layer_norm(x, normalized, weight, bias, 1e-5);
       const double elements = double(r) * double(w);
       const int reps = int(std::clamp(2e7 / elements, 1.0, 1000.0));
-      const double forward_s = BestS(device, runs, [&] {
+      const double forward_s = DeviceBestS(device, runs, [&] {
         for (int i = 0; i < reps; ++i) at::native_layer_norm(x, normalized, weight, bias, 1e-5);
       }) / reps;
-      const double backward_s = BestS(device, runs, [&] {
+      const double backward_s = DeviceBestS(device, runs, [&] {
         for (int i = 0; i < reps; ++i) {
           at::native_layer_norm_backward(grad, x, normalized, mean, rstd, weight, bias,
                                          {true, true, true});
