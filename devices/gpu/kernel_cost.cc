@@ -180,7 +180,17 @@ void GpuKernelTally::Add(double flops, double bytes, double count, KernelKind ki
   cost_.kernels += int64_t(count);
   cost_.time_s += t * count;
   host_total_s_ += host_s_ * count;
-  busy_s_ += work_s * count;
+  // The energy above stepping power goes with a kernel's work, not its
+  // time: its roofline time at the achieved shares of peak, what a board
+  // at load power would take. A kernel that a measured table says takes
+  // longer (a small one, latency-bound) holds the GPU longer without
+  // drawing load power meanwhile: on an H200 (2026-11-27) the wind
+  // preset's whole-step graph of small kernels drew 159 W as it replayed
+  // (0.69 J in 4.33 ms), a large GEMM 667 W. Where no table is measured
+  // this is work_s.
+  const double full_rate_s =
+      std::max(flops / compute_, bytes / (gpu_.memory_bw * gpu_.memory_share));
+  loaded_s_ += std::min(work_s, full_rate_s) * count;
   cost_.flops += flops * count;
   cost_.bytes += bytes * count;
   if (!graph_ && host_s_ > work_s) {
@@ -205,7 +215,7 @@ GpuStepCost GpuKernelTally::Finish(double extra_s) const {
   if (!gpu_.synchronous) c.time_s = std::max(c.time_s, host_total_s_);
   c.time_s += extra_s;
   const double stepping_w = gpu_.stepping_power_w();
-  c.energy_j = stepping_w * c.time_s + std::max(0.0, gpu_.load_power_w - stepping_w) * busy_s_;
+  c.energy_j = stepping_w * c.time_s + std::max(0.0, gpu_.load_power_w - stepping_w) * loaded_s_;
   return c;
 }
 

@@ -124,7 +124,7 @@ class GpuKernelTally {
   StreamedReads streamed_;
   double compute_ = 0, host_s_ = 0;
   double host_total_s_ = 0;  // every op's dispatch
-  double busy_s_ = 0;
+  double loaded_s_ = 0;  // kernels' work at the board's full rate (Finish's energy)
   GpuStepCost cost_;
 };
 

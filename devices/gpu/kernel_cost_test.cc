@@ -1,5 +1,6 @@
 #include "devices/gpu/kernel_cost.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "gtest/gtest.h"
@@ -27,6 +28,23 @@ TEST(GpuKernelCostTest, EagerKernelsPayTheLargerOfDispatchAndDeviceTime) {
   // context), the rest of the 300 W while kernels work.
   EXPECT_NEAR(c.energy_j, 76 * c.time_s + 224 * (gemm_s + copy_s + 120 / (900e9 * 0.92)),
               1e-12);
+}
+
+// Load power goes with a kernel's work at the board's full rate, not with
+// the time a measured table gives it: an 8^3 product that its table says
+// takes 10 us (a small kernel, latency-bound) holds the GPU that long but
+// draws load power only for its roofline time.
+TEST(GpuKernelCostTest, LoadPowerGoesWithWorkNotWithAMeasuredKernelsTime) {
+  GpuSpec g = *GpuPreset("v100");
+  const double flops = 2.0 * 8 * 8 * 8, bytes = 3.0 * 8 * 8 * 4;
+  g.gemm_grid = *GemmGrid::Make({8}, {8}, {8}, {flops / 10e-6});
+  GpuKernelTally tally(g, GpuPrecision::kFp32, GpuLaunch::kGraph);
+  tally.Add(flops, bytes, 1, KernelKind::kGemm, GemmShape{8, 8, 8});
+  const GpuStepCost c = tally.Finish();
+  EXPECT_NEAR(c.time_s, 10e-6 + g.graph_node_s, 1e-12);
+  const double full_rate_s = std::max(flops / (15.7e12 * 0.906), bytes / (900e9 * 0.92));
+  EXPECT_LT(full_rate_s, 1e-8);
+  EXPECT_NEAR(c.energy_j, 76 * c.time_s + 224 * full_rate_s, 1e-15);
 }
 
 // A CPU-like profile: synchronous, no dispatch, one rate per table.

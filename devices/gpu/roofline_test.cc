@@ -7,6 +7,10 @@
 #include "gtest/gtest.h"
 
 namespace hpt {
+
+// devices/gpu/profiles/h200.profile's text (//devices:h200_profile_cc).
+extern const char kH200Profile[];
+
 namespace {
 
 TEST(RooflineTest, ComputeBoundGemmOnV100) {
@@ -63,6 +67,47 @@ TEST(RooflineTest, PresetsMatchTheirPublishedSpecifications) {
   EXPECT_EQ(GpuPresetNames(), (std::vector<std::string>{"v100", "a100", "h100"}));
 }
 
+// The h100 preset's kernels are the H200's measured device times
+// (devices/gpu/profiles/h200.profile, the same GH100 processor), its
+// bandwidth tables capped at the H100's own; the other presets keep the
+// datasheets' peaks.
+TEST(RooflineTest, TheH100PresetTakesHoppersMeasuredKernels) {
+  const GpuSpec h100 = *GpuPreset("h100");
+  EXPECT_FALSE(h100.gemm_grid.empty());
+  EXPECT_FALSE(h100.gemm_grid_nt.empty());
+  EXPECT_FALSE(h100.norm_grid.empty());
+  EXPECT_FALSE(h100.attention_grid.empty());
+  // The shortest kernel as a graph replays it, 1.10 us on the H200; the
+  // tables hold each node's cost, so a node adds nothing more.
+  EXPECT_NEAR(h100.min_kernel_s, 1.10e-6, 0.01e-6);
+  EXPECT_EQ(h100.graph_node_s, 0);
+  EXPECT_DOUBLE_EQ(h100.cache_bytes, 50e6);
+  const double cap = 3.35e12 * 0.92;
+  ASSERT_FALSE(h100.memory_rates_inplace.empty());
+  for (const auto& [bytes, rate] : h100.memory_rates_inplace) EXPECT_LE(rate, cap) << bytes;
+  // The H200 moved 4.1 TB/s in place at 537 MB: over the H100's, so capped.
+  EXPECT_DOUBLE_EQ(h100.memory_rates_inplace.back().second, cap);
+  // A 57 x 1536 x 512 product (the wind preset's q, k, v projection) at
+  // its measured 8.4 TFLOP/s, an eighth of the datasheet's 67.
+  EXPECT_NEAR(h100.gemm_grid.Rate({57, 1536, 512}) / 1e12, 8.43, 0.05);
+  for (const char* name : {"v100", "a100"}) {
+    const GpuSpec g = *GpuPreset(name);
+    EXPECT_TRUE(g.gemm_grid.empty()) << name;
+    EXPECT_DOUBLE_EQ(g.min_kernel_s, 1e-6) << name;
+    EXPECT_DOUBLE_EQ(g.graph_node_s, 0.5e-6) << name;
+  }
+}
+
+// The calibrated H200 profile the h100 preset reads is a profile file a
+// user can name too (reference_gpu=devices/gpu/profiles/h200.profile).
+TEST(RooflineTest, TheCalibratedH200ProfileParses) {
+  const absl::StatusOr<GpuSpec> h200 = GpuProfileOrPreset(kH200Profile);
+  ASSERT_TRUE(h200.ok()) << h200.status();
+  EXPECT_EQ(h200->name, "NVIDIA H200");
+  EXPECT_NEAR(h200->load_power_w, 667, 1);
+  EXPECT_NEAR(h200->fp32_flops / 1e12, 50.5, 0.1);
+}
+
 // A preset prices a kernel-less op at its dispatch_s, the rule its table
 // was checked under (roofline.cc); so does a profile written before
 // host_op_s, which has none.
@@ -82,7 +127,7 @@ TEST(RooflineTest, AKernelLessOpCostsADispatchWhereNothingMeasuredIt) {
 }
 
 TEST(RooflineTest, AProfileRoundTripsAndBadEntriesNameTheirLine) {
-  GpuSpec h100 = *GpuPreset("h100");
+  GpuSpec h100 = *GpuPreset("a100");
   h100.gemm_rates = {{2e6, 3e11}, {2e9, 4e13}};
   h100.gemm_grid = *GemmGrid::Make({8, 64}, {8}, {8, 512}, {1e9, 2e9, 3e9, 4e9});
   h100.memory_rates_streamed = {{1e6, 5e11}};
@@ -97,7 +142,7 @@ TEST(RooflineTest, AProfileRoundTripsAndBadEntriesNameTheirLine) {
   h100.norm_backward_grid = *GemmGrid::Make({16, 256}, {1}, {32}, {1e9, 3e9});
   absl::StatusOr<GpuSpec> back = ParseGpuProfile(GpuProfileText(h100));
   ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(back->name, "h100");
+  EXPECT_EQ(back->name, "a100");
   EXPECT_EQ(back->dispatch_s, h100.dispatch_s);
   EXPECT_EQ(back->host_op_s, 2.5e-7);
   EXPECT_EQ(back->frame_s, 3e-7);
@@ -114,7 +159,7 @@ TEST(RooflineTest, AProfileRoundTripsAndBadEntriesNameTheirLine) {
   EXPECT_EQ(back->gemm_grid_streamed_result.Rate({8, 8, 8}), 6e9);
   EXPECT_EQ(back->memory_rates_streamed, h100.memory_rates_streamed);
   EXPECT_EQ(back->cache_bytes, 50e6);
-  EXPECT_EQ(back->load_power_w, 700);
+  EXPECT_EQ(back->load_power_w, 400);
   absl::Status s = ParseGpuProfile("name = x\nfp32_flops = 1e12\nwarp_speed = 9").status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("entry 3 (warp_speed)"), std::string::npos) << s;
