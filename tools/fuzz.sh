@@ -32,6 +32,14 @@ for p in work common job_service; do
   fi
 done
 
+# The h100 preset's measured kernels, as //devices:h200_profile_cc makes them.
+mkdir -p "$OUT/gen/devices"
+if [ ! -e "$OUT/gen/devices/h200_profile.cc" ] ||
+   [ devices/gpu/profiles/h200.profile -nt "$OUT/gen/devices/h200_profile.cc" ]; then
+  sh devices/gpu/profiles/embed_profile.sh devices/gpu/profiles/h200.profile \
+    "$OUT/gen/devices/h200_profile.cc"
+fi
+
 # One object per source, rebuilt when the source or any header is newer.
 compile() {
   local src=$1 obj=$OUT/obj/$(echo "$1" | tr '/' '_').o
@@ -53,7 +61,8 @@ declare -A SOURCES=(
   [spec]="coordinator/spec/job_spec.cc coordinator/spec/hpt_spec.cc coordinator/spec/paper_recipes.cc coordinator/spec/spec_names.cc models/model_config.cc models/lora_config.cc \
 models/model_flops.cc $OUT/gen/proto/work.pb.cc $OUT/gen/proto/common.pb.cc \
 $OUT/gen/proto/job_service.pb.cc"
-  [gpu_profile]="devices/gpu/roofline.cc devices/gpu/gemm_grid.cc common/user_file.cc"
+  [gpu_profile]="devices/gpu/roofline.cc devices/gpu/gemm_grid.cc common/user_file.cc \
+$OUT/gen/devices/h200_profile.cc"
   [tensor_codec]="common/tensor_codec.cc common/host_tensor.cc $OUT/gen/proto/work.pb.cc \
 $OUT/gen/proto/common.pb.cc"
 )

@@ -118,13 +118,14 @@ TEST_P(RecostTest, OwnSettingsReproduceTheReportAndOthersMoveIt) {
   ASSERT_TRUE(stored.ParseFromString(record.SerializeAsString()));
   EXPECT_TRUE(Close(CostOfRecord(stored, {})->comparison, same->comparison, 0));
 
-  // Another reference GPU moves both figures. (Not "an H100 is never
-  // slower than a V100": the h100 preset's kernels are measured ones and
-  // the v100's the datasheet's peaks, which flatter small kernels, so on
-  // wind's launch-bound steps the h100 comes out about 1 % slower.)
+  // Another reference GPU: these steps are launch-bound, so an H100 takes
+  // about as long as a V100 (the same host path; tiny's exactly as long),
+  // and its power moves the energy. Not "an H100 is never slower": the
+  // h100 preset's kernels are measured ones and the v100's its datasheet's
+  // peaks, which flatter small kernels; on wind the h100 is 1 % slower.
   absl::StatusOr<JobCosts> h100 = CostOfRecord(record, {{"reference_gpu", "h100"}});
   ASSERT_TRUE(h100.ok());
-  EXPECT_NE(h100->comparison.gpu_only_time_s(), same->comparison.gpu_only_time_s());
+  EXPECT_NEAR(h100->comparison.gpu_only_time_s() / same->comparison.gpu_only_time_s(), 1, 0.1);
   EXPECT_NE(h100->comparison.gpu_only_energy_j(), same->comparison.gpu_only_energy_j());
   // Baselines: paper, libtorch, fused, graph, bf16; C++ is never slower
   // than Python, and each tuning never slower than the one before.
