@@ -14,6 +14,7 @@
 #include "models/model_config.h"
 #include "models/st_transformer.h"
 #include "workers/bf16_autocast.h"
+#include "workers/cuda_timing.h"
 
 namespace hpt {
 namespace {
@@ -111,16 +112,6 @@ void Time(const std::function<void()>& step, const ProbeBaselinesRequest& r,
   out->set_step_j(meter->Stop().j / double(n));
 }
 
-// Ends a capture that an op broke off, so that the stream captures no
-// more and the next baseline runs (capture_end throws for the broken
-// capture, which the caller's error already says).
-void EndFailedCapture(at::cuda::CUDAGraph& graph) {
-  try {
-    graph.capture_end();
-  } catch (const c10::Error&) {
-  }
-}
-
 // The whole step captured once on a side stream (the default stream
 // cannot capture) after warm-up steps there, then replayed.
 void TimeGraph(Scratch& s, const torch::Device& device, bool bf16,
@@ -134,15 +125,11 @@ void TimeGraph(Scratch& s, const torch::Device& device, bool bf16,
   }
   torch::cuda::synchronize(device.index());
   at::cuda::CUDAGraph graph;
-  graph.capture_begin();
-  try {
+  // A broken capture is ended, so the next baseline runs.
+  CaptureGraph(graph, [&] {
     ForwardBackward(s, device, bf16);
     adam.Step();
-  } catch (const c10::Error&) {
-    EndFailedCapture(graph);
-    throw;
-  }
-  graph.capture_end();
+  });
   ProbeBaselinesRequest replays = r;
   replays.set_warm_up(1);
   Time([&] { graph.replay(); }, replays, meter, out);

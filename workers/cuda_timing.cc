@@ -29,6 +29,20 @@ std::atomic<int> capture_failures{0};
 
 }  // namespace
 
+void CaptureGraph(at::cuda::CUDAGraph& graph, const std::function<void()>& body) {
+  graph.capture_begin();
+  try {
+    body();
+  } catch (const c10::Error&) {
+    try {
+      graph.capture_end();  // throws for the broken capture, which the op's error says
+    } catch (const c10::Error&) {
+    }
+    throw;
+  }
+  graph.capture_end();
+}
+
 absl::StatusOr<double> CudaGraphBestS(int device_index, int runs,
                                       const std::function<void()>& body) {
   if (!torch::cuda::is_available()) return absl::FailedPreconditionError("no CUDA device");
@@ -39,17 +53,7 @@ absl::StatusOr<double> CudaGraphBestS(int device_index, int runs,
     body();  // uncaptured first: what the first call allocates or sets up
     torch::cuda::synchronize(device_index);
     at::cuda::CUDAGraph graph;
-    graph.capture_begin();
-    try {
-      body();
-    } catch (const c10::Error&) {
-      try {
-        graph.capture_end();  // so the stream captures no more; it throws for the broken capture
-      } catch (const c10::Error&) {
-      }
-      throw;
-    }
-    graph.capture_end();
+    CaptureGraph(graph, body);
     for (int r = 0; r <= runs; ++r) {
       c10::Event start = TimingEvent(), stop = TimingEvent();
       start.record(stream);

@@ -12,7 +12,17 @@
 
 #include "absl/status/statusor.h"
 
+namespace at::cuda {
+struct CUDAGraph;
+}  // namespace at::cuda
+
 namespace hpt {
+
+// Captures what `body` launches on the current stream into `graph`. Where
+// an op breaks the capture off, the capture is ended all the same, so that
+// the stream captures no more and later work runs, and the op's error is
+// rethrown.
+void CaptureGraph(at::cuda::CUDAGraph& graph, const std::function<void()>& body);
 
 // Seconds per node when a CUDA graph of `nodes` one-element adds replays
 // on device `device_index` (the median of `replays`).
