@@ -9,12 +9,14 @@
 namespace hpt {
 namespace {
 
-// The model's baseline for a probed one, as the probe runs it from C++.
-GpuBaseline ModelledAs(const std::string& probed) {
+// The model's baseline for a probed one, as the probe runs it from C++ on
+// a CUDA device (`cuda`) or on the CPU, where its bf16 step is the fused
+// one, eager, under autocast: the model's fused path at bf16.
+GpuBaseline ModelledAs(const std::string& probed, bool cuda) {
   if (probed == "paper") return GpuBaseline::kLibtorch;
   if (probed == "fused") return GpuBaseline::kFused;
   if (probed == "graph") return GpuBaseline::kGraph;
-  return GpuBaseline::kBf16;
+  return cuda ? GpuBaseline::kBf16 : GpuBaseline::kFused;
 }
 
 }  // namespace
@@ -45,11 +47,10 @@ absl::StatusOr<std::vector<BaselineComparison>> CompareWithProbe(
     row.baseline = m.baseline();
     row.path = m.path();
     row.not_run = m.not_run();
-    if (row.not_run.empty() && m.baseline() == "bf16" && !cuda) {
-      row.not_run = "not compared: the CPU's bf16 step is eager, the model's bf16 a CUDA graph";
-    }
     if (row.not_run.empty()) {
-      const StepCost cost = step->Cost(from_cpp, ModelledAs(m.baseline()));
+      DeviceCostConfig priced = from_cpp;
+      if (m.baseline() == "bf16") priced.gpu_precision = GpuPrecision::kBf16;
+      const StepCost cost = step->Cost(priced, ModelledAs(m.baseline(), cuda));
       row.measured_s = m.step_s();
       row.measured_j = m.step_j();
       row.model_s = cost.time_s;

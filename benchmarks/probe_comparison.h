@@ -8,9 +8,9 @@
 // The probe runs from C++, so each baseline is priced without Python's
 // per-op cost (python_op_s 0): the probe's paper step is the model's
 // libtorch path, its fused step the model's fused path from C++. On the
-// CPU the probe's bf16 step is eager while the model's bf16 baseline is a
-// CUDA graph, so that pair is not compared. Includes LibTorch (benchmarks
-// only).
+// CPU the probe's bf16 step is the fused one, eager, under autocast: it is
+// set beside the model's fused path at bf16 (the model's bf16 baseline is
+// a CUDA graph). Includes LibTorch (benchmarks only).
 //
 //   ProbeComparisonOptions o;
 //   o.device = "cuda:0";

@@ -31,8 +31,8 @@ ProbeComparisonOptions TinyOnCpu() {
   return o;
 }
 
-// The real probe on the CPU: paper and fused beside the model's C++
-// paths, graph not run, bf16 not compared.
+// The real probe on the CPU: paper, fused and bf16 (eager, fused Adam)
+// beside the model's C++ paths, graph not run.
 TEST(ProbeComparisonTest, SetsEachProbedBaselineBesideTheModelsCppPath) {
   const DeviceCostConfig config = FixedProfile();
   std::unique_ptr<DeviceMeter> meter = DeviceMeter::Create("cpu");
@@ -61,15 +61,21 @@ TEST(ProbeComparisonTest, SetsEachProbedBaselineBesideTheModelsCppPath) {
   EXPECT_EQ((*rows)[2].baseline, "graph");
   EXPECT_NE((*rows)[2].not_run.find("no CUDA"), std::string::npos) << (*rows)[2].not_run;
   EXPECT_EQ((*rows)[2].measured_s, 0);
-  EXPECT_EQ((*rows)[3].baseline, "bf16");
-  EXPECT_EQ((*rows)[3].not_run.rfind("not compared", 0), 0u) << (*rows)[3].not_run;
-  EXPECT_EQ((*rows)[3].model_s, 0);
-  // Any name of the CPU is the CPU.
+  const BaselineComparison& bf16 = (*rows)[3];
+  EXPECT_EQ(bf16.baseline, "bf16");
+  EXPECT_TRUE(bf16.not_run.empty()) << bf16.not_run;
+  EXPECT_GT(bf16.measured_s, 0);
+  DeviceCostConfig at_bf16 = from_cpp;
+  at_bf16.gpu_precision = GpuPrecision::kBf16;
+  const double bf16_model_s = step.Cost(at_bf16, GpuBaseline::kFused).time_s;
+  EXPECT_DOUBLE_EQ(bf16.model_s, bf16_model_s);
+  EXPECT_NE(bf16_model_s, step.Cost(at_bf16, GpuBaseline::kBf16).time_s);  // not the graph's
+  // Any name of the CPU is the CPU: its bf16 step is the eager one.
   ProbeComparisonOptions indexed = TinyOnCpu();
   indexed.device = "cpu:0";
   rows = CompareWithProbe(config, indexed, meter.get());
   ASSERT_TRUE(rows.ok()) << rows.status();
-  EXPECT_EQ((*rows)[3].not_run.rfind("not compared", 0), 0u) << (*rows)[3].not_run;
+  EXPECT_DOUBLE_EQ((*rows)[3].model_s, bf16_model_s);
 }
 
 TEST(ProbeComparisonTest, BadOptionsNameTheirField) {

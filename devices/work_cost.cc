@@ -226,7 +226,8 @@ std::string GpuBaselineSource(GpuBaseline baseline) {
              "node costs its kernel plus 0.5 us: NVIDIA, \"Getting Started with CUDA "
              "Graphs\", 2019)";
     case GpuBaseline::kBf16:
-      return "bf16: graph under bf16 autocast (products at the tensor cores' bf16 rate)";
+      return "bf16: graph under bf16 autocast (products' work on the bf16 units, their "
+             "latency as measured in fp32; layer norm in fp32)";
     default:
       return "paper: the paper's PyTorch code path: eager from Python, per-parameter Adam "
              "(dispatch per op, plus Python's layer on forward and update ops)";

@@ -23,8 +23,9 @@
 //             them: 28 bytes per fp32 element; one Python call.
 //   graph     fused, the whole step captured as one CUDA graph: one launch
 //             per task, each kernel its device time plus a graph node's.
-//   bf16      graph, under bf16 autocast: products at the tensor cores'
-//             bf16 rate (the way a tuned GPU user trains today).
+//   bf16      graph, under bf16 autocast: products' work on the bf16
+//             units, their latency as the fp32 tables measured it
+//             (GemmRate); the way a tuned GPU user trains today.
 #ifndef HPT_DEVICES_WORK_COST_H_
 #define HPT_DEVICES_WORK_COST_H_
 

@@ -19,6 +19,7 @@
 #include "workers/attention_calibration.h"
 #include "workers/cuda_timing.h"
 #include "workers/host_calibration.h"
+#include "workers/memory_calibration.h"
 #include "workers/norm_calibration.h"
 #include "workers/nvml_energy.h"
 
@@ -90,100 +91,26 @@ std::vector<std::pair<double, double>> GemmRates(const torch::Device& device, bo
   return merged;
 }
 
-// Operands to cycle through so that each is read from memory: views into
-// one buffer over twice the cache (filled once, not once per shape). The
-// pool keeps its place: each shape's views begin where the last shape's
-// reads stopped, so none starts on what the last one left in the cache.
-class StreamPool {
- public:
-  StreamPool(const torch::Device& device, double cache_bytes)
-      : buffer_(torch::randn({int64_t(std::max(2 * cache_bytes, 64e6) / 4)},
-                             torch::TensorOptions().device(device))) {}
-  // Views of `shape` at spaced offsets of the buffer, as many as fit, from
-  // the pool's place on; an operand over half the buffer is read from
-  // memory anyway: two of its own.
-  std::vector<torch::Tensor> Operands(const std::vector<int64_t>& shape) {
-    int64_t numel = 1;
-    for (int64_t d : shape) numel *= d;
-    if (2 * numel > buffer_.numel()) {
-      auto opts = torch::TensorOptions().device(buffer_.device());
-      return {torch::randn(shape, opts), torch::randn(shape, opts)};
-    }
-    const int64_t count = std::min<int64_t>(buffer_.numel() / numel, 4096);
-    const int64_t first = (place_ + numel - 1) / numel;  // the first view at or past the place
-    std::vector<torch::Tensor> views;
-    for (int64_t i = 0; i < count; ++i) {
-      views.push_back(buffer_.narrow(0, ((first + i) % count) * numel, numel).view(shape));
-    }
-    return views;
-  }
-  // The place moves to `next`, the first operand not read (one of the
-  // pool's views; an operand of its own leaves the place where it was).
-  void ReadUpTo(const torch::Tensor& next) {
-    if (next.is_alias_of(buffer_)) place_ = next.storage_offset();
-  }
-
- private:
-  torch::Tensor buffer_;
-  int64_t place_ = 0;  // element where the next shape's views begin
-};
-
-// One operand of `shape` (cached), or the pool's views (streamed).
-std::vector<torch::Tensor> Operands(const torch::Device& device, const std::vector<int64_t>& shape,
-                                    StreamPool* streamed) {
-  if (streamed != nullptr) return streamed->Operands(shape);
-  return {torch::randn(shape, torch::TensorOptions().device(device))};
-}
-
-// The element-wise op MemoryRates times: `x` scaled into `out`, or in
-// place (the `i`th time: up and down in turn, so its values stay put).
-void ScaleOnce(const torch::Tensor& x, torch::Tensor& out, bool in_place, int i) {
-  if (in_place) {
-    x.mul_(i % 2 == 0 ? 1.0001 : 1 / 1.0001);
-  } else {
-    torch::mul_out(out, x, 1.0001);
-  }
-}
-
-// Seconds of that op (`in_place` or not) on one element: its dispatch,
-// with no work to speak of. On CUDA, none, as for EmptyProductS.
-double EmptyElementwiseS(const torch::Device& device, bool in_place) {
-  if (device.is_cuda()) return 0;
+// The best rate of bf16 products (square, large: what the units reach),
+// the peak a bf16 (autocast) product's work is done at (AtPrecision in
+// devices/gpu/kernel_cost.cc); the tables keep their fp32 rates.
+double Bf16Flops(const torch::Device& device, bool quick) {
   torch::NoGradGuard no_grad;
-  torch::Tensor one = torch::randn({1}, torch::TensorOptions().device(device));
-  torch::Tensor one_out = torch::empty_like(one);
-  return BestS(device, 9, [&] {
-    for (int i = 0; i < 100; ++i) ScaleOnce(one, one_out, in_place, i);
-  }) / 100;
-}
-
-// Achieved bandwidth of an element-wise op by bytes moved (input read,
-// output written), from cache-sized to DRAM-sized working sets, beyond
-// `empty_s` (EmptyElementwiseS); `streamed`: each repetition reads another
-// input of a pool that no cache holds; `in_place`: the op writes its input
-// (cached; to 34 MB moved when quick).
-std::vector<std::pair<double, double>> MemoryRates(const torch::Device& device, bool quick,
-                                                   double empty_s, StreamPool* streamed,
-                                                   bool in_place = false) {
-  torch::NoGradGuard no_grad;
-  std::vector<std::pair<double, double>> rates;
-  // Cached: to 537 MB moved, past any cache, for EffectiveCacheBytes; the
-  // streamed pass needs no knee, and a quick one stops at 34 MB.
-  const int top = quick && (streamed != nullptr || in_place) ? 22 : 26;
-  for (int log2 = 10; log2 <= top; log2 += 2) {
-    const int64_t n = int64_t(1) << log2;
-    const std::vector<torch::Tensor> x = Operands(device, {n}, streamed);
-    torch::Tensor y = torch::empty_like(x[0]);
-    const double bytes = 2.0 * 4.0 * double(n);
-    const int reps = int(std::clamp(2e8 / bytes, 1.0, 1000.0));
-    size_t next = 0;  // runs go on through the pool: a run's first read is not the last run's
+  auto opts = torch::TensorOptions().device(device).dtype(torch::kBFloat16);
+  const std::vector<int64_t> sizes = quick              ? std::vector<int64_t>{512, 1024}
+                                     : device.is_cuda() ? std::vector<int64_t>{2048, 4096, 8192}
+                                                        : std::vector<int64_t>{1024, 2048};
+  double best = 0;
+  for (int64_t n : sizes) {
+    torch::Tensor a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts);
+    const double flops = 2.0 * double(n) * double(n) * double(n);
+    const int reps = int(std::clamp(2e10 / flops, 1.0, 50.0));
     const double s = DeviceBestS(device, quick ? 3 : 5, [&] {
-      for (int i = 0; i < reps; ++i) ScaleOnce(x[next++ % x.size()], y, in_place, i);
+      for (int i = 0; i < reps; ++i) torch::mm(a, b);
     }) / reps;
-    if (streamed != nullptr) streamed->ReadUpTo(x[next % x.size()]);
-    rates.push_back({bytes, bytes / std::max(s - empty_s, 1e-9)});
+    best = std::max(best, flops / s);
   }
-  return rates;
+  return best;
 }
 
 // Which part of a product a streamed grid takes from a pool no cache
@@ -390,6 +317,8 @@ absl::Status MeasureSizes(const torch::Device& device, bool quick, const EmptyOp
   for (const auto& [flops, rate] : g->gemm_rates) g->fp32_flops = std::max(g->fp32_flops, rate);
   say(absl::StrFormat("GEMM rates             %zu sizes, best %.1f GFLOP/s", g->gemm_rates.size(),
                       1e-9 * g->fp32_flops));
+  g->bf16_flops = Bf16Flops(device, quick);
+  say(absl::StrFormat("bf16 products          best %.1f GFLOP/s", 1e-9 * g->bf16_flops));
   g->memory_rates = MemoryRates(device, quick, empty.elementwise_s, nullptr);
   g->memory_bw = g->memory_rates.back().second;
   say(absl::StrFormat("memory bandwidth       %.1f GB/s at %.0f MB (%zu sizes)",

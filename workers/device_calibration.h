@@ -17,6 +17,9 @@
 //   gemm_rates     achieved FLOP/s of products [m x k] x [k x n] over the
 //                  sizes a spatio-temporal transformer runs, beyond the
 //                  dispatch of an empty product;
+//   bf16_flops     the best achieved rate of large bf16 products (the
+//                  tables are fp32's; the cost model does a bf16 product's
+//                  work at this rate);
 //   gemm_grid      the same over a grid of shapes, every m, k and n from
 //                  8 to 2048 (devices/gpu/gemm_grid.h), and again with the
 //                  second operand stored transposed (gemm_grid_nt: x W^T)

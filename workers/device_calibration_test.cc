@@ -19,9 +19,14 @@ TEST(DeviceCalibrationTest, TheCpusProfileIsMeasuredAndRoundTrips) {
   options.progress = [&](const std::string& line) { stages.push_back(line); };
   absl::StatusOr<GpuSpec> profile = CalibrateDevice(options);
   ASSERT_TRUE(profile.ok()) << profile.status();
-  // Host, GEMM sizes, memory, in place, cache, attention, layer norm,
-  // GEMM shapes, streamed (where the cache is known); no CUDA stages.
-  EXPECT_EQ(stages.size(), profile->cache_bytes > 0 ? 9u : 8u);
+  // Host, GEMM sizes, bf16 products, memory, in place, cache, attention,
+  // layer norm, GEMM shapes, streamed (where the cache is known); no CUDA
+  // stages.
+  EXPECT_EQ(stages.size(), profile->cache_bytes > 0 ? 10u : 9u);
+  // bf16 products are measured, at whatever rate the CPU has for them (an
+  // AMX Xeon: 1-2 TFLOP/s against 0.3 in fp32; one without: below fp32).
+  EXPECT_GT(profile->bf16_flops, 1e8);
+  EXPECT_LT(profile->bf16_flops, 1e15);
   EXPECT_EQ(profile->gemm_grid.m(), (std::vector<int64_t>{8, 32, 128, 512, 2048}));
   // Each layout has its own grid; the streamed one is measured as stored.
   EXPECT_EQ(profile->gemm_grid_nt.m(), profile->gemm_grid.m());

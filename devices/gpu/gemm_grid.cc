@@ -58,6 +58,10 @@ absl::StatusOr<GemmGrid> GemmGrid::Make(std::vector<int64_t> m, std::vector<int6
   return g;
 }
 
+double GemmGrid::BestRate() const {
+  return rates_.empty() ? 0 : *std::max_element(rates_.begin(), rates_.end());
+}
+
 double GemmGrid::Rate(const GemmShape& s) const {
   if (empty()) return 0;
   const auto [i, wi] = Locate(m_, double(s.m));

@@ -38,6 +38,8 @@ class GemmGrid {
   // the logarithms of the dimensions and of the rate, held at the grid's
   // edges (no extrapolation).
   double Rate(const GemmShape& shape) const;
+  // The grid's highest rate: what its products reach once large.
+  double BestRate() const;
 
   const std::vector<int64_t>& m() const { return m_; }
   const std::vector<int64_t>& k() const { return k_; }

@@ -137,24 +137,28 @@ class GpuKernelTally {
 // 0: `flops` itself. Never above `flops`.
 double GemmSize(double flops, double bytes);
 // The achieved rate of a product of `flops` moving `bytes` on `gpu`, in
-// this order of preference (fp32; other precisions take peak times
-// compute_share): its shape on the measured grid (when `streamed`, a
+// this order of preference: its shape on the measured grid (when `streamed`, a
 // weight gradient's (layout tn; a tally rates one of a batch otherwise) on
 // gemm_grid_streamed_result and any other on gemm_grid_streamed, where
 // measured; else the grid of its layout, gemm_grid_nt or gemm_grid_tn,
 // where measured, else gemm_grid); its size on the measured GEMM rates,
 // interpolated in log-log at GemmSize (held at the ends); peak times
-// compute_share.
+// compute_share. The tables are fp32's: at bf16 or tf32 a measured rate
+// keeps its shape's time beyond the table's best rate (what does not
+// scale with the arithmetic units) and does the work at the precision's
+// peak times compute_share (kernel_cost.cc, AtPrecision).
 double GemmRate(const GpuSpec& gpu, GpuPrecision precision, double flops, double bytes = 0,
                 const GemmShape& shape = {}, bool streamed = false);
 // Fused attention's achieved rate at `shape` (query length, key length,
-// head dimension as m, n, k) on the measured attention grids; 0 where the
-// profile has none (then it is rated as a GEMM).
+// head dimension as m, n, k) on the measured attention grids, at
+// `precision` as GemmRate takes a product's; 0 where the profile has none
+// (then it is rated as a GEMM).
 double AttentionRate(const GpuSpec& gpu, GpuPrecision precision, KernelKind kind,
                      const GemmShape& shape);
 // A layer norm's achieved elements a second at `shape` (rows, normalised
-// width as m, n) on the measured norm grids; 0 where the profile has none
-// (then it is rated as element-wise work by its bytes).
+// width as m, n) on the measured norm grids, at every precision (autocast
+// runs layer norm in fp32); 0 where the profile has none (then it is
+// rated as element-wise work by its bytes).
 double NormRate(const GpuSpec& gpu, GpuPrecision precision, KernelKind kind,
                 const GemmShape& shape);
 // The achieved bandwidth of element-wise work moving `bytes`: the measured

@@ -79,6 +79,43 @@ TEST(GpuKernelCostTest, AProductWithAShapeTakesTheGridsRate) {
   EXPECT_DOUBLE_EQ(CostKernels(g, GpuPrecision::kFp32, {attention}).time_s, 1e-3);
 }
 
+// The tables are fp32's. At bf16 a product keeps its shape's time beyond
+// the table's best rate and does its work at the bf16 peak: a small,
+// latency-bound product gains little, one at the table's best rate runs
+// at the bf16 peak. A layer norm (fp32 under autocast) keeps its rate.
+TEST(GpuKernelCostTest, ALowerPrecisionKeepsAShapesLatency) {
+  GpuSpec g;
+  g.fp32_flops = 1e12;
+  g.bf16_flops = 8e12;
+  g.compute_share = g.memory_share = 1;
+  g.memory_bw = 1e10;
+  g.synchronous = true;
+  // 8^3 at 1e10 FLOP/s (latency-bound), 64^3 at the best, 4e11.
+  g.gemm_grid = *GemmGrid::Make({8, 64}, {8, 64}, {8, 64},
+                                {1e10, 1e10, 1e10, 1e10, 1e10, 1e10, 1e10, 4e11});
+  g.norm_grid = *GemmGrid::Make({16}, {1}, {32}, {1e9});
+  EXPECT_DOUBLE_EQ(g.gemm_grid.BestRate(), 4e11);
+  auto time_s = [&](GpuPrecision p, const GemmShape& shape) {
+    const double flops = 2.0 * double(shape.m) * double(shape.k) * double(shape.n);
+    GpuKernel k{"aten::mm", flops, 1e3};
+    k.shape = shape;
+    return CostKernels(g, p, {k}).time_s;
+  };
+  const GemmShape small{8, 8, 8}, best{64, 64, 64};
+  const double small_flops = 1024, best_flops = 2.0 * 64 * 64 * 64;
+  EXPECT_DOUBLE_EQ(time_s(GpuPrecision::kFp32, small), small_flops / 1e10);
+  EXPECT_DOUBLE_EQ(time_s(GpuPrecision::kBf16, small),
+                   small_flops * (1 / 1e10 - 1 / 4e11 + 1 / 8e12));
+  EXPECT_DOUBLE_EQ(time_s(GpuPrecision::kFp32, best), best_flops / 4e11);
+  EXPECT_DOUBLE_EQ(time_s(GpuPrecision::kBf16, best), best_flops / 8e12);
+  // No faster units: no gain (a CPU without bf16 products measures lower).
+  g.bf16_flops = 2e11;
+  EXPECT_DOUBLE_EQ(time_s(GpuPrecision::kBf16, best), best_flops / 2e11);
+  GpuKernel norm{"aten::native_layer_norm", 16 * 32, 1e3};
+  norm.shape = GemmShape{16, 32, 1};
+  EXPECT_DOUBLE_EQ(CostKernels(g, GpuPrecision::kBf16, {norm}).time_s, 16 * 32 / 1e9);
+}
+
 // A layer norm with a measured grid costs its elements at the grid's
 // rate, whatever its bytes; without one (or without its shape), its bytes
 // at the element-wise bandwidth.
