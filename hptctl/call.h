@@ -15,7 +15,7 @@
 #include "absl/status/status.h"
 #include "common/grpc_status.h"
 #include "grpcpp/grpcpp.h"
-#include "hptctl/request_text.h"
+#include "hptctl/unary_call.h"
 #include "proto/job_service.grpc.pb.h"
 
 ABSL_DECLARE_FLAG(std::string, coordinator);
@@ -42,10 +42,7 @@ void SetDeadline(grpc::ClientContext* context);
 template <typename Method, typename Request, typename Response>
 absl::Status Call(JobService::Stub& stub, Method method, const Request& request,
                   Response* response) {
-  if (absl::Status s = CheckRequestText(request); !s.ok()) return s;
-  grpc::ClientContext context;
-  SetDeadline(&context);
-  return FromGrpcStatus((stub.*method)(&context, request, response));
+  return UnaryCall(stub, method, request, response, SetDeadline);
 }
 
 }  // namespace hpt

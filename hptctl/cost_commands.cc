@@ -17,7 +17,7 @@
 #include "hptctl/cost_views.h"
 #include "hptctl/job_format.h"
 #include "hptctl/output_file.h"
-#include "hptctl/request_text.h"
+#include "hptctl/unary_call.h"
 #include "pages/job_page.h"
 
 namespace hpt {
@@ -56,13 +56,11 @@ absl::Status ReadProfileFiles(SweepGrid* grid) {
 
 absl::StatusOr<WorkRecord> FetchRecord(JobService::Stub& stub, const std::string& job_id,
                                        const CostCommandOptions& options) {
-  grpc::ClientContext context;
-  options.prepare(&context);
   GetWorkRecordRequest request;
   request.set_job_id(job_id);
   WorkRecord record;
-  if (absl::Status s = CheckRequestText(request); !s.ok()) return s;
-  absl::Status s = FromGrpcStatus(stub.GetWorkRecord(&context, request, &record));
+  absl::Status s =
+      UnaryCall(stub, &JobService::Stub::GetWorkRecord, request, &record, options.prepare);
   if (!s.ok()) return s;
   return record;
 }
@@ -109,10 +107,8 @@ int WhatIfCommand(JobService::Stub& stub, const std::string& job_id,
   if (absl::Status s = ReadProfileFiles(&sets); !s.ok()) return Fail(s);
   for (const std::string& s : sets) request.add_settings(s);
   WhatIfResponse response;
-  grpc::ClientContext context;
-  options.prepare(&context);
-  if (absl::Status s = CheckRequestText(request); !s.ok()) return Fail(s);
-  absl::Status s = FromGrpcStatus(stub.WhatIf(&context, request, &response));
+  absl::Status s =
+      UnaryCall(stub, &JobService::Stub::WhatIf, request, &response, options.prepare);
   if (!s.ok()) return Fail(s);
   if (options.format == "json") {
     std::cout << ToJson(response) << std::endl;
@@ -239,20 +235,17 @@ int HtmlReportCommand(JobService::Stub& stub, const std::string& job_id,
   }
   JobPageInput input;
   {
-    grpc::ClientContext context;
-    options.prepare(&context);
     GetJobRequest request;
     request.set_job_id(job_id);
-    if (absl::Status s = CheckRequestText(request); !s.ok()) return Fail(s);
-    absl::Status s = FromGrpcStatus(stub.GetJob(&context, request, &input.job));
+    absl::Status s =
+        UnaryCall(stub, &JobService::Stub::GetJob, request, &input.job, options.prepare);
     if (!s.ok()) return Fail(s);
   }
   {
-    grpc::ClientContext context;
-    options.prepare(&context);
     GetJobHistoryRequest request;
     request.set_job_id(job_id);
-    absl::Status s = FromGrpcStatus(stub.GetJobHistory(&context, request, &input.history));
+    absl::Status s = UnaryCall(stub, &JobService::Stub::GetJobHistory, request, &input.history,
+                               options.prepare);
     if (!s.ok()) return Fail(s);
   }
   absl::StatusOr<WorkRecord> record = FetchRecord(stub, job_id, options);

@@ -197,12 +197,11 @@ int CostCommand(JobService::Stub& stub, const std::string& command, const std::s
 // project's servers): prints the status; exit 0 only when SERVING.
 int HealthCommand(const std::string& service, const std::shared_ptr<grpc::Channel>& channel) {
   auto stub = grpc::health::v1::Health::NewStub(channel);
-  grpc::ClientContext context;
-  SetDeadline(&context);
   grpc::health::v1::HealthCheckRequest request;
   request.set_service(service);
   grpc::health::v1::HealthCheckResponse response;
-  absl::Status s = FromGrpcStatus(stub->Check(&context, request, &response));
+  absl::Status s =
+      UnaryCall(*stub, &grpc::health::v1::Health::Stub::Check, request, &response, SetDeadline);
   if (!s.ok()) return Fail(s);
   std::cout << service << ": "
             << grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status())

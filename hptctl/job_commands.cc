@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "cost/text_report.h"
 #include "hptctl/call.h"
+#include "hptctl/unary_call.h"
 #include "hptctl/job_format.h"
 
 ABSL_FLAG(bool, yes, false, "delete: do not ask for confirmation.");
@@ -125,16 +126,16 @@ int ProbeCommand(JobService::Stub& stub, const std::string& job_id) {
   ProbeJobBaselinesRequest request;
   request.set_job_id(job_id);
   request.set_steps(absl::GetFlag(FLAGS_probe_steps) > 0 ? absl::GetFlag(FLAGS_probe_steps) : 10);
-  grpc::ClientContext context;
-  Authorize(&context);
   // Four baselines' warm-up and timed steps: far longer than a query.
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::seconds(std::max(absl::GetFlag(FLAGS_timeout_s), 900)));
+  auto prepare = [](grpc::ClientContext* context) {
+    Authorize(context);
+    context->set_deadline(std::chrono::system_clock::now() +
+                          std::chrono::seconds(std::max(absl::GetFlag(FLAGS_timeout_s), 900)));
+  };
   std::cerr << "probing " << job_id << "'s full-phase step under each GPU baseline ("
             << request.steps() << " steps each) on a GPU worker..." << std::endl;
   Job job;
-  if (absl::Status s = CheckRequestText(request); !s.ok()) return Fail(s);
-  absl::Status s = FromGrpcStatus(stub.ProbeBaselines(&context, request, &job));
+  absl::Status s = UnaryCall(stub, &JobService::Stub::ProbeBaselines, request, &job, prepare);
   if (!s.ok()) return Fail(s);
   if (Json()) {
     std::cout << ToJson(job.hpt().comparison()) << std::endl;

@@ -12,6 +12,7 @@
 #include "hptctl/npy_file.h"
 #include "hptctl/output_file.h"
 #include "hptctl/request_text.h"
+#include "hptctl/unary_call.h"
 #include "hptctl/safetensors_file.h"
 
 namespace hpt {
@@ -118,11 +119,9 @@ int PredictCommand(JobService::Stub& stub, const std::string& job_id,
   request.set_job_id(job_id);
   request.set_normalised(options.normalised);
   ToProto(std::move(*input), "input", request.mutable_input());
-  grpc::ClientContext context;
-  options.prepare(&context);
   PredictResponse response;
-  if (absl::Status s = CheckRequestText(request); !s.ok()) return Fail(s);
-  absl::Status s = FromGrpcStatus(stub.Predict(&context, request, &response));
+  absl::Status s =
+      UnaryCall(stub, &JobService::Stub::Predict, request, &response, options.prepare);
   if (!s.ok()) return Fail(s);
   absl::StatusOr<HostTensor> output = FromProto(response.output(), "PredictResponse.output");
   if (!output.ok()) return Fail(output.status());
