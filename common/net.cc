@@ -1,7 +1,5 @@
 #include "common/net.h"
 
-#include <cstdio>
-#include <fstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -26,23 +24,6 @@ absl::StatusOr<HostPort> ParseHostPort(const std::string& address,
         flag, " '", address, "' has no valid port (0..65535)"));
   }
   return hp;
-}
-
-absl::Status WriteFileAtomically(const std::string& path,
-                                 const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    if (!out) {
-      return absl::UnavailableError(absl::StrCat("cannot write '", tmp, "'"));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot rename '", tmp, "' to '", path, "'"));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace hpt

@@ -17,11 +17,6 @@ struct HostPort {
 absl::StatusOr<HostPort> ParseHostPort(const std::string& address,
                                        const std::string& flag);
 
-// Writes `text` to `path` atomically (write to a temp file, then rename), so
-// a reader polling for the file never sees half of it.
-absl::Status WriteFileAtomically(const std::string& path,
-                                 const std::string& text);
-
 }  // namespace hpt
 
 #endif  // HPT_COMMON_NET_H_

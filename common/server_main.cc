@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "common/net.h"
+#include "common/output_file.h"
 
 namespace hpt {
 namespace {
@@ -28,7 +28,7 @@ void ShutdownOnSignals(std::function<void()> shutdown) {
 absl::Status WritePortFile(const std::string& path, int grpc_port, int metrics_port,
                            int http_port) {
   if (path.empty()) return absl::OkStatus();
-  return WriteFileAtomically(
+  return WriteOutputFile(
       path, absl::StrCat("grpc=", grpc_port, " metrics=", metrics_port,
                          http_port >= 0 ? absl::StrCat(" http=", http_port) : "", "\n"));
 }

@@ -16,7 +16,7 @@
 #include "devices/gpu/roofline.h"
 #include "hptctl/cost_views.h"
 #include "hptctl/job_format.h"
-#include "hptctl/output_file.h"
+#include "common/output_file.h"
 #include "hptctl/unary_call.h"
 #include "pages/job_page.h"
 

@@ -10,7 +10,7 @@
 #include "hptctl/job_format.h"
 #include "hptctl/model_file.h"
 #include "hptctl/npy_file.h"
-#include "hptctl/output_file.h"
+#include "common/output_file.h"
 #include "hptctl/request_text.h"
 #include "hptctl/unary_call.h"
 #include "hptctl/safetensors_file.h"

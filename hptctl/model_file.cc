@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "hptctl/output_file.h"
+#include "common/output_file.h"
 #include "models/model_weights.h"
 
 namespace hpt {

@@ -8,7 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/user_file.h"
-#include "hptctl/output_file.h"
+#include "common/output_file.h"
 
 namespace hpt {
 namespace {

@@ -10,7 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "common/json_text.h"
 #include "hptctl/npy_file.h"
-#include "hptctl/output_file.h"
+#include "common/output_file.h"
 
 namespace hpt {
 namespace {

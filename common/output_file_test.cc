@@ -1,4 +1,4 @@
-#include "hptctl/output_file.h"
+#include "common/output_file.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
