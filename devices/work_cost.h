@@ -10,8 +10,8 @@
 // path: devices/gpu/kernel_cost.h).
 //   paper     the paper's own code: PyTorch from Python, eager, Adam
 //             stepping each parameter tensor with its own kernels. The
-//             forward and the update are Python calls (python_op_s an op);
-//             autograd runs the backward in C++.
+//             forward and the update are Python calls (python_op_s an op,
+//             views included); autograd runs the backward in C++.
 //   libtorch  the same kernels from LibTorch C++, as this service's GPU
 //             workers run them (no Python layer).
 //   fused     paper, with the update as PyTorch's fused Adam

@@ -163,6 +163,7 @@ GpuKernelTally::GpuKernelTally(const GpuSpec& gpu, GpuPrecision precision, GpuLa
     : gpu_(gpu),
       precision_(precision),
       graph_(launch == GpuLaunch::kGraph),
+      python_(launch == GpuLaunch::kPythonEager),
       streamed_(streamed) {
   compute_ = PeakFlops(gpu, precision) * gpu.compute_share;
   if (!graph_) {
@@ -227,7 +228,10 @@ void GpuKernelTally::Add(double flops, double bytes, double count, KernelKind ki
 
 void GpuKernelTally::AddHostCalls(const HostCalls& calls) {
   if (graph_) return;
-  const double s = gpu_.host_op_s * std::max(calls.ops, 0.0) +
+  // Python's layer is the call's, whether or not the op launches a
+  // kernel: pytorch#41383's figure is an op's call from Python.
+  const double op_s = gpu_.host_op_s + (python_ ? gpu_.python_op_s : 0);
+  const double s = op_s * std::max(calls.ops, 0.0) +
                    gpu_.frame_s * std::max(calls.frames, 0.0) +
                    gpu_.history_s * std::max(calls.history, 0.0) +
                    gpu_.node_s * std::max(calls.nodes, 0.0);

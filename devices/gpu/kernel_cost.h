@@ -6,7 +6,8 @@
 // elements at its measured rate (NormRate). How it reaches
 // the device is the launch path's:
 //   eager    the host dispatches each op (dispatch_s, plus python_op_s for
-//            ops called from Python) while the GPU runs the previous ones:
+//            ops called from Python, views among them) while the GPU runs
+//            the previous ones:
 //            an op costs the larger of its dispatch and its device time;
 //            on a synchronous device (a CPU) the sum of the two;
 //   graph    a CUDA graph replays the kernels: each costs its device time
@@ -51,9 +52,10 @@ struct GpuKernel {
 };
 
 // A task's host work beyond its kernels' dispatch: ops that launch no
-// kernel (host_op_s each), further dispatcher frames (frame_s), ops and
-// frames that record autograd history (history_s) and the backward
-// engine's nodes (node_s).
+// kernel (host_op_s each, plus python_op_s where the program calls them
+// from Python), further dispatcher frames (frame_s), ops and frames that
+// record autograd history (history_s) and the backward engine's nodes
+// (node_s).
 struct HostCalls {
   double ops = 0, frames = 0, history = 0, nodes = 0;
 };
@@ -121,6 +123,7 @@ class GpuKernelTally {
   const GpuSpec& gpu_;
   GpuPrecision precision_;
   bool graph_ = false;
+  bool python_ = false;  // the program's ops are called from Python
   StreamedReads streamed_;
   double compute_ = 0, host_s_ = 0;
   double host_total_s_ = 0;  // every op's dispatch

@@ -185,6 +185,15 @@ TEST(GpuKernelCostTest, AGraphPaysNodesAndOneLaunch) {
               1e-12);
   const GpuStepCost python = CostKernels(h100, GpuPrecision::kFp32, tiny, GpuLaunch::kPythonEager);
   EXPECT_NEAR(python.time_s, 1000 * (h100.dispatch_s + h100.python_op_s), 1e-12);
+  // A view the program calls from Python pays Python's layer as well; from
+  // C++ its host time alone; in a graph nothing beyond the one launch.
+  const std::vector<GpuKernel> views(500, GpuKernel{"aten::view"});
+  EXPECT_NEAR(CostKernels(h100, GpuPrecision::kFp32, views, GpuLaunch::kPythonEager).time_s,
+              500 * (h100.host_op_s + h100.python_op_s), 1e-12);
+  EXPECT_NEAR(CostKernels(h100, GpuPrecision::kFp32, views, GpuLaunch::kEager).time_s,
+              500 * h100.host_op_s, 1e-12);
+  EXPECT_DOUBLE_EQ(CostKernels(h100, GpuPrecision::kFp32, views, GpuLaunch::kGraph).time_s,
+                   h100.dispatch_s);
 }
 
 TEST(GpuKernelCostTest, ASynchronousDeviceAddsDispatchToWork) {
