@@ -55,11 +55,8 @@ absl::StatusOr<GemmGrid> GemmGrid::Make(std::vector<int64_t> m, std::vector<int6
   g.k_ = std::move(k);
   g.n_ = std::move(n);
   g.rates_ = std::move(rates);
+  if (!g.rates_.empty()) g.best_rate_ = *std::max_element(g.rates_.begin(), g.rates_.end());
   return g;
-}
-
-double GemmGrid::BestRate() const {
-  return rates_.empty() ? 0 : *std::max_element(rates_.begin(), rates_.end());
 }
 
 double GemmGrid::Rate(const GemmShape& s) const {

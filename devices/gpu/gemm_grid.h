@@ -39,7 +39,7 @@ class GemmGrid {
   // edges (no extrapolation).
   double Rate(const GemmShape& shape) const;
   // The grid's highest rate: what its products reach once large.
-  double BestRate() const;
+  double BestRate() const { return best_rate_; }
 
   const std::vector<int64_t>& m() const { return m_; }
   const std::vector<int64_t>& k() const { return k_; }
@@ -51,6 +51,7 @@ class GemmGrid {
  private:
   std::vector<int64_t> m_, k_, n_;
   std::vector<double> rates_;
+  double best_rate_ = 0;  // of rates_, found once by Make
 };
 
 // "MxKxN:rate,..." in the grid's order, and back. A missing or repeated

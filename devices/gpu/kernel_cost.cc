@@ -113,10 +113,11 @@ ProductRate RateOfProduct(const GpuSpec& gpu, GpuPrecision precision, double flo
   if (gpu.gemm_rates.empty() || flops <= 0) {
     return {PeakFlops(gpu, precision) * gpu.compute_share, false};
   }
+  const double rate = Interpolate(gpu.gemm_rates, GemmSize(flops, bytes));
+  if (precision == GpuPrecision::kFp32) return {rate, true};
   double best = 0;
-  for (const auto& [size, rate] : gpu.gemm_rates) best = std::max(best, rate);
-  return {AtPrecision(gpu, precision, Interpolate(gpu.gemm_rates, GemmSize(flops, bytes)), best),
-          true};
+  for (const auto& [size, r] : gpu.gemm_rates) best = std::max(best, r);
+  return {AtPrecision(gpu, precision, rate, best), true};
 }
 
 }  // namespace
