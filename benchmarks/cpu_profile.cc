@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <memory>
 
 #include "devices/cost_settings.h"
 #include "devices/work_cost.h"
@@ -19,29 +20,60 @@ StepTimes Least(const StepTimes& a, const StepTimes& b) {
           std::min(a.update_s, b.update_s)};
 }
 
-// One round for one shape: the step's tasks timed `steps` times (each
-// task's least) and `profile`'s prediction of them.
-StepCheck MeasureAndPredict(const GpuSpec& profile, const StepCase& c, int steps) {
-  SpatioTemporalTransformer model = *StepModel(c, 3);
-  torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
-  torch::Tensor x = torch::randn({c.batch, c.tokens, kStepInputFeatures});
-  torch::Tensor y = torch::randn({c.batch, c.tokens, 1});
-  RecordedStep recorded;
-  TrainStep(model, adam, x, y);  // Adam's moments
-  TrainStep(model, adam, x, y, &recorded);
-  StepCheck check;
-  check.shape = c;
-  for (int i = 0; i < steps; ++i) {
+// One shape of a round: its model, optimizer and batch, the kernels one
+// step records, and the least of each task's timed samples so far.
+struct ShapeRun {
+  explicit ShapeRun(const StepCase& c)
+      : model(*StepModel(c, 3)),
+        adam(model->parameters(), torch::optim::AdamOptions(1e-3)),
+        x(torch::randn({c.batch, c.tokens, kStepInputFeatures})),
+        y(torch::randn({c.batch, c.tokens, 1})) {
+    check.shape = c;
+    TrainStep(model, adam, x, y);  // Adam's moments
+    TrainStep(model, adam, x, y, &recorded);
+  }
+  // One sample: a step to bring the shape's own operands back into the
+  // caches, then a timed one.
+  void Sample() {
+    TrainStep(model, adam, x, y);
     StepTimes t;
     TrainStep(model, adam, x, y, nullptr, &t);
-    check.measured = i == 0 ? t : Least(check.measured, t);
+    check.measured = samples++ == 0 ? t : Least(check.measured, t);
   }
+  SpatioTemporalTransformer model;
+  torch::optim::Adam adam;
+  torch::Tensor x, y;
+  RecordedStep recorded;
+  StepCheck check;
+  int samples = 0;
+};
+
+// `profile`'s prediction of the tasks of `recorded`.
+StepTimes Predict(const GpuSpec& profile, const RecordedStep& recorded) {
   DeviceCostConfig cost = DefaultDeviceCostConfig("gpu");
   cost.gpu = profile;
   std::vector<StepCost> tasks;
   recorded.Cost(cost, GpuBaseline::kLibtorch, &tasks);
-  check.predicted = {tasks[0].time_s, tasks[1].time_s, tasks[2].time_s};
-  return check;
+  return {tasks[0].time_s, tasks[1].time_s, tasks[2].time_s};
+}
+
+// One round's steps: `steps` samples of each shape, taken in turn, so a
+// shape's samples are spread over the whole of the round's seconds and a
+// slow spell of the machine (seconds, against a small step's 2 ms) cannot
+// cover all of one shape's samples while sparing the rest.
+std::vector<StepCheck> MeasureAndPredict(const GpuSpec& profile,
+                                         const std::vector<StepCase>& cases, int steps) {
+  std::vector<std::unique_ptr<ShapeRun>> runs;
+  for (const StepCase& c : cases) runs.push_back(std::make_unique<ShapeRun>(c));
+  for (int i = 0; i < steps; ++i) {
+    for (auto& run : runs) run->Sample();
+  }
+  std::vector<StepCheck> checks;
+  for (auto& run : runs) {
+    run->check.predicted = Predict(profile, run->recorded);
+    checks.push_back(run->check);
+  }
+  return checks;
 }
 
 }  // namespace
@@ -85,9 +117,7 @@ absl::StatusOr<CpuProfileCheck> CheckCpuProfile(const CpuProfileOptions& options
     if (!profile.ok()) return profile.status();
     CpuProfileCheck one;
     one.profile = *profile;
-    for (const StepCase& c : options.cases) {
-      one.steps.push_back(MeasureAndPredict(*profile, c, options.steps));
-    }
+    one.steps = MeasureAndPredict(*profile, options.cases, options.steps);
     return one;
   });
 }

@@ -55,7 +55,7 @@ struct CpuProfileOptions {
   int max_rounds = 6;       // while a step is outside the tolerance
   double tolerance = 0.25;  // largest |predicted / measured - 1|
   bool quick = true;  // calibrate quickly (seconds)
-  int steps = 7;      // timed steps of each shape a round
+  int steps = 7;      // timed samples of each shape a round, the shapes in turn
   std::vector<StepCase> cases = CpuProfileCases();
 };
 

@@ -25,6 +25,10 @@
 // grids were timed with their first operand just written by another op
 // and layer norm got its own grids (docs/cost-model.md); then tiny b4
 // 0.87-0.96, tiny b64 0.85-0.90, wind b1 0.91-0.96, wind b8 0.82-0.87.
+// Session 31, an Intel VM whose host has 1-3 s spells of doubled dispatch:
+// tiny b4 at 0.66-0.80 (outside twice in .ci/run) while its seven samples
+// were taken inside 20 ms; with each shape's samples taken in turn across
+// the round, 1.19/1.10/1.14/0.99 and 1.09/1.07/1.08/1.19 here.
 #include "benchmarks/cpu_profile.h"
 
 #include <cstdio>
