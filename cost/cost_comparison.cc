@@ -176,10 +176,20 @@ std::vector<PhaseCost> RecordedPhases::Listed() const {
   return out;
 }
 
-// Long because it writes one report section field by field, each with the
-// figures behind it; splitting it would only scatter the method text.
-CostComparison Compare(const RecordedPhases& p, const ComparisonInputs& in) {
-  CostComparison out;
+namespace {
+
+// The mean full-phase step without trials (what GPU-only training takes a
+// step), in seconds and joules; zero before any.
+double MeanFullStepS(const RecordedPhases& p) {
+  return p.full_steps > 0 ? p.gpu_only_full_s / double(p.full_steps) : 0;
+}
+double MeanFullStepJ(const RecordedPhases& p) {
+  return p.full_steps > 0 ? p.gpu_only_full_j / double(p.full_steps) : 0;
+}
+
+// The comparison as run: HpT's every phase against GPU-only training of
+// as many steps, with the method behind the figures.
+void CompareAsRun(const RecordedPhases& p, CostComparison* c) {
   const double hpt_s = p.full.simulated_s() + p.switch_cost.simulated_s() +
                        p.lora.simulated_s() + p.recovery.simulated_s() +
                        p.fallback.simulated_s();
@@ -187,16 +197,14 @@ CostComparison Compare(const RecordedPhases& p, const ComparisonInputs& in) {
                        p.recovery.energy_j() + p.fallback.energy_j();
   // Steps after the switch, wherever they ran.
   const int64_t after_switch = p.lora_steps + p.fallback_steps;
-  const double mean_s = p.full_steps > 0 ? p.gpu_only_full_s / double(p.full_steps) : 0;
-  const double mean_j = p.full_steps > 0 ? p.gpu_only_full_j / double(p.full_steps) : 0;
-  CostComparison& c = out;
-  c.set_hpt_time_s(hpt_s);
-  c.set_hpt_energy_j(hpt_j);
-  c.set_gpu_only_time_s(p.gpu_only_full_s + mean_s * double(after_switch));
-  c.set_gpu_only_energy_j(p.gpu_only_full_j + mean_j * double(after_switch));
-  c.set_time_ratio(hpt_s > 0 ? c.gpu_only_time_s() / hpt_s : 0);
-  c.set_energy_ratio(hpt_j > 0 ? c.gpu_only_energy_j() / hpt_j : 0);
-  c.set_method(absl::StrCat(
+  const double mean_s = MeanFullStepS(p), mean_j = MeanFullStepJ(p);
+  c->set_hpt_time_s(hpt_s);
+  c->set_hpt_energy_j(hpt_j);
+  c->set_gpu_only_time_s(p.gpu_only_full_s + mean_s * double(after_switch));
+  c->set_gpu_only_energy_j(p.gpu_only_full_j + mean_j * double(after_switch));
+  c->set_time_ratio(hpt_s > 0 ? c->gpu_only_time_s() / hpt_s : 0);
+  c->set_energy_ratio(hpt_j > 0 ? c->gpu_only_energy_j() / hpt_j : 0);
+  c->set_method(absl::StrCat(
       "simulated training steps on the cost timeline (evaluation excluded). GPU-only = "
       "the ", p.full_steps, " full-phase steps as run, without trial tasks (measured), + ",
       after_switch, " steps after the switch at the mean full-phase step (",
@@ -209,17 +217,21 @@ CostComparison Compare(const RecordedPhases& p, const ComparisonInputs& in) {
       HasCost(p.recovery)
           ? ", + recovery (re-loading devices after a restart or failover)."
           : "."));
+}
 
-  // The paper's length: every epoch of the data at this batch size.
+// The comparison projected to the paper's length: every epoch of the data
+// at this batch size, each phase's steps at their mean.
+void CompareProjected(const RecordedPhases& p, const ComparisonInputs& in, CostComparison* c) {
   const double epochs = in.project_epochs;
   const int64_t n = int64_t(std::ceil(epochs * double(in.steps_per_epoch)));
-  c.set_project_epochs(epochs);
-  c.set_project_steps(n);
-  c.set_full_step_s(mean_s);
-  c.set_full_step_j(mean_j);
+  const double mean_s = MeanFullStepS(p), mean_j = MeanFullStepJ(p);
+  c->set_project_epochs(epochs);
+  c->set_project_steps(n);
+  c->set_full_step_s(mean_s);
+  c->set_full_step_j(mean_j);
   if (p.full_steps > 0) {
-    c.set_full_step_with_trials_s(p.full.simulated_s() / double(p.full_steps));
-    c.set_full_step_with_trials_j(p.full.energy_j() / double(p.full_steps));
+    c->set_full_step_with_trials_s(p.full.simulated_s() / double(p.full_steps));
+    c->set_full_step_with_trials_j(p.full.energy_j() / double(p.full_steps));
   }
   // The projection's LoRA step: the planned placement's mean, or, when no
   // step ran there, the fallback's.
@@ -229,39 +241,46 @@ CostComparison Compare(const RecordedPhases& p, const ComparisonInputs& in) {
       lora_like_steps > 0 ? lora_like.simulated_s() / double(lora_like_steps) : 0;
   const double lora_mean_j =
       lora_like_steps > 0 ? lora_like.energy_j() / double(lora_like_steps) : 0;
-  c.set_lora_step_s(lora_mean_s);
-  c.set_lora_step_j(lora_mean_j);
-  const bool switched = in.switch_step >= 0 && after_switch > 0;
+  c->set_lora_step_s(lora_mean_s);
+  c->set_lora_step_j(lora_mean_j);
+  const bool switched = in.switch_step >= 0 && p.lora_steps + p.fallback_steps > 0;
   const int64_t before = switched ? std::min<int64_t>(in.switch_step, n) : n;
-  c.set_projected_gpu_only_time_s(mean_s * double(n));
-  c.set_projected_gpu_only_energy_j(mean_j * double(n));
+  c->set_projected_gpu_only_time_s(mean_s * double(n));
+  c->set_projected_gpu_only_energy_j(mean_j * double(n));
   if (switched) {
     // The full phase as run (with trials, per step) up to the switch, the
     // switch once, then LoRA-phase steps at their mean.
-    const double full_step_s = p.full.simulated_s() / double(p.full_steps);
-    const double full_step_j = p.full.energy_j() / double(p.full_steps);
-    c.set_projected_hpt_time_s(full_step_s * double(before) + p.switch_cost.simulated_s() +
-                               lora_mean_s * double(n - before));
-    c.set_projected_hpt_energy_j(full_step_j * double(before) + p.switch_cost.energy_j() +
-                                 lora_mean_j * double(n - before));
+    c->set_projected_hpt_time_s(c->full_step_with_trials_s() * double(before) +
+                                p.switch_cost.simulated_s() + lora_mean_s * double(n - before));
+    c->set_projected_hpt_energy_j(c->full_step_with_trials_j() * double(before) +
+                                  p.switch_cost.energy_j() + lora_mean_j * double(n - before));
   } else {
-    c.set_projected_hpt_time_s(c.projected_gpu_only_time_s());
-    c.set_projected_hpt_energy_j(c.projected_gpu_only_energy_j());
+    c->set_projected_hpt_time_s(c->projected_gpu_only_time_s());
+    c->set_projected_hpt_energy_j(c->projected_gpu_only_energy_j());
   }
-  c.set_projected_time_ratio(c.projected_hpt_time_s() > 0
-                                 ? c.projected_gpu_only_time_s() / c.projected_hpt_time_s()
-                                 : 0);
-  c.set_projected_energy_ratio(c.projected_hpt_energy_j() > 0
-                                   ? c.projected_gpu_only_energy_j() / c.projected_hpt_energy_j()
-                                   : 0);
-  c.set_projection_method(absl::StrCat(
+  c->set_projected_time_ratio(c->projected_hpt_time_s() > 0
+                                  ? c->projected_gpu_only_time_s() / c->projected_hpt_time_s()
+                                  : 0);
+  c->set_projected_energy_ratio(
+      c->projected_hpt_energy_j() > 0
+          ? c->projected_gpu_only_energy_j() / c->projected_hpt_energy_j()
+          : 0);
+  c->set_projection_method(absl::StrCat(
       epochs, " epochs x ", in.steps_per_epoch, " steps = ", n, " steps; ",
       switched ? absl::StrCat("HpT: ", before, " full-phase steps at their mean with trials (",
-                              p.full.simulated_s() / double(p.full_steps), " s), the switch, ",
-                              n - before, " LoRA-phase steps at their mean (", lora_mean_s,
+                              c->full_step_with_trials_s(), " s), the switch, ", n - before,
+                              " LoRA-phase steps at their mean (", lora_mean_s,
                               p.lora_steps > 0 ? " s)" : " s, on the fallback GPU workers)")
                : "no switch yet: HpT is full-parameter throughout",
       "; GPU-only: ", n, " steps at the mean full-phase step (", mean_s, " s)."));
+}
+
+}  // namespace
+
+CostComparison Compare(const RecordedPhases& p, const ComparisonInputs& in) {
+  CostComparison c;
+  CompareAsRun(p, &c);
+  CompareProjected(p, in, &c);
   // A reference GPU with no board power (a profile calibrated where NVML
   // does not answer, a CPU's): its steps cost no energy, so neither side's
   // energy is known. The fields stay unset, which the report shows as not
@@ -274,7 +293,7 @@ CostComparison Compare(const RecordedPhases& p, const ComparisonInputs& in) {
     c.clear_projected_gpu_only_energy_j();
     c.clear_projected_energy_ratio();
   }
-  return out;
+  return c;
 }
 
 void AddTimeNotes(const std::vector<DeviceCost>& devices, const RecordedPhases& p,
