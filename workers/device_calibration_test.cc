@@ -8,6 +8,7 @@
 
 #include "devices/gpu/kernel_cost.h"
 #include "gtest/gtest.h"
+#include "workers/host_calibration.h"
 
 namespace hpt {
 namespace {
@@ -20,9 +21,11 @@ TEST(DeviceCalibrationTest, TheCpusProfileIsMeasuredAndRoundTrips) {
   absl::StatusOr<GpuSpec> profile = CalibrateDevice(options);
   ASSERT_TRUE(profile.ok()) << profile.status();
   // Host, GEMM sizes, bf16 products, memory, in place, cache, attention,
-  // layer norm, GEMM shapes, streamed (where the cache is known); no CUDA
-  // stages.
-  EXPECT_EQ(stages.size(), profile->cache_bytes > 0 ? 10u : 9u);
+  // layer norm, GEMM shapes, streamed (where the cache is known), host
+  // again; no CUDA stages.
+  ASSERT_EQ(stages.size(), profile->cache_bytes > 0 ? 11u : 10u);
+  EXPECT_EQ(stages.front().rfind("host per op", 0), 0u) << stages.front();
+  EXPECT_NE(stages.back().find("at the start and the end"), std::string::npos) << stages.back();
   // bf16 products are measured, at whatever rate the CPU has for them (an
   // AMX Xeon: 1-2 TFLOP/s against 0.3 in fp32; one without: below fp32).
   EXPECT_GT(profile->bf16_flops, 1e8);
@@ -155,6 +158,20 @@ TEST(DeviceCalibrationTest, CudaWithoutCudaIsAPreconditionFailure) {
   if (profile.ok()) GTEST_SKIP() << "not run: this machine has CUDA";
   EXPECT_EQ(profile.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(profile.status().message().find("no CUDA"), std::string::npos);
+}
+
+// Of a set measured in a slow spell of the host and one measured outside
+// it, the calibration keeps the latter whole, whichever came first.
+TEST(DeviceCalibrationTest, TheLessDisturbedHostSetIsKeptWhole) {
+  const HostCosts calm{1.25e-6, 0.3e-6, 0.5e-6, 0.45e-6, 2.1e-6};
+  const HostCosts spell{2.3e-6, 0.28e-6, 0.9e-6, 0.8e-6, 3.6e-6};
+  for (const HostCosts& kept : {LessDisturbed(calm, spell), LessDisturbed(spell, calm)}) {
+    EXPECT_EQ(kept.dispatch_s, 1.25e-6);
+    EXPECT_EQ(kept.host_op_s, 0.3e-6);  // not the spell's lesser view
+    EXPECT_EQ(kept.history_s, 0.5e-6);
+    EXPECT_EQ(kept.frame_s, 0.45e-6);
+    EXPECT_EQ(kept.node_s, 2.1e-6);
+  }
 }
 
 }  // namespace

@@ -70,4 +70,8 @@ HostCosts MeasureHostCosts(const torch::Device& device, int ops) {
   return h;
 }
 
+HostCosts LessDisturbed(const HostCosts& a, const HostCosts& b) {
+  return b.dispatch_s < a.dispatch_s ? b : a;
+}
+
 }  // namespace hpt

@@ -22,6 +22,13 @@ struct HostCosts {
 // Each part from cycles of `ops` ops (frames; a quarter as many nodes).
 HostCosts MeasureHostCosts(const torch::Device& device, int ops);
 
+// Of two sets measured apart, the less disturbed: the one whose dispatch
+// is the lesser. A shared host has spells of seconds in which every op
+// takes up to twice its time (docs/cost-model.md), and a set's cycles run
+// within milliseconds of each other, so a spell takes a set whole; the
+// set is kept whole so its parts stay consistent with each other.
+HostCosts LessDisturbed(const HostCosts& a, const HostCosts& b);
+
 }  // namespace hpt
 
 #endif  // HPT_WORKERS_HOST_CALIBRATION_H_
