@@ -43,7 +43,7 @@ constexpr GemmShape kWindWeightGradient{512, 1536, 57, /*a_transposed=*/true};
 // Seconds of a 1 x 1 product: its dispatch, with no work to speak of.
 // On CUDA, none: the tables there hold kernels' device time, replayed as a
 // graph (DeviceBestS), which a kernel takes whole, however small; the
-// host's launch is measured apart (MeasureHost) and the cost model takes
+// host's launch is measured apart (MeasureHostCosts) and the cost model takes
 // the larger of the two.
 double EmptyProductS(const torch::Device& device) {
   if (device.is_cuda()) return 0;
@@ -297,12 +297,8 @@ absl::StatusOr<torch::Device> CalibratedDevice(const std::string& name) {
   return device;
 }
 
-// The host's costs, measured at the calibration's start and again at its
-// end, seconds later (`first`: the start's, to keep the less disturbed).
-void MeasureHost(const torch::Device& device, bool quick, GpuSpec* g, const Say& say,
-                 const HostCosts* first = nullptr) {
-  const HostCosts now = MeasureHostCosts(device, quick ? 4000 : 40000);
-  const HostCosts host = first != nullptr ? LessDisturbed(*first, now) : now;
+// `host` into the profile, and its progress line, `note` at its end.
+void SetHost(const HostCosts& host, const std::string& note, GpuSpec* g, const Say& say) {
   g->dispatch_s = host.dispatch_s;
   g->host_op_s = host.host_op_s;
   g->history_s = host.history_s;
@@ -311,12 +307,7 @@ void MeasureHost(const torch::Device& device, bool quick, GpuSpec* g, const Say&
   say(absl::StrFormat("host per op            %.2f us (%.2f us a view), +%.2f us recording "
                       "autograd history, %.2f us a frame, %.2f us a backward node%s",
                       1e6 * g->dispatch_s, 1e6 * g->host_op_s, 1e6 * g->history_s,
-                      1e6 * g->frame_s, 1e6 * g->node_s,
-                      first == nullptr ? ""
-                                       : absl::StrFormat(" (the lesser of %.2f and %.2f us an "
-                                                         "op, at the start and the end)",
-                                                         1e6 * first->dispatch_s,
-                                                         1e6 * now.dispatch_s)));
+                      1e6 * g->frame_s, 1e6 * g->node_s, note));
 }
 
 // GEMM rates by size; bandwidths, out of place and in place; the cache.
@@ -427,14 +418,21 @@ absl::StatusOr<GpuSpec> CalibrateDevice(const CalibrationOptions& o) {
   g.synchronous = device->is_cpu();
   g.python_op_s = kPythonOpS;
   g.compute_share = g.memory_share = 1;  // the rates below are achieved ones
-  MeasureHost(*device, o.quick, &g, say);
+  const int host_ops = o.quick ? 4000 : 40000;
+  const HostCosts start = MeasureHostCosts(*device, host_ops);
+  SetHost(start, "", &g, say);
   // Every product table is net of one measurement of an empty product,
   // every bandwidth table of one of an empty element-wise op.
   const EmptyOpS empty{EmptyProductS(*device), EmptyElementwiseS(*device, /*in_place=*/false)};
   if (absl::Status s = MeasureSizes(*device, o.quick, empty, &g, say); !s.ok()) return s;
   MeasureShapes(*device, o.quick, empty, &g, say);
-  const HostCosts start{g.dispatch_s, g.host_op_s, g.history_s, g.frame_s, g.node_s};
-  MeasureHost(*device, o.quick, &g, say, &start);
+  // The host again, seconds after the start; the less disturbed set is
+  // kept (LessDisturbed).
+  const HostCosts end = MeasureHostCosts(*device, host_ops);
+  SetHost(LessDisturbed(start, end),
+          absl::StrFormat(" (the lesser of %.2f and %.2f us an op, at the start and the end)",
+                          1e6 * start.dispatch_s, 1e6 * end.dispatch_s),
+          &g, say);
   if (device->is_cuda()) {
     if (absl::Status s = MeasureGraphAndPower(*device, o, &g, say); !s.ok()) return s;
   }
