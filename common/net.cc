@@ -1,6 +1,5 @@
 #include "common/net.h"
 
-
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 

@@ -11,12 +11,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
-#include "common/grpc_status.h"
+#include "common/output_file.h"
 #include "cost/record_costing.h"
 #include "devices/gpu/roofline.h"
 #include "hptctl/cost_views.h"
 #include "hptctl/job_format.h"
-#include "common/output_file.h"
 #include "hptctl/unary_call.h"
 #include "pages/job_page.h"
 

@@ -13,8 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "cost/text_report.h"
 #include "hptctl/call.h"
-#include "hptctl/unary_call.h"
 #include "hptctl/job_format.h"
+#include "hptctl/unary_call.h"
 
 ABSL_FLAG(bool, yes, false, "delete: do not ask for confirmation.");
 ABSL_FLAG(std::string, state, "",

@@ -6,14 +6,14 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/output_file.h"
 #include "common/tensor_codec.h"
 #include "hptctl/job_format.h"
 #include "hptctl/model_file.h"
 #include "hptctl/npy_file.h"
-#include "common/output_file.h"
 #include "hptctl/request_text.h"
-#include "hptctl/unary_call.h"
 #include "hptctl/safetensors_file.h"
+#include "hptctl/unary_call.h"
 
 namespace hpt {
 namespace {

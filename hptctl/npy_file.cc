@@ -7,8 +7,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "common/user_file.h"
 #include "common/output_file.h"
+#include "common/user_file.h"
 
 namespace hpt {
 namespace {

@@ -9,8 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/json_text.h"
-#include "hptctl/npy_file.h"
 #include "common/output_file.h"
+#include "hptctl/npy_file.h"
 
 namespace hpt {
 namespace {
