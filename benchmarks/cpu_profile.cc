@@ -48,15 +48,6 @@ struct ShapeRun {
   int samples = 0;
 };
 
-// `profile`'s prediction of the tasks of `recorded`.
-StepTimes Predict(const GpuSpec& profile, const RecordedStep& recorded) {
-  DeviceCostConfig cost = DefaultDeviceCostConfig("gpu");
-  cost.gpu = profile;
-  std::vector<StepCost> tasks;
-  recorded.Cost(cost, GpuBaseline::kLibtorch, &tasks);
-  return {tasks[0].time_s, tasks[1].time_s, tasks[2].time_s};
-}
-
 // One round's steps: `steps` samples of each shape, taken in turn, so a
 // shape's samples are spread over the whole of the round's seconds and a
 // slow spell of the machine (seconds, against a small step's 2 ms) cannot
@@ -70,13 +61,21 @@ std::vector<StepCheck> MeasureAndPredict(const GpuSpec& profile,
   }
   std::vector<StepCheck> checks;
   for (auto& run : runs) {
-    run->check.predicted = Predict(profile, run->recorded);
+    run->check.predicted = PredictStep(profile, run->recorded);
     checks.push_back(run->check);
   }
   return checks;
 }
 
 }  // namespace
+
+StepTimes PredictStep(const GpuSpec& profile, const RecordedStep& recorded) {
+  DeviceCostConfig cost = DefaultDeviceCostConfig("gpu");
+  cost.gpu = profile;
+  std::vector<StepCost> tasks;
+  recorded.Cost(cost, GpuBaseline::kLibtorch, &tasks);
+  return {tasks[0].time_s, tasks[1].time_s, tasks[2].time_s};
+}
 
 std::vector<StepCase> CpuProfileCases() {
   return {{"tiny", 4, 16}, {"tiny", 64, 16}, {"wind", 1, 57}, {"wind", 8, 57}};

@@ -61,6 +61,11 @@ struct CpuProfileOptions {
 
 absl::StatusOr<CpuProfileCheck> CheckCpuProfile(const CpuProfileOptions& options);
 
+// `profile`'s prediction of the three tasks of `recorded` (the libtorch
+// baseline: C++ eager, per-parameter Adam). Pure arithmetic on the record:
+// no timing, the same figures on any machine.
+StepTimes PredictStep(const GpuSpec& profile, const RecordedStep& recorded);
+
 // One round: a calibration and every step once (its `rounds` unused).
 using CpuProfileRound = std::function<absl::StatusOr<CpuProfileCheck>()>;
 // The rounds of a check, each side of each step keeping its least: at
