@@ -19,6 +19,10 @@
 
 namespace hpt {
 
+// The chunk name of the normalised series a GPU load with
+// LoadParametersHeader.samples sends.
+inline constexpr char kSamplesTensor[] = "#samples";
+
 class WorkerTasks {
  public:
   virtual ~WorkerTasks() = default;
@@ -37,6 +41,13 @@ class WorkerTasks {
     return Backward(request);
   }
   virtual absl::StatusOr<ApplyUpdateResponse> ApplyUpdate(const ApplyUpdateRequest& request) = 0;
+  // A run of whole steps on the samples resident on the worker (GPU
+  // workers; the rest answer UNIMPLEMENTED, and the caller takes steps
+  // task by task instead).
+  virtual absl::StatusOr<TrainRunResponse> TrainRun(const TrainRunRequest& request) {
+    (void)request;
+    return absl::UnimplementedError("this worker trains task by task, not in runs");
+  }
   // Drops the job's state on the worker; an unknown job is a no-op.
   virtual absl::Status Release(const std::string& job_id) = 0;
 };

@@ -73,6 +73,8 @@ class WindowDataset {
   // Whether a sample's tokens are all the stations, in order.
   bool tokens_are_stations() const { return groups_ == 1; }
   const WindowOptions& options() const { return options_; }
+  // The series as Gather reads it: each station z-scored.
+  const TimeSeriesMatrix& normalized_series() const { return series_; }
   float mean(int64_t station) const { return mean_[station]; }
   float stddev(int64_t station) const { return std_[station]; }
   // A normalised value of `token` in sample `sample` (an element of the

@@ -18,6 +18,7 @@
 #include "workers/baseline_probe.h"
 #include "workers/bf16_autocast.h"
 #include "workers/device_meter.h"
+#include "workers/gpu_run.h"
 #include "workers/gpu_session.h"
 #include "workers/kernel_recorder.h"
 #include "workers/nccl_group.h"
@@ -95,8 +96,46 @@ struct GpuExecutor::Impl {
     work.mutable_settings()->insert(s.begin(), s.end());
     *cost->mutable_work() = std::move(work);
   }
+  // The cost of a task shape a run took: computed the first time, and
+  // again only when the memo has recorded the shape anew.
+  const CostReport& ShapeCost(const std::string& task_type, GpuSession& session,
+                              const std::string& shape,
+                              const std::vector<int64_t>& optimizer_numel = {}) {
+    const int recorded = session.kernels.recorded(shape);
+    auto it = session.shape_costs.find(shape);
+    if (it == session.shape_costs.end() || it->second.first != recorded) {
+      CostReport cost;
+      Cost(task_type, session, session.kernels.End(shape, nullptr), {}, &cost, optimizer_numel);
+      it = session.shape_costs.insert_or_assign(shape, std::make_pair(recorded, cost)).first;
+    }
+    return it->second.second;
+  }
+  // A run's step costs in `response`: each task shape's, with a step's
+  // share of the run's measured time and energy, split among the three in
+  // proportion to their modelled times.
+  void FillRunCosts(const RunShapes& shapes, GpuSession& session,
+                    const DeviceMeter::Reading& measured, int steps, TrainRunResponse* response) {
+    CostReport* tasks[3] = {response->mutable_forward(), response->mutable_backward(),
+                            response->mutable_update()};
+    *tasks[0] = ShapeCost("forward", session, shapes.forward);
+    *tasks[1] = ShapeCost("backward", session, shapes.backward);
+    *tasks[2] = ShapeCost("update", session, shapes.update, shapes.stepped);
+    double modelled = 0;
+    for (const CostReport* t : tasks) modelled += t->simulated_s();
+    for (CostReport* t : tasks) {
+      const double share = modelled > 0 ? t->simulated_s() / modelled : 1.0 / 3;
+      t->set_measured_s(measured.s / steps * share);
+      t->set_measured_j(measured.j / steps * share);
+    }
+  }
+  void HostSync(const std::string& what) {
+    if (options.on_host_sync) options.on_host_sync(what);
+  }
+
   mutable absl::Mutex mu;
   JobTable<GpuSession> jobs ABSL_GUARDED_BY(mu){"has no parameters on this worker"};
+  // Each job's resident training samples (LoadParametersHeader.samples).
+  std::map<std::string, std::shared_ptr<const ResidentSamples>> samples ABSL_GUARDED_BY(mu);
 
   void Sync() {
     if (device.is_cuda()) torch::cuda::synchronize(device.index());
@@ -182,6 +221,16 @@ absl::StatusOr<LoadParametersResponse> GpuExecutor::Load(
     const std::string& reference =
         header.lora().reference_job().empty() ? header.job_id() : header.lora().reference_job();
     LoadParametersResponse response;
+    if (header.has_samples()) {
+      auto series = parameters.extract(kSamplesTensor);
+      if (series.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "LoadParametersHeader.samples is set but no tensor '", kSamplesTensor, "' was sent"));
+      }
+      ASSIGN_OR_RETURN(ResidentSamples resident,
+                       MakeResidentSamples(header.samples(), series.mapped(), impl_->device));
+      impl_->samples[header.job_id()] = std::make_shared<const ResidentSamples>(std::move(resident));
+    }
     ASSIGN_OR_RETURN(std::unique_ptr<GpuSession> session,
                      BuildGpuSession(header, std::move(parameters), impl_->jobs.Get(reference),
                                      impl_->device, &response));
@@ -365,22 +414,8 @@ absl::StatusOr<BackwardResponse> GpuExecutor::Backward(
     for (const auto& p : session.model->parameters()) {
       if (p.requires_grad()) params.push_back(p);
     }
-    if (session.group) {
-      // One flat buffer, one allreduce: far cheaper than one per tensor.
-      std::vector<torch::Tensor> grads;
-      for (auto& p : params) {
-        if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
-        grads.push_back(p.grad().view(-1));
-      }
-      std::vector<torch::Tensor> flat{torch::cat(grads)};
-      session.group->allreduce(flat)->wait();
-      int64_t offset = 0;
-      for (auto& p : params) {
-        const int64_t n = p.numel();
-        p.mutable_grad().copy_(flat[0].narrow(0, offset, n).view_as(p));
-        offset += n;
-      }
-    }
+    // One flat buffer, one allreduce: far cheaper than one per tensor.
+    if (session.group) AllReduceGradients(session, params);
     // One read of each gradient, no temporaries.
     double sum_sq = 0;
     for (auto& p : params) {
@@ -442,6 +477,70 @@ absl::StatusOr<ApplyUpdateResponse> GpuExecutor::ApplyUpdate(
   });
 }
 
+absl::StatusOr<TrainRunResponse> GpuExecutor::TrainRun(const TrainRunRequest& request) {
+  absl::MutexLock lock(&impl_->mu);
+  absl::StatusOr<GpuSession*> found = impl_->jobs.Find(request.job_id());
+  if (!found.ok()) return found.status();
+  GpuSession& session = **found;
+  auto resident = impl_->samples.find(request.job_id());
+  if (resident == impl_->samples.end()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", request.job_id(), " has no resident samples on this worker: load it with "
+        "LoadParametersHeader.samples before a TrainRun"));
+  }
+  if (session.encoder_only) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", request.job_id(), " runs the encoder segment here; a run trains the whole model"));
+  }
+  if (request.first_step() == session.last_run_first_step &&
+      request.steps_size() == session.last_run.losses_size()) {
+    return session.last_run;  // a retry of the run answered last
+  }
+  RETURN_IF_ERROR(CheckRun(request, *resident->second));
+  for (int i = 0; i < request.steps_size(); ++i) {
+    const int64_t step = request.first_step() + i;
+    if (session.tasks.Applied(step) && !session.run_losses.count(step)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "step ", step, " of job ", request.job_id(), " was applied by task calls, not a run: "
+          "resume from a checkpoint to train it again"));
+    }
+  }
+  return Guarded("TrainRun", [&]() -> absl::StatusOr<TrainRunResponse> {
+    impl_->meter->Start();
+    RunResult run = TrainRunSteps(session, *resident->second, request, impl_->device);
+    torch::Tensor losses;
+    if (!run.losses.empty()) {
+      // One copy of every loss, started before the run's one wait.
+      losses = torch::stack(run.losses).to(torch::kFloat);
+      if (impl_->device.is_cuda()) losses = losses.to(torch::kCPU, /*non_blocking=*/true);
+    }
+    impl_->HostSync("the run's end: its losses and its span");
+    const DeviceMeter::Reading measured = impl_->meter->Stop();
+    if (losses.defined()) {
+      const torch::Tensor host = losses.contiguous();
+      for (size_t i = 0; i < run.steps.size(); ++i) {
+        session.run_losses[run.steps[i]] = double(host.data_ptr<float>()[i]);
+      }
+    }
+    TrainRunResponse response;
+    for (int i = 0; i < request.steps_size(); ++i) {
+      response.add_losses(session.run_losses.at(request.first_step() + i));
+    }
+    // Losses older than this run are never asked for again.
+    session.run_losses.erase(session.run_losses.begin(),
+                             session.run_losses.lower_bound(request.first_step()));
+    response.set_measured_s(measured.s);
+    response.set_measured_j(measured.j);
+    response.set_host_syncs(1);
+    if (!run.steps.empty()) {
+      impl_->FillRunCosts(run.shapes, session, measured, int(run.steps.size()), &response);
+    }
+    session.last_run_first_step = request.first_step();
+    session.last_run = response;
+    return response;
+  });
+}
+
 absl::StatusOr<std::vector<TensorChunk>> GpuExecutor::Snapshot(
     const std::string& job_id, int64_t max_chunk_bytes,
     const std::vector<std::string>& names, bool optimizer_state) {
@@ -456,6 +555,7 @@ absl::StatusOr<std::vector<TensorChunk>> GpuExecutor::Snapshot(
 absl::Status GpuExecutor::Release(const std::string& job_id) {
   absl::MutexLock lock(&impl_->mu);
   impl_->jobs.Erase(job_id);  // releasing an unknown job is a no-op
+  impl_->samples.erase(job_id);
   return absl::OkStatus();
 }
 

@@ -16,6 +16,9 @@
 // time and energy of the same work on the reference GPU by the roofline
 // model (fp32), from the model's analytic FLOPs and traffic.
 //
+// Runs: with the job's samples resident (LoadParametersHeader.samples),
+// TrainRun trains a run of whole steps on the worker (workers/gpu_run.h).
+//
 // Idempotency: Forward replaces a pending forward with the same key;
 // Backward answers a repeated key from its cached response; ApplyUpdate of a
 // step already applied does nothing and says so (applied = false).
@@ -25,6 +28,7 @@
 #ifndef HPT_WORKERS_GPU_EXECUTOR_H_
 #define HPT_WORKERS_GPU_EXECUTOR_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -63,6 +67,10 @@ class GpuExecutor : public TaskExecutor {
     // empty takes a CUDA device's UUID (a CPU device has none: its own).
     // Workers given the same id are treated as sharing one GPU.
     std::string device_id;
+    // Called each time a run (TrainRun) makes the host wait for the device,
+    // with what it waited for: the count a run's synchronisations are
+    // held to (one per run). Unset: not called.
+    std::function<void(const std::string& what)> on_host_sync;
   };
 
   static absl::StatusOr<std::unique_ptr<GpuExecutor>> Create(
@@ -87,6 +95,15 @@ class GpuExecutor : public TaskExecutor {
   absl::StatusOr<BackwardResponse> Backward(const BackwardRequest& request) override;
   absl::StatusOr<ApplyUpdateResponse> ApplyUpdate(
       const ApplyUpdateRequest& request) override;
+  // A run of whole steps on the job's resident samples (a load with
+  // LoadParametersHeader.samples): forward, backward with the group's
+  // all-reduce, and update for each, with one wait for the device at the
+  // run's end, where its losses are read and its span measured. A step's
+  // kernels are recorded and costed once per task shape. A retry of the
+  // run answered last (same job and first step) gets the same answer; a
+  // step already applied is not applied again, its loss kept from before.
+  // The model segment only (not an encoder).
+  absl::StatusOr<TrainRunResponse> TrainRun(const TrainRunRequest& request) override;
   // The job's parameters, in the model's order, cut into chunks.
   absl::StatusOr<std::vector<TensorChunk>> Snapshot(
       const std::string& job_id, int64_t max_chunk_bytes,

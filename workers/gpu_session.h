@@ -52,6 +52,13 @@ struct GpuSession {
   // Bytes the model keeps between steps: its parameters, and for those it
   // trains a gradient and Adam's two moments (TaskWork.state_bytes).
   int64_t state_bytes = 0;
+  // Runs (gpu_run.h): each task shape's cost on the reference GPU, with
+  // how many recordings of the shape it was costed from; the losses of the
+  // steps runs applied, for a retried run's answer (the last run's only).
+  std::map<std::string, std::pair<int, CostReport>> shape_costs;
+  std::map<int64_t, double> run_losses;
+  int64_t last_run_first_step = -1;
+  TrainRunResponse last_run;
 };
 
 // A host tensor on `device` (a copy).

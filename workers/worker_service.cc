@@ -215,6 +215,28 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::ApplyUpdate(
                        [this, request] { return executor_->ApplyUpdate(*request); });
 }
 
+grpc::ServerUnaryReactor* WorkerServiceImpl::TrainRun(
+    grpc::CallbackServerContext* context, const TrainRunRequest* request,
+    TrainRunResponse* response) {
+  return RunOnDevice(context, "train_run", [this, request, response]() -> absl::Status {
+    absl::StatusOr<TrainRunResponse> result = executor_->TrainRun(*request);
+    if (!result.ok()) return result.status();
+    // Each step's three tasks, as a run of task calls would have shown
+    // them: the run's measured span shared out over its steps.
+    const int steps = result->losses_size();
+    for (const CostReport* task : {&result->forward(), &result->backward(), &result->update()}) {
+      CostReport each = *task;
+      each.clear_work();
+      for (int i = 0; i < steps; ++i) ObserveCost(each);
+    }
+    if (metrics_ != nullptr && steps > 0) {
+      metrics_->ObserveJobTask(request->job_id(), "train_run", result->measured_s());
+    }
+    *response = std::move(*result);
+    return absl::OkStatus();
+  });
+}
+
 grpc::ServerUnaryReactor* WorkerServiceImpl::Release(
     grpc::CallbackServerContext* context, const ReleaseRequest* request,
     ReleaseResponse*) {

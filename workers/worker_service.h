@@ -36,6 +36,9 @@ class WorkerServiceImpl final : public WorkerService::CallbackService {
   grpc::ServerUnaryReactor* ApplyUpdate(grpc::CallbackServerContext* context,
                                         const ApplyUpdateRequest* request,
                                         ApplyUpdateResponse* response) override;
+  grpc::ServerUnaryReactor* TrainRun(grpc::CallbackServerContext* context,
+                                     const TrainRunRequest* request,
+                                     TrainRunResponse* response) override;
   grpc::ServerWriteReactor<TensorChunk>* Snapshot(
       grpc::CallbackServerContext* context,
       const SnapshotRequest* request) override;

@@ -123,6 +123,15 @@ absl::StatusOr<LoadParametersResponse> GrpcWorkerClient::LoadParameters(
   return response;
 }
 
+absl::StatusOr<TrainRunResponse> GrpcWorkerClient::TrainRun(const TrainRunRequest& request) {
+  TrainRunResponse response;
+  const int64_t steps = std::max<int64_t>(1, request.steps_size());
+  absl::Status s = CallWithRetry("train_run", &WorkerService::Stub::TrainRun, request, &response,
+                                 options_.task_deadline * steps);
+  if (!s.ok()) return s;
+  return response;
+}
+
 absl::Status GrpcWorkerClient::JoinGroup(const JoinGroupRequest& request) {
   JoinGroupResponse response;
   return CallWithRetry("join_group", &WorkerService::Stub::JoinGroup, request,

@@ -50,6 +50,8 @@ class GrpcWorkerClient : public WorkerClient {
       const BackwardRequest& request) override;
   absl::StatusOr<ApplyUpdateResponse> ApplyUpdate(
       const ApplyUpdateRequest& request) override;
+  // Its deadline is the task deadline times the run's steps.
+  absl::StatusOr<TrainRunResponse> TrainRun(const TrainRunRequest& request) override;
   absl::StatusOr<std::vector<TensorChunk>> Snapshot(
       const std::string& job_id, const std::vector<std::string>& names,
       bool optimizer_state = false) override;

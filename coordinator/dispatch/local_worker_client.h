@@ -49,6 +49,9 @@ class LocalWorkerClient : public WorkerClient {
       const ApplyUpdateRequest& request) override {
     return executor_->ApplyUpdate(request);
   }
+  absl::StatusOr<TrainRunResponse> TrainRun(const TrainRunRequest& request) override {
+    return executor_->TrainRun(request);
+  }
   absl::StatusOr<std::vector<TensorChunk>> Snapshot(
       const std::string& job_id, const std::vector<std::string>& names,
       bool optimizer_state = false) override {

@@ -106,6 +106,77 @@ absl::StatusOr<double> GpuTasks::DataParallelStep(const WindowDataset& data,
   return loss;
 }
 
+SampleSource GpuTasks::SamplesOf(const WindowDataset& data) {
+  SampleSource source;
+  const TimeSeriesMatrix& series = data.normalized_series();
+  source.set_rows(series.rows);
+  source.set_columns(series.columns);
+  source.set_input_steps(data.options().input_steps);
+  source.set_horizon(data.options().horizon);
+  source.set_tokens(data.num_tokens());
+  source.set_groups(data.num_groups());
+  source.set_group_stride(data.options().group_stride);
+  return source;
+}
+
+std::vector<TensorChunk> GpuTasks::SampleChunks(const WindowDataset& data) {
+  const TimeSeriesMatrix& series = data.normalized_series();
+  return SplitIntoChunks(kSamplesTensor, {series.rows, series.columns}, series.values.data(),
+                         kDefaultChunkBytes);
+}
+
+absl::StatusOr<GpuTasks::Run> GpuTasks::DataParallelRun(
+    const WindowDataset& data, int64_t first_step,
+    const std::vector<std::vector<int64_t>>& batches, const std::vector<double>& rates) {
+  const size_t n = workers_.size();
+  Run run;
+  run.first_step = first_step;
+  const int64_t batch = int64_t(batches.at(0).size());
+  run.shards = ShardSizes(batch, int(n));
+  run.responses.resize(n);
+  RETURN_IF_ERROR(ForEachWorker(n, [&](size_t i) -> absl::Status {
+    const int64_t begin = std::accumulate(run.shards.begin(), run.shards.begin() + i, int64_t{0});
+    TrainRunRequest request;
+    request.set_job_id(job_id_);
+    request.set_first_step(first_step);
+    for (size_t j = 0; j < batches.size(); ++j) {
+      RunStep* step = request.add_steps();
+      for (int64_t k = begin; k < begin + run.shards[i]; ++k) {
+        step->add_samples(data.train_starts()[batches[j][k]]);
+      }
+      step->set_global_batch_size(batch);
+      step->set_learning_rate(rates[j]);
+    }
+    ASSIGN_OR_RETURN(run.responses[i], workers_[i]->TrainRun(request));
+    if (run.responses[i].losses_size() != int(batches.size())) {
+      return absl::InternalError(absl::StrCat(
+          "GPU worker ", AddressOf(workers_[i]), " answered a run of ", batches.size(),
+          " steps with ", run.responses[i].losses_size(), " losses"));
+    }
+    return absl::OkStatus();
+  }));
+  for (size_t j = 0; j < batches.size(); ++j) {
+    double weighted = 0;
+    for (size_t i = 0; i < n; ++i) weighted += run.responses[i].losses(int(j)) * run.shards[i];
+    run.losses.push_back(weighted / batch);
+  }
+  return run;
+}
+
+void GpuTasks::RecordRunStep(const Run& run) const {
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    // What a step sends is its sample ids, not their windows.
+    Record(workers_[i], "gpu", "forward", run.responses[i].forward(),
+           run.shards[i] * int64_t(sizeof(int64_t)));
+  }
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    Record(workers_[i], "gpu", "backward", run.responses[i].backward());
+  }
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    Record(workers_[i], "gpu", "update", run.responses[i].update());
+  }
+}
+
 absl::StatusOr<double> GpuTasks::HeadStep(const HostTensor& x, const HostTensor& y,
                                           int64_t step, double learning_rate) {
   WorkerClient* gpu = workers_[0];

@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/host_tensor.h"
+#include "common/worker_tasks.h"
 #include "coordinator/dispatch/worker_client.h"
 #include "coordinator/training/hybrid_runner.h"
 #include "data/window_dataset.h"
@@ -44,6 +45,30 @@ class GpuTasks {
   absl::StatusOr<double> DataParallelStep(const WindowDataset& data,
                                           const std::vector<int64_t>& indices, int64_t step,
                                           double learning_rate);
+  // The job's training samples for a GPU worker's load: the header's
+  // LoadParametersHeader.samples, and the normalised series' chunks to send
+  // with it. A worker keeps them until the job is released.
+  static SampleSource SamplesOf(const WindowDataset& data);
+  static std::vector<TensorChunk> SampleChunks(const WindowDataset& data);
+
+  // A data-parallel run of whole steps on the GPU workers' resident
+  // samples: step first_step + j trains the samples
+  // train_starts[batches[j]] at rates[j], each batch split over the
+  // workers as DataParallelStep splits it. Every batch has one size.
+  struct Run {
+    int64_t first_step = 0;
+    std::vector<double> losses;               // each step's mean loss
+    std::vector<TrainRunResponse> responses;  // each worker's
+    std::vector<int64_t> shards;              // each worker's samples a step
+  };
+  absl::StatusOr<Run> DataParallelRun(const WindowDataset& data, int64_t first_step,
+                                      const std::vector<std::vector<int64_t>>& batches,
+                                      const std::vector<double>& rates);
+  // One step of `run` on every worker, to the sink: forward, backward and
+  // update as task calls record them (every step of a run has one shape),
+  // each with its share of the run's measured span.
+  void RecordRunStep(const Run& run) const;
+
   // The encoder on the first GPU worker, the head on the head worker.
   absl::StatusOr<double> HeadStep(const HostTensor& x, const HostTensor& y, int64_t step,
                                   double learning_rate);

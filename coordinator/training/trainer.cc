@@ -108,13 +108,26 @@ absl::Status Trainer::LoadModel() {
                                               data_->output_features()));
   LoadParametersHeader header = GpuHeader(job_id_, 0);
   if (options_.head_worker != nullptr) header.set_gpu_segment("encoder");
+  // The training samples go with the model, once: runs send sample ids.
+  std::vector<TensorChunk> samples;
+  if (options_.runs && options_.head_worker == nullptr) {
+    *header.mutable_samples() = GpuTasks::SamplesOf(*data_);
+    samples = GpuTasks::SampleChunks(*data_);
+    runs_ = true;
+  }
   // Every rank initialises from the same seed; JoinGroup then broadcasts
   // rank 0's parameters so replicas are identical whatever the platform.
   std::vector<LoadParametersResponse> loaded(workers_.size());
   RETURN_IF_ERROR(ForEachWorker(workers_.size(), [&](size_t i) -> absl::Status {
-    ASSIGN_OR_RETURN(loaded[i], workers_[i]->LoadParameters(header, {}));
+    ASSIGN_OR_RETURN(loaded[i], workers_[i]->LoadParameters(header, samples));
     return absl::OkStatus();
   }));
+  if (!samples.empty()) {
+    for (size_t i = 0; i < workers_.size(); ++i) {
+      ledger_.Record(MakeFinishedTask(AddressOf(workers_[i]), "gpu", "load", loaded[i].cost(),
+                                      ChunkBytes(samples)));
+    }
+  }
   ledger_.set_trainable_bytes(loaded[0].num_trainable() * int64_t(sizeof(float)));
   RETURN_IF_ERROR(JoinGroups());
   if (options_.head_worker != nullptr) {
@@ -308,6 +321,66 @@ absl::Status Trainer::RunStep(const std::vector<int64_t>& indices, int64_t step,
   return absl::OkStatus();
 }
 
+int64_t Trainer::StepsInRun(int64_t step, int64_t s, const std::vector<int64_t>& sizes) const {
+  if (!runs_ || options_.head_worker != nullptr || hybrid_ != nullptr || cursor_.trial_active ||
+      options_.on_controller_sample || !options_.fallback_reason.empty()) {
+    return 1;
+  }
+  int64_t n = 1;
+  // One shape a run: the epoch's smaller last batch runs on its own.
+  while (s + n < int64_t(sizes.size()) && sizes[s + n] == sizes[s]) ++n;
+  if (hpt_ && phase_ == TrainingPhase::kFull) {
+    // The controller decides at a window's last step, so a run ends there.
+    const int64_t k = std::max<int64_t>(1, controller_->options().check_window_steps);
+    n = std::min(n, k - step % k);
+  }
+  if (options_.checkpoint_every > 0) {
+    n = std::min(n, options_.checkpoint_every - step % options_.checkpoint_every);
+  }
+  if (options_.max_run_steps > 0) n = std::min(n, options_.max_run_steps);
+  return std::max<int64_t>(n, 1);
+}
+
+absl::Status Trainer::RunSteps(const std::vector<std::vector<int64_t>>& batches, int64_t step,
+                               double learning_rate, bool* switched) {
+  step_start_ = options_.now();
+  const bool lora_step = phase_ == TrainingPhase::kLora;
+  if (lora_step) learning_rate = spec_.hpt().lora_optimizer().learning_rate();
+  state_.progress.set_learning_rate(learning_rate);
+  absl::StatusOr<GpuTasks::Run> run = gpu_.DataParallelRun(
+      *data_, step, batches, std::vector<double>(batches.size(), learning_rate));
+  if (absl::IsUnimplemented(run.status())) {
+    runs_ = false;  // these workers take task calls only (nothing was trained)
+    for (size_t j = 0; j < batches.size(); ++j) {
+      RETURN_IF_ERROR(RunStep(batches[j], step + int64_t(j), learning_rate, switched));
+    }
+    return absl::OkStatus();
+  }
+  if (!run.ok()) return run.status();
+  const double wall_s = absl::ToDoubleSeconds(options_.now() - step_start_) / batches.size();
+  const int width = workers_.size() > 1 ? int(workers_.size()) : 1;
+  for (size_t j = 0; j < batches.size(); ++j) {
+    const int64_t at = step + int64_t(j);
+    if (*switched || cursor_.trial_active) {
+      return absl::InternalError(absl::StrCat(
+          "the phase controller acted at step ", at - 1, ", inside a run that ends at step ",
+          step + int64_t(batches.size()) - 1));
+    }
+    ledger_.set_chain(Chain::kMain);
+    gpu_.RecordRunStep(*run);
+    const double loss = run->losses[j];
+    RETURN_IF_ERROR(DivergenceCheck(loss, at, learning_rate));
+    ++cursor_.main_updates;
+    if (hpt_ && phase_ == TrainingPhase::kFull) {
+      RETURN_IF_ERROR(ControlPhase(batches[j], at, learning_rate, loss, switched));
+    }
+    ledger_.set_chain(Chain::kNone);
+    ledger_.CloseStep(at, lora_step, width, wall_s, /*fallback=*/false);
+    FinishStep(at + 1, int64_t(batches[j].size()), loss);
+  }
+  return absl::OkStatus();
+}
+
 void Trainer::FinishStep(int64_t steps_done, int64_t samples, double loss) {
   cursor_.samples += samples;
   cursor_.epoch_loss_sum += loss;
@@ -367,25 +440,38 @@ absl::Status Trainer::Run() {
     std::shuffle(order.begin(), order.end(), rng);
     const int64_t first_s = step == first_step ? step % steps_per_epoch : 0;
     if (first_s == 0) cursor_.epoch_loss_sum = 0;
-    for (int64_t s = first_s; s < steps_per_epoch; ++s) {
+    std::vector<int64_t> sizes(steps_per_epoch);
+    for (int64_t s = 0; s < steps_per_epoch; ++s) {
+      sizes[s] = std::min<int64_t>(batch, n_train - s * batch);
+    }
+    for (int64_t s = first_s; s < steps_per_epoch;) {
       if (options_.cancelled()) {
         return absl::CancelledError(absl::StrCat("cancelled at step ", step));
       }
       RETURN_IF_ERROR(BackToPlannedPlacement(step));
-      const int64_t begin = s * batch;
-      const int64_t end = std::min<int64_t>(begin + batch, n_train);
+      const int64_t n = StepsInRun(step, s, sizes);
+      std::vector<std::vector<int64_t>> batches;
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t begin = (s + j) * batch;
+        batches.emplace_back(order.begin() + begin, order.begin() + begin + sizes[s + j]);
+      }
       bool switched = false;
-      RETURN_IF_ERROR(RunStep(std::vector<int64_t>(order.begin() + begin, order.begin() + end),
-                              step, lr, &switched));
-      ++step;
+      if (n > 1) {
+        RETURN_IF_ERROR(RunSteps(batches, step, lr, &switched));
+      } else {
+        RETURN_IF_ERROR(RunStep(batches[0], step, lr, &switched));
+      }
+      step += n;
+      s += n;
       // A checkpoint at the epoch's last step waits for its evaluation, so
-      // the epoch's loss and test metrics are in it.
+      // the epoch's loss and test metrics are in it. (A run ends at every
+      // step a checkpoint or a switch can follow.)
       if (switched) {
         checkpoint_due = "phase switch";
       } else if (options_.checkpoint_every > 0 && step % options_.checkpoint_every == 0) {
         checkpoint_due = absl::StrCat("every ", options_.checkpoint_every, " steps");
       }
-      if (!checkpoint_due.empty() && s + 1 < steps_per_epoch) {
+      if (!checkpoint_due.empty() && s < steps_per_epoch) {
         RETURN_IF_ERROR(SaveCheckpoint(step, checkpoint_due));
         checkpoint_due.clear();
       }

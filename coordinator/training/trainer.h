@@ -124,6 +124,16 @@ class Trainer {
     // False: the test split is evaluated after the last epoch only (runs
     // that read only the final quality; evaluation changes no training).
     bool evaluate_every_epoch = true;
+    // Steps on the GPU workers go as runs of whole steps (TrainRun, on the
+    // samples loaded with the model): up to the phase controller's next
+    // check, the next checkpoint, the epoch's end or a batch of another
+    // size, whichever comes first. False, or workers that answer
+    // UNIMPLEMENTED: task by task (forward, backward, update calls). A
+    // trial, the output head on another worker, the device placements and
+    // a fallback placement go task by task either way.
+    bool runs = true;
+    // The most steps one run carries (0: no bound but the above).
+    int64_t max_run_steps = 0;
   };
 
   // `spec` is normalised; `workers` has spec.placement.gpu_workers entries.
@@ -167,6 +177,15 @@ class Trainer {
                        bool* switched);
   absl::Status TrainStep(const std::vector<int64_t>& indices, int64_t step,
                          double learning_rate, double* loss);
+  // Steps `step`, `step` + 1, ... of `batches` as one run on the GPU
+  // workers, then each step's method and bookkeeping as RunStep's; sets
+  // `switched` when the last step switched. Falls back to RunStep for each
+  // (and for the rest of the job) where the workers take no runs.
+  absl::Status RunSteps(const std::vector<std::vector<int64_t>>& batches, int64_t step,
+                        double learning_rate, bool* switched);
+  // How many steps from `step` (the epoch's `s`-th of `sizes`, each step's
+  // batch) the next call takes: 1 task by task, else a run's length.
+  int64_t StepsInRun(int64_t step, int64_t s, const std::vector<int64_t>& sizes) const;
   // The phase controller's view of a full-phase step: the trial's step,
   // the weight check, and the trial or switch it decides on.
   absl::Status ControlPhase(const std::vector<int64_t>& indices, int64_t step,
@@ -233,6 +252,8 @@ class Trainer {
   size_t events_seen_ = 0;
   std::unique_ptr<HybridRunner> hybrid_;
   TrainedModel trained_;
+  // The GPU workers hold the job's samples and train in runs.
+  bool runs_ = false;
 };
 
 }  // namespace hpt

@@ -87,7 +87,13 @@ absl::Status Trainer::Reload(const Checkpoint& checkpoint) {
                                                       : GpuHeader(job_id_, 0);
   header.set_optimizer_steps(cursor_.main_updates);
   if (options_.head_worker != nullptr) header.set_gpu_segment("encoder");
-  const std::vector<TensorChunk> chunks = SplitTensors(on_gpu);
+  std::vector<TensorChunk> chunks = SplitTensors(on_gpu);
+  if (options_.runs && options_.head_worker == nullptr) {
+    // The samples again: a worker that replaced a lost one has none.
+    *header.mutable_samples() = GpuTasks::SamplesOf(*data_);
+    for (TensorChunk& c : GpuTasks::SampleChunks(*data_)) chunks.push_back(std::move(c));
+    runs_ = true;
+  }
   RETURN_IF_ERROR(ForEachWorker(workers_.size(), [&](size_t i) -> absl::Status {
     return workers_[i]->LoadParameters(header, chunks).status();
   }));

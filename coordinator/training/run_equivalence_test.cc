@@ -1,0 +1,175 @@
+// Runs change nothing a job computes: the same job trained with its GPU
+// steps as runs (TrainRun) and task by task (forward, backward, update
+// calls) takes the same losses at every step, the same phase decisions
+// and switch step, and ends with the same model and test metrics: one GPU
+// worker and two data-parallel ones (Gloo), the paper's rule with its
+// trial, the default rule, a LoRA phase on the GPU and on the devices, and
+// checkpoints every few steps.
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "coordinator/spec/job_spec.h"
+#include "coordinator/training/in_process_workers.h"
+#include "coordinator/training/trainer.h"
+#include "gtest/gtest.h"
+#include "workers/gpu_executor.h"
+#include "workers/rendezvous_store.h"
+
+namespace hpt {
+namespace {
+
+// A local client that counts the runs and task calls it passes on.
+class CountingClient : public LocalWorkerClient {
+ public:
+  using LocalWorkerClient::LocalWorkerClient;
+  absl::StatusOr<TrainRunResponse> TrainRun(const TrainRunRequest& request) override {
+    ++runs;
+    run_steps += request.steps_size();
+    return LocalWorkerClient::TrainRun(request);
+  }
+  // Two workers in one process seed LibTorch's one CPU generator: their
+  // loads (each initialises its model from the job's seed) go one at a
+  // time, as separate processes' would be apart.
+  absl::StatusOr<LoadParametersResponse> LoadParameters(
+      const LoadParametersHeader& header, const std::vector<TensorChunk>& chunks) override {
+    static absl::Mutex loading;
+    absl::MutexLock lock(&loading);
+    return LocalWorkerClient::LoadParameters(header, chunks);
+  }
+  absl::StatusOr<ForwardResponse> Forward(const ForwardRequest& request) override {
+    if (request.train()) ++forwards;
+    return LocalWorkerClient::Forward(request);
+  }
+  int runs = 0, run_steps = 0, forwards = 0;
+};
+
+struct Case {
+  std::string rule, placement;
+  int gpu_workers = 1;
+  int64_t checkpoint_every = 0;
+};
+
+struct Outcome {
+  absl::Status status;
+  std::map<int64_t, double> losses;  // step -> loss
+  TrainerUpdate last;
+  TrainedModel model;
+  int checkpoints = 0, runs = 0, run_steps = 0, forwards = 0;
+};
+
+Outcome Train(const Case& c, bool runs) {
+  std::unique_ptr<WindowDataset> data = SmallSyntheticWindows(6);
+  JobSpec spec;
+  spec.mutable_model()->set_preset("tiny");
+  // Two ranks in one process share LibTorch's CPU generator: no dropout.
+  spec.mutable_model()->set_dropout(0);
+  spec.mutable_model()->set_dropout_set(true);
+  spec.mutable_training()->set_epochs(6);
+  spec.mutable_training()->set_batch_size(12);
+  spec.mutable_training()->mutable_optimizer()->set_learning_rate(0.003);
+  spec.mutable_training()->set_step_lr_step_size(2);
+  spec.mutable_training()->set_step_lr_gamma(0.5);
+  spec.mutable_placement()->set_gpu_workers(c.gpu_workers);
+  HptSpec& h = *spec.mutable_hpt();
+  h.set_check_window_steps(4);
+  h.set_loss_threshold(0.9);
+  h.set_weight_threshold(0.9);
+  h.set_switch_rule(c.rule);
+  h.set_placement(c.placement);
+  h.mutable_lora()->set_rank(2);
+  h.mutable_lora()->set_dropout(0);
+  h.mutable_lora()->set_dropout_set(true);
+  absl::StatusOr<JobSpec> normalized = NormalizeJobSpec(spec);
+  EXPECT_TRUE(normalized.ok()) << normalized.status();
+
+  InProcessWorkers devices;
+  GpuExecutor::Options g;
+  g.device = "cpu";
+  std::vector<std::unique_ptr<GpuExecutor>> gpus;
+  std::vector<std::unique_ptr<CountingClient>> clients;
+  std::vector<WorkerClient*> workers;
+  for (int i = 0; i < c.gpu_workers; ++i) {
+    gpus.push_back(*GpuExecutor::Create(g));
+    clients.push_back(std::make_unique<CountingClient>("gpu" + std::to_string(i), gpus.back().get()));
+    workers.push_back(clients.back().get());
+  }
+  std::unique_ptr<RendezvousStore> store;
+  Outcome out;
+  Trainer::Options options = devices.Options();
+  if (c.gpu_workers > 1) {
+    store = *RendezvousStore::Start("127.0.0.1");
+    options.rendezvous = store.get();
+  }
+  options.runs = runs;
+  options.checkpoint_every = c.checkpoint_every;
+  options.on_checkpoint = [&](Checkpoint) { ++out.checkpoints; };
+  options.on_progress = [&](const TrainerUpdate& u) {
+    out.last = u;
+    if (u.progress.step() > 0) out.losses[u.progress.step() - 1] = u.progress.loss();
+  };
+  Trainer trainer("j", *normalized, data.get(), workers, options);
+  out.status = trainer.Run();
+  if (out.status.ok()) out.model = trainer.trained_model();
+  for (const auto& client : clients) {
+    out.runs += client->runs;
+    out.run_steps += client->run_steps;
+    out.forwards += client->forwards;
+  }
+  return out;
+}
+
+class RunEquivalenceTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(RunEquivalenceTest, RunsTrainWhatTaskCallsTrain) {
+  const Outcome tasks = Train(GetParam(), /*runs=*/false);
+  const Outcome runs = Train(GetParam(), /*runs=*/true);
+  ASSERT_TRUE(tasks.status.ok()) << tasks.status;
+  ASSERT_TRUE(runs.status.ok()) << runs.status;
+  // Runs were taken, and they span several steps each.
+  EXPECT_EQ(tasks.runs, 0);
+  EXPECT_GT(runs.runs, 0);
+  EXPECT_GT(runs.run_steps, 2 * runs.runs);
+  EXPECT_LT(runs.forwards, tasks.forwards);
+
+  ASSERT_EQ(runs.losses.size(), tasks.losses.size());
+  for (const auto& [step, loss] : tasks.losses) {
+    ASSERT_TRUE(runs.losses.count(step)) << step;
+    EXPECT_NEAR(runs.losses.at(step), loss, 1e-6 * std::abs(loss)) << "step " << step;
+  }
+  const HptStatus& a = tasks.last.hpt;
+  const HptStatus& b = runs.last.hpt;
+  EXPECT_EQ(b.switch_step(), a.switch_step());
+  EXPECT_EQ(b.phase(), a.phase());
+  ASSERT_EQ(b.events_size(), a.events_size());
+  for (int i = 0; i < a.events_size(); ++i) {
+    EXPECT_EQ(b.events(i).kind(), a.events(i).kind()) << i;
+    EXPECT_EQ(b.events(i).iteration(), a.events(i).iteration()) << i;
+    EXPECT_EQ(b.events(i).reason(), a.events(i).reason()) << i;
+  }
+  EXPECT_EQ(runs.checkpoints, tasks.checkpoints);
+  EXPECT_NEAR(runs.last.test_metrics.rmse(), tasks.last.test_metrics.rmse(),
+              1e-6 * tasks.last.test_metrics.rmse());
+  ASSERT_EQ(runs.model.parameters.size(), tasks.model.parameters.size());
+  for (const auto& [name, t] : tasks.model.parameters) {
+    const HostTensor& u = runs.model.parameters.at(name);
+    ASSERT_EQ(u.data.size(), t.data.size()) << name;
+    for (size_t i = 0; i < t.data.size(); ++i) {
+      ASSERT_NEAR(u.data[i], t.data[i], 1e-6 * (1 + std::abs(t.data[i]))) << name << "[" << i << "]";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Jobs, RunEquivalenceTest,
+    ::testing::Values(Case{"paper", "gpu", 1, 0}, Case{"paper", "paper", 1, 5},
+                      Case{"plateau", "gpu", 1, 0}, Case{"paper", "gpu", 2, 6}),
+    [](const ::testing::TestParamInfo<Case>& info) {
+      return info.param.rule + "_" + info.param.placement + "_" +
+             std::to_string(info.param.gpu_workers) + "gpu_checkpoint" +
+             std::to_string(info.param.checkpoint_every);
+    });
+
+}  // namespace
+}  // namespace hpt

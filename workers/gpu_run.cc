@@ -1,0 +1,202 @@
+#include "workers/gpu_run.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "models/st_transformer.h"
+#include "workers/bf16_autocast.h"
+#include "workers/gpu_executor.h"
+
+namespace hpt {
+
+int64_t ResidentSamples::num_ids() const {
+  const int64_t start_rows = source.rows() - source.input_steps() - source.horizon() + 1;
+  return std::max<int64_t>(0, start_rows) * source.groups();
+}
+
+absl::StatusOr<ResidentSamples> MakeResidentSamples(const SampleSource& source,
+                                                    const HostTensor& series,
+                                                    const torch::Device& device) {
+  auto field = [](const char* name, int64_t value, int64_t least) -> absl::Status {
+    if (value >= least) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat("LoadParametersHeader.samples.", name, " is ",
+                                                   value, "; it must be at least ", least));
+  };
+  for (absl::Status s : {field("rows", source.rows(), 1), field("columns", source.columns(), 1),
+                         field("input_steps", source.input_steps(), 1),
+                         field("horizon", source.horizon(), 1), field("tokens", source.tokens(), 1),
+                         field("groups", source.groups(), 1),
+                         field("group_stride", source.group_stride(), 0)}) {
+    if (!s.ok()) return s;
+  }
+  if (series.shape != std::vector<int64_t>{source.rows(), source.columns()}) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tensor '", kSamplesTensor, "' has shape ", series.ShapeString(),
+        "; LoadParametersHeader.samples says [", source.rows(), ", ", source.columns(), "]"));
+  }
+  const int64_t last_column = (source.groups() - 1) * source.group_stride() + source.tokens();
+  if (last_column > source.columns()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "LoadParametersHeader.samples: ", source.groups(), " groups of ", source.tokens(),
+        " tokens every ", source.group_stride(), " columns need ", last_column,
+        " columns; the series has ", source.columns()));
+  }
+  ResidentSamples samples;
+  samples.source = source;
+  samples.series = ToTorch(series, device);
+  return samples;
+}
+
+void GatherSamples(const ResidentSamples& samples, const torch::Tensor& ids, torch::Tensor* x,
+                   torch::Tensor* y) {
+  const SampleSource& s = samples.source;
+  const auto on = torch::TensorOptions().dtype(torch::kInt64).device(ids.device());
+  const torch::Tensor start_row = torch::div(ids, s.groups(), "floor");
+  const torch::Tensor first_column = torch::remainder(ids, s.groups()) * s.group_stride();
+  // Flat positions in the [rows, columns] series: row * columns + column.
+  const torch::Tensor rows = start_row.view({-1, 1, 1}) + torch::arange(s.input_steps(), on).view({1, 1, -1});
+  const torch::Tensor columns =
+      first_column.view({-1, 1, 1}) + torch::arange(s.tokens(), on).view({1, -1, 1});
+  const torch::Tensor flat = samples.series.view(-1);
+  *x = flat.index_select(0, (rows * s.columns() + columns).view(-1))
+           .view({ids.size(0), s.tokens(), s.input_steps()});
+  const torch::Tensor target_row = start_row.view({-1, 1, 1}) + (s.input_steps() - 1 + s.horizon());
+  *y = flat.index_select(0, (target_row * s.columns() + columns).view(-1))
+           .view({ids.size(0), s.tokens(), 1});
+}
+
+absl::Status CheckRun(const TrainRunRequest& request, const ResidentSamples& samples) {
+  if (request.steps_size() == 0) {
+    return absl::InvalidArgumentError("TrainRunRequest.steps is empty");
+  }
+  if (request.first_step() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("TrainRunRequest.first_step is ", request.first_step(), "; it must be >= 0"));
+  }
+  const int64_t ids = samples.num_ids();
+  for (int i = 0; i < request.steps_size(); ++i) {
+    const RunStep& step = request.steps(i);
+    const std::string at = absl::StrCat("TrainRunRequest.steps[", i, "]");
+    if (step.samples_size() == 0) return absl::InvalidArgumentError(at + ".samples is empty");
+    if (step.global_batch_size() < step.samples_size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          at, ".global_batch_size ", step.global_batch_size(), " is below its ",
+          step.samples_size(), " samples"));
+    }
+    if (!(step.learning_rate() > 0) || !std::isfinite(step.learning_rate())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          at, ".learning_rate is ", step.learning_rate(), "; it must be positive and finite"));
+    }
+    for (int64_t id : step.samples()) {
+      if (id < 0 || id >= ids) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            at, ".samples holds ", id, "; the resident samples' ids are 0 to ", ids - 1));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+void AllReduceGradients(GpuSession& session, const std::vector<torch::Tensor>& params) {
+  std::vector<torch::Tensor> grads;
+  for (torch::Tensor p : params) {  // a handle: its gradient is the parameter's
+    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+    grads.push_back(p.grad().view(-1));
+  }
+  std::vector<torch::Tensor> flat{torch::cat(grads)};
+  session.group->allreduce(flat)->wait();
+  int64_t offset = 0;
+  for (torch::Tensor p : params) {
+    const int64_t n = p.numel();
+    p.mutable_grad().copy_(flat[0].narrow(0, offset, n).view_as(p));
+    offset += n;
+  }
+}
+
+namespace {
+
+// The optimizer's rate for the next step.
+void SetLearningRate(GpuSession& session, double rate) {
+  for (auto& group : session.optimizer->param_groups()) {
+    if (session.optimizer_type == ADAMW) {
+      static_cast<torch::optim::AdamWOptions&>(group.options()).lr(rate);
+    } else {
+      static_cast<torch::optim::AdamOptions&>(group.options()).lr(rate);
+    }
+  }
+}
+
+// `body` with the memo's recorder for `key` around it.
+template <typename Body>
+void Recorded(GpuSession& session, const std::string& key, Body&& body) {
+  std::unique_ptr<KernelRecorder> recorder = session.kernels.Begin(key);
+  body();
+  session.kernels.End(key, std::move(recorder));
+}
+
+}  // namespace
+
+RunResult TrainRunSteps(GpuSession& session, const ResidentSamples& samples,
+                        const TrainRunRequest& request, const torch::Device& device) {
+  RunResult result;
+  std::vector<torch::Tensor> params;
+  for (const auto& p : session.model->parameters()) {
+    if (p.requires_grad()) params.push_back(p);
+  }
+  // Every sample id of the run reaches the device in one copy.
+  std::vector<int64_t> all;
+  for (const RunStep& step : request.steps()) all.insert(all.end(), step.samples().begin(), step.samples().end());
+  const torch::Tensor ids =
+      torch::from_blob(all.data(), {int64_t(all.size())}, torch::kInt64).to(device);
+  const int rank = session.group ? session.group->getRank() : 0;
+  const int64_t features = session.config.input_features();
+  int64_t offset = 0;
+  for (int i = 0; i < request.steps_size(); ++i) {
+    const RunStep& step = request.steps(i);
+    const int64_t index = request.first_step() + i;
+    const int64_t n = step.samples_size();
+    const torch::Tensor mine = ids.narrow(0, offset, n);
+    offset += n;
+    if (session.tasks.Applied(index)) continue;  // a run replayed past it
+    RunShapes& shapes = result.shapes;
+    shapes.forward = absl::StrCat("forward ", n, "x", samples.source.tokens(), "x", features,
+                                  " train targets");
+    shapes.backward = absl::StrCat("backward ", n, " loss", session.group ? " allreduce" : "");
+    torch::Tensor loss;
+    Recorded(session, shapes.forward, [&] {
+      torch::Tensor x, y;
+      GatherSamples(samples, mine, &x, &y);
+      torch::manual_seed(GpuExecutor::DropoutSeed(session.seed, index, 0, rank));
+      Bf16Autocast autocast(device, session.bf16);
+      session.model->train();
+      loss = MseLoss(session.model->forward(x), y);
+    });
+    Recorded(session, shapes.backward, [&] {
+      (loss * (double(n) / double(step.global_batch_size()))).backward();
+      if (session.group) AllReduceGradients(session, params);
+    });
+    if (shapes.stepped.empty()) {
+      for (const auto& group : session.optimizer->param_groups()) {
+        for (const torch::Tensor& p : group.params()) {
+          if (p.grad().defined()) shapes.stepped.push_back(p.numel());
+        }
+      }
+      shapes.update = absl::StrCat("update ", absl::StrJoin(shapes.stepped, ","));
+    }
+    Recorded(session, shapes.update, [&] {
+      SetLearningRate(session, step.learning_rate());
+      session.optimizer->step();
+      session.optimizer->zero_grad();
+    });
+    session.tasks.Apply(index);
+    session.last_batch = n;
+    session.last_tokens = samples.source.tokens();
+    result.steps.push_back(index);
+    result.losses.push_back(loss.detach());
+  }
+  return result;
+}
+
+}  // namespace hpt

@@ -1,0 +1,82 @@
+// A GPU worker's run of whole training steps (TrainRun, gpu_executor.h):
+// the job's samples resident on the device, and the loop that trains a
+// run of steps on them with no host wait inside it.
+//
+// A run's steps are the steps the coordinator would otherwise send as
+// forward, backward and update calls, with the same numerics: the same
+// samples (gathered on the device from the normalised series, the values
+// WindowDataset::Gather gives), the same dropout seeds (DropoutSeed of the
+// job, step and rank), each rank's loss weighted by its share of the
+// global batch, the gradients averaged over the group in one flat buffer,
+// and the optimizer stepped at the step's rate. Each step's loss stays on
+// the device; the caller reads them all once, after the run.
+//
+// Internal to the GPU executor: this header includes LibTorch.
+#ifndef HPT_WORKERS_GPU_RUN_H_
+#define HPT_WORKERS_GPU_RUN_H_
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/host_tensor.h"
+#include "proto/worker_service.pb.h"
+#include "workers/gpu_session.h"
+
+namespace hpt {
+
+// A job's training samples on the device.
+struct ResidentSamples {
+  SampleSource source;
+  torch::Tensor series;  // [rows, columns], float, on the device
+  // Sample ids are below this: every start row whose target row is in the
+  // series, times the groups.
+  int64_t num_ids() const;
+};
+
+// `series` [rows, columns] on `device`, checked against `source`.
+absl::StatusOr<ResidentSamples> MakeResidentSamples(const SampleSource& source,
+                                                    const HostTensor& series,
+                                                    const torch::Device& device);
+
+// Inputs [n, tokens, input_steps] and targets [n, tokens, 1] of the
+// samples `ids` (int64, on the series' device), gathered on the device.
+void GatherSamples(const ResidentSamples& samples, const torch::Tensor& ids, torch::Tensor* x,
+                   torch::Tensor* y);
+
+// INVALID_ARGUMENT naming the field when `request` is not a run the
+// samples can train: no steps, a step with no samples or a global batch
+// below them, a rate that is not positive, a sample id out of range.
+absl::Status CheckRun(const TrainRunRequest& request, const ResidentSamples& samples);
+
+// The task shapes of a run's steps, the keys its kernels are remembered
+// by (KernelMemo): those of the forward, backward and update calls.
+struct RunShapes {
+  std::string forward, backward, update;
+  std::vector<int64_t> stepped;  // numel of each parameter the update stepped
+};
+
+// What a run trained: the steps it applied (those not applied before), and
+// their losses, one device tensor each.
+struct RunResult {
+  RunShapes shapes;
+  std::vector<int64_t> steps;
+  std::vector<torch::Tensor> losses;
+};
+
+// Trains `request`'s steps on `session` that it has not applied yet
+// (TaskBook::Applied), recording each task shape's kernels in the
+// session's memo as the task calls do. Throws what LibTorch throws.
+RunResult TrainRunSteps(GpuSession& session, const ResidentSamples& samples,
+                        const TrainRunRequest& request, const torch::Device& device);
+
+// Averages the gradients of `params` over the session's group: one flat
+// buffer, one all-reduce (a parameter without a gradient gives zeros).
+void AllReduceGradients(GpuSession& session, const std::vector<torch::Tensor>& params);
+
+}  // namespace hpt
+
+#endif  // HPT_WORKERS_GPU_RUN_H_
