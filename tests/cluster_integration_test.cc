@@ -125,13 +125,13 @@ TEST_F(ClusterTest, TwoWorkersTrainDataParallel) {
   std::vector<double> losses = EpochLosses(result.output);
   ASSERT_EQ(losses.size(), 2u) << result.output;
   EXPECT_LT(losses[1], losses[0]);
-  // Both workers ran training tasks.
+  // Both workers trained: runs of whole steps on their resident samples.
   for (const testing::Ports& p : {worker_ports_[0], worker_ports_[1]}) {
     auto metrics = testing::HttpGet(p.metrics, "/metrics");
     ASSERT_TRUE(metrics.ok()) << metrics.status();
     EXPECT_THAT(*metrics,
                 HasSubstr("hpt_worker_tasks_total{code=\"OK\",kind=\"gpu\","
-                          "task=\"backward\"}"));
+                          "task=\"train_run\"}"));
   }
 }
 

@@ -202,6 +202,48 @@ TEST_F(FailoverTest, KilledGpuWorkerShrinksTheGroupAndNoStepIsLostOrDoubled) {
   EXPECT_LT(MaxDiff(Export(whole), Export(faulted)), 1e-3);
 }
 
+// One GPU worker, whose steps go as runs of 10 (its checkpoints bound
+// them); dropout on, so a replayed step must draw its step's masks again.
+constexpr char kRuns[] = R"(
+  name: "runs"
+  model { preset: "tiny" dropout: 0.1 dropout_set: true }
+  data { synthetic { stations: 8 time_steps: 1400 } }
+  training { epochs: 3 batch_size: 16 seed: 9 checkpoint_every: 10 }
+  hpt { mode: "full" }
+)";
+
+TEST_F(FailoverTest, AGpuWorkerKilledMidRunIsReplacedAndTheRunReplaysFromItsCheckpoint) {
+  StartCoordinator("coordinator");
+  std::optional<ChildProcess> gpu(StartWorker("gpu", "gpu0"));
+  const std::string whole = Submit(kRuns);
+  Job a = WaitUntil(whole, Finished);
+  ASSERT_EQ(a.state(), SUCCEEDED) << a.error();
+  ASSERT_GT(a.progress().total_steps(), 100);
+
+  // Progress comes at a run's end: from step 20 on, a run is in flight
+  // whenever the coordinator is not between two runs.
+  const std::string faulted = Submit(kRuns);
+  Job before = WaitUntil(faulted, [](const Job& j) { return j.progress().step() >= 20 || Finished(j); });
+  ASSERT_FALSE(Finished(before));
+  EXPECT_EQ(before.progress().step() % 10, 0) << "steps arrive a run at a time";
+  ASSERT_EQ(kill(gpu->pid(), SIGKILL), 0);
+  gpu->Stop();
+  gpu.emplace(StartWorker("gpu", "gpu0-replacement"));
+  Job b = WaitUntil(faulted, Finished);
+  ASSERT_EQ(b.state(), SUCCEEDED) << b.error();
+  ASSERT_EQ(b.recoveries_size(), 1) << b.DebugString();
+  EXPECT_EQ(b.recoveries(0).from_step() % 10, 0);
+  EXPECT_GE(b.recoveries(0).from_step(), 20);
+  EXPECT_EQ(b.progress().step(), a.progress().step());
+  ASSERT_EQ(b.epoch_losses_size(), a.epoch_losses_size());
+  for (int i = 0; i < a.epoch_losses_size(); ++i) {
+    EXPECT_NEAR(b.epoch_losses(i), a.epoch_losses(i), 1e-6 * a.epoch_losses(i));
+  }
+  // The replacement took the samples with the checkpoint and replayed the
+  // run: the same parameters as the uninterrupted job's.
+  EXPECT_LT(MaxDiff(Export(whole), Export(faulted)), 1e-6);
+}
+
 constexpr char kDevices[] = R"(
   name: "lora-on-devices"
   model { preset: "tiny" dropout: 0.1 dropout_set: true }

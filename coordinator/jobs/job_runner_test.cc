@@ -30,6 +30,12 @@ class FailingClient : public LocalWorkerClient {
     if (++*forwards_ > healthy_) return Gone();
     return LocalWorkerClient::Forward(request);
   }
+  // A run counts its steps' forwards; one that would pass the healthy
+  // count fails whole, as a worker lost mid-run fails its run.
+  absl::StatusOr<TrainRunResponse> TrainRun(const TrainRunRequest& request) override {
+    if ((*forwards_ += request.steps_size()) > healthy_) return Gone();
+    return LocalWorkerClient::TrainRun(request);
+  }
 
  private:
   bool Broken() const { return forwards_->load() >= healthy_; }
@@ -60,9 +66,10 @@ TEST(JobRunnerTest, AWorkerThatFailsEveryAttemptEndsTheJobAfterTheFailoverLimit)
     hpt { mode: "full" })");
   absl::StatusOr<Job> submitted = jobs.Submit(request);
   ASSERT_TRUE(submitted.ok()) << submitted.status();
-  // Every attempt after the first fails at once, behind the step the first
-  // one reached (12) and past its checkpoint (10): no attempt makes
-  // progress, so the limit ends the job.
+  // The first attempt's runs end at its checkpoints (every 5 steps); the
+  // run of steps 10-14 passes the 12 healthy forwards and fails whole, so
+  // the job reached step 10. Every attempt after it fails at once, from
+  // that checkpoint: no attempt makes progress, so the limit ends the job.
   Job job;
   for (const absl::Time give_up = absl::Now() + absl::Seconds(120); absl::Now() < give_up;) {
     job = *jobs.Get(submitted->job_id());
@@ -71,7 +78,7 @@ TEST(JobRunnerTest, AWorkerThatFailsEveryAttemptEndsTheJobAfterTheFailoverLimit)
   }
   ASSERT_EQ(job.state(), FAILED) << job.DebugString();
   EXPECT_EQ(job.recoveries_size(), 3);
-  EXPECT_EQ(job.progress().step(), 12);
+  EXPECT_EQ(job.progress().step(), 10);
   EXPECT_EQ(job.recoveries(0).from_step(), 10);
 }
 
