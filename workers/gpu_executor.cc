@@ -110,22 +110,38 @@ struct GpuExecutor::Impl {
     }
     return it->second.second;
   }
-  // A run's step costs in `response`: each task shape's, with a step's
-  // share of the run's measured time and energy, split among the three in
-  // proportion to their modelled times.
-  void FillRunCosts(const RunShapes& shapes, GpuSession& session,
-                    const DeviceMeter::Reading& measured, int steps, TrainRunResponse* response) {
-    CostReport* tasks[3] = {response->mutable_forward(), response->mutable_backward(),
-                            response->mutable_update()};
-    *tasks[0] = ShapeCost("forward", session, shapes.forward);
-    *tasks[1] = ShapeCost("backward", session, shapes.backward);
-    *tasks[2] = ShapeCost("update", session, shapes.update, shapes.stepped);
+  // A run's step costs in `response`: each task shape's (the trial's
+  // too), with a step's share of the run's measured time and energy,
+  // split among the tasks in proportion to their modelled times.
+  void FillRunCosts(const RunResult& run, GpuSession& session, GpuSession* trial,
+                    const DeviceMeter::Reading& measured, TrainRunResponse* response) {
+    std::vector<CostReport*> tasks;
+    if (!run.steps.empty()) {
+      *response->mutable_forward() = ShapeCost("forward", session, run.shapes.forward);
+      *response->mutable_backward() = ShapeCost("backward", session, run.shapes.backward);
+      *response->mutable_update() =
+          ShapeCost("update", session, run.shapes.update, run.shapes.stepped);
+      tasks = {response->mutable_forward(), response->mutable_backward(),
+               response->mutable_update()};
+    }
+    if (trial != nullptr && !run.trial_steps.empty()) {
+      const RunShapes& t = run.trial_shapes;
+      *response->mutable_trial_forward() = ShapeCost("forward", *trial, t.forward);
+      *response->mutable_trial_backward() = ShapeCost("backward", *trial, t.backward);
+      *response->mutable_trial_update() = ShapeCost("update", *trial, t.update, t.stepped);
+      for (CostReport* c : {response->mutable_trial_forward(), response->mutable_trial_backward(),
+                            response->mutable_trial_update()}) {
+        tasks.push_back(c);
+      }
+    }
+    const size_t steps = std::max(run.steps.size(), run.trial_steps.size());
+    if (tasks.empty() || steps == 0) return;
     double modelled = 0;
     for (const CostReport* t : tasks) modelled += t->simulated_s();
     for (CostReport* t : tasks) {
-      const double share = modelled > 0 ? t->simulated_s() / modelled : 1.0 / 3;
-      t->set_measured_s(measured.s / steps * share);
-      t->set_measured_j(measured.j / steps * share);
+      const double share = modelled > 0 ? t->simulated_s() / modelled : 1.0 / double(tasks.size());
+      t->set_measured_s(measured.s / double(steps) * share);
+      t->set_measured_j(measured.j / double(steps) * share);
     }
   }
   void HostSync(const std::string& what) {
@@ -477,6 +493,39 @@ absl::StatusOr<ApplyUpdateResponse> GpuExecutor::ApplyUpdate(
   });
 }
 
+namespace {
+
+// FAILED_PRECONDITION where a step of `request` was applied to `session`
+// by task calls (its loss is not kept for a run's answer).
+absl::Status CheckNotTaskApplied(const GpuSession& session, const std::string& job,
+                                 const TrainRunRequest& request) {
+  for (int i = 0; i < request.steps_size(); ++i) {
+    const int64_t step = request.first_step() + i;
+    if (session.tasks.Applied(step) && !session.run_losses.count(step)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "step ", step, " of job ", job, " was applied by task calls, not a run: "
+          "resume from a checkpoint to train it again"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Keeps `values` (the steps' losses, read from the device) as `steps`'
+// in `session`, and answers every step of the run from what it keeps.
+void KeepLosses(GpuSession& session, const std::vector<int64_t>& steps, const float* values,
+                const TrainRunRequest& request,
+                google::protobuf::RepeatedField<double>* losses) {
+  for (size_t i = 0; i < steps.size(); ++i) session.run_losses[steps[i]] = double(values[i]);
+  for (int i = 0; i < request.steps_size(); ++i) {
+    losses->Add(session.run_losses.at(request.first_step() + i));
+  }
+  // Losses older than this run are never asked for again.
+  session.run_losses.erase(session.run_losses.begin(),
+                           session.run_losses.lower_bound(request.first_step()));
+}
+
+}  // namespace
+
 absl::StatusOr<TrainRunResponse> GpuExecutor::TrainRun(const TrainRunRequest& request) {
   absl::MutexLock lock(&impl_->mu);
   absl::StatusOr<GpuSession*> found = impl_->jobs.Find(request.job_id());
@@ -493,49 +542,46 @@ absl::StatusOr<TrainRunResponse> GpuExecutor::TrainRun(const TrainRunRequest& re
         "job ", request.job_id(), " runs the encoder segment here; a run trains the whole model"));
   }
   if (request.first_step() == session.last_run_first_step &&
-      request.steps_size() == session.last_run.losses_size()) {
+      request.steps_size() == session.last_run.losses_size() &&
+      request.trial_job() == session.last_run_trial) {
     return session.last_run;  // a retry of the run answered last
   }
   RETURN_IF_ERROR(CheckRun(request, *resident->second));
-  for (int i = 0; i < request.steps_size(); ++i) {
-    const int64_t step = request.first_step() + i;
-    if (session.tasks.Applied(step) && !session.run_losses.count(step)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "step ", step, " of job ", request.job_id(), " was applied by task calls, not a run: "
-          "resume from a checkpoint to train it again"));
-    }
+  RETURN_IF_ERROR(CheckNotTaskApplied(session, request.job_id(), request));
+  GpuSession* trial = nullptr;
+  if (!request.trial_job().empty()) {
+    absl::StatusOr<GpuSession*> t = impl_->jobs.Find(request.trial_job());
+    if (!t.ok()) return t.status();
+    trial = *t;
+    RETURN_IF_ERROR(CheckNotTaskApplied(*trial, request.trial_job(), request));
   }
   return Guarded("TrainRun", [&]() -> absl::StatusOr<TrainRunResponse> {
     impl_->meter->Start();
-    RunResult run = TrainRunSteps(session, *resident->second, request, impl_->device);
+    RunResult run = TrainRunSteps(session, trial, *resident->second, request, impl_->device);
+    std::vector<torch::Tensor> all = run.losses;
+    all.insert(all.end(), run.trial_losses.begin(), run.trial_losses.end());
     torch::Tensor losses;
-    if (!run.losses.empty()) {
+    if (!all.empty()) {
       // One copy of every loss, started before the run's one wait.
-      losses = torch::stack(run.losses).to(torch::kFloat);
+      losses = torch::stack(all).to(torch::kFloat);
       if (impl_->device.is_cuda()) losses = losses.to(torch::kCPU, /*non_blocking=*/true);
     }
     impl_->HostSync("the run's end: its losses and its span");
     const DeviceMeter::Reading measured = impl_->meter->Stop();
-    if (losses.defined()) {
-      const torch::Tensor host = losses.contiguous();
-      for (size_t i = 0; i < run.steps.size(); ++i) {
-        session.run_losses[run.steps[i]] = double(host.data_ptr<float>()[i]);
-      }
-    }
+    const torch::Tensor host = losses.defined() ? losses.contiguous() : torch::zeros({0});
+    const float* values = host.data_ptr<float>();
     TrainRunResponse response;
-    for (int i = 0; i < request.steps_size(); ++i) {
-      response.add_losses(session.run_losses.at(request.first_step() + i));
+    KeepLosses(session, run.steps, values, request, response.mutable_losses());
+    if (trial != nullptr) {
+      KeepLosses(*trial, run.trial_steps, values + run.steps.size(), request,
+                 response.mutable_trial_losses());
     }
-    // Losses older than this run are never asked for again.
-    session.run_losses.erase(session.run_losses.begin(),
-                             session.run_losses.lower_bound(request.first_step()));
     response.set_measured_s(measured.s);
     response.set_measured_j(measured.j);
     response.set_host_syncs(1);
-    if (!run.steps.empty()) {
-      impl_->FillRunCosts(run.shapes, session, measured, int(run.steps.size()), &response);
-    }
+    impl_->FillRunCosts(run, session, trial, measured, &response);
     session.last_run_first_step = request.first_step();
+    session.last_run_trial = request.trial_job();
     session.last_run = response;
     return response;
   });

@@ -67,18 +67,14 @@ void GatherSamples(const ResidentSamples& samples, const torch::Tensor& ids, tor
            .view({ids.size(0), s.tokens(), 1});
 }
 
-absl::Status CheckRun(const TrainRunRequest& request, const ResidentSamples& samples) {
-  if (request.steps_size() == 0) {
-    return absl::InvalidArgumentError("TrainRunRequest.steps is empty");
-  }
-  if (request.first_step() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("TrainRunRequest.first_step is ", request.first_step(), "; it must be >= 0"));
-  }
-  const int64_t ids = samples.num_ids();
-  for (int i = 0; i < request.steps_size(); ++i) {
-    const RunStep& step = request.steps(i);
-    const std::string at = absl::StrCat("TrainRunRequest.steps[", i, "]");
+namespace {
+
+// Each of `steps` (`field`, for messages) against the samples.
+absl::Status CheckSteps(const google::protobuf::RepeatedPtrField<RunStep>& steps,
+                        const std::string& field, int64_t ids) {
+  for (int i = 0; i < steps.size(); ++i) {
+    const RunStep& step = steps[i];
+    const std::string at = absl::StrCat("TrainRunRequest.", field, "[", i, "]");
     if (step.samples_size() == 0) return absl::InvalidArgumentError(at + ".samples is empty");
     if (step.global_batch_size() < step.samples_size()) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -97,6 +93,28 @@ absl::Status CheckRun(const TrainRunRequest& request, const ResidentSamples& sam
     }
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckRun(const TrainRunRequest& request, const ResidentSamples& samples) {
+  if (request.steps_size() == 0) {
+    return absl::InvalidArgumentError("TrainRunRequest.steps is empty");
+  }
+  if (request.first_step() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("TrainRunRequest.first_step is ", request.first_step(), "; it must be >= 0"));
+  }
+  if (!request.trial_job().empty() && request.trial_steps_size() != request.steps_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "TrainRunRequest.trial_steps has ", request.trial_steps_size(),
+        " steps; a trial takes one to each of the run's ", request.steps_size()));
+  }
+  if (request.trial_job().empty() && request.trial_steps_size() > 0) {
+    return absl::InvalidArgumentError("TrainRunRequest.trial_steps is set without a trial_job");
+  }
+  if (absl::Status s = CheckSteps(request.steps(), "steps", samples.num_ids()); !s.ok()) return s;
+  return CheckSteps(request.trial_steps(), "trial_steps", samples.num_ids());
 }
 
 void AllReduceGradients(GpuSession& session, const std::vector<torch::Tensor>& params) {
@@ -138,63 +156,97 @@ void Recorded(GpuSession& session, const std::string& key, Body&& body) {
 
 }  // namespace
 
-RunResult TrainRunSteps(GpuSession& session, const ResidentSamples& samples,
-                        const TrainRunRequest& request, const torch::Device& device) {
-  RunResult result;
+namespace {
+
+// One step of `session` on `step`'s samples (`ids`, on the device):
+// forward, backward with the group's all-reduce, update, each under the
+// memo's recorder for its task shape. Returns the step's loss, on the
+// device.
+torch::Tensor TrainOneStep(GpuSession& session, const ResidentSamples& samples,
+                           const torch::Tensor& ids, const RunStep& step, int64_t index,
+                           const torch::Device& device, RunShapes* shapes) {
   std::vector<torch::Tensor> params;
   for (const auto& p : session.model->parameters()) {
     if (p.requires_grad()) params.push_back(p);
   }
-  // Every sample id of the run reaches the device in one copy.
-  std::vector<int64_t> all;
-  for (const RunStep& step : request.steps()) all.insert(all.end(), step.samples().begin(), step.samples().end());
-  const torch::Tensor ids =
-      torch::from_blob(all.data(), {int64_t(all.size())}, torch::kInt64).to(device);
+  const int64_t n = step.samples_size();
   const int rank = session.group ? session.group->getRank() : 0;
-  const int64_t features = session.config.input_features();
-  int64_t offset = 0;
-  for (int i = 0; i < request.steps_size(); ++i) {
-    const RunStep& step = request.steps(i);
-    const int64_t index = request.first_step() + i;
-    const int64_t n = step.samples_size();
-    const torch::Tensor mine = ids.narrow(0, offset, n);
-    offset += n;
-    if (session.tasks.Applied(index)) continue;  // a run replayed past it
-    RunShapes& shapes = result.shapes;
-    shapes.forward = absl::StrCat("forward ", n, "x", samples.source.tokens(), "x", features,
-                                  " train targets");
-    shapes.backward = absl::StrCat("backward ", n, " loss", session.group ? " allreduce" : "");
-    torch::Tensor loss;
-    Recorded(session, shapes.forward, [&] {
-      torch::Tensor x, y;
-      GatherSamples(samples, mine, &x, &y);
-      torch::manual_seed(GpuExecutor::DropoutSeed(session.seed, index, 0, rank));
-      Bf16Autocast autocast(device, session.bf16);
-      session.model->train();
-      loss = MseLoss(session.model->forward(x), y);
-    });
-    Recorded(session, shapes.backward, [&] {
-      (loss * (double(n) / double(step.global_batch_size()))).backward();
-      if (session.group) AllReduceGradients(session, params);
-    });
-    if (shapes.stepped.empty()) {
-      for (const auto& group : session.optimizer->param_groups()) {
-        for (const torch::Tensor& p : group.params()) {
-          if (p.grad().defined()) shapes.stepped.push_back(p.numel());
-        }
+  shapes->forward = absl::StrCat("forward ", n, "x", samples.source.tokens(), "x",
+                                 session.config.input_features(), " train targets");
+  shapes->backward = absl::StrCat("backward ", n, " loss", session.group ? " allreduce" : "");
+  torch::Tensor loss;
+  Recorded(session, shapes->forward, [&] {
+    torch::Tensor x, y;
+    GatherSamples(samples, ids, &x, &y);
+    torch::manual_seed(GpuExecutor::DropoutSeed(session.seed, index, 0, rank));
+    Bf16Autocast autocast(device, session.bf16);
+    session.model->train();
+    loss = MseLoss(session.model->forward(x), y);
+  });
+  Recorded(session, shapes->backward, [&] {
+    (loss * (double(n) / double(step.global_batch_size()))).backward();
+    if (session.group) AllReduceGradients(session, params);
+  });
+  if (shapes->stepped.empty()) {
+    for (const auto& group : session.optimizer->param_groups()) {
+      for (const torch::Tensor& p : group.params()) {
+        if (p.grad().defined()) shapes->stepped.push_back(p.numel());
       }
-      shapes.update = absl::StrCat("update ", absl::StrJoin(shapes.stepped, ","));
     }
-    Recorded(session, shapes.update, [&] {
-      SetLearningRate(session, step.learning_rate());
-      session.optimizer->step();
-      session.optimizer->zero_grad();
-    });
-    session.tasks.Apply(index);
-    session.last_batch = n;
-    session.last_tokens = samples.source.tokens();
-    result.steps.push_back(index);
-    result.losses.push_back(loss.detach());
+    shapes->update = absl::StrCat("update ", absl::StrJoin(shapes->stepped, ","));
+  }
+  Recorded(session, shapes->update, [&] {
+    SetLearningRate(session, step.learning_rate());
+    session.optimizer->step();
+    session.optimizer->zero_grad();
+  });
+  session.tasks.Apply(index);
+  session.last_batch = n;
+  session.last_tokens = samples.source.tokens();
+  return loss.detach();
+}
+
+// Every sample id of `steps` in one device tensor, and where each step's
+// begin.
+torch::Tensor SampleIds(const google::protobuf::RepeatedPtrField<RunStep>& steps,
+                        const torch::Device& device, std::vector<int64_t>* offsets) {
+  std::vector<int64_t> all;
+  for (const RunStep& step : steps) {
+    offsets->push_back(int64_t(all.size()));
+    all.insert(all.end(), step.samples().begin(), step.samples().end());
+  }
+  // A copy: on the CPU, to() would alias `all`, which ends here.
+  return torch::from_blob(all.data(), {int64_t(all.size())}, torch::kInt64)
+      .to(device, torch::kInt64, /*non_blocking=*/false, /*copy=*/true);
+}
+
+}  // namespace
+
+RunResult TrainRunSteps(GpuSession& session, GpuSession* trial, const ResidentSamples& samples,
+                        const TrainRunRequest& request, const torch::Device& device) {
+  RunResult result;
+  // Every sample id of the run reaches the device in one copy (two with a
+  // trial).
+  std::vector<int64_t> offsets, trial_offsets;
+  const torch::Tensor ids = SampleIds(request.steps(), device, &offsets);
+  const torch::Tensor trial_ids =
+      trial != nullptr ? SampleIds(request.trial_steps(), device, &trial_offsets) : torch::Tensor();
+  for (int i = 0; i < request.steps_size(); ++i) {
+    const int64_t index = request.first_step() + i;
+    const RunStep& step = request.steps(i);
+    if (!session.tasks.Applied(index)) {  // else a run replayed past it
+      result.losses.push_back(TrainOneStep(session, samples,
+                                           ids.narrow(0, offsets[i], step.samples_size()), step,
+                                           index, device, &result.shapes));
+      result.steps.push_back(index);
+    }
+    if (trial != nullptr && !trial->tasks.Applied(index)) {
+      const RunStep& t = request.trial_steps(i);
+      result.trial_losses.push_back(TrainOneStep(*trial, samples,
+                                                 trial_ids.narrow(0, trial_offsets[i], t.samples_size()),
+                                                 t, index, device, &result.trial_shapes));
+      result.trial_steps.push_back(index);
+    }
   }
   return result;
 }

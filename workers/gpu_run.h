@@ -50,6 +50,7 @@ void GatherSamples(const ResidentSamples& samples, const torch::Tensor& ids, tor
 // INVALID_ARGUMENT naming the field when `request` is not a run the
 // samples can train: no steps, a step with no samples or a global batch
 // below them, a rate that is not positive, a sample id out of range.
+// A trial's steps are checked the same way, one to each step.
 absl::Status CheckRun(const TrainRunRequest& request, const ResidentSamples& samples);
 
 // The task shapes of a run's steps, the keys its kernels are remembered
@@ -60,17 +61,18 @@ struct RunShapes {
 };
 
 // What a run trained: the steps it applied (those not applied before), and
-// their losses, one device tensor each.
+// their losses, one device tensor each; the same for its trial.
 struct RunResult {
-  RunShapes shapes;
-  std::vector<int64_t> steps;
-  std::vector<torch::Tensor> losses;
+  RunShapes shapes, trial_shapes;
+  std::vector<int64_t> steps, trial_steps;
+  std::vector<torch::Tensor> losses, trial_losses;
 };
 
 // Trains `request`'s steps on `session` that it has not applied yet
-// (TaskBook::Applied), recording each task shape's kernels in the
-// session's memo as the task calls do. Throws what LibTorch throws.
-RunResult TrainRunSteps(GpuSession& session, const ResidentSamples& samples,
+// (TaskBook::Applied), and after each the trial's step on `trial` (may be
+// null: no trial), recording each task shape's kernels in the session's
+// memo as the task calls do. Throws what LibTorch throws.
+RunResult TrainRunSteps(GpuSession& session, GpuSession* trial, const ResidentSamples& samples,
                         const TrainRunRequest& request, const torch::Device& device);
 
 // Averages the gradients of `params` over the session's group: one flat

@@ -213,6 +213,41 @@ TEST(GpuRunTokenGroupsTest, GroupedSamplesAreGatheredAsTheDataSetGathersThem) {
   ExpectSameParameters(Params(*runs, "g"), Params(*tasks, "g"));
 }
 
+TEST(GpuRunTrialTest, ATrialTrainsBesideTheModelAsItsTaskCallsDo) {
+  // The trial's copy (here a second model of its own seed) takes a step
+  // on the whole batch after each of the model's, at its own rate.
+  const WindowDataset data = Data(6);
+  auto tasks = *GpuExecutor::Create({});
+  auto runs = *GpuExecutor::Create({});
+  LoadParametersHeader trial = Header("m/trial", data, false);
+  trial.set_init_seed(8);
+  ASSERT_TRUE(tasks->Load(Header("m", data, false), {}).ok());
+  ASSERT_TRUE(tasks->Load(trial, {}).ok());
+  ASSERT_TRUE(runs->Load(Header("m", data, true), Series(data)).ok());
+  ASSERT_TRUE(runs->Load(trial, {}).ok());
+  std::vector<double> main_losses, trial_losses;
+  for (int64_t j = 0; j < 4; ++j) {
+    main_losses.push_back(TaskSteps(*tasks, "m", data, j, 1, 4)[0]);
+    trial_losses.push_back(TaskSteps(*tasks, "m/trial", data, j, 1, 4)[0]);
+  }
+  TrainRunRequest request = RunOf("m", data, 0, 4, 4);
+  request.set_trial_job("m/trial");
+  for (const RunStep& step : request.steps()) *request.add_trial_steps() = step;
+  absl::StatusOr<TrainRunResponse> run = runs->TrainRun(request);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(std::vector<double>(run->losses().begin(), run->losses().end()), main_losses);
+  EXPECT_EQ(std::vector<double>(run->trial_losses().begin(), run->trial_losses().end()),
+            trial_losses);
+  ExpectSameParameters(Params(*runs, "m"), Params(*tasks, "m"));
+  ExpectSameParameters(Params(*runs, "m/trial"), Params(*tasks, "m/trial"));
+  EXPECT_GT(run->trial_update().simulated_s(), 0);
+
+  TrainRunRequest lopsided = RunOf("m", data, 4, 2, 4);
+  lopsided.set_trial_job("m/trial");
+  *lopsided.add_trial_steps() = lopsided.steps(0);
+  EXPECT_THAT(runs->TrainRun(lopsided).status().message(), HasSubstr("trial_steps has 1 steps"));
+}
+
 TEST(GpuRunSyncTest, TheHostWaitsOnceARunAndReadsNoItemInside) {
   const WindowDataset data = Data(6);
   std::vector<std::string> waits;

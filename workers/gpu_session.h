@@ -58,6 +58,7 @@ struct GpuSession {
   std::map<std::string, std::pair<int, CostReport>> shape_costs;
   std::map<int64_t, double> run_losses;
   int64_t last_run_first_step = -1;
+  std::string last_run_trial;
   TrainRunResponse last_run;
 };
 

@@ -127,7 +127,8 @@ std::vector<TensorChunk> GpuTasks::SampleChunks(const WindowDataset& data) {
 
 absl::StatusOr<GpuTasks::Run> GpuTasks::DataParallelRun(
     const WindowDataset& data, int64_t first_step,
-    const std::vector<std::vector<int64_t>>& batches, const std::vector<double>& rates) {
+    const std::vector<std::vector<int64_t>>& batches, const std::vector<double>& rates,
+    double trial_rate) {
   const size_t n = workers_.size();
   Run run;
   run.first_step = first_step;
@@ -146,8 +147,20 @@ absl::StatusOr<GpuTasks::Run> GpuTasks::DataParallelRun(
       }
       step->set_global_batch_size(batch);
       step->set_learning_rate(rates[j]);
+      if (trial_rate > 0 && i == 0) {
+        RunStep* trial = request.add_trial_steps();
+        for (int64_t k : batches[j]) trial->add_samples(data.train_starts()[k]);
+        trial->set_global_batch_size(batch);
+        trial->set_learning_rate(trial_rate);
+      }
     }
+    if (trial_rate > 0 && i == 0) request.set_trial_job(trial_job_);
     ASSIGN_OR_RETURN(run.responses[i], workers_[i]->TrainRun(request));
+    if (trial_rate > 0 && i == 0 && run.responses[0].trial_losses_size() != request.steps_size()) {
+      return absl::InternalError(absl::StrCat(
+          "GPU worker ", AddressOf(workers_[0]), " answered a trial of ", batches.size(),
+          " steps with ", run.responses[0].trial_losses_size(), " losses"));
+    }
     if (run.responses[i].losses_size() != int(batches.size())) {
       return absl::InternalError(absl::StrCat(
           "GPU worker ", AddressOf(workers_[i]), " answered a run of ", batches.size(),
@@ -159,6 +172,10 @@ absl::StatusOr<GpuTasks::Run> GpuTasks::DataParallelRun(
     double weighted = 0;
     for (size_t i = 0; i < n; ++i) weighted += run.responses[i].losses(int(j)) * run.shards[i];
     run.losses.push_back(weighted / batch);
+  }
+  if (trial_rate > 0) {
+    run.trial_losses.assign(run.responses[0].trial_losses().begin(),
+                            run.responses[0].trial_losses().end());
   }
   return run;
 }
@@ -175,6 +192,14 @@ void GpuTasks::RecordRunStep(const Run& run) const {
   for (size_t i = 0; i < workers_.size(); ++i) {
     Record(workers_[i], "gpu", "update", run.responses[i].update());
   }
+}
+
+void GpuTasks::RecordRunTrialStep(const Run& run) const {
+  const TrainRunResponse& r = run.responses[0];
+  const int64_t batch = std::accumulate(run.shards.begin(), run.shards.end(), int64_t{0});
+  Record(workers_[0], "gpu", "forward", r.trial_forward(), batch * int64_t(sizeof(int64_t)));
+  Record(workers_[0], "gpu", "backward", r.trial_backward());
+  Record(workers_[0], "gpu", "update", r.trial_update());
 }
 
 absl::StatusOr<double> GpuTasks::HeadStep(const HostTensor& x, const HostTensor& y,

@@ -55,19 +55,25 @@ class GpuTasks {
   // samples: step first_step + j trains the samples
   // train_starts[batches[j]] at rates[j], each batch split over the
   // workers as DataParallelStep splits it. Every batch has one size.
+  // With `trial_rate` > 0 the trial's LoRA copy trains beside the model
+  // on the first worker, each step on the whole batch at that rate, as
+  // TrialStep trains it.
   struct Run {
     int64_t first_step = 0;
     std::vector<double> losses;               // each step's mean loss
+    std::vector<double> trial_losses;         // with a trial: its losses
     std::vector<TrainRunResponse> responses;  // each worker's
     std::vector<int64_t> shards;              // each worker's samples a step
   };
   absl::StatusOr<Run> DataParallelRun(const WindowDataset& data, int64_t first_step,
                                       const std::vector<std::vector<int64_t>>& batches,
-                                      const std::vector<double>& rates);
+                                      const std::vector<double>& rates, double trial_rate = 0);
   // One step of `run` on every worker, to the sink: forward, backward and
   // update as task calls record them (every step of a run has one shape),
   // each with its share of the run's measured span.
   void RecordRunStep(const Run& run) const;
+  // The same for the trial's step, on the first worker.
+  void RecordRunTrialStep(const Run& run) const;
 
   // The encoder on the first GPU worker, the head on the head worker.
   absl::StatusOr<double> HeadStep(const HostTensor& x, const HostTensor& y, int64_t step,

@@ -322,7 +322,7 @@ absl::Status Trainer::RunStep(const std::vector<int64_t>& indices, int64_t step,
 }
 
 int64_t Trainer::StepsInRun(int64_t step, int64_t s, const std::vector<int64_t>& sizes) const {
-  if (!runs_ || options_.head_worker != nullptr || hybrid_ != nullptr || cursor_.trial_active ||
+  if (!runs_ || options_.head_worker != nullptr || hybrid_ != nullptr ||
       options_.on_controller_sample || !options_.fallback_reason.empty()) {
     return 1;
   }
@@ -347,8 +347,10 @@ absl::Status Trainer::RunSteps(const std::vector<std::vector<int64_t>>& batches,
   const bool lora_step = phase_ == TrainingPhase::kLora;
   if (lora_step) learning_rate = spec_.hpt().lora_optimizer().learning_rate();
   state_.progress.set_learning_rate(learning_rate);
+  const bool trial = cursor_.trial_active;
   absl::StatusOr<GpuTasks::Run> run = gpu_.DataParallelRun(
-      *data_, step, batches, std::vector<double>(batches.size(), learning_rate));
+      *data_, step, batches, std::vector<double>(batches.size(), learning_rate),
+      trial ? spec_.hpt().lora_optimizer().learning_rate() : 0);
   if (absl::IsUnimplemented(run.status())) {
     runs_ = false;  // these workers take task calls only (nothing was trained)
     for (size_t j = 0; j < batches.size(); ++j) {
@@ -361,7 +363,7 @@ absl::Status Trainer::RunSteps(const std::vector<std::vector<int64_t>>& batches,
   const int width = workers_.size() > 1 ? int(workers_.size()) : 1;
   for (size_t j = 0; j < batches.size(); ++j) {
     const int64_t at = step + int64_t(j);
-    if (*switched || cursor_.trial_active) {
+    if (*switched || cursor_.trial_active != trial) {
       return absl::InternalError(absl::StrCat(
           "the phase controller acted at step ", at - 1, ", inside a run that ends at step ",
           step + int64_t(batches.size()) - 1));
@@ -372,7 +374,7 @@ absl::Status Trainer::RunSteps(const std::vector<std::vector<int64_t>>& batches,
     RETURN_IF_ERROR(DivergenceCheck(loss, at, learning_rate));
     ++cursor_.main_updates;
     if (hpt_ && phase_ == TrainingPhase::kFull) {
-      RETURN_IF_ERROR(ControlPhase(batches[j], at, learning_rate, loss, switched));
+      RETURN_IF_ERROR(ControlPhase(batches[j], at, learning_rate, loss, switched, &*run, j));
     }
     ledger_.set_chain(Chain::kNone);
     ledger_.CloseStep(at, lora_step, width, wall_s, /*fallback=*/false);

@@ -127,10 +127,11 @@ class Trainer {
     // Steps on the GPU workers go as runs of whole steps (TrainRun, on the
     // samples loaded with the model): up to the phase controller's next
     // check, the next checkpoint, the epoch's end or a batch of another
-    // size, whichever comes first. False, or workers that answer
-    // UNIMPLEMENTED: task by task (forward, backward, update calls). A
-    // trial, the output head on another worker, the device placements and
-    // a fallback placement go task by task either way.
+    // size, whichever comes first; a LoRA trial trains beside the model
+    // inside the run. False, or workers that answer UNIMPLEMENTED: task by
+    // task (forward, backward, update calls). The output head on another
+    // worker, the device placements and a fallback placement go task by
+    // task either way.
     bool runs = true;
     // The most steps one run carries (0: no bound but the above).
     int64_t max_run_steps = 0;
@@ -188,8 +189,11 @@ class Trainer {
   int64_t StepsInRun(int64_t step, int64_t s, const std::vector<int64_t>& sizes) const;
   // The phase controller's view of a full-phase step: the trial's step,
   // the weight check, and the trial or switch it decides on.
+  // `run_trial_loss`: the trial's loss at this step where a run trained it
+  // (its tasks recorded here); null: the trial's step is taken here.
   absl::Status ControlPhase(const std::vector<int64_t>& indices, int64_t step,
-                            double learning_rate, double loss, bool* switched);
+                            double learning_rate, double loss, bool* switched,
+                            const GpuTasks::Run* run = nullptr, size_t run_step = 0);
   // ControlPhase for Options::on_controller_sample: records, never switches.
   absl::Status SampleControllerInputs(int64_t step, double loss, double trial_loss);
   // The switch Options::switch_on_resume asks for, at `step`.

@@ -146,14 +146,20 @@ void Trainer::RecordEvents() {
 }
 
 absl::Status Trainer::ControlPhase(const std::vector<int64_t>& indices, int64_t step,
-                                   double learning_rate, double loss, bool* switched) {
+                                   double learning_rate, double loss, bool* switched,
+                                   const GpuTasks::Run* run, size_t run_step) {
   double trial_loss = 0;
   if (cursor_.trial_active) {
     ledger_.set_chain(Chain::kTrial);
-    HostTensor x, y;
-    data_->Gather(data_->train_starts(), indices, &x, &y);
-    ASSIGN_OR_RETURN(trial_loss,
-                     gpu_.TrialStep(x, y, step, spec_.hpt().lora_optimizer().learning_rate()));
+    if (run != nullptr) {
+      gpu_.RecordRunTrialStep(*run);
+      trial_loss = run->trial_losses.at(run_step);
+    } else {
+      HostTensor x, y;
+      data_->Gather(data_->train_starts(), indices, &x, &y);
+      ASSIGN_OR_RETURN(trial_loss,
+                       gpu_.TrialStep(x, y, step, spec_.hpt().lora_optimizer().learning_rate()));
+    }
     ++cursor_.trial_updates;
   }
   ledger_.set_chain(Chain::kNone);
