@@ -53,7 +53,7 @@ struct Case {
 
 struct Outcome {
   absl::Status status;
-  std::map<int64_t, double> losses;  // step -> loss
+  std::map<int64_t, double> losses;  // step -> loss (as the history keeps it)
   TrainerUpdate last;
   TrainedModel model;
   int checkpoints = 0, runs = 0, run_steps = 0, forwards = 0;
@@ -105,12 +105,11 @@ Outcome Train(const Case& c, bool runs) {
   options.runs = runs;
   options.checkpoint_every = c.checkpoint_every;
   options.on_checkpoint = [&](Checkpoint) { ++out.checkpoints; };
-  options.on_progress = [&](const TrainerUpdate& u) {
-    out.last = u;
-    if (u.progress.step() > 0) out.losses[u.progress.step() - 1] = u.progress.loss();
-  };
+  options.on_progress = [&](const TrainerUpdate& u) { out.last = u; };
   Trainer trainer("j", *normalized, data.get(), workers, options);
   out.status = trainer.Run();
+  const LossHistory history = out.last.history->ToProto();
+  for (int i = 0; i < history.step_losses_size(); ++i) out.losses[i] = history.step_losses(i);
   if (out.status.ok()) out.model = trainer.trained_model();
   for (const auto& client : clients) {
     out.runs += client->runs;

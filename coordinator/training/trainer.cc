@@ -378,12 +378,14 @@ absl::Status Trainer::RunSteps(const std::vector<std::vector<int64_t>>& batches,
     }
     ledger_.set_chain(Chain::kNone);
     ledger_.CloseStep(at, lora_step, width, wall_s, /*fallback=*/false);
-    FinishStep(at + 1, int64_t(batches[j].size()), loss);
+    // One report a run: its steps arrive together, and a report re-costs
+    // the record (the controller acts at the run's last step only).
+    FinishStep(at + 1, int64_t(batches[j].size()), loss, j + 1 == batches.size());
   }
   return absl::OkStatus();
 }
 
-void Trainer::FinishStep(int64_t steps_done, int64_t samples, double loss) {
+void Trainer::FinishStep(int64_t steps_done, int64_t samples, double loss, bool report) {
   cursor_.samples += samples;
   cursor_.epoch_loss_sum += loss;
   state_.history->AddStep(steps_done - 1, loss);
@@ -394,7 +396,7 @@ void Trainer::FinishStep(int64_t steps_done, int64_t samples, double loss) {
   p.set_elapsed_s(elapsed);
   p.set_samples_per_s(elapsed > 0 ? cursor_.samples / elapsed : 0);
   p.set_eta_s(elapsed / steps_done * (p.total_steps() - steps_done));
-  Report();
+  if (report) Report();
 }
 
 absl::Status Trainer::BackToPlannedPlacement(int64_t step) {

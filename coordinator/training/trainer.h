@@ -198,8 +198,9 @@ class Trainer {
   absl::Status SampleControllerInputs(int64_t step, double loss, double trial_loss);
   // The switch Options::switch_on_resume asks for, at `step`.
   absl::Status SwitchNow(int64_t step);
-  // Progress after a step of `samples` samples with `loss`.
-  void FinishStep(int64_t step, int64_t samples, double loss);
+  // Progress after a step of `samples` samples with `loss`; `report`: tell
+  // on_progress (Report).
+  void FinishStep(int64_t step, int64_t samples, double loss, bool report = true);
   // `epoch` (1-based) names the evaluation in the test predictions kept.
   absl::Status Evaluate(int epoch);
   absl::StatusOr<HostTensor> Predict(const HostTensor& x);
