@@ -96,54 +96,6 @@ struct GpuExecutor::Impl {
     work.mutable_settings()->insert(s.begin(), s.end());
     *cost->mutable_work() = std::move(work);
   }
-  // The cost of a task shape a run took: computed the first time, and
-  // again only when the memo has recorded the shape anew.
-  const CostReport& ShapeCost(const std::string& task_type, GpuSession& session,
-                              const std::string& shape,
-                              const std::vector<int64_t>& optimizer_numel = {}) {
-    const int recorded = session.kernels.recorded(shape);
-    auto it = session.shape_costs.find(shape);
-    if (it == session.shape_costs.end() || it->second.first != recorded) {
-      CostReport cost;
-      Cost(task_type, session, session.kernels.End(shape, nullptr), {}, &cost, optimizer_numel);
-      it = session.shape_costs.insert_or_assign(shape, std::make_pair(recorded, cost)).first;
-    }
-    return it->second.second;
-  }
-  // A run's step costs in `response`: each task shape's (the trial's
-  // too), with a step's share of the run's measured time and energy,
-  // split among the tasks in proportion to their modelled times.
-  void FillRunCosts(const RunResult& run, GpuSession& session, GpuSession* trial,
-                    const DeviceMeter::Reading& measured, TrainRunResponse* response) {
-    std::vector<CostReport*> tasks;
-    if (!run.steps.empty()) {
-      *response->mutable_forward() = ShapeCost("forward", session, run.shapes.forward);
-      *response->mutable_backward() = ShapeCost("backward", session, run.shapes.backward);
-      *response->mutable_update() =
-          ShapeCost("update", session, run.shapes.update, run.shapes.stepped);
-      tasks = {response->mutable_forward(), response->mutable_backward(),
-               response->mutable_update()};
-    }
-    if (trial != nullptr && !run.trial_steps.empty()) {
-      const RunShapes& t = run.trial_shapes;
-      *response->mutable_trial_forward() = ShapeCost("forward", *trial, t.forward);
-      *response->mutable_trial_backward() = ShapeCost("backward", *trial, t.backward);
-      *response->mutable_trial_update() = ShapeCost("update", *trial, t.update, t.stepped);
-      for (CostReport* c : {response->mutable_trial_forward(), response->mutable_trial_backward(),
-                            response->mutable_trial_update()}) {
-        tasks.push_back(c);
-      }
-    }
-    const size_t steps = std::max(run.steps.size(), run.trial_steps.size());
-    if (tasks.empty() || steps == 0) return;
-    double modelled = 0;
-    for (const CostReport* t : tasks) modelled += t->simulated_s();
-    for (CostReport* t : tasks) {
-      const double share = modelled > 0 ? t->simulated_s() / modelled : 1.0 / double(tasks.size());
-      t->set_measured_s(measured.s / double(steps) * share);
-      t->set_measured_j(measured.j / double(steps) * share);
-    }
-  }
   void HostSync(const std::string& what) {
     if (options.on_host_sync) options.on_host_sync(what);
   }
@@ -493,39 +445,6 @@ absl::StatusOr<ApplyUpdateResponse> GpuExecutor::ApplyUpdate(
   });
 }
 
-namespace {
-
-// FAILED_PRECONDITION where a step of `request` was applied to `session`
-// by task calls (its loss is not kept for a run's answer).
-absl::Status CheckNotTaskApplied(const GpuSession& session, const std::string& job,
-                                 const TrainRunRequest& request) {
-  for (int i = 0; i < request.steps_size(); ++i) {
-    const int64_t step = request.first_step() + i;
-    if (session.tasks.Applied(step) && !session.run_losses.count(step)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "step ", step, " of job ", job, " was applied by task calls, not a run: "
-          "resume from a checkpoint to train it again"));
-    }
-  }
-  return absl::OkStatus();
-}
-
-// Keeps `values` (the steps' losses, read from the device) as `steps`'
-// in `session`, and answers every step of the run from what it keeps.
-void KeepLosses(GpuSession& session, const std::vector<int64_t>& steps, const float* values,
-                const TrainRunRequest& request,
-                google::protobuf::RepeatedField<double>* losses) {
-  for (size_t i = 0; i < steps.size(); ++i) session.run_losses[steps[i]] = double(values[i]);
-  for (int i = 0; i < request.steps_size(); ++i) {
-    losses->Add(session.run_losses.at(request.first_step() + i));
-  }
-  // Losses older than this run are never asked for again.
-  session.run_losses.erase(session.run_losses.begin(),
-                           session.run_losses.lower_bound(request.first_step()));
-}
-
-}  // namespace
-
 absl::StatusOr<TrainRunResponse> GpuExecutor::TrainRun(const TrainRunRequest& request) {
   absl::MutexLock lock(&impl_->mu);
   absl::StatusOr<GpuSession*> found = impl_->jobs.Find(request.job_id());
@@ -555,35 +474,17 @@ absl::StatusOr<TrainRunResponse> GpuExecutor::TrainRun(const TrainRunRequest& re
     trial = *t;
     RETURN_IF_ERROR(CheckNotTaskApplied(*trial, request.trial_job(), request));
   }
+  RunDevice run_device{impl_->device, impl_->meter.get(),
+                       [this](const std::string& what) { impl_->HostSync(what); },
+                       [this](const std::string& type, const GpuSession& s,
+                              const std::vector<GpuKernel>& kernels,
+                              const std::vector<int64_t>& stepped) {
+                         CostReport cost;
+                         impl_->Cost(type, s, kernels, {}, &cost, stepped);
+                         return cost;
+                       }};
   return Guarded("TrainRun", [&]() -> absl::StatusOr<TrainRunResponse> {
-    impl_->meter->Start();
-    RunResult run = TrainRunSteps(session, trial, *resident->second, request, impl_->device);
-    std::vector<torch::Tensor> all = run.losses;
-    all.insert(all.end(), run.trial_losses.begin(), run.trial_losses.end());
-    torch::Tensor losses;
-    if (!all.empty()) {
-      // One copy of every loss, started before the run's one wait.
-      losses = torch::stack(all).to(torch::kFloat);
-      if (impl_->device.is_cuda()) losses = losses.to(torch::kCPU, /*non_blocking=*/true);
-    }
-    impl_->HostSync("the run's end: its losses and its span");
-    const DeviceMeter::Reading measured = impl_->meter->Stop();
-    const torch::Tensor host = losses.defined() ? losses.contiguous() : torch::zeros({0});
-    const float* values = host.data_ptr<float>();
-    TrainRunResponse response;
-    KeepLosses(session, run.steps, values, request, response.mutable_losses());
-    if (trial != nullptr) {
-      KeepLosses(*trial, run.trial_steps, values + run.steps.size(), request,
-                 response.mutable_trial_losses());
-    }
-    response.set_measured_s(measured.s);
-    response.set_measured_j(measured.j);
-    response.set_host_syncs(1);
-    impl_->FillRunCosts(run, session, trial, measured, &response);
-    session.last_run_first_step = request.first_step();
-    session.last_run_trial = request.trial_job();
-    session.last_run = response;
-    return response;
+    return AnswerRun(session, trial, *resident->second, request, run_device);
   });
 }
 

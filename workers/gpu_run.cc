@@ -251,4 +251,119 @@ RunResult TrainRunSteps(GpuSession& session, GpuSession* trial, const ResidentSa
   return result;
 }
 
+absl::Status CheckNotTaskApplied(const GpuSession& session, const std::string& job,
+                                 const TrainRunRequest& request) {
+  for (int i = 0; i < request.steps_size(); ++i) {
+    const int64_t step = request.first_step() + i;
+    if (session.tasks.Applied(step) && !session.run_losses.count(step)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "step ", step, " of job ", job, " was applied by task calls, not a run: "
+          "resume from a checkpoint to train it again"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// Keeps `values` (the steps' losses, read from the device) as `steps`'
+// in `session`, and answers every step of the run from what it keeps.
+void KeepLosses(GpuSession& session, const std::vector<int64_t>& steps, const float* values,
+                const TrainRunRequest& request,
+                google::protobuf::RepeatedField<double>* losses) {
+  for (size_t i = 0; i < steps.size(); ++i) session.run_losses[steps[i]] = double(values[i]);
+  for (int i = 0; i < request.steps_size(); ++i) {
+    losses->Add(session.run_losses.at(request.first_step() + i));
+  }
+  // Losses older than this run are never asked for again.
+  session.run_losses.erase(session.run_losses.begin(),
+                           session.run_losses.lower_bound(request.first_step()));
+}
+
+// The cost of a task shape a run took: computed the first time, and again
+// only when the memo has recorded the shape anew.
+const CostReport& ShapeCost(const RunDevice& run_device, const std::string& task_type,
+                            GpuSession& session, const std::string& shape,
+                            const std::vector<int64_t>& optimizer_numel = {}) {
+  const int recorded = session.kernels.recorded(shape);
+  auto it = session.shape_costs.find(shape);
+  if (it == session.shape_costs.end() || it->second.first != recorded) {
+    CostReport cost =
+        run_device.cost(task_type, session, session.kernels.End(shape, nullptr), optimizer_numel);
+    it = session.shape_costs.insert_or_assign(shape, std::make_pair(recorded, cost)).first;
+  }
+  return it->second.second;
+}
+
+// The three task costs of `shapes` on `session`.
+void ShapeCosts(const RunDevice& run_device, GpuSession& session, const RunShapes& shapes,
+                CostReport* forward, CostReport* backward, CostReport* update) {
+  *forward = ShapeCost(run_device, "forward", session, shapes.forward);
+  *backward = ShapeCost(run_device, "backward", session, shapes.backward);
+  *update = ShapeCost(run_device, "update", session, shapes.update, shapes.stepped);
+}
+
+// A run's step costs in `response`: each task shape's (the trial's too),
+// with a step's share of the run's measured time and energy, split among
+// the tasks in proportion to their modelled times.
+void FillRunCosts(const RunDevice& run_device, const RunResult& run, GpuSession& session,
+                  GpuSession* trial, const DeviceMeter::Reading& measured,
+                  TrainRunResponse* response) {
+  std::vector<CostReport*> tasks;
+  if (!run.steps.empty()) {
+    tasks = {response->mutable_forward(), response->mutable_backward(),
+             response->mutable_update()};
+    ShapeCosts(run_device, session, run.shapes, tasks[0], tasks[1], tasks[2]);
+  }
+  if (trial != nullptr && !run.trial_steps.empty()) {
+    CostReport* t[3] = {response->mutable_trial_forward(), response->mutable_trial_backward(),
+                        response->mutable_trial_update()};
+    ShapeCosts(run_device, *trial, run.trial_shapes, t[0], t[1], t[2]);
+    tasks.insert(tasks.end(), t, t + 3);
+  }
+  const size_t steps = std::max(run.steps.size(), run.trial_steps.size());
+  if (tasks.empty() || steps == 0) return;
+  double modelled = 0;
+  for (const CostReport* t : tasks) modelled += t->simulated_s();
+  for (CostReport* t : tasks) {
+    const double share = modelled > 0 ? t->simulated_s() / modelled : 1.0 / double(tasks.size());
+    t->set_measured_s(measured.s / double(steps) * share);
+    t->set_measured_j(measured.j / double(steps) * share);
+  }
+}
+
+}  // namespace
+
+TrainRunResponse AnswerRun(GpuSession& session, GpuSession* trial, const ResidentSamples& samples,
+                           const TrainRunRequest& request, const RunDevice& run_device) {
+  run_device.meter->Start();
+  RunResult run = TrainRunSteps(session, trial, samples, request, run_device.device);
+  std::vector<torch::Tensor> all = run.losses;
+  all.insert(all.end(), run.trial_losses.begin(), run.trial_losses.end());
+  torch::Tensor losses;
+  if (!all.empty()) {
+    // One copy of every loss, started before the run's one wait.
+    losses = torch::stack(all).to(torch::kFloat);
+    if (run_device.device.is_cuda()) losses = losses.to(torch::kCPU, /*non_blocking=*/true);
+  }
+  if (run_device.on_wait) run_device.on_wait("the run's end: its losses and its span");
+  const DeviceMeter::Reading measured = run_device.meter->Stop();
+  const torch::Tensor host = losses.defined() ? losses.contiguous() : torch::zeros({0});
+  const float* values = host.data_ptr<float>();
+  TrainRunResponse response;
+  KeepLosses(session, run.steps, values, request, response.mutable_losses());
+  if (trial != nullptr) {
+    KeepLosses(*trial, run.trial_steps, values + run.steps.size(), request,
+               response.mutable_trial_losses());
+  }
+  response.set_measured_s(measured.s);
+  response.set_measured_j(measured.j);
+  response.set_host_syncs(1);
+  FillRunCosts(run_device, run, session, trial, measured, &response);
+  session.last_run_first_step = request.first_step();
+  session.last_run_trial = request.trial_job();
+  session.last_run = response;
+  return response;
+}
+
 }  // namespace hpt

@@ -18,12 +18,14 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/host_tensor.h"
 #include "proto/worker_service.pb.h"
+#include "workers/device_meter.h"
 #include "workers/gpu_session.h"
 
 namespace hpt {
@@ -74,6 +76,32 @@ struct RunResult {
 // memo as the task calls do. Throws what LibTorch throws.
 RunResult TrainRunSteps(GpuSession& session, GpuSession* trial, const ResidentSamples& samples,
                         const TrainRunRequest& request, const torch::Device& device);
+
+// Where a run trains and how its tasks are costed: the device, its meter
+// (started and stopped once a run), the hook told of the run's one wait,
+// and the cost of a task's recorded kernels on the reference GPU.
+struct RunDevice {
+  torch::Device device;
+  DeviceMeter* meter;
+  std::function<void(const std::string& what)> on_wait;
+  std::function<CostReport(const std::string& task_type, const GpuSession& session,
+                           const std::vector<GpuKernel>& kernels,
+                           const std::vector<int64_t>& optimizer_numel)>
+      cost;
+};
+
+// FAILED_PRECONDITION where a step of `request` was applied to `session`
+// (job `job`) by task calls, whose losses a run's answer cannot give.
+absl::Status CheckNotTaskApplied(const GpuSession& session, const std::string& job,
+                                 const TrainRunRequest& request);
+
+// A checked run's answer: its steps trained (TrainRunSteps) between the
+// meter's start and stop, every loss read in one copy at the run's one
+// wait, kept for a retry, and each task shape's cost (computed once a
+// shape) with a step's share of the measured span. Remembers the answer
+// as the session's last run. Throws what LibTorch throws.
+TrainRunResponse AnswerRun(GpuSession& session, GpuSession* trial, const ResidentSamples& samples,
+                           const TrainRunRequest& request, const RunDevice& run_device);
 
 // Averages the gradients of `params` over the session's group: one flat
 // buffer, one all-reduce (a parameter without a gradient gives zeros).
