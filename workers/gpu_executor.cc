@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -227,6 +228,7 @@ absl::Status GpuExecutor::JoinGroup(const JoinGroupRequest& request) {
   if (!session.ok()) return session.status();
   return Guarded("JoinGroup", [&]() -> absl::Status {
     JoinGpuGroup(**session, request, impl_->device, impl_->options.gloo_host);
+    (*session)->buckets.reset();  // a run makes them anew, on this group
     return absl::OkStatus();
   });
 }
@@ -474,15 +476,20 @@ absl::StatusOr<TrainRunResponse> GpuExecutor::TrainRun(const TrainRunRequest& re
     trial = *t;
     RETURN_IF_ERROR(CheckNotTaskApplied(*trial, request.trial_job(), request));
   }
-  RunDevice run_device{impl_->device, impl_->meter.get(),
-                       [this](const std::string& what) { impl_->HostSync(what); },
-                       [this](const std::string& type, const GpuSession& s,
-                              const std::vector<GpuKernel>& kernels,
-                              const std::vector<int64_t>& stepped) {
-                         CostReport cost;
-                         impl_->Cost(type, s, kernels, {}, &cost, stepped);
-                         return cost;
-                       }};
+  RunDevice run_device{impl_->device, impl_->meter.get()};
+  if (impl_->options.allreduce_bucket_bytes > 0) {
+    run_device.bucket_bytes = impl_->options.allreduce_bucket_bytes;
+    run_device.first_bucket_bytes =
+        std::min(run_device.first_bucket_bytes, impl_->options.allreduce_bucket_bytes);
+  }
+  run_device.on_wait = [this](const std::string& what) { impl_->HostSync(what); };
+  run_device.cost = [this](const std::string& type, const GpuSession& s,
+                           const std::vector<GpuKernel>& kernels,
+                           const std::vector<int64_t>& stepped) {
+    CostReport cost;
+    impl_->Cost(type, s, kernels, {}, &cost, stepped);
+    return cost;
+  };
   return Guarded("TrainRun", [&]() -> absl::StatusOr<TrainRunResponse> {
     return AnswerRun(session, trial, *resident->second, request, run_device);
   });

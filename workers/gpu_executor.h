@@ -71,6 +71,9 @@ class GpuExecutor : public TaskExecutor {
     // with what it waited for: the count a run's synchronisations are
     // held to (one per run). Unset: not called.
     std::function<void(const std::string& what)> on_host_sync;
+    // A run's all-reduce buckets (workers/gradient_buckets.h); 0: DDP's
+    // 25 MiB, the first 1 MiB.
+    int64_t allreduce_bucket_bytes = 0;
   };
 
   static absl::StatusOr<std::unique_ptr<GpuExecutor>> Create(

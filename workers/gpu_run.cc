@@ -164,7 +164,8 @@ namespace {
 // device.
 torch::Tensor TrainOneStep(GpuSession& session, const ResidentSamples& samples,
                            const torch::Tensor& ids, const RunStep& step, int64_t index,
-                           const torch::Device& device, RunShapes* shapes) {
+                           const RunDevice& run_device, RunShapes* shapes) {
+  const torch::Device& device = run_device.device;
   std::vector<torch::Tensor> params;
   for (const auto& p : session.model->parameters()) {
     if (p.requires_grad()) params.push_back(p);
@@ -184,8 +185,24 @@ torch::Tensor TrainOneStep(GpuSession& session, const ResidentSamples& samples,
     loss = MseLoss(session.model->forward(x), y);
   });
   Recorded(session, shapes->backward, [&] {
-    (loss * (double(n) / double(step.global_batch_size()))).backward();
-    if (session.group) AllReduceGradients(session, params);
+    const torch::Tensor weighted = loss * (double(n) / double(step.global_batch_size()));
+    if (!session.group) {
+      weighted.backward();
+      return;
+    }
+    if (!session.buckets) {
+      session.buckets = std::make_unique<GradientBuckets>(
+          session.group, params, run_device.bucket_bytes, run_device.first_bucket_bytes);
+    }
+    GradientBuckets& buckets = *session.buckets;
+    buckets.Arm();
+    try {
+      weighted.backward();  // the hooks all-reduce each bucket as it fills
+    } catch (...) {
+      buckets.Disarm();
+      throw;
+    }
+    buckets.Finish();
   });
   if (shapes->stepped.empty()) {
     for (const auto& group : session.optimizer->param_groups()) {
@@ -223,7 +240,8 @@ torch::Tensor SampleIds(const google::protobuf::RepeatedPtrField<RunStep>& steps
 }  // namespace
 
 RunResult TrainRunSteps(GpuSession& session, GpuSession* trial, const ResidentSamples& samples,
-                        const TrainRunRequest& request, const torch::Device& device) {
+                        const TrainRunRequest& request, const RunDevice& run_device) {
+  const torch::Device& device = run_device.device;
   RunResult result;
   // Every sample id of the run reaches the device in one copy (two with a
   // trial).
@@ -237,14 +255,14 @@ RunResult TrainRunSteps(GpuSession& session, GpuSession* trial, const ResidentSa
     if (!session.tasks.Applied(index)) {  // else a run replayed past it
       result.losses.push_back(TrainOneStep(session, samples,
                                            ids.narrow(0, offsets[i], step.samples_size()), step,
-                                           index, device, &result.shapes));
+                                           index, run_device, &result.shapes));
       result.steps.push_back(index);
     }
     if (trial != nullptr && !trial->tasks.Applied(index)) {
       const RunStep& t = request.trial_steps(i);
       result.trial_losses.push_back(TrainOneStep(*trial, samples,
                                                  trial_ids.narrow(0, trial_offsets[i], t.samples_size()),
-                                                 t, index, device, &result.trial_shapes));
+                                                 t, index, run_device, &result.trial_shapes));
       result.trial_steps.push_back(index);
     }
   }
@@ -337,7 +355,7 @@ void FillRunCosts(const RunDevice& run_device, const RunResult& run, GpuSession&
 TrainRunResponse AnswerRun(GpuSession& session, GpuSession* trial, const ResidentSamples& samples,
                            const TrainRunRequest& request, const RunDevice& run_device) {
   run_device.meter->Start();
-  RunResult run = TrainRunSteps(session, trial, samples, request, run_device.device);
+  RunResult run = TrainRunSteps(session, trial, samples, request, run_device);
   std::vector<torch::Tensor> all = run.losses;
   all.insert(all.end(), run.trial_losses.begin(), run.trial_losses.end());
   torch::Tensor losses;

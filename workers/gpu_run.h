@@ -62,6 +62,22 @@ struct RunShapes {
   std::vector<int64_t> stepped;  // numel of each parameter the update stepped
 };
 
+// Where a run trains and how its tasks are costed: the device, its meter
+// (started and stopped once a run), the hook told of the run's one wait,
+// and the cost of a task's recorded kernels on the reference GPU.
+struct RunDevice {
+  torch::Device device;
+  DeviceMeter* meter;
+  // The all-reduce's buckets (GradientBuckets): their size, the first's.
+  int64_t bucket_bytes = GradientBuckets::kBucketBytes;
+  int64_t first_bucket_bytes = GradientBuckets::kFirstBucketBytes;
+  std::function<void(const std::string& what)> on_wait;
+  std::function<CostReport(const std::string& task_type, const GpuSession& session,
+                           const std::vector<GpuKernel>& kernels,
+                           const std::vector<int64_t>& optimizer_numel)>
+      cost;
+};
+
 // What a run trained: the steps it applied (those not applied before), and
 // their losses, one device tensor each; the same for its trial.
 struct RunResult {
@@ -75,20 +91,7 @@ struct RunResult {
 // null: no trial), recording each task shape's kernels in the session's
 // memo as the task calls do. Throws what LibTorch throws.
 RunResult TrainRunSteps(GpuSession& session, GpuSession* trial, const ResidentSamples& samples,
-                        const TrainRunRequest& request, const torch::Device& device);
-
-// Where a run trains and how its tasks are costed: the device, its meter
-// (started and stopped once a run), the hook told of the run's one wait,
-// and the cost of a task's recorded kernels on the reference GPU.
-struct RunDevice {
-  torch::Device device;
-  DeviceMeter* meter;
-  std::function<void(const std::string& what)> on_wait;
-  std::function<CostReport(const std::string& task_type, const GpuSession& session,
-                           const std::vector<GpuKernel>& kernels,
-                           const std::vector<int64_t>& optimizer_numel)>
-      cost;
-};
+                        const TrainRunRequest& request, const RunDevice& run_device);
 
 // FAILED_PRECONDITION where a step of `request` was applied to `session`
 // (job `job`) by task calls, whose losses a run's answer cannot give.
@@ -104,7 +107,8 @@ TrainRunResponse AnswerRun(GpuSession& session, GpuSession* trial, const Residen
                            const TrainRunRequest& request, const RunDevice& run_device);
 
 // Averages the gradients of `params` over the session's group: one flat
-// buffer, one all-reduce (a parameter without a gradient gives zeros).
+// buffer, one all-reduce after the backward (a parameter without a
+// gradient gives zeros). The task calls' backward; a run's buckets.
 void AllReduceGradients(GpuSession& session, const std::vector<torch::Tensor>& params);
 
 }  // namespace hpt

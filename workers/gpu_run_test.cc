@@ -308,7 +308,11 @@ TEST(GpuRunDataParallelTest, TwoRanksTrainWhatTheirTaskCallsTrain) {
   std::thread threads[2][2];
   for (int mode = 0; mode < 2; ++mode) {
     for (int rank = 0; rank < 2; ++rank) {
-      ranks[mode][rank] = *GpuExecutor::Create({});
+      // Runs reduce in 4 KiB buckets during the backward (the tiny model's
+      // ~40 KiB of parameters in several), task calls in one flat buffer.
+      GpuExecutor::Options options;
+      options.allreduce_bucket_bytes = 4 << 10;
+      ranks[mode][rank] = *GpuExecutor::Create(options);
       const std::string job = mode == 0 ? "dp-tasks" : "dp-runs";
       ASSERT_TRUE(ranks[mode][rank]
                       ->Load(Header(job, data, mode == 1, "fp32", /*dropout=*/0),

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "workers/gradient_buckets.h"
 #include "workers/kernel_recorder.h"
 #include "common/host_tensor.h"
 #include "models/st_transformer.h"
@@ -60,6 +61,10 @@ struct GpuSession {
   int64_t last_run_first_step = -1;
   std::string last_run_trial;
   TrainRunResponse last_run;
+  // A run's all-reduce, bucketed to overlap its backward (made at the
+  // first run in a group). Last, so it goes first: its hooks sit on the
+  // model's parameters.
+  std::unique_ptr<GradientBuckets> buckets;
 };
 
 // A host tensor on `device` (a copy).
