@@ -135,6 +135,18 @@ void AppendPhases(const HptStatus& h, std::string* report) {
                                           Eng(c.simulated_s(), "s"), Eng(c.energy_j(), "J"),
                                           absl::StrJoin(parts, ", ")));
   }
+  // How the GPU workers took each phase's steps.
+  for (const PhaseDispatch& d : h.dispatch()) {
+    std::vector<std::string> ways;
+    if (d.runs() > 0) {
+      ways.push_back(absl::StrFormat("%d steps in %d runs of %.3g on average (%s)", d.run_steps(),
+                                     d.runs(), double(d.run_steps()) / double(d.runs()),
+                                     d.launch()));
+    }
+    if (d.task_steps() > 0) ways.push_back(absl::StrCat(d.task_steps(), " task by task"));
+    absl::StrAppend(&out, "  ", d.phase(), " on the GPU workers: ", absl::StrJoin(ways, ", "),
+                    "\n");
+  }
 }
 
 // "1.23x", or "-" where the figure was not measured.

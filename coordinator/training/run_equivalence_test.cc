@@ -148,6 +148,20 @@ TEST_P(RunEquivalenceTest, RunsTrainWhatTaskCallsTrain) {
     EXPECT_EQ(b.events(i).reason(), a.events(i).reason()) << i;
   }
   EXPECT_EQ(runs.checkpoints, tasks.checkpoints);
+  // The report says how each phase's steps went: all task by task, or
+  // mostly in runs (a run of one step goes task by task).
+  ASSERT_GE(a.dispatch_size(), 1);
+  ASSERT_EQ(b.dispatch_size(), a.dispatch_size());
+  for (int i = 0; i < a.dispatch_size(); ++i) {
+    EXPECT_EQ(a.dispatch(i).runs(), 0);
+    EXPECT_EQ(b.dispatch(i).phase(), a.dispatch(i).phase());
+    EXPECT_EQ(b.dispatch(i).run_steps() + b.dispatch(i).task_steps(), a.dispatch(i).task_steps());
+    EXPECT_GT(b.dispatch(i).run_steps(), b.dispatch(i).task_steps());
+    EXPECT_EQ(b.dispatch(i).launch(), "eager");
+  }
+  EXPECT_EQ(a.dispatch(0).phase(), "full");
+  EXPECT_EQ(a.dispatch(0).task_steps(), a.switch_step() > 0 ? a.switch_step()
+                                                             : tasks.last.progress.step());
   EXPECT_NEAR(runs.last.test_metrics.rmse(), tasks.last.test_metrics.rmse(),
               1e-6 * tasks.last.test_metrics.rmse());
   ASSERT_EQ(runs.model.parameters.size(), tasks.model.parameters.size());

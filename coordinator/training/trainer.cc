@@ -182,6 +182,7 @@ absl::Status Trainer::LoadHead(std::vector<TensorChunk> head, int64_t optimizer_
 
 absl::Status Trainer::TrainStep(const std::vector<int64_t>& indices, int64_t step,
                                 double learning_rate, double* loss) {
+  if (hybrid_ == nullptr) CountDispatch(0, 1);  // on the GPU workers, task by task
   if (options_.head_worker == nullptr && hybrid_ == nullptr) {
     ASSIGN_OR_RETURN(*loss, gpu_.DataParallelStep(*data_, indices, step, learning_rate));
     return DivergenceCheck(*loss, step, learning_rate);
@@ -321,6 +322,25 @@ absl::Status Trainer::RunStep(const std::vector<int64_t>& indices, int64_t step,
   return absl::OkStatus();
 }
 
+void Trainer::CountDispatch(int64_t run_steps, int64_t steps) {
+  const std::string phase = phase_ == TrainingPhase::kLora ? "lora" : "full";
+  PhaseDispatch* d = nullptr;
+  for (PhaseDispatch& one : *state_.hpt.mutable_dispatch()) {
+    if (one.phase() == phase) d = &one;
+  }
+  if (d == nullptr) {
+    d = state_.hpt.add_dispatch();
+    d->set_phase(phase);
+    d->set_launch("eager");
+  }
+  if (run_steps > 0) {
+    d->set_runs(d->runs() + 1);
+    d->set_run_steps(d->run_steps() + steps);
+  } else {
+    d->set_task_steps(d->task_steps() + steps);
+  }
+}
+
 int64_t Trainer::StepsInRun(int64_t step, int64_t s, const std::vector<int64_t>& sizes) const {
   if (!runs_ || options_.head_worker != nullptr || hybrid_ != nullptr ||
       options_.on_controller_sample || !options_.fallback_reason.empty()) {
@@ -359,6 +379,7 @@ absl::Status Trainer::RunSteps(const std::vector<std::vector<int64_t>>& batches,
     return absl::OkStatus();
   }
   if (!run.ok()) return run.status();
+  CountDispatch(int64_t(batches.size()), int64_t(batches.size()));
   const double wall_s = absl::ToDoubleSeconds(options_.now() - step_start_) / batches.size();
   const int width = workers_.size() > 1 ? int(workers_.size()) : 1;
   for (size_t j = 0; j < batches.size(); ++j) {

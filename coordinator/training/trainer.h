@@ -259,6 +259,9 @@ class Trainer {
   TrainedModel trained_;
   // The GPU workers hold the job's samples and train in runs.
   bool runs_ = false;
+  // Counts a step of the current phase on the GPU workers (HptStatus
+  // dispatch): in a run of `run_steps` (0: task by task).
+  void CountDispatch(int64_t run_steps, int64_t steps);
 };
 
 }  // namespace hpt
