@@ -19,18 +19,14 @@
 #include "workers/rendezvous_store.h"
 
 namespace hpt {
-namespace {
 
-// A non-finite loss ends the job with advice, before any update applies.
-absl::Status DivergenceCheck(double loss, int64_t step, double learning_rate) {
+absl::Status CheckTrainingLoss(double loss, int64_t step, double learning_rate) {
   if (std::isfinite(loss)) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       "training loss became ", loss, " at step ", step,
       "; the model diverged: lower training.optimizer.learning_rate (now ",
       learning_rate, ") or check the data for extreme values"));
 }
-
-}  // namespace
 
 std::string SharedDeviceNote(const std::vector<std::string>& devices) {
   std::map<std::string, std::vector<int>> ranks;
@@ -185,18 +181,18 @@ absl::Status Trainer::TrainStep(const std::vector<int64_t>& indices, int64_t ste
   if (hybrid_ == nullptr) CountDispatch(0, 1);  // on the GPU workers, task by task
   if (options_.head_worker == nullptr && hybrid_ == nullptr) {
     ASSIGN_OR_RETURN(*loss, gpu_.DataParallelStep(*data_, indices, step, learning_rate));
-    return DivergenceCheck(*loss, step, learning_rate);
+    return CheckTrainingLoss(*loss, step, learning_rate);
   }
   HostTensor x, y;
   data_->Gather(data_->train_starts(), indices, &x, &y);
   if (hybrid_ != nullptr) {
     ASSIGN_OR_RETURN(*loss, hybrid_->Forward(x, &y, step, true, ledger_.sink()));
-    RETURN_IF_ERROR(DivergenceCheck(*loss, step, learning_rate));
+    RETURN_IF_ERROR(CheckTrainingLoss(*loss, step, learning_rate));
     RETURN_IF_ERROR(hybrid_->Backward(step, ledger_.sink()));
     return hybrid_->Update(step, learning_rate, ledger_.sink());
   }
   ASSIGN_OR_RETURN(*loss, gpu_.HeadStep(x, y, step, learning_rate));
-  return DivergenceCheck(*loss, step, learning_rate);
+  return CheckTrainingLoss(*loss, step, learning_rate);
 }
 
 absl::StatusOr<HostTensor> Trainer::Predict(const HostTensor& x) {
@@ -319,90 +315,6 @@ absl::Status Trainer::RunStep(const std::vector<int64_t>& indices, int64_t step,
   ledger_.CloseStep(step, lora_step, data_parallel ? int(workers_.size()) : 1, wall_s,
                     /*fallback=*/!options_.fallback_reason.empty());
   FinishStep(step + 1, int64_t(indices.size()), loss);
-  return absl::OkStatus();
-}
-
-void Trainer::CountDispatch(int64_t run_steps, int64_t steps) {
-  const std::string phase = phase_ == TrainingPhase::kLora ? "lora" : "full";
-  PhaseDispatch* d = nullptr;
-  for (PhaseDispatch& one : *state_.hpt.mutable_dispatch()) {
-    if (one.phase() == phase) d = &one;
-  }
-  if (d == nullptr) {
-    d = state_.hpt.add_dispatch();
-    d->set_phase(phase);
-    d->set_launch("eager");
-  }
-  if (run_steps > 0) {
-    d->set_runs(d->runs() + 1);
-    d->set_run_steps(d->run_steps() + steps);
-  } else {
-    d->set_task_steps(d->task_steps() + steps);
-  }
-}
-
-int64_t Trainer::StepsInRun(int64_t step, int64_t s, const std::vector<int64_t>& sizes) const {
-  if (!runs_ || options_.head_worker != nullptr || hybrid_ != nullptr ||
-      options_.on_controller_sample || !options_.fallback_reason.empty()) {
-    return 1;
-  }
-  int64_t n = 1;
-  // One shape a run: the epoch's smaller last batch runs on its own.
-  while (s + n < int64_t(sizes.size()) && sizes[s + n] == sizes[s]) ++n;
-  if (hpt_ && phase_ == TrainingPhase::kFull) {
-    // The controller decides at a window's last step, so a run ends there.
-    const int64_t k = std::max<int64_t>(1, controller_->options().check_window_steps);
-    n = std::min(n, k - step % k);
-  }
-  if (options_.checkpoint_every > 0) {
-    n = std::min(n, options_.checkpoint_every - step % options_.checkpoint_every);
-  }
-  if (options_.max_run_steps > 0) n = std::min(n, options_.max_run_steps);
-  return std::max<int64_t>(n, 1);
-}
-
-absl::Status Trainer::RunSteps(const std::vector<std::vector<int64_t>>& batches, int64_t step,
-                               double learning_rate, bool* switched) {
-  step_start_ = options_.now();
-  const bool lora_step = phase_ == TrainingPhase::kLora;
-  if (lora_step) learning_rate = spec_.hpt().lora_optimizer().learning_rate();
-  state_.progress.set_learning_rate(learning_rate);
-  const bool trial = cursor_.trial_active;
-  absl::StatusOr<GpuTasks::Run> run = gpu_.DataParallelRun(
-      *data_, step, batches, std::vector<double>(batches.size(), learning_rate),
-      trial ? spec_.hpt().lora_optimizer().learning_rate() : 0);
-  if (absl::IsUnimplemented(run.status())) {
-    runs_ = false;  // these workers take task calls only (nothing was trained)
-    for (size_t j = 0; j < batches.size(); ++j) {
-      RETURN_IF_ERROR(RunStep(batches[j], step + int64_t(j), learning_rate, switched));
-    }
-    return absl::OkStatus();
-  }
-  if (!run.ok()) return run.status();
-  CountDispatch(int64_t(batches.size()), int64_t(batches.size()));
-  const double wall_s = absl::ToDoubleSeconds(options_.now() - step_start_) / batches.size();
-  const int width = workers_.size() > 1 ? int(workers_.size()) : 1;
-  for (size_t j = 0; j < batches.size(); ++j) {
-    const int64_t at = step + int64_t(j);
-    if (*switched || cursor_.trial_active != trial) {
-      return absl::InternalError(absl::StrCat(
-          "the phase controller acted at step ", at - 1, ", inside a run that ends at step ",
-          step + int64_t(batches.size()) - 1));
-    }
-    ledger_.set_chain(Chain::kMain);
-    gpu_.RecordRunStep(*run);
-    const double loss = run->losses[j];
-    RETURN_IF_ERROR(DivergenceCheck(loss, at, learning_rate));
-    ++cursor_.main_updates;
-    if (hpt_ && phase_ == TrainingPhase::kFull) {
-      RETURN_IF_ERROR(ControlPhase(batches[j], at, learning_rate, loss, switched, &*run, j));
-    }
-    ledger_.set_chain(Chain::kNone);
-    ledger_.CloseStep(at, lora_step, width, wall_s, /*fallback=*/false);
-    // One report a run: its steps arrive together, and a report re-costs
-    // the record (the controller acts at the run's last step only).
-    FinishStep(at + 1, int64_t(batches[j].size()), loss, j + 1 == batches.size());
-  }
   return absl::OkStatus();
 }
 

@@ -69,6 +69,10 @@ struct TrainedModel {
 // What turns `data`'s units into the model's and back (proto/common.proto).
 DataUnits DataUnitsOf(const WindowDataset& data);
 
+// INVALID_ARGUMENT with advice where a step's training `loss` is not
+// finite (the model diverged); OK otherwise.
+absl::Status CheckTrainingLoss(double loss, int64_t step, double learning_rate);
+
 // Why a data-parallel group of GPU workers on `devices` (their device ids,
 // in rank order) is Gloo's: which ranks share a device. Empty when every
 // rank has a device of its own (the device's library then: NCCL on CUDA).
