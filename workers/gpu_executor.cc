@@ -6,7 +6,6 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
 #include "common/tensor_codec.h"
@@ -240,25 +239,15 @@ std::string GpuExecutor::CollectiveBackend(const std::string& job_id) const {
   return session->group->getBackendName();
 }
 
-namespace {
-
-// A forward's shape (KernelMemo): what its ops depend on.
-std::string ForwardShape(const ForwardRequest& request) {
-  return absl::StrCat("forward ", absl::StrJoin(request.inputs().shape(), "x"),
-                      request.train() ? " train" : "",
-                      request.targets().shape_size() > 0 ? " targets" : "",
-                      request.return_outputs() ? " outputs" : "");
-}
-
-}  // namespace
-
 absl::StatusOr<ForwardResponse> GpuExecutor::Forward(
     const ForwardRequest& request) {
   absl::MutexLock lock(&impl_->mu);
   absl::StatusOr<GpuSession*> found = impl_->jobs.Find(request.key().job_id());
   if (!found.ok()) return found.status();
   GpuSession& session = **found;
-  const std::string shape = ForwardShape(request);
+  const std::string shape = ForwardShapeKey(
+      std::vector<int64_t>(request.inputs().shape().begin(), request.inputs().shape().end()),
+      request.train(), request.targets().shape_size() > 0, request.return_outputs());
   return Guarded("Forward", [&]() -> absl::StatusOr<ForwardResponse> {
     impl_->meter->Start();
     std::unique_ptr<KernelRecorder> recorder = session.kernels.Begin(shape);
@@ -360,8 +349,7 @@ absl::StatusOr<BackwardResponse> GpuExecutor::Backward(
         " is smaller than this micro-batch (", pending.batch, ")"));
   }
   const std::string shape =
-      absl::StrCat("backward ", pending.batch, pending.output.defined() ? " encoder" : " loss",
-                   session.group ? " allreduce" : "");
+      BackwardShapeKey(pending.batch, pending.output.defined(), bool(session.group));
   return Guarded("Backward", [&]() -> absl::StatusOr<BackwardResponse> {
     impl_->meter->Start();
     std::unique_ptr<KernelRecorder> recorder = session.kernels.Begin(shape);
@@ -418,24 +406,11 @@ absl::StatusOr<ApplyUpdateResponse> GpuExecutor::ApplyUpdate(
     return response;
   }
   return Guarded("ApplyUpdate", [&]() -> absl::StatusOr<ApplyUpdateResponse> {
-    std::vector<int64_t> stepped;
-    for (const auto& group : session.optimizer->param_groups()) {
-      for (const torch::Tensor& p : group.params()) {
-        if (p.grad().defined()) stepped.push_back(p.numel());
-      }
-    }
-    const std::string shape = absl::StrCat("update ", absl::StrJoin(stepped, ","));
+    const std::vector<int64_t> stepped = SteppedNumels(session);
+    const std::string shape = UpdateShapeKey(stepped);
     impl_->meter->Start();
     std::unique_ptr<KernelRecorder> recorder = session.kernels.Begin(shape);
-    for (auto& group : session.optimizer->param_groups()) {
-      if (session.optimizer_type == ADAMW) {
-        static_cast<torch::optim::AdamWOptions&>(group.options())
-            .lr(request.learning_rate());
-      } else {
-        static_cast<torch::optim::AdamOptions&>(group.options())
-            .lr(request.learning_rate());
-      }
-    }
+    SetLearningRate(session, request.learning_rate());
     session.optimizer->step();
     session.optimizer->zero_grad();
     session.tasks.Apply(request.step());

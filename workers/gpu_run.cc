@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "models/st_transformer.h"
 #include "workers/bf16_autocast.h"
 #include "workers/gpu_executor.h"
@@ -117,34 +116,7 @@ absl::Status CheckRun(const TrainRunRequest& request, const ResidentSamples& sam
   return CheckSteps(request.trial_steps(), "trial_steps", samples.num_ids());
 }
 
-void AllReduceGradients(GpuSession& session, const std::vector<torch::Tensor>& params) {
-  std::vector<torch::Tensor> grads;
-  for (torch::Tensor p : params) {  // a handle: its gradient is the parameter's
-    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
-    grads.push_back(p.grad().view(-1));
-  }
-  std::vector<torch::Tensor> flat{torch::cat(grads)};
-  session.group->allreduce(flat)->wait();
-  int64_t offset = 0;
-  for (torch::Tensor p : params) {
-    const int64_t n = p.numel();
-    p.mutable_grad().copy_(flat[0].narrow(0, offset, n).view_as(p));
-    offset += n;
-  }
-}
-
 namespace {
-
-// The optimizer's rate for the next step.
-void SetLearningRate(GpuSession& session, double rate) {
-  for (auto& group : session.optimizer->param_groups()) {
-    if (session.optimizer_type == ADAMW) {
-      static_cast<torch::optim::AdamWOptions&>(group.options()).lr(rate);
-    } else {
-      static_cast<torch::optim::AdamOptions&>(group.options()).lr(rate);
-    }
-  }
-}
 
 // `body` with the memo's recorder for `key` around it.
 template <typename Body>
@@ -154,10 +126,6 @@ void Recorded(GpuSession& session, const std::string& key, Body&& body) {
   session.kernels.End(key, std::move(recorder));
 }
 
-}  // namespace
-
-namespace {
-
 // One step of `session` on `step`'s samples (`ids`, on the device):
 // forward, backward with the group's all-reduce, update, each under the
 // memo's recorder for its task shape. Returns the step's loss, on the
@@ -166,15 +134,11 @@ torch::Tensor TrainOneStep(GpuSession& session, const ResidentSamples& samples,
                            const torch::Tensor& ids, const RunStep& step, int64_t index,
                            const RunDevice& run_device, RunShapes* shapes) {
   const torch::Device& device = run_device.device;
-  std::vector<torch::Tensor> params;
-  for (const auto& p : session.model->parameters()) {
-    if (p.requires_grad()) params.push_back(p);
-  }
   const int64_t n = step.samples_size();
   const int rank = session.group ? session.group->getRank() : 0;
-  shapes->forward = absl::StrCat("forward ", n, "x", samples.source.tokens(), "x",
-                                 session.config.input_features(), " train targets");
-  shapes->backward = absl::StrCat("backward ", n, " loss", session.group ? " allreduce" : "");
+  shapes->forward = ForwardShapeKey({n, samples.source.tokens(), session.config.input_features()},
+                                    /*train=*/true, /*targets=*/true, /*outputs=*/false);
+  shapes->backward = BackwardShapeKey(n, /*encoder=*/false, /*allreduce=*/bool(session.group));
   torch::Tensor loss;
   Recorded(session, shapes->forward, [&] {
     torch::Tensor x, y;
@@ -190,9 +154,11 @@ torch::Tensor TrainOneStep(GpuSession& session, const ResidentSamples& samples,
       weighted.backward();
       return;
     }
-    if (!session.buckets) {
-      session.buckets = std::make_unique<GradientBuckets>(
-          session.group, params, run_device.bucket_bytes, run_device.first_bucket_bytes);
+    if (!session.buckets) {  // the group's first run; it hooks what trains
+      session.buckets = std::make_unique<GradientBuckets>(session.group,
+                                                          session.model->parameters(),
+                                                          run_device.bucket_bytes,
+                                                          run_device.first_bucket_bytes);
     }
     GradientBuckets& buckets = *session.buckets;
     buckets.Arm();
@@ -205,12 +171,8 @@ torch::Tensor TrainOneStep(GpuSession& session, const ResidentSamples& samples,
     buckets.Finish();
   });
   if (shapes->stepped.empty()) {
-    for (const auto& group : session.optimizer->param_groups()) {
-      for (const torch::Tensor& p : group.params()) {
-        if (p.grad().defined()) shapes->stepped.push_back(p.numel());
-      }
-    }
-    shapes->update = absl::StrCat("update ", absl::StrJoin(shapes->stepped, ","));
+    shapes->stepped = SteppedNumels(session);
+    shapes->update = UpdateShapeKey(shapes->stepped);
   }
   Recorded(session, shapes->update, [&] {
     SetLearningRate(session, step.learning_rate());

@@ -106,11 +106,6 @@ absl::Status CheckNotTaskApplied(const GpuSession& session, const std::string& j
 TrainRunResponse AnswerRun(GpuSession& session, GpuSession* trial, const ResidentSamples& samples,
                            const TrainRunRequest& request, const RunDevice& run_device);
 
-// Averages the gradients of `params` over the session's group: one flat
-// buffer, one all-reduce after the backward (a parameter without a
-// gradient gives zeros). The task calls' backward; a run's buckets.
-void AllReduceGradients(GpuSession& session, const std::vector<torch::Tensor>& params);
-
 }  // namespace hpt
 
 #endif  // HPT_WORKERS_GPU_RUN_H_

@@ -245,6 +245,57 @@ absl::StatusOr<std::unique_ptr<GpuSession>> BuildGpuSession(
   return session;
 }
 
+std::string ForwardShapeKey(const std::vector<int64_t>& input_shape, bool train, bool targets,
+                            bool outputs) {
+  return absl::StrCat("forward ", absl::StrJoin(input_shape, "x"), train ? " train" : "",
+                      targets ? " targets" : "", outputs ? " outputs" : "");
+}
+
+std::string BackwardShapeKey(int64_t batch, bool encoder, bool allreduce) {
+  return absl::StrCat("backward ", batch, encoder ? " encoder" : " loss",
+                      allreduce ? " allreduce" : "");
+}
+
+std::string UpdateShapeKey(const std::vector<int64_t>& stepped) {
+  return absl::StrCat("update ", absl::StrJoin(stepped, ","));
+}
+
+std::vector<int64_t> SteppedNumels(GpuSession& session) {
+  std::vector<int64_t> stepped;
+  for (const auto& group : session.optimizer->param_groups()) {
+    for (const torch::Tensor& p : group.params()) {
+      if (p.grad().defined()) stepped.push_back(p.numel());
+    }
+  }
+  return stepped;
+}
+
+void SetLearningRate(GpuSession& session, double rate) {
+  for (auto& group : session.optimizer->param_groups()) {
+    if (session.optimizer_type == ADAMW) {
+      static_cast<torch::optim::AdamWOptions&>(group.options()).lr(rate);
+    } else {
+      static_cast<torch::optim::AdamOptions&>(group.options()).lr(rate);
+    }
+  }
+}
+
+void AllReduceGradients(GpuSession& session, const std::vector<torch::Tensor>& params) {
+  std::vector<torch::Tensor> grads;
+  for (torch::Tensor p : params) {  // a handle: its gradient is the parameter's
+    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+    grads.push_back(p.grad().view(-1));
+  }
+  std::vector<torch::Tensor> flat{torch::cat(grads)};
+  session.group->allreduce(flat)->wait();
+  int64_t offset = 0;
+  for (torch::Tensor p : params) {
+    const int64_t n = p.numel();
+    p.mutable_grad().copy_(flat[0].narrow(0, offset, n).view_as(p));
+    offset += n;
+  }
+}
+
 void JoinGpuGroup(GpuSession& session, const JoinGroupRequest& request,
                   const torch::Device& device, const std::string& gloo_host) {
   const auto timeout = std::chrono::milliseconds(

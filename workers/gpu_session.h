@@ -83,6 +83,27 @@ absl::StatusOr<std::unique_ptr<GpuSession>> BuildGpuSession(
     const LoadParametersHeader& header, std::map<std::string, HostTensor> parameters,
     const GpuSession* reference, const torch::Device& device, LoadParametersResponse* response);
 
+// The keys a task's kernels are remembered by (KernelMemo): what its ops
+// depend on. Task calls and runs take them from here, so a shape recorded
+// by one serves the other.
+std::string ForwardShapeKey(const std::vector<int64_t>& input_shape, bool train, bool targets,
+                            bool outputs);
+std::string BackwardShapeKey(int64_t batch, bool encoder, bool allreduce);
+std::string UpdateShapeKey(const std::vector<int64_t>& stepped);
+
+// The size of each parameter the next optimizer step updates (those with a
+// gradient), in the optimizer's order.
+std::vector<int64_t> SteppedNumels(GpuSession& session);
+
+// The optimizer's rate for its next step.
+void SetLearningRate(GpuSession& session, double rate);
+
+// Averages the gradients of `params` over the session's group: one flat
+// buffer, one all-reduce after the backward (a parameter without a
+// gradient gives zeros). Task calls' backward; a run reduces in buckets
+// (gradient_buckets.h).
+void AllReduceGradients(GpuSession& session, const std::vector<torch::Tensor>& params);
+
 // Joins the group `request` names: NCCL on CUDA, Gloo (bound to
 // `gloo_host`) on CPU; then every rank takes rank 0's parameters.
 void JoinGpuGroup(GpuSession& session, const JoinGroupRequest& request,

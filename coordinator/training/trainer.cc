@@ -106,11 +106,7 @@ absl::Status Trainer::LoadModel() {
   if (options_.head_worker != nullptr) header.set_gpu_segment("encoder");
   // The training samples go with the model, once: runs send sample ids.
   std::vector<TensorChunk> samples;
-  if (options_.runs && options_.head_worker == nullptr) {
-    *header.mutable_samples() = GpuTasks::SamplesOf(*data_);
-    samples = GpuTasks::SampleChunks(*data_);
-    runs_ = true;
-  }
+  const int64_t sample_bytes = AddSamples(&header, &samples);
   // Every rank initialises from the same seed; JoinGroup then broadcasts
   // rank 0's parameters so replicas are identical whatever the platform.
   std::vector<LoadParametersResponse> loaded(workers_.size());
@@ -118,10 +114,10 @@ absl::Status Trainer::LoadModel() {
     ASSIGN_OR_RETURN(loaded[i], workers_[i]->LoadParameters(header, samples));
     return absl::OkStatus();
   }));
-  if (!samples.empty()) {
+  if (sample_bytes > 0) {
     for (size_t i = 0; i < workers_.size(); ++i) {
       ledger_.Record(MakeFinishedTask(AddressOf(workers_[i]), "gpu", "load", loaded[i].cost(),
-                                      ChunkBytes(samples)));
+                                      sample_bytes));
     }
   }
   ledger_.set_trainable_bytes(loaded[0].num_trainable() * int64_t(sizeof(float)));

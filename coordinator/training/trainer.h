@@ -263,6 +263,10 @@ class Trainer {
   TrainedModel trained_;
   // The GPU workers hold the job's samples and train in runs.
   bool runs_ = false;
+  // Where runs are asked for and no head worker takes part: the job's
+  // samples into a GPU load (`header` and its `chunks`), and runs from
+  // here on. Returns the bytes added (0: none).
+  int64_t AddSamples(LoadParametersHeader* header, std::vector<TensorChunk>* chunks);
   // Counts a step of the current phase on the GPU workers (HptStatus
   // dispatch): in a run of `run_steps` (0: task by task).
   void CountDispatch(int64_t run_steps, int64_t steps);

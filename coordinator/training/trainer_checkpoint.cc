@@ -88,12 +88,7 @@ absl::Status Trainer::Reload(const Checkpoint& checkpoint) {
   header.set_optimizer_steps(cursor_.main_updates);
   if (options_.head_worker != nullptr) header.set_gpu_segment("encoder");
   std::vector<TensorChunk> chunks = SplitTensors(on_gpu);
-  if (options_.runs && options_.head_worker == nullptr) {
-    // The samples again: a worker that replaced a lost one has none.
-    *header.mutable_samples() = GpuTasks::SamplesOf(*data_);
-    for (TensorChunk& c : GpuTasks::SampleChunks(*data_)) chunks.push_back(std::move(c));
-    runs_ = true;
-  }
+  AddSamples(&header, &chunks);  // again: a worker that replaced a lost one has none
   RETURN_IF_ERROR(ForEachWorker(workers_.size(), [&](size_t i) -> absl::Status {
     return workers_[i]->LoadParameters(header, chunks).status();
   }));

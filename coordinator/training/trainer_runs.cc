@@ -5,9 +5,20 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "common/tensor_codec.h"
 #include "coordinator/training/trainer.h"
 
 namespace hpt {
+
+int64_t Trainer::AddSamples(LoadParametersHeader* header, std::vector<TensorChunk>* chunks) {
+  if (!options_.runs || options_.head_worker != nullptr) return 0;
+  *header->mutable_samples() = GpuTasks::SamplesOf(*data_);
+  std::vector<TensorChunk> samples = GpuTasks::SampleChunks(*data_);
+  const int64_t bytes = ChunkBytes(samples);
+  for (TensorChunk& c : samples) chunks->push_back(std::move(c));
+  runs_ = true;
+  return bytes;
+}
 
 void Trainer::CountDispatch(int64_t run_steps, int64_t steps) {
   const std::string phase = phase_ == TrainingPhase::kLora ? "lora" : "full";
