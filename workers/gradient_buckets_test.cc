@@ -46,12 +46,19 @@ TEST(GradientBucketsTest, BucketsReduceDuringTheBackwardAndMatchOneFlatAllReduce
   auto store = c10::make_intrusive<c10d::HashStore>();
   std::vector<std::vector<torch::Tensor>> bucketed(2), flat(2);
   int buckets[2] = {0, 0}, launched[2] = {0, 0};
+  // Built here, one after another: the ranks' threads would share
+  // LibTorch's one CPU generator, and their draws interleave.
+  std::vector<Net> nets_a, nets_c;
+  for (int rank = 0; rank < 2; ++rank) {
+    nets_a.emplace_back(1);
+    nets_c.emplace_back(1);
+  }
   std::thread ranks[2];
   for (int rank = 0; rank < 2; ++rank) {
     ranks[rank] = std::thread([&, rank] {
       auto group = Group(store, rank);
       // Bucketed: 16 KiB buckets over 3 x (16 KiB + 256 B) of parameters.
-      Net a(1);
+      Net& a = nets_a[rank];
       GradientBuckets b(group, a.Parameters(), 16 << 10, 16 << 10);
       b.Arm();
       a.Loss(rank).backward();
@@ -60,7 +67,7 @@ TEST(GradientBucketsTest, BucketsReduceDuringTheBackwardAndMatchOneFlatAllReduce
       buckets[rank] = b.num_buckets();
       for (auto& p : a.Parameters()) bucketed[rank].push_back(p.grad().clone());
       // One flat all-reduce after the backward, as task calls reduce.
-      Net c(1);
+      Net& c = nets_c[rank];
       c.Loss(rank).backward();
       std::vector<torch::Tensor> grads;
       for (auto& p : c.Parameters()) grads.push_back(p.grad().view(-1));
