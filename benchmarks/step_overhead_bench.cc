@@ -3,11 +3,16 @@
 // with plain LibTorch, all measured in this run. The service is timed both
 // ways it sends steps: task by task (forward, backward, update calls) and
 // in runs (TrainRun); for each it prints the fixed cost a step (service
-// seconds less in-process seconds) and the ratio.
+// seconds less in-process seconds) and the ratio. With --launch=graph the
+// service's runs capture each step as a CUDA graph, and the in-process
+// side is the whole step captured once and replayed (the probe's graph
+// baseline, workers/baseline_probe.h); with --precision=bf16 both sides
+// run the forward under bf16 autocast.
 //
 //   bazel run -c opt //benchmarks:step_overhead_bench -- --preset=tiny --batch=1 \
 //       --stations=16 --steps=40       # the fixed cost: compute too small to hide it
 //   bazel run -c opt //benchmarks:step_overhead_bench -- --preset=wind --batch=32 [--device=cuda:0]
+//   ... --device=cuda:0 --launch=graph [--precision=bf16]
 //
 // Data: synthetic series shaped like the wind set (57 stations, 12-step
 // window); step time does not depend on the values.
@@ -29,6 +34,9 @@
 #include "data/synthetic.h"
 #include "data/window_dataset.h"
 #include "models/st_transformer.h"
+#include "workers/baseline_probe.h"
+#include "workers/bf16_autocast.h"
+#include "workers/device_meter.h"
 
 ABSL_FLAG(std::string, preset, "wind", "Model preset.");
 ABSL_FLAG(int, batch, 32, "Batch size.");
@@ -41,6 +49,10 @@ ABSL_FLAG(int, repeats, 3, "Service measurements per launch; the least is kept."
 ABSL_FLAG(int, threads, 0, "LibTorch threads on both sides (0: default).");
 ABSL_FLAG(std::string, device, "cpu",
           "Where both sides run: cpu or cuda:N (the worker gets --device too).");
+ABSL_FLAG(std::string, launch, "eager",
+          "eager or graph: the job's training.launch, and the in-process step's (graph: the "
+          "whole step captured once and replayed; CUDA only).");
+ABSL_FLAG(std::string, precision, "fp32", "fp32 or bf16 (autocast), on both sides.");
 ABSL_FLAG(std::string, worker_binary, "workers/hpt_worker",
           "Path of hpt_worker (default: from this target's runfiles).");
 
@@ -51,7 +63,7 @@ namespace {
 // step's seconds, step 0 (warm-up) left out.
 std::vector<double> RunLocal(const ModelConfig& config, const JobSpec& spec,
                              const WindowDataset& data, int steps, int batch,
-                             const torch::Device& device) {
+                             const torch::Device& device, bool bf16) {
   std::vector<double> local;
   torch::manual_seed(spec.training().seed());
   SpatioTemporalTransformer model(config);
@@ -69,7 +81,11 @@ std::vector<double> RunLocal(const ModelConfig& config, const JobSpec& spec,
         torch::from_blob(x.data.data(), x.shape).to(device, /*non_blocking=*/false, /*copy=*/true);
     torch::Tensor ty =
         torch::from_blob(y.data.data(), y.shape).to(device, /*non_blocking=*/false, /*copy=*/true);
-    torch::Tensor loss = torch::mse_loss(model->forward(tx), ty);
+    torch::Tensor loss;
+    {
+      Bf16Autocast autocast(device, bf16);
+      loss = torch::mse_loss(model->forward(tx), ty);
+    }
     loss.backward();
     adam.step();
     adam.zero_grad();
@@ -82,13 +98,40 @@ std::vector<double> RunLocal(const ModelConfig& config, const JobSpec& spec,
   return local;
 }
 
+// The in-process step as one CUDA graph (fused Adam; bf16 autocast with
+// `bf16`), replayed: the probe's graph baseline, `steps` timed replays.
+// Empty where it cannot run (no CUDA), which the caller reports.
+std::vector<double> InProcessGraph(const ModelConfig& config, const JobSpec& spec, int steps,
+                                   int batch, int64_t tokens, bool bf16) {
+  ProbeBaselinesRequest r;
+  *r.mutable_model() = config;
+  r.set_batch(batch);
+  r.set_tokens(tokens);
+  r.set_steps(steps);
+  r.set_seed(spec.training().seed());
+  r.add_baselines(bf16 ? "bf16" : "graph");
+  const std::string device = absl::GetFlag(FLAGS_device);
+  std::unique_ptr<DeviceMeter> meter = DeviceMeter::Create(device);
+  absl::StatusOr<ProbeBaselinesResponse> probed = ProbeBaselines(r, device, meter.get());
+  if (!probed.ok() || probed->baselines(0).step_s() <= 0) {
+    std::fprintf(stderr, "in-process graph: %s\n",
+                 probed.ok() ? probed->baselines(0).not_run().c_str()
+                             : std::string(probed.status().message()).c_str());
+    return {};
+  }
+  return {probed->baselines(0).step_s()};
+}
+
 // The trainer's wall seconds for `steps` steps through `client` (a real
 // worker process): loading, the steps, the trained model's snapshot.
 double ServiceSeconds(WorkerClient& client, JobSpec spec, const WindowDataset& data, int steps,
-                      bool runs, absl::Status* status) {
+                      bool runs, absl::Status* status, PhaseDispatch* dispatch) {
   spec.mutable_training()->set_max_steps_per_epoch(steps);
   Trainer::Options options;
   options.runs = runs;
+  options.on_progress = [dispatch](const TrainerUpdate& u) {
+    if (u.hpt.dispatch_size() > 0) *dispatch = u.hpt.dispatch(0);
+  };
   Trainer trainer("bench", spec, &data, {&client}, options);
   const auto start = std::chrono::steady_clock::now();
   *status = trainer.Run();
@@ -100,12 +143,13 @@ double ServiceSeconds(WorkerClient& client, JobSpec spec, const WindowDataset& d
 // `steps`, so what a job costs once (loading, the first run, the model's
 // snapshot) cancels.
 double ServiceStepSeconds(WorkerClient& client, const JobSpec& spec, const WindowDataset& data,
-                          int steps, int repeats, bool runs, absl::Status* status) {
+                          int steps, int repeats, bool runs, absl::Status* status,
+                          PhaseDispatch* dispatch) {
   double best = 1e30;
   for (int r = 0; r < repeats && status->ok(); ++r) {
-    const double short_s = ServiceSeconds(client, spec, data, 2, runs, status);
+    const double short_s = ServiceSeconds(client, spec, data, 2, runs, status, dispatch);
     if (!status->ok()) break;
-    const double long_s = ServiceSeconds(client, spec, data, steps + 2, runs, status);
+    const double long_s = ServiceSeconds(client, spec, data, steps + 2, runs, status, dispatch);
     best = std::min(best, (long_s - short_s) / steps);
   }
   return best;
@@ -122,8 +166,18 @@ int Main() {
     return 2;
   }
   if (absl::GetFlag(FLAGS_threads) > 0) torch::set_num_threads(absl::GetFlag(FLAGS_threads));
+  Launch::Mode launch;
+  if (!Launch::Mode_Parse(absl::GetFlag(FLAGS_launch), &launch) ||
+      launch == Launch::LAUNCH_UNSPECIFIED) {
+    std::fprintf(stderr, "--launch must be eager or graph, got '%s'\n",
+                 absl::GetFlag(FLAGS_launch).c_str());
+    return 2;
+  }
+  const bool bf16 = absl::GetFlag(FLAGS_precision) == "bf16";
 
   JobSpec spec;
+  spec.mutable_training()->set_launch(launch);
+  spec.mutable_training()->set_precision(absl::GetFlag(FLAGS_precision));
   spec.mutable_model()->set_preset(absl::GetFlag(FLAGS_preset));
   spec.mutable_training()->set_epochs(1);
   spec.mutable_training()->set_batch_size(batch);
@@ -151,8 +205,16 @@ int Main() {
   // Timed before and after the service; the faster median is the
   // baseline, so warm-up effects cannot flatter the ratio.
   const torch::Device device(absl::GetFlag(FLAGS_device));
-  auto run_local = [&]() { return RunLocal(config, spec, data, steps, batch, device); };
+  auto run_local = [&]() {
+    return launch == Launch::graph ? InProcessGraph(config, spec, steps, batch, so.stations, bf16)
+                                   : RunLocal(config, spec, data, steps, batch, device, bf16);
+  };
   const std::vector<double> local_before = run_local();
+  if (local_before.empty()) {
+    std::fprintf(stderr, "the in-process graph step did not run on %s\n",
+                 absl::GetFlag(FLAGS_device).c_str());
+    return 1;
+  }
 
   std::vector<std::string> argv = {absl::GetFlag(FLAGS_worker_binary),
                                    "--listen=127.0.0.1:0", "--metrics=",
@@ -176,10 +238,13 @@ int Main() {
   }
   GrpcWorkerClient client(absl::StrCat("127.0.0.1:", ports->grpc), {});
   absl::Status status;
-  const double tasks_s = ServiceStepSeconds(client, spec, data, steps, repeats, false, &status);
-  const double runs_s = status.ok()
-                            ? ServiceStepSeconds(client, spec, data, steps, repeats, true, &status)
-                            : 0;
+  PhaseDispatch tasks_dispatch, runs_dispatch;
+  const double tasks_s =
+      ServiceStepSeconds(client, spec, data, steps, repeats, false, &status, &tasks_dispatch);
+  const double runs_s =
+      status.ok()
+          ? ServiceStepSeconds(client, spec, data, steps, repeats, true, &status, &runs_dispatch)
+          : 0;
   worker->Stop();
   if (!status.ok()) {
     std::fprintf(stderr, "service run failed: %s\n", std::string(status.message()).c_str());
@@ -188,8 +253,13 @@ int Main() {
 
   const std::vector<double> local_after = run_local();
   const double local_s = std::min(Median(local_before), Median(local_after));
-  std::printf("in-process step           median %.4f s before, %.4f s after (%zu steps each)\n",
-              Median(local_before), Median(local_after), local_before.size());
+  std::printf("in-process step (%s, %s) median %.4f s before, %.4f s after (%zu steps)\n",
+              absl::GetFlag(FLAGS_launch).c_str(), absl::GetFlag(FLAGS_precision).c_str(),
+              Median(local_before), Median(local_after), size_t(steps));
+  std::printf("service runs launched: %s%s%s\n",
+              runs_dispatch.launch() == Launch::graph ? "graph" : "eager",
+              runs_dispatch.launch_note().empty() ? "" : "; ",
+              runs_dispatch.launch_note().c_str());
   for (const auto& [name, service_s] :
        {std::make_pair("task calls", tasks_s), std::make_pair("runs", runs_s)}) {
     std::printf("service, %-10s        %.4f s a step: fixed cost %.2f ms a step, "

@@ -141,11 +141,12 @@ void AppendPhases(const HptStatus& h, std::string* report) {
     if (d.runs() > 0) {
       ways.push_back(absl::StrFormat("%d steps in %d runs of %.3g on average (%s)", d.run_steps(),
                                      d.runs(), double(d.run_steps()) / double(d.runs()),
-                                     d.launch()));
+                                     d.launch() == Launch::graph ? "graph" : "eager"));
     }
     if (d.task_steps() > 0) ways.push_back(absl::StrCat(d.task_steps(), " task by task"));
     absl::StrAppend(&out, "  ", d.phase(), " on the GPU workers: ", absl::StrJoin(ways, ", "),
                     "\n");
+    if (!d.launch_note().empty()) absl::StrAppend(&out, "    launch: ", d.launch_note(), "\n");
   }
 }
 

@@ -128,7 +128,23 @@ TEST(JobFormatTest, ReportShowsPhasesSwitchRatiosAndMetrics) {
   q.set_out_features(512);
   q.set_duplication(3);
   q.set_tiles(12);
+  PhaseDispatch& runs = *h.add_dispatch();
+  runs.set_phase("full");
+  runs.set_runs(4);
+  runs.set_run_steps(40);
+  runs.set_launch(Launch::graph);
+  PhaseDispatch& eager = *h.add_dispatch();
+  eager.set_phase("lora");
+  eager.set_runs(2);
+  eager.set_run_steps(10);
+  eager.set_launch(Launch::eager);
+  eager.set_launch_note("data-parallel over 2 workers");
   const std::string r = FormatReport(job);
+  EXPECT_NE(r.find("full on the GPU workers: 40 steps in 4 runs of 10 on average (graph)"),
+            std::string::npos) << r;
+  EXPECT_NE(r.find("lora on the GPU workers: 10 steps in 2 runs of 5 on average (eager)\n"
+                   "    launch: data-parallel over 2 workers"),
+            std::string::npos) << r;
   EXPECT_NE(r.find("GPU kernels: 350 a full-phase step"), std::string::npos) << r;
   EXPECT_NE(r.find("75 % of simulated GPU time launch-bound"), std::string::npos) << r;
   EXPECT_NE(r.find("(12 tiles used"), std::string::npos) << r;

@@ -43,6 +43,9 @@ ABSL_FLAG(double, trial_margin, 0,
 ABSL_FLAG(std::string, optimizer, "", "submit: adam or adamw.");
 ABSL_FLAG(std::string, precision, "",
           "submit: fp32 (default) or bf16 (GPU workers' forward under bf16 autocast).");
+ABSL_FLAG(std::string, launch, "",
+          "submit: eager (default) or graph (GPU workers capture each step shape as a CUDA "
+          "graph and replay it; eager where they cannot, and the report says why).");
 ABSL_FLAG(int32_t, probe_steps, 0,
           "submit: after training, time the full step this many times under each GPU "
           "baseline (hpt.probe_steps; 0: no probe). probe: timed steps per baseline "
@@ -141,7 +144,7 @@ bool AnyJobFlag() {
          absl::GetFlag(FLAGS_consecutive_checks) || absl::GetFlag(FLAGS_trend_windows) ||
          absl::GetFlag(FLAGS_trend_gain) || absl::GetFlag(FLAGS_plateau_z) ||
          !absl::GetFlag(FLAGS_trial_test).empty() || absl::GetFlag(FLAGS_trial_margin) ||
-         !absl::GetFlag(FLAGS_precision).empty() ||
+         !absl::GetFlag(FLAGS_precision).empty() || !absl::GetFlag(FLAGS_launch).empty() ||
          absl::GetFlag(FLAGS_probe_steps);
 
 }
@@ -167,6 +170,13 @@ absl::Status TrainingFromFlags(TrainingSpec& t) {
   }
   t.set_seed(absl::GetFlag(FLAGS_seed));
   t.set_precision(absl::GetFlag(FLAGS_precision));
+  const std::string launch = absl::GetFlag(FLAGS_launch);
+  Launch::Mode mode;
+  if (!launch.empty() && !Launch::Mode_Parse(launch, &mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--launch '", launch, "' is not eager or graph"));
+  }
+  if (!launch.empty()) t.set_launch(mode);
   return absl::OkStatus();
 }
 

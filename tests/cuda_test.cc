@@ -6,7 +6,10 @@
 //   - with a GPU, a job runs end to end on a worker with --device=cuda:0.
 //     Without one that test is skipped and reported as not run;
 //   - with a GPU, a data-parallel group on CUDA tensors is NCCL's, and its
-//     collectives run (not run without a GPU, likewise).
+//     collectives run (not run without a GPU, likewise);
+//   - with a GPU, `launch: graph` captures each step shape as a CUDA graph
+//     and replays it, and trains what eager steps train (the CPU twin runs
+//     the graph's body uncaptured).
 // Each CUDA test's setup also runs on the CPU as its twin (the same
 // helper, device cpu), so CI keeps it working; only the assertions that
 // need a GPU report "not run".
@@ -25,6 +28,7 @@
 #include "gtest/gtest.h"
 #include "models/model_config.h"
 #include "workers/gpu_executor.h"
+#include "workers/gpu_run_testing.h"
 #include "workers/rendezvous_store.h"
 
 namespace hpt {
@@ -252,6 +256,52 @@ TEST(CudaSmokeTest, DataParallelGroupOnCudaIsNccl) {
 // learning rate, and the join) on the CPU, where the group is Gloo's.
 TEST(CudaSmokeTest, CpuTwinDataParallelGroupOnTheCpuIsGloo) {
   FormGroup({"cpu", "cpu"}, "gloo");
+}
+
+// Eight steps of batch 4 on `device` under `launch: graph` (one run of the
+// shape's eager step, then one of seven replays; bf16 with `bf16`) against
+// the same steps eager: the replays ran, waited for the device once a
+// run, and trained what eager steps train up to the fused Adam's rounding.
+void GraphMatchesEager(const std::string& device, bool bf16) {
+  using namespace gpu_run_testing;
+  const WindowDataset data = Data(6);
+  GpuExecutor::Options eager_options, graph_options;
+  eager_options.device = graph_options.device = device;
+  graph_options.uncaptured_graphs = device == "cpu";
+  int waits = 0;
+  graph_options.on_host_sync = [&](const std::string&) { ++waits; };
+  auto eager = *GpuExecutor::Create(eager_options);
+  auto graph = *GpuExecutor::Create(graph_options);
+  const std::string precision = bf16 ? "bf16" : "fp32";
+  ASSERT_TRUE(eager->Load(Header("g", data, true, precision), Series(data)).ok());
+  ASSERT_TRUE(graph->Load(Header("g", data, true, precision), Series(data)).ok());
+  absl::StatusOr<TrainRunResponse> first = graph->TrainRun(GraphRunOf("g", data, 0, 1, 4));
+  absl::StatusOr<TrainRunResponse> rest = graph->TrainRun(GraphRunOf("g", data, 1, 7, 4));
+  absl::StatusOr<TrainRunResponse> reference = eager->TrainRun(RunOf("g", data, 0, 8, 4));
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  EXPECT_EQ(rest->launch(), Launch::graph) << rest->launch_note();
+  EXPECT_EQ(rest->launch_note(), "");
+  EXPECT_EQ(waits, 2);
+  EXPECT_NEAR(first->losses(0), reference->losses(0), 1e-6 * reference->losses(0));
+  for (int j = 1; j < 8; ++j) {
+    EXPECT_NEAR(rest->losses(j - 1), reference->losses(j), 1e-4 * reference->losses(j)) << j;
+  }
+  ExpectClose(Params(*graph, "g"), Params(*eager, "g"), 1e-3);
+}
+
+TEST(CudaGraphTest, GraphStepsReplayAndTrainWhatEagerStepsTrain) {
+  if (!torch::cuda::is_available()) {
+    GTEST_SKIP() << "not run: no CUDA device on this machine (its CPU twin ran)";
+  }
+  GraphMatchesEager("cuda:0", /*bf16=*/false);
+  GraphMatchesEager("cuda:0", /*bf16=*/true);
+}
+
+TEST(CudaGraphTest, CpuTwinGraphStepsRunUncapturedOnTheCpu) {
+  GraphMatchesEager("cpu", /*bf16=*/false);
+  GraphMatchesEager("cpu", /*bf16=*/true);
 }
 
 }  // namespace

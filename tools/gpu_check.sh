@@ -153,6 +153,16 @@ check cuda-tests cuda_test
 worker=$(find_binary hpt_worker)
 check step-overhead-b1 step_overhead_bench --device="$device" --batch=1 --worker_binary="$worker"
 check step-overhead-b32 step_overhead_bench --device="$device" --batch=32 --worker_binary="$worker"
+# The same under bf16 autocast, and with training.launch: graph against the
+# in-process step captured once and replayed.
+for b in 1 32; do
+  check "step-overhead-bf16-b$b" step_overhead_bench --device="$device" --batch="$b" \
+    --precision=bf16 --worker_binary="$worker"
+  check "step-overhead-graph-b$b" step_overhead_bench --device="$device" --batch="$b" \
+    --launch=graph --worker_binary="$worker"
+  check "step-overhead-graph-bf16-b$b" step_overhead_bench --device="$device" --batch="$b" \
+    --launch=graph --precision=bf16 --worker_binary="$worker"
+done
 check attention attention_bench --device="$device" --precision=both
 if [ -n "$data" ]; then
   if [ -r "$data/wind/winds.dat" ] && [ -n "$(find_binary hpt_coordinator)" ]; then

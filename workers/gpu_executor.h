@@ -74,6 +74,10 @@ class GpuExecutor : public TaskExecutor {
     // A run's all-reduce buckets (workers/gradient_buckets.h); 0: DDP's
     // 25 MiB, the first 1 MiB.
     int64_t allreduce_bucket_bytes = 0;
+    // `launch: graph` without CUDA runs each graph step's body uncaptured
+    // (workers/step_graph.h), the CPU twin of the CUDA path, for tests;
+    // false: such steps go eager and the run says why.
+    bool uncaptured_graphs = false;
   };
 
   static absl::StatusOr<std::unique_ptr<GpuExecutor>> Create(

@@ -7,6 +7,7 @@
 #include "models/st_transformer.h"
 #include "workers/bf16_autocast.h"
 #include "workers/gpu_executor.h"
+#include "workers/step_graph.h"
 
 namespace hpt {
 
@@ -201,10 +202,56 @@ torch::Tensor SampleIds(const google::protobuf::RepeatedPtrField<RunStep>& steps
 
 }  // namespace
 
+namespace {
+
+// The session's graphs where the run asks for them and its steps can be
+// captured; else null, with why in `*note`.
+StepGraphs* GraphsOf(GpuSession& session, const RunDevice& run_device, std::string* note) {
+  if (run_device.launch != Launch::graph) return nullptr;
+  *note = GraphRefusal(session, run_device.device, run_device.uncaptured_graphs);
+  if (!note->empty()) return nullptr;
+  if (!session.graphs) session.graphs = std::make_shared<StepGraphs>(run_device.uncaptured_graphs);
+  return session.graphs.get();
+}
+
+// One step of `session`: by its shape's graph where it has one, else
+// eager (and the shape remembered for a graph).
+torch::Tensor TrainStep(GpuSession& session, StepGraphs* graphs, const ResidentSamples& samples,
+                        const torch::Tensor& ids, const RunStep& step, int64_t index,
+                        const RunDevice& run_device, RunShapes* shapes) {
+  if (graphs != nullptr) {
+    torch::Tensor loss = graphs->Train(session, samples, ids, step, index, shapes);
+    if (loss.defined()) return loss;
+  }
+  torch::Tensor loss = TrainOneStep(session, samples, ids, step, index, run_device, shapes);
+  if (graphs != nullptr) graphs->Remember(step.samples_size(), *shapes);
+  return loss;
+}
+
+// How a run of `session` launched, from its graphs' replays before and
+// after it.
+void SayLaunch(const StepGraphs* graphs, int64_t replays_before, RunResult* result) {
+  if (graphs == nullptr) return;
+  const bool replayed = graphs->replays() > replays_before;
+  result->launch = replayed ? Launch::graph : Launch::eager;
+  if (!graphs->note().empty()) {
+    result->launch_note = graphs->note();
+  } else if (!replayed) {
+    result->launch_note = "each step shape trains eagerly once before it is captured; this run "
+                          "held only such steps";
+  }
+}
+
+}  // namespace
+
 RunResult TrainRunSteps(GpuSession& session, GpuSession* trial, const ResidentSamples& samples,
                         const TrainRunRequest& request, const RunDevice& run_device) {
   const torch::Device& device = run_device.device;
   RunResult result;
+  StepGraphs* graphs = GraphsOf(session, run_device, &result.launch_note);
+  std::string trial_note;
+  StepGraphs* trial_graphs = trial != nullptr ? GraphsOf(*trial, run_device, &trial_note) : nullptr;
+  const int64_t replays_before = graphs != nullptr ? graphs->replays() : 0;
   // Every sample id of the run reaches the device in one copy (two with a
   // trial).
   std::vector<int64_t> offsets, trial_offsets;
@@ -215,19 +262,21 @@ RunResult TrainRunSteps(GpuSession& session, GpuSession* trial, const ResidentSa
     const int64_t index = request.first_step() + i;
     const RunStep& step = request.steps(i);
     if (!session.tasks.Applied(index)) {  // else a run replayed past it
-      result.losses.push_back(TrainOneStep(session, samples,
-                                           ids.narrow(0, offsets[i], step.samples_size()), step,
-                                           index, run_device, &result.shapes));
+      result.losses.push_back(TrainStep(session, graphs, samples,
+                                        ids.narrow(0, offsets[i], step.samples_size()), step,
+                                        index, run_device, &result.shapes));
       result.steps.push_back(index);
     }
     if (trial != nullptr && !trial->tasks.Applied(index)) {
       const RunStep& t = request.trial_steps(i);
-      result.trial_losses.push_back(TrainOneStep(*trial, samples,
-                                                 trial_ids.narrow(0, trial_offsets[i], t.samples_size()),
-                                                 t, index, run_device, &result.trial_shapes));
+      result.trial_losses.push_back(
+          TrainStep(*trial, trial_graphs, samples,
+                    trial_ids.narrow(0, trial_offsets[i], t.samples_size()), t, index,
+                    run_device, &result.trial_shapes));
       result.trial_steps.push_back(index);
     }
   }
+  SayLaunch(graphs, replays_before, &result);
   return result;
 }
 
@@ -339,6 +388,8 @@ TrainRunResponse AnswerRun(GpuSession& session, GpuSession* trial, const Residen
   response.set_measured_s(measured.s);
   response.set_measured_j(measured.j);
   response.set_host_syncs(1);
+  response.set_launch(run.launch);
+  response.set_launch_note(run.launch_note);
   FillRunCosts(run_device, run, session, trial, measured, &response);
   session.last_run_first_step = request.first_step();
   session.last_run_trial = request.trial_job();

@@ -72,6 +72,10 @@ struct RunDevice {
   int64_t bucket_bytes = GradientBuckets::kBucketBytes;
   int64_t first_bucket_bytes = GradientBuckets::kFirstBucketBytes;
   std::function<void(const std::string& what)> on_wait;
+  // How steps launch (the request's), and whether graph steps run their
+  // body uncaptured (StepGraphs' CPU twin) rather than as CUDA graphs.
+  Launch::Mode launch = Launch::eager;
+  bool uncaptured_graphs = false;
   std::function<CostReport(const std::string& task_type, const GpuSession& session,
                            const std::vector<GpuKernel>& kernels,
                            const std::vector<int64_t>& optimizer_numel)>
@@ -84,6 +88,10 @@ struct RunResult {
   RunShapes shapes, trial_shapes;
   std::vector<int64_t> steps, trial_steps;
   std::vector<torch::Tensor> losses, trial_losses;
+  // How its steps launched: graph where any replayed a captured step;
+  // why not, where graph was asked for.
+  Launch::Mode launch = Launch::eager;
+  std::string launch_note;
 };
 
 // Trains `request`'s steps on `session` that it has not applied yet

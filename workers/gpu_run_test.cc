@@ -11,143 +11,18 @@
 #include <thread>
 #include <vector>
 
-#include "common/tensor_codec.h"
 #include "common/worker_tasks.h"
-#include "data/synthetic.h"
-#include "data/window_dataset.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "models/model_config.h"
 #include "workers/gpu_executor.h"
+#include "workers/gpu_run_testing.h"
 #include "workers/rendezvous_store.h"
 
 namespace hpt {
 namespace {
 
 using ::testing::HasSubstr;
-
-constexpr int64_t kWindow = 8;
-
-// Synthetic series of `stations` columns, grouped `group` tokens a sample
-// (0: all).
-WindowDataset Data(int64_t stations, int64_t group = 0) {
-  SyntheticOptions so;
-  so.stations = stations;
-  so.time_steps = 160;
-  WindowOptions wo;
-  wo.input_steps = kWindow;
-  wo.train = {0, 160};
-  wo.token_group = group;
-  wo.group_stride = group > 0 ? 2 : 1;
-  return *WindowDataset::Create(MakeSyntheticSeries(so), wo);
-}
-
-LoadParametersHeader Header(const std::string& job, const WindowDataset& data, bool samples,
-                            const std::string& precision = "fp32", double dropout = 0.1) {
-  LoadParametersHeader h;
-  h.set_job_id(job);
-  ModelConfig c = *PresetModelConfig("tiny");
-  c.set_input_features(kWindow);
-  c.set_output_features(1);
-  c.set_dropout(dropout);  // on by default: the masks must follow the step
-  *h.mutable_model() = c;
-  h.mutable_optimizer()->set_type(ADAM);
-  h.mutable_optimizer()->set_learning_rate(1e-2);
-  h.set_init_seed(7);
-  h.set_num_tokens(int32_t(data.num_tokens()));
-  h.set_precision(precision);
-  if (samples) {
-    SampleSource* s = h.mutable_samples();
-    const TimeSeriesMatrix& series = data.normalized_series();
-    s->set_rows(series.rows);
-    s->set_columns(series.columns);
-    s->set_input_steps(data.options().input_steps);
-    s->set_horizon(data.options().horizon);
-    s->set_tokens(data.num_tokens());
-    s->set_groups(data.num_groups());
-    s->set_group_stride(data.options().group_stride);
-  }
-  return h;
-}
-
-std::map<std::string, HostTensor> Series(const WindowDataset& data) {
-  const TimeSeriesMatrix& series = data.normalized_series();
-  HostTensor t({series.rows, series.columns});
-  t.data = series.values;
-  return {{kSamplesTensor, t}};
-}
-
-// Step j's batch: `batch` indices into train_starts, spread over the set.
-std::vector<int64_t> Batch(int64_t j, int64_t batch) {
-  std::vector<int64_t> idx;
-  for (int64_t i = 0; i < batch; ++i) idx.push_back((j * 37 + i * 11) % 100);
-  return idx;
-}
-
-// The same steps as task calls: the host gathers each batch and sends it.
-std::vector<double> TaskSteps(GpuExecutor& e, const std::string& job, const WindowDataset& data,
-                              int64_t first, int64_t steps, int64_t batch, int part = 0,
-                              int parts = 1) {
-  std::vector<double> losses;
-  for (int64_t j = 0; j < steps; ++j) {
-    std::vector<int64_t> all = Batch(first + j, batch), mine;
-    for (int64_t i = part; i < batch; i += parts) mine.push_back(all[i]);
-    HostTensor x, y;
-    data.Gather(data.train_starts(), mine, &x, &y);
-    ForwardRequest f;
-    f.mutable_key()->set_job_id(job);
-    f.mutable_key()->set_step(first + j);
-    f.mutable_key()->set_segment("model");
-    ToProto(x, "inputs", f.mutable_inputs());
-    ToProto(y, "targets", f.mutable_targets());
-    f.set_train(true);
-    absl::StatusOr<ForwardResponse> forward = e.Forward(f);
-    EXPECT_TRUE(forward.ok()) << forward.status();
-    losses.push_back(forward.ok() ? forward->loss() : 0);
-    BackwardRequest b;
-    *b.mutable_key() = f.key();
-    b.set_global_batch_size(batch);
-    EXPECT_TRUE(e.Backward(b).ok());
-    ApplyUpdateRequest u;
-    u.set_job_id(job);
-    u.set_step(first + j);
-    u.set_learning_rate(1e-2 / double(1 + first + j));
-    EXPECT_TRUE(e.ApplyUpdate(u).ok());
-  }
-  return losses;
-}
-
-TrainRunRequest RunOf(const std::string& job, const WindowDataset& data, int64_t first,
-                    int64_t steps, int64_t batch, int part = 0, int parts = 1) {
-  TrainRunRequest r;
-  r.set_job_id(job);
-  r.set_first_step(first);
-  for (int64_t j = 0; j < steps; ++j) {
-    RunStep* step = r.add_steps();
-    std::vector<int64_t> all = Batch(first + j, batch);
-    for (int64_t i = part; i < batch; i += parts) {
-      step->add_samples(data.train_starts()[all[i]]);
-    }
-    step->set_global_batch_size(batch);
-    step->set_learning_rate(1e-2 / double(1 + first + j));
-  }
-  return r;
-}
-
-std::map<std::string, HostTensor> Params(GpuExecutor& e, const std::string& job) {
-  auto chunks = e.Snapshot(job, 0, {}, /*optimizer_state=*/true);
-  EXPECT_TRUE(chunks.ok()) << chunks.status();
-  return *AssembleChunks(*chunks);
-}
-
-void ExpectSameParameters(const std::map<std::string, HostTensor>& a,
-                          const std::map<std::string, HostTensor>& b) {
-  ASSERT_EQ(a.size(), b.size());
-  for (const auto& [name, t] : a) {
-    ASSERT_TRUE(b.count(name)) << name;
-    EXPECT_EQ(t.data, b.at(name).data) << name;
-  }
-}
+using namespace gpu_run_testing;
 
 // Counts the ATen ops that read a device value on the host (item() and
 // what it calls) on this thread while it lives.

@@ -27,6 +27,8 @@
 
 namespace hpt {
 
+class StepGraphs;  // step_graph.h
+
 // What a training forward keeps for its backward.
 struct GpuPending {
   torch::Tensor loss;    // full model: backward starts here
@@ -61,6 +63,9 @@ struct GpuSession {
   int64_t last_run_first_step = -1;
   std::string last_run_trial;
   TrainRunResponse last_run;
+  // Runs under `launch: graph`: each step shape's captured step (made at
+  // the first such run).
+  std::shared_ptr<StepGraphs> graphs;
   // A run's all-reduce, bucketed to overlap its backward (made at the
   // first run in a group). Last, so it goes first: its hooks sit on the
   // model's parameters.

@@ -224,6 +224,8 @@ absl::Status NormalizeTraining(TrainingSpec& t) {
     return Invalid("training.precision",
                    absl::StrCat("'", t.precision(), "' is not fp32 or bf16"));
   }
+  RETURN_IF_ERROR(CheckEnum("training.launch", t.launch(), Launch::Mode_descriptor()));
+  if (t.launch() == Launch::LAUNCH_UNSPECIFIED) t.set_launch(Launch::eager);
   if (t.max_test_samples() < 0) {
     return Invalid("training.max_test_samples",
                    absl::StrCat("must not be negative, got ", t.max_test_samples()));

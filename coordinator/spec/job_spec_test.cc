@@ -325,5 +325,21 @@ TEST(JobSpecTest, ModelOverridesApply) {
             "model.d_model (64) must be divisible by model.num_heads (5)");
 }
 
+TEST(JobSpecTest, LaunchReadsByNameDefaultsToEagerAndRefusesOtherValues) {
+  auto graph = ParseJobSpecText("training { launch: graph }");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ(NormalizeJobSpec(*graph)->training().launch(), Launch::graph);
+  EXPECT_EQ(NormalizeJobSpec(JobSpec())->training().launch(), Launch::eager);
+  EXPECT_FALSE(ParseJobSpecText("training { launch: cuda_graph }").ok());
+  JobSpec odd;
+  odd.mutable_training()->set_launch(Launch::Mode(7));
+  absl::StatusOr<JobSpec> refused = NormalizeJobSpec(odd);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("training.launch"), std::string::npos)
+      << refused.status();
+  EXPECT_NE(refused.status().message().find("eager, graph"), std::string::npos)
+      << refused.status();
+}
+
 }  // namespace
 }  // namespace hpt

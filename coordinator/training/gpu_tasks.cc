@@ -16,12 +16,14 @@ int64_t Bytes(const Tensor& t) { return int64_t(t.data().size()); }
 }  // namespace
 
 GpuTasks::GpuTasks(std::string job_id, std::vector<WorkerClient*> workers,
-                   WorkerClient* head_worker, std::string head_kind, const TaskSink* sink)
+                   WorkerClient* head_worker, std::string head_kind, Launch::Mode launch,
+                   const TaskSink* sink)
     : job_id_(std::move(job_id)),
       trial_job_(job_id_ + "/trial"),
       workers_(std::move(workers)),
       head_(head_worker),
       head_kind_(std::move(head_kind)),
+      launch_(launch == Launch::graph ? Launch::graph : Launch::eager),
       sink_(sink) {}
 
 std::vector<int64_t> GpuTasks::ShardSizes(int64_t batch, int workers) {
@@ -140,6 +142,7 @@ absl::StatusOr<GpuTasks::Run> GpuTasks::DataParallelRun(
     TrainRunRequest request;
     request.set_job_id(job_id_);
     request.set_first_step(first_step);
+    request.set_launch(launch_);
     for (size_t j = 0; j < batches.size(); ++j) {
       RunStep* step = request.add_steps();
       for (int64_t k = begin; k < begin + run.shards[i]; ++k) {

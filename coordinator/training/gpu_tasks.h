@@ -32,9 +32,10 @@ namespace hpt {
 class GpuTasks {
  public:
   // `workers`: the GPU workers (at least one); `head_worker` (may be null)
-  // runs the output head on a device of `head_kind`. `sink` must outlive this.
+  // runs the output head on a device of `head_kind`; runs launch their
+  // steps by `launch` (training.launch). `sink` must outlive this.
   GpuTasks(std::string job_id, std::vector<WorkerClient*> workers, WorkerClient* head_worker,
-           std::string head_kind, const TaskSink* sink);
+           std::string head_kind, Launch::Mode launch, const TaskSink* sink);
 
   // Sizes of the data-parallel shards of a batch of `batch` samples.
   static std::vector<int64_t> ShardSizes(int64_t batch, int workers);
@@ -100,6 +101,7 @@ class GpuTasks {
   const std::vector<WorkerClient*> workers_;
   WorkerClient* const head_;
   const std::string head_kind_;
+  const Launch::Mode launch_;
   const TaskSink* sink_;
 };
 

@@ -13,6 +13,7 @@
 #include "coordinator/spec/job_spec.h"
 #include "coordinator/training/in_process_workers.h"
 #include "coordinator/training/trainer.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "workers/gpu_executor.h"
 #include "workers/rendezvous_store.h"
@@ -49,6 +50,8 @@ struct Case {
   std::string rule, placement;
   int gpu_workers = 1;
   int64_t checkpoint_every = 0;
+  Launch::Mode launch = Launch::eager;
+  bool twin = false;  // graph steps run uncaptured on the CPU (step_graph.h)
 };
 
 struct Outcome {
@@ -71,6 +74,7 @@ Outcome Train(const Case& c, bool runs) {
   spec.mutable_training()->mutable_optimizer()->set_learning_rate(0.003);
   spec.mutable_training()->set_step_lr_step_size(2);
   spec.mutable_training()->set_step_lr_gamma(0.5);
+  spec.mutable_training()->set_launch(c.launch);
   spec.mutable_placement()->set_gpu_workers(c.gpu_workers);
   HptSpec& h = *spec.mutable_hpt();
   h.set_check_window_steps(4);
@@ -87,6 +91,7 @@ Outcome Train(const Case& c, bool runs) {
   InProcessWorkers devices;
   GpuExecutor::Options g;
   g.device = "cpu";
+  g.uncaptured_graphs = c.twin;
   std::vector<std::unique_ptr<GpuExecutor>> gpus;
   std::vector<std::unique_ptr<CountingClient>> clients;
   std::vector<WorkerClient*> workers;
@@ -157,7 +162,7 @@ TEST_P(RunEquivalenceTest, RunsTrainWhatTaskCallsTrain) {
     EXPECT_EQ(b.dispatch(i).phase(), a.dispatch(i).phase());
     EXPECT_EQ(b.dispatch(i).run_steps() + b.dispatch(i).task_steps(), a.dispatch(i).task_steps());
     EXPECT_GT(b.dispatch(i).run_steps(), b.dispatch(i).task_steps());
-    EXPECT_EQ(b.dispatch(i).launch(), "eager");
+    EXPECT_EQ(b.dispatch(i).launch(), Launch::eager);
   }
   EXPECT_EQ(a.dispatch(0).phase(), "full");
   EXPECT_EQ(a.dispatch(0).task_steps(), a.switch_step() > 0 ? a.switch_step()
@@ -183,6 +188,45 @@ INSTANTIATE_TEST_SUITE_P(
              std::to_string(info.param.gpu_workers) + "gpu_checkpoint" +
              std::to_string(info.param.checkpoint_every);
     });
+
+TEST(RunLaunchTest, AGraphJobOnCpuWorkersTrainsEagerAndTheReportSaysWhy) {
+  Case graph{"paper", "gpu", 1, 0};
+  graph.launch = Launch::graph;
+  const Outcome eager = Train(Case{"paper", "gpu", 1, 0}, /*runs=*/true);
+  const Outcome asked = Train(graph, /*runs=*/true);
+  ASSERT_TRUE(eager.status.ok()) << eager.status;
+  ASSERT_TRUE(asked.status.ok()) << asked.status;
+  EXPECT_EQ(asked.losses, eager.losses);
+  EXPECT_EQ(asked.last.hpt.switch_step(), eager.last.hpt.switch_step());
+  ASSERT_EQ(asked.last.hpt.dispatch_size(), 2);
+  for (const PhaseDispatch& d : asked.last.hpt.dispatch()) {
+    EXPECT_EQ(d.launch(), Launch::eager) << d.phase();
+    EXPECT_THAT(d.launch_note(), ::testing::HasSubstr("no CUDA device")) << d.phase();
+  }
+}
+
+TEST(RunLaunchTest, GraphStepsSwitchWhereEagerStepsSwitch) {
+  // The CPU twin of graph steps: the trial's copy and the LoRA phase on
+  // the GPU worker take graphs too, and the phase controller decides as
+  // it does for eager steps, with losses within the fused Adam's rounding.
+  Case twin{"paper", "gpu", 1, 0};
+  twin.launch = Launch::graph;
+  twin.twin = true;
+  const Outcome eager = Train(Case{"paper", "gpu", 1, 0}, /*runs=*/true);
+  const Outcome graph = Train(twin, /*runs=*/true);
+  ASSERT_TRUE(eager.status.ok()) << eager.status;
+  ASSERT_TRUE(graph.status.ok()) << graph.status;
+  ASSERT_GT(eager.last.hpt.switch_step(), 0);
+  EXPECT_EQ(graph.last.hpt.switch_step(), eager.last.hpt.switch_step());
+  ASSERT_EQ(graph.losses.size(), eager.losses.size());
+  for (const auto& [step, loss] : eager.losses) {
+    EXPECT_NEAR(graph.losses.at(step), loss, 1e-4 * std::abs(loss)) << "step " << step;
+  }
+  ASSERT_EQ(graph.last.hpt.dispatch_size(), 2);
+  for (const PhaseDispatch& d : graph.last.hpt.dispatch()) {
+    EXPECT_EQ(d.launch(), Launch::graph) << d.phase();
+  }
+}
 
 }  // namespace
 }  // namespace hpt

@@ -55,7 +55,7 @@ Trainer::Trainer(std::string job_id, JobSpec spec, const WindowDataset* data,
       options_(std::move(options)),
       ledger_(spec_.hpt()),
       gpu_(job_id_, workers_, options_.head_worker, spec_.placement().head_device(),
-           &ledger_.sink()) {}
+           spec_.training().launch(), &ledger_.sink()) {}
 
 Trainer::~Trainer() = default;
 

@@ -268,8 +268,9 @@ class Trainer {
   // here on. Returns the bytes added (0: none).
   int64_t AddSamples(LoadParametersHeader* header, std::vector<TensorChunk>* chunks);
   // Counts a step of the current phase on the GPU workers (HptStatus
-  // dispatch): in a run of `run_steps` (0: task by task).
-  void CountDispatch(int64_t run_steps, int64_t steps);
+  // dispatch): in a run of `run_steps` (0: task by task), with how the
+  // run's workers launched its steps.
+  void CountDispatch(int64_t run_steps, int64_t steps, const GpuTasks::Run* run = nullptr);
 };
 
 }  // namespace hpt

@@ -20,7 +20,7 @@ int64_t Trainer::AddSamples(LoadParametersHeader* header, std::vector<TensorChun
   return bytes;
 }
 
-void Trainer::CountDispatch(int64_t run_steps, int64_t steps) {
+void Trainer::CountDispatch(int64_t run_steps, int64_t steps, const GpuTasks::Run* run) {
   const std::string phase = phase_ == TrainingPhase::kLora ? "lora" : "full";
   PhaseDispatch* d = nullptr;
   for (PhaseDispatch& one : *state_.hpt.mutable_dispatch()) {
@@ -29,13 +29,25 @@ void Trainer::CountDispatch(int64_t run_steps, int64_t steps) {
   if (d == nullptr) {
     d = state_.hpt.add_dispatch();
     d->set_phase(phase);
-    d->set_launch("eager");
+    d->set_launch(Launch::eager);
   }
   if (run_steps > 0) {
     d->set_runs(d->runs() + 1);
     d->set_run_steps(d->run_steps() + steps);
+    // The phase launched by graph once any worker replayed a captured
+    // step; the newest reason a worker gave for eager steps stays.
+    for (const TrainRunResponse& r : run != nullptr ? run->responses
+                                                    : std::vector<TrainRunResponse>()) {
+      if (r.launch() == Launch::graph) d->set_launch(Launch::graph);
+      if (!r.launch_note().empty()) d->set_launch_note(r.launch_note());
+    }
   } else {
     d->set_task_steps(d->task_steps() + steps);
+    if (spec_.training().launch() == Launch::graph && d->runs() == 0) {
+      d->set_launch_note("graph launches runs of whole steps; this phase's steps went task by "
+                         "task (an output head on another device, a fallback placement, or "
+                         "workers without runs)");
+    }
   }
 }
 
@@ -77,7 +89,7 @@ absl::Status Trainer::RunSteps(const std::vector<std::vector<int64_t>>& batches,
     return absl::OkStatus();
   }
   if (!run.ok()) return run.status();
-  CountDispatch(int64_t(batches.size()), int64_t(batches.size()));
+  CountDispatch(int64_t(batches.size()), int64_t(batches.size()), &*run);
   const double wall_s = absl::ToDoubleSeconds(options_.now() - step_start_) / batches.size();
   const int width = workers_.size() > 1 ? int(workers_.size()) : 1;
   for (size_t j = 0; j < batches.size(); ++j) {
