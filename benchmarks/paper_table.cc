@@ -90,6 +90,10 @@ struct Row {
   std::vector<int64_t> switches;   // per seed, at --batch; -1: none
   std::vector<int> trials;         // per seed: trial windows before the switch
   std::vector<double> rmse_full, rmse_gpu, rmse_devices;
+  // Per seed, on the same test values: the references' RMSE and each
+  // arm's skill over persistence (QualityMetrics).
+  std::vector<double> persistence, climatology, skill_full, skill_devices;
+  std::string climatology_basis;
   int epochs_small = 0;
   int64_t window_steps = 0;
   double full_step_s = 0, full_step_j = 0, lora_step_s = 0, lora_step_j = 0;
@@ -149,11 +153,34 @@ std::string QualityOfSeed(const std::string& dir, const std::string& task) {
       full->job.test_metrics().rmse(), hpt->gpu.job.test_metrics().rmse(),
       hpt->switched ? hpt->devices.job.test_metrics().rmse() : hpt->gpu.job.test_metrics().rmse(),
       hpt->no_lora_steps ? 1 : 0);
+  const QualityMetrics& q = full->job.test_metrics();
+  const QualityMetrics& h = hpt->switched ? hpt->devices.job.test_metrics()
+                                          : hpt->gpu.job.test_metrics();
+  absl::StrAppendFormat(&out,
+                        "persistence %.17g\nclimatology %.17g\nskill_full %.17g\n"
+                        "skill_devices %.17g\nbasis %s\n",
+                        q.persistence_rmse(), q.climatology_rmse(), q.skill(), h.skill(),
+                        q.climatology());
   // A seed that never switched says how close each test came.
   for (const std::string& line : ClosestApproach(hpt->gpu.job)) {
     absl::StrAppend(&out, "closest ", line, "\n");
   }
   return out;
+}
+
+// Forecast skill beside the RMSE: each application's references on its
+// test split (means over seeds) and each arm's skill over persistence.
+void PrintSkill(const std::vector<Row>& rows) {
+  std::printf("\nForecast skill (1 - RMSE / RMSE of persistence; below 0 loses to persistence), "
+              "means over the seeds:\n%-8s %-14s %-14s %-12s %-12s %s\n", "app",
+              "persistence", "climatology", "skill full", "skill HpT", "climatology is");
+  for (const Row& r : rows) {
+    if (!r.error.empty() || r.persistence.empty()) continue;
+    std::printf("%-8s %-14.4g %-14.4g %-12.3f %-12.3f %s\n", r.app.c_str(),
+                Summarize(r.persistence).mean, Summarize(r.climatology).mean,
+                Summarize(r.skill_full).mean, Summarize(r.skill_devices).mean,
+                r.climatology_basis.c_str());
+  }
 }
 
 // Every application's seeds, --parallel child processes at a time; prints
@@ -197,11 +224,20 @@ void MeasureQuality(const std::string& dir, std::vector<Row>& rows) {
       row.rmse_full.push_back(std::stod(v["full"]));
       row.rmse_gpu.push_back(std::stod(v["gpu"]));
       row.rmse_devices.push_back(std::stod(v["devices"]));
+      row.persistence.push_back(std::stod(v["persistence"]));
+      row.climatology.push_back(std::stod(v["climatology"]));
+      row.skill_full.push_back(std::stod(v["skill_full"]));
+      row.skill_devices.push_back(std::stod(v["skill_devices"]));
+      row.climatology_basis = v["basis"];
       std::printf("  %-8s seed %d: switch %lld, RMSE full %.4f, HpT (GPU) %.4f, HpT (devices) "
                   "%.4f%s\n",
                   row.app.c_str(), 42 + i, static_cast<long long>(row.switches.back()),
                   row.rmse_full.back(), row.rmse_gpu.back(), row.rmse_devices.back(),
                   v["no_lora"] == "1" ? " (switch at the last step: no LoRA step)" : "");
+      std::printf("    skill over persistence: full %.3f, HpT (devices) %.3f; persistence RMSE "
+                  "%.4f, climatology RMSE %.4f\n",
+                  row.skill_full.back(), row.skill_devices.back(), row.persistence.back(),
+                  row.climatology.back());
       for (const std::string& line : closest) std::printf("    %s\n", line.c_str());
     }
   }
@@ -319,6 +355,7 @@ int Main() {
                 absl::StrFormat("%.2fx (%.2f-%.2f)", t.mean, t.min, t.max).c_str(),
                 absl::StrFormat("%.2fx (%.2f-%.2f)", e.mean, e.min, e.max).c_str());
   }
+  PrintSkill(rows);
   std::printf("\n%-8s %-12s %-12s %s\n", "app", "full step", "LoRA step", "projected to");
   for (const Row& r : rows) {
     if (!r.error.empty()) continue;

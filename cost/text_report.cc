@@ -399,6 +399,13 @@ std::string FormatReport(const Job& job) {
     absl::StrAppend(&out, absl::StrFormat(
         "\ntest metrics (data units, %d values)\n  RMSE %.4g%s  MAE %.4g%s  NSE %.4f  R2 %.4f\n",
         q.values(), q.rmse(), unit, q.mae(), unit, q.nse(), q.r2()));
+    if (q.persistence_rmse() > 0) {
+      absl::StrAppend(&out, absl::StrFormat(
+          "  skill %.3f over persistence (RMSE %.4g%s)%s; climatology (%s) RMSE %.4g%s\n",
+          q.skill(), q.persistence_rmse(), unit,
+          q.skill() < 0 ? ": the model LOSES to persistence" : "", q.climatology(),
+          q.climatology_rmse(), unit));
+    }
   }
   AppendEvents(h, &out);
   if (!job.error().empty()) absl::StrAppend(&out, "\nerror: ", job.error(), "\n");

@@ -38,4 +38,8 @@ QualityMetrics QualityAccumulator::Finish() const {
   return m;
 }
 
+double ForecastSkill(double rmse, double reference_rmse) {
+  return reference_rmse > 0 ? 1 - rmse / reference_rmse : 0;
+}
+
 }  // namespace hpt

@@ -29,6 +29,11 @@ class QualityAccumulator {
   double sum_y_ = 0, sum_y2_ = 0, sum_p_ = 0, sum_p2_ = 0, sum_py_ = 0;
 };
 
+// Forecast skill over a reference: 1 - rmse / reference_rmse (1: perfect,
+// 0: no better than the reference, below 0: worse). 0 where the reference
+// is perfect itself.
+double ForecastSkill(double rmse, double reference_rmse);
+
 }  // namespace hpt
 
 #endif  // HPT_DATA_QUALITY_METRICS_H_

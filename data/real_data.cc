@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "data/text_file.h"
+#include "data/timestamps.h"
 
 namespace hpt {
 namespace {
@@ -33,16 +34,6 @@ Cell ParseCell(const std::string& s, float* out) {
 int Find(const std::vector<std::string>& header, const std::string& name) {
   auto it = std::find(header.begin(), header.end(), name);
   return it == header.end() ? -1 : int(it - header.begin());
-}
-
-// Days since 1970-01-01 of a civil date (proleptic Gregorian).
-int64_t DaysFromCivil(int64_t y, int64_t m, int64_t d) {
-  y -= m <= 2;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const int64_t yoe = y - era * 400;
-  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
 }
 
 // "YYYY-MM-DD HH:MM" -> hours since the epoch; also the year.
@@ -166,6 +157,8 @@ absl::StatusOr<WeatherSeries> ParseAgWeather(
     if (absl::EndsWith(stem, ".csv")) stem.resize(stem.size() - 4);
     m.column_names.push_back(stem);
   }
+  m.times.resize(m.rows);
+  for (int64_t r = 0; r < m.rows; ++r) m.times[r] = (first + r) * 3600;
   for (int64_t r = 0; r < m.rows; ++r) {
     const int64_t hour = first + r;
     // The year of the hour from any station that has it, else the last.

@@ -9,8 +9,10 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "data/timestamps.h"
 
 namespace hpt {
 namespace {
@@ -63,6 +65,99 @@ absl::Status FillGaps(const std::string& source, TimeSeriesMatrix* m, int64_t* f
 
 }  // namespace
 
+namespace {
+
+bool IsTime(absl::string_view cell) {
+  int64_t ignored;
+  return ParseTimestamp(cell, &ignored);
+}
+
+// The time column's index in `first` (the first line's cells; a header
+// when `header`) and `row` (the first data row's): the named one, the
+// first column where `named` is empty and that column holds a time, or -1.
+absl::StatusOr<int> TimeColumn(const std::vector<absl::string_view>& first, bool header,
+                               const std::vector<absl::string_view>& row,
+                               const std::string& named, const std::string& source) {
+  if (named == "none") return -1;
+  if (named.empty()) return !row.empty() && IsTime(row[0]) ? 0 : -1;
+  if (!header) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": time_column '", named, "' names a column, but the file has no header row: "
+        "give the header, or leave time_column empty to read a first column of times"));
+  }
+  std::vector<std::string> names;
+  for (size_t c = 0; c < first.size(); ++c) {
+    names.emplace_back(absl::StripAsciiWhitespace(first[c]));
+    if (names.back() == named) return int(c);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      source, ":1: time_column '", named, "' is not a column of the header (", 
+      absl::StrJoin(names, ", "), ")"));
+}
+
+// A cell that is not a number: what it is, and the fix.
+absl::Status BadCell(const std::string& at, absl::string_view cell, int time_column) {
+  if (IsTime(cell)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        at, ": '", cell, "' is a time, in a column of values",
+        time_column >= 0 ? " (the time column is another)"
+                         : ": name it as the series' time with data.csv.time_column "
+                           "(hptctl submit --time_column=NAME)"));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      at, ": '", cell, "' is neither a number nor a time (", kTimestampForms,
+      "): remove the column, or name it with data.csv.time_column if it holds the rows' times"));
+}
+
+// Reads a data row's time at `line_no` into `times`, after the row before.
+absl::Status ReadTime(const std::string& source, size_t line_no, int column,
+                      absl::string_view cell, std::vector<int64_t>* times) {
+  const std::string at = absl::StrCat(source, ":", line_no, ":", column + 1);
+  int64_t t;
+  if (!ParseTimestamp(cell, &t)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        at, ": '", absl::StripAsciiWhitespace(cell), "' in the time column is not a time (",
+        kTimestampForms, ")"));
+  }
+  if (!times->empty() && t <= times->back()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        at, ": time '", absl::StripAsciiWhitespace(cell), "' is not after the row before's (",
+        FormatTimestamp(times->back()), "): sort the file by time and remove repeated rows"));
+  }
+  times->push_back(t);
+  return absl::OkStatus();
+}
+
+// One data row's values (`row`, a NaN for an empty cell that the options
+// accept); sets `*drop` where the row leaves the series.
+absl::Status ReadValues(const std::vector<absl::string_view>& cells, int time_column,
+                        const std::string& where, const WideCsvOptions& options,
+                        std::vector<float>* row, bool* drop) {
+  row->clear();
+  *drop = false;
+  for (size_t c = 0; c < cells.size(); ++c) {
+    if (int(c) == time_column) continue;
+    float v;
+    if (ParseFloat(cells[c], &v)) {
+      row->push_back(v);
+      continue;
+    }
+    const std::string at = absl::StrCat(where, ":", c + 1);
+    const absl::string_view cell = absl::StripAsciiWhitespace(cells[c]);
+    if (!cell.empty()) return BadCell(at, cell, time_column);
+    if (options.missing == MissingCells::kRefuse) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          at, ": missing value (data.missing: interpolate or drop_rows accepts gaps; "
+              "hptctl submit --missing=...)"));
+    }
+    *drop |= options.missing == MissingCells::kDropRows;
+    row->push_back(std::numeric_limits<float>::quiet_NaN());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<TimeSeriesMatrix> ParseWideCsv(const std::string& text,
                                               const std::string& source,
                                               const WideCsvOptions& options) {
@@ -75,58 +170,57 @@ absl::StatusOr<TimeSeriesMatrix> ParseWideCsv(const std::string& text,
   if (lines.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": file is empty"));
   }
-  size_t first_data = 0;
-  {
-    std::vector<absl::string_view> cells = SplitCells(lines[0]);
-    bool all_numbers = true;
+  const std::vector<absl::string_view> first = SplitCells(lines[0]);
+  bool values_only = true;  // every cell a number or a time
+  for (absl::string_view c : first) {
     float ignored;
-    for (absl::string_view c : cells) all_numbers &= ParseFloat(c, &ignored);
-    const bool header = options.header == CsvHeader::kPresent ||
-                        (options.header == CsvHeader::kAuto && !all_numbers);
-    if (header) {
-      for (absl::string_view c : cells) {
-        m.column_names.emplace_back(absl::StripAsciiWhitespace(c));
-      }
-      first_data = 1;
-    }
-    m.columns = static_cast<int64_t>(cells.size());
+    values_only &= ParseFloat(c, &ignored) || IsTime(c);
   }
+  const bool header = options.header == CsvHeader::kPresent ||
+                      (options.header == CsvHeader::kAuto && !values_only);
+  const size_t first_data = header ? 1 : 0;
   if (first_data >= lines.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source, ": no data rows after the header"));
+    return absl::InvalidArgumentError(absl::StrCat(source, ": no data rows after the header"));
+  }
+  absl::StatusOr<int> time_column =
+      TimeColumn(first, header, SplitCells(lines[first_data]), options.time_column, source);
+  if (!time_column.ok()) return time_column.status();
+  for (size_t c = 0; c < first.size(); ++c) {
+    const std::string name(absl::StripAsciiWhitespace(first[c]));
+    if (int(c) == *time_column) {
+      m.time_name = header ? name : "time";
+    } else if (header) {
+      m.column_names.push_back(name);
+    }
+  }
+  m.columns = int64_t(first.size()) - (*time_column >= 0 ? 1 : 0);
+  if (m.columns < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": the only column is the time column; a station's values need one more"));
   }
   m.values.reserve((lines.size() - first_data) * m.columns);
   WideCsvGaps gaps;
+  std::vector<float> row;
   for (size_t i = first_data; i < lines.size(); ++i) {
     if (absl::Status s = CheckLoadingEvery(i, source, options.limits); !s.ok()) return s;
     const size_t line_no = i + 1;
-    std::vector<absl::string_view> cells = SplitCells(lines[i]);
-    if (static_cast<int64_t>(cells.size()) != m.columns) {
+    const std::vector<absl::string_view> cells = SplitCells(lines[i]);
+    if (int64_t(cells.size()) != int64_t(first.size())) {
       return absl::InvalidArgumentError(absl::StrCat(
-          source, ":", line_no, ": expected ", m.columns, " columns, got ",
-          cells.size()));
+          source, ":", line_no, ": expected ", first.size(), " columns, got ", cells.size()));
     }
-    std::vector<float> row(cells.size());
     bool drop = false;
-    for (size_t c = 0; c < cells.size(); ++c) {
-      if (ParseFloat(cells[c], &row[c])) continue;
-      const absl::string_view cell = absl::StripAsciiWhitespace(cells[c]);
-      if (!cell.empty()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            source, ":", line_no, ":", c + 1, ": '", cell, "' is not a finite number"));
-      }
-      if (options.missing == MissingCells::kRefuse) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            source, ":", line_no, ":", c + 1,
-            ": missing value (data.missing: interpolate or drop_rows accepts gaps; "
-            "hptctl submit --missing=...)"));
-      }
-      drop = options.missing == MissingCells::kDropRows;
-      row[c] = std::numeric_limits<float>::quiet_NaN();
+    const std::string where = absl::StrCat(source, ":", line_no);
+    if (absl::Status s = ReadValues(cells, *time_column, where, options, &row, &drop); !s.ok()) {
+      return s;
     }
     if (drop) {
       ++gaps.dropped;
       continue;
+    }
+    if (*time_column >= 0) {
+      absl::Status s = ReadTime(source, line_no, *time_column, cells[*time_column], &m.times);
+      if (!s.ok()) return s;
     }
     m.values.insert(m.values.end(), row.begin(), row.end());
   }

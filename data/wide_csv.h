@@ -1,6 +1,8 @@
 // Loader for wide CSV time series: one row per time step, one column per
 // station, comma-separated, an optional header row (the format of
-// ../shared/data/wind/winds.dat). Errors name the file, line and column:
+// ../shared/data/wind/winds.dat), and optionally a column of the rows'
+// times (data/timestamps.h): the first column where it holds times, or the
+// column named. Errors name the file, line and column, and the fix:
 //
 //   ASSIGN_OR_RETURN(TimeSeriesMatrix m, LoadWideCsv("winds.dat", {}));
 #ifndef HPT_DATA_WIDE_CSV_H_
@@ -27,11 +29,16 @@ struct WideCsvGaps {
 };
 
 struct WideCsvOptions {
-  // kAuto: the first line is a header when any of its cells is not a number.
+  // kAuto: the first line is a header when any of its cells is neither a
+  // number nor a time.
   CsvHeader header = CsvHeader::kAuto;
   DataLimits limits;  // LoadWideCsv: where the file may be, its size, its cells
   MissingCells missing = MissingCells::kRefuse;
   WideCsvGaps* gaps = nullptr;  // filled when given
+  // The rows' times: "" reads the first column as times where its first
+  // data cell is one; "none": no time column; else the header's name of
+  // the column. The times must increase; the column is no station.
+  std::string time_column;
 };
 
 // Parses CSV text; `source` names it in errors (a path or "<inline>").

@@ -35,7 +35,7 @@ TEST(WideCsvTest, ForcedAbsentHeaderReportsTheCell) {
   auto m = ParseWideCsv("a,b\n1,2\n", "x.csv", options);
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(m.status().message(), HasSubstr("x.csv:1:1: 'a' is not"));
+  EXPECT_THAT(m.status().message(), HasSubstr("x.csv:1:1: 'a' is neither a number nor a time"));
 }
 
 TEST(WideCsvTest, WrongColumnCountNamesLine) {
@@ -116,6 +116,78 @@ TEST(WideCsvTest, ALongParsePastItsDeadlineStops) {
   ASSERT_FALSE(parsed.ok());
   EXPECT_EQ(parsed.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_NE(parsed.status().message().find("big.csv"), absl::string_view::npos);
+}
+
+// The commonest layout a scientist's CSV has: a first column of times.
+TEST(WideCsvTest, AFirstColumnOfTimesIsReadAsTheRowsTimes) {
+  const std::string text =
+      "datetime,g1,g2\n2023-01-01 00:00,1,2\n2023-01-01 01:00,3,4\n2023-01-01 02:00,5,6\n";
+  auto m = ParseWideCsv(text, "q.csv", {});
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->columns, 2);
+  EXPECT_EQ(m->rows, 3);
+  EXPECT_THAT(m->column_names, ::testing::ElementsAre("g1", "g2"));
+  EXPECT_EQ(m->time_name, "datetime");
+  EXPECT_THAT(m->times, ::testing::ElementsAre(1672531200, 1672534800, 1672538400));
+  EXPECT_FLOAT_EQ(m->at(2, 1), 6.0f);
+  // Without a header too: times and numbers are values, not names.
+  auto bare = ParseWideCsv("2023-01-01,1\n2023-01-02,2\n", "b.csv", {});
+  ASSERT_TRUE(bare.ok()) << bare.status();
+  EXPECT_EQ(bare->columns, 1);
+  EXPECT_EQ(bare->times.size(), 2u);
+  // "none" keeps the old reading: the column is refused as a value.
+  WideCsvOptions none;
+  none.time_column = "none";
+  auto refused = ParseWideCsv(text, "q.csv", none);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("q.csv:2:1: '2023-01-01 00:00' is a time, in a column of values"));
+}
+
+TEST(WideCsvTest, ANamedTimeColumnMayStandAnywhere) {
+  WideCsvOptions named;
+  named.time_column = "when";
+  auto m = ParseWideCsv("a,when,b\n1,2023-03-01T00:00Z,2\n3,2023-03-01T00:30Z,4\n", "n.csv",
+                        named);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_THAT(m->column_names, ::testing::ElementsAre("a", "b"));
+  EXPECT_EQ(m->times[1] - m->times[0], 1800);
+  EXPECT_FLOAT_EQ(m->at(1, 1), 4.0f);
+  named.time_column = "date";
+  auto missing = ParseWideCsv("a,when\n1,2023-03-01\n", "n.csv", named);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.status().message(),
+              HasSubstr("time_column 'date' is not a column of the header (a, when)"));
+}
+
+TEST(WideCsvTest, BadTimesAndOtherTextNameTheLineAndTheFix) {
+  auto late = ParseWideCsv("t,a\n2023-01-02,1\n2023-01-01,2\n", "s.csv", {});
+  ASSERT_FALSE(late.ok());
+  EXPECT_THAT(late.status().message(),
+              HasSubstr("s.csv:3:1: time '2023-01-01' is not after the row before's "
+                        "(2023-01-02 00:00): sort the file by time"));
+  auto broken = ParseWideCsv("t,a\n2023-01-01,1\nyesterday,2\n", "s.csv", {});
+  ASSERT_FALSE(broken.ok());
+  EXPECT_THAT(broken.status().message(),
+              HasSubstr("s.csv:3:1: 'yesterday' in the time column is not a time"));
+  auto site = ParseWideCsv("site,a\nPullman,1\n", "s.csv", {});
+  ASSERT_FALSE(site.ok());
+  EXPECT_EQ(site.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(site.status().message(),
+              HasSubstr("s.csv:2:1: 'Pullman' is neither a number nor a time"));
+  EXPECT_THAT(site.status().message(), HasSubstr("remove the column"));
+  auto only = ParseWideCsv("t\n2023-01-01\n", "s.csv", {});
+  ASSERT_FALSE(only.ok());
+  EXPECT_THAT(only.status().message(), HasSubstr("the only column is the time column"));
+}
+
+TEST(WideCsvTest, ADroppedRowTakesItsTimeWithIt) {
+  WideCsvOptions drop;
+  drop.missing = MissingCells::kDropRows;
+  auto m = ParseWideCsv("t,a\n2023-01-01,1\n2023-01-02,\n2023-01-03,3\n", "d.csv", drop);
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->rows, 2);
+  EXPECT_EQ(m->times[1] - m->times[0], 2 * 86400);
 }
 
 }  // namespace

@@ -94,8 +94,14 @@ absl::StatusOr<WindowDataset> WindowDataset::Create(
       v = (v - ds.mean_[c]) / ds.std_[c];
     }
   }
+  ds.climatology_ = Climatology::Fit(series, train);
   ds.series_ = std::move(series);
   return ds;
+}
+
+double WindowDataset::ClimatologyOf(int64_t sample, int64_t token) const {
+  const int64_t time = series_.times.empty() ? 0 : series_.times[TargetRow(sample)];
+  return ToDataUnits(sample, token, climatology_.At(StationOf(sample, token), time));
 }
 
 void WindowDataset::Gather(const std::vector<int64_t>& starts,

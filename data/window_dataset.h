@@ -22,14 +22,10 @@
 
 #include "absl/status/statusor.h"
 #include "common/host_tensor.h"
+#include "data/climatology.h"
 #include "data/series.h"
 
 namespace hpt {
-
-struct RowRange {
-  int64_t begin = 0;
-  int64_t end = 0;  // exclusive
-};
 
 struct WindowOptions {
   int64_t input_steps = 12;  // time steps of input per sample
@@ -83,6 +79,17 @@ class WindowDataset {
     const int64_t station = StationOf(sample, token);
     return value * double(std_[station]) + double(mean_[station]);
   }
+  // The row of sample `sample`'s target.
+  int64_t TargetRow(int64_t sample) const {
+    return sample / groups_ + options_.input_steps - 1 + options_.horizon;
+  }
+  // The climatology forecast (data/climatology.h) of `token`'s target in
+  // sample `sample`, in the data's own units.
+  double ClimatologyOf(int64_t sample, int64_t token) const;
+  // What that forecast is, in words ("station mean by hour of day").
+  const std::string& climatology_basis() const { return climatology_.basis(); }
+  // The rows' times (UTC seconds) where the source gave them, else empty.
+  const std::vector<int64_t>& times() const { return series_.times; }
 
  private:
   WindowDataset() = default;
@@ -90,6 +97,7 @@ class WindowDataset {
   TimeSeriesMatrix series_;  // normalised
   WindowOptions options_;
   std::vector<float> mean_, std_;
+  Climatology climatology_;  // fitted on the training rows, z-scored
   int64_t group_size_ = 0, groups_ = 1;
   std::vector<int64_t> train_starts_, test_starts_;
 };

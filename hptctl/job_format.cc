@@ -74,6 +74,18 @@ std::string FormatProgress(const Job& job, int bar_width) {
       p.samples_per_s(), p.step() > 0 ? FormatDuration(p.eta_s()) : "-");
 }
 
+namespace {
+
+// "1 h", "30 min", "1 d", "7 d", "15 s".
+std::string StepText(int64_t s) {
+  if (s > 0 && s % 86400 == 0) return absl::StrCat(s / 86400, " d");
+  if (s > 0 && s % 3600 == 0) return absl::StrCat(s / 3600, " h");
+  if (s > 0 && s % 60 == 0) return absl::StrCat(s / 60, " min");
+  return absl::StrCat(s, " s");
+}
+
+}  // namespace
+
 std::string FormatSummary(const Job& job) {
   const JobProgress& p = job.progress();
   std::string out = absl::StrFormat("job %s (%s): %s\n", job.job_id(), job.name(),
@@ -93,6 +105,12 @@ std::string FormatSummary(const Job& job) {
       absl::StrAppendFormat(&out, ", %d gaps interpolated", d.filled_cells());
     }
     absl::StrAppend(&out, "\n");
+    if (!d.first_time().empty()) {
+      absl::StrAppendFormat(&out, "  time       %s to %s UTC, every %s%s\n", d.first_time(),
+                            d.last_time(), StepText(d.time_step_s()),
+                            d.time_column().empty() ? ""
+                                                    : absl::StrCat(" (column ", d.time_column(), ")"));
+    }
     if (!d.split().empty()) absl::StrAppend(&out, "  split      ", d.split(), "\n");
   }
   if (!job.waiting_for().empty()) {

@@ -61,7 +61,12 @@ TEST(JobFormatTest, SummaryListsLossesAndError) {
   job.mutable_data()->set_rows(100);
   job.mutable_data()->set_columns(8);
   job.mutable_data()->set_skipped_rows(3);
+  job.mutable_data()->set_first_time("2019-01-01 00:00");
+  job.mutable_data()->set_last_time("2019-01-05 03:00");
+  job.mutable_data()->set_time_step_s(3600);
   const std::string s = FormatSummary(job);
+  EXPECT_NE(s.find("time       2019-01-01 00:00 to 2019-01-05 03:00 UTC, every 1 h\n"),
+            std::string::npos) << s;
   EXPECT_NE(s.find("data       weather, 100 time steps x 8 stations, 3 rows without a "
                    "timestamp skipped"),
             std::string::npos)
@@ -117,6 +122,10 @@ TEST(JobFormatTest, ReportShowsPhasesSwitchRatiosAndMetrics) {
   job.mutable_test_metrics()->set_values(100);
   job.mutable_test_metrics()->set_rmse(1.25);
   job.mutable_test_metrics()->set_nse(0.9);
+  job.mutable_test_metrics()->set_persistence_rmse(1.6);
+  job.mutable_test_metrics()->set_skill(1 - 1.25 / 1.6);
+  job.mutable_test_metrics()->set_climatology_rmse(3.1);
+  job.mutable_test_metrics()->set_climatology("station mean by hour of day");
   DeviceCost& gpu = *job.add_device_costs();
   gpu.set_kind("gpu");
   gpu.mutable_cost()->set_simulated_s(0.004);
@@ -144,6 +153,9 @@ TEST(JobFormatTest, ReportShowsPhasesSwitchRatiosAndMetrics) {
             std::string::npos) << r;
   EXPECT_NE(r.find("lora on the GPU workers: 10 steps in 2 runs of 5 on average (eager)\n"
                    "    launch: data-parallel over 2 workers"),
+            std::string::npos) << r;
+  EXPECT_NE(r.find("skill 0.219 over persistence (RMSE 1.6); climatology (station mean by hour "
+                   "of day) RMSE 3.1"),
             std::string::npos) << r;
   EXPECT_NE(r.find("GPU kernels: 350 a full-phase step"), std::string::npos) << r;
   EXPECT_NE(r.find("75 % of simulated GPU time launch-bound"), std::string::npos) << r;

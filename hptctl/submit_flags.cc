@@ -59,6 +59,9 @@ ABSL_FLAG(int, checkpoint_every, 0,
           "submit: a checkpoint every N steps (0: 100; -1: only at the phase switch).");
 ABSL_FLAG(uint64_t, seed, 0, "submit: training seed.");
 ABSL_FLAG(std::string, csv, "", "submit: wide CSV file, read by the coordinator.");
+ABSL_FLAG(std::string, time_column, "",
+          "submit: --csv's column of the rows' times (YYYY-MM-DD[ HH:MM[:SS]]); empty reads a "
+          "first column of times as the time column; none: the file has none.");
 ABSL_FLAG(std::string, train_rows, "",
           "submit: CSV training rows BEGIN:END[,BEGIN:END...] (e.g. 0:480,2120:8387).");
 ABSL_FLAG(std::string, test_rows, "", "submit: CSV test rows BEGIN:END.");
@@ -127,6 +130,7 @@ bool AnyJobFlag() {
          absl::GetFlag(FLAGS_max_steps_per_epoch) || absl::GetFlag(FLAGS_seed) ||
          absl::GetFlag(FLAGS_checkpoint_every) ||
          !absl::GetFlag(FLAGS_csv).empty() || absl::GetFlag(FLAGS_window) ||
+         !absl::GetFlag(FLAGS_time_column).empty() ||
          !absl::GetFlag(FLAGS_missing).empty() ||
          absl::GetFlag(FLAGS_input_steps) || absl::GetFlag(FLAGS_check_window_samples) ||
          absl::GetFlag(FLAGS_check_window_steps) ||
@@ -199,6 +203,7 @@ absl::Status DataFromFlags(DataSpec& d) {
   if (!absl::GetFlag(FLAGS_csv).empty()) {
     CsvData& csv = *d.mutable_csv();
     csv.set_path(Absolute(absl::GetFlag(FLAGS_csv)));
+    csv.set_time_column(absl::GetFlag(FLAGS_time_column));
     int64_t b = 0, e = 0;
     if (!absl::GetFlag(FLAGS_train_rows).empty()) {
       bool first = true;

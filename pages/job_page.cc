@@ -24,6 +24,7 @@ a{color:#2f5fa7}.note{color:#4a5363;margin:4px 0 8px}.state{display:inline-block
 .cards{display:flex;gap:12px;flex-wrap:wrap;margin:12px 0}.card{background:#fff;border:1px solid #dde1e7;border-radius:6px;padding:8px 12px;min-width:150px}
 h3.cards-title{margin:14px 0 -4px;font-size:13px;color:#4a5363;font-weight:600}
 .card b{display:block;font-size:20px}.card span{color:#4a5363;font-size:12px}
+.card.loses{border-color:#b3261e}.card.loses b,.card.loses span{color:#b3261e}
 svg.plot{background:#fff;border:1px solid #dde1e7;border-radius:4px;max-width:100%;height:auto;display:block;margin:6px 0}
 .grid{stroke:#eceff3}.axis,.tick-mark{stroke:#8a93a3}.tick,.bar-note{font-size:11px;fill:#4a5363}.label{font-size:12px;fill:#1d2330}
 .bar-label{font-size:12px;fill:#1d2330}
@@ -40,8 +41,23 @@ pre{background:#fff;border:1px solid #dde1e7;padding:10px;overflow-x:auto;font-s
 details{margin:8px 0}summary{cursor:pointer;color:#2f5fa7}
 )";
 
-std::string Card(const std::string& value, const std::string& label) {
-  return absl::StrCat("<div class=\"card\"><b>", Escape(value), "</b><span>", Escape(label), "</span></div>");
+std::string Card(const std::string& value, const std::string& label,
+                 const std::string& extra_class = "") {
+  return absl::StrCat("<div class=\"card", extra_class.empty() ? "" : " " + extra_class, "\"><b>",
+                      Escape(value), "</b><span>", Escape(label), "</span></div>");
+}
+
+// The model's skill over persistence, in red where it loses to it; and
+// climatology's RMSE, the other reference.
+std::string SkillCards(const QualityMetrics& m, const std::string& unit) {
+  if (m.persistence_rmse() <= 0) return "";
+  const bool loses = m.skill() < 0;
+  return absl::StrCat(
+      Card(Num(m.skill(), 3),
+           absl::StrCat(loses ? "loses to persistence: skill" : "skill over persistence",
+                        " (1 - RMSE / ", Num(m.persistence_rmse(), 4), unit, ")"),
+           loses ? "loses" : ""),
+      Card(Num(m.climatology_rmse(), 4) + unit, absl::StrCat("climatology RMSE (", m.climatology(), ")")));
 }
 
 // The model's quality first: the test split's error in the data's units,
@@ -58,7 +74,8 @@ std::string QualityCards(const Job& job) {
            "</p>";
   }
   absl::StrAppend(&out, "<div class=\"cards\" id=\"quality\">",
-                  Card(Num(m.rmse(), 4) + unit, "test RMSE"), Card(Num(m.mae(), 4) + unit, "test MAE"),
+                  Card(Num(m.rmse(), 4) + unit, "test RMSE"), SkillCards(m, unit),
+                  Card(Num(m.mae(), 4) + unit, "test MAE"),
                   Card(Num(m.nse(), 3), "NSE (1: perfect, 0: the mean)"),
                   Card(Num(job.progress().test_loss(), 4), "test loss (MSE, normalised)"), "</div>");
   std::string over = absl::StrCat(m.values(), " forecasts after epoch ", job.progress().epoch());
@@ -69,6 +86,10 @@ std::string QualityCards(const Job& job) {
       names.push_back(absl::StrCat("and ", d.stations_size() - 8, " more"));
     }
     absl::StrAppend(&over, " at ", d.stations_size(), " stations: ", absl::StrJoin(names, ", "));
+  }
+  if (!d.first_time().empty()) {
+    absl::StrAppend(&over, "; rows from ", d.first_time(), " to ", d.last_time(), " UTC (",
+                    d.time_column().empty() ? "time" : d.time_column(), ")");
   }
   if (!d.split().empty()) absl::StrAppend(&over, "; ", d.split());
   return out + "<p class=\"note\">" + Escape(over) + "</p>";

@@ -69,6 +69,48 @@ TEST(JobPageTest, NamesAreEscapedAndBarsCarryTheirValues) {
   EXPECT_NE(RenderJobPage(in, PageOptions{true, "/"}).find("?part=content"), std::string::npos);
 }
 
+TEST(JobPageTest, SkillStandsBesideTheRmseAndALosingModelIsRed) {
+  JobPageInput in;
+  in.job = SmallJob();
+  in.job.mutable_progress()->set_epoch(2);
+  QualityMetrics& q = *in.job.mutable_test_metrics();
+  q.set_values(100);
+  q.set_rmse(14.09);
+  q.set_persistence_rmse(18.02);
+  q.set_skill(1 - 14.09 / 18.02);
+  q.set_climatology_rmse(58.3);
+  q.set_climatology("station mean by hour of day");
+  in.job.mutable_data()->set_unit("m3/s");
+  in.job.mutable_data()->set_time_column("datetime");
+  in.job.mutable_data()->set_first_time("2023-01-01 00:00");
+  in.job.mutable_data()->set_last_time("2023-05-05 23:00");
+  std::string html = RenderJobPage(in, PageOptions());
+  EXPECT_NE(html.find("<b>0.218</b><span>skill over persistence (1 - RMSE / 18.02 m3/s)"),
+            std::string::npos) << html;
+  EXPECT_NE(html.find("<b>58.3 m3/s</b><span>climatology RMSE (station mean by hour of day)"),
+            std::string::npos);
+  EXPECT_NE(html.find("rows from 2023-01-01 00:00 to 2023-05-05 23:00 UTC (datetime)"),
+            std::string::npos);
+  EXPECT_EQ(html.find("card loses"), std::string::npos);
+  // Predictions plotted against their target times.
+  TestPredictions& p = *in.history.mutable_predictions();
+  p.set_samples(4);
+  p.add_tokens(0);
+  for (int s = 0; s < 4; ++s) {
+    p.add_truth(float(s));
+    p.add_predicted(float(s) + 0.5f);
+    p.add_times(1681171200 + 3600 * s);  // 2023-04-11 00:00, hourly
+  }
+  html = RenderJobPage(in, PageOptions());
+  EXPECT_NE(html.find(">04-11 00:00</text>"), std::string::npos) << html;
+  EXPECT_NE(html.find(">04-11 02:00</text>"), std::string::npos);
+  EXPECT_NE(html.find("time (UTC): station 0"), std::string::npos);
+  q.set_skill(-0.25);
+  html = RenderJobPage(in, PageOptions());
+  EXPECT_NE(html.find("<div class=\"card loses\"><b>-0.25</b><span>loses to persistence"),
+            std::string::npos) << html;
+}
+
 TEST(JobPageTest, ManyChecksBecomeTwoPathsAndTheTableItsLastRows) {
   JobPageInput in;
   in.job = SmallJob();

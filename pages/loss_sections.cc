@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cost/text_report.h"
+#include "data/timestamps.h"
 #include "pages/sections.h"
 #include "pages/svg.h"
 
@@ -235,6 +236,21 @@ std::string ChecksTable(const HptStatus& hpt) {
   return out + "</tbody></table></details>";
 }
 
+// Four ticks over the shown samples (none at the right edge, where a label
+// would be cut), labelled with their target times: dates where the rows
+// are a day or more apart, else month, day and time.
+std::vector<std::pair<double, std::string>> TimeTicks(const TestPredictions& p) {
+  const int64_t n = p.times_size();
+  const bool dates = n > 1 && p.times(1) - p.times(0) >= 86400;
+  std::vector<std::pair<double, std::string>> ticks;
+  for (int k = 0; k < 4 && n > 0; ++k) {
+    const int64_t s = (n - 1) * k / 4;
+    const std::string at = FormatTimestamp(p.times(int(s)), dates);
+    ticks.emplace_back(double(s), dates ? at : at.substr(5));
+  }
+  return ticks;
+}
+
 std::string PredictionsSection(const Job& job, const JobHistory& history) {
   const TestPredictions& p = history.predictions();
   std::string out = "<section id=\"predictions\"><h2>Predictions against truth (test split)</h2>";
@@ -270,7 +286,9 @@ std::string PredictionsSection(const Job& job, const JobHistory& history) {
     const std::string station = token < d.stations_size() && !d.stations(int(token)).empty()
                                     ? d.stations(int(token))
                                     : absl::StrCat("station ", token);
-    plot.Axes(absl::StrCat("test sample: ", station),
+    const bool timed = p.times_size() == n;
+    if (timed) plot.SetXTicks(TimeTicks(p));
+    plot.Axes(absl::StrCat(timed ? "time (UTC): " : "test sample: ", station),
               d.unit().empty() ? "value (the data's units)" : d.unit());
     absl::StrAppend(&out, plot.Svg(absl::StrCat("prediction-", p.tokens(t)),
                                    "data-plot=\"prediction\" aria-label=\"predictions against truth\""));

@@ -1,6 +1,7 @@
 #include "coordinator/training/evaluation.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -42,6 +43,10 @@ absl::StatusOr<std::optional<TestEvaluation>> EvaluateTestSplit(const WindowData
   double sum_sq = 0;
   int64_t count = 0;
   QualityAccumulator quality;
+  // The references on the same values: persistence (each station's last
+  // input value) and climatology.
+  double persistence_sq = 0, climatology_sq = 0;
+  const int64_t steps = data.input_features();
   const int64_t shown_tokens = std::min<int64_t>(kPredictionTokens, tokens);
   const int64_t shown_samples = std::min<int64_t>(kPredictionSamples, int64_t(starts.size()));
   TestPredictions shown;
@@ -49,6 +54,11 @@ absl::StatusOr<std::optional<TestEvaluation>> EvaluateTestSplit(const WindowData
   shown.set_samples(shown_samples);
   shown.mutable_truth()->Resize(int(shown_tokens * shown_samples), 0.f);
   shown.mutable_predicted()->Resize(int(shown_tokens * shown_samples), 0.f);
+  if (!data.times().empty()) {
+    for (int64_t i = 0; i < shown_samples; ++i) {
+      shown.add_times(data.times()[data.TargetRow(starts[i])]);
+    }
+  }
   for (int64_t begin = 0; begin < static_cast<int64_t>(starts.size()); begin += batch) {
     std::vector<int64_t> indices;
     for (int64_t i = begin; i < std::min<int64_t>(begin + batch, starts.size()); ++i) {
@@ -73,6 +83,10 @@ absl::StatusOr<std::optional<TestEvaluation>> EvaluateTestSplit(const WindowData
       const double predicted = data.ToDataUnits(sample, token, prediction->data[e]);
       const double truth = data.ToDataUnits(sample, token, y.data[e]);
       quality.Add(predicted, truth);
+      const double persisted = data.ToDataUnits(sample, token, x.data[e * steps + steps - 1]);
+      persistence_sq += (persisted - truth) * (persisted - truth);
+      const double usual = data.ClimatologyOf(sample, token);
+      climatology_sq += (usual - truth) * (usual - truth);
       if (token < shown_tokens && index < shown_samples) {
         shown.set_predicted(int(token * shown_samples + index), float(predicted));
         shown.set_truth(int(token * shown_samples + index), float(truth));
@@ -80,7 +94,12 @@ absl::StatusOr<std::optional<TestEvaluation>> EvaluateTestSplit(const WindowData
     }
     count += int64_t(y.data.size());
   }
-  return TestEvaluation{sum_sq / double(count), quality.Finish(), std::move(shown)};
+  QualityMetrics metrics = quality.Finish();
+  metrics.set_persistence_rmse(std::sqrt(persistence_sq / double(count)));
+  metrics.set_climatology_rmse(std::sqrt(climatology_sq / double(count)));
+  metrics.set_skill(ForecastSkill(metrics.rmse(), metrics.persistence_rmse()));
+  metrics.set_climatology(data.climatology_basis());
+  return TestEvaluation{sum_sq / double(count), std::move(metrics), std::move(shown)};
 }
 
 }  // namespace hpt

@@ -9,6 +9,7 @@
 #include "data/real_data.h"
 #include "data/swe.h"
 #include "data/synthetic.h"
+#include "data/timestamps.h"
 #include "data/wide_csv.h"
 
 namespace hpt {
@@ -138,15 +139,19 @@ constexpr double kDefaultTestShare = 0.2;
 
 // Training on the first rows, testing on the last kDefaultTestShare (at
 // least one window's worth), said in the summary.
-void DefaultSplit(int64_t rows, WindowOptions* windows, DataSummary* summary) {
+void DefaultSplit(const TimeSeriesMatrix& series, WindowOptions* windows, DataSummary* summary) {
+  const int64_t rows = series.rows;
   const int64_t span = windows->input_steps + windows->horizon;
   const int64_t test_rows = std::max<int64_t>(
       1, int64_t(std::llround(kDefaultTestShare * double(rows))));
   const int64_t split = std::max<int64_t>(span, rows - test_rows);
   SplitAt(split, rows, windows);
+  // The test rows' times where the data has them.
+  const std::string from =
+      series.times.empty() ? "" : absl::StrCat(", from ", FormatTimestamp(series.times[split]));
   summary->set_split(absl::StrCat(
       "train on rows 0-", split - 1, ", test on the last ", rows - split, " (rows ", split, "-",
-      rows - 1, "): the last 20 % in time, as the data gave no split"));
+      rows - 1, from, "): the last 20 % in time, as the data gave no split"));
 }
 
 absl::Status LoadCsv(const DataSpec& spec, const DataLimits& limits, TimeSeriesMatrix* series,
@@ -162,6 +167,7 @@ absl::Status LoadCsv(const DataSpec& spec, const DataLimits& limits, TimeSeriesM
                                                         : MissingCells::kRefuse;
   WideCsvGaps gaps;
   csv_options.gaps = &gaps;
+  csv_options.time_column = csv.time_column();
   absl::StatusOr<TimeSeriesMatrix> loaded = LoadWideCsv(csv.path(), csv_options);
   if (!loaded.ok()) return InField("data.csv", loaded.status());
   summary->set_filled_cells(gaps.filled);
@@ -171,7 +177,7 @@ absl::Status LoadCsv(const DataSpec& spec, const DataLimits& limits, TimeSeriesM
   series->unit = TakeCommonUnit(&series->column_names);
   if (csv.train_begin_row() == 0 && csv.train_end_row() == 0 && csv.test_end_row() == 0 &&
       csv.more_train_rows_size() == 0) {
-    DefaultSplit(series->rows, windows, summary);
+    DefaultSplit(*series, windows, summary);
     return absl::OkStatus();
   }
   windows->train = {csv.train_begin_row(),
@@ -235,6 +241,13 @@ absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec, DataSummary* su
   summary->set_columns(series.columns);
   for (const std::string& name : series.column_names) summary->add_stations(name);
   summary->set_unit(series.unit);
+  if (!series.times.empty()) {
+    summary->set_time_column(series.time_name);
+    summary->set_time_step_s(TypicalStep(series.times));
+    const bool dates = summary->time_step_s() % 86400 == 0;
+    summary->set_first_time(FormatTimestamp(series.times.front(), dates));
+    summary->set_last_time(FormatTimestamp(series.times.back(), dates));
+  }
   return WindowDataset::Create(std::move(series), windows);
 }
 
