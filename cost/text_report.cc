@@ -399,6 +399,12 @@ std::string FormatReport(const Job& job) {
     absl::StrAppend(&out, absl::StrFormat(
         "\ntest metrics (data units, %d values)\n  RMSE %.4g%s  MAE %.4g%s  NSE %.4f  R2 %.4f\n",
         q.values(), q.rmse(), unit, q.mae(), unit, q.nse(), q.r2()));
+    if (job.progress().selected_epoch() > 0) {
+      absl::StrAppend(&out, absl::StrFormat(
+          "  of epoch %d, whose weights the job keeps: it validated best (MSE %.4g, "
+          "training.select: best_validation)\n",
+          job.progress().selected_epoch(), job.progress().selected_validation_loss()));
+    }
     if (q.persistence_rmse() > 0) {
       absl::StrAppend(&out, absl::StrFormat(
           "  skill %.3f over persistence (RMSE %.4g%s)%s; climatology (%s) RMSE %.4g%s\n",

@@ -1,5 +1,6 @@
 #include "data/window_dataset.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -39,6 +40,15 @@ absl::StatusOr<WindowDataset> WindowDataset::Create(
     if (absl::Status s = check_range(r, "train"); !s.ok()) return s;
   }
   if (absl::Status s = check_range(options.test, "test"); !s.ok()) return s;
+  if (absl::Status s = check_range(options.validation, "validation"); !s.ok()) return s;
+  for (const RowRange& r : train) {
+    const RowRange& v = options.validation;
+    if (v.end > v.begin && r.begin < v.end && v.begin < r.end) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "data validation rows [", v.begin, ", ", v.end, ") overlap training rows [", r.begin,
+          ", ", r.end, ")"));
+    }
+  }
 
   WindowDataset ds;
   ds.options_ = options;
@@ -62,6 +72,9 @@ absl::StatusOr<WindowDataset> WindowDataset::Create(
     for (int64_t start : StartsWithin(r, span)) add(start, &ds.train_starts_);
   }
   for (int64_t start : StartsWithin(options.test, span)) add(start, &ds.test_starts_);
+  for (int64_t start : StartsWithin(options.validation, span)) {
+    add(start, &ds.validation_starts_);
+  }
   if (ds.train_starts_.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "data: the training rows (first range [", options.train.begin, ", ",
@@ -123,6 +136,42 @@ void WindowDataset::Gather(const std::vector<int64_t>& starts,
           series_.at(start + steps - 1 + options_.horizon, column);
     }
   }
+}
+
+std::string CarveValidation(double share, WindowOptions* options) {
+  if (!(share > 0)) return "";
+  std::vector<RowRange*> train = {&options->train};
+  for (RowRange& r : options->extra_train) train.push_back(&r);
+  int64_t rows = 0;
+  for (const RowRange* r : train) rows += std::max<int64_t>(0, r->end - r->begin);
+  // The training range that ends nearest before the test's first target
+  // row (test windows' inputs may reach back into training rows); else
+  // the last.
+  const int64_t span = options->input_steps + options->horizon;
+  const bool has_test = options->test.end > options->test.begin;
+  const int64_t first_target = options->test.begin + span - 1;
+  RowRange* from = nullptr;
+  for (RowRange* r : train) {
+    if (has_test && r->end > first_target) continue;
+    if (from == nullptr || r->end > from->end) from = r;
+  }
+  const bool before_test = from != nullptr;
+  if (from == nullptr) {
+    for (RowRange* r : train) {
+      if (from == nullptr || r->end > from->end) from = r;
+    }
+  }
+  const int64_t length = from->end - from->begin;
+  int64_t take = std::max<int64_t>(span, int64_t(std::llround(share * double(rows))));
+  take = std::min(take, length / 2);
+  if (take < span || length - take < span) return "";
+  options->validation = {from->end - take, from->end};
+  from->end -= take;
+  return absl::StrCat("of the training rows, ", options->validation.begin, "-",
+                      options->validation.end - 1, " validate (", take, " rows, ",
+                      int(std::llround(100.0 * double(take) / double(rows))), " %, ",
+                      before_test ? "the last before the test" : "the last of them",
+                      ") and train no window");
 }
 
 }  // namespace hpt

@@ -35,6 +35,9 @@ struct WindowOptions {
   // paper's wind split has); normalisation is fitted on all of them.
   std::vector<RowRange> extra_train;
   RowRange test;           // empty range: no test split
+  // Rows whose windows validate (model selection, early stopping); they
+  // must not overlap any training or test range. Empty: none.
+  RowRange validation;
   int64_t token_group = 0;   // stations per sample; 0: all of them
   int64_t group_stride = 1;  // stations between consecutive groups' first
 };
@@ -54,6 +57,7 @@ class WindowDataset {
   int64_t output_features() const { return 1; }
   const std::vector<int64_t>& train_starts() const { return train_starts_; }
   const std::vector<int64_t>& test_starts() const { return test_starts_; }
+  const std::vector<int64_t>& validation_starts() const { return validation_starts_; }
 
   // Fills inputs [n, tokens, input_steps] and targets [n, tokens, 1] with the
   // samples starts[indices[i]].
@@ -99,8 +103,20 @@ class WindowDataset {
   std::vector<float> mean_, std_;
   Climatology climatology_;  // fitted on the training rows, z-scored
   int64_t group_size_ = 0, groups_ = 1;
-  std::vector<int64_t> train_starts_, test_starts_;
+  std::vector<int64_t> train_starts_, test_starts_, validation_starts_;
 };
+
+// Carves a validation range out of `options`' training rows: about
+// `share` of them (at least one window's span), the last ones before the
+// test range in time, taken from the end of the training range that ends
+// nearest before it (the last training range where the test comes first
+// or there is none), and never more than half of that range. The range
+// it comes from shrinks, so no training window reaches a validation row.
+// Returns the rows taken, in words ("of the training rows, 2160-2399
+// validate (240 rows, 10 %, the last before the test) and train no
+// window"), or empty where the range is too short to give
+// a window to each side (then nothing changes).
+std::string CarveValidation(double share, WindowOptions* options);
 
 }  // namespace hpt
 

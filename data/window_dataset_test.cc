@@ -32,6 +32,68 @@ TEST(WindowDatasetTest, WindowsStayInsideTheirSplit) {
   EXPECT_EQ(ds->test_starts()[0], 10);
 }
 
+TEST(WindowDatasetTest, ValidationRowsComeFromTheTrainingRowsJustBeforeTheTest) {
+  WindowOptions o;
+  o.input_steps = 3;
+  o.horizon = 1;
+  o.train = {0, 80};
+  o.test = {80, 100};
+  const std::string said = CarveValidation(0.1, &o);
+  EXPECT_EQ(said, "of the training rows, 72-79 validate (8 rows, 10 %, the last before the "
+                  "test) and train no window");
+  EXPECT_EQ(o.train.end, 72);
+  auto ds = WindowDataset::Create(Ramp(100, 2), o);
+  ASSERT_TRUE(ds.ok()) << ds.status();
+  EXPECT_EQ(ds->validation_starts().front(), 72);
+  EXPECT_EQ(ds->validation_starts().size(), 5u);  // starts 72..76: 4-row windows
+  EXPECT_EQ(ds->train_starts().back() + 4, 72);  // the last training window ends before
+  // Normalisation is fitted on the training rows left: rows 0-71.
+  EXPECT_FLOAT_EQ(ds->mean(0), 355.0f);
+}
+
+TEST(WindowDatasetTest, TestInputsThatReachBackIntoTrainingRowsStillCountAsAfter) {
+  // The default split: test windows' inputs start span - 1 rows before
+  // the first test target, inside the training rows.
+  WindowOptions o;
+  o.input_steps = 3;
+  o.horizon = 1;
+  o.train = {0, 80};
+  o.test = {77, 100};
+  EXPECT_NE(CarveValidation(0.1, &o).find("the last before the test"), std::string::npos);
+  EXPECT_EQ(o.validation.end, 80);
+}
+
+TEST(WindowDatasetTest, AMiddleTestTakesValidationFromTheRangeBeforeIt) {
+  // The paper's wind split: train 0-480 and 2120-end, test in between. 10 %
+  // of all training rows exceeds half of the first range, so half it is.
+  WindowOptions o;
+  o.input_steps = 12;
+  o.train = {0, 480};
+  o.extra_train = {{2120, 8387}};
+  o.test = {480, 2120};
+  EXPECT_NE(CarveValidation(0.1, &o).find("240-479 validate (240 rows, 4 %"), std::string::npos);
+  EXPECT_EQ(o.train.end, 240);
+  EXPECT_EQ(o.extra_train[0].end, 8387);
+  // Too few rows for a window each side: nothing changes.
+  WindowOptions tiny;
+  tiny.input_steps = 12;
+  tiny.train = {0, 20};
+  EXPECT_EQ(CarveValidation(0.1, &tiny), "");
+  EXPECT_EQ(tiny.train.end, 20);
+  EXPECT_EQ(CarveValidation(0, &o), "");
+}
+
+TEST(WindowDatasetTest, ValidationRowsThatOverlapTrainingAreRefused) {
+  WindowOptions o;
+  o.input_steps = 3;
+  o.train = {0, 50};
+  o.validation = {40, 60};
+  auto ds = WindowDataset::Create(Ramp(100, 1), o);
+  ASSERT_FALSE(ds.ok());
+  EXPECT_NE(ds.status().message().find("validation rows [40, 60) overlap training rows [0, 50)"),
+            std::string::npos);
+}
+
 TEST(WindowDatasetTest, GatherLaysOutTokensAndTargets) {
   WindowOptions o;
   o.input_steps = 3;

@@ -130,8 +130,15 @@ std::string FormatSummary(const Job& job) {
     absl::StrAppendFormat(&out, "  epoch loss %s\n", losses);
   }
   if (p.test_loss() > 0) {
-    absl::StrAppendFormat(&out, "  test MSE   %.4f (normalised units)\n",
-                          p.test_loss());
+    absl::StrAppendFormat(&out, "  test MSE   %.4f (normalised units)%s\n", p.test_loss(),
+                          p.selected_epoch() > 0
+                              ? absl::StrFormat(", of epoch %d: it validated best (MSE %.4f)",
+                                                p.selected_epoch(), p.selected_validation_loss())
+                              : "");
+  }
+  if (p.validation_loss() > 0) {
+    absl::StrAppendFormat(&out, "  valid MSE  %.4f after the last epoch (normalised units)\n",
+                          p.validation_loss());
   }
   for (const DeviceCost& d : job.device_costs()) {
     if (d.kind() == "gpu" && absl::StrContains(d.device(), "CUDA not found")) {

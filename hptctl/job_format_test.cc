@@ -64,7 +64,14 @@ TEST(JobFormatTest, SummaryListsLossesAndError) {
   job.mutable_data()->set_first_time("2019-01-01 00:00");
   job.mutable_data()->set_last_time("2019-01-05 03:00");
   job.mutable_data()->set_time_step_s(3600);
+  job.mutable_progress()->set_test_loss(0.25);
+  job.mutable_progress()->set_validation_loss(0.3);
+  job.mutable_progress()->set_selected_epoch(2);
+  job.mutable_progress()->set_selected_validation_loss(0.125);
   const std::string s = FormatSummary(job);
+  EXPECT_NE(s.find("test MSE   0.2500 (normalised units), of epoch 2: it validated best "
+                   "(MSE 0.1250)\n  valid MSE  0.3000 after the last epoch"),
+            std::string::npos) << s;
   EXPECT_NE(s.find("time       2019-01-01 00:00 to 2019-01-05 03:00 UTC, every 1 h\n"),
             std::string::npos) << s;
   EXPECT_NE(s.find("data       weather, 100 time steps x 8 stations, 3 rows without a "

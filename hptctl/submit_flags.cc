@@ -46,6 +46,12 @@ ABSL_FLAG(std::string, precision, "",
 ABSL_FLAG(std::string, launch, "",
           "submit: eager (default) or graph (GPU workers capture each step shape as a CUDA "
           "graph and replay it; eager where they cannot, and the report says why).");
+ABSL_FLAG(std::string, select, "",
+          "submit: last (default: the weights after the last step) or best_validation (the "
+          "epoch that scores best on a validation split, carved from the training rows).");
+ABSL_FLAG(double, validation_share, 0,
+          "submit: the share of the training rows held out to validate, the last before the "
+          "test (0: none; best_validation alone takes 0.1; at most 0.5).");
 ABSL_FLAG(int32_t, probe_steps, 0,
           "submit: after training, time the full step this many times under each GPU "
           "baseline (hpt.probe_steps; 0: no probe). probe: timed steps per baseline "
@@ -149,6 +155,7 @@ bool AnyJobFlag() {
          absl::GetFlag(FLAGS_trend_gain) || absl::GetFlag(FLAGS_plateau_z) ||
          !absl::GetFlag(FLAGS_trial_test).empty() || absl::GetFlag(FLAGS_trial_margin) ||
          !absl::GetFlag(FLAGS_precision).empty() || !absl::GetFlag(FLAGS_launch).empty() ||
+         !absl::GetFlag(FLAGS_select).empty() || absl::GetFlag(FLAGS_validation_share) != 0 ||
          absl::GetFlag(FLAGS_probe_steps);
 
 }
@@ -181,6 +188,13 @@ absl::Status TrainingFromFlags(TrainingSpec& t) {
         absl::StrCat("--launch '", launch, "' is not eager or graph"));
   }
   if (!launch.empty()) t.set_launch(mode);
+  const std::string select = absl::GetFlag(FLAGS_select);
+  Selection::Mode selection;
+  if (!select.empty() && !Selection::Mode_Parse(select, &selection)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--select '", select, "' is not last or best_validation"));
+  }
+  if (!select.empty()) t.set_select(selection);
   return absl::OkStatus();
 }
 
@@ -198,6 +212,7 @@ std::string Absolute(const std::string& path) {
 // --covid_csv, or the synthetic series' --stations/--time_steps).
 absl::Status DataFromFlags(DataSpec& d) {
   d.set_input_steps(NewOrOld(absl::GetFlag(FLAGS_input_steps), absl::GetFlag(FLAGS_window)));
+  d.set_validation_share(absl::GetFlag(FLAGS_validation_share));
   d.set_horizon(absl::GetFlag(FLAGS_horizon));
   d.set_missing(absl::GetFlag(FLAGS_missing));
   if (!absl::GetFlag(FLAGS_csv).empty()) {

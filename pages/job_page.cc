@@ -77,8 +77,16 @@ std::string QualityCards(const Job& job) {
                   Card(Num(m.rmse(), 4) + unit, "test RMSE"), SkillCards(m, unit),
                   Card(Num(m.mae(), 4) + unit, "test MAE"),
                   Card(Num(m.nse(), 3), "NSE (1: perfect, 0: the mean)"),
-                  Card(Num(job.progress().test_loss(), 4), "test loss (MSE, normalised)"), "</div>");
-  std::string over = absl::StrCat(m.values(), " forecasts after epoch ", job.progress().epoch());
+                  Card(Num(job.progress().test_loss(), 4), "test loss (MSE, normalised)"),
+                  job.progress().selected_epoch() > 0
+                      ? Card(absl::StrCat("epoch ", job.progress().selected_epoch()),
+                             absl::StrCat("kept: it validated best (MSE ",
+                                          Num(job.progress().selected_validation_loss(), 4), ")"))
+                      : "",
+                  "</div>");
+  const int epoch = job.progress().selected_epoch() > 0 ? job.progress().selected_epoch()
+                                                        : job.progress().epoch();
+  std::string over = absl::StrCat(m.values(), " forecasts after epoch ", epoch);
   if (d.stations_size() > 0) {
     std::vector<std::string> names(d.stations().begin(), d.stations().end());
     if (names.size() > 8) {

@@ -32,6 +32,11 @@ constexpr size_t kMaxNameBytes = 256;
 // Checkpoints: often enough that a failover replays little, seldom enough
 // that snapshots (a few RPCs and a file) stay a small share of the steps.
 constexpr int kDefaultCheckpointEvery = 100;
+// The validation share training.select: best_validation takes when the
+// data gives none: about a tenth of the training rows, the held-out share
+// a time-series split commonly keeps (and never over half of a range,
+// CarveValidation).
+constexpr double kSelectionValidationShare = 0.1;
 constexpr int kDefaultCheckpointsKept = 3;
 constexpr int kMaxCheckpointsKept = 1000;
 // Weights, gradients and Adam's two moments in fp32, on one worker.
@@ -111,6 +116,7 @@ absl::Status NormalizeData(DataSpec& data) {
     return Invalid("data.missing", absl::StrCat("'", data.missing(),
                                                 "' is not refuse, interpolate or drop_rows"));
   }
+  RETURN_IF_ERROR(CheckRange("data.validation_share", data.validation_share(), 0, 0.5));
   if (data.source_case() == DataSpec::SOURCE_NOT_SET) data.mutable_synthetic();
   if (data.has_synthetic()) {
     SyntheticData& s = *data.mutable_synthetic();
@@ -225,6 +231,8 @@ absl::Status NormalizeTraining(TrainingSpec& t) {
                    absl::StrCat("'", t.precision(), "' is not fp32 or bf16"));
   }
   RETURN_IF_ERROR(CheckEnum("training.launch", t.launch(), Launch::Mode_descriptor()));
+  RETURN_IF_ERROR(CheckEnum("training.select", t.select(), Selection::Mode_descriptor()));
+  if (t.select() == Selection::SELECT_UNSPECIFIED) t.set_select(Selection::last);
   if (t.launch() == Launch::LAUNCH_UNSPECIFIED) t.set_launch(Launch::eager);
   if (t.max_test_samples() < 0) {
     return Invalid("training.max_test_samples",
@@ -294,6 +302,10 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
   RETURN_IF_ERROR(NormalizeData(*spec.mutable_data()));
   ApplyPaperRecipe(spec.model().preset(), spec.mutable_training(), spec.mutable_hpt());
   RETURN_IF_ERROR(NormalizeTraining(*spec.mutable_training()));
+  if (spec.training().select() == Selection::best_validation &&
+      spec.data().validation_share() == 0) {
+    spec.mutable_data()->set_validation_share(kSelectionValidationShare);
+  }
   DefaultLoraOptimizer(spec.training(), spec.mutable_hpt());
   RETURN_IF_ERROR(ValidateOptimizer("hpt.lora_optimizer", spec.hpt().lora_optimizer()));
   RETURN_IF_ERROR(NormalizePlacement(*spec.mutable_placement(), spec.training()));

@@ -29,6 +29,39 @@ int64_t EvalBatchSize(const TrainingSpec& training, const ModelConfig& model, in
   return std::max<int64_t>({int64_t{1}, training.batch_size(), std::min(by_rows, by_attention)});
 }
 
+namespace {
+
+// One call of `on_value(index into starts, element e, x, y, prediction)`
+// per target value of `starts`' samples, predicted `batch` samples a
+// request. INTERNAL where a prediction's shape is not the targets'.
+template <typename OnValue>
+absl::Status ForEachPrediction(const WindowDataset& data, const std::vector<int64_t>& starts,
+                               int64_t batch, const Predictor& predict, OnValue&& on_value) {
+  const int64_t tokens = data.num_tokens();
+  for (int64_t begin = 0; begin < static_cast<int64_t>(starts.size()); begin += batch) {
+    std::vector<int64_t> indices;
+    for (int64_t i = begin; i < std::min<int64_t>(begin + batch, starts.size()); ++i) {
+      indices.push_back(i);
+    }
+    HostTensor x, y;
+    data.Gather(starts, indices, &x, &y);
+    absl::StatusOr<HostTensor> prediction = predict(x);
+    if (!prediction.ok()) return prediction.status();
+    if (prediction->data.size() != y.data.size()) {
+      return absl::InternalError(absl::StrCat("prediction has shape ",
+                                              prediction->ShapeString(), ", targets ",
+                                              y.ShapeString()));
+    }
+    // Targets are [n, tokens, 1].
+    for (size_t e = 0; e < y.data.size(); ++e) {
+      on_value(indices[int64_t(e) / tokens], e, x, y, *prediction);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::optional<TestEvaluation>> EvaluateTestSplit(const WindowDataset& data,
                                                                 const TrainingSpec& training,
                                                                 const ModelConfig& model,
@@ -59,47 +92,54 @@ absl::StatusOr<std::optional<TestEvaluation>> EvaluateTestSplit(const WindowData
       shown.add_times(data.times()[data.TargetRow(starts[i])]);
     }
   }
-  for (int64_t begin = 0; begin < static_cast<int64_t>(starts.size()); begin += batch) {
-    std::vector<int64_t> indices;
-    for (int64_t i = begin; i < std::min<int64_t>(begin + batch, starts.size()); ++i) {
-      indices.push_back(i);
+  absl::Status done = ForEachPrediction(data, starts, batch, predict, [&](int64_t index, size_t e,
+                                                                          const HostTensor& x,
+                                                                          const HostTensor& y,
+                                                                          const HostTensor& p) {
+    const double d = double(p.data[e]) - y.data[e];
+    sum_sq += d * d;
+    ++count;
+    const int64_t sample = starts[index];
+    const int64_t token = int64_t(e) % tokens;
+    const double predicted = data.ToDataUnits(sample, token, p.data[e]);
+    const double truth = data.ToDataUnits(sample, token, y.data[e]);
+    quality.Add(predicted, truth);
+    const double persisted = data.ToDataUnits(sample, token, x.data[e * steps + steps - 1]);
+    persistence_sq += (persisted - truth) * (persisted - truth);
+    const double usual = data.ClimatologyOf(sample, token);
+    climatology_sq += (usual - truth) * (usual - truth);
+    if (token < shown_tokens && index < shown_samples) {
+      shown.set_predicted(int(token * shown_samples + index), float(predicted));
+      shown.set_truth(int(token * shown_samples + index), float(truth));
     }
-    HostTensor x, y;
-    data.Gather(starts, indices, &x, &y);
-    absl::StatusOr<HostTensor> prediction = predict(x);
-    if (!prediction.ok()) return prediction.status();
-    if (prediction->data.size() != y.data.size()) {
-      return absl::InternalError(absl::StrCat("prediction has shape ",
-                                              prediction->ShapeString(), ", targets ",
-                                              y.ShapeString()));
-    }
-    // Targets are [n, tokens, 1].
-    for (size_t e = 0; e < y.data.size(); ++e) {
-      const double d = double(prediction->data[e]) - y.data[e];
-      sum_sq += d * d;
-      const int64_t index = indices[int64_t(e) / tokens];
-      const int64_t sample = starts[index];
-      const int64_t token = int64_t(e) % tokens;
-      const double predicted = data.ToDataUnits(sample, token, prediction->data[e]);
-      const double truth = data.ToDataUnits(sample, token, y.data[e]);
-      quality.Add(predicted, truth);
-      const double persisted = data.ToDataUnits(sample, token, x.data[e * steps + steps - 1]);
-      persistence_sq += (persisted - truth) * (persisted - truth);
-      const double usual = data.ClimatologyOf(sample, token);
-      climatology_sq += (usual - truth) * (usual - truth);
-      if (token < shown_tokens && index < shown_samples) {
-        shown.set_predicted(int(token * shown_samples + index), float(predicted));
-        shown.set_truth(int(token * shown_samples + index), float(truth));
-      }
-    }
-    count += int64_t(y.data.size());
-  }
+  });
+  if (!done.ok()) return done;
   QualityMetrics metrics = quality.Finish();
   metrics.set_persistence_rmse(std::sqrt(persistence_sq / double(count)));
   metrics.set_climatology_rmse(std::sqrt(climatology_sq / double(count)));
   metrics.set_skill(ForecastSkill(metrics.rmse(), metrics.persistence_rmse()));
   metrics.set_climatology(data.climatology_basis());
   return TestEvaluation{sum_sq / double(count), std::move(metrics), std::move(shown)};
+}
+
+absl::StatusOr<std::optional<double>> EvaluateValidationSplit(const WindowDataset& data,
+                                                             const TrainingSpec& training,
+                                                             const ModelConfig& model,
+                                                             const Predictor& predict) {
+  const std::vector<int64_t>& starts = data.validation_starts();
+  if (starts.empty()) return std::nullopt;
+  const int64_t batch = EvalBatchSize(training, model, data.num_tokens());
+  double sum_sq = 0;
+  int64_t count = 0;
+  absl::Status done = ForEachPrediction(
+      data, starts, batch, predict,
+      [&](int64_t, size_t e, const HostTensor&, const HostTensor& y, const HostTensor& p) {
+        const double d = double(p.data[e]) - y.data[e];
+        sum_sq += d * d;
+        ++count;
+      });
+  if (!done.ok()) return done;
+  return sum_sq / double(count);
 }
 
 }  // namespace hpt

@@ -46,6 +46,13 @@ absl::StatusOr<std::optional<TestEvaluation>> EvaluateTestSplit(const WindowData
                                                                 const ModelConfig& model,
                                                                 const Predictor& predict);
 
+// The MSE (normalised units) of the model on the validation split's
+// samples; nullopt where the data has no validation split.
+absl::StatusOr<std::optional<double>> EvaluateValidationSplit(const WindowDataset& data,
+                                                             const TrainingSpec& training,
+                                                             const ModelConfig& model,
+                                                             const Predictor& predict);
+
 }  // namespace hpt
 
 #endif  // HPT_COORDINATOR_TRAINING_EVALUATION_H_

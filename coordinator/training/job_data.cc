@@ -237,6 +237,17 @@ absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec, DataSummary* su
   windows.input_steps = spec.input_steps();
   windows.horizon = spec.horizon();
   RETURN_IF_ERROR(SourceOf(spec).load(spec, limits, &series, &windows, summary));
+  const std::string validation = CarveValidation(spec.validation_share(), &windows);
+  if (spec.validation_share() > 0 && validation.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "data.validation_share: the training rows are too few to hold out ",
+        spec.validation_share(), " of them and keep a window of ", windows.input_steps,
+        " steps and its horizon on each side: give more rows, or validation_share 0"));
+  }
+  if (!validation.empty()) {
+    summary->set_split(summary->split().empty() ? validation
+                                                : absl::StrCat(summary->split(), "; ", validation));
+  }
   summary->set_rows(series.rows);
   summary->set_columns(series.columns);
   for (const std::string& name : series.column_names) summary->add_stations(name);

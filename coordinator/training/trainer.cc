@@ -200,15 +200,46 @@ absl::StatusOr<HostTensor> Trainer::Predict(const HostTensor& x) {
 }
 
 absl::Status Trainer::Evaluate(int epoch) {
+  const Predictor predict = [this](const HostTensor& x) { return Predict(x); };
+  ASSIGN_OR_RETURN(std::optional<double> validation,
+                   EvaluateValidationSplit(*data_, spec_.training(), model_, predict));
+  if (validation.has_value()) state_.progress.set_validation_loss(*validation);
   ASSIGN_OR_RETURN(std::optional<TestEvaluation> result,
-                   EvaluateTestSplit(*data_, spec_.training(), model_,
-                                     [this](const HostTensor& x) { return Predict(x); }));
-  if (!result.has_value()) return absl::OkStatus();
-  state_.progress.set_test_loss(result->test_loss);
-  state_.test_metrics = result->metrics;
-  result->predictions.set_epoch(epoch);
-  state_.history->SetPredictions(std::move(result->predictions));
+                   EvaluateTestSplit(*data_, spec_.training(), model_, predict));
+  TestPredictions predictions;
+  if (result.has_value()) {
+    state_.progress.set_test_loss(result->test_loss);
+    state_.test_metrics = result->metrics;
+    result->predictions.set_epoch(epoch);
+    predictions = result->predictions;
+    state_.history->SetPredictions(std::move(result->predictions));
+  }
+  if (validation.has_value() && spec_.training().select() == Selection::best_validation) {
+    RETURN_IF_ERROR(Select(epoch, *validation, predictions));
+  }
   return absl::OkStatus();
+}
+
+absl::Status Trainer::Select(int epoch, double validation_loss,
+                             const TestPredictions& predictions) {
+  if (selected_.epoch > 0 && !(validation_loss < selected_.validation_loss)) {
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(CollectTrainedModel());
+  selected_ = {epoch, validation_loss, state_.progress.test_loss(), state_.test_metrics,
+               predictions, trained_};
+  state_.progress.set_selected_epoch(epoch);
+  state_.progress.set_selected_validation_loss(validation_loss);
+  return absl::OkStatus();
+}
+
+bool Trainer::ApplySelection() {
+  if (selected_.epoch == 0) return false;
+  trained_ = selected_.model;
+  state_.test_metrics = selected_.metrics;
+  state_.progress.set_test_loss(selected_.test_loss);
+  if (selected_.predictions.samples() > 0) state_.history->SetPredictions(selected_.predictions);
+  return true;
 }
 
 DataUnits DataUnitsOf(const WindowDataset& data) {
@@ -413,7 +444,8 @@ absl::Status Trainer::Run() {
     state_.epoch_losses.push_back(epoch_loss);
     p.set_epoch_loss(epoch_loss);
     if (epoch == 0) p.set_first_epoch_loss(epoch_loss);
-    if (options_.evaluate_every_epoch || epoch + 1 == training.epochs()) {
+    if (options_.evaluate_every_epoch || epoch + 1 == training.epochs() ||
+        training.select() == Selection::best_validation) {
       RETURN_IF_ERROR(Evaluate(epoch + 1));
     }
     EpochPoint point;
@@ -421,6 +453,7 @@ absl::Status Trainer::Run() {
     point.set_last_step(step - 1);
     point.set_train_loss(epoch_loss);
     point.set_test_loss(p.test_loss());
+    point.set_validation_loss(p.validation_loss());
     state_.history->AddEpoch(point);
     Report();
     if (!checkpoint_due.empty() && epoch + 1 < training.epochs()) {
@@ -430,6 +463,7 @@ absl::Status Trainer::Run() {
   }
   if (cursor_.trial_active) workers_[0]->Release(gpu_.trial_job()).IgnoreError();
   RETURN_IF_ERROR(CollectTrainedModel());
+  if (ApplySelection()) Report();
   if (spec_.hpt().probe_steps() > 0) {
     // Training is done: the probe's scratch model cannot touch it.
     ledger_.SetProbes(ProbeJobBaselines(*workers_[0], model_, training.batch_size(),

@@ -261,6 +261,22 @@ class Trainer {
   size_t events_seen_ = 0;
   std::unique_ptr<HybridRunner> hybrid_;
   TrainedModel trained_;
+  // training.select best_validation: the epoch with the least validation
+  // loss so far, with what the job keeps of it (kept in memory: a resumed
+  // job chooses among the epochs it trains after the resume).
+  struct Selected {
+    int epoch = 0;  // 0: none yet
+    double validation_loss = 0, test_loss = 0;
+    QualityMetrics metrics;
+    TestPredictions predictions;
+    TrainedModel model;
+  };
+  Selected selected_;
+  // After an epoch's evaluation: keeps the epoch where it validates best.
+  absl::Status Select(int epoch, double validation_loss, const TestPredictions& predictions);
+  // At the end: the job's model, metrics and predictions become the
+  // selected epoch's. False where none was selected.
+  bool ApplySelection();
   // The GPU workers hold the job's samples and train in runs.
   bool runs_ = false;
   // Where runs are asked for and no head worker takes part: the job's

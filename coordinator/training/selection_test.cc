@@ -1,0 +1,113 @@
+// training.select: best_validation keeps the epoch that validates best:
+// its weights (the trained model), its test metrics and predictions; the
+// training itself is the same step for step as a job that keeps the last
+// epoch's. Validation rows are carved before the test rows, and every
+// epoch reports its validation loss.
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include "coordinator/spec/job_spec.h"
+#include "coordinator/training/in_process_workers.h"
+#include "coordinator/training/trainer.h"
+#include "data/synthetic.h"
+#include "gtest/gtest.h"
+
+namespace hpt {
+namespace {
+
+struct Outcome {
+  absl::Status status;
+  TrainerUpdate last;
+  LossHistory history;
+  TrainedModel model;
+};
+
+Outcome Train(Selection::Mode select) {
+  SyntheticOptions s;
+  s.stations = 6;
+  s.time_steps = 240;
+  WindowOptions w;
+  w.input_steps = 6;
+  w.train = {0, 200};
+  w.test = {200, 240};
+  EXPECT_NE(CarveValidation(0.15, &w), "");
+  WindowDataset data = *WindowDataset::Create(MakeSyntheticSeries(s), w);
+  JobSpec spec;
+  spec.mutable_model()->set_preset("tiny");
+  spec.mutable_training()->set_epochs(6);
+  spec.mutable_training()->set_batch_size(16);
+  // A rate high enough that later epochs can validate worse.
+  spec.mutable_training()->mutable_optimizer()->set_learning_rate(0.02);
+  spec.mutable_training()->set_select(select);
+  spec.mutable_hpt()->set_mode("full");
+  absl::StatusOr<JobSpec> normalized = NormalizeJobSpec(spec);
+  EXPECT_TRUE(normalized.ok()) << normalized.status();
+  InProcessWorkers devices;
+  Trainer::Options options = devices.Options();
+  Outcome out;
+  options.on_progress = [&](const TrainerUpdate& u) { out.last = u; };
+  Trainer trainer("j", *normalized, &data, devices.gpus(), options);
+  out.status = trainer.Run();
+  out.history = out.last.history->ToProto();
+  if (out.status.ok()) out.model = trainer.trained_model();
+  return out;
+}
+
+TEST(SelectionTest, BestValidationKeepsTheEpochThatValidatesBest) {
+  const Outcome last = Train(Selection::last);
+  const Outcome best = Train(Selection::best_validation);
+  ASSERT_TRUE(last.status.ok()) << last.status;
+  ASSERT_TRUE(best.status.ok()) << best.status;
+  // Selection trains nothing differently.
+  ASSERT_EQ(best.history.step_losses_size(), last.history.step_losses_size());
+  for (int i = 0; i < last.history.step_losses_size(); ++i) {
+    EXPECT_EQ(best.history.step_losses(i), last.history.step_losses(i)) << "step " << i;
+  }
+  // Every epoch reports its validation loss; the least one is selected.
+  ASSERT_EQ(best.history.epochs_size(), 6);
+  int argmin = 0;
+  for (int e = 0; e < 6; ++e) {
+    EXPECT_GT(best.history.epochs(e).validation_loss(), 0) << e;
+    EXPECT_EQ(best.history.epochs(e).validation_loss(), last.history.epochs(e).validation_loss());
+    if (best.history.epochs(e).validation_loss() <
+        best.history.epochs(argmin).validation_loss()) {
+      argmin = e;
+    }
+  }
+  const JobProgress& p = best.last.progress;
+  EXPECT_EQ(p.selected_epoch(), argmin + 1);
+  EXPECT_EQ(p.selected_validation_loss(), best.history.epochs(argmin).validation_loss());
+  EXPECT_EQ(last.last.progress.selected_epoch(), 0);
+  // The job keeps that epoch's test loss and metrics ...
+  EXPECT_EQ(p.test_loss(), best.history.epochs(argmin).test_loss());
+  EXPECT_GT(best.last.test_metrics.rmse(), 0);
+  EXPECT_EQ(best.history.predictions().epoch(), argmin + 1);
+  // ... and its weights: the last epoch's where that one is selected,
+  // other weights where an earlier one is.
+  bool same = true;
+  for (const auto& [name, t] : last.model.parameters) {
+    same &= best.model.parameters.at(name).data == t.data;
+  }
+  EXPECT_EQ(same, argmin == 5) << "selected epoch " << argmin + 1;
+  if (argmin == 5) {
+    EXPECT_EQ(best.last.test_metrics.rmse(), last.last.test_metrics.rmse());
+  } else {
+    EXPECT_NE(best.last.test_metrics.rmse(), last.last.test_metrics.rmse());
+  }
+}
+
+TEST(SelectionTest, BestValidationTakesATenthOfTheTrainingRowsWhereNoneIsGiven) {
+  JobSpec spec;
+  spec.mutable_training()->set_select(Selection::best_validation);
+  absl::StatusOr<JobSpec> normalized = NormalizeJobSpec(spec);
+  ASSERT_TRUE(normalized.ok()) << normalized.status();
+  EXPECT_EQ(normalized->data().validation_share(), 0.1);
+  spec.mutable_data()->set_validation_share(0.7);
+  absl::StatusOr<JobSpec> refused = NormalizeJobSpec(spec);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("data.validation_share"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hpt
