@@ -95,14 +95,21 @@ absl::StatusOr<int> TimeColumn(const std::vector<absl::string_view>& first, bool
       absl::StrJoin(names, ", "), ")"));
 }
 
-// A cell that is not a number: what it is, and the fix.
-absl::Status BadCell(const std::string& at, absl::string_view cell, int time_column) {
+// A cell that is not a number: what it is, and the fix (for a whole
+// column where it is in the first data row, else for the cell).
+absl::Status BadCell(const std::string& at, absl::string_view cell, int time_column,
+                     bool first_row) {
   if (IsTime(cell)) {
     return absl::InvalidArgumentError(absl::StrCat(
         at, ": '", cell, "' is a time, in a column of values",
         time_column >= 0 ? " (the time column is another)"
                          : ": name it as the series' time with data.csv.time_column "
                            "(hptctl submit --time_column=NAME)"));
+  }
+  if (!first_row) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        at, ": '", cell, "' is not a number: correct the cell, or empty it (data.missing: "
+        "interpolate or drop_rows accepts empty cells)"));
   }
   return absl::InvalidArgumentError(absl::StrCat(
       at, ": '", cell, "' is neither a number nor a time (", kTimestampForms,
@@ -131,7 +138,7 @@ absl::Status ReadTime(const std::string& source, size_t line_no, int column,
 // One data row's values (`row`, a NaN for an empty cell that the options
 // accept); sets `*drop` where the row leaves the series.
 absl::Status ReadValues(const std::vector<absl::string_view>& cells, int time_column,
-                        const std::string& where, const WideCsvOptions& options,
+                        const std::string& where, bool first_row, const WideCsvOptions& options,
                         std::vector<float>* row, bool* drop) {
   row->clear();
   *drop = false;
@@ -144,7 +151,7 @@ absl::Status ReadValues(const std::vector<absl::string_view>& cells, int time_co
     }
     const std::string at = absl::StrCat(where, ":", c + 1);
     const absl::string_view cell = absl::StripAsciiWhitespace(cells[c]);
-    if (!cell.empty()) return BadCell(at, cell, time_column);
+    if (!cell.empty()) return BadCell(at, cell, time_column, first_row);
     if (options.missing == MissingCells::kRefuse) {
       return absl::InvalidArgumentError(absl::StrCat(
           at, ": missing value (data.missing: interpolate or drop_rows accepts gaps; "
@@ -211,7 +218,9 @@ absl::StatusOr<TimeSeriesMatrix> ParseWideCsv(const std::string& text,
     }
     bool drop = false;
     const std::string where = absl::StrCat(source, ":", line_no);
-    if (absl::Status s = ReadValues(cells, *time_column, where, options, &row, &drop); !s.ok()) {
+    if (absl::Status s =
+            ReadValues(cells, *time_column, where, i == first_data, options, &row, &drop);
+        !s.ok()) {
       return s;
     }
     if (drop) {

@@ -176,6 +176,11 @@ TEST(WideCsvTest, BadTimesAndOtherTextNameTheLineAndTheFix) {
   EXPECT_THAT(site.status().message(),
               HasSubstr("s.csv:2:1: 'Pullman' is neither a number nor a time"));
   EXPECT_THAT(site.status().message(), HasSubstr("remove the column"));
+  // Further down a column of numbers, the fix is the cell's.
+  auto typo = ParseWideCsv("a,b\n1,2\n3,x\n", "s.csv", {});
+  ASSERT_FALSE(typo.ok());
+  EXPECT_THAT(typo.status().message(),
+              HasSubstr("s.csv:3:2: 'x' is not a number: correct the cell, or empty it"));
   auto only = ParseWideCsv("t\n2023-01-01\n", "s.csv", {});
   ASSERT_FALSE(only.ok());
   EXPECT_THAT(only.status().message(), HasSubstr("the only column is the time column"));

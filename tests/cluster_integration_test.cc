@@ -206,7 +206,7 @@ TEST_F(ClusterTest, BadInputIsRejectedAndTheCoordinatorKeepsServing) {
   std::fclose(f);
   auto bad_csv = RunCommand(Hptctl("submit --csv=" + csv));
   EXPECT_EQ(bad_csv.exit_code, 3) << bad_csv.output;
-  EXPECT_THAT(bad_csv.output, HasSubstr(csv + ":3:2: 'x' is not a finite number"));
+  EXPECT_THAT(bad_csv.output, HasSubstr(csv + ":3:2: 'x' is not a number: correct the cell"));
 
   auto missing = RunCommand(Hptctl("status job-424242"));
   EXPECT_EQ(missing.exit_code, 4) << missing.output;
