@@ -5,8 +5,8 @@
 //     window's end and, from the third window on, trains a fresh LoRA
 //     trial copy over each window beside the full model (the inputs any
 //     rule's controller would read: Trainer::Options::on_controller_sample);
-//  2. the frontier: the switch forced at a grid of steps (every
-//     --grid_percent of the run, at least one window, on window ends),
+//  2. the frontier: the switch forced at a grid of steps (--grid percents
+//     of the run, dense early, at least one window, on window ends),
 //     each resumed from that checkpoint with its LoRA phase on the GPU
 //     worker to the run's end: its test RMSE, and its time and energy
 //     against GPU-only projected to the paper's length under every GPU
@@ -58,11 +58,17 @@
 
 ABSL_FLAG(std::string, data_dir, "../shared/data", "The real data sets' folder.");
 ABSL_FLAG(std::string, apps, "swe,weather,covid,wind", "Applications, in order.");
-ABSL_FLAG(int, seeds, 5, "Training seeds per application (42, 43, ...).");
-ABSL_FLAG(double, grid_percent, 20,
-          "Frontier grid spacing, percent of the run (at least one check window). 20 keeps "
-          "five seeds of the four applications near 90 minutes on two cores; 5 quadruples "
-          "the LoRA runs.");
+ABSL_FLAG(int, first_seed, 42,
+          "The first training seed; the rule was designed on 42-46, so 47 on is out of sample.");
+ABSL_FLAG(int, seeds, 5, "Training seeds per application (--first_seed, the next, ...).");
+ABSL_FLAG(std::string, grid, "1,2,5,10,20,40,60,80",
+          "Frontier points, percent of the run, each moved to the check window's end at or "
+          "after it (at least one window): dense early, where knees are.");
+ABSL_FLAG(bool, select_best_validation, true,
+          "Every run holds out a tenth of its training rows and ends with its best-validation "
+          "epoch (training.select: best_validation): the never-switched point is then the "
+          "early-stopped full-parameter baseline, and each switched run is selected the same "
+          "way. False: every run keeps its last epoch.");
 ABSL_FLAG(double, knee_tolerance, 0.01,
           "The knee: the earliest grid step whose RMSE is within this fraction of the best.");
 ABSL_FLAG(std::string, rules, "paper,consecutive,trend,plateau,plateau+margin,plateau+none",
@@ -167,6 +173,22 @@ absl::StatusOr<std::vector<RuleRun>> ReplayRules(const JobSpec& spec, const Full
   return out;
 }
 
+// The frontier's steps: each --grid percent of `total` steps, moved up to
+// a window's end (at least one window), below `total`, once each.
+std::vector<int64_t> GridSteps(int64_t total, int64_t window) {
+  std::vector<int64_t> steps;
+  for (absl::string_view p : absl::StrSplit(absl::GetFlag(FLAGS_grid), ',', absl::SkipEmpty())) {
+    double percent = 0;
+    if (!absl::SimpleAtod(p, &percent) || percent <= 0) continue;
+    const int64_t windows =
+        std::max<int64_t>(1, int64_t(std::ceil(percent / 100 * double(total) / double(window))));
+    if (windows * window < total) steps.push_back(windows * window);
+  }
+  std::sort(steps.begin(), steps.end());
+  steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+  return steps;
+}
+
 // Long because it is one seed's script, in the order of the file's comment.
 absl::Status MeasureSeed(const App& app, uint64_t seed, bool devices_point, SeedRun* out) {
   const auto start = std::chrono::steady_clock::now();
@@ -179,11 +201,7 @@ absl::Status MeasureSeed(const App& app, uint64_t seed, bool devices_point, Seed
   out->window = full.window;
   out->rmse_full = full.rmse;
   out->rmse_at[full.total_steps] = full.rmse;
-  const int64_t k = full.window;
-  const int64_t spacing =
-      k * std::max<int64_t>(1, int64_t(std::ceil(absl::GetFlag(FLAGS_grid_percent) / 100 *
-                                                 double(full.total_steps) / double(k))));
-  for (int64_t at = spacing; at < full.total_steps; at += spacing) out->grid.push_back(at);
+  out->grid = GridSteps(full.total_steps, full.window);
   ASSIGN_OR_RETURN(out->rules, ReplayRules(spec, full));
   std::vector<int64_t> points = out->grid;
   for (const RuleRun& r : out->rules) {
@@ -217,6 +235,9 @@ absl::StatusOr<JobSpec> SmallSpec(const std::string& app, const std::string& dir
                                                 absl::GetFlag(FLAGS_batch),
                                                 absl::GetFlag(FLAGS_epochs)));
   spec.mutable_hpt()->set_placement("gpu");
+  if (absl::GetFlag(FLAGS_select_best_validation)) {
+    spec.mutable_training()->set_select(Selection::best_validation);  // 0.1 held out
+  }
   return spec;
 }
 
@@ -230,7 +251,8 @@ void MeasureAll(std::vector<App>& apps, const std::string& scratch) {
     for (size_t i = 0; i < app.seeds.size(); ++i) {
       const bool devices = absl::GetFlag(FLAGS_devices_point) && i == 0;
       slots.push_back({&app, i});
-      tasks.push_back(absl::StrCat(app.name, ":", 42 + i, ":", devices ? 1 : 0));
+      tasks.push_back(
+          absl::StrCat(app.name, ":", absl::GetFlag(FLAGS_first_seed) + i, ":", devices ? 1 : 0));
     }
   }
   RunChildTasks(tasks, absl::GetFlag(FLAGS_parallel), scratch,
@@ -241,7 +263,7 @@ void MeasureAll(std::vector<App>& apps, const std::string& scratch) {
                     s.error = absl::StrCat(tasks[t], ": ", st.message());
                   }
                   std::fprintf(stderr, "  %-8s seed %llu: %s\n", app->name.c_str(),
-                               static_cast<unsigned long long>(42 + i),
+                               static_cast<unsigned long long>(absl::GetFlag(FLAGS_first_seed) + i),
                                s.error.empty()
                                    ? absl::StrFormat("knee %d of %d steps, RMSE full %.4f, %.0f s",
                                                      s.knee, s.total_steps, s.rmse_full, s.wall_s)
@@ -256,10 +278,11 @@ void ReadSeeds(std::vector<App>& apps, const std::string& scratch) {
     app.seeds.resize(size_t(absl::GetFlag(FLAGS_seeds)));
     for (size_t i = 0; i < app.seeds.size(); ++i) {
       // Named for the child's task (APP-SEED-DEVICES), or APP-SEED.
-      std::string file = absl::StrCat(scratch, "/", app.name, "-", 42 + i, "-",
+      const int seed = absl::GetFlag(FLAGS_first_seed) + int(i);
+      std::string file = absl::StrCat(scratch, "/", app.name, "-", seed, "-",
                                       absl::GetFlag(FLAGS_devices_point) && i == 0, ".txt");
       if (!std::filesystem::exists(file)) {
-        file = absl::StrCat(scratch, "/", app.name, "-", 42 + i, ".txt");
+        file = absl::StrCat(scratch, "/", app.name, "-", seed, ".txt");
       }
       std::ifstream in(file);
       std::stringstream text;
@@ -367,13 +390,18 @@ int Main() {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / 60;
   std::printf("\nSmall models: %d x %d at batch %d, the recipes' rates x sqrt(%d), "
               "SmallModelEpochs; time: these runs' epochs at batch 1 at the paper's model "
-              "size; grid every %g %% of the run (at least a window), knee within %g %% of the "
-              "best point; LoRA phase on the GPU worker (fp32); seeds 42-%d. Files: %s. "
+              "size; grid at %s %% of the run (window ends), knee within %g %% of the "
+              "best point; %s; LoRA phase on the GPU worker (fp32); seeds %d-%d. Files: %s. "
               "%s %.1f min of wall time.\n",
               absl::GetFlag(FLAGS_layers), absl::GetFlag(FLAGS_d_model),
               absl::GetFlag(FLAGS_batch), absl::GetFlag(FLAGS_batch),
-              absl::GetFlag(FLAGS_grid_percent), absl::GetFlag(FLAGS_knee_tolerance) * 100,
-              41 + absl::GetFlag(FLAGS_seeds), out_dir.c_str(),
+              absl::GetFlag(FLAGS_grid).c_str(), absl::GetFlag(FLAGS_knee_tolerance) * 100,
+              absl::GetFlag(FLAGS_select_best_validation)
+                  ? "every run ends with its best-validation epoch (a tenth of the training rows "
+                    "held out), the never-switched one the early-stopped baseline"
+                  : "every run keeps its last epoch",
+              absl::GetFlag(FLAGS_first_seed),
+              absl::GetFlag(FLAGS_first_seed) + absl::GetFlag(FLAGS_seeds) - 1, out_dir.c_str(),
               absl::GetFlag(FLAGS_from_seeds) ? "Read from the seeds' files (their own run's "
                                                 "time is above each seed) in"
                                               : "Measured in",

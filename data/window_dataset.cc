@@ -152,15 +152,16 @@ std::string CarveValidation(double share, WindowOptions* options) {
   const int64_t first_target = options->test.begin + span - 1;
   RowRange* from = nullptr;
   for (RowRange* r : train) {
-    if (has_test && r->end > first_target) continue;
+    if (r->end <= r->begin || (has_test && r->end > first_target)) continue;
     if (from == nullptr || r->end > from->end) from = r;
   }
   const bool before_test = from != nullptr;
   if (from == nullptr) {
     for (RowRange* r : train) {
-      if (from == nullptr || r->end > from->end) from = r;
+      if (r->end > r->begin && (from == nullptr || r->end > from->end)) from = r;
     }
   }
+  if (from == nullptr) return "";
   const int64_t length = from->end - from->begin;
   int64_t take = std::max<int64_t>(span, int64_t(std::llround(share * double(rows))));
   take = std::min(take, length / 2);

@@ -81,6 +81,17 @@ TEST(WindowDatasetTest, AMiddleTestTakesValidationFromTheRangeBeforeIt) {
   EXPECT_EQ(CarveValidation(0.1, &tiny), "");
   EXPECT_EQ(tiny.train.end, 20);
   EXPECT_EQ(CarveValidation(0, &o), "");
+  // A test that comes first (weather's test year, the first in its
+  // files): the training rows after it give the validation rows.
+  WindowOptions first;
+  first.input_steps = 24;
+  first.train = {0, 0};
+  first.extra_train = {{8760, 40000}};
+  first.test = {0, 8760};
+  EXPECT_NE(CarveValidation(0.1, &first).find("36876-39999 validate (3124 rows, 10 %, the last of "
+                                               "them)"),
+            std::string::npos);
+  EXPECT_EQ(first.extra_train[0].end, 36876);
 }
 
 TEST(WindowDatasetTest, ValidationRowsThatOverlapTrainingAreRefused) {

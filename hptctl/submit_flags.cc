@@ -7,7 +7,9 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/status_macros.h"
 #include "common/user_file.h"
 #include "hptctl/job_format.h"
 
@@ -160,6 +162,27 @@ bool AnyJobFlag() {
 
 }
 
+// --`flag`'s `value` as a value of the enum `type` (its names as a text
+// spec writes them); 0 where the flag is empty. An unknown name is an
+// error naming the flag and the names allowed.
+template <typename Mode>
+absl::Status EnumFlag(const char* flag, const std::string& value,
+                      const google::protobuf::EnumDescriptor* type, Mode* out) {
+  *out = Mode(0);
+  if (value.empty()) return absl::OkStatus();
+  const google::protobuf::EnumValueDescriptor* found = type->FindValueByName(value);
+  if (found != nullptr && found->number() != 0) {
+    *out = Mode(found->number());
+    return absl::OkStatus();
+  }
+  std::vector<std::string> names;
+  for (int i = 0; i < type->value_count(); ++i) {
+    if (type->value(i)->number() != 0) names.push_back(type->value(i)->name());
+  }
+  return absl::InvalidArgumentError(absl::StrCat("--", flag, " '", value, "' is not one of ",
+                                                 absl::StrJoin(names, ", ")));
+}
+
 // The training section of a submitted spec from the flags.
 absl::Status TrainingFromFlags(TrainingSpec& t) {
   t.set_epochs(absl::GetFlag(FLAGS_epochs));
@@ -181,20 +204,14 @@ absl::Status TrainingFromFlags(TrainingSpec& t) {
   }
   t.set_seed(absl::GetFlag(FLAGS_seed));
   t.set_precision(absl::GetFlag(FLAGS_precision));
-  const std::string launch = absl::GetFlag(FLAGS_launch);
-  Launch::Mode mode;
-  if (!launch.empty() && !Launch::Mode_Parse(launch, &mode)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--launch '", launch, "' is not eager or graph"));
-  }
-  if (!launch.empty()) t.set_launch(mode);
-  const std::string select = absl::GetFlag(FLAGS_select);
-  Selection::Mode selection;
-  if (!select.empty() && !Selection::Mode_Parse(select, &selection)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--select '", select, "' is not last or best_validation"));
-  }
-  if (!select.empty()) t.set_select(selection);
+  Launch::Mode launch;
+  RETURN_IF_ERROR(EnumFlag("launch", absl::GetFlag(FLAGS_launch), Launch::Mode_descriptor(),
+                           &launch));
+  if (launch != 0) t.set_launch(launch);
+  Selection::Mode select;
+  RETURN_IF_ERROR(EnumFlag("select", absl::GetFlag(FLAGS_select), Selection::Mode_descriptor(),
+                           &select));
+  if (select != 0) t.set_select(select);
   return absl::OkStatus();
 }
 

@@ -208,6 +208,10 @@ TEST_F(ClusterTest, BadInputIsRejectedAndTheCoordinatorKeepsServing) {
   EXPECT_EQ(bad_csv.exit_code, 3) << bad_csv.output;
   EXPECT_THAT(bad_csv.output, HasSubstr(csv + ":3:2: 'x' is not a number: correct the cell"));
 
+  auto bad_launch = RunCommand(Hptctl("submit --launch=cuda --select=best_validation"));
+  EXPECT_EQ(bad_launch.exit_code, 2) << bad_launch.output;
+  EXPECT_THAT(bad_launch.output, HasSubstr("--launch 'cuda' is not one of eager, graph"));
+
   auto missing = RunCommand(Hptctl("status job-424242"));
   EXPECT_EQ(missing.exit_code, 4) << missing.output;
   auto usage = RunCommand(Hptctl("frobnicate"));

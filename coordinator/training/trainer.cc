@@ -204,6 +204,14 @@ absl::Status Trainer::Evaluate(int epoch) {
   ASSIGN_OR_RETURN(std::optional<double> validation,
                    EvaluateValidationSplit(*data_, spec_.training(), model_, predict));
   if (validation.has_value()) state_.progress.set_validation_loss(*validation);
+  const bool selecting = validation.has_value() &&
+                         spec_.training().select() == Selection::best_validation;
+  // A run that reads only its final quality scores the test split only
+  // where the epoch is the one it will keep so far.
+  if (selecting && !options_.evaluate_every_epoch && selected_.epoch > 0 &&
+      !(*validation < selected_.validation_loss)) {
+    return absl::OkStatus();
+  }
   ASSIGN_OR_RETURN(std::optional<TestEvaluation> result,
                    EvaluateTestSplit(*data_, spec_.training(), model_, predict));
   TestPredictions predictions;
@@ -214,9 +222,7 @@ absl::Status Trainer::Evaluate(int epoch) {
     predictions = result->predictions;
     state_.history->SetPredictions(std::move(result->predictions));
   }
-  if (validation.has_value() && spec_.training().select() == Selection::best_validation) {
-    RETURN_IF_ERROR(Select(epoch, *validation, predictions));
-  }
+  if (selecting) RETURN_IF_ERROR(Select(epoch, *validation, predictions));
   return absl::OkStatus();
 }
 
