@@ -54,9 +54,9 @@ compile() {
 }
 
 declare -A SOURCES=(
-  [wide_csv]="data/wide_csv.cc data/text_file.cc common/user_file.cc"
-  [weather]="data/real_data.cc data/text_file.cc common/user_file.cc"
-  [covid]="data/real_data.cc data/text_file.cc common/user_file.cc"
+  [wide_csv]="data/wide_csv.cc data/text_file.cc data/timestamps.cc common/user_file.cc"
+  [weather]="data/real_data.cc data/text_file.cc data/timestamps.cc common/user_file.cc"
+  [covid]="data/real_data.cc data/text_file.cc data/timestamps.cc common/user_file.cc"
   [swe]="data/swe.cc data/text_file.cc common/user_file.cc"
   [spec]="coordinator/spec/job_spec.cc coordinator/spec/hpt_spec.cc coordinator/spec/paper_recipes.cc coordinator/spec/spec_names.cc models/model_config.cc models/lora_config.cc \
 models/model_flops.cc $OUT/gen/proto/work.pb.cc $OUT/gen/proto/common.pb.cc \
