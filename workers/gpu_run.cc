@@ -127,10 +127,10 @@ void Recorded(GpuSession& session, const std::string& key, Body&& body) {
   session.kernels.End(key, std::move(recorder));
 }
 
-// One step of `session` on `step`'s samples (`ids`, on the device):
-// forward, backward with the group's all-reduce, update, each under the
-// memo's recorder for its task shape. Returns the step's loss, on the
-// device.
+// One eager step of `session` on `step`'s samples (`ids`, on the
+// device): forward, backward with the group's all-reduce, update, each
+// under the memo's recorder for its task shape. Returns the step's loss,
+// on the device.
 torch::Tensor TrainOneStep(GpuSession& session, const ResidentSamples& samples,
                            const torch::Tensor& ids, const RunStep& step, int64_t index,
                            const RunDevice& run_device, RunShapes* shapes) {
@@ -180,9 +180,6 @@ torch::Tensor TrainOneStep(GpuSession& session, const ResidentSamples& samples,
     session.optimizer->step();
     session.optimizer->zero_grad();
   });
-  session.tasks.Apply(index);
-  session.last_batch = n;
-  session.last_tokens = samples.source.tokens();
   return loss.detach();
 }
 
@@ -200,31 +197,34 @@ torch::Tensor SampleIds(const google::protobuf::RepeatedPtrField<RunStep>& steps
       .to(device, torch::kInt64, /*non_blocking=*/false, /*copy=*/true);
 }
 
-}  // namespace
-
-namespace {
-
 // The session's graphs where the run asks for them and its steps can be
-// captured; else null, with why in `*note`.
+// captured; else null, with why in `*note` (may be null).
 StepGraphs* GraphsOf(GpuSession& session, const RunDevice& run_device, std::string* note) {
   if (run_device.launch != Launch::graph) return nullptr;
-  *note = GraphRefusal(session, run_device.device, run_device.uncaptured_graphs);
-  if (!note->empty()) return nullptr;
+  const std::string refusal =
+      GraphRefusal(session, run_device.device, run_device.uncaptured_graphs);
+  if (!refusal.empty()) {
+    if (note != nullptr) *note = refusal;
+    return nullptr;
+  }
   if (!session.graphs) session.graphs = std::make_shared<StepGraphs>(run_device.uncaptured_graphs);
   return session.graphs.get();
 }
 
 // One step of `session`: by its shape's graph where it has one, else
-// eager (and the shape remembered for a graph).
+// eager (and the shape remembered for a graph); then the step is applied.
 torch::Tensor TrainStep(GpuSession& session, StepGraphs* graphs, const ResidentSamples& samples,
                         const torch::Tensor& ids, const RunStep& step, int64_t index,
                         const RunDevice& run_device, RunShapes* shapes) {
-  if (graphs != nullptr) {
-    torch::Tensor loss = graphs->Train(session, samples, ids, step, index, shapes);
-    if (loss.defined()) return loss;
+  torch::Tensor loss;
+  if (graphs != nullptr) loss = graphs->Train(session, samples, ids, step, index, shapes);
+  if (!loss.defined()) {
+    loss = TrainOneStep(session, samples, ids, step, index, run_device, shapes);
+    if (graphs != nullptr) graphs->Remember(step.samples_size(), *shapes);
   }
-  torch::Tensor loss = TrainOneStep(session, samples, ids, step, index, run_device, shapes);
-  if (graphs != nullptr) graphs->Remember(step.samples_size(), *shapes);
+  session.tasks.Apply(index);
+  session.last_batch = step.samples_size();
+  session.last_tokens = samples.source.tokens();
   return loss;
 }
 
@@ -249,8 +249,7 @@ RunResult TrainRunSteps(GpuSession& session, GpuSession* trial, const ResidentSa
   const torch::Device& device = run_device.device;
   RunResult result;
   StepGraphs* graphs = GraphsOf(session, run_device, &result.launch_note);
-  std::string trial_note;
-  StepGraphs* trial_graphs = trial != nullptr ? GraphsOf(*trial, run_device, &trial_note) : nullptr;
+  StepGraphs* trial_graphs = trial != nullptr ? GraphsOf(*trial, run_device, nullptr) : nullptr;
   const int64_t replays_before = graphs != nullptr ? graphs->replays() : 0;
   // Every sample id of the run reaches the device in one copy (two with a
   // trial).

@@ -16,6 +16,20 @@
 
 namespace hpt {
 
+namespace {
+
+// `fn` on `group`'s options as the session's optimizer keeps them: Adam's
+// and AdamW's have the same fields in classes of their own.
+template <typename Fn>
+auto OnAdamOptions(const GpuSession& session, const torch::optim::OptimizerParamGroup& group,
+                   Fn&& fn) {
+  return session.optimizer_type == ADAMW
+             ? fn(static_cast<const torch::optim::AdamWOptions&>(group.options()))
+             : fn(static_cast<const torch::optim::AdamOptions&>(group.options()));
+}
+
+}  // namespace
+
 std::string GraphRefusal(const GpuSession& session, const torch::Device& device,
                          bool uncaptured) {
   if (!uncaptured && !device.is_cuda()) {
@@ -27,40 +41,36 @@ std::string GraphRefusal(const GpuSession& session, const torch::Device& device,
                         "here, so their steps ran eager");
   }
   for (const auto& group : session.optimizer->param_groups()) {
-    const bool amsgrad =
-        session.optimizer_type == ADAMW
-            ? static_cast<const torch::optim::AdamWOptions&>(group.options()).amsgrad()
-            : static_cast<const torch::optim::AdamOptions&>(group.options()).amsgrad();
-    if (amsgrad) return "AMSGrad has no fused step to capture, so the steps ran eager";
+    if (OnAdamOptions(session, group, [](const auto& o) { return o.amsgrad(); })) {
+      return "AMSGrad has no fused step to capture, so the steps ran eager";
+    }
   }
   return "";
 }
 
 namespace {
 
-// The optimizer's per-parameter state as the fused step needs it: Adam's
-// and AdamW's keep the same fields in classes of their own.
+// The optimizer's per-parameter state as the fused step needs it, through
+// the class (Adam's or AdamW's) it has.
 struct AdamStateView {
   torch::optim::OptimizerParamState* state;
   bool adamw;
-  int64_t step() const {
-    return adamw ? static_cast<torch::optim::AdamWParamState*>(state)->step()
-                 : static_cast<torch::optim::AdamParamState*>(state)->step();
+  template <typename Fn>
+  auto On(Fn&& fn) const {
+    return adamw ? fn(*static_cast<torch::optim::AdamWParamState*>(state))
+                 : fn(*static_cast<torch::optim::AdamParamState*>(state));
   }
-  void set_step(int64_t s) const {
-    if (adamw) {
-      static_cast<torch::optim::AdamWParamState*>(state)->step(s);
-    } else {
-      static_cast<torch::optim::AdamParamState*>(state)->step(s);
-    }
+  int64_t step() const {
+    return On([](const auto& s) { return s.step(); });
+  }
+  void set_step(int64_t step) const {
+    On([step](auto& s) { s.step(step); });
   }
   torch::Tensor exp_avg() const {
-    return adamw ? static_cast<torch::optim::AdamWParamState*>(state)->exp_avg()
-                 : static_cast<torch::optim::AdamParamState*>(state)->exp_avg();
+    return On([](const auto& s) { return s.exp_avg(); });
   }
   torch::Tensor exp_avg_sq() const {
-    return adamw ? static_cast<torch::optim::AdamWParamState*>(state)->exp_avg_sq()
-                 : static_cast<torch::optim::AdamParamState*>(state)->exp_avg_sq();
+    return On([](const auto& s) { return s.exp_avg_sq(); });
   }
 };
 
@@ -81,10 +91,8 @@ struct FusedAdamState {
 
 struct StepGraphs::Shape {
   RunShapes keys;
-  std::shared_ptr<FusedAdamState> fused;  // shared by the session's shapes
-  torch::Tensor ids, loss;                // the step's samples in, its loss out
-  std::unique_ptr<at::cuda::CUDAGraph> graph;
-  bool captured = false;
+  torch::Tensor ids, loss;  // the step's samples in, its loss out
+  std::unique_ptr<at::cuda::CUDAGraph> graph;  // null until captured
 };
 
 StepGraphs::StepGraphs(bool uncaptured) : uncaptured_(uncaptured) {}
@@ -94,21 +102,14 @@ namespace {
 
 // The fused state of `session`'s optimizer after an eager step: every
 // parameter the optimizer stepped (those with state), on `device`.
-std::shared_ptr<FusedAdamState> MakeFused(GpuSession& session, const torch::Device& device) {
-  auto f = std::make_shared<FusedAdamState>();
+std::unique_ptr<FusedAdamState> MakeFused(GpuSession& session, const torch::Device& device) {
+  auto f = std::make_unique<FusedAdamState>();
   f->adamw = session.optimizer_type == ADAMW;
-  const auto& group = session.optimizer->param_groups().at(0);
-  if (f->adamw) {
-    const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
+  OnAdamOptions(session, session.optimizer->param_groups().at(0), [&](const auto& o) {
     std::tie(f->beta1, f->beta2) = o.betas();
     f->eps = o.eps();
     f->weight_decay = o.weight_decay();
-  } else {
-    const auto& o = static_cast<const torch::optim::AdamOptions&>(group.options());
-    std::tie(f->beta1, f->beta2) = o.betas();
-    f->eps = o.eps();
-    f->weight_decay = o.weight_decay();
-  }
+  });
   const auto dev = torch::TensorOptions().dtype(torch::kFloat).device(device);
   for (const auto& g : session.optimizer->param_groups()) {
     for (const torch::Tensor& p : g.params()) {
@@ -132,8 +133,8 @@ std::shared_ptr<FusedAdamState> MakeFused(GpuSession& session, const torch::Devi
 // The captured body's first half: gradients zeroed in place, the shape's
 // samples gathered, forward and the weighted loss's backward.
 void ForwardBackward(GpuSession& session, const ResidentSamples& samples,
-                     const torch::Device& device, StepGraphs::Shape& shape) {
-  for (torch::Tensor& g : shape.fused->grads) g.zero_();
+                     const torch::Device& device, FusedAdamState& f, StepGraphs::Shape& shape) {
+  for (torch::Tensor& g : f.grads) g.zero_();
   torch::Tensor x, y, loss;
   GatherSamples(samples, shape.ids, &x, &y);
   {
@@ -141,7 +142,7 @@ void ForwardBackward(GpuSession& session, const ResidentSamples& samples,
     session.model->train();
     loss = MseLoss(session.model->forward(x), y);
   }
-  (loss * shape.fused->scale).backward();
+  (loss * f.scale).backward();
   shape.loss = loss.detach();
 }
 
@@ -177,21 +178,22 @@ void WithStaticGrads(FusedAdamState& f, Body&& body) {
 // capture) after one uncaptured forward and backward there (cuBLAS's
 // workspace for the stream, the gradients' first touch; no update), the
 // side stream ordered after the current one and the current after it.
+// The shape keeps the graph only where the capture succeeded.
 void Capture(GpuSession& session, const ResidentSamples& samples, const torch::Device& device,
-             StepGraphs::Shape& shape) {
+             FusedAdamState& f, StepGraphs::Shape& shape) {
   const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(device.index());
   const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, device.index());
   c10::Event before(c10::DeviceType::CUDA), after(c10::DeviceType::CUDA);
   before.record(current);
   before.block(side);
-  shape.graph = std::make_unique<at::cuda::CUDAGraph>();
+  auto graph = std::make_unique<at::cuda::CUDAGraph>();
   try {
     c10::StreamGuard guard(side);
-    WithStaticGrads(*shape.fused, [&] {
-      ForwardBackward(session, samples, device, shape);
-      CaptureGraph(*shape.graph, [&] {
-        ForwardBackward(session, samples, device, shape);
-        FusedUpdate(*shape.fused);
+    WithStaticGrads(f, [&] {
+      ForwardBackward(session, samples, device, f, shape);
+      CaptureGraph(*graph, [&] {
+        ForwardBackward(session, samples, device, f, shape);
+        FusedUpdate(f);
       });
     });
   } catch (...) {
@@ -201,6 +203,7 @@ void Capture(GpuSession& session, const ResidentSamples& samples, const torch::D
   }
   after.record(side);
   after.block(current);
+  shape.graph = std::move(graph);
 }
 
 }  // namespace
@@ -220,14 +223,9 @@ torch::Tensor StepGraphs::Train(GpuSession& session, const ResidentSamples& samp
   if (failed_ || found == shapes_.end()) return torch::Tensor();
   Shape& shape = *found->second;
   const torch::Device device = ids.device();
-  if (!shape.fused) {
-    for (const auto& [batch, other] : shapes_) {
-      if (other->fused) shape.fused = other->fused;
-    }
-    if (!shape.fused) shape.fused = MakeFused(session, device);
-    shape.ids = torch::empty({n}, ids.options());
-  }
-  FusedAdamState& f = *shape.fused;
+  if (!fused_) fused_ = MakeFused(session, device);
+  if (!shape.ids.defined()) shape.ids = torch::empty({n}, ids.options());
+  FusedAdamState& f = *fused_;
   // The step's inputs, written on the device: no wait.
   shape.ids.copy_(ids);
   f.lr.fill_(step.learning_rate());
@@ -243,13 +241,12 @@ torch::Tensor StepGraphs::Train(GpuSession& session, const ResidentSamples& samp
   try {
     if (uncaptured_) {
       WithStaticGrads(f, [&] {
-        ForwardBackward(session, samples, device, shape);
+        ForwardBackward(session, samples, device, f, shape);
         FusedUpdate(f);
       });
     } else {
-      if (!shape.captured) {
-        Capture(session, samples, device, shape);
-        shape.captured = true;
+      if (shape.graph == nullptr) {
+        Capture(session, samples, device, f, shape);
         // The capture ran nothing: the generator is seeded again for the replay.
         torch::manual_seed(GpuExecutor::DropoutSeed(session.seed, index, 0, /*rank=*/0));
       }
@@ -268,9 +265,6 @@ torch::Tensor StepGraphs::Train(GpuSession& session, const ResidentSamples& samp
   }
   ++replays_;
   *shapes = shape.keys;
-  session.tasks.Apply(index);
-  session.last_batch = n;
-  session.last_tokens = samples.source.tokens();
   return shape.loss.clone();
 }
 

@@ -33,6 +33,8 @@
 
 namespace hpt {
 
+struct FusedAdamState;  // step_graph.cc
+
 // Why `session`'s steps cannot be captured on `device`; empty where they
 // can. `uncaptured`: the CPU twin, which needs no CUDA.
 std::string GraphRefusal(const GpuSession& session, const torch::Device& device,
@@ -51,7 +53,8 @@ class StepGraphs {
 
   // Trains step `index` of `session` by its shape's graph, capturing it
   // first where this is the shape's second step, and returns the step's
-  // loss (on the device) with the shape's task keys in `shapes`. Undefined
+  // loss (on the device) with the shape's task keys in `shapes`. The
+  // caller marks the step applied, as for an eager step. Undefined
   // where the step must go eager: the shape's first step (then Remember
   // it), a shape past kMaxShapes, or a capture that failed (note() says
   // so, and every later step goes eager).
@@ -71,6 +74,9 @@ class StepGraphs {
 
  private:
   bool uncaptured_;
+  // What every shape's graph steps: the optimizer's parameters, their
+  // static gradients, its moments and counts (made at the first graph step).
+  std::unique_ptr<FusedAdamState> fused_;
   std::map<int64_t, std::unique_ptr<Shape>> shapes_;
   int64_t replays_ = 0;
   bool failed_ = false;
