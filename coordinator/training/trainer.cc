@@ -174,7 +174,7 @@ absl::Status Trainer::LoadHead(std::vector<TensorChunk> head, int64_t optimizer_
 
 absl::Status Trainer::TrainStep(const std::vector<int64_t>& indices, int64_t step,
                                 double learning_rate, double* loss) {
-  if (hybrid_ == nullptr) CountDispatch(0, 1);  // on the GPU workers, task by task
+  if (hybrid_ == nullptr) CountDispatch(1, nullptr);  // on the GPU workers, task by task
   if (options_.head_worker == nullptr && hybrid_ == nullptr) {
     ASSIGN_OR_RETURN(*loss, gpu_.DataParallelStep(*data_, indices, step, learning_rate));
     return CheckTrainingLoss(*loss, step, learning_rate);
@@ -206,12 +206,11 @@ absl::Status Trainer::Evaluate(int epoch) {
   if (validation.has_value()) state_.progress.set_validation_loss(*validation);
   const bool selecting = validation.has_value() &&
                          spec_.training().select() == Selection::best_validation;
+  // The epoch validates best so far: the one the job keeps, for now.
+  const bool keep = selecting && (selected_.epoch == 0 || *validation < selected_.validation_loss);
   // A run that reads only its final quality scores the test split only
-  // where the epoch is the one it will keep so far.
-  if (selecting && !options_.evaluate_every_epoch && selected_.epoch > 0 &&
-      !(*validation < selected_.validation_loss)) {
-    return absl::OkStatus();
-  }
+  // where it keeps the epoch.
+  if (selecting && !keep && !options_.evaluate_every_epoch) return absl::OkStatus();
   ASSIGN_OR_RETURN(std::optional<TestEvaluation> result,
                    EvaluateTestSplit(*data_, spec_.training(), model_, predict));
   TestPredictions predictions;
@@ -219,21 +218,17 @@ absl::Status Trainer::Evaluate(int epoch) {
     state_.progress.set_test_loss(result->test_loss);
     state_.test_metrics = result->metrics;
     result->predictions.set_epoch(epoch);
-    predictions = result->predictions;
+    if (keep) predictions = result->predictions;
     state_.history->SetPredictions(std::move(result->predictions));
   }
-  if (selecting) RETURN_IF_ERROR(Select(epoch, *validation, predictions));
+  if (keep) RETURN_IF_ERROR(Keep(epoch, *validation, std::move(predictions)));
   return absl::OkStatus();
 }
 
-absl::Status Trainer::Select(int epoch, double validation_loss,
-                             const TestPredictions& predictions) {
-  if (selected_.epoch > 0 && !(validation_loss < selected_.validation_loss)) {
-    return absl::OkStatus();
-  }
+absl::Status Trainer::Keep(int epoch, double validation_loss, TestPredictions predictions) {
   RETURN_IF_ERROR(CollectTrainedModel());
   selected_ = {epoch, validation_loss, state_.progress.test_loss(), state_.test_metrics,
-               predictions, trained_};
+               std::move(predictions), trained_};
   state_.progress.set_selected_epoch(epoch);
   state_.progress.set_selected_validation_loss(validation_loss);
   return absl::OkStatus();

@@ -272,8 +272,9 @@ class Trainer {
     TrainedModel model;
   };
   Selected selected_;
-  // After an epoch's evaluation: keeps the epoch where it validates best.
-  absl::Status Select(int epoch, double validation_loss, const TestPredictions& predictions);
+  // Keeps epoch `epoch`, which validates best so far: its weights (the
+  // workers' now), test metrics and `predictions`.
+  absl::Status Keep(int epoch, double validation_loss, TestPredictions predictions);
   // At the end: the job's model, metrics and predictions become the
   // selected epoch's. False where none was selected.
   bool ApplySelection();
@@ -283,10 +284,10 @@ class Trainer {
   // samples into a GPU load (`header` and its `chunks`), and runs from
   // here on. Returns the bytes added (0: none).
   int64_t AddSamples(LoadParametersHeader* header, std::vector<TensorChunk>* chunks);
-  // Counts a step of the current phase on the GPU workers (HptStatus
-  // dispatch): in a run of `run_steps` (0: task by task), with how the
-  // run's workers launched its steps.
-  void CountDispatch(int64_t run_steps, int64_t steps, const GpuTasks::Run* run = nullptr);
+  // Counts `steps` of the current phase on the GPU workers (HptStatus
+  // dispatch): as one run `run`, with how its workers launched them, or
+  // task by task where `run` is null.
+  void CountDispatch(int64_t steps, const GpuTasks::Run* run);
 };
 
 }  // namespace hpt

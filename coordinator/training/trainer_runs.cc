@@ -20,7 +20,7 @@ int64_t Trainer::AddSamples(LoadParametersHeader* header, std::vector<TensorChun
   return bytes;
 }
 
-void Trainer::CountDispatch(int64_t run_steps, int64_t steps, const GpuTasks::Run* run) {
+void Trainer::CountDispatch(int64_t steps, const GpuTasks::Run* run) {
   const std::string phase = phase_ == TrainingPhase::kLora ? "lora" : "full";
   PhaseDispatch* d = nullptr;
   for (PhaseDispatch& one : *state_.hpt.mutable_dispatch()) {
@@ -31,13 +31,12 @@ void Trainer::CountDispatch(int64_t run_steps, int64_t steps, const GpuTasks::Ru
     d->set_phase(phase);
     d->set_launch(Launch::eager);
   }
-  if (run_steps > 0) {
+  if (run != nullptr) {
     d->set_runs(d->runs() + 1);
     d->set_run_steps(d->run_steps() + steps);
     // The phase launched by graph once any worker replayed a captured
     // step; the newest reason a worker gave for eager steps stays.
-    for (const TrainRunResponse& r : run != nullptr ? run->responses
-                                                    : std::vector<TrainRunResponse>()) {
+    for (const TrainRunResponse& r : run->responses) {
       if (r.launch() == Launch::graph) d->set_launch(Launch::graph);
       if (!r.launch_note().empty()) d->set_launch_note(r.launch_note());
     }
@@ -89,7 +88,7 @@ absl::Status Trainer::RunSteps(const std::vector<std::vector<int64_t>>& batches,
     return absl::OkStatus();
   }
   if (!run.ok()) return run.status();
-  CountDispatch(int64_t(batches.size()), int64_t(batches.size()), &*run);
+  CountDispatch(int64_t(batches.size()), &*run);
   const double wall_s = absl::ToDoubleSeconds(options_.now() - step_start_) / batches.size();
   const int width = workers_.size() > 1 ? int(workers_.size()) : 1;
   for (size_t j = 0; j < batches.size(); ++j) {
