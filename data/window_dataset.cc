@@ -1,6 +1,7 @@
 #include "data/window_dataset.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -150,17 +151,19 @@ std::string CarveValidation(double share, WindowOptions* options) {
   const int64_t span = options->input_steps + options->horizon;
   const bool has_test = options->test.end > options->test.begin;
   const int64_t first_target = options->test.begin + span - 1;
-  RowRange* from = nullptr;
-  for (RowRange* r : train) {
-    if (r->end <= r->begin || (has_test && r->end > first_target)) continue;
-    if (from == nullptr || r->end > from->end) from = r;
-  }
-  const bool before_test = from != nullptr;
-  if (from == nullptr) {
+  // The non-empty range that ends last at or before `bound`.
+  auto last_ending = [&train](int64_t bound) -> RowRange* {
+    RowRange* last = nullptr;
     for (RowRange* r : train) {
-      if (r->end > r->begin && (from == nullptr || r->end > from->end)) from = r;
+      if (r->end > r->begin && r->end <= bound && (last == nullptr || r->end > last->end)) {
+        last = r;
+      }
     }
-  }
+    return last;
+  };
+  RowRange* from = has_test ? last_ending(first_target) : nullptr;
+  const bool before_test = from != nullptr;
+  if (from == nullptr) from = last_ending(INT64_MAX);
   if (from == nullptr) return "";
   const int64_t length = from->end - from->begin;
   int64_t take = std::max<int64_t>(span, int64_t(std::llround(share * double(rows))));
