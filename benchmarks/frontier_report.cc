@@ -43,6 +43,10 @@ std::string SeedLine(const SeedRun& s, const std::vector<std::string>& rules) {
     }
     absl::StrAppend(&line, " ", rules[i], " ",
                     r.step >= 0 ? absl::StrFormat("%d (%.4f)", r.step, r.rmse) : never);
+    if (!r.layer_steps.empty()) {  // each layer's switch, and its own run's RMSE
+      absl::StrAppend(&line, absl::StrFormat(" [layers %s; RMSE %.4f]",
+                                             absl::StrJoin(r.layer_steps, ","), r.rmse));
+    }
   }
   if (s.devices_step >= 0) {
     absl::StrAppend(&line, absl::StrFormat("  devices at %d: %.4f (GPU %.4f)", s.devices_step,
@@ -76,6 +80,9 @@ std::string FormatSeedRun(const SeedRun& s) {
   for (const RuleRun& r : s.rules) {
     absl::StrAppend(&out, absl::StrFormat("rule %s %d %d %.17g %.17g %.17g\n", r.rule, r.step,
                                           r.trials, r.rmse, r.closest_loss, r.closest_weight));
+    if (!r.layer_steps.empty()) {
+      absl::StrAppend(&out, "layers ", r.rule, " ", absl::StrJoin(r.layer_steps, " "), "\n");
+    }
   }
   if (s.devices_step >= 0) {
     absl::StrAppend(&out, absl::StrFormat("devices %d %.17g\n", s.devices_step, s.devices_rmse));
@@ -110,6 +117,10 @@ absl::Status ParseSeedRun(const std::string& text, SeedRun* s) {
     } else if (key == "rule" && f.size() == 7) {
       s->rules.push_back({f[1], int64_t(number(2)), int(number(3)), number(4), number(5),
                           number(6)});
+    } else if (key == "layers" && f.size() >= 2 && !s->rules.empty() &&
+               s->rules.back().rule == f[1]) {
+      std::vector<int64_t>& steps = s->rules.back().layer_steps;
+      for (size_t i = 2; i < f.size(); ++i) steps.push_back(int64_t(number(i)));
     } else if (key == "devices") {
       s->devices_step = int64_t(number(1));
       s->devices_rmse = number(2);

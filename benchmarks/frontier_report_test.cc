@@ -105,6 +105,12 @@ TEST(FrontierReportTest, SeedRunSurvivesItsTextForm) {
   s.devices_step = 40;
   s.devices_rmse = 0.34;
   s.wall_s = 12.5;
+  RuleRun layerwise;
+  layerwise.rule = "layerwise";
+  layerwise.step = 60;
+  layerwise.rmse = 0.31;
+  layerwise.layer_steps = {20, 60};
+  s.rules.push_back(layerwise);
   SeedRun back;
   ASSERT_TRUE(ParseSeedRun(FormatSeedRun(s), &back).ok());
   EXPECT_EQ(back.seed, 44u);
@@ -112,7 +118,10 @@ TEST(FrontierReportTest, SeedRunSurvivesItsTextForm) {
   EXPECT_EQ(back.knee, s.knee);
   EXPECT_EQ(back.grid, s.grid);
   EXPECT_EQ(back.rmse_at, s.rmse_at);  // every digit
-  ASSERT_EQ(back.rules.size(), 2u);
+  ASSERT_EQ(back.rules.size(), 3u);
+  EXPECT_EQ(back.rules[2].layer_steps, (std::vector<int64_t>{20, 60}));
+  EXPECT_EQ(back.rules[2].rmse, 0.31);
+  EXPECT_TRUE(back.rules[1].layer_steps.empty());
   EXPECT_EQ(back.rules[1].rule, "plateau");
   EXPECT_EQ(back.rules[1].step, 40);
   EXPECT_EQ(back.rules[1].trials, 2);

@@ -17,6 +17,9 @@
 namespace hpt {
 
 // A rule replayed on one seed's full run.
+// A rule on one seed: replayed on the seed's full run, or (layerwise,
+// whose layers switch one by one, so no whole-model checkpoint holds its
+// path) run as a job of its own.
 struct RuleRun {
   std::string rule;
   int64_t step = -1;  // its switch (the first LoRA step); -1: never
@@ -25,7 +28,13 @@ struct RuleRun {
   // The least margin of its checks (statistic over bound, < 1 passes),
   // per test; 0 for a test the rule does not read, -1 with no check.
   double closest_loss = -1, closest_weight = -1;
+  // layerwise: each encoder layer's switch step (-1: never); `step` is the
+  // last layer's, when the whole model is in the LoRA phase.
+  std::vector<int64_t> layer_steps;
 };
+
+// Whether `rule` (a --rules name) runs as a job of its own.
+inline bool RunsAlone(const std::string& rule) { return rule == "layerwise"; }
 
 struct SeedRun {
   uint64_t seed = 0;

@@ -71,8 +71,10 @@ ABSL_FLAG(bool, select_best_validation, true,
           "way. False: every run keeps its last epoch.");
 ABSL_FLAG(double, knee_tolerance, 0.01,
           "The knee: the earliest grid step whose RMSE is within this fraction of the best.");
-ABSL_FLAG(std::string, rules, "paper,consecutive,trend,plateau,plateau+margin,plateau+none",
-          "Switch rules to replay: hpt.switch_rule[+hpt.trial_test].");
+ABSL_FLAG(std::string, rules,
+          "paper,consecutive,trend,plateau,plateau+margin,plateau+none,layerwise",
+          "Switch rules: hpt.switch_rule[+hpt.trial_test], replayed on each seed's full run "
+          "(layerwise, whose layers switch one by one, runs as a job of its own).");
 ABSL_FLAG(std::string, plot_rule, "", "The rule marked in the plots (empty: the default chosen).");
 ABSL_FLAG(int, parallel, 2,
           "(application, seed) runs at once, each a child process of this binary (LibTorch's "
@@ -146,10 +148,44 @@ absl::StatusOr<double> SwitchAt(const JobSpec& spec, const FullRun& full, int64_
   return run.job.test_metrics().rmse();
 }
 
-// Where each rule would have switched on this run.
-absl::StatusOr<std::vector<RuleRun>> ReplayRules(const JobSpec& spec, const FullRun& full) {
+// A rule that runs as a job of its own (RunsAlone): its switch, each
+// layer's, and its test RMSE, selected as the other arms are.
+absl::StatusOr<RuleRun> RunRule(const JobSpec& spec, const std::string& rule,
+                                const std::string& label) {
+  JobSpec r = spec;
+  SetRuleName(rule, *r.mutable_hpt());
+  RunHooks hooks;
+  hooks.threads = absl::GetFlag(FLAGS_threads);
+  hooks.quiet = true;
+  hooks.evaluate_every_epoch = false;
+  ASSIGN_OR_RETURN(BenchRun run, RunWithHooks(r, "hpt", label, hooks));
+  RuleRun out;
+  out.rule = rule;
+  out.step = run.job.hpt().switch_step();
+  out.rmse = run.job.test_metrics().rmse();
+  out.layer_steps.assign(run.job.hpt().layer_switch_steps().begin(),
+                         run.job.hpt().layer_switch_steps().end());
+  for (const PhaseEvent& e : run.job.hpt().events()) {
+    if (e.kind() != PhaseEvent::CHECK) continue;
+    if (out.closest_weight < 0 || e.weight_margin() < out.closest_weight) {
+      out.closest_weight = e.weight_margin();
+    }
+    out.closest_loss = 0;  // the loss is not tested
+  }
+  return out;
+}
+
+// Where each rule would have switched on this run (those that run alone:
+// where they did).
+absl::StatusOr<std::vector<RuleRun>> ReplayRules(const JobSpec& spec, const FullRun& full,
+                                                 const std::string& label) {
   std::vector<RuleRun> out;
   for (const std::string& rule : Rules()) {
+    if (RunsAlone(rule)) {
+      ASSIGN_OR_RETURN(RuleRun run, RunRule(spec, rule, absl::StrCat(label, " ", rule)));
+      out.push_back(std::move(run));
+      continue;
+    }
     JobSpec r = spec;
     SetRuleName(rule, *r.mutable_hpt());
     ASSIGN_OR_RETURN(JobSpec normal, NormalizeJobSpec(r));
@@ -202,10 +238,10 @@ absl::Status MeasureSeed(const App& app, uint64_t seed, bool devices_point, Seed
   out->rmse_full = full.rmse;
   out->rmse_at[full.total_steps] = full.rmse;
   out->grid = GridSteps(full.total_steps, full.window);
-  ASSIGN_OR_RETURN(out->rules, ReplayRules(spec, full));
+  ASSIGN_OR_RETURN(out->rules, ReplayRules(spec, full, label));
   std::vector<int64_t> points = out->grid;
   for (const RuleRun& r : out->rules) {
-    if (r.step >= 0) points.push_back(r.step);
+    if (r.step >= 0 && !RunsAlone(r.rule)) points.push_back(r.step);
   }
   std::sort(points.begin(), points.end());
   points.erase(std::unique(points.begin(), points.end()), points.end());
@@ -214,6 +250,7 @@ absl::Status MeasureSeed(const App& app, uint64_t seed, bool devices_point, Seed
     ASSIGN_OR_RETURN(out->rmse_at[at], SwitchAt(spec, full, at, absl::StrCat(label, " @", at)));
   }
   for (RuleRun& r : out->rules) {
+    if (RunsAlone(r.rule)) continue;  // its own run's
     r.rmse = out->rmse_at.at(r.step >= 0 ? std::min(r.step, full.total_steps) : full.total_steps);
   }
   out->knee = KneeOf(*out, absl::GetFlag(FLAGS_knee_tolerance));

@@ -55,6 +55,11 @@ class ChunkAssembler {
   std::map<std::string, Partial> partial_;
 };
 
+// A GPU session's attention projection weight at the job's first load (the
+// reference an auto LoRA rank measures the change from), in snapshots with
+// optimizer state and in the loads that restore them: "<name>@initial".
+inline constexpr char kInitialSuffix[] = "@initial";
+
 // Every tensor of `tensors` cut into chunks (SplitIntoChunks), by name:
 // the inverse of AssembleChunks.
 std::vector<TensorChunk> SplitTensors(const std::map<std::string, HostTensor>& tensors,

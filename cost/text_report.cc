@@ -331,6 +331,13 @@ void AppendRecipe(const JobSpec& spec, std::string* out) {
     absl::StrAppend(out, absl::StrFormat(" (a window's mean loss not %g standard errors below "
                                          "the one before)",
                                          h.plateau_z()));
+  } else if (h.switch_rule() == "layerwise") {
+    absl::StrAppend(out, absl::StrFormat(" (each layer freezes under its own adapter when the "
+                                         "paper's weight test, bound %g, passes on its own "
+                                         "[W_q | W_v]; the job switches with the last layer; "
+                                         "no trial)\n",
+                                         h.weight_threshold()));
+    return;
   }
   if (h.trial_test() == "none") {
     absl::StrAppend(out, "; no trial: a passing check switches");
@@ -383,8 +390,21 @@ std::string FormatReport(const Job& job) {
     for (const auto& [name, r] : h.lora_ranks()) ++histogram[r];
     for (const auto& [r, n] : histogram) ranks.push_back(absl::StrCat(n, "x r", r));
     absl::StrAppend(&out, absl::StrJoin(ranks, ", "), ")\n");
-  } else {
-    absl::StrAppend(&out, "no switch: trained full-parameter throughout\n");
+  }
+  bool some_layers = false;
+  if (!h.layer_switch_steps().empty()) {
+    std::vector<std::string> layers;
+    for (int l = 0; l < h.layer_switch_steps_size(); ++l) {
+      const int64_t at = h.layer_switch_steps(l);
+      some_layers |= at >= 0;
+      layers.push_back(at >= 0 ? absl::StrCat(l, " at step ", at) : absl::StrCat(l, " in full"));
+    }
+    absl::StrAppend(&out, "layers to LoRA: ", absl::StrJoin(layers, ", "), "\n");
+  }
+  if (h.switch_step() < 0) {
+    absl::StrAppend(&out, some_layers ? "no whole-model switch: the layers not yet switched "
+                                        "train in full\n"
+                                      : "no switch: trained full-parameter throughout\n");
     for (const std::string& line : ClosestApproach(job)) {
       absl::StrAppend(&out, line, "\n");
     }

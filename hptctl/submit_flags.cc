@@ -29,8 +29,9 @@ ABSL_FLAG(double, lr, 0,
 ABSL_FLAG(double, lora_lr, 0,
           "submit: the LoRA phase's learning rate (0: the preset's recipe, or --lr's).");
 ABSL_FLAG(std::string, switch_rule, "",
-          "submit: when a trial starts: paper, consecutive, trend or plateau (empty: the "
-          "default, docs/method.md \"Switch rules\").");
+          "submit: when a trial starts: paper, consecutive, trend or plateau; or layerwise "
+          "(each layer switches alone on its weight test) (empty: the default, "
+          "docs/method.md \"Switch rules\").");
 ABSL_FLAG(int, consecutive_checks, 0, "submit: passing checks in a row under consecutive (0: 3).");
 ABSL_FLAG(int, trend_windows, 0, "submit: windows the trend rule's line runs through (0: 5).");
 ABSL_FLAG(double, trend_gain, 0,

@@ -1,6 +1,7 @@
 #include "models/lora.h"
 
 #include <algorithm>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -27,8 +28,21 @@ absl::StatusOr<std::map<std::string, int>> ApplyLora(
     const std::map<std::string, int>& fixed_ranks) {
   const LoraConfig config = LoraDefaults(raw);
   if (absl::Status s = ValidateLoraConfig(config); !s.ok()) return s;
+  const int64_t num_layers = model->config().num_layers();
+  std::set<int64_t> layers(config.layers().begin(), config.layers().end());
+  for (int64_t layer : layers) {
+    if (layer < 0 || layer >= num_layers) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "hpt.lora.layers entry ", layer, " is not an encoder layer of this model (0 to ",
+          num_layers - 1, ")"));
+    }
+  }
+  const bool some_layers = !layers.empty();
+  if (!some_layers) {
+    for (int64_t layer = 0; layer < num_layers; ++layer) layers.insert(layer);
+  }
   std::map<std::string, int> ranks;
-  for (int64_t layer = 0; layer < model->config().num_layers(); ++layer) {
+  for (int64_t layer : layers) {
     MultiHeadSelfAttention& attention = model->Attention(layer);
     for (const std::string& target : config.targets()) {
       const std::string name = absl::StrCat("layers.", layer, ".self_attn.", target);
@@ -53,11 +67,21 @@ absl::StatusOr<std::map<std::string, int>> ApplyLora(
       ranks[name] = rank;
     }
   }
-  // Train the adapters and modules_to_save; freeze the rest.
+  // Every layer: train the adapters and modules_to_save, freeze the rest.
+  // Some layers: freeze those layers' own parameters; the rest trains on.
   for (auto& item : model->named_parameters()) {
-    bool trains = absl::StrContains(item.key(), ".lora_");
-    for (const std::string& m : config.modules_to_save()) {
-      trains |= absl::StartsWith(item.key(), m + ".");
+    const std::string& name = item.key();
+    bool trains = absl::StrContains(name, ".lora_");
+    if (some_layers) {
+      bool in_switched = false;
+      for (int64_t layer : layers) {
+        in_switched |= absl::StartsWith(name, absl::StrCat("layers.", layer, "."));
+      }
+      trains |= !in_switched;
+    } else {
+      for (const std::string& m : config.modules_to_save()) {
+        trains |= absl::StartsWith(name, m + ".");
+      }
     }
     item.value().set_requires_grad(trains);
   }

@@ -24,8 +24,9 @@ namespace hpt {
 int AutoRank(const torch::Tensor& delta, double energy, int max_rank);
 
 // Adds adapters to every layer's targets and freezes the rest (but
-// modules_to_save). `initial` (name -> weight at the start of training) is
-// needed for rank 0 (auto). Returns the rank chosen per adapter, keyed by
+// modules_to_save); with config.layers, adapters on those layers' targets
+// only, and only those layers' own parameters freeze. `initial` (name ->
+// weight at the start of training) is needed for rank 0 (auto). Returns the rank chosen per adapter, keyed by
 // the target's parameter name ("layers.0.self_attn.q_proj"). A target in
 // `fixed_ranks` gets that rank (a restored adapter keeps its shape).
 absl::StatusOr<std::map<std::string, int>> ApplyLora(

@@ -65,6 +65,53 @@ TEST(LoraTest, GradientsReachOnlyAdaptersAndModulesToSave) {
   EXPECT_GT(model->Attention(0)->adapters.at("q_proj")->B->weight.grad().abs().sum().item<float>(), 0);
 }
 
+TEST(LoraTest, SomeLayersFreezeAloneAndTheRestTrainsOn) {
+  torch::manual_seed(3);
+  SpatioTemporalTransformer model(Config());
+  LoraConfig lora = Lora(2);
+  lora.add_layers(1);
+  auto ranks = ApplyLora(model, lora, {});
+  ASSERT_TRUE(ranks.ok()) << ranks.status();
+  EXPECT_EQ(ranks->size(), 2u);  // layer 1's q and v only
+  EXPECT_EQ(ranks->count("layers.0.self_attn.q_proj"), 0u);
+  EXPECT_EQ(ranks->at("layers.1.self_attn.q_proj"), 2);
+  model->train();
+  torch::mse_loss(model->forward(torch::randn({2, 4, 6})), torch::randn({2, 4, 1}))
+      .backward();
+  int frozen = 0, layer0 = 0, adapters = 0;
+  for (const auto& p : model->named_parameters()) {
+    const std::string& name = p.key();
+    if (name.find(".lora_") != std::string::npos) {
+      ++adapters;
+      EXPECT_EQ(name.rfind("layers.1.", 0), 0u) << name;
+      EXPECT_TRUE(p.value().requires_grad()) << name;
+    } else if (name.rfind("layers.1.", 0) == 0) {
+      ++frozen;
+      EXPECT_FALSE(p.value().requires_grad()) << name;
+      EXPECT_FALSE(p.value().grad().defined()) << name;
+    } else {
+      // Layer 0 and the modules around the encoder all train on.
+      layer0 += name.rfind("layers.0.", 0) == 0;
+      EXPECT_TRUE(p.value().requires_grad()) << name;
+      EXPECT_TRUE(p.value().grad().defined()) << name;
+    }
+  }
+  EXPECT_EQ(adapters, 4);  // A and B of q and v
+  EXPECT_GT(frozen, 4);
+  EXPECT_GT(layer0, 4);
+}
+
+TEST(LoraTest, ALayerTheModelLacksIsRefused) {
+  SpatioTemporalTransformer model(Config());
+  LoraConfig lora = Lora(2);
+  lora.add_layers(2);
+  auto ranks = ApplyLora(model, lora, {});
+  ASSERT_FALSE(ranks.ok());
+  EXPECT_NE(ranks.status().message().find("hpt.lora.layers entry 2"), std::string::npos)
+      << ranks.status();
+  EXPECT_NE(ranks.status().message().find("0 to 1"), std::string::npos);
+}
+
 TEST(LoraTest, MergedModelMatchesTheAdaptedOne) {
   torch::manual_seed(3);
   SpatioTemporalTransformer model(Config());

@@ -119,6 +119,14 @@ std::string Header(const Job& job) {
   absl::StrAppend(&out, Card(h.switch_step() >= 0 ? absl::StrCat("step ", h.switch_step())
                                                   : (JobEnded(job.state()) ? "never" : "not yet"),
                              "switch to LoRA"));
+  if (!h.layer_switch_steps().empty()) {  // hpt.switch_rule layerwise
+    std::vector<std::string> layers;
+    for (int l = 0; l < h.layer_switch_steps_size(); ++l) {
+      const int64_t at = h.layer_switch_steps(l);
+      layers.push_back(at >= 0 ? absl::StrCat(l, " @", at) : absl::StrCat(l, " full"));
+    }
+    absl::StrAppend(&out, Card(absl::StrJoin(layers, " · "), "each layer's switch (layerwise)"));
+  }
   if (c.hpt_time_s() > 0) {
     absl::StrAppend(&out, Card(Num(c.time_ratio(), 3) + "×", "time saved vs GPU-only (" + c.baseline() + ")"));
     // The bar the paper's claim must clear: the fastest GPU-only baseline.

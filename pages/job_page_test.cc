@@ -134,6 +134,19 @@ TEST(JobPageTest, ManyChecksBecomeTwoPathsAndTheTableItsLastRows) {
   EXPECT_LT(html.size(), 400000u);
 }
 
+TEST(JobPageTest, LayerwiseShowsEachLayersSwitch) {
+  JobPageInput in;
+  in.job = SmallJob();
+  in.job.mutable_hpt()->set_switch_step(-1);
+  in.job.mutable_hpt()->add_layer_switch_steps(120);
+  in.job.mutable_hpt()->add_layer_switch_steps(-1);
+  const std::string html = RenderJobContent(in);
+  EXPECT_NE(html.find("<b>0 @120 · 1 full</b>"), std::string::npos) << html;
+  EXPECT_NE(html.find("switch (layerwise)"), std::string::npos);
+  in.job.mutable_hpt()->clear_layer_switch_steps();
+  EXPECT_EQ(RenderJobContent(in).find("switch (layerwise)"), std::string::npos);
+}
+
 TEST(JobPageTest, ANeverSwitchedJobSaysHowCloseEachTestCame) {
   JobPageInput in;
   in.job = SmallJob();

@@ -5,6 +5,8 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <chrono>
+#include <cstring>
+#include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -40,14 +42,16 @@ void SetState(torch::optim::Optimizer& optimizer, const torch::Tensor& p, int64_
 
 // The tensors a load sends, by kind.
 struct LoadTensors {
-  std::map<std::string, HostTensor> base, adapters, optimizer_state;
+  std::map<std::string, HostTensor> base, adapters, optimizer_state, initial;
 };
 
 absl::StatusOr<LoadTensors> SortTensors(std::map<std::string, HostTensor> parameters,
                                         const torch::OrderedDict<std::string, torch::Tensor>& named) {
   LoadTensors out;
   for (auto& [name, tensor] : parameters) {
-    if (name.find('@') != std::string::npos) {
+    if (absl::EndsWith(name, kInitialSuffix)) {
+      out.initial[name.substr(0, name.size() - std::strlen(kInitialSuffix))] = std::move(tensor);
+    } else if (name.find('@') != std::string::npos) {
       out.optimizer_state[name] = std::move(tensor);
     } else if (named.contains(name)) {
       out.base[name] = std::move(tensor);
@@ -105,16 +109,26 @@ absl::Status ApplyAdapters(const LoadParametersHeader& header,
   if (!ranks.ok()) return ranks.status();
   for (const auto& [name, rank] : *ranks) (*response->mutable_lora_ranks())[name] = rank;
   if (adapters.empty()) return absl::OkStatus();
-  torch::OrderedDict<std::string, torch::Tensor> added;
+  // Every tensor of each adapter sent is restored; adapters of targets
+  // none was sent for (layers that switch now) start afresh.
+  auto adapter_of = [](const std::string& name) {
+    const size_t at = name.find(".lora_");
+    return name.substr(0, name.find('.', at + 6));
+  };
+  std::set<std::string> sent;
+  for (const auto& [name, t] : adapters) sent.insert(adapter_of(name));
+  torch::OrderedDict<std::string, torch::Tensor> restored;
   for (const auto& item : session.model->named_parameters()) {
-    if (absl::StrContains(item.key(), ".lora_")) added.insert(item.key(), item.value());
+    if (absl::StrContains(item.key(), ".lora_") && sent.count(adapter_of(item.key())) > 0) {
+      restored.insert(item.key(), item.value());
+    }
   }
-  if (added.size() != adapters.size()) {
+  if (restored.size() != adapters.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "LoadParameters sent ", adapters.size(), " LoRA tensors; the adapters have ",
-        added.size()));
+        "LoadParameters sent ", adapters.size(), " LoRA tensors; their adapters have ",
+        restored.size()));
   }
-  return CopyInto(added, adapters);
+  return CopyInto(restored, adapters);
 }
 
 void MakeOptimizer(const OptimizerConfig& opt, const std::vector<torch::Tensor>& trainable,
@@ -140,19 +154,33 @@ void MakeOptimizer(const OptimizerConfig& opt, const std::vector<torch::Tensor>&
 
 // A checkpoint's Adam moments into the new optimizer, as after `steps`
 // updates.
-absl::Status RestoreOptimizerState(const std::map<std::string, HostTensor>& state, int64_t steps,
+absl::Status RestoreOptimizerState(const std::map<std::string, HostTensor>& state,
+                                   const LoadParametersHeader& header,
                                    const torch::Device& device, GpuSession& session) {
   if (state.empty()) return absl::OkStatus();
-  if (steps <= 0) {
+  if (header.optimizer_steps() <= 0) {
     return absl::InvalidArgumentError(
         "LoadParameters sent optimizer state but optimizer_steps is not positive");
   }
   size_t used = 0;
   for (const auto& item : session.model->named_parameters()) {
     if (!item.value().requires_grad()) continue;
+    int64_t steps = header.optimizer_steps();
+    size_t longest = 0;
+    for (const auto& [prefix, n] : header.optimizer_steps_by_prefix()) {
+      if (prefix.size() > longest && absl::StartsWith(item.key(), prefix)) {
+        longest = prefix.size();
+        steps = n;
+      }
+    }
     auto m = state.find(item.key() + kExpAvgSuffix);
     auto v = state.find(item.key() + kExpAvgSqSuffix);
     if (m == state.end() || v == state.end()) continue;
+    if (steps <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "LoadParameters sent optimizer state for '", item.key(),
+          "' but its optimizer_steps_by_prefix entry is not positive"));
+    }
     for (const HostTensor* t : {&m->second, &v->second}) {
       if (c10::IntArrayRef(t->shape) != item.value().sizes()) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -221,6 +249,9 @@ absl::StatusOr<std::unique_ptr<GpuSession>> BuildGpuSession(
   // of the reference job), else these.
   if (reference != nullptr) session->initial = reference->initial;
   if (session->initial.empty()) {
+    for (const auto& [name, t] : tensors.initial) session->initial[name] = ToTorch(t, torch::kCPU);
+  }
+  if (session->initial.empty()) {
     for (const auto& item : session->model->named_parameters()) {
       if (item.key().find("_proj.weight") != std::string::npos) {
         session->initial[item.key()] = item.value().detach().clone().cpu();
@@ -240,8 +271,7 @@ absl::StatusOr<std::unique_ptr<GpuSession>> BuildGpuSession(
   response->set_num_tensors(static_cast<int64_t>(named.size()));
   session->state_bytes = TrainingStateBytes(session->model);
   MakeOptimizer(header.optimizer(), trainable, *session);
-  RETURN_IF_ERROR(RestoreOptimizerState(tensors.optimizer_state, header.optimizer_steps(),
-                                        device, *session));
+  RETURN_IF_ERROR(RestoreOptimizerState(tensors.optimizer_state, header, device, *session));
   return session;
 }
 
@@ -346,6 +376,9 @@ std::vector<TensorChunk> SnapshotGpuSession(GpuSession& session, int64_t max_chu
     }
     append(&chunks, item.key(), item.value());
     if (!optimizer_state) continue;
+    if (auto it = session.initial.find(item.key()); it != session.initial.end()) {
+      append(&chunks, item.key() + kInitialSuffix, it->second);
+    }
     torch::Tensor exp_avg, exp_avg_sq;
     if (session.optimizer_type == ADAMW) {
       if (auto* st = FindState<torch::optim::AdamWParamState>(*session.optimizer, item.value())) {

@@ -94,7 +94,16 @@ absl::Status NormalizeChecks(HptSpec& h, const ModelSpec& model, const ModelConf
 
 // The adapter: LoRA's defaults, and a rank the layers can hold.
 absl::Status NormalizeLora(HptSpec& h, const ModelSpec& model, const ModelConfig& preset) {
-  LoraConfig lora = LoraDefaults(h.lora());
+  if (!h.lora().layers().empty()) {
+    return Invalid("hpt.lora.layers",
+                   "is the trainer's own (the layers switch_rule layerwise has switched): "
+                   "leave it empty");
+  }
+  LoraConfig lora = h.lora();
+  // Layer by layer, each layer's adapter takes its own rank from its own
+  // change (PreLoRA's per-module rank), unless the spec names one rank.
+  if (h.switch_rule() == "layerwise" && lora.rank() == 0) lora.set_auto_rank(true);
+  lora = LoraDefaults(lora);
   lora.set_enabled(true);
   if (absl::Status s = ValidateLoraConfig(lora); !s.ok()) return s;
   // An adapter's rank cannot exceed the width of the layers it adapts (q
@@ -121,9 +130,20 @@ absl::Status NormalizeSwitchRule(HptSpec& h) {
     if (h.trial_test().empty()) h.set_trial_test(kDefaultTrialTest);
   }
   const std::string& rule = h.switch_rule();
-  if (rule != "paper" && rule != "consecutive" && rule != "trend" && rule != "plateau") {
-    return Invalid("hpt.switch_rule",
-                   absl::StrCat("'", rule, "' is not paper, consecutive, trend or plateau"));
+  if (rule != "paper" && rule != "consecutive" && rule != "trend" && rule != "plateau" &&
+      rule != "layerwise") {
+    return Invalid("hpt.switch_rule", absl::StrCat("'", rule,
+                                                   "' is not paper, consecutive, trend, plateau "
+                                                   "or layerwise"));
+  }
+  if (rule == "layerwise") {
+    // Each layer switches on its own weight test; no LoRA copy is tried.
+    if (h.trial_test().empty()) h.set_trial_test("none");
+    if (h.trial_test() != "none") {
+      return Invalid("hpt.trial_test",
+                     absl::StrCat("'", h.trial_test(), "' cannot go with switch_rule layerwise, "
+                                  "which runs no trial: leave trial_test empty or none"));
+    }
   }
   if (rule == "consecutive" && h.consecutive_checks() == 0) h.set_consecutive_checks(3);
   if (h.consecutive_checks() < 0 || h.consecutive_checks() > 1000) {
@@ -213,6 +233,7 @@ void SetRuleName(const std::string& name, HptSpec& h) {
 }
 
 std::string RuleName(const HptSpec& h) {
+  if (h.switch_rule() == "layerwise") return h.switch_rule();  // never a trial
   return h.trial_test() == "difference" || h.trial_test().empty()
              ? h.switch_rule()
              : absl::StrCat(h.switch_rule(), "+", h.trial_test());

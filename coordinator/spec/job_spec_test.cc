@@ -64,6 +64,19 @@ TEST(JobSpecTest, SwitchRulesGetTheirDefaults) {
   SetRuleName("paper", named);
   EXPECT_EQ(named.trial_test(), "");
   EXPECT_EQ(RuleName(named), "paper");
+  // Layer by layer: no trial, and each layer's own rank unless one is named.
+  spec = JobSpec();
+  spec.mutable_hpt()->set_switch_rule("layerwise");
+  auto layerwise = NormalizeJobSpec(spec);
+  ASSERT_TRUE(layerwise.ok()) << layerwise.status();
+  EXPECT_EQ(layerwise->hpt().trial_test(), "none");
+  EXPECT_TRUE(layerwise->hpt().lora().auto_rank());
+  EXPECT_EQ(RuleName(layerwise->hpt()), "layerwise");
+  spec.mutable_hpt()->mutable_lora()->set_rank(4);
+  auto one_rank = NormalizeJobSpec(spec);
+  ASSERT_TRUE(one_rank.ok()) << one_rank.status();
+  EXPECT_FALSE(one_rank->hpt().lora().auto_rank());
+  EXPECT_EQ(one_rank->hpt().lora().rank(), 4);
 }
 
 TEST(JobSpecTest, FieldNamesFromBeforeTheRenameStillParse) {
@@ -143,7 +156,13 @@ INSTANTIATE_TEST_SUITE_P(
                 "hpt.placement 'tpu' is not paper, gpu or reram_full"},
         BadSpec{"hpt { alpha: 2 }", "hpt.alpha must be in (0, 1), got 2"},
         BadSpec{"hpt { switch_rule: \"knee\" }",
-                "hpt.switch_rule 'knee' is not paper, consecutive, trend or plateau"},
+                "hpt.switch_rule 'knee' is not paper, consecutive, trend, plateau or layerwise"},
+        BadSpec{"hpt { switch_rule: \"layerwise\" trial_test: \"margin\" }",
+                "hpt.trial_test 'margin' cannot go with switch_rule layerwise, which runs no "
+                "trial: leave trial_test empty or none"},
+        BadSpec{"hpt { lora { layers: 1 } }",
+                "hpt.lora.layers is the trainer's own (the layers switch_rule layerwise has "
+                "switched): leave it empty"},
         BadSpec{"hpt { switch_rule: \"trend\" trend_windows: 2 }",
                 "hpt.trend_windows must be in 3..1000 (a line through fewer has no error), got 2"},
         BadSpec{"hpt { trend_gain: 1.5 }",

@@ -17,6 +17,10 @@ void EncodeController(const PhaseController::State& s, PhaseControllerState* out
   out->set_passes_in_a_row(s.passes_in_a_row);
   out->set_window_loss_square_sum(s.window_loss_square_sum);
   for (double v : s.window_variances) out->add_window_variances(v);
+  for (const std::vector<double>& layer : s.layer_distances) {
+    out->add_layer_distances()->mutable_values()->Add(layer.begin(), layer.end());
+  }
+  for (int64_t v : s.layer_switch_steps) out->add_layer_switch_steps(v);
 }
 
 PhaseController::State DecodeController(const PhaseControllerState& in) {
@@ -32,6 +36,10 @@ PhaseController::State DecodeController(const PhaseControllerState& in) {
   s.passes_in_a_row = in.passes_in_a_row();
   s.window_loss_square_sum = in.window_loss_square_sum();
   s.window_variances.assign(in.window_variances().begin(), in.window_variances().end());
+  for (const LayerDistances& layer : in.layer_distances()) {
+    s.layer_distances.emplace_back(layer.values().begin(), layer.values().end());
+  }
+  s.layer_switch_steps.assign(in.layer_switch_steps().begin(), in.layer_switch_steps().end());
   return s;
 }
 
@@ -115,6 +123,7 @@ PhaseEvent ToPhaseEvent(const ControllerEvent& e, int64_t time_unix_ms) {
       out.set_weight_margin(e.weight_margin);
       out.set_loss_detail(e.loss_detail);
       out.set_weight_detail(e.weight_detail);
+      for (int l : e.switched_layers) out.add_switched_layers(l);
       break;
     case ControllerEvent::Kind::kTrialStart:
       out.set_kind(PhaseEvent::TRIAL_START);

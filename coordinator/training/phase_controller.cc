@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "coordinator/training/switch_tests.h"
 
 namespace hpt {
@@ -80,8 +81,8 @@ PhaseController::Action PhaseController::SwitchAfter(int64_t step, std::string r
 // trial, LoRA): a full-phase step closes a window every
 // check_window_steps, and a window's end runs the rule's check.
 PhaseController::Action PhaseController::Step(int64_t step, double full_loss,
-                                              double trial_loss,
-                                              double weight_distance) {
+                                              double trial_loss, double weight_distance,
+                                              const std::vector<double>& layer_distances) {
   if (phase_ == TrainingPhase::kLora) return Action::kNone;
   if (phase_ == TrainingPhase::kTrial) return TrialStep(step, full_loss, trial_loss);
   // Full phase.
@@ -94,6 +95,15 @@ PhaseController::Action PhaseController::Step(int64_t step, double full_loss,
   window_variances_.push_back(
       n > 1 ? std::max(0.0, (window_loss_square_sum_ - n * mean * mean) / (n - 1)) : 0);
   distances_.push_back(weight_distance);
+  if (options_.rule == SwitchRule::kLayerwise) {
+    if (layer_distances_.empty()) {
+      layer_distances_.resize(layer_distances.size());
+      layer_switch_steps_.assign(layer_distances.size(), -1);
+    }
+    for (size_t l = 0; l < layer_distances_.size() && l < layer_distances.size(); ++l) {
+      layer_distances_[l].push_back(layer_distances[l]);
+    }
+  }
   window_loss_sum_ = 0;
   window_loss_square_sum_ = 0;
   window_count_ = 0;
@@ -101,6 +111,7 @@ PhaseController::Action PhaseController::Step(int64_t step, double full_loss,
                             ? size_t(std::max<int64_t>(3, options_.trend_windows))
                             : 3;
   if (window_losses_.size() < needed) return Action::kNone;
+  if (options_.rule == SwitchRule::kLayerwise) return AfterLayerCheck(Check(step));
   return AfterCheck(Check(step));
 }
 
@@ -138,6 +149,9 @@ ControllerEvent PhaseController::Check(int64_t step) const {
       weights.passed = true;
       break;
     }
+    case SwitchRule::kLayerwise:
+      CheckLayers(&check);
+      return check;
   }
   check.loss_passed = loss.passed;
   check.weight_passed = weights.passed;
@@ -191,6 +205,66 @@ PhaseController::Action PhaseController::AfterCheck(ControllerEvent check) {
   return Action::kStartTrial;
 }
 
+void PhaseController::CheckLayers(ControllerEvent* check) const {
+  // The loss is not tested: each layer's own weights decide.
+  check->loss_passed = true;
+  check->loss_margin = 0;
+  double closest = -1;
+  for (size_t l = 0; l < layer_distances_.size(); ++l) {
+    const std::vector<double>& d = layer_distances_[l];
+    if (layer_switch_steps_[l] >= 0 || d.size() < 3) continue;
+    const double last3[3] = {d[d.size() - 3], d[d.size() - 2], d[d.size() - 1]};
+    const TestOutcome test = ThreePointOutcome(last3, options_.weight_threshold, "weights");
+    if (test.passed) check->switched_layers.push_back(int(l));
+    if (closest < 0 || test.margin < closest) {
+      closest = test.margin;
+      check->weight_margin = test.margin;
+      check->weight_detail = absl::StrCat("layer ", l, ": ", test.detail);
+      std::copy(last3, last3 + 3, check->distances);
+    }
+  }
+  check->weight_passed = !check->switched_layers.empty();
+  if (!check->weight_passed) check->reason = "weights still moving in every training layer";
+}
+
+PhaseController::Action PhaseController::AfterLayerCheck(ControllerEvent check) {
+  if (!check.reason.empty()) {
+    events_.push_back(check);
+    return Action::kNone;
+  }
+  const bool rising = check.losses[0] < check.losses[1] && check.losses[1] < check.losses[2];
+  if (rising && !options_.trial_on_rising_loss) {
+    check.reason = "loss rising: not a convergence";
+    check.switched_layers.clear();
+    events_.push_back(check);
+    return Action::kNone;
+  }
+  for (int l : check.switched_layers) layer_switch_steps_[size_t(l)] = check.step + 1;
+  const std::vector<int> all = SwitchedLayers();
+  if (all.size() == layer_switch_steps_.size()) {
+    check.reason = "every layer converged: switch";
+    events_.push_back(check);
+    return SwitchAfter(check.step, "hpt.switch_rule layerwise: the last layers' weights converged");
+  }
+  check.reason = absl::StrCat("layers ", absl::StrJoin(check.switched_layers, ", "),
+                              " converged: LoRA on them (", all.size(), " of ",
+                              layer_switch_steps_.size(), " layers)");
+  if (check.switched_layers.size() == 1) {
+    check.reason = absl::StrCat("layer ", check.switched_layers[0], " converged: LoRA on it (",
+                                all.size(), " of ", layer_switch_steps_.size(), " layers)");
+  }
+  events_.push_back(check);
+  return Action::kSwitchLayers;
+}
+
+std::vector<int> PhaseController::SwitchedLayers() const {
+  std::vector<int> out;
+  for (size_t l = 0; l < layer_switch_steps_.size(); ++l) {
+    if (layer_switch_steps_[l] >= 0) out.push_back(int(l));
+  }
+  return out;
+}
+
 PhaseController::State PhaseController::state() const {
   State s;
   s.phase = phase_;
@@ -204,6 +278,8 @@ PhaseController::State PhaseController::state() const {
   s.trial_lora = trial_lora_;
   s.switch_step = switch_step_;
   s.passes_in_a_row = passes_in_a_row_;
+  s.layer_distances = layer_distances_;
+  s.layer_switch_steps = layer_switch_steps_;
   return s;
 }
 
@@ -219,6 +295,8 @@ void PhaseController::Restore(State state) {
   trial_lora_ = std::move(state.trial_lora);
   switch_step_ = state.switch_step;
   passes_in_a_row_ = state.passes_in_a_row;
+  layer_distances_ = std::move(state.layer_distances);
+  layer_switch_steps_ = std::move(state.layer_switch_steps);
   events_.clear();
 }
 

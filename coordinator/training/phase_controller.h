@@ -25,7 +25,14 @@
 //
 // The rule (hpt.switch_rule) decides what a check tests: the paper's
 // three-point tests above (paper, consecutive), or, on the loss alone,
-// the trend or plateau test of switch_tests.h. Every check records each
+// the trend or plateau test of switch_tests.h. Under layerwise each
+// encoder layer has its own distance series (the trainer passes every
+// layer's ||[W_q | W_v]|| change per window) and switches alone when the
+// paper's weight test passes on it (Action::kSwitchLayers): its weights
+// freeze under a LoRA adapter while the other layers train on in full
+// (the partial convergence of PreLoRA, Thapa et al., arXiv 2509.21619).
+// The job's switch is the check at which the last layer passes; there is
+// no trial, and the divergence guard holds any layer back. Every check records each
 // test's margin (below 1 passes) and what decided it, so a job that never
 // switches can say how close it came. The divergence guard, the trial and
 // its t-test are the same under every rule; trial_test may end the trial
@@ -43,7 +50,7 @@
 
 namespace hpt {
 
-enum class SwitchRule { kPaper, kTrend, kPlateau };
+enum class SwitchRule { kPaper, kTrend, kPlateau, kLayerwise };
 // How a trial ends: the paper's two-sided t-test (switch unless the losses
 // differ significantly), or the margin test of switch_tests.h (switch when
 // LoRA's loss is shown to be within a margin of the full model's); or no
@@ -98,6 +105,8 @@ struct ControllerEvent {
   double loss_margin = 0, weight_margin = 0;
   std::string loss_detail, weight_detail;
   std::string reason;
+  // kCheck under layerwise: the layers that switch at it.
+  std::vector<int> switched_layers;
   // kTrialEnd: the t-test's figures (under either trial test), whether the
   // trial rejected the switch, and under the margin test its margin and
   // detail (as a check's).
@@ -116,15 +125,21 @@ class PhaseController {
   // step (the last of a full-phase window).
   bool NeedsWeightDistance(int64_t step) const;
 
-  enum class Action { kNone, kStartTrial, kRestartTrial, kSwitch };
+  enum class Action { kNone, kStartTrial, kRestartTrial, kSwitchLayers, kSwitch };
   // Records step `step` (0-based, consecutive). `trial_loss` is
   // the LoRA copy's loss on the same batch during a trial; `weight_distance`
-  // is required when NeedsWeightDistance(step).
+  // is required when NeedsWeightDistance(step), and under layerwise
+  // `layer_distances` too (one per encoder layer, in order).
   Action Step(int64_t step, double full_loss, double trial_loss = 0,
-              double weight_distance = 0);
+              double weight_distance = 0, const std::vector<double>& layer_distances = {});
 
   const std::vector<ControllerEvent>& events() const { return events_; }
   int64_t switch_step() const { return switch_step_; }  // -1 before
+  // Under layerwise, per encoder layer: the first step it trains as LoRA
+  // (-1: still in full); empty before the first window.
+  const std::vector<int64_t>& layer_switch_steps() const { return layer_switch_steps_; }
+  // The layers switched so far, ascending.
+  std::vector<int> SwitchedLayers() const;
   const PhaseControllerOptions& options() const { return options_; }
 
   // What it carries from one step to the next (checkpoints). The
@@ -136,6 +151,8 @@ class PhaseController {
     std::vector<double> window_losses, window_variances, distances, trial_full, trial_lora;
     int64_t switch_step = -1;
     int64_t passes_in_a_row = 0;
+    std::vector<std::vector<double>> layer_distances;
+    std::vector<int64_t> layer_switch_steps;
   };
   State state() const;
   void Restore(State state);
@@ -152,6 +169,10 @@ class PhaseController {
   ControllerEvent Check(int64_t step) const;
   // What follows a check: nothing, or a trial.
   Action AfterCheck(ControllerEvent check);
+  // Layerwise: each unswitched layer's weight test (into `check`), and
+  // what follows.
+  void CheckLayers(ControllerEvent* check) const;
+  Action AfterLayerCheck(ControllerEvent check);
 
   bool WindowEnds(int64_t step) const {
     return (step + 1) % options_.check_window_steps == 0;
@@ -166,6 +187,8 @@ class PhaseController {
   std::vector<ControllerEvent> events_;
   int64_t switch_step_ = -1;
   int64_t passes_in_a_row_ = 0;
+  std::vector<std::vector<double>> layer_distances_;
+  std::vector<int64_t> layer_switch_steps_;
 };
 
 // What a controller reads at one full-phase step: Step's arguments.

@@ -387,5 +387,80 @@ TEST(PhaseControllerTest, ReplayStopsAtTheSwitchAndReportsIt) {
   EXPECT_EQ(ReplaySwitch(Options(k), samples), -1);
 }
 
+// Layerwise: each layer's own distances decide. Layer 0's settle from
+// the third window, layer 1's keep halving until the fifth.
+TEST(PhaseControllerTest, LayerwiseSwitchesEachLayerOnItsOwnWeights) {
+  PhaseControllerOptions o = Options(2);
+  o.rule = SwitchRule::kLayerwise;
+  o.weight_threshold = 0.01;
+  PhaseController c(o);
+  const std::vector<std::vector<double>> d = {
+      {1.0, 2.0}, {0.998, 1.0}, {0.997, 0.5}, {0.9965, 0.25}, {0.9962, 0.2496}, {0.996, 0.2493}};
+  const std::vector<double> losses = {1.0, 0.9, 0.85, 0.83, 0.82, 0.815};
+  std::vector<std::pair<int64_t, Action>> acts;
+  int64_t step = 0;
+  for (size_t w = 0; w < d.size() && c.phase() == TrainingPhase::kFull; ++w) {
+    for (int i = 0; i < 2; ++i, ++step) {
+      const bool end = c.NeedsWeightDistance(step);
+      const Action a = c.Step(step, losses[w], 0, end ? d[w][0] : 0,
+                              end ? d[w] : std::vector<double>{});
+      if (a != Action::kNone) acts.push_back({step, a});
+    }
+  }
+  ASSERT_EQ(acts.size(), 2u);
+  EXPECT_EQ(acts[0], std::make_pair(int64_t(5), Action::kSwitchLayers));  // window 3's end
+  EXPECT_EQ(acts[1], std::make_pair(int64_t(11), Action::kSwitch));      // window 6's end
+  EXPECT_EQ(c.layer_switch_steps(), (std::vector<int64_t>{6, 12}));
+  EXPECT_EQ(c.switch_step(), 12);
+  EXPECT_EQ(c.phase(), TrainingPhase::kLora);
+  // The checks: layer 0 alone at step 5, nobody at 7 and 9, layer 1 at 11.
+  std::vector<std::vector<int>> switched;
+  for (const ControllerEvent& e : c.events()) {
+    if (e.kind == ControllerEvent::Kind::kCheck) switched.push_back(e.switched_layers);
+  }
+  ASSERT_EQ(switched.size(), 4u);
+  EXPECT_EQ(switched[0], std::vector<int>{0});
+  EXPECT_TRUE(switched[1].empty());
+  EXPECT_EQ(switched[3], std::vector<int>{1});
+  EXPECT_NE(c.events()[0].reason.find("layer 0 converged"), std::string::npos)
+      << c.events()[0].reason;
+  // The closest unswitched layer's test is the check's weight margin.
+  EXPECT_NE(c.events()[1].weight_detail.find("layer 1"), std::string::npos);
+  EXPECT_GT(c.events()[1].weight_margin, 1);
+}
+
+TEST(PhaseControllerTest, LayerwiseHoldsEveryLayerWhileTheLossRises) {
+  PhaseControllerOptions o = Options(1);
+  o.rule = SwitchRule::kLayerwise;
+  PhaseController c(o);
+  const double losses[3] = {1.0, 1.1, 1.3};
+  const double d[3] = {1.0, 0.998, 0.997};  // passing the weight test
+  Action last = Action::kNone;
+  for (int64_t s = 0; s < 3; ++s) last = c.Step(s, losses[s], 0, d[s], {d[s], d[s]});
+  EXPECT_EQ(last, Action::kNone);
+  EXPECT_EQ(c.SwitchedLayers(), std::vector<int>{});
+  ASSERT_FALSE(c.events().empty());
+  EXPECT_EQ(c.events().back().reason, "loss rising: not a convergence");
+}
+
+TEST(PhaseControllerTest, LayerwiseStateRoundTrips) {
+  PhaseControllerOptions o = Options(1);
+  o.rule = SwitchRule::kLayerwise;
+  PhaseController a(o), b(o);
+  const std::vector<std::vector<double>> d = {{1.0, 3.0}, {0.998, 2.0}, {0.997, 1.0},
+                                              {0.9965, 0.5}, {0.9962, 0.499}, {0.996, 0.4985}};
+  for (int64_t s = 0; s < 3; ++s) a.Step(s, 1.0 - 0.01 * s, 0, d[s][0], d[s]);
+  ASSERT_EQ(a.SwitchedLayers(), std::vector<int>{0});
+  b.Restore(a.state());
+  EXPECT_EQ(b.SwitchedLayers(), std::vector<int>{0});
+  for (int64_t s = 3; s < 6; ++s) {
+    EXPECT_EQ(a.Step(s, 1.0 - 0.01 * s, 0, d[s][0], d[s]),
+              b.Step(s, 1.0 - 0.01 * s, 0, d[s][0], d[s]))
+        << s;
+  }
+  EXPECT_EQ(a.layer_switch_steps(), b.layer_switch_steps());
+  EXPECT_EQ(b.switch_step(), 6);
+}
+
 }  // namespace
 }  // namespace hpt

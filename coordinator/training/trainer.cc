@@ -93,6 +93,23 @@ LoadParametersHeader Trainer::LoraHeader(const std::string& job, uint64_t seed_o
   return header;
 }
 
+LoadParametersHeader Trainer::FullHeader(int64_t steps_done) const {
+  LoadParametersHeader header = GpuHeader(job_id_, 0);
+  header.set_optimizer_steps(cursor_.main_updates);
+  const std::vector<int> layers =
+      controller_ != nullptr ? controller_->SwitchedLayers() : std::vector<int>{};
+  if (layers.empty()) return header;
+  *header.mutable_lora() = spec_.hpt().lora();
+  for (int l : layers) {
+    header.mutable_lora()->add_layers(l);
+    // A layer's adapter has taken one update a step since its switch.
+    const int64_t since = steps_done - controller_->layer_switch_steps()[size_t(l)];
+    (*header.mutable_optimizer_steps_by_prefix())[absl::StrCat("layers.", l, ".self_attn.lora_")] =
+        std::max<int64_t>(0, since);
+  }
+  return header;
+}
+
 LoadParametersHeader Trainer::TrialHeader() const {
   LoadParametersHeader header = LoraHeader(gpu_.trial_job(), kTrialSeedOffset);
   header.mutable_lora()->set_reference_job(job_id_);
@@ -386,7 +403,7 @@ absl::Status Trainer::Run() {
     }
   } else {
     RETURN_IF_ERROR(LoadModel());
-    if (hpt_) RETURN_IF_ERROR(WeightDistance().status());  // W at the start
+    if (hpt_) RETURN_IF_ERROR(WeightDistances().status());  // W at the start
   }
   state_.hpt.set_fallback_reason(options_.fallback_reason);
   const int64_t n_train = static_cast<int64_t>(data_->train_starts().size());

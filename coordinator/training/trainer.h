@@ -173,6 +173,11 @@ class Trainer {
   // The LoRA model's header: the LoRA phase's optimizer and adapters.
   LoadParametersHeader LoraHeader(const std::string& job, uint64_t seed_offset) const;
   LoadParametersHeader TrialHeader() const;
+  // The full phase's header after `steps_done` steps, its optimizer state
+  // after cursor_.main_updates updates: under hpt.switch_rule layerwise,
+  // the layers switched so far carry adapters (each updated once a step
+  // since its switch) and freeze.
+  LoadParametersHeader FullHeader(int64_t steps_done) const;
 
   // Schedule.
   // Steps per epoch, the progress totals and the phase controller.
@@ -221,9 +226,19 @@ class Trainer {
   absl::Status CollectTrainedModel();
 
   // Phase control.
-  absl::StatusOr<double> WeightDistance();
+  // The weight test's distances over the window that ends now: the
+  // tracked layer's (hpt.weight_layer), and under layerwise every layer's.
+  struct WindowDistances {
+    double tracked = 0;
+    std::vector<double> layers;
+  };
+  absl::StatusOr<WindowDistances> WeightDistances();
   absl::Status StartTrial();
   absl::Status Switch();
+  // Layerwise, after `steps_done` steps: the GPU workers reloaded with the
+  // switched layers frozen under adapters, the other layers' Adam moments
+  // kept.
+  absl::Status SwitchLayers(int64_t steps_done);
   void RecordEvents();
 
   // Checkpoints.

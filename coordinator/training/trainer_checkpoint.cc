@@ -3,6 +3,7 @@
 // The rest of Trainer is in trainer.cc.
 #include "coordinator/training/trainer.h"
 
+#include "absl/strings/match.h"
 #include "common/status_macros.h"
 #include "common/tensor_codec.h"
 #include "coordinator/dispatch/for_each_worker.h"
@@ -79,12 +80,17 @@ absl::Status Trainer::Reload(const Checkpoint& checkpoint) {
     std::map<std::string, int> ranks(h.hpt().lora_ranks().begin(), h.hpt().lora_ranks().end());
     // A checkpoint made on the GPU workers (a fallback) lacks the constant.
     std::map<std::string, HostTensor> params = model;
+    // The GPU session's reference weights (a checkpoint made on the GPU
+    // fallback) have no place on the devices.
+    for (auto it = params.begin(); it != params.end();) {
+      it = absl::EndsWith(it->first, kInitialSuffix) ? params.erase(it) : std::next(it);
+    }
     AddTokenEncoding(data_->num_tokens(), model_.d_model(), &params);
     return StartHybrid(params, ranks, cursor_.main_updates);
   }
   const std::map<std::string, HostTensor> on_gpu = GpuModelTensors(model);
-  LoadParametersHeader header = phase_ == TrainingPhase::kLora ? LoraHeader(job_id_, kLoraSeedOffset)
-                                                      : GpuHeader(job_id_, 0);
+  LoadParametersHeader header =
+      phase_ == TrainingPhase::kLora ? LoraHeader(job_id_, kLoraSeedOffset) : FullHeader(h.step());
   header.set_optimizer_steps(cursor_.main_updates);
   if (options_.head_worker != nullptr) header.set_gpu_segment("encoder");
   std::vector<TensorChunk> chunks = SplitTensors(on_gpu);

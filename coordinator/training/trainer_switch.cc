@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "common/tensor_codec.h"
@@ -27,6 +28,7 @@ PhaseControllerOptions PhaseControllerOptionsOf(const HptSpec& h, int64_t total_
   if (rule == "consecutive") o.checks_in_a_row = h.consecutive_checks();
   if (rule == "trend") o.rule = SwitchRule::kTrend;
   if (rule == "plateau") o.rule = SwitchRule::kPlateau;
+  if (rule == "layerwise") o.rule = SwitchRule::kLayerwise;
   if (h.trend_windows() > 0) o.trend_windows = h.trend_windows();
   if (h.trend_gain() > 0) o.trend_gain = h.trend_gain();
   if (h.plateau_z() > 0) o.plateau_z = h.plateau_z();
@@ -37,30 +39,50 @@ PhaseControllerOptions PhaseControllerOptionsOf(const HptSpec& h, int64_t total_
   return o;
 }
 
-absl::StatusOr<double> Trainer::WeightDistance() {
-  const std::string layer =
-      absl::StrCat("layers.", spec_.hpt().weight_layer(), ".self_attn.");
-  const std::vector<std::string> names = {layer + "q_proj.weight", layer + "v_proj.weight"};
+absl::StatusOr<Trainer::WindowDistances> Trainer::WeightDistances() {
+  const bool every = controller_->options().rule == SwitchRule::kLayerwise;
+  const int64_t tracked = spec_.hpt().weight_layer();
+  std::vector<int64_t> layers = {tracked};
+  if (every) {
+    layers.clear();
+    for (int64_t l = 0; l < model_.num_layers(); ++l) layers.push_back(l);
+  }
+  std::vector<std::string> names;
+  for (int64_t l : layers) {
+    const std::string prefix = absl::StrCat("layers.", l, ".self_attn.");
+    names.push_back(prefix + "q_proj.weight");
+    names.push_back(prefix + "v_proj.weight");
+  }
   ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks, workers_[0]->Snapshot(job_id_, names));
   ASSIGN_OR_RETURN(auto tensors, AssembleChunks(chunks));
+  // [W_q | W_v] of each layer, one after another.
   std::vector<float> w;
-  for (const std::string& name : names) {
-    auto it = tensors.find(name);
+  std::vector<size_t> ends;
+  for (size_t i = 0; i < names.size(); ++i) {
+    auto it = tensors.find(names[i]);
     if (it == tensors.end()) {
-      return absl::InternalError(absl::StrCat("the GPU worker did not send '", name, "'"));
+      return absl::InternalError(absl::StrCat("the GPU worker did not send '", names[i], "'"));
     }
     w.insert(w.end(), it->second.data.begin(), it->second.data.end());
+    if (i % 2 == 1) ends.push_back(w.size());
   }
   std::vector<float>& last = cursor_.last_weights;
-  double sq = 0;
-  if (last.size() == w.size()) {
-    for (size_t i = 0; i < w.size(); ++i) {
-      const double d = double(w[i]) - last[i];
-      sq += d * d;
+  WindowDistances out;
+  size_t begin = 0;
+  for (size_t l = 0; l < ends.size(); ++l) {
+    double sq = 0;
+    if (last.size() == w.size()) {
+      for (size_t i = begin; i < ends[l]; ++i) {
+        const double d = double(w[i]) - last[i];
+        sq += d * d;
+      }
     }
+    out.layers.push_back(std::sqrt(sq));
+    begin = ends[l];
   }
+  out.tracked = out.layers[every ? size_t(tracked) : 0];
   last = std::move(w);
-  return std::sqrt(sq);
+  return out;
 }
 
 absl::Status Trainer::StartTrial() {
@@ -115,6 +137,39 @@ absl::Status Trainer::Switch() {
   return absl::OkStatus();
 }
 
+absl::Status Trainer::SwitchLayers(int64_t steps_done) {
+  ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks,
+                   workers_[0]->Snapshot(job_id_, {}, /*optimizer_state=*/true));
+  ASSIGN_OR_RETURN(auto tensors, AssembleChunks(chunks));
+  // Adam's moments of the layers that freeze now go; the rest keep theirs
+  // (new adapters start without).
+  const LoadParametersHeader header = FullHeader(steps_done);
+  for (auto it = tensors.begin(); it != tensors.end();) {
+    bool frozen = false;
+    if (it->first.find('@') != std::string::npos && !absl::StrContains(it->first, ".lora_") &&
+        !absl::EndsWith(it->first, kInitialSuffix)) {
+      for (int l : header.lora().layers()) {
+        frozen |= absl::StartsWith(it->first, absl::StrCat("layers.", l, "."));
+      }
+    }
+    it = frozen ? tensors.erase(it) : std::next(it);
+  }
+  chunks = SplitTensors(tensors);
+  std::vector<LoadParametersResponse> loaded(workers_.size());
+  RETURN_IF_ERROR(ForEachWorker(workers_.size(), [&](size_t i) -> absl::Status {
+    ASSIGN_OR_RETURN(loaded[i], workers_[i]->LoadParameters(header, chunks));
+    return absl::OkStatus();
+  }));
+  const int64_t bytes = ChunkBytes(chunks);
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    ledger_.Record(MakeFinishedTask(AddressOf(workers_[i]), "gpu", "load", loaded[i].cost(), bytes));
+  }
+  for (const auto& [name, rank] : loaded[0].lora_ranks()) {
+    (*state_.hpt.mutable_lora_ranks())[name] = rank;
+  }
+  return JoinGroups();
+}
+
 absl::Status Trainer::StartHybrid(const std::map<std::string, HostTensor>& params,
                                   const std::map<std::string, int>& ranks,
                                   int64_t optimizer_steps) {
@@ -164,17 +219,22 @@ absl::Status Trainer::ControlPhase(const std::vector<int64_t>& indices, int64_t 
   }
   ledger_.set_chain(Chain::kNone);
   if (options_.on_controller_sample) return SampleControllerInputs(step, loss, trial_loss);
-  double distance = 0;
+  WindowDistances distances;
   if (controller_->NeedsWeightDistance(step)) {
-    ASSIGN_OR_RETURN(distance, WeightDistance());
+    ASSIGN_OR_RETURN(distances, WeightDistances());
   }
-  const PhaseController::Action action = controller_->Step(step, loss, trial_loss, distance);
+  const PhaseController::Action action =
+      controller_->Step(step, loss, trial_loss, distances.tracked, distances.layers);
   RecordEvents();
+  const std::vector<int64_t>& layer_steps = controller_->layer_switch_steps();
+  state_.hpt.mutable_layer_switch_steps()->Assign(layer_steps.begin(), layer_steps.end());
   if (action == PhaseController::Action::kStartTrial ||
       action == PhaseController::Action::kRestartTrial) {
     ledger_.set_chain(Chain::kTrial);
     RETURN_IF_ERROR(StartTrial());
     state_.hpt.set_phase("trial");
+  } else if (action == PhaseController::Action::kSwitchLayers) {
+    RETURN_IF_ERROR(SwitchLayers(step + 1));
   } else if (action == PhaseController::Action::kSwitch) {
     ledger_.set_chain(Chain::kSwitch);
     RETURN_IF_ERROR(Switch());
@@ -190,7 +250,8 @@ absl::Status Trainer::SampleControllerInputs(int64_t step, double loss, double t
   const int64_t k = std::max<int64_t>(1, spec_.hpt().check_window_steps());
   ControllerSample sample{step, loss, trial_loss, 0};
   if ((step + 1) % k == 0) {
-    ASSIGN_OR_RETURN(sample.weight_distance, WeightDistance());
+    ASSIGN_OR_RETURN(WindowDistances distances, WeightDistances());
+    sample.weight_distance = distances.tracked;
     // The first check closes the third window: a trial can start there.
     if (step + 1 >= 3 * k) {
       ledger_.set_chain(Chain::kTrial);

@@ -1,0 +1,141 @@
+// hpt.switch_rule layerwise with real worker executors in this process:
+// each encoder layer switches to LoRA at its own check, a switched layer's
+// base weights stop while the other layer trains on, the job's switch is
+// the last layer's, and a job resumed between two layers' switches ends
+// like the uninterrupted one.
+#include <algorithm>
+#include <cmath>
+
+#include "coordinator/dispatch/local_worker_client.h"
+#include "coordinator/spec/job_spec.h"
+#include "coordinator/training/checkpoint.h"
+#include "coordinator/training/in_process_workers.h"
+#include "coordinator/training/trainer.h"
+#include "data/synthetic.h"
+#include "gtest/gtest.h"
+#include "workers/gpu_executor.h"
+
+namespace hpt {
+namespace {
+
+struct Outcome {
+  absl::Status status;
+  TrainerUpdate last;
+  TrainedModel model;
+  std::vector<Checkpoint> checkpoints;
+};
+
+class LayerwiseTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    data_ = SmallSyntheticWindows(6);
+    spec_.mutable_model()->set_preset("tiny");
+    spec_.mutable_model()->set_dropout(0.1);
+    spec_.mutable_model()->set_dropout_set(true);
+    spec_.mutable_training()->set_epochs(8);
+    spec_.mutable_training()->set_batch_size(16);
+    spec_.mutable_training()->mutable_optimizer()->set_learning_rate(0.003);
+    spec_.mutable_training()->set_seed(kSeed);
+    HptSpec& h = *spec_.mutable_hpt();
+    h.set_check_window_steps(3);
+    h.set_weight_threshold(kWeightThreshold);
+    h.set_switch_rule("layerwise");
+    h.set_placement("gpu");
+    spec_ = *NormalizeJobSpec(spec_);
+  }
+
+  // The seed and threshold make the two layers of the tiny model pass
+  // their weight tests at different checks (the test asserts that they do).
+  static constexpr uint64_t kSeed = 7;
+  static constexpr double kWeightThreshold = 0.15;
+
+  Outcome Run(std::shared_ptr<const Checkpoint> resume) {
+    GpuExecutor::Options g;
+    g.device = "cpu";
+    auto gpu = *GpuExecutor::Create(g);
+    LocalWorkerClient gpu_client("gpu0", gpu.get());
+    Outcome out;
+    Trainer::Options options;
+    options.on_progress = [&](const TrainerUpdate& u) { out.last = u; };
+    options.checkpoint_every = 3;
+    options.on_checkpoint = [&](Checkpoint c) { out.checkpoints.push_back(std::move(c)); };
+    options.resume = std::move(resume);
+    Trainer trainer("job-000001", spec_, data_.get(), {&gpu_client}, options);
+    out.status = trainer.Run();
+    if (out.status.ok()) out.model = trainer.trained_model();
+    return out;
+  }
+
+  static const HostTensor& Tensor(const Checkpoint& c, const std::string& name) {
+    return c.tensors.at("model/" + name);
+  }
+
+  std::unique_ptr<WindowDataset> data_;
+  JobSpec spec_;
+};
+
+TEST_F(LayerwiseTest, LayersSwitchAloneAndResumeBetweenThem) {
+  const Outcome whole = Run(nullptr);
+  ASSERT_TRUE(whole.status.ok()) << whole.status;
+  const HptStatus& h = whole.last.hpt;
+  ASSERT_EQ(h.layer_switch_steps_size(), 2) << h.DebugString();
+  const int64_t first = *std::min_element(h.layer_switch_steps().begin(),
+                                          h.layer_switch_steps().end());
+  const int64_t last = *std::max_element(h.layer_switch_steps().begin(),
+                                         h.layer_switch_steps().end());
+  ASSERT_GT(first, 0) << h.DebugString();
+  ASSERT_LT(first, last) << "the layers switched together: " << h.DebugString();
+  EXPECT_EQ(h.switch_step(), last);
+  EXPECT_EQ(h.phase(), "lora");
+  const int frozen = h.layer_switch_steps(0) == first ? 0 : 1;
+  const std::string frozen_q = absl::StrCat("layers.", frozen, ".self_attn.q_proj.weight");
+  const std::string other_q = absl::StrCat("layers.", 1 - frozen, ".self_attn.q_proj.weight");
+  // Each switch is named in the check that made it.
+  int switched_checks = 0;
+  for (const PhaseEvent& e : h.events()) {
+    if (e.kind() != PhaseEvent::CHECK || e.switched_layers().empty()) continue;
+    ++switched_checks;
+    EXPECT_EQ(e.iteration() + 1, h.layer_switch_steps(e.switched_layers(0)));
+  }
+  EXPECT_EQ(switched_checks, 2);
+  // Between the switches: the frozen layer's base stands still and has an
+  // adapter; the other layer's base moves and has none.
+  std::vector<const Checkpoint*> between;
+  for (const Checkpoint& c : whole.checkpoints) {
+    if (c.header.step() >= first && c.header.step() < last) between.push_back(&c);
+  }
+  ASSERT_GE(between.size(), 2u) << "first " << first << ", last " << last;
+  const Checkpoint& a = *between.front();
+  const Checkpoint& b = *between.back();
+  EXPECT_EQ(Tensor(a, frozen_q).data, Tensor(b, frozen_q).data);
+  EXPECT_NE(Tensor(a, other_q).data, Tensor(b, other_q).data);
+  EXPECT_EQ(a.tensors.count(absl::StrCat("model/layers.", frozen, ".self_attn.lora_q_proj.A.weight")),
+            1u);
+  EXPECT_EQ(a.tensors.count(absl::StrCat("model/layers.", 1 - frozen,
+                                         ".self_attn.lora_q_proj.A.weight")),
+            0u);
+  EXPECT_EQ(h.lora_ranks().count(absl::StrCat("layers.", frozen, ".self_attn.q_proj")), 1u);
+
+  // Resumed between the two switches on a fresh worker: the same run.
+  const Outcome resumed = Run(std::make_shared<const Checkpoint>(a));
+  ASSERT_TRUE(resumed.status.ok()) << resumed.status;
+  EXPECT_EQ(resumed.last.hpt.switch_step(), h.switch_step());
+  EXPECT_EQ(std::vector<int64_t>(resumed.last.hpt.layer_switch_steps().begin(),
+                                 resumed.last.hpt.layer_switch_steps().end()),
+            std::vector<int64_t>(h.layer_switch_steps().begin(), h.layer_switch_steps().end()));
+  EXPECT_NEAR(resumed.last.progress.test_loss(), whole.last.progress.test_loss(),
+              1e-5 * whole.last.progress.test_loss());
+  double worst = 0;
+  ASSERT_EQ(resumed.model.parameters.size(), whole.model.parameters.size());
+  for (const auto& [name, t] : whole.model.parameters) {
+    const HostTensor& u = resumed.model.parameters.at(name);
+    ASSERT_EQ(u.shape, t.shape) << name;
+    for (size_t i = 0; i < t.data.size(); ++i) {
+      worst = std::max(worst, double(std::abs(u.data[i] - t.data[i])));
+    }
+  }
+  EXPECT_LT(worst, 1e-5);
+}
+
+}  // namespace
+}  // namespace hpt
