@@ -69,6 +69,33 @@ TEST(JobPageTest, NamesAreEscapedAndBarsCarryTheirValues) {
   EXPECT_NE(RenderJobPage(in, PageOptions{true, "/"}).find("?part=content"), std::string::npos);
 }
 
+TEST(JobPageTest, ValidationLossStandsBesideTheTestLoss) {
+  JobPageInput in;
+  in.job = SmallJob();
+  for (int s = 0; s < 20; ++s) {
+    in.history.add_first_step(s), in.history.add_loss_mean(1), in.history.add_loss_min(1),
+        in.history.add_loss_max(1);
+  }
+  in.history.set_steps(20);
+  in.history.set_bucket(1);
+  for (int e = 1; e <= 2; ++e) {
+    EpochPoint& p = *in.history.add_epochs();
+    p.set_epoch(e);
+    p.set_last_step(10 * e - 1);
+    p.set_train_loss(1);
+    p.set_test_loss(0.9);
+  }
+  // Without a validation split: no squares and no legend entry.
+  EXPECT_EQ(RenderJobContent(in).find("validation"), std::string::npos);
+  in.history.mutable_epochs(0)->set_validation_loss(0.5);
+  in.history.mutable_epochs(1)->set_validation_loss(0.45);
+  const std::string html = RenderJobContent(in);
+  EXPECT_NE(html.find("data-series=\"validation-loss\" data-count=\"2\""), std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<title>epoch 2: validation loss 0.45</title>"), std::string::npos);
+  EXPECT_EQ(Count(html, "validation loss after an epoch"), 1u);  // the legend
+}
+
 TEST(JobPageTest, SkillStandsBesideTheRmseAndALosingModelIsRed) {
   JobPageInput in;
   in.job = SmallJob();

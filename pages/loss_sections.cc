@@ -65,6 +65,7 @@ PlotArea LossPlotArea(const JobHistory& h, bool* log) {
   for (const EpochPoint& e : h.epochs()) {
     see(e.train_loss());
     if (e.test_loss() > 0) see(e.test_loss());
+    if (e.validation_loss() > 0) see(e.validation_loss());
   }
   *log = lo > 0 && hi / lo > 10;
   PlotArea plot(880, 300);
@@ -159,6 +160,21 @@ void DrawTestLossAndSwitch(const JobHistory& h, const HptStatus& hpt, PlotArea* 
   }
   absl::StrAppend(&plot->body, "<g class=\"series\" data-series=\"test-loss\" data-count=\"",
                   test_points.size(), "\">", absl::StrJoin(test_points, ""), "</g>");
+  // The validation split's loss (training.select, data.validation_share).
+  std::vector<std::string> validation_points;
+  for (const EpochPoint& e : h.epochs()) {
+    if (e.validation_loss() <= 0) continue;
+    const double x = plot->X(double(e.last_step())), y = plot->Y(e.validation_loss());
+    validation_points.push_back(absl::StrFormat(
+        "<rect class=\"validation\" x=\"%.1f\" y=\"%.1f\" width=\"7\" height=\"7\"><title>"
+        "epoch %d: validation loss %s</title></rect>",
+        x - 3.5, y - 3.5, e.epoch(), Num(e.validation_loss())));
+  }
+  if (!validation_points.empty()) {
+    absl::StrAppend(&plot->body,
+                    "<g class=\"series\" data-series=\"validation-loss\" data-count=\"",
+                    validation_points.size(), "\">", absl::StrJoin(validation_points, ""), "</g>");
+  }
   if (hpt.switch_step() < 0) return;
   const double x = plot->X(double(hpt.switch_step()));
   absl::StrAppend(&plot->body, absl::StrFormat(
@@ -187,13 +203,23 @@ std::string LossSection(const Job& job, const JobHistory& h) {
       "data-steps=\"%d\" data-bucket=\"%d\" data-points=\"%d\" data-switch-step=\"%d\" "
       "data-checks=\"%d\" data-trials=\"%d\" aria-label=\"training loss per step\"",
       h.steps(), h.bucket(), points, hpt.switch_step(), checks, trials)));
-  absl::StrAppend(&out, Legend({{"train", "training loss"},
-                                {"band", "least to largest in a point's steps"},
-                                {"test", "test loss after an epoch"},
-                                {"pass", "check: both tests passed"},
-                                {"fail", "check: a test failed"},
-                                {"trial", "trial window"},
-                                {"switch", "switch"}}));
+  std::vector<std::pair<std::string, std::string>> legend = {
+      {"train", "training loss"},
+      {"band", "least to largest in a point's steps"},
+      {"test", "test loss after an epoch"}};
+  for (const EpochPoint& e : h.epochs()) {
+    if (e.validation_loss() <= 0) continue;
+    legend.push_back({"validation", "validation loss after an epoch"});
+    break;
+  }
+  for (const auto& entry : std::vector<std::pair<std::string, std::string>>{
+           {"pass", "check: both tests passed"},
+           {"fail", "check: a test failed"},
+           {"trial", "trial window"},
+           {"switch", "switch"}}) {
+    legend.push_back(entry);
+  }
+  absl::StrAppend(&out, Legend(legend));
   absl::StrAppend(&out, "<p class=\"note\">", h.steps(), " steps",
                   h.bucket() > 1 ? absl::StrCat("; each point is the mean of ", h.bucket(),
                                                 " steps, the band their least and largest loss")
