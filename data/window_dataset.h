@@ -94,6 +94,8 @@ class WindowDataset {
   const std::string& climatology_basis() const { return climatology_.basis(); }
   // The rows' times (UTC seconds) where the source gave them, else empty.
   const std::vector<int64_t>& times() const { return series_.times; }
+  // The time column's header where the source had one.
+  const std::string& time_name() const { return series_.time_name; }
 
  private:
   WindowDataset() = default;

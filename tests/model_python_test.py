@@ -148,7 +148,8 @@ STATIONS = ["Pullman", "Prosser", "Othello", "Lind", "Walla Walla", "Wenatchee"]
 
 
 class ModelInDataUnitsTest(unittest.TestCase):
-    """A wide CSV in degrees with a header of station names, no split given."""
+    """A wide CSV in degrees with a time column and a header of station names, no split
+    given."""
 
     @classmethod
     def setUpClass(cls):
@@ -162,10 +163,12 @@ class ModelInDataUnitsTest(unittest.TestCase):
                            axis=1).astype(np.float32)
         cls.csv = os.path.join(cls.dir, "temps.csv")
         with open(cls.csv, "w") as f:
-            f.write(",".join(STATIONS) + "\n")
-            for row in cls.raw:
-                f.write(",".join(f"{v:.3f}" for v in row) + "\n")
-        cls.raw = np.loadtxt(cls.csv, delimiter=",", skiprows=1, dtype=np.float32)
+            f.write(",".join(["time"] + STATIONS) + "\n")
+            for hour, row in zip(hours, cls.raw):
+                when = f"2024-03-{1 + hour // 24:02d} {hour % 24:02d}:00"
+                f.write(",".join([when] + [f"{v:.3f}" for v in row]) + "\n")
+        cls.raw = np.loadtxt(cls.csv, delimiter=",", skiprows=1, dtype=np.float32,
+                             usecols=range(1, len(STATIONS) + 1))
         cls.job_id = cls.cluster.train(
             ["--preset=tiny", f"--csv={cls.csv}", "--input_steps=24", "--horizon=1",
              "--epochs=2", "--batch_size=16", "--mode=full", "--seed=5"], name="temps")
@@ -184,6 +187,12 @@ class ModelInDataUnitsTest(unittest.TestCase):
         self.assertEqual(u["stations"], STATIONS)
         self.assertEqual((u["input_steps"], u["horizon"]), (24, 1))
         self.assertTrue(u["per_token"])
+        # The time column: what a row's step is, and when the data and its test split start.
+        self.assertEqual(u["time_column"], "time")
+        self.assertEqual(int(u["time_step_s"]), 3600)
+        march_1 = 1709251200  # 2024-03-01 00:00 UTC
+        self.assertEqual(int(u["first_time_s"]), march_1)
+        self.assertEqual(int(u["test_first_time_s"]), march_1 + 3600 * int(u["test_begin_row"]))
         # The training rows' statistics: the first 80 % (480 rows), per station.
         train = self.raw[:480]
         np.testing.assert_allclose(u["mean"], train.mean(axis=0), rtol=1e-5)

@@ -16,6 +16,7 @@
 #include "coordinator/training/checkpoint_codec.h"  // ToPhaseEvent
 #include "coordinator/training/hybrid_plan.h"
 #include "coordinator/training/model_export.h"
+#include "data/timestamps.h"
 #include "workers/rendezvous_store.h"
 
 namespace hpt {
@@ -271,6 +272,16 @@ DataUnits DataUnitsOf(const WindowDataset& data) {
   u.set_test_begin_row(data.options().test.begin);
   u.set_test_end_row(data.options().test.end);
   u.set_unit(data.unit());
+  const std::vector<int64_t>& times = data.times();
+  if (!times.empty()) {
+    u.set_time_column(data.time_name());
+    u.set_time_step_s(TypicalStep(times));
+    u.set_first_time_s(times.front());
+    const int64_t test = data.options().test.begin;
+    if (test >= 0 && test < int64_t(times.size()) && data.options().test.end > test) {
+      u.set_test_first_time_s(times[size_t(test)]);
+    }
+  }
   return u;
 }
 
