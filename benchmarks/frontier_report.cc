@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "data/quality_metrics.h"
 #include "absl/strings/match.h"
 #include "benchmarks/frontier_plot.h"
 #include "benchmarks/seed_stats.h"
@@ -311,6 +312,40 @@ void PrintFrontier(const std::vector<App>& apps, const std::vector<std::string>&
                   Pct(s.median_time_lost).c_str(), Pct(s.median_quality_lost).c_str(),
                   s.mean_time_paper, s.mean_time_fastest);
     }
+  }
+  PrintSkill(apps, rules);
+}
+
+void PrintSkill(const std::vector<App>& apps, const std::vector<std::string>& rules) {
+  std::printf("\nForecast skill on the test split, 1 - RMSE / persistence's (persistence: each "
+              "station's last input value; RMSE in the data's units, means over the seeds; "
+              "full: the early-stopped never-switched run)\n");
+  std::printf("%-8s %-12s %-28s %-18s", "app", "persistence", "climatology", "full RMSE/skill");
+  for (const std::string& rule : rules) std::printf(" %-22s", (rule + " RMSE/skill").c_str());
+  std::printf("\n");
+  for (const App& app : apps) {
+    const double p = app.reference.persistence_rmse();
+    if (!app.error.empty() || p <= 0) continue;
+    double full = 0;
+    std::vector<double> rule_rmse(rules.size(), 0);
+    int n = 0;
+    for (const SeedRun& s : app.seeds) {
+      if (!s.error.empty()) continue;
+      ++n;
+      full += s.rmse_full;
+      for (size_t i = 0; i < rules.size() && i < s.rules.size(); ++i) {
+        rule_rmse[i] += s.rules[i].rmse;
+      }
+    }
+    if (n == 0) continue;
+    std::printf("%-8s %-12.4g %-28s %-18s", app.name.c_str(), p,
+                absl::StrFormat("%.4g (%s)", app.reference.climatology_rmse(),
+                                app.reference.climatology()).c_str(),
+                absl::StrFormat("%.4g / %.3f", full / n, ForecastSkill(full / n, p)).c_str());
+    for (double r : rule_rmse) {
+      std::printf(" %-22s", absl::StrFormat("%.4g / %.3f", r / n, ForecastSkill(r / n, p)).c_str());
+    }
+    std::printf("\n");
   }
 }
 

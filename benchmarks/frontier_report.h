@@ -45,8 +45,11 @@ RuleSummary SummarizeRule(const App& app, size_t rule_index);
 std::string ChooseDefault(const std::vector<App>& apps, const std::vector<std::string>& rules,
                           std::string* why);
 
-// The printed report.
+// The printed report (with PrintSkill's table).
 void PrintFrontier(const std::vector<App>& apps, const std::vector<std::string>& rules);
+// Persistence's and climatology's RMSE per application beside the
+// full-parameter baseline's and each rule's, with their skill.
+void PrintSkill(const std::vector<App>& apps, const std::vector<std::string>& rules);
 
 // Rule `rule_index` in paper_table's terms: its switch over the seeds, its
 // RMSE against full-parameter training's (LoRA on the GPU worker) with a

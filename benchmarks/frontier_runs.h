@@ -58,6 +58,8 @@ struct App {
   PaperLength length, paper_length;
   std::vector<JobCosts> costs;  // per GPU baseline, AllGpuBaselines' order
   size_t fastest = 0;           // the baseline with the shortest GPU-only step
+  // Persistence's and climatology's test RMSE (ReferenceForecasts).
+  QualityMetrics reference;
   std::vector<SeedRun> seeds;
   std::string error;
 };

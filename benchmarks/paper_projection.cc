@@ -6,6 +6,7 @@
 #include "common/status_macros.h"
 #include "coordinator/spec/job_spec.h"
 #include "coordinator/spec/paper_recipes.h"
+#include "coordinator/training/evaluation.h"
 #include "coordinator/training/job_data.h"
 
 namespace hpt {
@@ -32,6 +33,22 @@ absl::StatusOr<std::shared_ptr<const WorkRecord>> PaperSizeCostRecord(const std:
     return absl::FailedPreconditionError("the paper-size cost run did not reach the LoRA phase");
   }
   return record;
+}
+
+absl::StatusOr<QualityMetrics> ReferenceForecasts(const JobSpec& spec) {
+  ASSIGN_OR_RETURN(JobSpec normal, NormalizeJobSpec(spec));
+  ASSIGN_OR_RETURN(WindowDataset data, BuildJobData(normal.data()));
+  ModelConfig model;
+  model.set_d_model(1);
+  model.set_num_layers(1);
+  const int64_t outputs = data.output_features();
+  auto zero = [outputs](const HostTensor& x) -> absl::StatusOr<HostTensor> {
+    return HostTensor({x.shape.at(0), x.shape.at(1), outputs});
+  };
+  ASSIGN_OR_RETURN(std::optional<TestEvaluation> e,
+                   EvaluateTestSplit(data, normal.training(), model, zero));
+  if (!e.has_value()) return absl::FailedPreconditionError("the data has no test split");
+  return e->metrics;
 }
 
 absl::StatusOr<PaperLength> PaperLengthOf(const JobSpec& spec) {

@@ -35,6 +35,12 @@ struct PaperLength {
 };
 absl::StatusOr<PaperLength> PaperLengthOf(const JobSpec& spec);
 
+// The reference forecasts on `spec`'s test split, in the data's units:
+// persistence (each station's last input value) and climatology, as a
+// job's report scores them (persistence_rmse, climatology_rmse,
+// climatology; the model's own figures in it are a zero forecast's).
+absl::StatusOr<QualityMetrics> ReferenceForecasts(const JobSpec& spec);
+
 // GPU-only over HpT, time (energy: false) or energy, under the costing `c`
 // of the record: the switch after `switch_step` steps of the small job's
 // batch (-1: never, ratio 1), `trial_windows` trial windows beside the

@@ -355,6 +355,7 @@ int RunTask(const std::string& dir) {
 absl::Status PrepareApp(const std::string& dir, App* app) {
   ASSIGN_OR_RETURN(app->spec, SmallSpec(app->name, dir));
   ASSIGN_OR_RETURN(app->paper_length, PaperLengthOf(app->spec));
+  ASSIGN_OR_RETURN(app->reference, ReferenceForecasts(app->spec));
   // The run this frontier trained, not the paper's epochs: a switch at
   // step s keeps s / total of it in the full phase, and the end is "never".
   app->length = app->paper_length;
