@@ -1,6 +1,6 @@
 // The CPU's own calibrated profile against the CPU's own whole training
 // steps (forward, MSE backward, Adam update; the tiny and wind presets at
-// several batches), as issue 32 asks: every step within 25 % of the
+// several batches): every step within 25 % of the
 // profile's prediction. The profile comes from microbenchmarks only
 // (workers/device_calibration.h), never from steps.
 //

@@ -320,7 +320,7 @@ void PrintSkill(const std::vector<App>& apps, const std::vector<std::string>& ru
   std::printf("\nForecast skill on the test split, 1 - RMSE / persistence's (persistence: each "
               "station's last input value; RMSE in the data's units, means over the seeds; "
               "full: the early-stopped never-switched run)\n");
-  std::printf("%-8s %-12s %-28s %-18s", "app", "persistence", "climatology", "full RMSE/skill");
+  std::printf("%-8s %-12s %-38s %-18s", "app", "persistence", "climatology", "full RMSE/skill");
   for (const std::string& rule : rules) std::printf(" %-22s", (rule + " RMSE/skill").c_str());
   std::printf("\n");
   for (const App& app : apps) {
@@ -338,7 +338,7 @@ void PrintSkill(const std::vector<App>& apps, const std::vector<std::string>& ru
       }
     }
     if (n == 0) continue;
-    std::printf("%-8s %-12.4g %-28s %-18s", app.name.c_str(), p,
+    std::printf("%-8s %-12.4g %-38s %-18s", app.name.c_str(), p,
                 absl::StrFormat("%.4g (%s)", app.reference.climatology_rmse(),
                                 app.reference.climatology()).c_str(),
                 absl::StrFormat("%.4g / %.3f", full / n, ForecastSkill(full / n, p)).c_str());

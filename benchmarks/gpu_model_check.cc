@@ -1,12 +1,12 @@
 // gpu_model_check: the GPU cost model against training steps measured on a
 // real GPU, two ways.
 //
-// Against issue 32's table (the default): it records the wind preset's
+// Against the measured H100 table (the default): it records the wind preset's
 // steps here (full and LoRA q,v r8, batch 1 and 32: forward, MSE backward,
 // Adam update), costs them on a GPU profile under each baseline's launch
 // path, and sets them beside the figures measured on an H100.
 //
-// Measured (issue 32, 2026-11-24): one NVIDIA H100 80GB HBM3 (SXM, 700 W
+// Measured (2026-11-24): one NVIDIA H100 80GB HBM3 (SXM, 700 W
 // limit), LibTorch 2.11.0+cu130, wind preset (12 layers, d_model 512, 57
 // tokens), median of 50 steps after warm-up, CUDA-synchronised, fp32 with
 // TF32 off; board power from nvidia-smi at 200 ms while the steps looped.
@@ -48,7 +48,7 @@ ABSL_FLAG(double, tolerance, 0.25, "Largest |model / measured - 1| --check accep
 ABSL_FLAG(bool, check, false, "Exit 1 when a row is outside the tolerance.");
 ABSL_FLAG(std::string, measure_on, "",
           "Device (cpu, cuda:N) to time the preset's steps on with the baseline probe, "
-          "against --gpu; empty: issue 32's H100 table.");
+          "against --gpu; empty: the measured H100 table.");
 ABSL_FLAG(std::string, preset, "wind", "With --measure_on: the model preset.");
 ABSL_FLAG(std::string, batches, "1,32", "With --measure_on: the batches, comma-separated.");
 ABSL_FLAG(int64_t, tokens, 57, "With --measure_on: tokens a sample (wind: 57 stations).");
@@ -73,9 +73,9 @@ struct Measured {
   double joules;  // board power x step time; 0: not measured
 };
 
-// Issue 32's table (H100, above). Energy: the power while each kind of
-// step looped times its step time. Then the bf16 graph step, which issue
-// 32 did not time: the baseline probe's on an NVIDIA H200 (2026-11-27,
+// The measured H100 table (above). Energy: the power while each kind of
+// step looped times its step time. Then the bf16 graph step, which the H100
+// run did not time: the baseline probe's on an NVIDIA H200 (2026-11-27,
 // LibTorch 2.11.0+cu130, tools/gpu_check.sh, median of 20 after 3),
 // whose kernel tables the h100 preset takes (its fp32 graph steps there,
 // 4.34 and 12.7 ms, are the H100's 4.31 and 12.3 within 3 %).
@@ -94,7 +94,7 @@ const Measured kH100[] = {
     {"full b32, bf16 (H200)", false, 32, GpuBaseline::kBf16, 6.14, 0},
 };
 
-// Each row of issue 32's table beside the model: the count outside.
+// Each row of the H100 table beside the model: the count outside.
 int CompareWithTable(const DeviceCostConfig& config) {
   std::printf("%-24s %10s %10s %7s %9s %9s %7s\n", "wind step", "measured", "model", "ratio",
               "meas. J", "model J", "ratio");

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The h100 preset against issue 32's H100 table and the bf16 graph steps an
+# The h100 preset against the measured H100 table and the bf16 graph steps an
 # H200 measured (gpu_model_check's rows): every C++ eager, Python eager,
 # Python fused, CUDA-graph and bf16 row, and every energy, within 25 %.
 #   gpu_model_check_test.sh GPU_MODEL_CHECK

@@ -2,7 +2,7 @@
 // probe (workers/baseline_probe.h) runs a preset's full training step for
 // real under each GPU baseline on the device, and the cost model prices
 // the same step, recorded, on the profile under that baseline's path. On a
-// lent GPU this is issue 32's model-against-reality check on whatever GPU
+// lent GPU this is the model-against-reality check on whatever GPU
 // it is (tools/gpu_check.sh runs it); on the CPU it is the check's twin.
 //
 // The probe runs from C++, so each baseline is priced without Python's

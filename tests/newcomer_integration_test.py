@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """A scientist's first session, on real processes (a coordinator and four
-workers over loopback, driven through hptctl), for what issue 34 found:
+workers over loopback, driven through hptctl), for what a first session tried:
 
 - a check window under 3 steps is rounded up, and submit says so;
 - a relative --csv path is the user's, not the coordinator's working

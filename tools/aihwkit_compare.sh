@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The ReRAM model's read error beside IBM aihwkit's analog tile (issue 25):
+# The ReRAM model's read error beside IBM aihwkit's analog tile:
 # installs aihwkit 1.1.0 from PyPI into ~/.cache/hpt/aihwkit-venv (next to
 # the hpt venv, whose torch it uses), builds and runs
 # //benchmarks:reram_error_stats, then benchmarks/aihwkit_compare.py.

@@ -129,7 +129,7 @@ check calibrate hpt_calibrate --device="$device" --out="$out/gpu.profile" \
   ${HPT_CALIBRATE_QUICK:+--quick}
 check model-vs-h100 gpu_model_check --gpu=h100
 if [ -s "$out/gpu.profile" ]; then
-  # This GPU's own profile against issue 32's H100 table (meaningful on an
+  # This GPU's own profile against the measured H100 table (meaningful on an
   # H100), then against this GPU's own steps, timed by the baseline probe.
   check profile-vs-h100-table gpu_model_check --gpu="$out/gpu.profile"
   check profile-vs-this-gpu gpu_model_check --gpu="$out/gpu.profile" --measure_on="$device" \

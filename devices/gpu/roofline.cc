@@ -36,7 +36,7 @@ void SetLaunchPath(GpuSpec* g) {
   // Host time per op, LibTorch C++ eager with autograd: Meta's Holistic
   // Trace Analysis documentation ("CUDA kernel launch statistics") gives
   // 5-20 us for the CPU side of a launch; we take the range's geometric
-  // centre, 10 us. The H100 step measured for issue 32 (11.3 us a kernel,
+  // centre, 10 us. The H100 step measured on 2026-11-24 (11.3 us a kernel,
   // C++ eager) was known when this rule was chosen; hpt_calibrate measures
   // a machine's own figure.
   g->dispatch_s = 10e-6;
@@ -44,7 +44,7 @@ void SetLaunchPath(GpuSpec* g) {
   // the rule the presets were checked under. HTA's figure is per launch,
   // so for views this is an over-count; a view's own cost (0.25 us, as
   // hpt_calibrate measures it on a CPU host) puts every C++ eager h100
-  // row of issue 32's table at 0.55-0.77 of its measured step, which
+  // row of the measured H100 table at 0.55-0.77 of its measured step, which
   // says the H100's host spent more per launch than the 10 us taken from
   // HTA's range. No source gives either figure for that host.
   g->host_op_s = g->dispatch_s;
@@ -57,7 +57,7 @@ void SetLaunchPath(GpuSpec* g) {
   // workers/host_calibration.cc: the backward of a chain of relus, less an
   // op's dispatch) on an Intel Xeon (Sapphire Rapids, KVM, 2 vCPUs) on
   // 2026-11-25: 2.24 us. No published figure found; the host that drove
-  // issue 32's H100 is not known.
+  // the H100 measured on 2026-11-24 is not known.
   g->node_s = 2.2e-6;
   g->python_op_s = kPythonOpS;
   // NVIDIA, "Getting Started with CUDA Graphs" (A. Gray, 2019): a 2.9 us
@@ -96,7 +96,7 @@ std::vector<std::pair<double, double>> Capped(std::vector<std::pair<double, doub
 // preset priced a kernel from the datasheet's peaks, which puts a small
 // product at nanoseconds; the 1 us assumed for the shortest kernel was the
 // only floor, and a whole-step graph of small kernels came out 2-4x
-// faster than issue 32's H100 measured.
+// faster than the H100 measured on 2026-11-24.
 void UseHopperKernels(GpuSpec* g) {
   // Parsed once: a sweep asks for the preset at every point.
   static const absl::StatusOr<GpuSpec>* const parsed =

@@ -79,7 +79,7 @@ TEST_P(ReramCostTest, AgreesWithNeuroSimOnOneLayer) {
   const ReramReadCost c = ReramLayerReadCost(ReramConfig(), run.m, run.k, run.n);
   EXPECT_EQ(c.plan.in_tile_copies, run.speed_up);
   EXPECT_EQ(c.plan.tiles(), run.tiles);
-  // The bar is 20 %; the model holds 2 % and 8 %.
+  // The bar asked of the model is 20 %; it holds 2 % and 8 %.
   EXPECT_NEAR(c.latency_s * 1e9 / run.latency_ns, 1.0, 0.02);
   EXPECT_NEAR(c.energy_j * 1e12 / run.energy_pj, 1.0, 0.08);
   EXPECT_NEAR(c.latency_s, c.array_adc_s + c.accumulation_s + c.buffer_s +
