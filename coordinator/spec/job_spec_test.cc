@@ -32,9 +32,9 @@ TEST(JobSpecTest, SwitchRulesGetTheirDefaults) {
   // The default pair, from the switch frontier (docs/method.md).
   auto chosen = NormalizeJobSpec(spec);
   ASSERT_TRUE(chosen.ok()) << chosen.status();
-  EXPECT_EQ(chosen->hpt().switch_rule(), "plateau");
-  EXPECT_EQ(chosen->hpt().trial_test(), "none");
-  EXPECT_DOUBLE_EQ(chosen->hpt().plateau_z(), 1.645);
+  EXPECT_EQ(chosen->hpt().switch_rule(), "paper");
+  EXPECT_EQ(chosen->hpt().trial_test(), "difference");
+  EXPECT_DOUBLE_EQ(chosen->hpt().plateau_z(), 0);  // another rule's setting stays unset
   // A named rule keeps the paper's trial.
   spec.mutable_hpt()->set_switch_rule("paper");
   auto paper = NormalizeJobSpec(spec);
