@@ -20,13 +20,6 @@
 namespace hpt {
 namespace {
 
-struct Outcome {
-  absl::Status status;
-  TrainerUpdate last;
-  TrainedModel model;
-  std::vector<Checkpoint> checkpoints;
-};
-
 class CheckpointResumeTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -51,7 +44,7 @@ class CheckpointResumeTest : public ::testing::TestWithParam<std::string> {
   }
 
   // One run on fresh workers, from `resume` (null: the start).
-  Outcome Run(std::shared_ptr<const Checkpoint> resume) {
+  TrainerOutcome Run(std::shared_ptr<const Checkpoint> resume) {
     GpuExecutor::Options g;
     g.device = "cpu";
     auto gpu = *GpuExecutor::Create(g);
@@ -62,7 +55,7 @@ class CheckpointResumeTest : public ::testing::TestWithParam<std::string> {
     auto systolic = *DeviceExecutor::Create(y);
     LocalWorkerClient gpu_client("gpu0", gpu.get()), reram_client("reram0", reram.get()),
         systolic_client("systolic0", systolic.get());
-    Outcome out;
+    TrainerOutcome out;
     Trainer::Options options;
     options.reram_workers = {&reram_client};
     options.systolic_workers = {&systolic_client};
@@ -86,7 +79,7 @@ class CheckpointResumeTest : public ::testing::TestWithParam<std::string> {
     return total;
   }
 
-  static void ExpectSameRun(const Outcome& a, const Outcome& b) {
+  static void ExpectSameRun(const TrainerOutcome& a, const TrainerOutcome& b) {
     ASSERT_TRUE(b.status.ok()) << b.status;
     EXPECT_EQ(b.last.progress.step(), a.last.progress.step());
     ASSERT_EQ(b.last.epoch_losses.size(), a.last.epoch_losses.size());
@@ -99,16 +92,7 @@ class CheckpointResumeTest : public ::testing::TestWithParam<std::string> {
                 1e-5 * a.last.progress.test_loss());
     EXPECT_EQ(b.last.hpt.switch_step(), a.last.hpt.switch_step());
     EXPECT_EQ(b.last.hpt.events_size(), a.last.hpt.events_size());
-    ASSERT_EQ(b.model.parameters.size(), a.model.parameters.size());
-    double worst = 0;
-    for (const auto& [name, t] : a.model.parameters) {
-      const HostTensor& u = b.model.parameters.at(name);
-      ASSERT_EQ(u.shape, t.shape) << name;
-      for (size_t i = 0; i < t.data.size(); ++i) {
-        worst = std::max(worst, double(std::abs(u.data[i] - t.data[i])));
-      }
-    }
-    EXPECT_LT(worst, 1e-5);
+    EXPECT_LT(MaxParameterDifference(a.model, b.model), 1e-5);
   }
 
   std::unique_ptr<WindowDataset> data_;
@@ -116,7 +100,7 @@ class CheckpointResumeTest : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(CheckpointResumeTest, ResumedRunsEndLikeTheUninterruptedOne) {
-  const Outcome whole = Run(nullptr);
+  const TrainerOutcome whole = Run(nullptr);
   ASSERT_TRUE(whole.status.ok()) << whole.status;
   const int64_t switch_step = whole.last.hpt.switch_step();
   ASSERT_GT(switch_step, 0);
@@ -171,7 +155,7 @@ TEST_P(CheckpointResumeTest, ResumedRunsEndLikeTheUninterruptedOne) {
     } else {
       from = std::make_shared<const Checkpoint>(*c);
     }
-    const Outcome resumed = Run(from);
+    const TrainerOutcome resumed = Run(from);
     ExpectSameRun(whole, resumed);
     // The history before the checkpoint came back with it.
     EXPECT_EQ(resumed.last.hpt.events(0).iteration(), whole.last.hpt.events(0).iteration());
@@ -189,17 +173,17 @@ TEST_P(CheckpointResumeTest, ResumedRunsEndLikeTheUninterruptedOne) {
 }
 
 TEST_P(CheckpointResumeTest, RefusesAnotherJobsOrAnotherShapesCheckpoint) {
-  const Outcome whole = Run(nullptr);
+  const TrainerOutcome whole = Run(nullptr);
   ASSERT_TRUE(whole.status.ok()) << whole.status;
   ASSERT_FALSE(whole.checkpoints.empty());
   auto other = std::make_shared<Checkpoint>(whole.checkpoints.front());
   other->header.set_job_id("job-000009");
-  Outcome a = Run(other);
+  TrainerOutcome a = Run(other);
   EXPECT_EQ(a.status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(a.status.message().find("job-000009"), std::string::npos);
   auto shape = std::make_shared<Checkpoint>(whole.checkpoints.front());
   shape->header.set_steps_per_epoch(shape->header.steps_per_epoch() + 1);
-  Outcome b = Run(shape);
+  TrainerOutcome b = Run(shape);
   EXPECT_EQ(b.status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(b.status.message().find("steps per epoch"), std::string::npos);
 }
@@ -212,7 +196,7 @@ TEST_P(CheckpointResumeTest, RefusesAnotherJobsOrAnotherShapesCheckpoint) {
 TEST_P(CheckpointResumeTest, TheSwitchOfAGpuRunGoesOnOnThisPlacement) {
   const std::string placement = spec_.hpt().placement();
   spec_.mutable_hpt()->set_placement("gpu");
-  const Outcome on_gpu = Run(nullptr);
+  const TrainerOutcome on_gpu = Run(nullptr);
   ASSERT_TRUE(on_gpu.status.ok()) << on_gpu.status;
   ASSERT_GE(on_gpu.last.hpt.switch_step(), 0);
   std::shared_ptr<const Checkpoint> at_switch;
@@ -222,7 +206,7 @@ TEST_P(CheckpointResumeTest, TheSwitchOfAGpuRunGoesOnOnThisPlacement) {
   ASSERT_NE(at_switch, nullptr);
   EXPECT_EQ(at_switch->header.step(), on_gpu.last.hpt.switch_step());
   spec_.mutable_hpt()->set_placement(placement);
-  const Outcome resumed = Run(at_switch);
+  const TrainerOutcome resumed = Run(at_switch);
   ASSERT_TRUE(resumed.status.ok()) << resumed.status;
   EXPECT_EQ(resumed.last.hpt.switch_step(), on_gpu.last.hpt.switch_step());
   EXPECT_EQ(resumed.last.progress.step(), on_gpu.last.progress.step());

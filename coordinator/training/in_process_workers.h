@@ -7,10 +7,14 @@
 #ifndef HPT_COORDINATOR_TRAINING_IN_PROCESS_WORKERS_H_
 #define HPT_COORDINATOR_TRAINING_IN_PROCESS_WORKERS_H_
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <memory>
 #include <vector>
 
 #include "coordinator/dispatch/local_worker_client.h"
+#include "coordinator/training/checkpoint.h"
 #include "coordinator/training/trainer.h"
 #include "data/synthetic.h"
 #include "data/window_dataset.h"
@@ -30,6 +34,31 @@ inline std::unique_ptr<WindowDataset> SmallSyntheticWindows(int stations) {
   w.train = {0, 160};
   w.test = {160, 200};
   return std::make_unique<WindowDataset>(*WindowDataset::Create(MakeSyntheticSeries(s), w));
+}
+
+// A trainer's run as a test keeps it: how it ended, its last update, the
+// model it trained, and the checkpoints it made where asked.
+struct TrainerOutcome {
+  absl::Status status;
+  TrainerUpdate last;
+  TrainedModel model;
+  std::vector<Checkpoint> checkpoints;
+};
+
+// The largest absolute difference between two trained models' parameters;
+// infinity where their names or shapes differ.
+inline double MaxParameterDifference(const TrainedModel& a, const TrainedModel& b) {
+  constexpr double kApart = std::numeric_limits<double>::infinity();
+  if (a.parameters.size() != b.parameters.size()) return kApart;
+  double worst = 0;
+  for (const auto& [name, t] : a.parameters) {
+    auto it = b.parameters.find(name);
+    if (it == b.parameters.end() || it->second.shape != t.shape) return kApart;
+    for (size_t i = 0; i < t.data.size(); ++i) {
+      worst = std::max(worst, double(std::abs(it->second.data[i] - t.data[i])));
+    }
+  }
+  return worst;
 }
 
 struct InProcessWorkers {

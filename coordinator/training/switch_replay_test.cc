@@ -18,12 +18,6 @@
 namespace hpt {
 namespace {
 
-struct Outcome {
-  absl::Status status;
-  TrainerUpdate last;
-  TrainedModel model;
-};
-
 class SwitchReplayTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -46,7 +40,7 @@ class SwitchReplayTest : public ::testing::TestWithParam<std::string> {
     spec_ = *NormalizeJobSpec(spec_);
   }
 
-  Outcome Run(Trainer::Options options) {
+  TrainerOutcome Run(Trainer::Options options) {
     InProcessWorkers workers;
     Trainer::Options o = workers.Options();
     o.on_controller_sample = std::move(options.on_controller_sample);
@@ -54,7 +48,7 @@ class SwitchReplayTest : public ::testing::TestWithParam<std::string> {
     o.on_checkpoint = std::move(options.on_checkpoint);
     o.resume = std::move(options.resume);
     o.switch_on_resume = options.switch_on_resume;
-    Outcome out;
+    TrainerOutcome out;
     o.on_progress = [&](const TrainerUpdate& u) { out.last = u; };
     Trainer trainer("job-000001", spec_, data_.get(), workers.gpus(), o);
     out.status = trainer.Run();
@@ -67,7 +61,7 @@ class SwitchReplayTest : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(SwitchReplayTest, ReplayFindsTheRealSwitchAndTheForcedSwitchEndsTheSame) {
-  const Outcome real = Run({});
+  const TrainerOutcome real = Run({});
   ASSERT_TRUE(real.status.ok()) << real.status;
   const int64_t switch_step = real.last.hpt.switch_step();
   const int64_t total = real.last.progress.total_steps();
@@ -83,7 +77,7 @@ TEST_P(SwitchReplayTest, ReplayFindsTheRealSwitchAndTheForcedSwitchEndsTheSame) 
     const int64_t at = c.header.step();
     checkpoints[at] = std::make_shared<const Checkpoint>(std::move(c));
   };
-  const Outcome full = Run(std::move(sampling));
+  const TrainerOutcome full = Run(std::move(sampling));
   ASSERT_TRUE(full.status.ok()) << full.status;
   EXPECT_EQ(full.last.hpt.switch_step(), -1);  // sampling never switches
   ASSERT_EQ(int64_t(samples.size()), total);
@@ -108,7 +102,7 @@ TEST_P(SwitchReplayTest, ReplayFindsTheRealSwitchAndTheForcedSwitchEndsTheSame) 
   Trainer::Options forced;
   forced.resume = checkpoints.at(switch_step);
   forced.switch_on_resume = true;
-  const Outcome resumed = Run(std::move(forced));
+  const TrainerOutcome resumed = Run(std::move(forced));
   ASSERT_TRUE(resumed.status.ok()) << resumed.status;
   EXPECT_EQ(resumed.last.hpt.switch_step(), switch_step);
   EXPECT_EQ(resumed.last.hpt.phase(), "lora");
