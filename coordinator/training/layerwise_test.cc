@@ -4,16 +4,13 @@
 // the last layer's, and a job resumed between two layers' switches ends
 // like the uninterrupted one.
 #include <algorithm>
-#include <cmath>
 
-#include "coordinator/dispatch/local_worker_client.h"
 #include "coordinator/spec/job_spec.h"
 #include "coordinator/training/checkpoint.h"
 #include "coordinator/training/in_process_workers.h"
 #include "coordinator/training/trainer.h"
-#include "data/synthetic.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "workers/gpu_executor.h"
 
 namespace hpt {
 namespace {
@@ -42,18 +39,16 @@ class LayerwiseTest : public ::testing::Test {
   static constexpr uint64_t kSeed = 7;
   static constexpr double kWeightThreshold = 0.15;
 
+  // On fresh workers each time (the LoRA phase stays on the GPU worker).
   TrainerOutcome Run(std::shared_ptr<const Checkpoint> resume) {
-    GpuExecutor::Options g;
-    g.device = "cpu";
-    auto gpu = *GpuExecutor::Create(g);
-    LocalWorkerClient gpu_client("gpu0", gpu.get());
+    InProcessWorkers workers;
     TrainerOutcome out;
-    Trainer::Options options;
+    Trainer::Options options = workers.Options();
     options.on_progress = [&](const TrainerUpdate& u) { out.last = u; };
     options.checkpoint_every = 3;
     options.on_checkpoint = [&](Checkpoint c) { out.checkpoints.push_back(std::move(c)); };
     options.resume = std::move(resume);
-    Trainer trainer("job-000001", spec_, data_.get(), {&gpu_client}, options);
+    Trainer trainer("job-000001", spec_, data_.get(), workers.gpus(), options);
     out.status = trainer.Run();
     if (out.status.ok()) out.model = trainer.trained_model();
     return out;
