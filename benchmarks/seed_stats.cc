@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "coordinator/training/t_test.h"
+#include "coordinator/training/student_t.h"
 
 namespace hpt {
 

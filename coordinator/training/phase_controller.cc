@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "coordinator/training/switch_tests.h"
+#include "coordinator/training/switch_criteria.h"
 
 namespace hpt {
 

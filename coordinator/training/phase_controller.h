@@ -25,7 +25,7 @@
 //
 // The rule (hpt.switch_rule) decides what a check tests: the paper's
 // three-point tests above (paper, consecutive), or, on the loss alone,
-// the trend or plateau test of switch_tests.h. Under layerwise each
+// the trend or plateau test of switch_criteria.h. Under layerwise each
 // encoder layer has its own distance series (the trainer passes every
 // layer's ||[W_q | W_v]|| change per window) and switches alone when the
 // paper's weight test passes on it (Action::kSwitchLayers): its weights
@@ -46,13 +46,13 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/training/t_test.h"
+#include "coordinator/training/student_t.h"
 
 namespace hpt {
 
 enum class SwitchRule { kPaper, kTrend, kPlateau, kLayerwise };
 // How a trial ends: the paper's two-sided t-test (switch unless the losses
-// differ significantly), or the margin test of switch_tests.h (switch when
+// differ significantly), or the margin test of switch_criteria.h (switch when
 // LoRA's loss is shown to be within a margin of the full model's); or no
 // trial at all: a passing check switches.
 enum class TrialTest { kDifference, kMargin, kNone };

@@ -1,11 +1,11 @@
-#include "coordinator/training/switch_tests.h"
+#include "coordinator/training/switch_criteria.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "absl/strings/str_format.h"
-#include "coordinator/training/t_test.h"
+#include "coordinator/training/student_t.h"
 
 namespace hpt {
 namespace {

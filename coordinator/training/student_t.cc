@@ -1,4 +1,4 @@
-#include "coordinator/training/t_test.h"
+#include "coordinator/training/student_t.h"
 
 #include <cmath>
 #include <limits>

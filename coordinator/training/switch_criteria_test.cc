@@ -1,4 +1,4 @@
-#include "coordinator/training/switch_tests.h"
+#include "coordinator/training/switch_criteria.h"
 
 #include <cmath>
 
