@@ -106,7 +106,7 @@ absl::StatusOr<BenchRun> RunWithHooks(const JobSpec& raw, const std::string& mod
   ASSIGN_OR_RETURN(spec, NormalizeJobSpec(spec));
   ASSIGN_OR_RETURN(WindowDataset data, BuildJobData(spec.data()));
   GpuExecutor::Options gpu_options;
-  gpu_options.device = "cpu";
+  gpu_options.device = hooks.device;
   gpu_options.intra_op_threads = hooks.threads;
   ASSIGN_OR_RETURN(std::unique_ptr<GpuExecutor> gpu, GpuExecutor::Create(gpu_options));
   DeviceExecutor::Options reram_options, systolic_options;

@@ -69,6 +69,9 @@ absl::StatusOr<BenchRun> RunInProcess(
 // Everything RunInProcess takes, and what only the switch frontier uses.
 struct RunHooks {
   int threads = 0;  // LibTorch's intra-op threads (0: its default)
+  // The GPU worker's LibTorch device: "cpu", or "cuda" / "cuda:N" where a
+  // GPU is at hand (the simulated devices run on the host either way).
+  std::string device = "cpu";
   std::function<void(const TrainerUpdate&)> observe;
   std::shared_ptr<const Checkpoint> resume;
   std::function<void(Checkpoint)> on_checkpoint;

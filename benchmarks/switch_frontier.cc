@@ -80,6 +80,9 @@ ABSL_FLAG(int, parallel, 2,
           "(application, seed) runs at once, each a child process of this binary (LibTorch's "
           "random generator is global, so two runs cannot share a process).");
 ABSL_FLAG(int, threads, 1, "LibTorch's intra-op threads in each run (0: its default).");
+ABSL_FLAG(std::string, device, "cpu",
+          "Where each run's GPU worker trains: cpu, or cuda / cuda:N where a GPU is at hand "
+          "(larger models, --layers and --d_model, need one).");
 ABSL_FLAG(int, epochs, 0, "Epochs of the small model's runs (0: SmallModelEpochs).");
 ABSL_FLAG(int, layers, 2, "Layers of the small model.");
 ABSL_FLAG(int, d_model, 64, "d_model of the small model.");
@@ -116,6 +119,7 @@ absl::StatusOr<FullRun> TrainFull(const JobSpec& spec, const std::string& label)
   out.window = normal.hpt().check_window_steps();
   RunHooks hooks;
   hooks.threads = absl::GetFlag(FLAGS_threads);
+  hooks.device = absl::GetFlag(FLAGS_device);
   hooks.quiet = true;
   hooks.evaluate_every_epoch = false;
   hooks.checkpoint_every = out.window;
@@ -140,6 +144,7 @@ absl::StatusOr<double> SwitchAt(const JobSpec& spec, const FullRun& full, int64_
   }
   RunHooks hooks;
   hooks.threads = absl::GetFlag(FLAGS_threads);
+  hooks.device = absl::GetFlag(FLAGS_device);
   hooks.quiet = true;
   hooks.evaluate_every_epoch = false;
   hooks.resume = it->second;
@@ -156,6 +161,7 @@ absl::StatusOr<RuleRun> RunRule(const JobSpec& spec, const std::string& rule,
   SetRuleName(rule, *r.mutable_hpt());
   RunHooks hooks;
   hooks.threads = absl::GetFlag(FLAGS_threads);
+  hooks.device = absl::GetFlag(FLAGS_device);
   hooks.quiet = true;
   hooks.evaluate_every_epoch = false;
   ASSIGN_OR_RETURN(BenchRun run, RunWithHooks(r, "hpt", label, hooks));
