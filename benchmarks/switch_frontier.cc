@@ -104,6 +104,17 @@ namespace {
 
 std::vector<std::string> Rules() { return absl::StrSplit(absl::GetFlag(FLAGS_rules), ','); }
 
+// Every frontier run's: --threads and --device, no per-epoch lines, the
+// test split scored only at the end.
+RunHooks FrontierHooks() {
+  RunHooks hooks;
+  hooks.threads = absl::GetFlag(FLAGS_threads);
+  hooks.device = absl::GetFlag(FLAGS_device);
+  hooks.quiet = true;
+  hooks.evaluate_every_epoch = false;
+  return hooks;
+}
+
 // The full run: its RMSE, the controller's inputs and a checkpoint at every
 // window's end.
 struct FullRun {
@@ -117,11 +128,7 @@ absl::StatusOr<FullRun> TrainFull(const JobSpec& spec, const std::string& label)
   FullRun out;
   ASSIGN_OR_RETURN(JobSpec normal, NormalizeJobSpec(spec));
   out.window = normal.hpt().check_window_steps();
-  RunHooks hooks;
-  hooks.threads = absl::GetFlag(FLAGS_threads);
-  hooks.device = absl::GetFlag(FLAGS_device);
-  hooks.quiet = true;
-  hooks.evaluate_every_epoch = false;
+  RunHooks hooks = FrontierHooks();
   hooks.checkpoint_every = out.window;
   hooks.on_checkpoint = [&](Checkpoint c) {
     const int64_t at = c.header.step();
@@ -142,11 +149,7 @@ absl::StatusOr<double> SwitchAt(const JobSpec& spec, const FullRun& full, int64_
   if (it == full.checkpoints.end()) {
     return absl::InternalError(absl::StrCat("no checkpoint at step ", step, " (", label, ")"));
   }
-  RunHooks hooks;
-  hooks.threads = absl::GetFlag(FLAGS_threads);
-  hooks.device = absl::GetFlag(FLAGS_device);
-  hooks.quiet = true;
-  hooks.evaluate_every_epoch = false;
+  RunHooks hooks = FrontierHooks();
   hooks.resume = it->second;
   hooks.switch_on_resume = true;
   ASSIGN_OR_RETURN(BenchRun run, RunWithHooks(spec, "hpt", label, hooks));
@@ -159,11 +162,7 @@ absl::StatusOr<RuleRun> RunRule(const JobSpec& spec, const std::string& rule,
                                 const std::string& label) {
   JobSpec r = spec;
   SetRuleName(rule, *r.mutable_hpt());
-  RunHooks hooks;
-  hooks.threads = absl::GetFlag(FLAGS_threads);
-  hooks.device = absl::GetFlag(FLAGS_device);
-  hooks.quiet = true;
-  hooks.evaluate_every_epoch = false;
+  RunHooks hooks = FrontierHooks();
   ASSIGN_OR_RETURN(BenchRun run, RunWithHooks(r, "hpt", label, hooks));
   RuleRun out;
   out.rule = rule;

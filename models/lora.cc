@@ -69,14 +69,14 @@ absl::StatusOr<std::map<std::string, int>> ApplyLora(
   }
   // Every layer: train the adapters and modules_to_save, freeze the rest.
   // Some layers: freeze those layers' own parameters; the rest trains on.
+  std::vector<std::string> switched;
+  for (int64_t layer : layers) switched.push_back(absl::StrCat("layers.", layer, "."));
   for (auto& item : model->named_parameters()) {
     const std::string& name = item.key();
     bool trains = absl::StrContains(name, ".lora_");
     if (some_layers) {
       bool in_switched = false;
-      for (int64_t layer : layers) {
-        in_switched |= absl::StartsWith(name, absl::StrCat("layers.", layer, "."));
-      }
+      for (const std::string& prefix : switched) in_switched |= absl::StartsWith(name, prefix);
       trains |= !in_switched;
     } else {
       for (const std::string& m : config.modules_to_save()) {

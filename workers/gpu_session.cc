@@ -165,6 +165,9 @@ absl::Status RestoreOptimizerState(const std::map<std::string, HostTensor>& stat
   size_t used = 0;
   for (const auto& item : session.model->named_parameters()) {
     if (!item.value().requires_grad()) continue;
+    auto m = state.find(item.key() + kExpAvgSuffix);
+    auto v = state.find(item.key() + kExpAvgSqSuffix);
+    if (m == state.end() || v == state.end()) continue;
     int64_t steps = header.optimizer_steps();
     size_t longest = 0;
     for (const auto& [prefix, n] : header.optimizer_steps_by_prefix()) {
@@ -173,9 +176,6 @@ absl::Status RestoreOptimizerState(const std::map<std::string, HostTensor>& stat
         steps = n;
       }
     }
-    auto m = state.find(item.key() + kExpAvgSuffix);
-    auto v = state.find(item.key() + kExpAvgSqSuffix);
-    if (m == state.end() || v == state.end()) continue;
     if (steps <= 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           "LoadParameters sent optimizer state for '", item.key(),

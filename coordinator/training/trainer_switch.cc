@@ -144,13 +144,14 @@ absl::Status Trainer::SwitchLayers(int64_t steps_done) {
   // Adam's moments of the layers that freeze now go; the rest keep theirs
   // (new adapters start without).
   const LoadParametersHeader header = FullHeader(steps_done);
+  std::vector<std::string> switched;
+  for (int l : header.lora().layers()) switched.push_back(absl::StrCat("layers.", l, "."));
   for (auto it = tensors.begin(); it != tensors.end();) {
+    const std::string& name = it->first;
     bool frozen = false;
-    if (it->first.find('@') != std::string::npos && !absl::StrContains(it->first, ".lora_") &&
-        !absl::EndsWith(it->first, kInitialSuffix)) {
-      for (int l : header.lora().layers()) {
-        frozen |= absl::StartsWith(it->first, absl::StrCat("layers.", l, "."));
-      }
+    if (name.find('@') != std::string::npos && !absl::StrContains(name, ".lora_") &&
+        !absl::EndsWith(name, kInitialSuffix)) {
+      for (const std::string& prefix : switched) frozen |= absl::StartsWith(name, prefix);
     }
     it = frozen ? tensors.erase(it) : std::next(it);
   }
@@ -220,14 +221,17 @@ absl::Status Trainer::ControlPhase(const std::vector<int64_t>& indices, int64_t 
   ledger_.set_chain(Chain::kNone);
   if (options_.on_controller_sample) return SampleControllerInputs(step, loss, trial_loss);
   WindowDistances distances;
-  if (controller_->NeedsWeightDistance(step)) {
+  const bool window_end = controller_->NeedsWeightDistance(step);
+  if (window_end) {
     ASSIGN_OR_RETURN(distances, WeightDistances());
   }
   const PhaseController::Action action =
       controller_->Step(step, loss, trial_loss, distances.tracked, distances.layers);
   RecordEvents();
-  const std::vector<int64_t>& layer_steps = controller_->layer_switch_steps();
-  state_.hpt.mutable_layer_switch_steps()->Assign(layer_steps.begin(), layer_steps.end());
+  if (window_end) {  // the layers' switches change only at a check
+    const std::vector<int64_t>& layer_steps = controller_->layer_switch_steps();
+    state_.hpt.mutable_layer_switch_steps()->Assign(layer_steps.begin(), layer_steps.end());
+  }
   if (action == PhaseController::Action::kStartTrial ||
       action == PhaseController::Action::kRestartTrial) {
     ledger_.set_chain(Chain::kTrial);
