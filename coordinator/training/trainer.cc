@@ -15,8 +15,6 @@
 #include "coordinator/training/baseline_probe_call.h"
 #include "coordinator/training/checkpoint_codec.h"  // ToPhaseEvent
 #include "coordinator/training/hybrid_plan.h"
-#include "coordinator/training/model_export.h"
-#include "data/timestamps.h"
 #include "workers/rendezvous_store.h"
 
 namespace hpt {
@@ -207,105 +205,6 @@ absl::Status Trainer::TrainStep(const std::vector<int64_t>& indices, int64_t ste
   }
   ASSIGN_OR_RETURN(*loss, gpu_.HeadStep(x, y, step, learning_rate));
   return CheckTrainingLoss(*loss, step, learning_rate);
-}
-
-absl::StatusOr<HostTensor> Trainer::Predict(const HostTensor& x) {
-  if (hybrid_ == nullptr) return gpu_.Predict(x);
-  HostTensor prediction;
-  RETURN_IF_ERROR(
-      hybrid_->Forward(x, nullptr, -1, false, ledger_.sink(), &prediction).status());
-  return prediction;
-}
-
-absl::Status Trainer::Evaluate(int epoch) {
-  const Predictor predict = [this](const HostTensor& x) { return Predict(x); };
-  ASSIGN_OR_RETURN(std::optional<double> validation,
-                   EvaluateValidationSplit(*data_, spec_.training(), model_, predict));
-  if (validation.has_value()) state_.progress.set_validation_loss(*validation);
-  const bool selecting = validation.has_value() &&
-                         spec_.training().select() == Selection::best_validation;
-  // The epoch validates best so far: the one the job keeps, for now.
-  const bool keep = selecting && (selected_.epoch == 0 || *validation < selected_.validation_loss);
-  // A run that reads only its final quality scores the test split only
-  // where it keeps the epoch.
-  if (selecting && !keep && !options_.evaluate_every_epoch) return absl::OkStatus();
-  ASSIGN_OR_RETURN(std::optional<TestEvaluation> result,
-                   EvaluateTestSplit(*data_, spec_.training(), model_, predict));
-  TestPredictions predictions;
-  if (result.has_value()) {
-    state_.progress.set_test_loss(result->test_loss);
-    state_.test_metrics = result->metrics;
-    result->predictions.set_epoch(epoch);
-    if (keep) predictions = result->predictions;
-    state_.history->SetPredictions(std::move(result->predictions));
-  }
-  if (keep) RETURN_IF_ERROR(Keep(epoch, *validation, std::move(predictions)));
-  return absl::OkStatus();
-}
-
-absl::Status Trainer::Keep(int epoch, double validation_loss, TestPredictions predictions) {
-  RETURN_IF_ERROR(CollectTrainedModel());
-  selected_ = {epoch, validation_loss, state_.progress.test_loss(), state_.test_metrics,
-               std::move(predictions), trained_};
-  state_.progress.set_selected_epoch(epoch);
-  state_.progress.set_selected_validation_loss(validation_loss);
-  return absl::OkStatus();
-}
-
-bool Trainer::ApplySelection() {
-  if (selected_.epoch == 0) return false;
-  trained_ = selected_.model;
-  state_.test_metrics = selected_.metrics;
-  state_.progress.set_test_loss(selected_.test_loss);
-  if (selected_.predictions.samples() > 0) state_.history->SetPredictions(selected_.predictions);
-  return true;
-}
-
-DataUnits DataUnitsOf(const WindowDataset& data) {
-  DataUnits u;
-  for (const std::string& name : data.station_names()) u.add_stations(name);
-  for (float m : data.means()) u.add_mean(m);
-  for (float s : data.stddevs()) u.add_sd(s);
-  u.set_input_steps(int32_t(data.options().input_steps));
-  u.set_horizon(int32_t(data.options().horizon));
-  u.set_per_token(data.tokens_are_stations());
-  u.set_test_begin_row(data.options().test.begin);
-  u.set_test_end_row(data.options().test.end);
-  u.set_unit(data.unit());
-  const std::vector<int64_t>& times = data.times();
-  if (!times.empty()) {
-    u.set_time_column(data.time_name());
-    u.set_time_step_s(TypicalStep(times));
-    u.set_first_time_s(times.front());
-    const int64_t test = data.options().test.begin;
-    if (test >= 0 && test < int64_t(times.size()) && data.options().test.end > test) {
-      u.set_test_first_time_s(times[size_t(test)]);
-    }
-  }
-  return u;
-}
-
-absl::Status Trainer::CollectTrainedModel() {
-  std::map<std::string, HostTensor> params;
-  if (hybrid_ != nullptr) {
-    ASSIGN_OR_RETURN(params, hybrid_->Parameters());
-  } else if (options_.head_worker != nullptr) {
-    // The GPU's copy of the head is stale: the head worker's is trained.
-    ASSIGN_OR_RETURN(std::vector<TensorChunk> encoder, workers_[0]->Snapshot(job_id_, {}));
-    ASSIGN_OR_RETURN(params, AssembleChunks(encoder));
-    ASSIGN_OR_RETURN(std::vector<TensorChunk> head,
-                     options_.head_worker->Snapshot(job_id_, {}));
-    ASSIGN_OR_RETURN(auto head_params, AssembleChunks(head));
-    for (auto& [name, t] : head_params) params[name] = std::move(t);
-  } else {
-    ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks, workers_[0]->Snapshot(job_id_, {}));
-    ASSIGN_OR_RETURN(params, AssembleChunks(chunks));
-  }
-  ASSIGN_OR_RETURN(trained_.parameters,
-                   MergeLoraTensors(std::move(params), spec_.hpt().lora().alpha()));
-  trained_.config = model_;
-  trained_.units = DataUnitsOf(*data_);
-  return absl::OkStatus();
 }
 
 absl::Status Trainer::Prepare() {
