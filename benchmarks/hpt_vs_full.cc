@@ -102,7 +102,7 @@ absl::StatusOr<JobSpec> BaseSpec(const std::string& dataset, const std::string& 
   h.set_check_window_samples(absl::GetFlag(FLAGS_check_window_samples));
   h.set_loss_threshold(absl::GetFlag(FLAGS_loss_threshold));
   h.set_weight_threshold(absl::GetFlag(FLAGS_weight_threshold));
-  SetRuleName(absl::GetFlag(FLAGS_switch_rule), h);
+  RETURN_IF_ERROR(SetRuleName(absl::GetFlag(FLAGS_switch_rule), h));
   h.set_consecutive_checks(absl::GetFlag(FLAGS_consecutive_checks));
   h.set_placement(absl::GetFlag(FLAGS_placement) == "none" ? "paper"
                                                            : absl::GetFlag(FLAGS_placement));

@@ -115,7 +115,7 @@ absl::StatusOr<JobSpec> SmallSpec(const std::string& dir, Row* row) {
                    SmallModelSpec(row->app, dir, absl::GetFlag(FLAGS_layers), d_model,
                                   absl::GetFlag(FLAGS_batch), absl::GetFlag(FLAGS_epochs)));
   row->epochs_small = small.training().epochs();
-  SetRuleName(absl::GetFlag(FLAGS_switch_rule), *small.mutable_hpt());
+  RETURN_IF_ERROR(SetRuleName(absl::GetFlag(FLAGS_switch_rule), *small.mutable_hpt()));
   row->small = absl::StrFormat("%d x %d, %d heads, %d epochs", absl::GetFlag(FLAGS_layers),
                                d_model, small.model().num_heads(), row->epochs_small);
   return small;

@@ -64,6 +64,19 @@ inline constexpr int64_t kStepInputFeatures = 12;
 // kStepInputFeatures in, one output. INVALID_ARGUMENT for an unknown preset.
 absl::StatusOr<ModelConfig> StepModelConfig(const std::string& preset);
 
+// The whole steps the calibrated GPU model is checked on: gpu_model_check's
+// measured table and its --measure_on defaults, wind's model at its 57
+// stations, batch 1 and 32, full and LoRA. No product in them is a shape
+// the calibration times (workers/calibration_shapes.h), which
+// whole_step_holdout_test shows.
+inline std::vector<StepCase> WholeStepValidationCases() {
+  std::vector<StepCase> out;
+  for (bool lora : {false, true}) {
+    for (int64_t batch : {1, 32}) out.push_back({"wind", batch, 57, lora});
+  }
+  return out;
+}
+
 // The case's model (StepModelConfig, LoRA where the case says), seeded
 // with `seed`, in training mode.
 absl::StatusOr<SpatioTemporalTransformer> StepModel(const StepCase& c, uint64_t seed);

@@ -9,8 +9,8 @@
 // baseline, workers/baseline_probe.h); with --precision=bf16 both sides
 // run the forward under bf16 autocast.
 //
-//   bazel run -c opt //benchmarks:step_overhead_bench -- --preset=tiny --batch=1 \
-//       --stations=16 --steps=40       # the fixed cost: compute too small to hide it
+//   bazel run -c opt //benchmarks:step_overhead_bench -- --preset=tiny --batch=1
+//       --stations=16 --steps=40       (one line: the fixed cost, compute too small to hide it)
 //   bazel run -c opt //benchmarks:step_overhead_bench -- --preset=wind --batch=32 [--device=cuda:0]
 //   ... --device=cuda:0 --launch=graph [--precision=bf16]
 //

@@ -161,7 +161,7 @@ absl::StatusOr<double> SwitchAt(const JobSpec& spec, const FullRun& full, int64_
 absl::StatusOr<RuleRun> RunRule(const JobSpec& spec, const std::string& rule,
                                 const std::string& label) {
   JobSpec r = spec;
-  SetRuleName(rule, *r.mutable_hpt());
+  RETURN_IF_ERROR(SetRuleName(rule, *r.mutable_hpt()));
   RunHooks hooks = FrontierHooks();
   ASSIGN_OR_RETURN(BenchRun run, RunWithHooks(r, "hpt", label, hooks));
   RuleRun out;
@@ -192,7 +192,7 @@ absl::StatusOr<std::vector<RuleRun>> ReplayRules(const JobSpec& spec, const Full
       continue;
     }
     JobSpec r = spec;
-    SetRuleName(rule, *r.mutable_hpt());
+    RETURN_IF_ERROR(SetRuleName(rule, *r.mutable_hpt()));
     ASSIGN_OR_RETURN(JobSpec normal, NormalizeJobSpec(r));
     std::vector<ControllerEvent> events;
     RuleRun run;

@@ -32,7 +32,7 @@ ABSL_FLAG(std::string, workers, "",
 ABSL_FLAG(double, worker_timeout_s, 2,
           "A registered worker silent this long is down (workers heartbeat every 0.5 s): "
           "its calls in flight end and its jobs go back to their newest checkpoint.");
-ABSL_FLAG(int, worker_wait_s, 60,
+ABSL_FLAG(int, worker_wait_s, absl::ToInt64Seconds(hpt::JobRunner::kDefaultWorkerWait),
           "How long a job waits for the workers it needs.");
 ABSL_FLAG(int, max_running_jobs, 4,
           "Jobs that train (or wait for workers) at once; the rest queue. Jobs share "

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/grpc_setup.h"
+#include "coordinator/jobs/job_runner.h"
 #include "data/text_file.h"
 #include "prometheus/registry.h"
 
@@ -30,7 +31,7 @@ class CoordinatorServer {
     // Workers known without registration, as "kind=host:port".
     std::vector<std::string> static_workers;
     absl::Duration worker_liveness_timeout = absl::Seconds(2);
-    absl::Duration worker_wait = absl::Seconds(60);
+    absl::Duration worker_wait = JobRunner::kDefaultWorkerWait;
     absl::Duration task_deadline = absl::Minutes(5);
     // Host the c10d rendezvous store listens on (reachable by workers).
     std::string rendezvous_host = "127.0.0.1";

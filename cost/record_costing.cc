@@ -241,16 +241,40 @@ BaselineComparison BaselineRow(const std::string& name, const std::string& sourc
   return e;
 }
 
+// How a CUDA worker times its device (DeviceMeter::measured_by).
+constexpr char kCudaEvents[] = "cuda events";
+
+// The name a probe's measured baseline is shown by: what ran. The probe's
+// `paper` is the paper's eager per-parameter Adam step from C++, with no
+// Python layer, so it is never shown as the paper's own.
+std::string MeasuredName(const std::string& probe_baseline) {
+  return probe_baseline == "paper" ? "libtorch-eager" : probe_baseline;
+}
+
+// Where a measured row was timed ("NVIDIA H100 80GB HBM3 (cuda:0, cuda
+// events)"), and whether that was a GPU.
+struct MeasuredWhere {
+  std::string on;
+  bool gpu = false;
+};
+MeasuredWhere WhereMeasured(const std::string& name, const std::string& device,
+                            const std::string& by) {
+  return {absl::StrCat(name.empty() ? device : name, " (", device, ", ",
+                       by.empty() ? "wall time" : by, ")"),
+          by == kCudaEvents};
+}
+
 // A row whose GPU side is a measured full step (`step_j` 0: energy not
 // measured, so the row gives no energy figures).
 BaselineComparison MeasuredRow(const std::string& name, const std::string& source,
-                               const std::string& on, RecordedPhases phases,
+                               const MeasuredWhere& where, RecordedPhases phases,
                                const ComparisonInputs& in, double step_s, double step_j,
                                double with_trials) {
   phases.SetMeasuredFull(step_s, step_j, with_trials);
   BaselineComparison e = BaselineRow(name, source, Compare(phases, in));
   e.set_measured(true);
-  e.set_measured_on(on);
+  e.set_measured_on(where.on);
+  e.set_measured_on_gpu(where.gpu);
   if (step_j <= 0) {
     e.clear_gpu_only_energy_j();
     e.clear_hpt_energy_j();
@@ -259,13 +283,6 @@ BaselineComparison MeasuredRow(const std::string& name, const std::string& sourc
     e.clear_step_j();
   }
   return e;
-}
-
-// Where a measured row was timed: "NVIDIA H100 80GB HBM3 (cuda:0, cuda events)".
-std::string MeasuredOn(const std::string& name, const std::string& device,
-                       const std::string& by) {
-  return absl::StrCat(name.empty() ? device : name, " (", device, ", ",
-                      by.empty() ? "wall time" : by, ")");
 }
 
 }  // namespace
@@ -280,10 +297,10 @@ void AddMeasuredRows(const WorkRecord& record, const RecordedPhases& libtorch,
   for (const RecordedPhase& p : record.phases()) {
     if (p.phase() != "full" || p.gpu_steps() == 0 || !(p.gpu_main_s() > 0)) continue;
     with_trials = p.gpu_all_s() / p.gpu_main_s();
-    std::string on;
+    MeasuredWhere on;
     for (const RecordedDevice& d : record.devices()) {
       if (d.kind() != "gpu") continue;
-      on = MeasuredOn(d.device_name(), d.device(), d.measured_by());
+      on = WhereMeasured(d.device_name(), d.device(), d.measured_by());
       break;
     }
     const double n = double(p.gpu_steps());
@@ -292,18 +309,18 @@ void AddMeasuredRows(const WorkRecord& record, const RecordedPhases& libtorch,
         "Adam), measured", on, libtorch, in, p.gpu_main_s() / n, p.gpu_main_j() / n, with_trials);
   }
   for (const MeasuredBaseline& m : record.probes()) {
-    const std::string on = MeasuredOn(m.device_name(), m.device(), m.measured_by());
+    const MeasuredWhere on = WhereMeasured(m.device_name(), m.device(), m.measured_by());
     if (!m.not_run().empty() || !(m.step_s() > 0)) {
       BaselineComparison* e = out->add_baselines();
-      e->set_baseline(m.baseline());
+      e->set_baseline(MeasuredName(m.baseline()));
       e->set_source(m.path());
       e->set_measured(true);
-      e->set_measured_on(on);
+      e->set_measured_on(on.on);
       e->set_not_run(m.not_run().empty() ? "not run" : m.not_run());
       continue;
     }
     *out->add_baselines() =
-        MeasuredRow(m.baseline(),
+        MeasuredRow(MeasuredName(m.baseline()),
                     absl::StrCat(m.path(), "; probe: median of ", m.timed_steps(), " steps after ",
                                  m.warm_up(), " at batch ", m.batch()),
                     on, libtorch, in, m.step_s(), m.step_j(), with_trials);

@@ -163,11 +163,11 @@ void AppendBaselines(const CostComparison& cmp, std::string* report) {
     for (const BaselineComparison& b : cmp.baselines()) {
       if (b.measured() != measured) continue;
       if (!b.not_run().empty()) {
-        absl::StrAppend(&rows, absl::StrFormat("  %-8s %s\n", b.baseline(), b.not_run()));
+        absl::StrAppend(&rows, absl::StrFormat("  %-14s %s\n", b.baseline(), b.not_run()));
         absl::StrAppend(&sources, "  ", b.baseline(), ": ", b.source(), "\n");
         continue;
       }
-      absl::StrAppend(&rows, absl::StrFormat("  %-8s %10s %12s %12s %8s %8s %10s %11s\n",
+      absl::StrAppend(&rows, absl::StrFormat("  %-14s %10s %12s %12s %8s %8s %10s %11s\n",
                                              b.baseline(), Eng(b.step_s(), "s"),
                                              Eng(b.hpt_time_s(), "s"),
                                              Eng(b.gpu_only_time_s(), "s"), Ratio(b.time_ratio()),
@@ -187,17 +187,22 @@ void AppendBaselines(const CostComparison& cmp, std::string* report) {
                                 "worker's device; HpT's devices modelled; '-': not measured)\n"
                               : "\nagainst each GPU baseline, modelled (GPU steps run this way "
                                 "in both)\n");
-    absl::StrAppend(&out, absl::StrFormat("  %-8s %10s %12s %12s %8s %8s %10s %11s\n",
+    absl::StrAppend(&out, absl::StrFormat("  %-14s %10s %12s %12s %8s %8s %10s %11s\n",
                                           "baseline", "full step", "HpT", "GPU-only", "time",
                                           "energy", "proj time", "proj energy"));
     absl::StrAppend(&out, rows, sources);
   }
-  if (const BaselineComparison* fastest = FastestBaseline(cmp); fastest != nullptr) {
+  if (const BaselineComparison* fastest = FastestBaseline(cmp, false); fastest != nullptr) {
     absl::StrAppend(&out, absl::StrFormat(
-                              "  fastest GPU-only: %s (%s), HpT %s its time: the baseline the "
-                              "paper's claim must beat\n",
-                              fastest->baseline(), fastest->measured() ? "measured" : "modelled",
-                              Ratio(fastest->time_ratio())));
+                              "  fastest GPU-only: %s (modelled), HpT %s its time: the baseline "
+                              "the paper's claim must beat\n",
+                              fastest->baseline(), Ratio(fastest->time_ratio())));
+  }
+  if (const BaselineComparison* fastest = FastestBaseline(cmp, true); fastest != nullptr) {
+    absl::StrAppend(&out, absl::StrFormat(
+                              "  fastest GPU-only measured on this job's GPU: %s, HpT %s its "
+                              "time\n",
+                              fastest->baseline(), Ratio(fastest->time_ratio())));
   }
 }
 
@@ -320,18 +325,22 @@ void AppendRecipe(const JobSpec& spec, std::string* out) {
   if (!h.lora_learning_rate_rule().empty()) {
     absl::StrAppend(out, "\n  rate: ", h.lora_learning_rate_rule());
   }
-  absl::StrAppend(out, "\nswitch rule: ", h.switch_rule().empty() ? "paper" : h.switch_rule());
-  if (h.switch_rule() == "consecutive") {
+  // A normalised spec names its rule; an unset one predates that.
+  absl::StrAppend(out, "\nswitch rule: ",
+                  h.switch_rule() == SwitchRule::SWITCH_RULE_UNSPECIFIED
+                      ? "not recorded"
+                      : SwitchRule::Name_Name(h.switch_rule()));
+  if (h.switch_rule() == SwitchRule::consecutive) {
     absl::StrAppend(out, " (", h.consecutive_checks(), " passing checks in a row)");
-  } else if (h.switch_rule() == "trend") {
+  } else if (h.switch_rule() == SwitchRule::trend) {
     absl::StrAppend(out, absl::StrFormat(" (the 95 %% bound of the loss's fall over the last %d "
                                          "windows leaves under %g %% to gain by the end)",
                                          h.trend_windows(), h.trend_gain() * 100));
-  } else if (h.switch_rule() == "plateau") {
+  } else if (h.switch_rule() == SwitchRule::plateau) {
     absl::StrAppend(out, absl::StrFormat(" (a window's mean loss not %g standard errors below "
                                          "the one before)",
                                          h.plateau_z()));
-  } else if (h.switch_rule() == "layerwise") {
+  } else if (h.switch_rule() == SwitchRule::layerwise) {
     absl::StrAppend(out, absl::StrFormat(" (each layer freezes under its own adapter when the "
                                          "paper's weight test, bound %g, passes on its own "
                                          "[W_q | W_v]; the job switches with the last layer; "
@@ -339,9 +348,9 @@ void AppendRecipe(const JobSpec& spec, std::string* out) {
                                          h.weight_threshold()));
     return;
   }
-  if (h.trial_test() == "none") {
+  if (h.trial_test() == TrialTest::none) {
     absl::StrAppend(out, "; no trial: a passing check switches");
-  } else if (h.trial_test() == "margin") {
+  } else if (h.trial_test() == TrialTest::margin) {
     absl::StrAppend(out, absl::StrFormat("; trial: LoRA's loss shown within %g %% of the full "
                                          "model's (one-sided %g %% bound)",
                                          h.trial_margin() * 100, (1 - h.alpha()) * 100));
@@ -438,10 +447,11 @@ std::string FormatReport(const Job& job) {
   return out;
 }
 
-const BaselineComparison* FastestBaseline(const CostComparison& comparison) {
+const BaselineComparison* FastestBaseline(const CostComparison& comparison, bool measured) {
   const BaselineComparison* fastest = nullptr;
   for (const BaselineComparison& b : comparison.baselines()) {
     if (!b.not_run().empty() || !(b.gpu_only_time_s() > 0)) continue;
+    if (b.measured() != measured || (measured && !b.measured_on_gpu())) continue;
     if (fastest == nullptr || b.gpu_only_time_s() < fastest->gpu_only_time_s()) fastest = &b;
   }
   return fastest;

@@ -25,9 +25,11 @@ std::string TrialVerdict(const PhaseEvent& e);
 // decision and its statistics, test metrics, wall time, simulated time and
 // energy per device kind and phase, and the HpT-vs-GPU-only ratios.
 std::string FormatReport(const Job& job);
-// The GPU-only baseline, modelled or measured, that trains fastest (the
-// one HpT must beat for the paper's claim); null when none has a figure.
-const BaselineComparison* FastestBaseline(const CostComparison& comparison);
+// The GPU-only baseline that trains fastest (the one HpT must beat for the
+// paper's claim), among rows of one kind: the modelled rows (the reference
+// GPU), or the rows measured on this job's GPU (`measured`; a CPU's wall
+// time is never a GPU baseline). Null when no such row has a figure.
+const BaselineComparison* FastestBaseline(const CostComparison& comparison, bool measured);
 // The report's tables of HpT against each GPU baseline, modelled and
 // measured, and which GPU-only baseline is fastest.
 std::string FormatBaselines(const CostComparison& comparison);

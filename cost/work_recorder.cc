@@ -1,6 +1,8 @@
 #include "cost/work_recorder.h"
 
 #include <algorithm>
+#include <set>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -31,23 +33,68 @@ RecordedPhase* PhaseOf(WorkRecord* record, const std::string& phase) {
   return p;
 }
 
+// One board's measured energy among a step's tasks: what they say, and the
+// distinct counter intervals it came from.
+struct BoardEnergy {
+  double said_j = 0;
+  std::set<std::pair<double, double>> intervals;
+};
+
+// The energy of a board's tasks, the board counted once. Workers sharing a
+// board read one counter over spans that overlap, so their tasks' energy
+// adds the overlap twice. The counter is monotone, so the union of the
+// intervals its readings span is its energy over the union of the spans:
+// what the tasks say is scaled by that union over the sum of the distinct
+// intervals (1 where none overlap; a run's tasks carry its interval and a
+// share of its energy, and the share carries over).
+double OnceEach(const BoardEnergy& b) {
+  double sum = 0, joined = 0, start = 0, end = -1;
+  for (const auto& [from, to] : b.intervals) {  // by start
+    sum += to - from;
+    if (from > end) {
+      joined += std::max(0.0, end - start);
+      start = from;
+    }
+    end = std::max(end, to);
+  }
+  joined += std::max(0.0, end - start);
+  return sum > 0 ? b.said_j * joined / sum : b.said_j;
+}
+
 // The GPU tasks among `tasks` as measured: the slowest worker's time (data-
-// parallel ranks run side by side) and every worker's energy.
+// parallel ranks run side by side) and their energy, each board once.
 struct GpuMeasured {
   double s = 0, j = 0;
   bool any = false;
 };
-GpuMeasured MeasuredGpu(const std::vector<FinishedTask>& tasks) {
+GpuMeasured MeasuredGpu(const std::vector<const FinishedTask*>& tasks) {
   std::map<std::string, double> by_worker;
+  std::map<std::string, BoardEnergy> boards;
   GpuMeasured m;
-  for (const FinishedTask& t : tasks) {
-    if (t.kind != "gpu") continue;
-    by_worker[t.worker] += t.cost.measured_s();
-    m.j += t.cost.measured_j();
+  for (const FinishedTask* t : tasks) {
+    if (t->kind != "gpu") continue;
+    by_worker[t->worker] += t->cost.measured_s();
     m.any = true;
+    const CostReport& c = t->cost;
+    if (c.board().empty() || !(c.counter_end_j() > c.counter_start_j())) {
+      m.j += c.measured_j();
+      continue;
+    }
+    BoardEnergy& b = boards[c.board()];
+    b.said_j += c.measured_j();
+    b.intervals.insert({c.counter_start_j(), c.counter_end_j()});
   }
   for (const auto& [worker, seconds] : by_worker) m.s = std::max(m.s, seconds);
+  for (const auto& [board, energy] : boards) m.j += OnceEach(energy);
   return m;
+}
+
+std::vector<const FinishedTask*> Pointers(const std::vector<FinishedTask>& a,
+                                          const std::vector<FinishedTask>& b = {}) {
+  std::vector<const FinishedTask*> out;
+  for (const FinishedTask& t : a) out.push_back(&t);
+  for (const FinishedTask& t : b) out.push_back(&t);
+  return out;
 }
 
 }  // namespace
@@ -120,13 +167,15 @@ int WorkRecorder::AddStep(const std::string& phase, const std::vector<FinishedTa
     p->set_last_step(step);
     p->set_steps(p->steps() + 1);
     p->set_wall_s(p->wall_s() + wall_s);
-    const GpuMeasured main_gpu = MeasuredGpu(main), trial_gpu = MeasuredGpu(trial);
+    const GpuMeasured main_gpu = MeasuredGpu(Pointers(main));
+    const GpuMeasured trial_gpu = MeasuredGpu(Pointers(trial));
     if (main_gpu.any || trial_gpu.any) {
       p->set_gpu_steps(p->gpu_steps() + 1);
       p->set_gpu_main_s(p->gpu_main_s() + main_gpu.s);
       p->set_gpu_main_j(p->gpu_main_j() + main_gpu.j);
       p->set_gpu_all_s(p->gpu_all_s() + main_gpu.s + trial_gpu.s);
-      p->set_gpu_all_j(p->gpu_all_j() + main_gpu.j + trial_gpu.j);
+      // A trial runs on the main chain's first worker: its board too.
+      p->set_gpu_all_j(p->gpu_all_j() + MeasuredGpu(Pointers(main, trial)).j);
     }
   }
   return it->second;

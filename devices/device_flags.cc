@@ -95,43 +95,4 @@ absl::StatusOr<ReramConfig> ReramConfigFromFlags() {
   return c;
 }
 
-std::string RenameLegacyDeviceFlag(std::string& arg) {
-  static const std::pair<const char*, const char*> kRenamed[] = {
-      {"rows", "systolic_rows"},
-      {"cols", "systolic_cols"},
-      {"dataflow", "systolic_dataflow"},
-      {"dram_bw_words_per_cycle", "systolic_dram_bw_words_per_cycle"},
-      {"ifmap_sram_kb", "systolic_ifmap_sram_kb"},
-      {"filter_sram_kb", "systolic_filter_sram_kb"},
-      {"ofmap_sram_kb", "systolic_ofmap_sram_kb"},
-      {"bf16", "systolic_bf16"},
-      {"word_bytes", "systolic_word_bytes"},
-      {"crossbar_rows", "reram_crossbar_rows"},
-      {"crossbar_cols", "reram_crossbar_cols"},
-      {"cell_bits", "reram_cell_bits"},
-      {"weight_bits", "reram_weight_bits"},
-      {"input_bits", "reram_input_bits"},
-      {"adc_bits", "reram_adc_bits"},
-      {"cols_per_adc", "reram_cols_per_adc"},
-      {"sign_mode", "reram_sign_mode"},
-  };
-  for (const char* dashes : {"--", "-"}) {
-    if (!absl::StartsWith(arg, dashes)) continue;
-    std::string body = arg.substr(std::string(dashes).size());
-    const bool negated = absl::StartsWith(body, "no");  // --nobf16
-    for (const auto& [old_name, new_name] : kRenamed) {
-      for (bool no : {false, true}) {
-        if (no && !negated) continue;
-        const std::string name = no ? absl::StrCat("no", old_name) : old_name;
-        if (body == name || absl::StartsWith(body, name + "=")) {
-          arg = absl::StrCat(dashes, no ? "no" : "", new_name, body.substr(name.size()));
-          return old_name;
-        }
-      }
-    }
-    return "";
-  }
-  return "";
-}
-
 }  // namespace hpt

@@ -55,12 +55,6 @@ absl::StatusOr<SystolicConfig> SystolicConfigFromFlags();
 // The ReRAM crossbars the --reram_* flags describe; likewise.
 absl::StatusOr<ReramConfig> ReramConfigFromFlags();
 
-// For a binary that took the flags under their short names before the
-// prefixes (hpt_devsim's --rows, --adc_bits, ...): rewrites such an
-// argument to the prefixed name in place, and returns the old name (""
-// when `arg` is not one).
-std::string RenameLegacyDeviceFlag(std::string& arg);
-
 }  // namespace hpt
 
 #endif  // HPT_DEVICES_DEVICE_FLAGS_H_

@@ -33,8 +33,7 @@ ABSL_FLAG(int64_t, n, 0, "Weight columns (N).");
 ABSL_FLAG(int64_t, k, 0, "Reduction dimension (K).");
 ABSL_FLAG(std::string, format, "table", "table or json.");
 // The device flags (--systolic_*, --reram_*): devices/device_flags.h,
-// the same as hpt_worker's. The short names this tool took before
-// (--rows, --adc_bits, ...) still work: RenameLegacyDeviceFlag.
+// the same as hpt_worker's.
 ABSL_FLAG(int64_t, tiles, 0,
           "reram: tiles of the chip (16 subarrays each); free ones hold copies "
           "of the layer. 0: the layer alone, no duplication.");
@@ -188,17 +187,7 @@ int main(int argc, char** argv) {
   // SCALE-Sim counts SRAM sizes in 1-byte words: this tool compares with
   // it, so that is its default (the worker's is the operands' size).
   absl::SetFlag(&FLAGS_systolic_word_bytes, 1);
-  std::vector<std::string> args(argv, argv + argc);
-  for (std::string& arg : args) {
-    const std::string old_name = hpt::RenameLegacyDeviceFlag(arg);
-    if (!old_name.empty()) {
-      std::cerr << "hpt_devsim: --" << old_name << " is now " << arg.substr(0, arg.find('='))
-                << std::endl;
-    }
-  }
-  std::vector<char*> renamed;
-  for (std::string& arg : args) renamed.push_back(arg.data());
-  absl::ParseCommandLine(int(renamed.size()), renamed.data());
+  absl::ParseCommandLine(argc, argv);
   const int64_t m = absl::GetFlag(FLAGS_m), n = absl::GetFlag(FLAGS_n),
                 k = absl::GetFlag(FLAGS_k);
   if (m < 1 || n < 1 || k < 1) {

@@ -211,7 +211,7 @@ TEST(JobFormatTest, ReportStatesTheRecipeAndTheSwitchRule) {
   h.mutable_lora_optimizer()->set_type(ADAMW);
   h.mutable_lora_optimizer()->set_learning_rate(5.66e-4);
   h.set_lora_learning_rate_rule("the paper's swe recipe (model/swe/main.py:455)");
-  h.set_switch_rule("consecutive");
+  h.set_switch_rule(SwitchRule::consecutive);
   h.set_consecutive_checks(3);
   h.set_alpha(0.01);
   const std::string r = FormatReport(job);
@@ -227,14 +227,14 @@ TEST(JobFormatTest, ReportStatesTheRecipeAndTheSwitchRule) {
                    "two-sided t-test (alpha 0.01)"),
             std::string::npos)
       << r;
-  h.set_switch_rule("plateau");
+  h.set_switch_rule(SwitchRule::plateau);
   h.set_plateau_z(1.645);
-  h.set_trial_test("none");
+  h.set_trial_test(TrialTest::none);
   EXPECT_NE(FormatReport(job).find("switch rule: plateau (a window's mean loss not 1.645 "
                                    "standard errors below the one before); no trial: a passing "
                                    "check switches"),
             std::string::npos);
-  h.set_trial_test("margin");
+  h.set_trial_test(TrialTest::margin);
   h.set_trial_margin(0.05);
   EXPECT_NE(FormatReport(job).find("; trial: LoRA's loss shown within 5 % of the full model's "
                                    "(one-sided 99 % bound)"),

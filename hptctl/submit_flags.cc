@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "common/user_file.h"
+#include "coordinator/spec/enum_names.h"
 #include "hptctl/job_format.h"
 
 // Shared with sweep (defined in hptctl_main.cc).
@@ -30,7 +31,7 @@ ABSL_FLAG(double, lora_lr, 0,
           "submit: the LoRA phase's learning rate (0: the preset's recipe, or --lr's).");
 ABSL_FLAG(std::string, switch_rule, "",
           "submit: when a trial starts: paper, consecutive, trend or plateau; or layerwise "
-          "(each layer switches alone on its weight test) (empty: the default, "
+          "(each layer switches alone on its weight test) (empty: the default, paper; "
           "docs/method.md \"Switch rules\").");
 ABSL_FLAG(int, consecutive_checks, 0, "submit: passing checks in a row under consecutive (0: 3).");
 ABSL_FLAG(int, trend_windows, 0, "submit: windows the trend rule's line runs through (0: 5).");
@@ -39,8 +40,8 @@ ABSL_FLAG(double, trend_gain, 0,
 ABSL_FLAG(double, plateau_z, 0,
           "submit: the plateau rule's standard errors of a significant drop (0: 1.645).");
 ABSL_FLAG(std::string, trial_test, "",
-          "submit: how a trial ends: difference (the paper's t-test) or margin (empty: the "
-          "default, docs/method.md \"The trial\").");
+          "submit: how a trial ends: difference (the paper's t-test), margin or none (no trial) "
+          "(empty: difference; none under layerwise; docs/method.md \"The trial\").");
 ABSL_FLAG(double, trial_margin, 0,
           "submit: the margin test's allowed excess loss, a fraction (0: 0.05).");
 ABSL_FLAG(std::string, optimizer, "", "submit: adam or adamw.");
@@ -78,7 +79,6 @@ ABSL_FLAG(std::string, missing, "",
           "submit: an empty CSV cell: refuse (default), interpolate or drop_rows.");
 ABSL_FLAG(int, input_steps, 0,
           "submit: input steps per sample (the time steps a token's features span).");
-ABSL_FLAG(int, window, 0, "submit: the old name of --input_steps.");
 ABSL_FLAG(int, horizon, 0, "submit: steps ahead to predict.");
 ABSL_FLAG(int, stations, 0, "submit: synthetic stations.");
 ABSL_FLAG(int, time_steps, 0, "submit: synthetic time steps.");
@@ -90,8 +90,6 @@ ABSL_FLAG(int64_t, check_window_samples, 0,
           "submit: phase-controller check window k in samples, the paper's unit (0: the "
           "preset's: swe 365, covid 720, wind 480, weather 8000).");
 ABSL_FLAG(int64_t, check_window_steps, 0, "submit: the check window in steps instead.");
-ABSL_FLAG(int64_t, hpt_window, 0, "submit: the old name of --check_window_samples.");
-ABSL_FLAG(int64_t, hpt_window_steps, 0, "submit: the old name of --check_window_steps.");
 ABSL_FLAG(double, project_epochs, 0,
           "submit: training length the report projects HpT and GPU-only to (0: the "
           "paper's epochs for the preset).");
@@ -119,69 +117,43 @@ ABSL_FLAG(int, counties, 0, "submit: covid counties as tokens (0: 50).");
 namespace hpt {
 namespace {
 
-// A flag renamed in place (--window -> --input_steps, --hpt_window ->
-// --check_window_samples, --hpt_window_steps -> --check_window_steps): the
-// new name wins, the old one still works.
-template <typename T>
-T NewOrOld(T now, T old) {
-  return now != 0 ? now : old;
-}
-
 // Whether any job flag (one that fills a spec) was given.
 bool AnyJobFlag() {
   return !absl::GetFlag(FLAGS_name).empty() || !absl::GetFlag(FLAGS_preset).empty() ||
          absl::GetFlag(FLAGS_d_model) || absl::GetFlag(FLAGS_num_layers) ||
-         absl::GetFlag(FLAGS_heads) ||
-         absl::GetFlag(FLAGS_epochs) || absl::GetFlag(FLAGS_batch_size) ||
-         absl::GetFlag(FLAGS_lr) || !absl::GetFlag(FLAGS_optimizer).empty() ||
-         absl::GetFlag(FLAGS_step_lr_step_size) || absl::GetFlag(FLAGS_gpu_workers) ||
-         !absl::GetFlag(FLAGS_head_device).empty() ||
+         absl::GetFlag(FLAGS_heads) || absl::GetFlag(FLAGS_epochs) ||
+         absl::GetFlag(FLAGS_batch_size) || absl::GetFlag(FLAGS_lr) ||
+         !absl::GetFlag(FLAGS_optimizer).empty() || absl::GetFlag(FLAGS_step_lr_step_size) ||
+         absl::GetFlag(FLAGS_gpu_workers) || !absl::GetFlag(FLAGS_head_device).empty() ||
          absl::GetFlag(FLAGS_max_steps_per_epoch) || absl::GetFlag(FLAGS_seed) ||
-         absl::GetFlag(FLAGS_checkpoint_every) ||
-         !absl::GetFlag(FLAGS_csv).empty() || absl::GetFlag(FLAGS_window) ||
-         !absl::GetFlag(FLAGS_time_column).empty() ||
-         !absl::GetFlag(FLAGS_missing).empty() ||
+         absl::GetFlag(FLAGS_checkpoint_every) || !absl::GetFlag(FLAGS_csv).empty() ||
+         !absl::GetFlag(FLAGS_time_column).empty() || !absl::GetFlag(FLAGS_missing).empty() ||
          absl::GetFlag(FLAGS_input_steps) || absl::GetFlag(FLAGS_check_window_samples) ||
-         absl::GetFlag(FLAGS_check_window_steps) ||
-         !absl::GetFlag(FLAGS_weather_dir).empty() ||
-         !absl::GetFlag(FLAGS_covid_csv).empty() ||
-         !absl::GetFlag(FLAGS_swe_stations).empty() || absl::GetFlag(FLAGS_swe_days) ||
-         absl::GetFlag(FLAGS_horizon) || absl::GetFlag(FLAGS_stations) ||
-         absl::GetFlag(FLAGS_time_steps) || !absl::GetFlag(FLAGS_mode).empty() ||
-         !absl::GetFlag(FLAGS_placement).empty() || absl::GetFlag(FLAGS_hpt_window) ||
-         absl::GetFlag(FLAGS_hpt_window_steps) || absl::GetFlag(FLAGS_project_epochs) ||
-         absl::GetFlag(FLAGS_loss_threshold) || absl::GetFlag(FLAGS_weight_threshold) ||
-         absl::GetFlag(FLAGS_alpha) || absl::GetFlag(FLAGS_weight_layer) >= 0 ||
-         !absl::GetFlag(FLAGS_lora_rank).empty() || absl::GetFlag(FLAGS_lora_alpha) ||
-         absl::GetFlag(FLAGS_lora_lr) || !absl::GetFlag(FLAGS_switch_rule).empty() ||
-         absl::GetFlag(FLAGS_consecutive_checks) || absl::GetFlag(FLAGS_trend_windows) ||
-         absl::GetFlag(FLAGS_trend_gain) || absl::GetFlag(FLAGS_plateau_z) ||
-         !absl::GetFlag(FLAGS_trial_test).empty() || absl::GetFlag(FLAGS_trial_margin) ||
-         !absl::GetFlag(FLAGS_precision).empty() || !absl::GetFlag(FLAGS_launch).empty() ||
-         !absl::GetFlag(FLAGS_select).empty() || absl::GetFlag(FLAGS_validation_share) != 0 ||
-         absl::GetFlag(FLAGS_probe_steps);
-
+         absl::GetFlag(FLAGS_check_window_steps) || !absl::GetFlag(FLAGS_weather_dir).empty() ||
+         !absl::GetFlag(FLAGS_covid_csv).empty() || !absl::GetFlag(FLAGS_swe_stations).empty() ||
+         absl::GetFlag(FLAGS_swe_days) || absl::GetFlag(FLAGS_horizon) ||
+         absl::GetFlag(FLAGS_stations) || absl::GetFlag(FLAGS_time_steps) ||
+         !absl::GetFlag(FLAGS_mode).empty() || !absl::GetFlag(FLAGS_placement).empty() ||
+         absl::GetFlag(FLAGS_project_epochs) || absl::GetFlag(FLAGS_loss_threshold) ||
+         absl::GetFlag(FLAGS_weight_threshold) || absl::GetFlag(FLAGS_alpha) ||
+         absl::GetFlag(FLAGS_weight_layer) >= 0 || !absl::GetFlag(FLAGS_lora_rank).empty() ||
+         absl::GetFlag(FLAGS_lora_alpha) || absl::GetFlag(FLAGS_lora_lr) ||
+         !absl::GetFlag(FLAGS_switch_rule).empty() || absl::GetFlag(FLAGS_consecutive_checks) ||
+         absl::GetFlag(FLAGS_trend_windows) || absl::GetFlag(FLAGS_trend_gain) ||
+         absl::GetFlag(FLAGS_plateau_z) || !absl::GetFlag(FLAGS_trial_test).empty() ||
+         absl::GetFlag(FLAGS_trial_margin) || !absl::GetFlag(FLAGS_precision).empty() ||
+         !absl::GetFlag(FLAGS_launch).empty() || !absl::GetFlag(FLAGS_select).empty() ||
+         absl::GetFlag(FLAGS_validation_share) != 0 || absl::GetFlag(FLAGS_probe_steps);
 }
 
-// --`flag`'s `value` as a value of the enum `type` (its names as a text
-// spec writes them); 0 where the flag is empty. An unknown name is an
-// error naming the flag and the names allowed.
-template <typename Mode>
-absl::Status EnumFlag(const char* flag, const std::string& value,
-                      const google::protobuf::EnumDescriptor* type, Mode* out) {
-  *out = Mode(0);
+// --`flag`'s `value` as a value of the enum E (its names as a text spec
+// writes them); E(0), the default, where the flag is empty. An unknown name
+// is an error naming the flag and the names allowed.
+template <typename E>
+absl::Status EnumFlag(const char* flag, const std::string& value, E* out) {
+  *out = E(0);
   if (value.empty()) return absl::OkStatus();
-  const google::protobuf::EnumValueDescriptor* found = type->FindValueByName(value);
-  if (found != nullptr && found->number() != 0) {
-    *out = Mode(found->number());
-    return absl::OkStatus();
-  }
-  std::vector<std::string> names;
-  for (int i = 0; i < type->value_count(); ++i) {
-    if (type->value(i)->number() != 0) names.push_back(type->value(i)->name());
-  }
-  return absl::InvalidArgumentError(absl::StrCat("--", flag, " '", value, "' is not one of ",
-                                                 absl::StrJoin(names, ", ")));
+  return ParseEnumName(absl::StrCat("--", flag), value, out);
 }
 
 // The training section of a submitted spec from the flags.
@@ -206,12 +178,10 @@ absl::Status TrainingFromFlags(TrainingSpec& t) {
   t.set_seed(absl::GetFlag(FLAGS_seed));
   t.set_precision(absl::GetFlag(FLAGS_precision));
   Launch::Mode launch;
-  RETURN_IF_ERROR(EnumFlag("launch", absl::GetFlag(FLAGS_launch), Launch::Mode_descriptor(),
-                           &launch));
+  RETURN_IF_ERROR(EnumFlag("launch", absl::GetFlag(FLAGS_launch), &launch));
   if (launch != 0) t.set_launch(launch);
   Selection::Mode select;
-  RETURN_IF_ERROR(EnumFlag("select", absl::GetFlag(FLAGS_select), Selection::Mode_descriptor(),
-                           &select));
+  RETURN_IF_ERROR(EnumFlag("select", absl::GetFlag(FLAGS_select), &select));
   if (select != 0) t.set_select(select);
   return absl::OkStatus();
 }
@@ -229,7 +199,7 @@ std::string Absolute(const std::string& path) {
 // The data section: one source (--csv, --weather_dir, --swe_stations,
 // --covid_csv, or the synthetic series' --stations/--time_steps).
 absl::Status DataFromFlags(DataSpec& d) {
-  d.set_input_steps(NewOrOld(absl::GetFlag(FLAGS_input_steps), absl::GetFlag(FLAGS_window)));
+  d.set_input_steps(absl::GetFlag(FLAGS_input_steps));
   d.set_validation_share(absl::GetFlag(FLAGS_validation_share));
   d.set_horizon(absl::GetFlag(FLAGS_horizon));
   d.set_missing(absl::GetFlag(FLAGS_missing));
@@ -282,21 +252,23 @@ absl::Status DataFromFlags(DataSpec& d) {
 absl::Status HptFromFlags(HptSpec& h) {
   h.set_mode(absl::GetFlag(FLAGS_mode));
   h.set_placement(absl::GetFlag(FLAGS_placement));
-  h.set_check_window_samples(
-      NewOrOld(absl::GetFlag(FLAGS_check_window_samples), absl::GetFlag(FLAGS_hpt_window)));
-  h.set_check_window_steps(
-      NewOrOld(absl::GetFlag(FLAGS_check_window_steps), absl::GetFlag(FLAGS_hpt_window_steps)));
+  h.set_check_window_samples(absl::GetFlag(FLAGS_check_window_samples));
+  h.set_check_window_steps(absl::GetFlag(FLAGS_check_window_steps));
   h.set_project_epochs(absl::GetFlag(FLAGS_project_epochs));
   h.set_loss_threshold(absl::GetFlag(FLAGS_loss_threshold));
   h.set_weight_threshold(absl::GetFlag(FLAGS_weight_threshold));
   h.set_alpha(absl::GetFlag(FLAGS_alpha));
   h.mutable_lora_optimizer()->set_learning_rate(absl::GetFlag(FLAGS_lora_lr));
-  h.set_switch_rule(absl::GetFlag(FLAGS_switch_rule));
+  SwitchRule::Name rule;
+  RETURN_IF_ERROR(EnumFlag("switch_rule", absl::GetFlag(FLAGS_switch_rule), &rule));
+  h.set_switch_rule(rule);
   h.set_consecutive_checks(absl::GetFlag(FLAGS_consecutive_checks));
   h.set_trend_windows(absl::GetFlag(FLAGS_trend_windows));
   h.set_trend_gain(absl::GetFlag(FLAGS_trend_gain));
   h.set_plateau_z(absl::GetFlag(FLAGS_plateau_z));
-  h.set_trial_test(absl::GetFlag(FLAGS_trial_test));
+  TrialTest::Name trial;
+  RETURN_IF_ERROR(EnumFlag("trial_test", absl::GetFlag(FLAGS_trial_test), &trial));
+  h.set_trial_test(trial);
   h.set_trial_margin(absl::GetFlag(FLAGS_trial_margin));
   h.set_probe_steps(absl::GetFlag(FLAGS_probe_steps));
   if (absl::GetFlag(FLAGS_weight_layer) >= 0) {

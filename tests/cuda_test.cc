@@ -16,7 +16,9 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -258,10 +260,39 @@ TEST(CudaSmokeTest, CpuTwinDataParallelGroupOnTheCpuIsGloo) {
   FormGroup({"cpu", "cpu"}, "gloo");
 }
 
+// How far `b`'s parameters (optimizer moments left out) moved from
+// `start` against how far `a`'s did: |(b - start) - (a - start)| over
+// |a - start|, over every parameter together.
+double UpdateDifference(const std::map<std::string, HostTensor>& start,
+                        const std::map<std::string, HostTensor>& a,
+                        const std::map<std::string, HostTensor>& b) {
+  double differ = 0, moved = 0;
+  for (const auto& [name, t] : start) {
+    if (name.find('@') != std::string::npos || !a.count(name) || !b.count(name)) continue;
+    for (size_t i = 0; i < t.data.size(); ++i) {
+      const double da = a.at(name).data[i] - t.data[i], db = b.at(name).data[i] - t.data[i];
+      differ += (db - da) * (db - da);
+      moved += da * da;
+    }
+  }
+  return moved > 0 ? std::sqrt(differ / moved) : 1;
+}
+
 // Eight steps of batch 4 on `device` under `launch: graph` (one run of the
 // shape's eager step, then one of seven replays; bf16 with `bf16`) against
 // the same steps eager: the replays ran, waited for the device once a
 // run, and trained what eager steps train up to the fused Adam's rounding.
+//
+// On the CPU the graph's steps run uncaptured and every value agrees within
+// 1e-3 of its tensor's largest. On a GPU they do not, nor can they: on an
+// H200 (2026-11-28) the losses agreed within 0.23 % and single elements
+// differed by up to one Adam step (the rate, 1e-3 to 5e-3 here). CUDA's
+// fused Adam takes its bias corrections in fp32 (1 - 0.999^2 loses 4 of
+// its digits), and a rounding that flips the sign of a gradient element
+// near zero moves that element a whole step the other way (Adam divides by
+// the gradient's own size). So on a GPU the losses are held within 1 % and
+// the parameters' update, all together, within 10 % of the eager one's: a
+// replay that trained nothing, or half a step, is 100 % or 50 % off.
 void GraphMatchesEager(const std::string& device, bool bf16) {
   using namespace gpu_run_testing;
   const WindowDataset data = Data(6);
@@ -275,6 +306,7 @@ void GraphMatchesEager(const std::string& device, bool bf16) {
   const std::string precision = bf16 ? "bf16" : "fp32";
   ASSERT_TRUE(eager->Load(Header("g", data, true, precision), Series(data)).ok());
   ASSERT_TRUE(graph->Load(Header("g", data, true, precision), Series(data)).ok());
+  const std::map<std::string, HostTensor> start = Params(*eager, "g");
   absl::StatusOr<TrainRunResponse> first = graph->TrainRun(GraphRunOf("g", data, 0, 1, 4));
   absl::StatusOr<TrainRunResponse> rest = graph->TrainRun(GraphRunOf("g", data, 1, 7, 4));
   absl::StatusOr<TrainRunResponse> reference = eager->TrainRun(RunOf("g", data, 0, 8, 4));
@@ -285,10 +317,16 @@ void GraphMatchesEager(const std::string& device, bool bf16) {
   EXPECT_EQ(rest->launch_note(), "");
   EXPECT_EQ(waits, 2);
   EXPECT_NEAR(first->losses(0), reference->losses(0), 1e-6 * reference->losses(0));
+  const bool cuda = device != "cpu";
+  const double loss_tolerance = cuda ? 1e-2 : 1e-4;
   for (int j = 1; j < 8; ++j) {
-    EXPECT_NEAR(rest->losses(j - 1), reference->losses(j), 1e-4 * reference->losses(j)) << j;
+    EXPECT_NEAR(rest->losses(j - 1), reference->losses(j), loss_tolerance * reference->losses(j))
+        << j;
   }
-  ExpectClose(Params(*graph, "g"), Params(*eager, "g"), 1e-3);
+  const std::map<std::string, HostTensor> eager_params = Params(*eager, "g");
+  const std::map<std::string, HostTensor> graph_params = Params(*graph, "g");
+  EXPECT_LE(UpdateDifference(start, eager_params, graph_params), cuda ? 0.1 : 1e-3);
+  if (!cuda) ExpectClose(graph_params, eager_params, 1e-3);
 }
 
 TEST(CudaGraphTest, GraphStepsReplayAndTrainWhatEagerStepsTrain) {

@@ -3,15 +3,15 @@
 # golden AlexNet-conv1 numbers, and a clear error with exit code 2.
 set -euo pipefail
 bin="$1"
-out=$("$bin" --device=systolic --rows=32 --cols=32 --dataflow=ws --m=3025 --n=96 --k=363 --format=json)
+out=$("$bin" --device=systolic --systolic_rows=32 --systolic_cols=32 --systolic_dataflow=ws --m=3025 --n=96 --k=363 --format=json)
 for field in '"total_cycles": 112283' '"stall_cycles": 0' '"mapping_eff_pct": 94.5312' \
              '"sram_ifmap_reads": 3294225' '"sram_filter_reads": 34848' \
              '"sram_ofmap_writes": 3484800' '"overall_util_pct": 91.6831' '"latency_s":' '"energy_j":'; do
   grep -qF "$field" <<<"$out" || { echo "systolic JSON lacks $field: $out"; exit 1; }
 done
 # Finite DRAM bandwidth: SCALE-Sim v2's USER mode (devices/systolic/systolic_array_test.cc).
-out=$("$bin" --device=systolic --rows=32 --cols=32 --dataflow=os --m=256 --n=128 --k=256 \
-      --dram_bw_words_per_cycle=2 --ifmap_sram_kb=4 --filter_sram_kb=4 --ofmap_sram_kb=4 --format=json)
+out=$("$bin" --device=systolic --systolic_rows=32 --systolic_cols=32 --systolic_dataflow=os --m=256 --n=128 --k=256 \
+      --systolic_dram_bw_words_per_cycle=2 --systolic_ifmap_sram_kb=4 --systolic_filter_sram_kb=4 --systolic_ofmap_sram_kb=4 --format=json)
 for field in '"total_cycles": 523882' '"stall_cycles": 513707'; do
   grep -qF "$field" <<<"$out" || { echo "systolic USER JSON lacks $field: $out"; exit 1; }
 done
@@ -36,10 +36,10 @@ out=$("$bin" --device=gpu --gpu=v100 --m=8 --n=8 --k=8 --format=json)
 for field in '"latency_s": 1e-05' '"kernels": 1' '"launch_bound": true' '"flops": 1024'; do
   grep -qF "$field" <<<"$out" || { echo "gpu JSON lacks $field: $out"; exit 1; }
 done
-table=$("$bin" --device=systolic --m=4 --n=4 --k=4 --rows=4 --cols=4)
+table=$("$bin" --device=systolic --m=4 --n=4 --k=4 --systolic_rows=4 --systolic_cols=4)
 grep -qE '^total_cycles +9$' <<<"$table" || { echo "table output wrong: $table"; exit 1; }
 set +e
-err=$("$bin" --device=systolic --m=4 --n=4 --k=4 --dataflow=xs 2>&1)
+err=$("$bin" --device=systolic --m=4 --n=4 --k=4 --systolic_dataflow=xs 2>&1)
 code=$?
 set -e
 [ "$code" -eq 2 ] || { echo "bad dataflow exited $code"; exit 1; }

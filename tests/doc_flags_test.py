@@ -25,8 +25,8 @@ OUTSIDE = {
     "--no-as-needed", "--as-needed", "--push-state", "--pop-state",
     # chromium, kubernetes-validate, NeuroSim's own flag (docs/devices.md)
     "--headless", "--screenshot", "--strict", "--vari",
-    # ./hpt compose-test
-    "--from-source",
+    # ./hpt compose-test; tools/format_check.sh
+    "--from-source", "--fix",
     # Abseil's own
     "--help", "--helpfull", "--flagfile",
 }

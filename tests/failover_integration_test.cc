@@ -250,7 +250,7 @@ constexpr char kDevices[] = R"(
   data { synthetic { stations: 6 time_steps: 700 } }
   training { epochs: 4 batch_size: 16 seed: 5 checkpoint_every: 5
              optimizer { learning_rate: 0.003 } }
-  hpt { window_steps: 4 loss_threshold: 0.9 weight_threshold: 0.9 lora { rank: 2 } }
+  hpt { check_window_steps: 4 loss_threshold: 0.9 weight_threshold: 0.9 lora { rank: 2 } }
 )";
 
 // The same job, longer, waiting 2 s for a lost device before it falls back.
@@ -381,7 +381,7 @@ constexpr char kLong[] = R"(
   model { preset: "tiny" dropout: 0.1 dropout_set: true }
   data { synthetic { stations: 8 time_steps: 1400 } }
   training { epochs: 3 batch_size: 16 seed: 9 checkpoint_every: 10 }
-  hpt { window_steps: 8 loss_threshold: 0.5 weight_threshold: 0.5 placement: "gpu"
+  hpt { check_window_steps: 8 loss_threshold: 0.5 weight_threshold: 0.5 placement: "gpu"
         lora { rank: 2 } }
 )";
 

@@ -26,7 +26,7 @@ PORT_KEYS = ["HPT_COORDINATOR_GRPC_PORT", "HPT_COORDINATOR_METRICS_PORT", "HPT_G
              "HPT_SYSTOLIC_GRPC_PORT", "HPT_SYSTOLIC_METRICS_PORT", "HPT_PROMETHEUS_PORT"]
 # Small windows and loose thresholds: the tiny job reaches the switch.
 HPT_FLAGS = ["--preset=tiny", "--epochs=6", "--stations=8", "--time_steps=256",
-             "--hpt_window_steps=5", "--loss_threshold=0.5", "--weight_threshold=0.5", "--lora_rank=4",
+             "--check_window_steps=5", "--loss_threshold=0.5", "--weight_threshold=0.5", "--lora_rank=4",
              "--reram_chip_tiles=12"]
 
 
@@ -132,7 +132,7 @@ class OperationsTest(unittest.TestCase):
     def test_python_client_submits_watches_and_reads_the_report(self):
         spec = ('name: "python-example" model { preset: "tiny" } '
                 'data { synthetic { stations: 8 time_steps: 256 } } training { epochs: 6 } '
-                'hpt { window: 5 loss_threshold: 0.5 weight_threshold: 0.5 lora { rank: 4 } }')
+                'hpt { check_window_samples: 5 loss_threshold: 0.5 weight_threshold: 0.5 lora { rank: 4 } }')
         stubs = tempfile.mkdtemp(prefix="stubs-", dir=os.environ.get("TEST_TMPDIR"))
         run = subprocess.run(["/usr/bin/python3", CLIENT, f"--coordinator={self.coordinator}",
                               f"--spec={spec}", f"--stubs_dir={stubs}",

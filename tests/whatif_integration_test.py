@@ -156,19 +156,22 @@ class WhatIfTest(unittest.TestCase):
         job_id = self.cluster.train(JOB, "--probe_steps=2", name="probed")
         rows = {b["baseline"]: b for b in self.cluster.job(job_id)["hpt"]["comparison"]["baselines"]
                 if b.get("measured")}
-        self.assertEqual(sorted(rows), ["bf16", "fused", "graph", "libtorch", "paper"])
-        for name in ("paper", "fused", "bf16"):
+        # The probe's eager step is C++'s, not the paper's Python: named so.
+        self.assertEqual(sorted(rows), ["bf16", "fused", "graph", "libtorch", "libtorch-eager"])
+        for name in ("libtorch-eager", "fused", "bf16"):
             self.assertGreater(rows[name]["step_s"], 0, name)
             self.assertGreater(rows[name]["gpu_only_time_s"], 0, name)
             self.assertIn("probe: median of 2 steps", rows[name]["source"], name)
         self.assertEqual(rows["graph"]["not_run"], "not run: no CUDA (CUDA graphs need a GPU)")
         report = self.cluster.ctl("report", job_id).stdout
         self.assertIn("against each GPU baseline, measured", report)
-        self.assertIn("graph    not run: no CUDA", report)
+        self.assertIn("graph          not run: no CUDA", report)
         self.assertIn("fastest GPU-only: ", report)
+        # Measured here on a CPU: no row is a measured GPU baseline.
+        self.assertNotIn("measured on this job's GPU", report)
         # hptctl probe on a finished job times them again, as asked.
         run = self.cluster.ctl("probe", job_id, "--probe_steps=3")
-        self.assertIn("paper: eager, per-parameter Adam", run.stdout)
+        self.assertIn("libtorch-eager: eager, per-parameter Adam", run.stdout)
         rows = {b["baseline"]: b for b in self.cluster.job(job_id)["hpt"]["comparison"]["baselines"]
                 if b.get("measured")}
         self.assertIn("probe: median of 3 steps", rows["fused"]["source"])

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # libFuzzer targets under AddressSanitizer and UBSan, built with Debian's
-# clang straight from the sources (Bazel's toolchain stays gcc, so its cache
-# is untouched), then run on the corpus in fuzz/corpus/<target>.
+# clang from the sources their Bazel rules name (fuzz/BUILD; Bazel's own
+# toolchain stays gcc, so its cache is untouched), then run on the corpus in
+# fuzz/corpus/<target>. `bazel test //fuzz:all` replays the same corpora.
 #
 #   tools/fuzz.sh [SECONDS]     run every target SECONDS (default 10)
 #   tools/fuzz.sh SECONDS NAME  only fuzz/NAME_fuzzer.cc
@@ -15,30 +16,33 @@ ROOT=$(pwd)
 SECONDS_EACH=${1:-10}
 ONLY=${2:-}
 OUT=$ROOT/build-out/fuzz
-mkdir -p "$OUT/gen" "$OUT/obj"
+mkdir -p "$OUT/obj"
 
 CXX=${CXX_FUZZ:-clang++}
 FLAGS=(-std=c++17 -O1 -g -fsanitize=fuzzer-no-link,address,undefined
-       -fno-sanitize-recover=undefined -I"$ROOT" -I"$OUT/gen")
+       -fno-sanitize-recover=undefined -I"$ROOT" -I"$ROOT/bazel-bin")
 LINK=(-fsanitize=fuzzer,address,undefined)
 LIBS=($(pkg-config --libs protobuf absl_status absl_statusor absl_strings absl_str_format \
-        absl_synchronization absl_time absl_hash absl_raw_hash_set))
+        absl_synchronization absl_time absl_hash absl_raw_hash_set grpc++))
 
-# Protos: work.proto (recorded work), common.proto (tensors, model and LoRA
-# configs), job_service.proto.
-for p in work common job_service; do
-  if [ ! -e "$OUT/gen/proto/$p.pb.cc" ] || [ "proto/$p.proto" -nt "$OUT/gen/proto/$p.pb.cc" ]; then
-    protoc -I"$ROOT" --cpp_out="$OUT/gen" "proto/$p.proto"
+# Each target's sources, read from its Bazel rule (fuzz/BUILD) so that a
+# library that grows a dependency grows the fuzzer with it: the project's
+# .cc files, and the generated ones (protos, the embedded H200 profile),
+# which Bazel makes first.
+sources_of() {
+  local rule=//fuzz:$1_fuzzer generated
+  generated=$(bazel query "kind('generated file', deps($rule))" 2>/dev/null |
+              grep '^//.*\.cc$' || true)
+  if [ -n "$generated" ]; then
+    # shellcheck disable=SC2086
+    bazel build $generated >"$OUT/bazel-build.log" 2>&1 ||
+      { echo "fuzz: bazel could not make $1's generated sources: see $OUT/bazel-build.log" >&2
+        return 1; }
   fi
-done
-
-# The h100 preset's measured kernels, as //devices:h200_profile_cc makes them.
-mkdir -p "$OUT/gen/devices"
-if [ ! -e "$OUT/gen/devices/h200_profile.cc" ] ||
-   [ devices/gpu/profiles/h200.profile -nt "$OUT/gen/devices/h200_profile.cc" ]; then
-  sh devices/gpu/profiles/embed_profile.sh devices/gpu/profiles/h200.profile \
-    "$OUT/gen/devices/h200_profile.cc"
-fi
+  bazel query "kind('source file', deps($rule))" 2>/dev/null | grep '^//.*\.cc$' |
+    grep -v '^//fuzz:replay_main.cc$' | sed -e 's|^//||' -e 's|:|/|'
+  echo "$generated" | sed -e '/^$/d' -e 's|^//|bazel-bin/|' -e 's|:|/|'
+}
 
 # One object per source, rebuilt when the source or any header is newer.
 compile() {
@@ -53,28 +57,20 @@ compile() {
   echo "$obj"
 }
 
-declare -A SOURCES=(
-  [wide_csv]="data/wide_csv.cc data/text_file.cc data/timestamps.cc common/user_file.cc"
-  [weather]="data/real_data.cc data/text_file.cc data/timestamps.cc common/user_file.cc"
-  [covid]="data/real_data.cc data/text_file.cc data/timestamps.cc common/user_file.cc"
-  [swe]="data/swe.cc data/text_file.cc common/user_file.cc"
-  [spec]="coordinator/spec/job_spec.cc coordinator/spec/hpt_spec.cc coordinator/spec/paper_recipes.cc coordinator/spec/spec_names.cc models/model_config.cc models/lora_config.cc \
-models/model_flops.cc $OUT/gen/proto/work.pb.cc $OUT/gen/proto/common.pb.cc \
-$OUT/gen/proto/job_service.pb.cc"
-  [gpu_profile]="devices/gpu/roofline.cc devices/gpu/gemm_grid.cc common/user_file.cc \
-$OUT/gen/devices/h200_profile.cc"
-  [tensor_codec]="common/tensor_codec.cc common/host_tensor.cc $OUT/gen/proto/work.pb.cc \
-$OUT/gen/proto/common.pb.cc"
-)
-
 failed=0
-for target in wide_csv weather covid swe spec gpu_profile tensor_codec; do
+targets=$(ls fuzz/*_fuzzer.cc | sed -e 's|fuzz/||' -e 's|_fuzzer.cc$||')
+for target in $targets; do
   [ -n "$ONLY" ] && [ "$ONLY" != "$target" ] && continue
   objs=()
-  for src in fuzz/${target}_fuzzer.cc ${SOURCES[$target]}; do objs+=("$(compile "$src")"); done
+  srcs=$(sources_of "$target") || { failed=1; continue; }
+  for src in $srcs; do
+    obj=$(compile "$src") || { echo "fuzz: $src does not build with $CXX" >&2; failed=1; continue 2; }
+    objs+=("$obj")
+  done
   bin=$OUT/${target}_fuzzer
   if [ ! -e "$bin" ] || [ -n "$(find "${objs[@]}" -newer "$bin" | head -1)" ]; then
-    "$CXX" "${LINK[@]}" "${objs[@]}" "${LIBS[@]}" -o "$bin"
+    "$CXX" "${LINK[@]}" "${objs[@]}" "${LIBS[@]}" -o "$bin" ||
+      { echo "fuzz: ${target}_fuzzer does not link" >&2; failed=1; continue; }
   fi
   mkdir -p "$OUT/corpus/$target"
   log=$OUT/$target.log

@@ -32,7 +32,8 @@ done
 if [ "$build" = 1 ]; then
   (cd "$ROOT" && ./hpt build //devices:hpt_devsim //workers:hpt_calibrate //workers:hpt_probe \
     //benchmarks:gpu_model_check //benchmarks:cpu_profile_check \
-    //benchmarks:step_overhead_bench //benchmarks:attention_bench //tests:cuda_test)
+    //benchmarks:step_overhead_bench //benchmarks:attention_bench //benchmarks:kernel_holdout \
+    //tests:cuda_test)
   binaries=("$ROOT"/bazel-bin/coordinator/hpt_coordinator "$ROOT"/bazel-bin/workers/hpt_worker
             "$ROOT"/bazel-bin/hptctl/hptctl "$ROOT"/bazel-bin/devices/hpt_devsim
             "$ROOT"/bazel-bin/workers/hpt_calibrate "$ROOT"/bazel-bin/workers/hpt_probe
@@ -40,6 +41,7 @@ if [ "$build" = 1 ]; then
             "$ROOT"/bazel-bin/benchmarks/cpu_profile_check
             "$ROOT"/bazel-bin/benchmarks/step_overhead_bench
             "$ROOT"/bazel-bin/benchmarks/attention_bench
+            "$ROOT"/bazel-bin/benchmarks/kernel_holdout
             "$ROOT"/bazel-bin/tests/cuda_test)
 fi
 [ ${#binaries[@]} -gt 0 ] || { echo "gpu_bundle: no binaries" >&2; exit 2; }

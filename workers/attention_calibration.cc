@@ -6,9 +6,11 @@
 
 #include "workers/best_time.h"
 
+
 namespace hpt {
 
-AttentionProfile MeasureAttention(const torch::Device& device, bool quick, double empty_s) {
+AttentionProfile MeasureAttention(const torch::Device& device, bool quick, double empty_s,
+                                  RateCap* cap) {
   const std::vector<int64_t> lengths = quick ? std::vector<int64_t>{16, 64, 256}
                                              : std::vector<int64_t>{16, 32, 64, 128, 256};
   const std::vector<int64_t> dims = quick ? std::vector<int64_t>{8, 32, 128}
@@ -40,8 +42,8 @@ AttentionProfile MeasureAttention(const torch::Device& device, bool quick, doubl
         const auto [f2, b2] = time(kManyHeads, lq, lk, d);
         const double pairs_per_head = double(lq) * double(lk) * double(d);
         const double heads = double(kManyHeads - kFewHeads);
-        forward.push_back(4 * pairs_per_head * heads / std::max(f2 - f1, 1e-9));
-        backward.push_back(10 * pairs_per_head * heads / std::max(b2 - b1, 1e-9));
+        forward.push_back(cap->Rate(4 * pairs_per_head * heads, f2 - f1));
+        backward.push_back(cap->Rate(10 * pairs_per_head * heads, b2 - b1));
         forward_call.push_back(f1 - (f2 - f1) * kFewHeads / heads - empty_s);
         backward_call.push_back(b1 - (b2 - b1) * kFewHeads / heads - empty_s);
       }

@@ -3,7 +3,8 @@
 // `device`. Part of the calibration (device_calibration.h); includes
 // LibTorch.
 //
-//   AttentionProfile a = MeasureAttention(torch::Device(torch::kCPU), true, empty_s);
+//   RateCap cap{best_product_rate};
+//   AttentionProfile a = MeasureAttention(torch::Device(torch::kCPU), true, empty_s, &cap);
 //   double flops_per_s = a.forward.Rate(GemmShape{57, 57, 64});  // Lq, Lk, head dim
 #ifndef HPT_WORKERS_ATTENTION_CALIBRATION_H_
 #define HPT_WORKERS_ATTENTION_CALIBRATION_H_
@@ -11,6 +12,7 @@
 #include <torch/torch.h>
 
 #include "devices/gpu/gemm_grid.h"
+#include "workers/best_time.h"
 
 namespace hpt {
 
@@ -25,8 +27,11 @@ struct AttentionProfile {
 // each timed for 8 and for 64 heads in all, so that the rate is the
 // slope per head and the fixed cost of a call (its threads, its scratch
 // buffers) the intercept beyond `empty_s`. FLOPs as the
-// kernel recorder counts them: 4 and 10 per (query, key, dimension).
-AttentionProfile MeasureAttention(const torch::Device& device, bool quick, double empty_s);
+// kernel recorder counts them: 4 and 10 per (query, key, dimension). A
+// shape whose 56 more heads take less time than their work at `cap`'s
+// best rate (tiny heads, where the call's cost hides them) is rated at it.
+AttentionProfile MeasureAttention(const torch::Device& device, bool quick, double empty_s,
+                                  RateCap* cap);
 
 }  // namespace hpt
 

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 #include <vector>
 
 #include "workers/cuda_timing.h"
@@ -59,6 +60,36 @@ double DeviceBestS(const torch::Device& device, int runs, F body) {
     if (s.ok()) return *s;
   }
   return BestS(device, runs, body);
+}
+
+// Rates from marginal times (a kernel's time beyond a call's fixed cost),
+// at most `best`, the best product rate measured on products large enough
+// to time: a marginal time shorter than the work takes at that rate (or
+// none at all) is below what the clock resolves, so such a kernel is rated
+// at `best` and counted, never divided by a floor of time.
+struct RateCap {
+  double best = 0;
+  int capped = 0;
+  double Rate(double work, double marginal_s) {
+    if (marginal_s * best > work) return work / marginal_s;
+    ++capped;
+    return best;
+  }
+};
+
+// The cap for timings of (work, whole seconds) beyond `fixed_s` a call:
+// the best rate of those whose marginal time is at least half their whole
+// time (timed well apart from the call's cost), or, where none is, the
+// best rate over whole times (a bound from below).
+inline RateCap ResolvedCap(const std::vector<std::pair<double, double>>& timed, double fixed_s) {
+  RateCap cap;
+  double whole_best = 0;
+  for (const auto& [work, s] : timed) {
+    if (s - fixed_s >= 0.5 * s) cap.best = std::max(cap.best, work / (s - fixed_s));
+    whole_best = std::max(whole_best, work / s);
+  }
+  if (cap.best <= 0) cap.best = whole_best;
+  return cap;
 }
 
 }  // namespace hpt

@@ -15,11 +15,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "devices/gpu/kernel_cost.h"
-#include "workers/best_time.h"
 #include "workers/attention_calibration.h"
+#include "workers/best_time.h"
+#include "workers/calibration_shapes.h"
 #include "workers/cuda_timing.h"
 #include "workers/host_calibration.h"
 #include "workers/memory_calibration.h"
+#include "workers/nccl_group.h"
 #include "workers/norm_calibration.h"
 #include "workers/nvml_energy.h"
 
@@ -56,16 +58,16 @@ double EmptyProductS(const torch::Device& device) {
 }
 
 // Achieved rates of products over transformer-like shapes, by size,
-// beyond `empty_s` (EmptyProductS).
+// beyond `empty_s` (EmptyProductS). `cap->best` becomes the best rate of
+// those whose marginal time is at least half their whole time (the larger
+// ones: timed well apart from a call's cost), and every rate is held to it.
 std::vector<std::pair<double, double>> GemmRates(const torch::Device& device, bool quick,
-                                                 double empty_s) {
+                                                 double empty_s, RateCap* cap) {
   torch::NoGradGuard no_grad;
   auto opts = torch::TensorOptions().device(device);
-  std::vector<std::pair<double, double>> rates;
-  const std::vector<int64_t> ms = quick ? std::vector<int64_t>{16, 128, 1024}
-                                        : std::vector<int64_t>{1, 8, 32, 128, 512, 2048, 8192};
-  const std::vector<int64_t> ns = quick ? std::vector<int64_t>{64, 512}
-                                        : std::vector<int64_t>{32, 128, 512, 2048};
+  std::vector<double> sizes;
+  std::vector<std::pair<double, double>> timed;  // (FLOPs, s)
+  const std::vector<int64_t> ms = GemmRateRows(quick), ns = GemmRateWidths(quick);
   for (int64_t m : ms) {
     for (int64_t n : ns) {
       torch::Tensor a = torch::randn({m, n}, opts), b = torch::randn({n, n}, opts);
@@ -75,8 +77,14 @@ std::vector<std::pair<double, double>> GemmRates(const torch::Device& device, bo
       const double s = DeviceBestS(device, quick ? 3 : 5, [&] {
         for (int i = 0; i < reps; ++i) torch::mm(a, b);
       }) / reps;
-      rates.push_back({GemmSize(flops, bytes), flops / std::max(s - empty_s, 1e-9)});
+      sizes.push_back(GemmSize(flops, bytes));
+      timed.push_back({flops, s});
     }
+  }
+  *cap = ResolvedCap(timed, empty_s);
+  std::vector<std::pair<double, double>> rates;
+  for (size_t i = 0; i < timed.size(); ++i) {
+    rates.push_back({sizes[i], cap->Rate(timed[i].first, timed[i].second - empty_s)});
   }
   std::sort(rates.begin(), rates.end());
   // One rate a size: shapes of equal size average.
@@ -97,9 +105,7 @@ std::vector<std::pair<double, double>> GemmRates(const torch::Device& device, bo
 double Bf16Flops(const torch::Device& device, bool quick) {
   torch::NoGradGuard no_grad;
   auto opts = torch::TensorOptions().device(device).dtype(torch::kBFloat16);
-  const std::vector<int64_t> sizes = quick              ? std::vector<int64_t>{512, 1024}
-                                     : device.is_cuda() ? std::vector<int64_t>{2048, 4096, 8192}
-                                                        : std::vector<int64_t>{1024, 2048};
+  const std::vector<int64_t> sizes = Bf16Sizes(quick, device.is_cuda());
   double best = 0;
   for (int64_t n : sizes) {
     torch::Tensor a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts);
@@ -135,19 +141,18 @@ enum class StreamedPart { kSecondOperand, kResult };
 // product took 9.4 us back to back and 28.0 us after an element-wise op
 // wrote its first operand; products chained on each other's results, 9.5
 // (2 threads; with 1 thread 13.7 and 16.1).
-GemmGrid MeasureGemmGrid(const torch::Device& device, bool quick, double empty_s,
+GemmGrid MeasureGemmGrid(const torch::Device& device, bool quick, double empty_s, RateCap* cap,
                          StreamPool* streamed, GemmShape layout = GemmShape(),
                          StreamedPart part = StreamedPart::kSecondOperand) {
   StreamPool* streamed_b = part == StreamedPart::kSecondOperand ? streamed : nullptr;
   StreamPool* streamed_c = part == StreamedPart::kResult ? streamed : nullptr;
   const bool hand_over = !device.is_cuda();
   torch::NoGradGuard no_grad;
-  const std::vector<int64_t> axis = quick ? std::vector<int64_t>{8, 32, 128, 512, 2048}
-                                          : std::vector<int64_t>{8, 16, 32, 64, 128, 256, 512,
-                                                                 1024, 2048};
+  const std::vector<int64_t> axis = GemmGridAxis(quick);
   const auto opts = torch::TensorOptions().device(device);
   const int runs = quick ? 3 : 5;
   std::vector<double> rates;
+  std::vector<std::pair<double, double>> timed;  // (FLOPs, s), in the grid's order
   for (int64_t m : axis) {
     for (int64_t k : axis) {
       torch::Tensor a = layout.a_transposed ? torch::randn({k, m}, opts).t()
@@ -181,10 +186,17 @@ GemmGrid MeasureGemmGrid(const torch::Device& device, bool quick, double empty_s
         }) / reps - write_s;
         if (streamed_b != nullptr) streamed_b->ReadUpTo(b[next % b.size()]);
         if (streamed_c != nullptr) streamed_c->ReadUpTo(c[next % c.size()]);
-        rates.push_back(flops / std::max(s - empty_s, 1e-9));
+        timed.push_back({flops, s});
       }
     }
   }
+  // Held to the best resolved product rate so far or in this grid (a
+  // grid's large products may outrun the size table's).
+  RateCap grid = ResolvedCap(timed, empty_s);
+  grid.best = std::max(grid.best, cap->best);
+  for (const auto& [flops, s] : timed) rates.push_back(grid.Rate(flops, s - empty_s));
+  cap->best = grid.best;
+  cap->capped += grid.capped;
   return *GemmGrid::Make(axis, axis, axis, std::move(rates));
 }
 
@@ -223,7 +235,16 @@ double PowerW(const NvmlEnergy& nvml, const torch::Device& device, double window
 
 absl::Status MeasurePower(const torch::Device& device, const CalibrationOptions& o,
                           GpuSpec* g) {
-  absl::StatusOr<std::unique_ptr<NvmlEnergy>> nvml = NvmlEnergy::Open("", device.index());
+  // By the board's UUID: CUDA_VISIBLE_DEVICES renumbers CUDA's indices,
+  // not NVML's, so an index may name another board.
+  std::string uuid;
+  try {
+    uuid = CudaDeviceUuid(device.index());
+  } catch (const c10::Error& e) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot read the GPU's UUID: ", e.what_without_backtrace()));
+  }
+  absl::StatusOr<std::unique_ptr<NvmlEnergy>> nvml = NvmlEnergy::Open(uuid, device.index());
   if (!nvml.ok()) return nvml.status();
   g->name = (*nvml)->name();
   const double w = o.power_window_s;
@@ -310,13 +331,21 @@ void SetHost(const HostCosts& host, const std::string& note, GpuSpec* g, const S
                       1e6 * g->frame_s, 1e6 * g->node_s, note));
 }
 
+// " (N at it: ...)" where `cap` held rates to its best.
+std::string AtBest(const RateCap& cap) {
+  if (cap.capped == 0) return "";
+  return absl::StrFormat(" (%d at it: too short to time apart from an empty product)",
+                         cap.capped);
+}
+
 // GEMM rates by size; bandwidths, out of place and in place; the cache.
 absl::Status MeasureSizes(const torch::Device& device, bool quick, const EmptyOpS& empty,
                           GpuSpec* g, const Say& say) {
-  g->gemm_rates = GemmRates(device, quick, empty.product_s);
-  for (const auto& [flops, rate] : g->gemm_rates) g->fp32_flops = std::max(g->fp32_flops, rate);
-  say(absl::StrFormat("GEMM rates             %zu sizes, best %.1f GFLOP/s", g->gemm_rates.size(),
-                      1e-9 * g->fp32_flops));
+  RateCap cap;
+  g->gemm_rates = GemmRates(device, quick, empty.product_s, &cap);
+  g->fp32_flops = cap.best;  // every fp32 table below is held to it
+  say(absl::StrFormat("GEMM rates             %zu sizes, best %.1f GFLOP/s%s",
+                      g->gemm_rates.size(), 1e-9 * g->fp32_flops, AtBest(cap)));
   g->bf16_flops = Bf16Flops(device, quick);
   say(absl::StrFormat("bf16 products          best %.1f GFLOP/s", 1e-9 * g->bf16_flops));
   g->memory_rates = MemoryRates(device, quick, empty.elementwise_s, nullptr);
@@ -336,17 +365,38 @@ absl::Status MeasureSizes(const torch::Device& device, bool quick, const EmptyOp
   return absl::OkStatus();
 }
 
+// Products and element-wise work with their operands streamed from memory.
+void MeasureStreamed(const torch::Device& device, bool quick, const EmptyOpS& empty,
+                     const GemmShape& tn, GpuSpec* g, const Say& say) {
+  StreamPool pool(device, g->cache_bytes);
+  RateCap products{g->fp32_flops};
+  g->memory_rates_streamed = MemoryRates(device, quick, empty.elementwise_s, &pool);
+  g->gemm_grid_streamed = MeasureGemmGrid(device, quick, empty.product_s, &products, &pool);
+  g->gemm_grid_streamed_result = MeasureGemmGrid(device, quick, empty.product_s, &products,
+                                                 &pool, tn, StreamedPart::kResult);
+  g->fp32_flops = products.best;
+  say(absl::StrFormat("streamed from memory   %.1f GFLOP/s at 57x512x1536, %.1f GB/s at 1 MB, "
+                      "%.1f GFLOP/s at 512x1536x57 (its gradient)%s",
+                      1e-9 * g->gemm_grid_streamed.Rate(kWindProjection),
+                      1e-9 * MemoryRate(*g, 1 << 20, true),
+                      1e-9 * g->gemm_grid_streamed_result.Rate(kWindWeightGradient),
+                      AtBest(products)));
+}
+
 // Products by shape and layout, attention, layer norm; from memory, where
 // a cache is known.
 void MeasureShapes(const torch::Device& device, bool quick, const EmptyOpS& empty, GpuSpec* g,
                    const Say& say) {
-  g->gemm_grid = MeasureGemmGrid(device, quick, empty.product_s, nullptr);
+  RateCap products{g->fp32_flops};
+  g->gemm_grid = MeasureGemmGrid(device, quick, empty.product_s, &products, nullptr);
   GemmShape nt, tn;
   nt.b_transposed = true;
   tn.a_transposed = true;
-  g->gemm_grid_nt = MeasureGemmGrid(device, quick, empty.product_s, nullptr, nt);
-  g->gemm_grid_tn = MeasureGemmGrid(device, quick, empty.product_s, nullptr, tn);
-  const AttentionProfile attention = MeasureAttention(device, quick, empty.product_s);
+  g->gemm_grid_nt = MeasureGemmGrid(device, quick, empty.product_s, &products, nullptr, nt);
+  g->gemm_grid_tn = MeasureGemmGrid(device, quick, empty.product_s, &products, nullptr, tn);
+  g->fp32_flops = products.best;  // the best product rate measured: every fp32 table's bound
+  RateCap heads{g->fp32_flops};
+  const AttentionProfile attention = MeasureAttention(device, quick, empty.product_s, &heads);
   g->attention_grid = attention.forward;
   g->attention_backward_grid = attention.backward;
   g->attention_call_s = attention.forward_call_s;
@@ -361,27 +411,17 @@ void MeasureShapes(const torch::Device& device, bool quick, const EmptyOpS& empt
                       1e9 / g->norm_grid.Rate({57, 512, 1}),
                       1e9 / g->norm_backward_grid.Rate({57, 512, 1})));
   say(absl::StrFormat("fused attention        forward %.1f GFLOP/s + %.1f us a call, backward "
-                      "%.1f GFLOP/s + %.1f us (16 x 16 x 8 a head)",
+                      "%.1f GFLOP/s + %.1f us (16 x 16 x 8 a head)%s",
                       1e-9 * g->attention_grid.Rate({16, 16, 8}), 1e6 * g->attention_call_s,
                       1e-9 * g->attention_backward_grid.Rate({16, 16, 8}),
-                      1e6 * g->attention_backward_call_s));
+                      1e6 * g->attention_backward_call_s, AtBest(heads)));
   GemmShape projection = kWindProjection;
   projection.b_transposed = true;
   say(absl::StrFormat("GEMM shapes            %zu^3 by layout, %.1f GFLOP/s at 57x512x1536 (x W^T "
-                      "%.1f)",
+                      "%.1f)%s",
                       g->gemm_grid.m().size(), 1e-9 * g->gemm_grid.Rate(kWindProjection),
-                      1e-9 * g->gemm_grid_nt.Rate(projection)));
-  if (g->cache_bytes <= 0) return;
-  StreamPool pool(device, g->cache_bytes);
-  g->memory_rates_streamed = MemoryRates(device, quick, empty.elementwise_s, &pool);
-  g->gemm_grid_streamed = MeasureGemmGrid(device, quick, empty.product_s, &pool);
-  g->gemm_grid_streamed_result =
-      MeasureGemmGrid(device, quick, empty.product_s, &pool, tn, StreamedPart::kResult);
-  say(absl::StrFormat("streamed from memory   %.1f GFLOP/s at 57x512x1536, %.1f GB/s at 1 MB, "
-                      "%.1f GFLOP/s at 512x1536x57 (its gradient)",
-                      1e-9 * g->gemm_grid_streamed.Rate(kWindProjection),
-                      1e-9 * MemoryRate(*g, 1 << 20, true),
-                      1e-9 * g->gemm_grid_streamed_result.Rate(kWindWeightGradient)));
+                      1e-9 * g->gemm_grid_nt.Rate(projection), AtBest(products)));
+  if (g->cache_bytes > 0) MeasureStreamed(device, quick, empty, tn, g, say);
 }
 
 // CUDA's own: a graph node's cost, and power where NVML answers.

@@ -31,14 +31,16 @@ std::unique_ptr<DeviceMeter> DeviceMeter::Create(const std::string& device,
                                                  const std::string& uuid) {
   auto impl = std::make_unique<Impl>();
   impl->device = torch::Device(device);
-  std::string by = "wall time", name = CpuModelName();
+  std::string by = "wall time", name = CpuModelName(), board;
   if (impl->device.is_cuda()) {
     by = "cuda events";
     const int index = impl->device.has_index() ? impl->device.index() : 0;
     name = device;
-    // By the GPU's UUID; a --device_id that is not one falls back to the index.
+    // By the GPU's UUID where it has one: an index may name another board
+    // (CUDA_VISIBLE_DEVICES renumbers CUDA's, not NVML's). A UUID NVML does
+    // not know (a MIG slice) measures time only.
     auto nvml = NvmlEnergy::Open(uuid, index);
-    if (!nvml.ok() && !uuid.empty()) nvml = NvmlEnergy::Open("", index);
+    if (nvml.ok() && !uuid.empty()) board = uuid;
     if (nvml.ok()) {
       impl->nvml = std::move(*nvml);
       name = impl->nvml->name();
@@ -47,6 +49,7 @@ std::unique_ptr<DeviceMeter> DeviceMeter::Create(const std::string& device,
   auto meter = std::unique_ptr<DeviceMeter>(new DeviceMeter(std::move(impl)));
   meter->measured_by_ = by;
   meter->device_name_ = name;
+  meter->board_ = board;
   return meter;
 }
 
@@ -83,9 +86,21 @@ DeviceMeter::Reading DeviceMeter::Stop() {
   }
   if (m.nvml != nullptr) {
     const double now_j = m.nvml->TotalJ();
-    if (now_j >= 0 && m.start_j >= 0) r.j = now_j - m.start_j;
+    if (now_j >= 0 && m.start_j >= 0) {
+      r.j = now_j - m.start_j;
+      r.counter_start_j = m.start_j;
+      r.counter_end_j = now_j;
+    }
   }
   return r;
+}
+
+void SetCounter(const std::string& board, const DeviceMeter::Reading& measured,
+                CostReport* cost) {
+  if (board.empty() || measured.counter_end_j <= measured.counter_start_j) return;
+  cost->set_board(board);
+  cost->set_counter_start_j(measured.counter_start_j);
+  cost->set_counter_end_j(measured.counter_end_j);
 }
 
 std::string CpuModelName() {

@@ -59,20 +59,23 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(
   if (options.device == "auto" && !impl->device.is_cuda()) {
     impl->device_name += " (CUDA not found)";
   }
-  impl->device_id = options.device_id;
-  if (impl->device_id.empty() && impl->device.is_cuda()) {
+  // The board's own UUID: its energy counter is opened by it, never by a
+  // --device_id a person gave, nor by an index that CUDA_VISIBLE_DEVICES
+  // may have renumbered.
+  std::string uuid;
+  if (impl->device.is_cuda()) {
     try {
-      impl->device_id = CudaDeviceUuid(impl->device.has_index() ? impl->device.index() : 0);
+      uuid = CudaDeviceUuid(impl->device.has_index() ? impl->device.index() : 0);
     } catch (const c10::Error& e) {
       return absl::FailedPreconditionError(absl::StrCat(
           "device '", impl->device.str(), "': cannot read its UUID: ", e.what_without_backtrace()));
     }
   }
+  impl->device_id = options.device_id.empty() ? uuid : options.device_id;
   if (options.intra_op_threads > 0) {
     torch::set_num_threads(options.intra_op_threads);
   }
-  impl->meter = DeviceMeter::Create(impl->device.str(),
-                                    impl->device.is_cuda() ? impl->device_id : "");
+  impl->meter = DeviceMeter::Create(impl->device.str(), uuid);
   return std::unique_ptr<GpuExecutor>(new GpuExecutor(std::move(impl)));
 }
 

@@ -87,6 +87,7 @@ struct GpuExecutor::Impl {
     cost->set_device(device_name);
     cost->set_measured_s(measured.s);
     cost->set_measured_j(measured.j);
+    SetCounter(meter->board(), measured, cost);
     cost->set_measured_by(meter->measured_by());
     cost->set_device_name(meter->device_name());
     const auto& s = bf16 ? bf16_settings : settings;

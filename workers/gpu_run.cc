@@ -357,6 +357,7 @@ void FillRunCosts(const RunDevice& run_device, const RunResult& run, GpuSession&
     const double share = modelled > 0 ? t->simulated_s() / modelled : 1.0 / double(tasks.size());
     t->set_measured_s(measured.s / double(steps) * share);
     t->set_measured_j(measured.j / double(steps) * share);
+    SetCounter(run_device.meter->board(), measured, t);  // the run's: the share is in measured_j
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 #include <vector>
 
 #include "workers/best_time.h"
@@ -18,6 +19,7 @@ LayerNormGrids MeasureLayerNorm(const torch::Device& device, bool quick, double 
                                                                    1024, 2048};
   const int runs = quick ? 3 : 5;
   std::vector<double> forward, backward;
+  std::vector<std::pair<double, double>> forward_timed, backward_timed;  // (elements, s)
   for (int64_t r : rows) {
     for (int64_t w : widths) {
       const auto opts = torch::TensorOptions().device(device);
@@ -36,9 +38,17 @@ LayerNormGrids MeasureLayerNorm(const torch::Device& device, bool quick, double 
                                          {true, true, true});
         }
       }) / reps;
-      forward.push_back(elements / std::max(forward_s - empty_s, 1e-9));
-      backward.push_back(elements / std::max(backward_s - empty_s, 1e-9));
+      forward_timed.push_back({elements, forward_s});
+      backward_timed.push_back({elements, backward_s});
     }
+  }
+  // Each direction's rates held to its best among shapes timed well apart
+  // from an op's dispatch (ResolvedCap): a smaller one's time beyond it may
+  // be below the clock's.
+  for (auto [timed, rates] : {std::pair{&forward_timed, &forward},
+                              std::pair{&backward_timed, &backward}}) {
+    RateCap cap = ResolvedCap(*timed, empty_s);
+    for (const auto& [elements, s] : *timed) rates->push_back(cap.Rate(elements, s - empty_s));
   }
   return {*GemmGrid::Make(rows, {1}, widths, std::move(forward)),
           *GemmGrid::Make(rows, {1}, widths, std::move(backward))};

@@ -1,8 +1,22 @@
 #include "coordinator/jobs/coordinator_metrics.h"
 
+#include <map>
+#include <utility>
+
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 
 namespace hpt {
+namespace {
+
+// Where a task's measured time was spent: "cuda" for a CUDA device
+// ("cuda:0"), "cpu" for anything else (a GPU worker on the CPU, or the
+// host that simulates a ReRAM or systolic device).
+const char* RanOn(const std::string& device) {
+  return absl::StartsWith(device, "cuda") ? "cuda" : "cpu";
+}
+
+}  // namespace
 
 // Long because it is a table: every family the coordinator exports, with
 // its help text and buckets, built once here (prometheus-cpp's habit).
@@ -38,7 +52,9 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& registry)
                                  .Register(registry)),
       job_device_seconds(prometheus::BuildGauge()
                              .Name("hpt_job_device_measured_seconds")
-                             .Help("Measured device time of the job's tasks.")
+                             .Help("Measured time of the job's tasks, by device kind (the "
+                                   "role) and ran_on (cuda, or cpu: a GPU worker without "
+                                   "CUDA, or a simulated device's host).")
                              .Register(registry)),
       job_device_simulated_seconds(
           prometheus::BuildGauge()
@@ -156,17 +172,21 @@ void CoordinatorMetrics::ObserveJob(const Job& job) {
     }
   }
   std::map<std::string, CostReport> by_kind;
+  std::map<std::pair<std::string, std::string>, double> measured;  // by kind, ran_on
   for (const DeviceCost& d : job.device_costs()) {
     CostReport& c = by_kind[d.kind()];
-    c.set_measured_s(c.measured_s() + d.cost().measured_s());
     c.set_simulated_s(c.simulated_s() + d.cost().simulated_s());
     c.set_energy_j(c.energy_j() + d.cost().energy_j());
+    measured[{d.kind(), RanOn(d.device())}] += d.cost().measured_s();
   }
   for (const auto& [kind, c] : by_kind) {
     const prometheus::Labels l{{"job_id", job.job_id()}, {"kind", kind}};
-    job_device_seconds.Add(l).Set(c.measured_s());
     job_device_simulated_seconds.Add(l).Set(c.simulated_s());
     job_device_energy.Add(l).Set(c.energy_j());
+  }
+  for (const auto& [key, seconds] : measured) {
+    job_device_seconds.Add({{"job_id", job.job_id()}, {"kind", key.first}, {"ran_on", key.second}})
+        .Set(seconds);
   }
 }
 
@@ -194,9 +214,12 @@ void CoordinatorMetrics::ForgetJob(const std::string& job_id) {
   drop(job_test_metric, "metric", {"rmse", "mae", "nse", "r2"});
   for (const char* kind : {"gpu", "reram", "systolic"}) {
     const prometheus::Labels l{{"job_id", job_id}, {"kind", kind}};
-    for (auto* family : {&job_device_seconds, &job_device_simulated_seconds,
-                         &job_device_energy}) {
+    for (auto* family : {&job_device_simulated_seconds, &job_device_energy}) {
       if (family->Has(l)) family->Remove(&family->Add(l));
+    }
+    for (const char* on : {"cuda", "cpu"}) {
+      const prometheus::Labels m{{"job_id", job_id}, {"kind", kind}, {"ran_on", on}};
+      if (job_device_seconds.Has(m)) job_device_seconds.Remove(&job_device_seconds.Add(m));
     }
   }
 }

@@ -288,7 +288,7 @@ absl::StatusOr<Job> JobManager::ProbeBaselines(const std::string& job_id, int64_
   std::unique_ptr<WorkerClient> gpu = options_.client_factory(gpus[0].address, "gpu");
   const std::vector<MeasuredBaseline> probes =
       ProbeJobBaselines(*gpu, model->config, job.spec().training().batch_size(),
-                        job.data().columns(), steps == 0 ? 10 : steps,
+                        SampleTokens(job.data()), steps == 0 ? 10 : steps,
                         job.spec().training().seed());
   auto probed = std::make_shared<WorkRecord>(*record);
   probed->clear_probes();

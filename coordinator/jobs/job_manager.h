@@ -61,7 +61,7 @@ class JobManager {
     // call (so nothing listens for it while no such job has run); unset:
     // data-parallel jobs fail with a clear error.
     std::function<absl::StatusOr<RendezvousStore*>()> rendezvous;
-    absl::Duration worker_wait = absl::Seconds(30);
+    absl::Duration worker_wait = JobRunner::kDefaultWorkerWait;
     int max_retained_jobs = 100;  // finished jobs beyond this are forgotten
     int max_running_jobs = 4;     // jobs training (or waiting for workers) at once
     DataLimits data_limits;       // what a job's data files may be

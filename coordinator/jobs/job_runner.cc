@@ -191,7 +191,7 @@ absl::StatusOr<std::vector<WorkerEntry>> JobRunner::AcquireWorkers(
   // job goes on with its fallback placement.
   const HptSpec& hpt = spec.hpt();
   if (hpt.mode() == "hpt" && hpt.placement() != "gpu") {
-    const bool fail = hpt.fallback_placement() == "fail";
+    const bool fail = hpt.fallback_placement() == FallbackPlacement::fail;
     const absl::Duration wait =
         fail ? options_.worker_wait : absl::Seconds(hpt.device_wait_s());
     std::vector<WorkerEntry> devices;

@@ -44,12 +44,15 @@ class JobRunner {
   using ClientFactory =
       std::function<std::unique_ptr<WorkerClient>(const std::string& address,
                                                   const std::string& kind)>;
+  // How long a job waits for the workers it needs, unless told: the
+  // coordinator's --worker_wait_s default, JobManager's and this one.
+  static constexpr absl::Duration kDefaultWorkerWait = absl::Seconds(60);
   struct Options {
     ClientFactory client_factory;
     // The c10d store data-parallel jobs rendezvous at (started on the
     // first call); unset: data-parallel jobs fail with a clear error.
     std::function<absl::StatusOr<RendezvousStore*>()> rendezvous;
-    absl::Duration worker_wait = absl::Seconds(30);
+    absl::Duration worker_wait = kDefaultWorkerWait;
     std::string state_dir;  // checkpoint and model files; may be empty
     int max_failovers = 3;  // in a row, without progress between them
   };

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "coordinator/spec/hpt_defaults.h"
 #include "coordinator/spec/job_spec.h"
 #include "coordinator/spec/paper_recipes.h"
 #include "coordinator/spec/spec_checks.h"
@@ -102,7 +103,7 @@ absl::Status NormalizeLora(HptSpec& h, const ModelSpec& model, const ModelConfig
   LoraConfig lora = h.lora();
   // Layer by layer, each layer's adapter takes its own rank from its own
   // change (PreLoRA's per-module rank), unless the spec names one rank.
-  if (h.switch_rule() == "layerwise" && lora.rank() == 0) lora.set_auto_rank(true);
+  if (h.switch_rule() == SwitchRule::layerwise && lora.rank() == 0) lora.set_auto_rank(true);
   lora = LoraDefaults(lora);
   lora.set_enabled(true);
   if (absl::Status s = ValidateLoraConfig(lora); !s.ok()) return s;
@@ -117,62 +118,55 @@ absl::Status NormalizeLora(HptSpec& h, const ModelSpec& model, const ModelConfig
   return absl::OkStatus();
 }
 
-// The rule and trial test a job gets when it names none, by the criterion
-// docs/method.md states ("Choosing the default"): no rule qualified on
-// the frontier's seeds 42-51, so the paper's rule and trial stay.
-constexpr char kDefaultSwitchRule[] = "paper";
-constexpr char kDefaultTrialTest[] = "difference";
-
 absl::Status NormalizeSwitchRule(HptSpec& h) {
+  RETURN_IF_ERROR(CheckEnum("hpt.switch_rule", h.switch_rule(), SwitchRule::Name_descriptor()));
+  RETURN_IF_ERROR(CheckEnum("hpt.trial_test", h.trial_test(), TrialTest::Name_descriptor()));
   // The default is a pair: a job that names a rule but no trial test keeps
   // the paper's trial, so "paper" still means the paper's rule.
-  if (h.switch_rule().empty()) {
+  if (h.switch_rule() == SwitchRule::SWITCH_RULE_UNSPECIFIED) {
     h.set_switch_rule(kDefaultSwitchRule);
-    if (h.trial_test().empty()) h.set_trial_test(kDefaultTrialTest);
+    if (h.trial_test() == TrialTest::TRIAL_TEST_UNSPECIFIED) h.set_trial_test(kDefaultTrialTest);
   }
-  const std::string& rule = h.switch_rule();
-  if (rule != "paper" && rule != "consecutive" && rule != "trend" && rule != "plateau" &&
-      rule != "layerwise") {
-    return Invalid("hpt.switch_rule", absl::StrCat("'", rule,
-                                                   "' is not paper, consecutive, trend, plateau "
-                                                   "or layerwise"));
-  }
-  if (rule == "layerwise") {
+  const SwitchRule::Name rule = h.switch_rule();
+  if (rule == SwitchRule::layerwise) {
     // Each layer switches on its own weight test; no LoRA copy is tried.
-    if (h.trial_test().empty()) h.set_trial_test("none");
-    if (h.trial_test() != "none") {
+    if (h.trial_test() == TrialTest::TRIAL_TEST_UNSPECIFIED) h.set_trial_test(TrialTest::none);
+    if (h.trial_test() != TrialTest::none) {
       return Invalid("hpt.trial_test",
-                     absl::StrCat("'", h.trial_test(), "' cannot go with switch_rule layerwise, "
-                                  "which runs no trial: leave trial_test empty or none"));
+                     absl::StrCat(TrialTest::Name_Name(h.trial_test()),
+                                  " cannot go with switch_rule layerwise, which runs no trial: "
+                                  "leave trial_test unset or none"));
     }
   }
-  if (rule == "consecutive" && h.consecutive_checks() == 0) h.set_consecutive_checks(3);
+  if (rule == SwitchRule::consecutive && h.consecutive_checks() == 0) {
+    h.set_consecutive_checks(kDefaultConsecutiveChecks);
+  }
   if (h.consecutive_checks() < 0 || h.consecutive_checks() > 1000) {
     return Invalid("hpt.consecutive_checks",
                    absl::StrCat("must be in 1..1000, got ", h.consecutive_checks()));
   }
-  if (rule == "trend" && h.trend_windows() == 0) h.set_trend_windows(5);
+  if (rule == SwitchRule::trend && h.trend_windows() == 0) {
+    h.set_trend_windows(kDefaultTrendWindows);
+  }
   if (h.trend_windows() != 0 && (h.trend_windows() < 3 || h.trend_windows() > 1000)) {
     return Invalid("hpt.trend_windows",
                    absl::StrCat("must be in 3..1000 (a line through fewer has no error), got ",
                                 h.trend_windows()));
   }
-  if (rule == "trend" && h.trend_gain() == 0) h.set_trend_gain(0.01);
+  if (rule == SwitchRule::trend && h.trend_gain() == 0) h.set_trend_gain(kDefaultTrendGain);
   if (!std::isfinite(h.trend_gain()) || h.trend_gain() < 0 || h.trend_gain() >= 1) {
     return Invalid("hpt.trend_gain",
                    absl::StrCat("must be a fraction of the loss in (0, 1), got ", h.trend_gain()));
   }
-  if (rule == "plateau" && h.plateau_z() == 0) h.set_plateau_z(1.645);
+  if (rule == SwitchRule::plateau && h.plateau_z() == 0) h.set_plateau_z(kDefaultPlateauZ);
   if (!std::isfinite(h.plateau_z()) || h.plateau_z() < 0 || h.plateau_z() > 100) {
     return Invalid("hpt.plateau_z",
                    absl::StrCat("must be in (0, 100] standard errors, got ", h.plateau_z()));
   }
-  if (h.trial_test().empty()) h.set_trial_test("difference");
-  if (h.trial_test() != "difference" && h.trial_test() != "margin" && h.trial_test() != "none") {
-    return Invalid("hpt.trial_test",
-                   absl::StrCat("'", h.trial_test(), "' is not difference, margin or none"));
+  if (h.trial_test() == TrialTest::TRIAL_TEST_UNSPECIFIED) h.set_trial_test(kNamedRuleTrialTest);
+  if (h.trial_test() == TrialTest::margin && h.trial_margin() == 0) {
+    h.set_trial_margin(kDefaultTrialMargin);
   }
-  if (h.trial_test() == "margin" && h.trial_margin() == 0) h.set_trial_margin(0.05);
   if (!std::isfinite(h.trial_margin()) || h.trial_margin() < 0 || h.trial_margin() >= 1) {
     return Invalid("hpt.trial_margin",
                    absl::StrCat("must be a fraction of the loss in (0, 1), got ",
@@ -191,10 +185,10 @@ absl::Status NormalizeSwitchAndPlacement(HptSpec& h) {
   }
   if (h.device_wait_s() == 0) h.set_device_wait_s(60);
   RETURN_IF_ERROR(CheckRange("hpt.device_wait_s", h.device_wait_s(), 0, 1e6));
-  if (h.fallback_placement().empty()) h.set_fallback_placement("gpu");
-  if (h.fallback_placement() != "gpu" && h.fallback_placement() != "fail") {
-    return Invalid("hpt.fallback_placement",
-                   absl::StrCat("'", h.fallback_placement(), "' is not gpu or fail"));
+  RETURN_IF_ERROR(CheckEnum("hpt.fallback_placement", h.fallback_placement(),
+                            FallbackPlacement::Name_descriptor()));
+  if (h.fallback_placement() == FallbackPlacement::FALLBACK_PLACEMENT_UNSPECIFIED) {
+    h.set_fallback_placement(kDefaultFallbackPlacement);
   }
   // A probe's bound (workers/baseline_probe.cc's).
   if (h.probe_steps() < 0 || h.probe_steps() > 1000) {
@@ -227,17 +221,28 @@ absl::Status NormalizeInterconnect(HptSpec& h) {
 
 }  // namespace
 
-void SetRuleName(const std::string& name, HptSpec& h) {
+absl::Status SetRuleName(const std::string& name, HptSpec& h) {
   const size_t plus = name.find('+');
-  h.set_switch_rule(name.substr(0, plus));
-  h.set_trial_test(plus == std::string::npos ? "" : name.substr(plus + 1));
+  const std::string rule = name.substr(0, plus);
+  const std::string test = plus == std::string::npos ? "" : name.substr(plus + 1);
+  SwitchRule::Name r = SwitchRule::SWITCH_RULE_UNSPECIFIED;
+  TrialTest::Name t = TrialTest::TRIAL_TEST_UNSPECIFIED;
+  if (!rule.empty()) RETURN_IF_ERROR(ParseEnumName("hpt.switch_rule", rule, &r));
+  if (!test.empty()) RETURN_IF_ERROR(ParseEnumName("hpt.trial_test", test, &t));
+  h.set_switch_rule(r);
+  h.set_trial_test(t);
+  return absl::OkStatus();
 }
 
 std::string RuleName(const HptSpec& h) {
-  if (h.switch_rule() == "layerwise") return h.switch_rule();  // never a trial
-  return h.trial_test() == "difference" || h.trial_test().empty()
-             ? h.switch_rule()
-             : absl::StrCat(h.switch_rule(), "+", h.trial_test());
+  const SwitchRule::Name rule =
+      h.switch_rule() == SwitchRule::SWITCH_RULE_UNSPECIFIED ? kDefaultSwitchRule : h.switch_rule();
+  const std::string name = SwitchRule::Name_Name(rule);
+  if (rule == SwitchRule::layerwise) return name;  // never a trial
+  const TrialTest::Name test = h.trial_test();
+  return test == TrialTest::difference || test == TrialTest::TRIAL_TEST_UNSPECIFIED
+             ? name
+             : absl::StrCat(name, "+", TrialTest::Name_Name(test));
 }
 
 absl::Status NormalizeHpt(HptSpec& h, const ModelSpec& model, const ModelConfig& preset,

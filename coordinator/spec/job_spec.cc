@@ -4,14 +4,17 @@
 #include <cmath>
 #include <tuple>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/status_macros.h"
 #include "coordinator/spec/hpt_spec.h"
 #include "coordinator/spec/paper_recipes.h"
 #include "coordinator/spec/spec_checks.h"
-#include "coordinator/spec/spec_names.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "models/lora_config.h"
@@ -47,15 +50,71 @@ class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
   void AddError(int line, google::protobuf::io::ColumnNumber column,
                 const std::string& message) override {
     if (error_.empty()) {
-      error_ = absl::StrCat("job spec line ", line + 1, " column ", column + 1,
-                            ": ", message);
+      line_ = line;
+      column_ = column;
+      message_ = message;
+      error_ = absl::StrCat("job spec line ", line + 1, " column ", column + 1, ": ", message);
     }
   }
   const std::string& error() const { return error_; }
+  int line() const { return line_; }
+  int column() const { return column_; }
+  const std::string& message() const { return message_; }
 
  private:
-  std::string error_;
+  std::string error_, message_;
+  int line_ = 0, column_ = 0;
 };
+
+// The enum type of the first field named `name` anywhere in a JobSpec
+// (breadth first); null where no enum field has that name.
+const google::protobuf::EnumDescriptor* EnumFieldNamed(const std::string& name) {
+  std::vector<const google::protobuf::Descriptor*> queue = {JobSpec::descriptor()};
+  for (size_t i = 0; i < queue.size() && i < 256; ++i) {
+    for (int f = 0; f < queue[i]->field_count(); ++f) {
+      const google::protobuf::FieldDescriptor* field = queue[i]->field(f);
+      if (field->name() == name && field->enum_type() != nullptr) return field->enum_type();
+      if (field->message_type() != nullptr &&
+          std::find(queue.begin(), queue.end(), field->message_type()) == queue.end()) {
+        queue.push_back(field->message_type());
+      }
+    }
+  }
+  return nullptr;
+}
+
+// The text parser's error for an enum field, with the names it takes: a
+// name it does not know, or a value in quotes. Other errors as they are.
+std::string EnumParseError(const std::string& text, const FirstErrorCollector& errors) {
+  const std::string at =
+      absl::StrCat("job spec line ", errors.line() + 1, " column ", errors.column() + 1, ": ");
+  // Unknown enumeration value of "knee" for field "switch_rule".
+  const std::vector<std::string> quoted = absl::StrSplit(errors.message(), '"');
+  if (absl::StartsWith(errors.message(), "Unknown enumeration value of ") && quoted.size() >= 4) {
+    if (const auto* type = EnumFieldNamed(quoted[3])) {
+      return absl::StrCat(at, quoted[3], " '", quoted[1], "' is not ", AllowedNames(type));
+    }
+  }
+  // A quoted value: the field is the name before the colon on that line.
+  const std::vector<std::string> lines = absl::StrSplit(text, '\n');
+  if (errors.line() >= 0 && errors.line() < int(lines.size())) {
+    const std::string& line = lines[size_t(errors.line())];
+    absl::string_view before = absl::StripTrailingAsciiWhitespace(
+        absl::string_view(line).substr(0, size_t(std::max(0, errors.column()))));
+    if (absl::ConsumeSuffix(&before, ":")) {
+      before = absl::StripTrailingAsciiWhitespace(before);
+      size_t start = before.size();
+      while (start > 0 && (absl::ascii_isalnum(before[start - 1]) || before[start - 1] == '_')) {
+        --start;
+      }
+      const std::string field(before.substr(start));
+      if (const auto* type = EnumFieldNamed(field)) {
+        return absl::StrCat(at, field, " takes a name without quotes: ", AllowedNames(type));
+      }
+    }
+  }
+  return errors.error();
+}
 
 }  // namespace
 
@@ -64,12 +123,9 @@ absl::StatusOr<JobSpec> ParseJobSpecText(const std::string& text) {
   google::protobuf::TextFormat::Parser parser;
   FirstErrorCollector errors;
   parser.RecordErrorsTo(&errors);
-  // Renaming keeps every line where it was, so an error's line still
-  // points into the text as written.
-  if (!parser.ParseFromString(UpgradeJobSpecText(text), &spec)) {
-    return absl::InvalidArgumentError(
-        errors.error().empty() ? "job spec is not valid text format"
-                               : errors.error());
+  if (!parser.ParseFromString(text, &spec)) {
+    return absl::InvalidArgumentError(errors.error().empty() ? "job spec is not valid text format"
+                                                             : EnumParseError(text, errors));
   }
   return spec;
 }
@@ -359,7 +415,7 @@ void ForceEarlySwitch(HptSpec* h) {
   h->set_check_window_steps(3);  // the fewest a window may span
   // A check passes unless the loss fell 100 standard errors in a window
   // (the paper's test also asks the drops to shrink, a coin toss here).
-  h->set_switch_rule("plateau");
+  h->set_switch_rule(SwitchRule::plateau);
   h->set_plateau_z(100);
   h->set_loss_threshold(1e9);
   h->set_weight_threshold(1e9);

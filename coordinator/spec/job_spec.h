@@ -14,8 +14,7 @@
 
 namespace hpt {
 
-// Parses protobuf text format; errors carry "line L column C". Field names
-// from before a rename are read as today's (spec_names.h).
+// Parses protobuf text format; errors carry "line L column C".
 absl::StatusOr<JobSpec> ParseJobSpecText(const std::string& text);
 
 // A phase controller that passes every check: with 3-step windows, the
@@ -36,8 +35,9 @@ absl::StatusOr<ModelConfig> ResolveModelConfig(const ModelSpec& spec,
 // A switch rule and the test its trials end with, as one name:
 // "<hpt.switch_rule>[+<hpt.trial_test>]", e.g. "plateau+margin"; a name
 // without "+" leaves the trial test to its default. The benchmarks' and
-// reports' spelling of "which rule".
-void SetRuleName(const std::string& name, HptSpec& h);
+// reports' spelling of "which rule". INVALID_ARGUMENT, with the names
+// allowed, where either part is not a rule or a test.
+absl::Status SetRuleName(const std::string& name, HptSpec& h);
 // The name of a normalised spec's rule: "plateau" under the difference
 // test, "plateau+margin" under the margin test.
 std::string RuleName(const HptSpec& h);

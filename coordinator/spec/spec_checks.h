@@ -5,11 +5,10 @@
 
 #include <cmath>
 #include <string>
-#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
+#include "coordinator/spec/enum_names.h"
 #include "google/protobuf/descriptor.h"
 
 namespace hpt {
@@ -24,9 +23,7 @@ inline absl::Status Invalid(const std::string& field, const std::string& why) {
 inline absl::Status CheckEnum(const std::string& field, int value,
                        const google::protobuf::EnumDescriptor* type) {
   if (type->FindValueByNumber(value) != nullptr) return absl::OkStatus();
-  std::vector<std::string> names;
-  for (int i = 0; i < type->value_count(); ++i) names.push_back(type->value(i)->name());
-  return Invalid(field, absl::StrCat(value, " is not one of ", absl::StrJoin(names, ", ")));
+  return Invalid(field, absl::StrCat(value, " is not ", AllowedNames(type)));
 }
 
 // A number that must be finite and within [lowest, highest].

@@ -37,7 +37,7 @@ class CheckpointResumeTest : public ::testing::TestWithParam<std::string> {
     h.set_check_window_steps(4);
     h.set_loss_threshold(0.9);
     h.set_weight_threshold(0.9);
-    h.set_switch_rule("paper");  // with a trial, so its checkpoints are resumed too
+    h.set_switch_rule(SwitchRule::paper);  // with a trial, so its checkpoints are resumed too
     h.set_placement(GetParam());
     h.mutable_lora()->set_rank(2);
     spec_ = *NormalizeJobSpec(spec_);

@@ -259,7 +259,13 @@ absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec, DataSummary* su
     summary->set_first_time(FormatTimestamp(series.times.front(), dates));
     summary->set_last_time(FormatTimestamp(series.times.back(), dates));
   }
-  return WindowDataset::Create(std::move(series), windows);
+  absl::StatusOr<WindowDataset> dataset = WindowDataset::Create(std::move(series), windows);
+  if (dataset.ok()) summary->set_tokens(dataset->num_tokens());
+  return dataset;
+}
+
+int64_t SampleTokens(const DataSummary& summary) {
+  return summary.tokens() > 0 ? summary.tokens() : summary.columns();
 }
 
 }  // namespace hpt

@@ -24,6 +24,10 @@ absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec,
                                            DataSummary* summary = nullptr,
                                            const DataLimits& limits = DataLimits());
 
+// The tokens of one of the job's samples (the model's sequence of
+// stations), from what BuildJobData said of its data.
+int64_t SampleTokens(const DataSummary& summary);
+
 }  // namespace hpt
 
 #endif  // HPT_COORDINATOR_TRAINING_JOB_DATA_H_

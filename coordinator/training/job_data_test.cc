@@ -48,6 +48,39 @@ TEST(JobDataTest, ACsvWithoutASplitTestsOnItsLastFifth) {
   EXPECT_EQ(given.split(), "");
 }
 
+// A covid job's samples are groups of counties: its model (and so the
+// baseline probe that times its step) sees a group's counties as tokens,
+// not every county of the file.
+TEST(JobDataTest, ACovidSampleHoldsAGroupOfCountiesAsItsTokens) {
+  std::string text = "GISJOIN,index,Date,confirmed_cases,deaths,foot_traffic\n";
+  int index = 0;
+  for (const char* county : {"G1", "G2", "G3", "G4", "G5"}) {
+    for (int week = 0; week < 20; ++week) {
+      text += std::string(county) + "," + std::to_string(++index) + "," +
+              std::to_string(6 + 7 * week) + ",1," + std::to_string(week % 3) + ",1\n";
+    }
+  }
+  JobSpec spec;
+  DataSpec& data = *spec.mutable_data();
+  data.mutable_covid()->set_path(WriteTemp("covid.csv", text));
+  data.mutable_covid()->set_counties(3);
+  data.mutable_covid()->set_group_stride(1);
+  data.mutable_covid()->set_test_from_day(6 + 7 * 15);
+  data.set_input_steps(4);
+  auto normal = NormalizeJobSpec(spec);
+  ASSERT_TRUE(normal.ok()) << normal.status();
+  DataSummary summary;
+  auto built = BuildJobData(normal->data(), &summary);
+  ASSERT_TRUE(built.ok()) << built.status();
+  EXPECT_EQ(summary.columns(), 5);
+  EXPECT_EQ(summary.tokens(), 3);
+  EXPECT_EQ(built->num_tokens(), 3);
+  EXPECT_EQ(SampleTokens(summary), 3);
+  // A job stored before tokens were kept: its columns.
+  summary.clear_tokens();
+  EXPECT_EQ(SampleTokens(summary), 5);
+}
+
 TEST(JobDataTest, SweTrainsOnSyntheticSeriesOverTheStationTable) {
   const std::string stations = WriteTemp(
       "stations.csv",

@@ -29,7 +29,7 @@ class LayerwiseTest : public ::testing::Test {
     HptSpec& h = *spec_.mutable_hpt();
     h.set_check_window_steps(3);
     h.set_weight_threshold(kWeightThreshold);
-    h.set_switch_rule("layerwise");
+    h.set_switch_rule(SwitchRule::layerwise);
     h.set_placement("gpu");
     spec_ = *NormalizeJobSpec(spec_);
   }

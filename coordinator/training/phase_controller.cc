@@ -41,7 +41,7 @@ PhaseController::Action PhaseController::TrialStep(int64_t step, double full_los
   }
   std::string again_reason = "LoRA loss differs significantly: another trial window";
   std::string switch_reason = "no significant difference between full and LoRA losses";
-  if (options_.trial_test == TrialTest::kMargin) {
+  if (options_.trial_test == TrialTest::margin) {
     const TestOutcome margin = MarginOutcome(trial_full_, trial_lora_, options_.trial_margin,
                                              options_.alpha);
     end.significant = !margin.passed;
@@ -95,7 +95,7 @@ PhaseController::Action PhaseController::Step(int64_t step, double full_loss,
   window_variances_.push_back(
       n > 1 ? std::max(0.0, (window_loss_square_sum_ - n * mean * mean) / (n - 1)) : 0);
   distances_.push_back(weight_distance);
-  if (options_.rule == SwitchRule::kLayerwise) {
+  if (options_.rule == SwitchRule::layerwise) {
     if (layer_distances_.empty()) {
       layer_distances_.resize(layer_distances.size());
       layer_switch_steps_.assign(layer_distances.size(), -1);
@@ -107,11 +107,10 @@ PhaseController::Action PhaseController::Step(int64_t step, double full_loss,
   window_loss_sum_ = 0;
   window_loss_square_sum_ = 0;
   window_count_ = 0;
-  const size_t needed = options_.rule == SwitchRule::kTrend
-                            ? size_t(std::max<int64_t>(3, options_.trend_windows))
-                            : 3;
+  const size_t needed =
+      options_.rule == SwitchRule::trend ? size_t(std::max<int64_t>(3, options_.trend_windows)) : 3;
   if (window_losses_.size() < needed) return Action::kNone;
-  if (options_.rule == SwitchRule::kLayerwise) return AfterLayerCheck(Check(step));
+  if (options_.rule == SwitchRule::layerwise) return AfterLayerCheck(Check(step));
   return AfterCheck(Check(step));
 }
 
@@ -126,11 +125,15 @@ ControllerEvent PhaseController::Check(int64_t step) const {
   }
   TestOutcome loss, weights;
   switch (options_.rule) {
-    case SwitchRule::kPaper:
+    // The paper's tests (consecutive: m passing checks in a row); so too an
+    // unset or out-of-range rule, which the spec's normalising refuses.
+    case SwitchRule::paper:
+    case SwitchRule::consecutive:
+    default:
       loss = ThreePointOutcome(check.losses, options_.loss_threshold, "loss");
       weights = ThreePointOutcome(check.distances, options_.weight_threshold, "weights");
       break;
-    case SwitchRule::kTrend: {
+    case SwitchRule::trend: {
       const size_t m = size_t(std::max<int64_t>(3, options_.trend_windows));
       const double left =
           options_.total_steps > 0
@@ -141,7 +144,7 @@ ControllerEvent PhaseController::Check(int64_t step) const {
       weights.passed = true;
       break;
     }
-    case SwitchRule::kPlateau: {
+    case SwitchRule::plateau: {
       const int64_t k = options_.check_window_steps;
       loss = PlateauOutcome({window_losses_[n - 2], window_variances_[n - 2], k},
                             {window_losses_[n - 1], window_variances_[n - 1], k},
@@ -149,7 +152,7 @@ ControllerEvent PhaseController::Check(int64_t step) const {
       weights.passed = true;
       break;
     }
-    case SwitchRule::kLayerwise:
+    case SwitchRule::layerwise:
       CheckLayers(&check);
       return check;
   }
@@ -190,7 +193,7 @@ PhaseController::Action PhaseController::AfterCheck(ControllerEvent check) {
     return Action::kNone;
   }
   passes_in_a_row_ = 0;
-  if (options_.trial_test == TrialTest::kNone) {
+  if (options_.trial_test == TrialTest::none) {
     check.reason = "initially converged: switch (no trial)";
     events_.push_back(check);
     return SwitchAfter(check.step, "hpt.trial_test none: the check decides");

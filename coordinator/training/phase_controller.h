@@ -1,5 +1,5 @@
 // PhaseController: the HpT phase switch (Dahal et al., TPDS 2025, Sec. 4).
-// Plain C++; the trainer feeds it one step at a time.
+// The trainer feeds it one step at a time.
 //
 // Every `check_window_steps` steps it closes a window: the mean training loss
 // L_j and the weight distance d_j = ||W_j - W_{j-1}||_F of [W_q | W_v] of
@@ -46,16 +46,11 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/spec/hpt_defaults.h"
 #include "coordinator/training/student_t.h"
+#include "proto/job_service.pb.h"
 
 namespace hpt {
-
-enum class SwitchRule { kPaper, kTrend, kPlateau, kLayerwise };
-// How a trial ends: the paper's two-sided t-test (switch unless the losses
-// differ significantly), or the margin test of switch_criteria.h (switch when
-// LoRA's loss is shown to be within a margin of the full model's); or no
-// trial at all: a passing check switches.
-enum class TrialTest { kDifference, kMargin, kNone };
 
 struct PhaseControllerOptions {
   // Iterations (training steps) per check window. The paper's k counts
@@ -71,18 +66,23 @@ struct PhaseControllerOptions {
   // "consecutive") waits for m consecutive passing checks, so one lucky
   // window on a noisy plateau does not start it.
   int64_t checks_in_a_row = 1;
-  SwitchRule rule = SwitchRule::kPaper;
+  // The rule (SwitchRule in proto/job_service.proto) and how a trial ends:
+  // the paper's two-sided t-test (switch unless the losses differ
+  // significantly), the margin test of switch_criteria.h (switch when
+  // LoRA's loss is shown to be within a margin of the full model's), or no
+  // trial at all (a passing check switches). Set from a normalised spec.
+  SwitchRule::Name rule = kDefaultSwitchRule;
   // trend: windows in the line, and the bound on what is left to gain, a
   // fraction of the loss; the run's length in steps (0: unknown, so one
   // window is left).
-  int64_t trend_windows = 5;
-  double trend_gain = 0.01;
+  int64_t trend_windows = kDefaultTrendWindows;
+  double trend_gain = kDefaultTrendGain;
   int64_t total_steps = 0;
   // plateau: standard errors of the drop between two window means.
-  double plateau_z = 1.645;
-  TrialTest trial_test = TrialTest::kDifference;
+  double plateau_z = kDefaultPlateauZ;
+  TrialTest::Name trial_test = kDefaultTrialTest;
   // margin: LoRA's excess loss allowed, a fraction of the full model's.
-  double trial_margin = 0.05;
+  double trial_margin = kDefaultTrialMargin;
 };
 
 enum class TrainingPhase { kFull, kTrial, kLora };

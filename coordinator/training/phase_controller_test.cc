@@ -126,7 +126,7 @@ TEST(PhaseControllerTest, SignificantDifferenceStartsAnotherTrial) {
 // resolves, is inside a 5 % margin, and a 10 % gap is not.
 TEST(PhaseControllerTest, MarginTrialSwitchesOnASmallGapTheTTestRejects) {
   PhaseControllerOptions o = Options(3);
-  o.trial_test = TrialTest::kMargin;
+  o.trial_test = TrialTest::margin;
   PhaseController c(o);
   ASSERT_EQ(RunToPassingCheck(c), Action::kStartTrial);
   // Trial 9..11: LoRA 10 % above: not within 5 %.
@@ -153,7 +153,7 @@ TEST(PhaseControllerTest, MarginTrialSwitchesOnASmallGapTheTTestRejects) {
 // With no trial the first passing check switches, at the next step.
 TEST(PhaseControllerTest, NoTrialSwitchesAtThePassingCheck) {
   PhaseControllerOptions o = Options(3);
-  o.trial_test = TrialTest::kNone;
+  o.trial_test = TrialTest::none;
   PhaseController c(o);
   EXPECT_EQ(RunToPassingCheck(c), Action::kSwitch);
   EXPECT_EQ(c.phase(), TrainingPhase::kLora);
@@ -299,7 +299,7 @@ int64_t RunNoisy(PhaseController& c, const std::vector<double>& means, double no
 TEST(PhaseControllerTest, PlateauRuleStartsATrialOnceADropIsWithinTheNoise) {
   const int64_t k = 10;
   PhaseControllerOptions o = Options(k);
-  o.rule = SwitchRule::kPlateau;
+  o.rule = SwitchRule::plateau;
   PhaseController c(o);
   // Window means falling 0.1, 0.1, then 0.01; per-step noise 0.05 gives a
   // standard error of sqrt(2 * 0.05^2 * 10/9 / 10) = 0.0236 for a drop:
@@ -318,7 +318,7 @@ TEST(PhaseControllerTest, PlateauRuleStartsATrialOnceADropIsWithinTheNoise) {
 TEST(PhaseControllerTest, TrendRuleWaitsForItsWindowsAndTheGainLeft) {
   const int64_t k = 4;
   PhaseControllerOptions o = Options(k);
-  o.rule = SwitchRule::kTrend;
+  o.rule = SwitchRule::trend;
   o.trend_windows = 4;
   o.trend_gain = 0.01;
   o.total_steps = 4 * 10;  // ten windows
@@ -342,7 +342,7 @@ TEST(PhaseControllerTest, TrendRuleWaitsForItsWindowsAndTheGainLeft) {
 TEST(PhaseControllerTest, StateCarriesThePlateauRulesWindowVariances) {
   const int64_t k = 10;
   PhaseControllerOptions o = Options(k);
-  o.rule = SwitchRule::kPlateau;
+  o.rule = SwitchRule::plateau;
   PhaseController straight(o), resumed(o);
   EXPECT_EQ(RunNoisy(straight, {1.0, 0.9, 0.8, 0.79}, 0.05, k), 39);
   // The same series, the second controller restored mid-window from a
@@ -391,7 +391,7 @@ TEST(PhaseControllerTest, ReplayStopsAtTheSwitchAndReportsIt) {
 // the third window, layer 1's keep halving until the fifth.
 TEST(PhaseControllerTest, LayerwiseSwitchesEachLayerOnItsOwnWeights) {
   PhaseControllerOptions o = Options(2);
-  o.rule = SwitchRule::kLayerwise;
+  o.rule = SwitchRule::layerwise;
   o.weight_threshold = 0.01;
   PhaseController c(o);
   const std::vector<std::vector<double>> d = {
@@ -431,7 +431,7 @@ TEST(PhaseControllerTest, LayerwiseSwitchesEachLayerOnItsOwnWeights) {
 
 TEST(PhaseControllerTest, LayerwiseHoldsEveryLayerWhileTheLossRises) {
   PhaseControllerOptions o = Options(1);
-  o.rule = SwitchRule::kLayerwise;
+  o.rule = SwitchRule::layerwise;
   PhaseController c(o);
   const double losses[3] = {1.0, 1.1, 1.3};
   const double d[3] = {1.0, 0.998, 0.997};  // passing the weight test
@@ -445,7 +445,7 @@ TEST(PhaseControllerTest, LayerwiseHoldsEveryLayerWhileTheLossRises) {
 
 TEST(PhaseControllerTest, LayerwiseStateRoundTrips) {
   PhaseControllerOptions o = Options(1);
-  o.rule = SwitchRule::kLayerwise;
+  o.rule = SwitchRule::layerwise;
   PhaseController a(o), b(o);
   const std::vector<std::vector<double>> d = {{1.0, 3.0}, {0.998, 2.0}, {0.997, 1.0},
                                               {0.9965, 0.5}, {0.9962, 0.499}, {0.996, 0.4985}};

@@ -187,8 +187,11 @@ TEST_P(RecostTest, MeasuredBaselinesRestOnTheMeasuredStep) {
   EXPECT_NEAR(own.gpu_only_time_s(), own_step * double(steps), 1e-9);
   EXPECT_EQ(own.energy_ratio(), 0);  // not measured: no figure
   EXPECT_NE(own.measured_on().find("wall time"), std::string::npos) << own.measured_on();
-  EXPECT_EQ(probed.baseline(), "paper");
+  // The probe's eager step ran in C++, not the paper's Python: named so.
+  EXPECT_EQ(probed.baseline(), "libtorch-eager");
   EXPECT_TRUE(probed.measured());
+  EXPECT_TRUE(probed.measured_on_gpu());
+  EXPECT_FALSE(own.measured_on_gpu());  // a CPU's wall time
   EXPECT_NEAR(probed.gpu_only_time_s(), 0.01 * double(steps), 1e-9);
   EXPECT_NEAR(probed.gpu_only_energy_j(), 0.5 * double(steps), 1e-9);
   EXPECT_GT(probed.energy_ratio(), 0);
@@ -204,10 +207,22 @@ TEST_P(RecostTest, MeasuredBaselinesRestOnTheMeasuredStep) {
   EXPECT_EQ(not_run.gpu_only_time_s(), 0);
 
   const std::string text = FormatBaselines(c);
-  EXPECT_NE(text.find("  paper: eager; probe: median of 10 steps"), std::string::npos) << text;
+  EXPECT_NE(text.find("  libtorch-eager: eager; probe: median of 10 steps"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("; measured on Test GPU ("), std::string::npos) << text;
-  EXPECT_NE(text.find("graph    not run: no CUDA"), std::string::npos) << text;
-  EXPECT_NE(text.find("fastest GPU-only: "), std::string::npos) << text;
+  EXPECT_NE(text.find("graph          not run: no CUDA"), std::string::npos) << text;
+  // The fastest of each kind: among the modelled rows, and among those
+  // measured on a GPU (the CPU-timed libtorch row is no GPU baseline).
+  const BaselineComparison* modelled = FastestBaseline(c, false);
+  ASSERT_NE(modelled, nullptr);
+  EXPECT_FALSE(modelled->measured());
+  EXPECT_EQ(FastestBaseline(c, true), &probed);
+  EXPECT_NE(text.find("fastest GPU-only: " + modelled->baseline() + " (modelled)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("fastest GPU-only measured on this job's GPU: libtorch-eager, HpT "),
+            std::string::npos)
+      << text;
 }
 
 // The CPU twin of a GPU worker that reads its board's energy counter: the

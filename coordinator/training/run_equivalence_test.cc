@@ -80,7 +80,7 @@ Outcome Train(const Case& c, bool runs) {
   h.set_check_window_steps(4);
   h.set_loss_threshold(0.9);
   h.set_weight_threshold(0.9);
-  h.set_switch_rule(c.rule);
+  EXPECT_TRUE(SetRuleName(c.rule, h).ok()) << c.rule;
   h.set_placement(c.placement);
   h.mutable_lora()->set_rank(2);
   h.mutable_lora()->set_dropout(0);

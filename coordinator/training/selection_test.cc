@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "coordinator/spec/job_spec.h"
+#include "coordinator/training/checkpoint.h"
 #include "coordinator/training/in_process_workers.h"
 #include "coordinator/training/trainer.h"
 #include "data/synthetic.h"
@@ -21,9 +22,11 @@ struct Outcome {
   TrainerUpdate last;
   LossHistory history;
   TrainedModel model;
+  std::vector<Checkpoint> checkpoints;
 };
 
-Outcome Train(Selection::Mode select, bool evaluate_every_epoch = true) {
+Outcome Train(Selection::Mode select, bool evaluate_every_epoch = true,
+              std::shared_ptr<const Checkpoint> resume = nullptr) {
   SyntheticOptions s;
   s.stations = 6;
   s.time_steps = 240;
@@ -48,6 +51,9 @@ Outcome Train(Selection::Mode select, bool evaluate_every_epoch = true) {
   options.evaluate_every_epoch = evaluate_every_epoch;
   Outcome out;
   options.on_progress = [&](const TrainerUpdate& u) { out.last = u; };
+  options.checkpoint_every = 10;
+  options.on_checkpoint = [&](Checkpoint c) { out.checkpoints.push_back(std::move(c)); };
+  options.resume = std::move(resume);
   Trainer trainer("j", *normalized, &data, devices.gpus(), options);
   out.status = trainer.Run();
   out.history = out.last.history->ToProto();
@@ -108,6 +114,41 @@ TEST(SelectionTest, ARunThatScoresTheTestOnlyWhereItImprovesKeepsTheSameEpoch) {
   EXPECT_EQ(sparse.last.progress.selected_epoch(), every.last.progress.selected_epoch());
   EXPECT_EQ(sparse.last.test_metrics.rmse(), every.last.test_metrics.rmse());
   EXPECT_EQ(sparse.last.progress.test_loss(), every.last.progress.test_loss());
+}
+
+TEST(SelectionTest, AResumedJobKeepsTheEpochItSelectedBeforeTheCheckpoint) {
+  const Outcome whole = Train(Selection::best_validation);
+  ASSERT_TRUE(whole.status.ok()) << whole.status;
+  const int selected = whole.last.progress.selected_epoch();
+  // At this rate an early epoch validates best (measured: epoch 4 of 6),
+  // so checkpoints after it must carry it for the test to mean anything.
+  ASSERT_LT(selected, 6);
+  const int64_t selected_end = whole.history.epochs(selected - 1).last_step();
+  int resumed_from = 0;
+  for (const Checkpoint& c : whole.checkpoints) {
+    if (c.header.step() <= selected_end) continue;
+    EXPECT_EQ(c.header.selected().epoch(), selected) << "step " << c.header.step();
+    const Outcome resumed =
+        Train(Selection::best_validation, true, std::make_shared<const Checkpoint>(c));
+    ASSERT_TRUE(resumed.status.ok()) << resumed.status;
+    EXPECT_EQ(resumed.last.progress.selected_epoch(), selected) << "step " << c.header.step();
+    EXPECT_EQ(resumed.last.progress.test_loss(), whole.last.progress.test_loss());
+    EXPECT_EQ(resumed.last.test_metrics.rmse(), whole.last.test_metrics.rmse());
+    EXPECT_EQ(resumed.history.predictions().epoch(), selected);
+    EXPECT_LT(MaxParameterDifference(resumed.model, whole.model), 1e-6);
+    ++resumed_from;
+  }
+  EXPECT_GT(resumed_from, 0) << "no checkpoint after epoch " << selected;
+  // A checkpoint that names an epoch without its weights is refused.
+  ASSERT_FALSE(whole.checkpoints.empty());
+  auto damaged = std::make_shared<Checkpoint>(whole.checkpoints.back());
+  ASSERT_GT(damaged->header.selected().epoch(), 0);
+  for (auto it = damaged->tensors.begin(); it != damaged->tensors.end();) {
+    it = it->first.rfind("selected/", 0) == 0 ? damaged->tensors.erase(it) : std::next(it);
+  }
+  const Outcome refused = Train(Selection::best_validation, true, damaged);
+  EXPECT_EQ(refused.status.code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(refused.status.message().find("best-validating"), std::string::npos);
 }
 
 TEST(SelectionTest, BestValidationTakesATenthOfTheTrainingRowsWhereNoneIsGiven) {

@@ -33,7 +33,7 @@ class SwitchReplayTest : public ::testing::TestWithParam<std::string> {
     h.set_loss_threshold(0.9);
     h.set_weight_threshold(0.9);
     h.set_placement("gpu");
-    SetRuleName(GetParam(), h);
+    ASSERT_TRUE(SetRuleName(GetParam(), h).ok()) << GetParam();
     h.set_trend_gain(0.5);  // the trend rule's bound, loose enough to switch in 8 epochs
     h.set_trial_margin(0.5);  // and the margin test's
     h.mutable_lora()->set_rank(2);

@@ -161,7 +161,6 @@ class Trainer {
   }
 
  private:
-  enum class Phase { kFull, kLora };
   using Chain = CostLedger::Chain;
 
   // A GPU worker's header for `job` (this one or its "/trial"): the model,
@@ -245,6 +244,8 @@ class Trainer {
   absl::StatusOr<Checkpoint> MakeCheckpoint(int64_t step, const std::string& reason);
   absl::Status SaveCheckpoint(int64_t step, const std::string& reason);
   absl::Status Restore(const Checkpoint& checkpoint);
+  // The selected epoch a checkpoint carries (none: none kept yet).
+  absl::Status RestoreSelection(const Checkpoint& checkpoint);
   // Loads the workers from a restored checkpoint's tensors.
   absl::Status Reload(const Checkpoint& checkpoint);
 
@@ -277,8 +278,8 @@ class Trainer {
   std::unique_ptr<HybridRunner> hybrid_;
   TrainedModel trained_;
   // training.select best_validation: the epoch with the least validation
-  // loss so far, with what the job keeps of it (kept in memory: a resumed
-  // job chooses among the epochs it trains after the resume).
+  // loss so far, with what the job keeps of it (checkpoints carry it, so a
+  // resumed job chooses among every epoch it trained).
   struct Selected {
     int epoch = 0;  // 0: none yet
     double validation_loss = 0, test_loss = 0;

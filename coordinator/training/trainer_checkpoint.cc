@@ -25,6 +25,15 @@ absl::StatusOr<Checkpoint> Trainer::MakeCheckpoint(int64_t step, const std::stri
   auto take = [&](const std::string& prefix, std::map<std::string, HostTensor> tensors) {
     for (auto& [name, t] : tensors) c.tensors[prefix + name] = std::move(t);
   };
+  if (selected_.epoch > 0) {
+    SelectedEpoch& s = *c.header.mutable_selected();
+    s.set_epoch(selected_.epoch);
+    s.set_validation_loss(selected_.validation_loss);
+    s.set_test_loss(selected_.test_loss);
+    *s.mutable_test_metrics() = selected_.metrics;
+    *s.mutable_predictions() = selected_.predictions;
+    take("selected/", selected_.model.parameters);
+  }
   if (hybrid_ != nullptr) {
     ASSIGN_OR_RETURN(auto params, hybrid_->Parameters(/*optimizer_state=*/true));
     take("model/", std::move(params));
@@ -58,6 +67,7 @@ absl::Status Trainer::Restore(const Checkpoint& checkpoint) {
   RETURN_IF_ERROR(DecodeCheckpointHeader(checkpoint.header, &identity, &state_, &cursor_,
                                          controller_.get(), &ledger_));
   model_ = identity.model;
+  RETURN_IF_ERROR(RestoreSelection(checkpoint));
   start_ = options_.now() - absl::Seconds(identity.elapsed_s);
   phase_ = cursor_.lora_phase ? TrainingPhase::kLora : TrainingPhase::kFull;
   events_seen_ = 0;
@@ -66,6 +76,29 @@ absl::Status Trainer::Restore(const Checkpoint& checkpoint) {
   ledger_.set_chain(Chain::kNone);
   ledger_.CloseRecovery(identity.step);
   ledger_.Compare(spec_.hpt().project_epochs(), &state_.hpt);
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::RestoreSelection(const Checkpoint& checkpoint) {
+  selected_ = Selected();
+  const SelectedEpoch& s = checkpoint.header.selected();
+  if (s.epoch() == 0) return absl::OkStatus();
+  TrainedModel model;
+  model.parameters = TensorsUnder(checkpoint, "selected/");
+  if (model.parameters.empty()) {
+    return absl::DataLossError(absl::StrCat(
+        "the checkpoint at step ", checkpoint.header.step(), " names epoch ", s.epoch(),
+        " as the best-validating one but holds none of its weights; resume from an earlier "
+        "checkpoint (hptctl checkpoints) or start the job again"));
+  }
+  model.config = model_;
+  model.units = DataUnitsOf(*data_);
+  selected_.epoch = s.epoch();
+  selected_.validation_loss = s.validation_loss();
+  selected_.test_loss = s.test_loss();
+  selected_.metrics = s.test_metrics();
+  selected_.predictions = s.predictions();
+  selected_.model = std::move(model);
   return absl::OkStatus();
 }
 

@@ -24,23 +24,20 @@ PhaseControllerOptions PhaseControllerOptionsOf(const HptSpec& h, int64_t total_
   o.weight_threshold = h.weight_threshold();
   o.alpha = h.alpha();
   o.trial_on_rising_loss = h.trial_on_rising_loss();
-  const std::string& rule = h.switch_rule();
-  if (rule == "consecutive") o.checks_in_a_row = h.consecutive_checks();
-  if (rule == "trend") o.rule = SwitchRule::kTrend;
-  if (rule == "plateau") o.rule = SwitchRule::kPlateau;
-  if (rule == "layerwise") o.rule = SwitchRule::kLayerwise;
+  // A normalised spec names its rule and test (coordinator/spec).
+  o.rule = h.switch_rule();
+  if (o.rule == SwitchRule::consecutive) o.checks_in_a_row = h.consecutive_checks();
   if (h.trend_windows() > 0) o.trend_windows = h.trend_windows();
   if (h.trend_gain() > 0) o.trend_gain = h.trend_gain();
   if (h.plateau_z() > 0) o.plateau_z = h.plateau_z();
-  if (h.trial_test() == "margin") o.trial_test = TrialTest::kMargin;
-  if (h.trial_test() == "none") o.trial_test = TrialTest::kNone;
+  o.trial_test = h.trial_test();
   if (h.trial_margin() > 0) o.trial_margin = h.trial_margin();
   o.total_steps = total_steps;
   return o;
 }
 
 absl::StatusOr<Trainer::WindowDistances> Trainer::WeightDistances() {
-  const bool every = controller_->options().rule == SwitchRule::kLayerwise;
+  const bool every = controller_->options().rule == SwitchRule::layerwise;
   const int64_t tracked = spec_.hpt().weight_layer();
   std::vector<int64_t> layers = {tracked};
   if (every) {

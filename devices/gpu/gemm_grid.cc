@@ -59,6 +59,17 @@ absl::StatusOr<GemmGrid> GemmGrid::Make(std::vector<int64_t> m, std::vector<int6
   return g;
 }
 
+int GemmGrid::CapRates(double cap) {
+  int capped = 0;
+  for (double& r : rates_) {
+    if (r <= cap) continue;
+    r = cap;
+    ++capped;
+  }
+  if (capped > 0) best_rate_ = cap;
+  return capped;
+}
+
 double GemmGrid::Rate(const GemmShape& s) const {
   if (empty()) return 0;
   const auto [i, wi] = Locate(m_, double(s.m));

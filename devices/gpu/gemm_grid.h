@@ -40,6 +40,8 @@ class GemmGrid {
   double Rate(const GemmShape& shape) const;
   // The grid's highest rate: what its products reach once large.
   double BestRate() const { return best_rate_; }
+  // Sets every rate above `cap` to it; returns how many were.
+  int CapRates(double cap);
 
   const std::vector<int64_t>& m() const { return m_; }
   const std::vector<int64_t>& k() const { return k_; }

@@ -43,6 +43,15 @@ TEST(GemmGridTest, ASingleValueAxisIsFlat) {
   EXPECT_NEAR(g.Rate({1, 1, 16}), 2e9, 1);
 }
 
+TEST(GemmGridTest, CappingHoldsEveryRateToTheCap) {
+  GemmGrid g = *GemmGrid::Make({8, 64}, {8}, {8}, {1e9, 5e12});
+  EXPECT_EQ(g.CapRates(1e10), 1);
+  EXPECT_EQ(g.RateAt(0, 0, 0), 1e9);
+  EXPECT_EQ(g.RateAt(1, 0, 0), 1e10);
+  EXPECT_EQ(g.BestRate(), 1e10);
+  EXPECT_EQ(g.CapRates(1e10), 0);
+}
+
 TEST(GemmGridTest, TextRoundTrips) {
   const GemmGrid g = TwoByTwoByTwo();
   const std::string text = GemmGridText(g);

@@ -120,6 +120,25 @@ ProductRate RateOfProduct(const GpuSpec& gpu, GpuPrecision precision, double flo
   return {AtPrecision(gpu, precision, rate, best), true};
 }
 
+// A batch of products (bmm) as the one product whose tiles it runs: a
+// batched GEMM kernel gives each product the thread blocks its plain GEMM
+// would, one per output tile, each a k-deep loop, and the device runs the
+// batch's blocks in waves over its SMs (NVIDIA, "Matrix Multiplication
+// Background User's Guide": tiles and wave quantization; Habitat, Yu et
+// al., USENIX ATC 2021, scales a kernel by its waves). B products of m x k
+// x n are so B m x k x n's tiles: one product of B m rows, read off the
+// measured grid at its shape. Only the second operand differs, each
+// product reading its own, which the memory bound charges. Until
+// 2026-11-28 each product was rated as if run alone, so a batch of 48,000
+// products of 12 x 16 x 12 was priced at 102 ms; an H200 ran it in 119 us.
+GemmShape AsOneProduct(double flops, const GemmShape& one) {
+  if (!one.known()) return one;
+  const double each = 2.0 * double(one.m) * double(one.k) * double(one.n);
+  GemmShape all = one;
+  all.m = int64_t(double(one.m) * std::max(1.0, std::round(flops / each)));
+  return all;
+}
+
 }  // namespace
 
 double GemmRate(const GpuSpec& gpu, GpuPrecision precision, double flops, double bytes,
@@ -182,16 +201,21 @@ void GpuKernelTally::Add(double flops, double bytes, double count, KernelKind ki
   // A measured layer norm's rate holds its traffic too (elements a second).
   const double norm = NormRate(gpu_, precision_, kind, shape);
   // The GEMM grid is read at a GEMM's shape only (attention's is another).
-  const GemmShape gemm_shape = gemm ? shape : GemmShape();
+  const bool batched = kind == KernelKind::kBatchedGemm;
+  const GemmShape gemm_shape = !gemm ? GemmShape() : batched ? AsOneProduct(flops, shape) : shape;
   const ProductRate product_rate =
       attention > 0 ? ProductRate{attention, true}
       : product     ? RateOfProduct(gpu_, precision_, flops, bytes, gemm_shape,
-                                    streamed_.products, kind == KernelKind::kBatchedGemm)
+                                    streamed_.products, batched)
                     : ProductRate{compute_, false};
   const double rate = product_rate.flops_per_s;
+  // A measured product's rate holds its own traffic; a batch's products
+  // each read operands of their own (activations, never the model's
+  // streamed state), which the batch moves at the element-wise bandwidth.
   const double memory_s =
-      product_rate.measured ? 0
-                            : bytes / MemoryRate(gpu_, bytes, streamed_.elementwise, in_place);
+      product_rate.measured && !batched
+          ? 0
+          : bytes / MemoryRate(gpu_, bytes, streamed_.elementwise && !batched, in_place);
   const double call_s = attention <= 0                           ? 0
                         : kind == KernelKind::kAttentionBackward ? gpu_.attention_backward_call_s
                                                                  : gpu_.attention_call_s;

@@ -70,9 +70,11 @@ enum class KernelKind {
   kElementwise,
   kElementwiseInPlace,
   kGemm,
-  // A batch of products (bmm, baddbmm: unfused attention's), rated as a
-  // GEMM of one of its shapes; its result is an activation or its
-  // gradient, never model state, so never a weight gradient.
+  // A batch of products (bmm, baddbmm: unfused attention's), rated as the
+  // one product whose tiles it runs (B products of m x k x n: B m x k x n)
+  // and at least its operands' traffic at the element-wise bandwidth; its
+  // result is an activation or its gradient, never model state, so never
+  // a weight gradient.
   kBatchedGemm,
   kAttention,
   kAttentionBackward,

@@ -177,6 +177,24 @@ TEST(GpuKernelCostTest, AStreamedWeightGradientTakesTheResultGrid) {
   EXPECT_DOUBLE_EQ(batched.Finish().time_s, 1e6 / 4e8);
 }
 
+// A batch of B products of m x k x n runs the tiles of one product of
+// B m rows, read off the grid there, not B products each at a lone
+// product's rate; and it moves its operands at least at the element-wise
+// bandwidth, each product reading its own.
+TEST(GpuKernelCostTest, ABatchOfProductsRunsAsOneProductOfItsRows) {
+  GpuSpec g = TableProfile();
+  g.gemm_grid = *GemmGrid::Make({8, 8192}, {8}, {8}, {1e8, 4e9});
+  const double one = 2.0 * 8 * 8 * 8;
+  auto batch_s = [&](double flops, double bytes, KernelKind kind) {
+    GpuKernelTally t(g, GpuPrecision::kFp32, GpuLaunch::kEager);
+    t.Add(flops, bytes, 1, kind, GemmShape{8, 8, 8});
+    return t.Finish().time_s;
+  };
+  EXPECT_DOUBLE_EQ(batch_s(1024 * one, 1e3, KernelKind::kBatchedGemm), 1024 * one / 4e9);
+  EXPECT_DOUBLE_EQ(batch_s(one, 1e3, KernelKind::kGemm), one / 1e8);  // one alone
+  EXPECT_DOUBLE_EQ(batch_s(1024 * one, 1e9, KernelKind::kBatchedGemm), 1e9 / 1e10);
+}
+
 TEST(GpuKernelCostTest, AGraphPaysNodesAndOneLaunch) {
   const GpuSpec h100 = *GpuPreset("h100");
   std::vector<GpuKernel> tiny(1000, GpuKernel{"aten::add", 10, 120});

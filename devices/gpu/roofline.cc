@@ -1,20 +1,12 @@
 #include "devices/gpu/roofline.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
-#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_replace.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
-#include "common/user_file.h"
 
 namespace hpt {
 // devices/gpu/profiles/h200.profile's text (//devices:h200_profile_cc).
@@ -75,8 +67,6 @@ void SetLaunchPath(GpuSpec* g) {
   g->compute_share = 0.906;
   g->memory_share = 0.92;
 }
-
-std::string Number(double v) { return absl::StrFormat("%.6g", v); }
 
 // The rates of `table`, at most `cap` bytes a second.
 std::vector<std::pair<double, double>> Capped(std::vector<std::pair<double, double>> table,
@@ -181,230 +171,6 @@ absl::StatusOr<GpuSpec> GpuPreset(const std::string& name) {
   // more, which hpt_calibrate measures as active_power_w.
   g.active_power_w = g.idle_power_w + kContextPowerW;
   return g;
-}
-
-static std::string RatesText(const std::vector<std::pair<double, double>>& rates) {
-  std::vector<std::string> pairs;
-  for (const auto& [size, rate] : rates) pairs.push_back(absl::StrCat(Number(size), ":", Number(rate)));
-  return absl::StrJoin(pairs, ",");
-}
-
-static absl::Status ParseRates(absl::string_view value, std::vector<std::pair<double, double>>* rates) {
-  rates->clear();
-  for (absl::string_view pair : absl::StrSplit(value, ',', absl::SkipEmpty())) {
-    std::vector<absl::string_view> fr = absl::StrSplit(pair, ':');
-    double f = 0, r = 0;
-    if (fr.size() != 2 || !absl::SimpleAtod(fr[0], &f) || !absl::SimpleAtod(fr[1], &r) ||
-        f <= 0 || r <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat("want size:rate pairs, got '", pair, "'"));
-    }
-    rates->push_back({f, r});
-  }
-  std::sort(rates->begin(), rates->end());
-  return absl::OkStatus();
-}
-
-std::string GpuProfileText(const GpuSpec& g) {
-  std::string name = g.name;
-  std::replace(name.begin(), name.end(), ';', ',');
-  std::string source = g.source;
-  std::replace(source.begin(), source.end(), ';', ',');
-  return absl::StrCat(
-      "name = ", name, "\nsource = ", source, "\nfp32_flops = ", Number(g.fp32_flops),
-      "\ntf32_flops = ", Number(g.tf32_flops), "\nbf16_flops = ", Number(g.bf16_flops),
-      "\nmemory_bw = ", Number(g.memory_bw), "\ncompute_share = ", Number(g.compute_share),
-      "\nmemory_share = ", Number(g.memory_share), "\ngemm_rates = ", RatesText(g.gemm_rates),
-      "\nmemory_rates = ", RatesText(g.memory_rates),
-      "\ngemm_grid = ", GemmGridText(g.gemm_grid),
-      "\ngemm_grid_nt = ", GemmGridText(g.gemm_grid_nt),
-      "\ngemm_grid_tn = ", GemmGridText(g.gemm_grid_tn),
-      "\ngemm_grid_streamed = ", GemmGridText(g.gemm_grid_streamed),
-      "\ngemm_grid_streamed_result = ", GemmGridText(g.gemm_grid_streamed_result),
-      "\nattention_grid = ", GemmGridText(g.attention_grid),
-      "\nattention_backward_grid = ", GemmGridText(g.attention_backward_grid),
-      "\nattention_call_s = ", Number(g.attention_call_s),
-      "\nattention_backward_call_s = ", Number(g.attention_backward_call_s),
-      "\nnorm_grid = ", GemmGridText(g.norm_grid),
-      "\nnorm_backward_grid = ", GemmGridText(g.norm_backward_grid),
-      "\nmemory_rates_streamed = ", RatesText(g.memory_rates_streamed),
-      "\nmemory_rates_inplace = ", RatesText(g.memory_rates_inplace),
-      "\ncache_bytes = ", Number(g.cache_bytes),
-      "\ndispatch_s = ", Number(g.dispatch_s), "\nhost_op_s = ", Number(g.host_op_s),
-      "\nframe_s = ", Number(g.frame_s),
-      "\nhistory_s = ", Number(g.history_s), "\nnode_s = ", Number(g.node_s),
-      "\npython_op_s = ", Number(g.python_op_s),
-      "\ngraph_node_s = ", Number(g.graph_node_s), "\nmin_kernel_s = ", Number(g.min_kernel_s),
-      "\nsynchronous = ", g.synchronous ? "true" : "false",
-      "\nidle_power_w = ", Number(g.idle_power_w), "\nactive_power_w = ",
-      Number(g.active_power_w), "\nload_power_w = ", Number(g.load_power_w), "\n");
-}
-
-namespace {
-
-// One "key = value" entry into `g`. `quote`: messages may quote the value
-// (text a person typed); a file's values are never quoted back.
-absl::Status ParseProfileEntry(const std::string& key, const std::string& value, bool quote,
-                               GpuSpec* g, bool* has_host_op_s) {
-  auto want = [&](absl::string_view what, absl::string_view detail = "") {
-    if (!quote) return absl::InvalidArgumentError(what);
-    return absl::InvalidArgumentError(
-        detail.empty() ? absl::StrCat(what, ", got '", value, "'") : std::string(detail));
-  };
-  if (key == "name") { g->name = value; return absl::OkStatus(); }
-  if (key == "source") { g->source = value; return absl::OkStatus(); }
-  if (key == "synchronous") {
-    if (value != "true" && value != "false") return want("want true or false");
-    g->synchronous = value == "true";
-    return absl::OkStatus();
-  }
-  std::vector<std::pair<double, double>>* rates =
-      key == "gemm_rates"              ? &g->gemm_rates
-      : key == "memory_rates"          ? &g->memory_rates
-      : key == "memory_rates_streamed" ? &g->memory_rates_streamed
-      : key == "memory_rates_inplace"  ? &g->memory_rates_inplace
-                                       : nullptr;
-  if (rates != nullptr) {
-    absl::Status st = ParseRates(value, rates);
-    return st.ok() ? st : want("want size:rate pairs", st.message());
-  }
-  GemmGrid* grid = key == "gemm_grid"                   ? &g->gemm_grid
-                   : key == "gemm_grid_nt"              ? &g->gemm_grid_nt
-                   : key == "gemm_grid_tn"              ? &g->gemm_grid_tn
-                   : key == "gemm_grid_streamed"        ? &g->gemm_grid_streamed
-                   : key == "gemm_grid_streamed_result" ? &g->gemm_grid_streamed_result
-                   : key == "attention_grid"            ? &g->attention_grid
-                   : key == "attention_backward_grid"   ? &g->attention_backward_grid
-                   : key == "norm_grid"                 ? &g->norm_grid
-                   : key == "norm_backward_grid"        ? &g->norm_backward_grid
-                                                        : nullptr;
-  if (grid != nullptr) {
-    absl::StatusOr<GemmGrid> parsed = ParseGemmGrid(value);
-    if (!parsed.ok()) return want("want MxKxN:rate entries", parsed.status().message());
-    *grid = *std::move(parsed);
-    return absl::OkStatus();
-  }
-  const std::pair<const char*, double*> numbers[] = {
-      {"fp32_flops", &g->fp32_flops},
-      {"tf32_flops", &g->tf32_flops},
-      {"bf16_flops", &g->bf16_flops},
-      {"memory_bw", &g->memory_bw},
-      {"compute_share", &g->compute_share},
-      {"memory_share", &g->memory_share},
-      {"dispatch_s", &g->dispatch_s},
-      {"host_op_s", &g->host_op_s},
-      {"python_op_s", &g->python_op_s},
-      {"frame_s", &g->frame_s},
-      {"history_s", &g->history_s},
-      {"node_s", &g->node_s},
-      {"graph_node_s", &g->graph_node_s},
-      {"min_kernel_s", &g->min_kernel_s},
-      {"idle_power_w", &g->idle_power_w},
-      {"active_power_w", &g->active_power_w},
-      {"load_power_w", &g->load_power_w},
-      {"cache_bytes", &g->cache_bytes},
-      {"attention_call_s", &g->attention_call_s},
-      {"attention_backward_call_s", &g->attention_backward_call_s},
-  };
-  for (const auto& [name, field] : numbers) {
-    if (key != name) continue;
-    if (!absl::SimpleAtod(value, field) || !std::isfinite(*field) || *field < 0) {
-      return want("want a number >= 0");
-    }
-    if (key == "host_op_s") *has_host_op_s = true;
-    return absl::OkStatus();
-  }
-  return absl::InvalidArgumentError("unknown key");
-}
-
-// A key fit to repeat in a message: a short identifier.
-bool PlainKey(absl::string_view key) {
-  return !key.empty() && key.size() <= 40 &&
-         std::all_of(key.begin(), key.end(),
-                     [](char c) { return absl::ascii_isalnum(c) || c == '_'; });
-}
-
-// `file`: the profile came from that file; messages name its lines and
-// quote none of its text. Otherwise they number entries and quote them.
-absl::StatusOr<GpuSpec> ParseProfile(const std::string& text, const std::string* file) {
-  GpuSpec g;
-  bool has_host_op_s = false;
-  int line_no = 0, entry_no = 0;
-  for (absl::string_view line : absl::StrSplit(text, '\n')) {
-    ++line_no;
-    for (absl::string_view entry : absl::StrSplit(line, ';')) {
-      ++entry_no;
-      if (size_t hash = entry.find('#'); hash != absl::string_view::npos) {
-        entry = entry.substr(0, hash);
-      }
-      entry = absl::StripAsciiWhitespace(entry);
-      if (entry.empty()) continue;
-      // Built only on an error: a sweep re-parses an inline profile at every point.
-      auto where = [&] {
-        return file != nullptr ? absl::StrCat("gpu profile ", *file, " line ", line_no)
-                               : absl::StrCat("gpu profile entry ", entry_no);
-      };
-      const size_t eq = entry.find('=');
-      if (eq == absl::string_view::npos) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            where(), ": want key = value", file != nullptr ? "" : absl::StrCat(", got '", entry, "'")));
-      }
-      const std::string key(absl::StripAsciiWhitespace(entry.substr(0, eq)));
-      const std::string value(absl::StripAsciiWhitespace(entry.substr(eq + 1)));
-      absl::Status st = ParseProfileEntry(key, value, file == nullptr, &g, &has_host_op_s);
-      if (!st.ok()) {
-        const bool name_key = file == nullptr || PlainKey(key);
-        return absl::InvalidArgumentError(
-            absl::StrCat(where(), name_key ? absl::StrCat(" (", key, ")") : "", ": ", st.message()));
-      }
-    }
-  }
-  const std::string what = file != nullptr ? absl::StrCat("gpu profile ", *file) : "gpu profile";
-  if (g.name.empty()) return absl::InvalidArgumentError(absl::StrCat(what, ": name is missing"));
-  // A file is named by its path; its name line is its text, not quoted.
-  const std::string named = file != nullptr ? what : absl::StrCat(what, " '", g.name, "'");
-  // A profile from before host_op_s priced a kernel-less op as a launch.
-  if (!has_host_op_s) g.host_op_s = g.dispatch_s;
-  if (g.fp32_flops <= 0 || g.memory_bw <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(named, ": fp32_flops and memory_bw must be > 0"));
-  }
-  if (g.compute_share <= 0 || g.compute_share > 1 || g.memory_share <= 0 ||
-      g.memory_share > 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        named, ": compute_share and memory_share must be in (0, 1]"));
-  }
-  return g;
-}
-
-}  // namespace
-
-absl::StatusOr<GpuSpec> ParseGpuProfile(const std::string& text) {
-  return ParseProfile(text, nullptr);
-}
-
-absl::StatusOr<GpuSpec> GpuProfileOrPreset(const std::string& value) {
-  if (value.find('=') != std::string::npos) return ParseGpuProfile(value);
-  return GpuPreset(value);
-}
-
-absl::StatusOr<std::string> ReferenceGpuValue(const std::string& value) {
-  if (IsGpuPreset(value) || value.find('=') != std::string::npos) return value;
-  const bool looks_like_path = value.find('/') != std::string::npos ||
-                               absl::EndsWith(value, ".profile");
-  struct stat st;
-  if (!looks_like_path && stat(value.c_str(), &st) != 0) return value;  // GpuPreset names the choices
-  absl::StatusOr<std::string> text = ReadUserTextFile(value, kMaxGpuProfileBytes);
-  if (!text.ok()) {
-    return absl::Status(text.status().code(),
-                        absl::StrCat("reference_gpu: ", text.status().message()));
-  }
-  // Checked here, where the file is named, so that errors give its lines;
-  // what travels on is the profile's text on one line.
-  if (absl::StatusOr<GpuSpec> parsed = ParseProfile(*text, &value); !parsed.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("reference_gpu: ", parsed.status().message()));
-  }
-  return absl::StrReplaceAll(*text, {{"\n", "; "}});
 }
 
 double PeakFlops(const GpuSpec& gpu, GpuPrecision precision) {

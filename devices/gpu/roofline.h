@@ -132,9 +132,9 @@ inline constexpr double kPythonOpS = 5e-6;
 absl::StatusOr<GpuSpec> GpuPreset(const std::string& name);  // v100 a100 h100
 std::vector<std::string> GpuPresetNames();
 
-// A profile as text, one "key = value" a line ('#' starts a comment; ';'
-// also separates entries, so a profile fits on one line). Keys are
-// GpuSpec's fields; gemm_rates and the memory_rates are "size:rate,size:rate",
+// A profile as text, one "key = value" a line ('#' starts a comment, to the
+// end of its line; ';' also separates entries, so a profile fits on one
+// line). Keys are GpuSpec's fields; gemm_rates and the memory_rates are "size:rate,size:rate",
 // the gemm grids "MxKxN:rate,..." (devices/gpu/gemm_grid.h). Unknown keys
 // and bad numbers are INVALID_ARGUMENT naming the line.
 absl::StatusOr<GpuSpec> ParseGpuProfile(const std::string& text);

@@ -1,5 +1,6 @@
 #include "devices/gpu/roofline.h"
 
+#include <algorithm>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -108,6 +109,41 @@ TEST(RooflineTest, TheCalibratedH200ProfileParses) {
   EXPECT_NEAR(h200->fp32_flops / 1e12, 50.5, 0.1);
 }
 
+// No kernel outruns its device: a profile whose product or attention rate
+// is past its fp32 peak is refused, naming the table's line, as the H200
+// profile of 2026-11-27 was before its repair (an attention rate of
+// 2.9e16 FLOP/s, a time divided by a 1e-9 s floor). Tables of sizes list
+// them in order, and every rate is a number above zero.
+TEST(RooflineTest, ARatePastTheDevicesPeakOrOutOfOrderIsRefused) {
+  std::string text = kH200Profile;
+  const size_t at = text.find("\nattention_grid = 16x8x16:") + 1;
+  ASSERT_NE(at, 0u);
+  const size_t rate = text.find(':', at) + 1;
+  text.replace(rate, text.find(',', rate) - rate, "2.9e16");
+  const int line = int(std::count(text.begin(), text.begin() + at, '\n')) + 1;
+  const absl::Status s = ParseGpuProfile(text).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message().substr(0, s.message().find(": no kernel")),
+            absl::StrCat("gpu profile entry ", line, " (attention_grid): 1 of its 125 rates are "
+                         "above the profile's fp32 peak of 5.04756e+13 FLOP/s (fp32_flops), the "
+                         "first 2.9e+16 at 16x8x16"))
+      << s;
+  EXPECT_NE(s.message().find("Re-run hpt_calibrate"), std::string::npos) << s;
+  // Where the device has faster units for fp32 products (TF32), they are its peak.
+  const std::string base = "name = x; fp32_flops = 1e12; memory_bw = 1e11; ";
+  EXPECT_FALSE(ParseGpuProfile(base + "gemm_rates = 1e6:2e12").ok());
+  EXPECT_TRUE(ParseGpuProfile(base + "tf32_flops = 4e12; gemm_rates = 1e6:2e12").ok());
+  EXPECT_FALSE(ParseGpuProfile(base + "gemm_grid = 8x8x8:3e12").ok());
+  // Sizes in order; rates above zero.
+  absl::Status order = ParseGpuProfile(base + "memory_rates = 2e9:4e10,2e6:3e10").status();
+  EXPECT_NE(order.message().find("entry 4 (memory_rates): sizes must ascend, and 2e+06 follows "
+                                 "2e+09: list the pairs by size"),
+            std::string::npos)
+      << order;
+  EXPECT_FALSE(ParseGpuProfile(base + "memory_rates = 2e6:0").ok());
+  EXPECT_FALSE(ParseGpuProfile(base + "gemm_grid = 8x8x8:0").ok());
+}
+
 // A preset prices a kernel-less op at its dispatch_s, the rule its table
 // was checked under (roofline.cc); so does a profile written before
 // host_op_s, which has none.
@@ -191,8 +227,8 @@ class ProfileFileTest : public ::testing::Test {
 
 TEST_F(ProfileFileTest, AFileTravelsAsOneLineOfItsText) {
   const std::string path = Write("mine.profile",
-                                 "# calibrated\nname = mine  # a note\nfp32_flops = 2e12\n"
-                                 "memory_bw = 1e11\n");
+                                 "# calibrated; by hand\nname = mine  # a note; key = 1\n"
+                                 "fp32_flops = 2e12\nmemory_bw = 1e11\n");
   absl::StatusOr<std::string> v = ReferenceGpuValue(path);
   ASSERT_TRUE(v.ok()) << v.status();
   EXPECT_EQ(v->find('\n'), std::string::npos);

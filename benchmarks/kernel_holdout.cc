@@ -1,0 +1,344 @@
+// kernel_holdout: single kernels of shapes the calibration never measures,
+// timed on a real GPU and priced by the cost model, by kernel class (GEMM,
+// batched products, layer norm, softmax, element-wise).
+//
+// Measure (on a CUDA device): each case's op repeated `reps` times is
+// captured as a CUDA graph and replayed (DeviceBestS, the least of
+// --runs), and the replay's time over `reps` is the measured time a call:
+// the kernels' device time and each graph node's gap, as a captured step
+// pays them. The ATen ops the call ran are listed beside it.
+//
+//   kernel_holdout --measure_on=cuda:0 --out=h200-holdout.csv
+//
+// Compare (anywhere): each case's kernels are recorded here (on the CPU:
+// the recorder sees shapes, not values) and priced on every --gpu profile
+// under graph launch, one call's kernels; the table gives each class's
+// median |model / measured - 1| and the geometric mean of model / measured.
+//
+//   kernel_holdout --measured=h200-holdout.csv --gpu=v100,a100,h100,cuda0.profile
+//
+// Its CPU twin (--model_csv=GPU): the CSV written with GPU's model times in
+// place of measured ones, which a comparison on GPU must find exact.
+//
+// The cases (HoldoutCases()) avoid every shape hpt_calibrate times: its
+// product grids' axes are powers of two from 8 to 2048, its wind product
+// is 57 x 1536 x 512, and its norm grid's rows and widths are powers of
+// two and 57 x 512; here every shape has a dimension (a batch aside) that
+// is not a power of two, and none is the wind model's.
+// Exit codes: 0; 1 with --check when a class is off by more than
+// --tolerance; 2 bad flags or an unreadable file; 3 no CUDA device.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "benchmarks/kernel_holdout_cases.h"
+#include "common/process_setup.h"
+#include "devices/gpu/kernel_cost.h"
+#include "devices/gpu/roofline.h"
+#include "workers/best_time.h"
+#include "workers/cuda_timing.h"
+#include "workers/kernel_recorder.h"
+
+ABSL_FLAG(std::string, measure_on, "", "Time the cases on this CUDA device (cuda:N).");
+ABSL_FLAG(std::string, out, "kernel-holdout.csv", "With --measure_on: the CSV written.");
+ABSL_FLAG(int, runs, 5, "With --measure_on: graph replays a case; the least is kept.");
+ABSL_FLAG(std::string, measured, "", "Compare: a CSV that --measure_on wrote.");
+ABSL_FLAG(std::string, model_csv, "",
+          "Write --out as --measure_on would, with this GPU profile's model times in place of "
+          "measured ones (the comparison's CPU twin: it must then find no error).");
+ABSL_FLAG(std::string, gpu, "v100,a100,h100",
+          "Compare: GPU presets or profile files, comma-separated.");
+ABSL_FLAG(double, tolerance, 0.15, "Largest median |model / measured - 1| --check accepts.");
+ABSL_FLAG(bool, check, false, "Exit 1 when a class's median error is above --tolerance.");
+
+namespace hpt {
+namespace {
+
+// The inputs of a case and the op it times, once.
+struct CaseBody {
+  std::vector<torch::Tensor> in;
+  std::function<void()> call;
+};
+
+CaseBody MakeBody(const HoldoutCase& c, const torch::Device& device) {
+  const auto opts = torch::TensorOptions().device(device);
+  const int64_t* d = c.dims;
+  CaseBody b;
+  switch (c.op) {
+    case HoldoutOp::kMm:  // m, k, n
+      b.in = {torch::randn({d[0], d[1]}, opts), torch::randn({d[1], d[2]}, opts)};
+      b.call = [in = b.in] { torch::mm(in[0], in[1]); };
+      break;
+    case HoldoutOp::kBmm:  // batch, m, k, n
+      b.in = {torch::randn({d[0], d[1], d[2]}, opts), torch::randn({d[0], d[2], d[3]}, opts)};
+      b.call = [in = b.in] { torch::bmm(in[0], in[1]); };
+      break;
+    case HoldoutOp::kLayerNorm:  // rows, width
+    case HoldoutOp::kLayerNormBackward: {
+      torch::Tensor x = torch::randn({d[0], d[1]}, opts);
+      torch::Tensor w = torch::ones({d[1]}, opts), bias = torch::zeros({d[1]}, opts);
+      auto [y, mean, rstd] = torch::native_layer_norm(x, {d[1]}, w, bias, 1e-5);
+      b.in = {x, w, bias, torch::randn_like(x), mean, rstd};
+      if (c.op == HoldoutOp::kLayerNorm) {
+        b.call = [in = b.in, n = d[1]] {
+          torch::native_layer_norm(in[0], {n}, in[1], in[2], 1e-5);
+        };
+      } else {
+        b.call = [in = b.in, n = d[1]] {
+          torch::native_layer_norm_backward(in[3], in[0], {n}, in[4], in[5], in[1], in[2],
+                                            {true, true, true});
+        };
+      }
+      break;
+    }
+    case HoldoutOp::kSoftmax:  // rows, width
+    case HoldoutOp::kSoftmaxBackward: {
+      torch::Tensor x = torch::randn({d[0], d[1]}, opts);
+      b.in = {x, torch::_softmax(x, -1, false), torch::randn_like(x)};
+      if (c.op == HoldoutOp::kSoftmax) {
+        b.call = [in = b.in] { torch::_softmax(in[0], -1, false); };
+      } else {
+        b.call = [in = b.in] {
+          torch::_softmax_backward_data(in[2], in[1], -1, in[0].scalar_type());
+        };
+      }
+      break;
+    }
+    case HoldoutOp::kAdd:  // elements
+      b.in = {torch::randn({d[0]}, opts), torch::randn({d[0]}, opts)};
+      b.call = [in = b.in] { torch::add(in[0], in[1]); };
+      break;
+    case HoldoutOp::kMulInPlace:  // elements
+      b.in = {torch::randn({d[0]}, opts)};
+      b.call = [in = b.in]() mutable { in[0].mul_(1.0); };
+      break;
+    case HoldoutOp::kGelu:  // elements
+      b.in = {torch::randn({d[0]}, opts)};
+      b.call = [in = b.in] { torch::gelu(in[0]); };
+      break;
+  }
+  return b;
+}
+
+// The model's seconds a call on `gpu`: `reps` calls' kernels priced as one
+// captured graph (as a measured case replays them), over `reps`, so that
+// the graph's one launch is shared as it is on the device.
+double ModelSecondsACall(const GpuSpec& gpu, const std::vector<GpuKernel>& kernels, int reps) {
+  std::vector<GpuKernel> all;
+  for (int i = 0; i < reps; ++i) all.insert(all.end(), kernels.begin(), kernels.end());
+  return CostKernels(gpu, GpuPrecision::kFp32, all, GpuLaunch::kGraph).time_s / reps;
+}
+
+// The ATen ops one call runs, as the recorder sees them.
+std::vector<GpuKernel> Record(const CaseBody& body) {
+  torch::NoGradGuard no_grad;
+  KernelRecorder recorder;
+  body.call();
+  return recorder.Finish();
+}
+
+// The CSV's header and one row a case: `seconds(case, body, kernels)`, the
+// seconds a call, beside the ATen ops the call ran.
+template <typename Seconds>
+int WriteCsv(const std::string& source, const torch::Device& device, Seconds seconds) {
+  const std::string out = absl::GetFlag(FLAGS_out);
+  std::ofstream csv(out);
+  if (!csv) {
+    std::fprintf(stderr, "kernel_holdout: cannot write --out %s\n", out.c_str());
+    return 2;
+  }
+  csv << "# kernel_holdout " << source << ", fp32 (TF32 off), graph replay\n"
+      << "class,case,reps,measured_s,ops\n";
+  torch::NoGradGuard no_grad;
+  for (const HoldoutCase& c : HoldoutCases()) {
+    const CaseBody body = MakeBody(c, device);
+    const std::vector<GpuKernel> kernels = Record(body);
+    std::vector<std::string> names;
+    for (const GpuKernel& k : kernels) names.push_back(k.op);
+    const std::string ops = absl::StrJoin(names, "+");
+    const double s = seconds(c, body, kernels);
+    csv << HoldoutClassName(c.kind) << ',' << c.name << ',' << c.reps << ','
+        << absl::StrFormat("%.6e", s) << ',' << ops << '\n';
+    std::printf("%-13s %-26s %10.2f us  %s\n", HoldoutClassName(c.kind), c.name, 1e6 * s,
+                ops.c_str());
+    std::fflush(stdout);
+  }
+  std::printf("written: %s\n", out.c_str());
+  return 0;
+}
+
+// A preset's name or a profile file's path as a profile.
+absl::StatusOr<GpuSpec> LoadGpu(const std::string& name_or_path) {
+  absl::StatusOr<std::string> value = ReferenceGpuValue(name_or_path);  // a file's text
+  if (!value.ok()) return value.status();
+  return GpuProfileOrPreset(*value);
+}
+
+// The model's times on a profile as the CSV (--model_csv).
+int WriteModelCsv(const std::string& gpu) {
+  absl::StatusOr<GpuSpec> spec = LoadGpu(gpu);
+  if (!spec.ok()) {
+    std::fprintf(stderr, "kernel_holdout: --model_csv %s: %s\n", gpu.c_str(),
+                 std::string(spec.status().message()).c_str());
+    return 2;
+  }
+  return WriteCsv("--model_csv=" + gpu, torch::Device(torch::kCPU),
+                  [&](const HoldoutCase& c, const CaseBody&, const std::vector<GpuKernel>& k) {
+                    return ModelSecondsACall(*spec, k, c.reps);
+                  });
+}
+
+int Measure(const std::string& device_name) {
+  torch::Device device(torch::kCPU);
+  try {
+    device = torch::Device(device_name);
+  } catch (const std::exception&) {
+    std::fprintf(stderr, "kernel_holdout: --measure_on '%s' is not cuda:N\n",
+                 device_name.c_str());
+    return 2;
+  }
+  if (!device.is_cuda() || !torch::cuda::is_available()) {
+    std::fprintf(stderr, "kernel_holdout: --measure_on %s: no CUDA device here (not run)\n",
+                 device_name.c_str());
+    return 3;
+  }
+  if (!device.has_index()) device = torch::Device(torch::kCUDA, 0);
+  const int runs = absl::GetFlag(FLAGS_runs);
+  const int rc = WriteCsv("--measure_on=" + device_name, device,
+                          [&](const HoldoutCase& c, const CaseBody& body,
+                              const std::vector<GpuKernel>&) {
+                            return DeviceBestS(device, runs, [&] {
+                                     for (int i = 0; i < c.reps; ++i) body.call();
+                                   }) / c.reps;
+                          });
+  std::printf("graph capture failures: %d\n", CudaGraphCaptureFailures());
+  return rc;
+}
+
+// The measured CSV's seconds a call by case name; an error names the line.
+absl::StatusOr<std::map<std::string, double>> ReadMeasured(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read --measured ", path));
+  std::map<std::string, double> measured;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.empty() || line[0] == '#' || absl::StartsWith(line, "class,")) continue;
+    std::vector<std::string> f = absl::StrSplit(line, ',');
+    double s = 0;
+    if (f.size() < 4 || !absl::SimpleAtod(f[3], &s) || s <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, " line ", n, ": want class,case,reps,measured_s,ops with "
+                       "measured_s > 0; re-measure with --measure_on"));
+    }
+    measured[f[1]] = s;
+  }
+  return measured;
+}
+
+using Ratios = std::map<std::string, std::vector<std::vector<double>>>;  // [class][gpu]
+
+// Each measured case beside each profile's model; model / measured by class.
+Ratios CaseTable(const std::map<std::string, double>& measured,
+                 const std::vector<std::pair<std::string, GpuSpec>>& gpus) {
+  Ratios ratios;
+  std::printf("%-13s %-26s %11s", "class", "case", "measured");
+  for (const auto& [name, spec] : gpus) std::printf(" %12s", name.substr(0, 12).c_str());
+  std::printf("\n");
+  for (const HoldoutCase& c : HoldoutCases()) {
+    auto m = measured.find(c.name);
+    if (m == measured.end()) continue;
+    const std::vector<GpuKernel> kernels = Record(MakeBody(c, torch::Device(torch::kCPU)));
+    auto& row = ratios[HoldoutClassName(c.kind)];
+    row.resize(gpus.size());
+    std::printf("%-13s %-26s %8.2f us", HoldoutClassName(c.kind), c.name, 1e6 * m->second);
+    for (size_t g = 0; g < gpus.size(); ++g) {
+      const double model = ModelSecondsACall(gpus[g].second, kernels, c.reps);
+      row[g].push_back(model / m->second);
+      std::printf(" %9.2f us", 1e6 * model);
+    }
+    std::printf("\n");
+  }
+  return ratios;
+}
+
+// Each class's median error and geometric mean a profile; the count of
+// class-profile pairs above --tolerance.
+int ClassTable(const Ratios& ratios, const std::vector<std::pair<std::string, GpuSpec>>& gpus) {
+  std::printf("\nmedian |model / measured - 1| (geometric mean of model / measured)\n%-13s",
+              "class");
+  for (const auto& [name, spec] : gpus) std::printf(" %20s", name.substr(0, 20).c_str());
+  std::printf("\n");
+  int outside = 0;
+  for (const auto& [cls, by_gpu] : ratios) {
+    std::printf("%-13s", cls.c_str());
+    for (const std::vector<double>& r : by_gpu) {
+      std::vector<double> err;
+      double log_sum = 0;
+      for (double x : r) {
+        err.push_back(std::fabs(x - 1));
+        log_sum += std::log(x);
+      }
+      std::sort(err.begin(), err.end());
+      const size_t n = err.size();
+      const double median = n % 2 ? err[n / 2] : 0.5 * (err[n / 2 - 1] + err[n / 2]);
+      const bool off = median > absl::GetFlag(FLAGS_tolerance);
+      outside += off ? 1 : 0;
+      std::printf("       %5.0f %% (%5.2fx)%s", 100 * median, std::exp(log_sum / double(n)),
+                  off ? "*" : " ");
+    }
+    std::printf("\n");
+  }
+  std::printf("\n%d class-profile pairs above %.0f %% (*)\n", outside,
+              100 * absl::GetFlag(FLAGS_tolerance));
+  return outside;
+}
+
+int Compare() {
+  absl::StatusOr<std::map<std::string, double>> measured =
+      ReadMeasured(absl::GetFlag(FLAGS_measured));
+  if (!measured.ok()) {
+    std::fprintf(stderr, "kernel_holdout: %s\n", std::string(measured.status().message()).c_str());
+    return 2;
+  }
+  std::vector<std::pair<std::string, GpuSpec>> gpus;
+  for (absl::string_view g : absl::StrSplit(absl::GetFlag(FLAGS_gpu), ',')) {
+    absl::StatusOr<GpuSpec> spec = LoadGpu(std::string(g));
+    if (!spec.ok()) {
+      std::fprintf(stderr, "kernel_holdout: --gpu %s: %s\n", std::string(g).c_str(),
+                   std::string(spec.status().message()).c_str());
+      return 2;
+    }
+    gpus.emplace_back(std::string(g), *spec);
+  }
+  const int outside = ClassTable(CaseTable(*measured, gpus), gpus);
+  return absl::GetFlag(FLAGS_check) && outside > 0 ? 1 : 0;
+}
+
+}  // namespace
+}  // namespace hpt
+
+int main(int argc, char** argv) {
+  hpt::UseShortThreadSpins(argv);
+  absl::ParseCommandLine(argc, argv);
+  const std::string measure_on = absl::GetFlag(FLAGS_measure_on);
+  if (!measure_on.empty()) return hpt::Measure(measure_on);
+  if (!absl::GetFlag(FLAGS_model_csv).empty()) {
+    return hpt::WriteModelCsv(absl::GetFlag(FLAGS_model_csv));
+  }
+  if (!absl::GetFlag(FLAGS_measured).empty()) return hpt::Compare();
+  std::fprintf(stderr, "kernel_holdout: give --measure_on=cuda:N, --measured=FILE.csv or "
+                       "--model_csv=GPU\n");
+  return 2;
+}

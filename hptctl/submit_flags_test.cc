@@ -1,0 +1,71 @@
+// hptctl submit's flags against the spec's one table of defaults
+// (coordinator/spec/hpt_defaults.h): each rule's help states the default
+// the normaliser fills in, and a rule or test name that is not one is
+// refused with the names allowed.
+#include "hptctl/submit_flags.h"
+
+#include <string>
+
+#include "absl/flags/declare.h"
+#include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
+#include "absl/strings/str_cat.h"
+#include "coordinator/spec/hpt_defaults.h"
+#include "gtest/gtest.h"
+
+ABSL_DECLARE_FLAG(std::string, switch_rule);
+ABSL_DECLARE_FLAG(std::string, trial_test);
+// hptctl_main.cc defines it; submit reads it.
+ABSL_FLAG(std::string, target, "", "the coordinator (unused here)");
+
+namespace hpt {
+namespace {
+
+std::string Help(const char* flag) {
+  const absl::CommandLineFlag* f = absl::FindCommandLineFlag(flag);
+  return f == nullptr ? "" : f->Help();
+}
+
+TEST(SubmitFlagsTest, HelpStatesTheSpecsDefaults) {
+  EXPECT_NE(
+      Help("switch_rule")
+          .find(absl::StrCat("the default, ", SwitchRule::Name_Name(kDefaultSwitchRule), ";")),
+      std::string::npos)
+      << Help("switch_rule");
+  EXPECT_NE(Help("trial_test")
+                .find(absl::StrCat("(empty: ", TrialTest::Name_Name(kNamedRuleTrialTest), ";")),
+            std::string::npos)
+      << Help("trial_test");
+  EXPECT_NE(Help("consecutive_checks").find(absl::StrCat("(0: ", kDefaultConsecutiveChecks, ")")),
+            std::string::npos);
+  EXPECT_NE(Help("trend_windows").find(absl::StrCat("(0: ", kDefaultTrendWindows, ")")),
+            std::string::npos);
+  EXPECT_NE(Help("trend_gain").find(absl::StrCat("(0: ", kDefaultTrendGain, ")")),
+            std::string::npos);
+  EXPECT_NE(Help("plateau_z").find(absl::StrCat("(0: ", kDefaultPlateauZ, ")")), std::string::npos);
+  EXPECT_NE(Help("trial_margin").find(absl::StrCat("(0: ", kDefaultTrialMargin, ")")),
+            std::string::npos);
+}
+
+TEST(SubmitFlagsTest, RuleAndTestNamesAreTheSpecsEnums) {
+  absl::SetFlag(&FLAGS_switch_rule, "plateau");
+  absl::SetFlag(&FLAGS_trial_test, "none");
+  absl::StatusOr<SubmitJobRequest> ok = BuildSubmit();
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->spec().hpt().switch_rule(), SwitchRule::plateau);
+  EXPECT_EQ(ok->spec().hpt().trial_test(), TrialTest::none);
+  absl::SetFlag(&FLAGS_switch_rule, "knee");
+  absl::StatusOr<SubmitJobRequest> bad = BuildSubmit();
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            "--switch_rule 'knee' is not paper, consecutive, trend, plateau or layerwise");
+  absl::SetFlag(&FLAGS_switch_rule, "");
+  absl::SetFlag(&FLAGS_trial_test, "SWITCH_RULE_UNSPECIFIED");
+  bad = BuildSubmit();
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            "--trial_test 'SWITCH_RULE_UNSPECIFIED' is not difference, margin or none");
+}
+
+}  // namespace
+}  // namespace hpt
