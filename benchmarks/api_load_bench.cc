@@ -3,7 +3,7 @@
 // rest queued), while --threads clients ask GetJob for random jobs at
 // --rps in total for --seconds. Runs twice in one process: plaintext
 // without tokens (the baseline), then TLS with bearer tokens (certificates
-// made with openssl in a temporary folder), and prints latency percentiles
+// made by deploy/make-certs in a temporary folder), and prints latency percentiles
 // and the ratio of the two p99s.
 //
 //   bazel run //benchmarks:api_load_bench -- --jobs=50 --rps=500 --seconds=10
@@ -99,17 +99,19 @@ Result GetJobsAtRate(JobService::Stub& stub, const std::vector<std::string>& ids
 
 absl::StatusOr<Result> RunOnce(const std::string& dir, bool secure) {
   const std::string name = secure ? "secure" : "plain";
-  std::vector<std::string> tls;
-  if (secure) {
-    tls = {"--tls_cert=" + dir + "/node.pem", "--tls_key=" + dir + "/node.key",
-           "--tls_ca=" + dir + "/ca.pem"};
-  }
+  // Each process its own role's certificate (deploy/make-certs).
+  auto tls = [&](const std::string& role) -> std::vector<std::string> {
+    if (!secure) return {};
+    const std::string at = dir + "/pki/" + role;
+    return {"--tls_cert=" + at + "/cert.pem", "--tls_key=" + at + "/key.pem",
+            "--tls_ca=" + at + "/ca.pem"};
+  };
   std::vector<std::string> argv = {RunfilePath("coordinator/hpt_coordinator"),
                                    "--listen=127.0.0.1:0", "--metrics=",
                                    "--port_file=" + dir + "/" + name + ".port",
                                    "--state_dir=" + dir + "/" + name + "-state"};
   if (secure) argv.push_back("--tokens_file=" + dir + "/tokens");
-  argv.insert(argv.end(), tls.begin(), tls.end());
+  for (std::string& flag : tls("coordinator")) argv.push_back(std::move(flag));
   auto coordinator = ChildProcess::Start(argv, dir + "/" + name + "-coordinator.log");
   if (!coordinator.ok()) return coordinator.status();
   auto ports = testing::WaitForPortFile(dir + "/" + name + ".port", *coordinator, absl::Seconds(60));
@@ -118,13 +120,13 @@ absl::StatusOr<Result> RunOnce(const std::string& dir, bool secure) {
   std::vector<std::string> wargv = {RunfilePath("workers/hpt_worker"), "--kind=gpu",
                                     "--listen=127.0.0.1:0", "--metrics=", "--threads=1",
                                     "--coordinator=" + at};
-  wargv.insert(wargv.end(), tls.begin(), tls.end());
+  for (std::string& flag : tls("worker-gpu")) wargv.push_back(std::move(flag));
   auto worker = ChildProcess::Start(wargv, dir + "/" + name + "-worker.log");
   if (!worker.ok()) return worker.status();
 
   TlsCredentials client_tls;
   if (secure) {
-    absl::StatusOr<TlsCredentials> loaded = LoadTls({"", "", dir + "/ca.pem"}, false);
+    absl::StatusOr<TlsCredentials> loaded = LoadTls({"", "", dir + "/pki/ca.pem"}, false);
     if (!loaded.ok()) return loaded.status();
     client_tls = *loaded;
   }
@@ -160,14 +162,9 @@ absl::StatusOr<Result> RunOnce(const std::string& dir, bool secure) {
 
 int Main() {
   const std::string dir = testing::MakeTempDir("api_load_bench");
-  const std::string pki = absl::StrCat(
-      "set -e; cd ", dir,
-      "; openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=ca -keyout ca.key -out "
-      "ca.pem 2>/dev/null; openssl req -newkey rsa:2048 -nodes -subj /CN=node -keyout node.key "
-      "-out node.csr 2>/dev/null; printf 'subjectAltName=IP:127.0.0.1\\n' > node.ext; openssl "
-      "x509 -req -in node.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile "
-      "node.ext -out node.pem 2>/dev/null");
-  if (testing::RunCommand(pki).exit_code != 0) return Fail("openssl failed");
+  if (absl::Status made = testing::MakeClusterCertificates(dir + "/pki"); !made.ok()) {
+    return Fail(std::string(made.message()));
+  }
   std::ofstream(dir + "/tokens") << "load-token-0123456789 loader admin\n";
   std::printf("%d jobs, GetJob at %d/s from %d clients for %d s\n", absl::GetFlag(FLAGS_jobs),
               absl::GetFlag(FLAGS_rps), absl::GetFlag(FLAGS_threads),

@@ -137,15 +137,6 @@ std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const TlsCredentials&
   return grpc::SslServerCredentials(options);
 }
 
-bool PeerHasClusterCertificate(const grpc::ServerContextBase& context,
-                               const TlsCredentials& tls) {
-  if (!tls.enabled()) return true;
-  std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
-  // With a CA set, a certificate the peer sent was verified against it; a
-  // verified peer has an identity (its SAN or CN).
-  return auth != nullptr && auth->IsPeerAuthenticated();
-}
-
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
                                            const TlsCredentials& tls) {
   grpc::ChannelArguments args;

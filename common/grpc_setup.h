@@ -70,11 +70,6 @@ absl::StatusOr<TlsCredentials> LoadTls(const TlsFiles& files, bool require_clien
 
 std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const TlsCredentials& tls);
 
-// Whether the call's peer presented a certificate the CA signed (always
-// true with TLS off: there is nothing to check).
-bool PeerHasClusterCertificate(const grpc::ServerContextBase& context,
-                               const TlsCredentials& tls);
-
 // A channel with `tls` (plaintext when off) and the project's message
 // limits.
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,

@@ -111,6 +111,15 @@ absl::StatusOr<Ports> WaitForPortFile(const std::string& path,
   return absl::DeadlineExceededError(absl::StrCat("no port file ", path));
 }
 
+absl::Status MakeClusterCertificates(const std::string& dir) {
+  const CommandResult made =
+      RunCommand(absl::StrCat("HPT_CERT_DAYS=2 ", RunfilePath("deploy/make-certs"), " ", dir));
+  if (made.exit_code != 0) {
+    return absl::InternalError(absl::StrCat("deploy/make-certs ", dir, ": ", made.output));
+  }
+  return absl::OkStatus();
+}
+
 CommandResult RunCommand(const std::string& command_line) {
   CommandResult result;
   FILE* pipe = popen((command_line + " 2>&1").c_str(), "r");

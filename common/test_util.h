@@ -58,6 +58,13 @@ CommandResult RunCommand(const std::string& command_line);
 
 // A fresh directory under TEST_TMPDIR.
 std::string MakeTempDir(const std::string& name);
+
+// The cluster's CA and one certificate per role in `dir`, made by
+// deploy/make-certs with Debian's openssl (the test needs
+// "//deploy:make-certs" in its data): dir/ca.pem, and dir/ROLE/cert.pem,
+// key.pem, ca.pem for coordinator, worker-gpu, worker-reram,
+// worker-systolic and client, servers named 127.0.0.1 and localhost.
+absl::Status MakeClusterCertificates(const std::string& dir);
 // `bytes` written to dir/name; its path.
 std::string WriteTestFile(const std::string& dir, const std::string& name,
                           const std::string& bytes);

@@ -164,7 +164,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     impl->warnings.push_back(*w);
   }
   impl->job_service =
-      std::make_unique<JobServiceImpl>(impl->jobs.get(), impl->tokens.get(), impl->warnings);
+      std::make_unique<JobServiceImpl>(impl->jobs.get(), impl->tokens.get(), impl->warnings, o.tls);
   // Workers beat five times within the liveness timeout.
   impl->registry_service = std::make_unique<WorkerRegistryImpl>(
       impl->pool.get(), absl::ToDoubleSeconds(o.worker_liveness_timeout) / 5, o.tls);

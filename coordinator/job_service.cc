@@ -8,6 +8,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/grpc_setup.h"
 #include "common/grpc_status.h"
+#include "common/peer_role.h"
 #include "common/tensor_codec.h"
 
 namespace hpt {
@@ -50,7 +51,13 @@ grpc::ServerUnaryReactor* JobServiceImpl::OnLoader(grpc::CallbackServerContext* 
   return reactor;
 }
 
+absl::Status JobServiceImpl::CheckCertificate(const grpc::CallbackServerContext& context) const {
+  static constexpr PeerRole kUsers[] = {PeerRole::kClient, PeerRole::kCoordinator};
+  return CheckPeerRole(context, tls_, kUsers, "JobService", CertificateNeed::kOptional);
+}
+
 absl::StatusOr<Caller> JobServiceImpl::Authenticate(grpc::CallbackServerContext* context) const {
+  if (absl::Status s = CheckCertificate(*context); !s.ok()) return s;
   if (tokens_ == nullptr) return Caller{"", true};
   const auto& metadata = context->client_metadata();
   auto it = metadata.find("authorization");
@@ -163,6 +170,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::GetJobHistory(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* JobServiceImpl::GetServerInfo(grpc::CallbackServerContext* context,
                                                         const GetServerInfoRequest*,
                                                         ServerInfo* response) {
+  if (absl::Status s = CheckCertificate(*context); !s.ok()) return Done(context, s);
   for (const std::string& w : warnings_) response->add_warnings(w);
   return Done(context, absl::OkStatus());
 }

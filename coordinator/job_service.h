@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/grpc_setup.h"
 #include "common/task_queue.h"
 #include "coordinator/auth.h"
 #include "coordinator/jobs/job_manager.h"
@@ -20,10 +21,12 @@ namespace hpt {
 class JobServiceImpl final : public JobService::CallbackService {
  public:
   // `tokens` null: no authentication (auth.h). `warnings`: what
-  // GetServerInfo tells every client (exposure.h).
+  // GetServerInfo tells every client (exposure.h). `tls`: the server's own
+  // credentials; with them on, a caller's certificate, where it sends one,
+  // must name the client or coordinator role (common/peer_role.h).
   explicit JobServiceImpl(JobManager* jobs, const TokenTable* tokens = nullptr,
-                          std::vector<std::string> warnings = {})
-      : jobs_(jobs), tokens_(tokens), warnings_(std::move(warnings)) {
+                          std::vector<std::string> warnings = {}, TlsCredentials tls = {})
+      : jobs_(jobs), tokens_(tokens), warnings_(std::move(warnings)), tls_(std::move(tls)) {
     for (auto& loader : loaders_) loader = std::make_unique<TaskQueue>("loader");
   }
 
@@ -76,6 +79,10 @@ class JobServiceImpl final : public JobService::CallbackService {
  private:
   class WatchReactor;
   class ExportReactor;
+  // OK unless the caller sent a certificate whose role is not a user's
+  // (a worker's, or none).
+  absl::Status CheckCertificate(const grpc::CallbackServerContext& context) const;
+  // The caller its certificate and token name (CheckCertificate first).
   absl::StatusOr<Caller> Authenticate(grpc::CallbackServerContext* context) const;
   // OK when the caller may act on the job (it exists and is theirs, or they
   // are an admin).
@@ -87,6 +94,7 @@ class JobServiceImpl final : public JobService::CallbackService {
   JobManager* const jobs_;
   const TokenTable* const tokens_;
   const std::vector<std::string> warnings_;
+  const TlsCredentials tls_;
   std::array<std::unique_ptr<TaskQueue>, 2> loaders_;
   std::atomic<size_t> next_loader_{0};
 };

@@ -1,6 +1,11 @@
 #include "coordinator/worker_registry_service.h"
 
+#include <optional>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/peer_role.h"
 
 namespace hpt {
 
@@ -8,15 +13,20 @@ grpc::ServerUnaryReactor* WorkerRegistryImpl::RegisterWorker(
     grpc::CallbackServerContext* context, const RegisterWorkerRequest* request,
     RegisterWorkerResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  // Only a process holding a certificate of the cluster's CA joins it.
-  if (!PeerHasClusterCertificate(*context, tls_)) {
-    reactor->Finish(ToGrpcStatus(absl::UnauthenticatedError(
-        "RegisterWorker needs the cluster's client certificate "
-        "(worker --tls_cert/--tls_key signed by the coordinator's --tls_ca)")));
-    return reactor;
+  // A worker registers as the kind its certificate names; a kind with no
+  // role is checked against every worker role here and refused by the
+  // pool, which names the kinds.
+  std::vector<PeerRole> allowed = {PeerRole::kGpuWorker, PeerRole::kReramWorker,
+                                   PeerRole::kSystolicWorker};
+  if (std::optional<PeerRole> role = WorkerRole(request->kind()); role.has_value()) {
+    allowed = {*role};
   }
-  absl::Status status = pool_->Register(request->address(), request->kind(), request->name(),
-                                        request->device_id());
+  absl::Status status = CheckPeerRole(
+      *context, tls_, allowed, absl::StrCat("RegisterWorker (as kind '", request->kind(), "')"));
+  if (status.ok()) {
+    status =
+        pool_->Register(request->address(), request->kind(), request->name(), request->device_id());
+  }
   response->set_heartbeat_interval_s(heartbeat_interval_s_);
   reactor->Finish(ToGrpcStatus(status));
   return reactor;

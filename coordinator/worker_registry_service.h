@@ -1,6 +1,7 @@
 // WorkerRegistryImpl: the coordinator's gRPC face to its workers. A worker
 // registers with its address and kind, holding a certificate of the
-// cluster's CA when TLS is on, and is told how often to heartbeat.
+// cluster's CA that names a worker of that kind when TLS is on
+// (common/peer_role.h), and is told how often to heartbeat.
 #ifndef HPT_COORDINATOR_WORKER_REGISTRY_SERVICE_H_
 #define HPT_COORDINATOR_WORKER_REGISTRY_SERVICE_H_
 
@@ -13,7 +14,7 @@ namespace hpt {
 class WorkerRegistryImpl final : public WorkerRegistry::CallbackService {
  public:
   // `tls`: the registry server's own credentials; with them on, only a
-  // peer holding a certificate of their CA registers.
+  // peer whose certificate names the role of the kind it registers does.
   WorkerRegistryImpl(WorkerPool* pool, double heartbeat_interval_s, TlsCredentials tls)
       : pool_(pool), heartbeat_interval_s_(heartbeat_interval_s), tls_(std::move(tls)) {}
 

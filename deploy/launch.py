@@ -20,8 +20,9 @@ all.
 `./hpt up` and `./hpt down` call it. Without --detach `up` stays in the
 foreground and stops everything on Ctrl-C.
 
---secure: makes a CA, one certificate for 127.0.0.1/localhost and a bearer
-token for the user with openssl (under DIR/tls), starts every process with
+--secure: makes a CA, one certificate per role (deploy/make-certs: the
+coordinator, each worker kind, a client) and a bearer token for the user
+under DIR/tls, starts every process with its role's
 --tls_cert/--tls_key/--tls_ca (mutual TLS between coordinator and workers)
 and the coordinator with --tokens_file, and prints the hptctl flags to use.
 """
@@ -154,37 +155,39 @@ def plan(env, bin_dir, run_dir=None, tls_dir=None):
             commands.update(extra_workers(name, commands[name]))
     if tls_dir:
         for name, argv in commands.items():
-            argv += [f"--tls_cert={tls_dir}/node.pem", f"--tls_key={tls_dir}/node.key",
-                     f"--tls_ca={tls_dir}/ca.pem"]
+            role = f"{tls_dir}/{role_folder(name)}"
+            argv += [f"--tls_cert={role}/cert.pem", f"--tls_key={role}/key.pem",
+                     f"--tls_ca={role}/ca.pem"]
             if name == "coordinator":
-                argv.append(f"--tokens_file={tls_dir}/tokens")
+                argv.append(f"--tokens_file={role}/tokens")
     return commands
 
 
+def role_folder(name):
+    """The make-certs folder of a service's role: worker-gpu-2 is a
+    worker-gpu."""
+    for base in WORKER_COUNTS:
+        if name == base or name.startswith(base + "-"):
+            return base
+    return name
+
+
 def make_pki(tls_dir):
-    """A CA, one certificate it signs for 127.0.0.1, localhost and every
-    compose service name, and an admin token for this user (kept when they
-    exist)."""
-    os.makedirs(tls_dir, mode=0o700, exist_ok=True)
-    if not os.path.exists(os.path.join(tls_dir, "node.pem")):
-        with open(os.path.join(tls_dir, "node.ext"), "w") as f:
-            names = ",".join(f"DNS:{s}" for s in HPT_SERVICES)
-            f.write(f"subjectAltName=IP:127.0.0.1,DNS:localhost,{names}\n")
-        for cmd in (
-                "openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj /CN=hpt-ca "
-                "-keyout ca.key -out ca.pem",
-                "openssl req -newkey rsa:2048 -nodes -subj /CN=hpt-node -keyout node.key "
-                "-out node.csr",
-                "openssl x509 -req -in node.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
-                "-days 30 -extfile node.ext -out node.pem"):
-            done = subprocess.run(cmd.split(), cwd=tls_dir, capture_output=True, text=True)
-            if done.returncode != 0:
-                sys.exit(f"hpt: openssl failed: {done.stderr.strip()}")
+    """The CA and one certificate per role (deploy/make-certs), each server's
+    naming 127.0.0.1, localhost and every compose service name; the
+    coordinator's tokens file with an admin token for this user, and that
+    token in DIR/token (all kept when they exist)."""
+    done = subprocess.run([os.path.join(DEPLOY, "make-certs"), tls_dir] + HPT_SERVICES,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"hpt: {done.stderr.strip()}")
+    tokens_path = os.path.join(tls_dir, "coordinator", "tokens")
     token_path = os.path.join(tls_dir, "token")
-    if not os.path.exists(token_path):
+    if not os.path.exists(tokens_path) or not os.path.exists(token_path):
         token = os.urandom(24).hex()
         user = os.environ.get("USER") or "admin"
-        with open(os.path.join(tls_dir, "tokens"), "w") as f:
+        fd = os.open(tokens_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
             f.write(f"# TOKEN USER [admin]; add a line per user\n{token} {user} admin\n")
         fd = os.open(token_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:

@@ -97,10 +97,12 @@ class DeployConsistencyTest(unittest.TestCase):
             plain = self.launcher[name]
             self.assertEqual(argv[:len(plain)], plain, name)
             extra = argv[len(plain):]
-            self.assertIn("--tls_cert=/run/x/tls/node.pem", extra, name)
-            self.assertIn("--tls_key=/run/x/tls/node.key", extra, name)
-            self.assertIn("--tls_ca=/run/x/tls/ca.pem", extra, name)
-            self.assertEqual("--tokens_file=/run/x/tls/tokens" in extra, name == "coordinator")
+            # Each process its own role's certificate (deploy/make-certs).
+            role = "/run/x/tls/" + name
+            self.assertIn(f"--tls_cert={role}/cert.pem", extra, name)
+            self.assertIn(f"--tls_key={role}/key.pem", extra, name)
+            self.assertIn(f"--tls_ca={role}/ca.pem", extra, name)
+            self.assertEqual(f"--tokens_file={role}/tokens" in extra, name == "coordinator")
 
     def test_compose_secure_mode_adds_the_launchers_secure_flags(self):
         with open(os.path.join(DEPLOY, "docker-compose.secure.yml")) as f:
@@ -114,13 +116,15 @@ class DeployConsistencyTest(unittest.TestCase):
             with self.subTest(service=service):
                 svc = secure["services"][service]
                 self.assertEqual(svc["entrypoint"], ["/usr/local/bin/with-tls"])
-                self.assertIn("./tls:/tls:ro", svc["volumes"])
+                # Its own role's folder only: no process holds another's key.
+                self.assertEqual([f"./tls/{service}:/tls:ro"], svc["volumes"])
                 # What deploy/with-tls runs, with printf in front of the command:
                 # one argument a line (an argument may hold spaces).
                 command = self.compose_command(service)
                 ran = subprocess.run([os.path.join(DEPLOY, "with-tls"), "printf", "%s\\n"]
                                      + command,
-                                     env={"HPT_TLS_DIR": "/run/x/tls", "PATH": "/usr/bin:/bin"},
+                                     env={"HPT_TLS_DIR": f"/run/x/tls/{service}",
+                                          "PATH": "/usr/bin:/bin"},
                                      check=True, capture_output=True, text=True)
                 added = ran.stdout.splitlines()[len(command):]
                 plain = self.launcher[service]

@@ -1,12 +1,15 @@
-// Identity and isolation on real processes: certificates made here with
-// Debian's openssl, a coordinator with TLS and bearer tokens, a worker with
-// the cluster's certificate (mutual TLS), hptctl as alice, bob and an
-// admin.
+// Identity and isolation on real processes: certificates made here by
+// deploy/make-certs with Debian's openssl, one per role, a coordinator with
+// TLS and bearer tokens, a GPU worker with its role's certificate (mutual
+// TLS), hptctl as alice, bob and an admin.
 //   - no token: UNAUTHENTICATED; another user's job: PERMISSION_DENIED on
 //     status, cancel and export; ListJobs shows a user their own jobs;
 //   - a client without the CA cannot connect;
 //   - a worker without a certificate of the cluster's CA cannot register,
 //     and nothing without one can call a worker;
+//   - every process proves its role: a worker's certificate is refused at
+//     another worker and at the JobService, a client's at a worker, a GPU
+//     worker's when it registers as reram;
 //   - the live pages (curl over HTTPS): no token, 401; alice sees her job,
 //     bob neither in his list nor by its address; ?token= sets a Secure,
 //     HttpOnly cookie; plain HTTP gets no page.
@@ -40,25 +43,37 @@ std::string Slurp(const std::string& path) {
   return s.str();
 }
 
-// A CA and a certificate it signs for 127.0.0.1 / localhost.
-void MakePki(const std::string& dir, const std::string& ca, const std::string& leaf) {
-  const std::string cmd = absl::StrCat(
-      "set -e; cd ", dir, "; ",
-      "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=", ca, " -keyout ", ca,
-      ".key -out ", ca, ".pem 2>/dev/null; ",
-      "openssl req -newkey rsa:2048 -nodes -subj /CN=", leaf, " -keyout ", leaf, ".key -out ",
-      leaf, ".csr 2>/dev/null; ",
-      "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > ", leaf, ".ext; ",
-      "openssl x509 -req -in ", leaf, ".csr -CA ", ca, ".pem -CAkey ", ca,
-      ".key -CAcreateserial -days 2 -extfile ", leaf, ".ext -out ", leaf, ".pem 2>/dev/null");
-  auto r = RunCommand(cmd);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
+// `dir`/pki: the cluster's CA and its role certificates; `dir`/rogue: the
+// same from another CA.
+void MakePki(const std::string& dir) {
+  for (const char* ca : {"/pki", "/rogue"}) {
+    absl::Status made = testing::MakeClusterCertificates(dir + ca);
+    ASSERT_TRUE(made.ok()) << made;
+  }
+}
+
+// Flags giving a process the certificate of role folder `role`.
+std::string TlsFlags(const std::string& dir, const std::string& role) {
+  const std::string at = dir + "/pki/" + role;
+  return absl::StrCat(" --tls_cert=", at, "/cert.pem --tls_key=", at, "/key.pem --tls_ca=", at,
+                      "/ca.pem");
+}
+
+// A gRPC client's credentials: the cluster's CA and, where `role` names a
+// folder under `pki`, that role's certificate.
+grpc::SslCredentialsOptions Credentials(const std::string& pki, const std::string& role) {
+  grpc::SslCredentialsOptions options;
+  options.pem_root_certs = Slurp(pki + "/ca.pem");
+  if (!role.empty()) {
+    options.pem_private_key = Slurp(pki + "/" + role + "/key.pem");
+    options.pem_cert_chain = Slurp(pki + "/" + role + "/cert.pem");
+  }
+  return options;
 }
 
 TEST(SecurityTest, TokensCertificatesAndOwnership) {
   const std::string dir = testing::MakeTempDir("security");
-  MakePki(dir, "cluster-ca", "node");
-  MakePki(dir, "rogue-ca", "rogue");
+  MakePki(dir);
   {
     std::ofstream tokens(dir + "/tokens");
     tokens << "# users\nalice-token-0123456789 alice\nbob-token-0123456789ab bob\n"
@@ -67,13 +82,12 @@ TEST(SecurityTest, TokensCertificatesAndOwnership) {
     std::ofstream(dir + "/bob") << "bob-token-0123456789ab\n";
     std::ofstream(dir + "/ops") << "ops-token-0123456789abc\n";
   }
-  const std::string tls = absl::StrCat(" --tls_cert=", dir, "/node.pem --tls_key=", dir,
-                                       "/node.key --tls_ca=", dir, "/cluster-ca.pem");
   auto coordinator = ChildProcess::Start(
-      {RunfilePath("coordinator/hpt_coordinator"), "--listen=127.0.0.1:0", "--metrics=", "--state_dir=" + dir + "/state",
-       "--port_file=" + dir + "/coordinator.port", "--tokens_file=" + dir + "/tokens",
-       "--tls_cert=" + dir + "/node.pem", "--tls_key=" + dir + "/node.key",
-       "--tls_ca=" + dir + "/cluster-ca.pem", "--worker_wait_s=60", "--http=127.0.0.1:0"},
+      {RunfilePath("coordinator/hpt_coordinator"), "--listen=127.0.0.1:0",
+       "--metrics=", "--state_dir=" + dir + "/state", "--port_file=" + dir + "/coordinator.port",
+       "--tokens_file=" + dir + "/tokens", "--tls_cert=" + dir + "/pki/coordinator/cert.pem",
+       "--tls_key=" + dir + "/pki/coordinator/key.pem", "--tls_ca=" + dir + "/pki/ca.pem",
+       "--worker_wait_s=60", "--http=127.0.0.1:0"},
       dir + "/coordinator.log");
   ASSERT_TRUE(coordinator.ok()) << coordinator.status();
   auto ports = testing::WaitForPortFile(dir + "/coordinator.port", *coordinator, absl::Seconds(60));
@@ -81,16 +95,15 @@ TEST(SecurityTest, TokensCertificatesAndOwnership) {
   const std::string at = absl::StrCat("127.0.0.1:", ports->grpc);
   auto worker = ChildProcess::Start(
       {RunfilePath("workers/hpt_worker"), "--kind=gpu", "--listen=127.0.0.1:0", "--metrics=",
-       "--threads=1", "--coordinator=" + at, "--tls_cert=" + dir + "/node.pem",
-       "--tls_key=" + dir + "/node.key", "--tls_ca=" + dir + "/cluster-ca.pem"},
+       "--threads=1", "--coordinator=" + at, "--tls_cert=" + dir + "/pki/worker-gpu/cert.pem",
+       "--tls_key=" + dir + "/pki/worker-gpu/key.pem", "--tls_ca=" + dir + "/pki/ca.pem"},
       dir + "/worker.log");
   ASSERT_TRUE(worker.ok()) << worker.status();
 
   auto hptctl = [&](const std::string& user, const std::string& args) {
-    return RunCommand(absl::StrCat(RunfilePath("hptctl/hptctl"), " --coordinator=", at,
-                                   " --tls_ca=", dir, "/cluster-ca.pem",
-                                   user.empty() ? "" : " --token_file=" + dir + "/" + user, " ",
-                                   args));
+    return RunCommand(absl::StrCat(
+        RunfilePath("hptctl/hptctl"), " --coordinator=", at, " --tls_ca=", dir, "/pki/ca.pem",
+        user.empty() ? "" : " --token_file=" + dir + "/" + user, " ", args));
   };
   auto submitted = hptctl("alice", "submit --preset=tiny --epochs=1 --mode=full --name=mine --watch");
   ASSERT_EQ(submitted.exit_code, 0) << submitted.output;
@@ -122,59 +135,120 @@ TEST(SecurityTest, TokensCertificatesAndOwnership) {
   EXPECT_EQ(no_ca.exit_code, 5) << no_ca.output;
   EXPECT_THAT(no_ca.output, Not(HasSubstr("job-000001")));
 
+  // The JobService refuses a worker's certificate, token or not, and
+  // takes a client's.
+  auto as_worker = hptctl("alice", "list" + TlsFlags(dir, "worker-reram"));
+  EXPECT_EQ(as_worker.exit_code, 3) << as_worker.output;
+  EXPECT_THAT(as_worker.output, HasSubstr("PERMISSION_DENIED"));
+  EXPECT_THAT(as_worker.output, HasSubstr("worker/reram"));
+  auto as_client = hptctl("alice", "list" + TlsFlags(dir, "client"));
+  EXPECT_EQ(as_client.exit_code, 0) << as_client.output;
+  EXPECT_THAT(as_client.output, HasSubstr("job-000001"));
+
   // Registration: with the CA but no certificate, refused by the
-  // coordinator; with the rogue CA's certificate, refused by TLS.
-  auto register_with = [&](const grpc::SslCredentialsOptions& options) {
+  // coordinator; with the rogue CA's certificate, refused by TLS; with the
+  // cluster's, only a worker certificate of the kind it registers.
+  const std::string pki = dir + "/pki";
+  auto register_with = [&](const grpc::SslCredentialsOptions& options, const std::string& kind) {
     auto stub = WorkerRegistry::NewStub(grpc::CreateChannel(at, grpc::SslCredentials(options)));
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     RegisterWorkerRequest request;
     request.set_address("127.0.0.1:1");
-    request.set_kind("gpu");
+    request.set_kind(kind);
     RegisterWorkerResponse response;
     return stub->RegisterWorker(&context, request, &response);
   };
-  grpc::SslCredentialsOptions no_cert;
-  no_cert.pem_root_certs = Slurp(dir + "/cluster-ca.pem");
-  grpc::Status refused = register_with(no_cert);
+  const grpc::SslCredentialsOptions no_cert = Credentials(pki, "");
+  grpc::Status refused = register_with(no_cert, "gpu");
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAUTHENTICATED) << refused.error_message();
-  grpc::SslCredentialsOptions rogue = no_cert;
-  rogue.pem_private_key = Slurp(dir + "/rogue.key");
-  rogue.pem_cert_chain = Slurp(dir + "/rogue.pem");
-  EXPECT_FALSE(register_with(rogue).ok());
-  grpc::SslCredentialsOptions good = no_cert;
-  good.pem_private_key = Slurp(dir + "/node.key");
-  good.pem_cert_chain = Slurp(dir + "/node.pem");
-  EXPECT_TRUE(register_with(good).ok());
+  const grpc::SslCredentialsOptions rogue = Credentials(dir + "/rogue", "worker-gpu");
+  EXPECT_FALSE(register_with(rogue, "gpu").ok());
+  grpc::Status as_reram = register_with(Credentials(pki, "worker-gpu"), "reram");
+  EXPECT_EQ(as_reram.error_code(), grpc::StatusCode::PERMISSION_DENIED) << as_reram.error_message();
+  EXPECT_THAT(as_reram.error_message(), HasSubstr("worker/gpu"));
+  for (const char* other : {"client", "coordinator"}) {
+    EXPECT_EQ(register_with(Credentials(pki, other), "gpu").error_code(),
+              grpc::StatusCode::PERMISSION_DENIED)
+        << other;
+  }
+  grpc::Status as_gpu = register_with(Credentials(pki, "worker-gpu"), "gpu");
+  EXPECT_TRUE(as_gpu.ok()) << as_gpu.error_message();
 
-  // The worker itself: only a cluster certificate may call it.
+  // The worker itself answers only the coordinator's certificate: not a
+  // peer worker's (here its own kind's too), not a client's.
   auto status = hptctl("ops", "status job-000001");
   const size_t w = status.output.find("127.0.0.1:", status.output.find("gpu "));
   ASSERT_NE(w, std::string::npos) << status.output;
   const std::string worker_at = status.output.substr(w, status.output.find(' ', w) - w);
+  auto worker_stub = [&](const grpc::SslCredentialsOptions& options) {
+    return WorkerService::NewStub(grpc::CreateChannel(worker_at, grpc::SslCredentials(options)));
+  };
+  auto deadline = [](grpc::ClientContext* context) {
+    context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  };
   auto info = [&](const grpc::SslCredentialsOptions& options) {
-    auto stub = WorkerService::NewStub(grpc::CreateChannel(worker_at, grpc::SslCredentials(options)));
     grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    deadline(&context);
     WorkerInfo reply;
-    return stub->GetInfo(&context, GetInfoRequest(), &reply);
+    return worker_stub(options)->GetInfo(&context, GetInfoRequest(), &reply);
   };
   EXPECT_FALSE(info(no_cert).ok()) << worker_at;
   EXPECT_FALSE(info(rogue).ok());
-  EXPECT_TRUE(info(good).ok()) << worker_at;
+  for (const char* other : {"worker-reram", "worker-gpu", "client"}) {
+    grpc::Status s = info(Credentials(pki, other));
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED)
+        << other << ": " << s.error_message();
+  }
+  grpc::Status from_coordinator = info(Credentials(pki, "coordinator"));
+  EXPECT_TRUE(from_coordinator.ok()) << from_coordinator.error_message();
+  // Every kind of call: a peer worker cannot release a job, read its
+  // weights or load new ones.
+  const grpc::SslCredentialsOptions peer = Credentials(pki, "worker-systolic");
+  {
+    grpc::ClientContext context;
+    deadline(&context);
+    ReleaseRequest request;
+    request.set_job_id("job-000001");
+    ReleaseResponse reply;
+    EXPECT_EQ(worker_stub(peer)->Release(&context, request, &reply).error_code(),
+              grpc::StatusCode::PERMISSION_DENIED);
+  }
+  {
+    grpc::ClientContext context;
+    deadline(&context);
+    SnapshotRequest request;
+    request.set_job_id("job-000001");
+    auto reader = worker_stub(peer)->Snapshot(&context, request);
+    TensorChunk chunk;
+    EXPECT_FALSE(reader->Read(&chunk));
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  }
+  {
+    grpc::ClientContext context;
+    deadline(&context);
+    LoadParametersResponse reply;
+    auto writer = worker_stub(peer)->LoadParameters(&context, &reply);
+    LoadParametersRequest header;
+    header.mutable_header()->set_job_id("job-000002");
+    writer->Write(header);
+    writer->WritesDone();
+    EXPECT_EQ(writer->Finish().error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  }
 }
 
 // The pages of the same kind of coordinator, with curl.
 TEST(SecurityTest, LivePagesNeedTlsAndATokenAndShowOwnJobs) {
   const std::string dir = testing::MakeTempDir("pages-security");
-  MakePki(dir, "cluster-ca", "node");
+  MakePki(dir);
   std::ofstream(dir + "/tokens") << "alice-token-0123456789 alice\nbob-token-0123456789ab bob\n";
   std::ofstream(dir + "/alice") << "alice-token-0123456789\n";
   auto coordinator = ChildProcess::Start(
-      {RunfilePath("coordinator/hpt_coordinator"), "--listen=127.0.0.1:0", "--metrics=",
-       "--no_state", "--port_file=" + dir + "/coordinator.port", "--tokens_file=" + dir + "/tokens",
-       "--tls_cert=" + dir + "/node.pem", "--tls_key=" + dir + "/node.key",
-       "--tls_ca=" + dir + "/cluster-ca.pem", "--http=127.0.0.1:0"},
+      {RunfilePath("coordinator/hpt_coordinator"), "--listen=127.0.0.1:0",
+       "--metrics=", "--no_state", "--port_file=" + dir + "/coordinator.port",
+       "--tokens_file=" + dir + "/tokens", "--tls_cert=" + dir + "/pki/coordinator/cert.pem",
+       "--tls_key=" + dir + "/pki/coordinator/key.pem", "--tls_ca=" + dir + "/pki/ca.pem",
+       "--http=127.0.0.1:0"},
       dir + "/coordinator.log");
   ASSERT_TRUE(coordinator.ok()) << coordinator.status();
   auto ports = testing::WaitForPortFile(dir + "/coordinator.port", *coordinator, absl::Seconds(60));
@@ -184,13 +258,13 @@ TEST(SecurityTest, LivePagesNeedTlsAndATokenAndShowOwnJobs) {
                         &metrics_port, &http_port),
             3);
   // A job for alice (no worker: it waits, which is all the pages need).
-  auto submitted = RunCommand(absl::StrCat(RunfilePath("hptctl/hptctl"), " --coordinator=127.0.0.1:", grpc_port,
-                                           " --tls_ca=", dir, "/cluster-ca.pem --token_file=", dir,
-                                           "/alice submit --preset=tiny --epochs=1 --name=hers"));
+  auto submitted = RunCommand(absl::StrCat(
+      RunfilePath("hptctl/hptctl"), " --coordinator=127.0.0.1:", grpc_port, " --tls_ca=", dir,
+      "/pki/ca.pem --token_file=", dir, "/alice submit --preset=tiny --epochs=1 --name=hers"));
   ASSERT_EQ(submitted.exit_code, 0) << submitted.output;
   const std::string base = absl::StrCat("https://127.0.0.1:", http_port);
   auto curl = [&](const std::string& args) {
-    return RunCommand(absl::StrCat("curl -sS --max-time 20 --cacert ", dir, "/cluster-ca.pem ", args));
+    return RunCommand(absl::StrCat("curl -sS --max-time 20 --cacert ", dir, "/pki/ca.pem ", args));
   };
   auto code = curl("-o /dev/null -w '%{http_code}' " + base + "/");
   EXPECT_EQ(code.output, "401");

@@ -30,6 +30,10 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:0",
 ABSL_FLAG(std::string, advertise, "",
           "host:port the coordinator should dial; default: listen host and "
           "bound port.");
+ABSL_FLAG(std::string, collective_host, "",
+          "gpu: the address this worker's Gloo collectives listen on and its data-parallel "
+          "peers dial: this host's address on the cluster's own network. Default: the host "
+          "of --advertise, else 127.0.0.1 (every worker on one machine).");
 ABSL_FLAG(std::string, coordinator, "",
           "Coordinator host:port to register with (empty: do not register).");
 ABSL_FLAG(std::string, name, "", "Worker name shown by the coordinator.");
@@ -94,6 +98,13 @@ absl::StatusOr<hpt::WorkerServer::Options> OptionsFromFlags() {
   if (!reference.ok()) return reference.status();
   options.executor.reference_gpu = *reference;
   options.executor.device_id = absl::GetFlag(FLAGS_device_id);
+  options.executor.gloo_host = absl::GetFlag(FLAGS_collective_host);
+  if (options.executor.gloo_host.empty() && !options.advertise_address.empty()) {
+    ASSIGN_OR_RETURN(hpt::HostPort advertised,
+                     hpt::ParseHostPort(options.advertise_address, "--advertise"));
+    options.executor.gloo_host = advertised.host;
+  }
+  if (options.executor.gloo_host.empty()) options.executor.gloo_host = "127.0.0.1";
   return options;
 }
 

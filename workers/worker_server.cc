@@ -142,8 +142,8 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
     impl->metrics =
         std::make_unique<WorkerMetrics>(*options.metrics_registry, options.kind);
   }
-  impl->service = std::make_unique<WorkerServiceImpl>(
-      options.kind, impl->executor.get(), impl->metrics.get());
+  impl->service = std::make_unique<WorkerServiceImpl>(options.kind, impl->executor.get(),
+                                                      impl->metrics.get(), options.tls);
 
   grpc::ServerBuilder builder;
   ConfigureServerBuilder(builder);

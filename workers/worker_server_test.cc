@@ -118,25 +118,28 @@ bool Answers(int port, const TlsCredentials& tls) {
   return stub->Check(&context, request, &response).ok();
 }
 
+// A WorkerService call to `port` over a channel with `tls`.
+grpc::Status GetInfo(int port, const TlsCredentials& tls) {
+  auto stub = WorkerService::NewStub(MakeChannel(absl::StrCat("localhost:", port), tls));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  WorkerInfo reply;
+  return stub->GetInfo(&context, GetInfoRequest(), &reply);
+}
+
 TEST_F(WorkerServerTest, OneProcessServesTlsAndPlaintextSideBySide) {
   // Credentials are each server's option, not the process's: a worker with
   // the cluster's certificate (made here with Debian's openssl) and a
   // plaintext worker run in one process, each answering only its own kind
   // of client.
   const std::string dir = testing::MakeTempDir("worker-tls");
-  testing::CommandResult pki = testing::RunCommand(absl::StrCat(
-      "set -e; cd ", dir, "; ",
-      "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=ca -keyout ca.key "
-      "-out ca.pem 2>/dev/null; ",
-      "openssl req -newkey rsa:2048 -nodes -subj /CN=node -keyout node.key -out node.csr "
-      "2>/dev/null; ",
-      "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > node.ext; ",
-      "openssl x509 -req -in node.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
-      "-extfile node.ext -out node.pem 2>/dev/null"));
-  ASSERT_EQ(pki.exit_code, 0) << pki.output;
-  absl::StatusOr<TlsCredentials> cluster =
-      LoadTls({dir + "/node.pem", dir + "/node.key", dir + "/ca.pem"}, true);
+  ASSERT_TRUE(testing::MakeClusterCertificates(dir).ok());
+  absl::StatusOr<TlsCredentials> cluster = LoadTls(
+      {dir + "/worker-systolic/cert.pem", dir + "/worker-systolic/key.pem", dir + "/ca.pem"}, true);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
+  absl::StatusOr<TlsCredentials> coordinator = LoadTls(
+      {dir + "/coordinator/cert.pem", dir + "/coordinator/key.pem", dir + "/ca.pem"}, false);
+  ASSERT_TRUE(coordinator.ok()) << coordinator.status();
 
   WorkerServer::Options secure_options;
   secure_options.kind = "systolic";
@@ -148,10 +151,19 @@ TEST_F(WorkerServerTest, OneProcessServesTlsAndPlaintextSideBySide) {
   absl::StatusOr<std::unique_ptr<WorkerServer>> plain = WorkerServer::Start(plain_options);
   ASSERT_TRUE(plain.ok()) << plain.status();
 
-  EXPECT_TRUE(Answers((*secure)->port(), *cluster));
+  EXPECT_TRUE(Answers((*secure)->port(), *coordinator));
   EXPECT_FALSE(Answers((*secure)->port(), TlsCredentials()));
   EXPECT_TRUE(Answers((*plain)->port(), TlsCredentials()));
-  EXPECT_FALSE(Answers((*plain)->port(), *cluster));
+  EXPECT_FALSE(Answers((*plain)->port(), *coordinator));
+  // The health service answers any certificate of the cluster (Kubernetes
+  // and compose probe with the process's own); the WorkerService only the
+  // coordinator's.
+  EXPECT_TRUE(Answers((*secure)->port(), *cluster));
+  EXPECT_TRUE(GetInfo((*secure)->port(), *coordinator).ok());
+  const grpc::Status peer = GetInfo((*secure)->port(), *cluster);
+  EXPECT_EQ(peer.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(peer.error_message().find("worker/systolic"), std::string::npos)
+      << peer.error_message();
   (*secure)->Shutdown();
   (*plain)->Shutdown();
 }

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "common/metrics.h"
+#include "common/peer_role.h"
 #include "common/tensor_codec.h"
 
 namespace hpt {
@@ -16,14 +17,23 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
+// A streaming call refused before it starts.
+template <typename Reactor>
+class Refused : public Reactor {
+ public:
+  explicit Refused(const absl::Status& status) { this->Finish(ToGrpcStatus(status)); }
+  void OnDone() override { delete this; }
+};
+
 }  // namespace
 
 WorkerServiceImpl::WorkerServiceImpl(std::string kind, TaskExecutor* executor,
-                                     WorkerMetrics* metrics)
+                                     WorkerMetrics* metrics, TlsCredentials tls)
     : kind_(std::move(kind)),
       executor_(executor),
       metrics_(metrics),
-      device_queue_("device") {}
+      device_queue_("device"),
+      tls_(std::move(tls)) {}
 
 WorkerServiceImpl::~WorkerServiceImpl() = default;
 
@@ -38,10 +48,19 @@ void WorkerServiceImpl::ObserveCost(const CostReport& cost) {
   if (metrics_ != nullptr) metrics_->ObserveCost(cost);
 }
 
+absl::Status WorkerServiceImpl::CheckCaller(const grpc::CallbackServerContext& context) const {
+  static constexpr PeerRole kCoordinatorOnly[] = {PeerRole::kCoordinator};
+  return CheckPeerRole(context, tls_, kCoordinatorOnly, "WorkerService");
+}
+
 template <typename Task>
 grpc::ServerUnaryReactor* WorkerServiceImpl::RunOnDevice(
     grpc::CallbackServerContext* context, const char* name, Task task) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (absl::Status refused = CheckCaller(*context); !refused.ok()) {
+    reactor->Finish(ToGrpcStatus(refused));
+    return reactor;
+  }
   device_queue_.Post([this, reactor, name, task = std::move(task)]() mutable {
     const auto start = std::chrono::steady_clock::now();
     absl::Status status = task();
@@ -121,9 +140,11 @@ class WorkerServiceImpl::LoadReactor
   absl::Status status_;
 };
 
-grpc::ServerReadReactor<LoadParametersRequest>*
-WorkerServiceImpl::LoadParameters(grpc::CallbackServerContext*,
-                                  LoadParametersResponse* response) {
+grpc::ServerReadReactor<LoadParametersRequest>* WorkerServiceImpl::LoadParameters(
+    grpc::CallbackServerContext* context, LoadParametersResponse* response) {
+  if (absl::Status refused = CheckCaller(*context); !refused.ok()) {
+    return new Refused<grpc::ServerReadReactor<LoadParametersRequest>>(refused);
+  }
   return new LoadReactor(this, response);
 }
 
@@ -167,7 +188,10 @@ class WorkerServiceImpl::SnapshotReactor
 };
 
 grpc::ServerWriteReactor<TensorChunk>* WorkerServiceImpl::Snapshot(
-    grpc::CallbackServerContext*, const SnapshotRequest* request) {
+    grpc::CallbackServerContext* context, const SnapshotRequest* request) {
+  if (absl::Status refused = CheckCaller(*context); !refused.ok()) {
+    return new Refused<grpc::ServerWriteReactor<TensorChunk>>(refused);
+  }
   return new SnapshotReactor(this, request);
 }
 
@@ -262,11 +286,15 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::ProbeBaselines(
 grpc::ServerUnaryReactor* WorkerServiceImpl::GetInfo(
     grpc::CallbackServerContext* context, const GetInfoRequest*,
     WorkerInfo* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (absl::Status refused = CheckCaller(*context); !refused.ok()) {
+    reactor->Finish(ToGrpcStatus(refused));
+    return reactor;
+  }
   // Answered at once, not queued behind running tasks.
   response->set_kind(kind_);
   response->set_device(executor_->device_name());
   response->set_version(kHptVersion);
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "common/grpc_setup.h"
 #include "common/task_queue.h"
 #include "proto/worker_service.grpc.pb.h"
 #include "workers/task_executor.h"
@@ -16,9 +17,11 @@ namespace hpt {
 
 class WorkerServiceImpl final : public WorkerService::CallbackService {
  public:
-  // `metrics` may be null (no metrics).
-  WorkerServiceImpl(std::string kind, TaskExecutor* executor,
-                    WorkerMetrics* metrics);
+  // `metrics` may be null (no metrics). `tls`: the worker server's own
+  // credentials; with them on, only a peer whose certificate names the
+  // coordinator's role (common/peer_role.h) is answered.
+  WorkerServiceImpl(std::string kind, TaskExecutor* executor, WorkerMetrics* metrics,
+                    TlsCredentials tls = {});
   ~WorkerServiceImpl() override;
 
   grpc::ServerReadReactor<LoadParametersRequest>* LoadParameters(
@@ -68,11 +71,14 @@ class WorkerServiceImpl final : public WorkerService::CallbackService {
                                           Response* response, Task task);
   void ObserveCost(const CostReport& cost);
   void Observe(const char* task, double seconds, const absl::Status& status);
+  // OK when the call's peer is the coordinator (or TLS is off).
+  absl::Status CheckCaller(const grpc::CallbackServerContext& context) const;
 
   const std::string kind_;
   TaskExecutor* const executor_;
   WorkerMetrics* const metrics_;
   TaskQueue device_queue_;
+  const TlsCredentials tls_;
 };
 
 }  // namespace hpt
