@@ -2,8 +2,8 @@
 """docker-compose, Kubernetes and the local launcher start the same topology.
 
 For every HpT service, the command line of deploy/docker-compose.yml (with
-deploy/hpt.env substituted), of the Kubernetes Deployment (with the
-ConfigMap substituted) and of deploy/launch.py (what ./hpt up starts) must
+deploy/hpt.env substituted), of the Kubernetes Deployment or StatefulSet
+(with the ConfigMap substituted) and of deploy/launch.py (what ./hpt up starts) must
 name the same binary with the same flags and ports; hosts may differ
 (0.0.0.0, service names, pod IPs, 127.0.0.1). Also: the ConfigMap holds
 hpt.env exactly, Prometheus scrapes every service's metrics port, every
@@ -71,14 +71,79 @@ class DeployConsistencyTest(unittest.TestCase):
         return [re.sub(r"\$\{([A-Z0-9_]+)\}", sub, str(a))
                 for a in self.compose["services"][service]["command"]]
 
-    def k8s_command(self, service):
+    def workload(self, service, docs=None):
+        """The Deployment or StatefulSet that runs `service`."""
+        return next(d for d in (docs or self.k8s) if d["kind"] in ("Deployment", "StatefulSet")
+                    and d["metadata"]["name"] == service)
+
+    def k8s_command(self, service, docs=None):
         config = next(d for d in self.k8s if d["kind"] == "ConfigMap")["data"]
-        deployment = next(d for d in self.k8s
-                          if d["kind"] == "Deployment" and d["metadata"]["name"] == service)
-        container = deployment["spec"]["template"]["spec"]["containers"][0]
-        values = dict(config, POD_IP="10.0.0.1")
+        container = self.workload(service, docs)["spec"]["template"]["spec"]["containers"][0]
+        # A pod's own name and namespace, as the downward API gives them.
+        values = dict(config, POD_IP="10.0.0.1", POD_NAME=service, POD_NAMESPACE="hpt")
         return [re.sub(r"\$\(([A-Z0-9_]+)\)", lambda m: values[m.group(1)], a)
                 for a in container["command"]]
+
+    def test_workers_have_stable_names_and_requests(self):
+        for service in SERVICES:
+            with self.subTest(service=service):
+                workload = self.workload(service)
+                labels = workload["spec"]["template"]["metadata"]["labels"]
+                self.assertEqual(labels["app.kubernetes.io/name"], "hpt")
+                self.assertEqual(labels["app.kubernetes.io/component"], service)
+                container = workload["spec"]["template"]["spec"]["containers"][0]
+                self.assertIn("requests", container["resources"])
+                if service == "coordinator":
+                    continue
+                # A StatefulSet behind a headless Service: each worker has a
+                # DNS name of its own, which it advertises and a server
+                # certificate can name (*.worker-gpu.NAMESPACE.svc).
+                self.assertEqual(workload["kind"], "StatefulSet")
+                self.assertEqual(workload["spec"]["serviceName"], service)
+                headless = next(d for d in self.k8s if d["kind"] == "Service"
+                                and d["metadata"]["name"] == service)
+                self.assertEqual(headless["spec"]["clusterIP"], "None")
+                advertise = [a for a in self.k8s_command(service) if a.startswith("--advertise=")]
+                self.assertEqual(len(advertise), 1)
+                self.assertTrue(advertise[0].startswith(
+                    f"--advertise={service}.{service}.hpt.svc:"), advertise)
+                limits = container["resources"].get("limits", {})
+                self.assertEqual(limits.get("nvidia.com/gpu"),
+                                 1 if service == "worker-gpu" else None)
+        coordinator = next(d for d in self.k8s if d["kind"] == "Service"
+                           and d["metadata"]["name"] == "coordinator")
+        # Plaintext without tokens: never exposed beyond the cluster.
+        self.assertEqual(coordinator["spec"]["type"], "ClusterIP")
+
+    def test_k8s_secure_set_is_the_compose_secure_mode(self):
+        stale = subprocess.run(["/usr/bin/python3", os.path.join(DEPLOY, "k8s_secure.py"),
+                                "--check"], capture_output=True, text=True)
+        self.assertEqual(stale.returncode, 0, stale.stderr)
+        secure_docs = []
+        for path in sorted(glob.glob(os.path.join(DEPLOY, "k8s", "secure", "*.yaml"))):
+            with open(path) as f:
+                secure_docs += [d for d in yaml.safe_load_all(f) if d]
+        with open(os.path.join(DEPLOY, "docker-compose.secure.yml")) as f:
+            compose = yaml.safe_load(f)["services"]
+        for service in SERVICES:
+            with self.subTest(service=service):
+                # Both wrap the plain command in with-tls ...
+                command = self.k8s_command(service, secure_docs)
+                self.assertEqual(os.path.basename(compose[service]["entrypoint"][0]), command[0])
+                self.assertEqual(command[1:], self.k8s_command(service))
+                # ... on this service's own role folder at /tls, and no other.
+                pod = self.workload(service, secure_docs)["spec"]["template"]["spec"]
+                mounts = [m for m in pod["containers"][0]["volumeMounts"]
+                          if m["mountPath"] == "/tls"]
+                self.assertEqual(len(mounts), 1)
+                self.assertTrue(mounts[0]["readOnly"])
+                volume = next(v for v in pod["volumes"] if v["name"] == mounts[0]["name"])
+                self.assertEqual(volume["secret"]["secretName"], f"hpt-tls-{service}")
+                self.assertEqual(compose[service]["volumes"], [f"./tls/{service}:/tls:ro"])
+                # A gRPC probe cannot speak TLS: hptctl health through with-tls.
+                probe = pod["containers"][0]["readinessProbe"]
+                self.assertNotIn("grpc", probe)
+                self.assertEqual(probe["exec"]["command"][:2], ["with-tls", "hptctl"])
 
     def test_every_service_runs_the_same_command_everywhere(self):
         for service in SERVICES:
@@ -183,8 +248,7 @@ class DeployConsistencyTest(unittest.TestCase):
             argv = self.launcher[service]
             self.assertIn(f"--listen=127.0.0.1:{self.env[prefix + '_GRPC_PORT']}", argv)
             self.assertIn(f"--metrics=127.0.0.1:{self.env[prefix + '_METRICS_PORT']}", argv)
-            deployment = next(d for d in self.k8s if d["kind"] == "Deployment"
-                              and d["metadata"]["name"] == service)
+            deployment = self.workload(service)
             annotations = deployment["spec"]["template"]["metadata"]["annotations"]
             self.assertEqual(annotations["prometheus.io/scrape"], "true")
             self.assertEqual(annotations["prometheus.io/port"], self.env[prefix + "_METRICS_PORT"])
