@@ -425,6 +425,36 @@ TEST_F(FailoverTest, KilledCoordinatorResumesTheJobFromItsCheckpoint) {
   EXPECT_GT(list.checkpoints(list.checkpoints_size() - 1).bytes(), 0);
 }
 
+// Slurm's scancel or requeue, or a node's shutdown: the coordinator and its
+// worker are SIGTERMed together mid-job. The coordinator stops without
+// ending the job, so started again on the same state it resumes the job
+// from its checkpoint, as after a crash, instead of having cancelled it.
+TEST_F(FailoverTest, StoppedCoordinatorLeavesTheJobToResume) {
+  StartCoordinator("first");
+  auto gpu = std::make_unique<ChildProcess>(StartWorker("gpu", "gpu0"));
+  const std::string job = Submit(kLong);
+  WaitUntil(job, [](const Job& j) { return j.progress().step() >= 35 || Finished(j); });
+  const int port = ports_.grpc;
+  ASSERT_EQ(kill(coordinator_->pid(), SIGTERM), 0);
+  ASSERT_EQ(kill(gpu->pid(), SIGTERM), 0);
+  coordinator_->Stop();
+  gpu->Stop();
+  StartCoordinator("second", port);
+  gpu = std::make_unique<ChildProcess>(StartWorker("gpu", "gpu0"));
+  Job resumed = Get(job);
+  // The worker's stop may reach the coordinator first, as a worker lost
+  // (a recovery of its own); the restart's recovery is the last either way.
+  ASSERT_GE(resumed.recoveries_size(), 1) << resumed.DebugString();
+  ASSERT_LE(resumed.recoveries_size(), 2) << resumed.DebugString();
+  const Recovery& restart = resumed.recoveries(resumed.recoveries_size() - 1);
+  EXPECT_THAT(restart.cause(), HasSubstr("coordinator restarted"));
+  EXPECT_GE(restart.from_step(), 30);
+  EXPECT_NE(resumed.state(), CANCELLED) << resumed.error();
+  Job done = WaitUntil(job, Finished);
+  ASSERT_EQ(done.state(), SUCCEEDED) << done.error();
+  EXPECT_EQ(done.progress().step(), done.progress().total_steps());
+}
+
 // The chaos soak: an HpT job of the tiny preset through its switch and LoRA
 // phase on one worker of each kind, while processes are SIGKILLed at
 // moments drawn from a fixed seed and started again within seconds: the

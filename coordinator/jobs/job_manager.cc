@@ -52,6 +52,7 @@ JobManager::JobManager(Options options, WorkerPool* pool)
 JobManager::~JobManager() {
   {
     absl::MutexLock lock(&registry_.mu());
+    registry_.SetStopping();
     for (auto& [id, record] : registry_.records()) {
       record->cancel_requested = true;
       registry_.AbortClients(*record, absl::CancelledError("the coordinator is stopping"));

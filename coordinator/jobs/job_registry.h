@@ -78,6 +78,11 @@ class JobRegistry {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether the job is gone or a cancel was asked for.
   bool Cancelled(const std::string& job_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The coordinator is stopping: jobs that end now stay unfinished in the
+  // store, and the next start on the same state requeues them from their
+  // newest checkpoint (as after a crash), instead of ending CANCELLED.
+  void SetStopping() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { stopping_ = true; }
+  bool stopping() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; }
   // A new record for `job` (its id set); `persist`: written to the store.
   Record& Add(Job job, bool persist = true) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::vector<Job> List() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -134,6 +139,7 @@ class JobRegistry {
   std::map<std::string, std::string> request_ids_ ABSL_GUARDED_BY(mu_);
   std::multimap<std::string, std::pair<int64_t, Watcher>> watchers_ ABSL_GUARDED_BY(mu_);
   int64_t next_job_ ABSL_GUARDED_BY(mu_) = 1;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int64_t next_token_ ABSL_GUARDED_BY(mu_) = 1;
 };
 

@@ -109,10 +109,19 @@ void JobRunner::Run(const std::string& job_id) {
     // (The job's own progress cannot tell: it still holds the step a
     // failed attempt reached before going back.)
     if (end.reached_step > from_step) failovers = 0;
+    // A call a worker ended CANCELLED (its server stopping: a node's
+    // processes signalled) while nothing here cancelled the job is a
+    // worker lost, as one that stopped answering is.
+    bool cancelled_here = false;
+    if (absl::IsCancelled(status)) {
+      absl::MutexLock lock(&registry_->mu());
+      cancelled_here = registry_->Cancelled(job_id) || registry_->stopping();
+    }
+    const bool lost = IsWorkerLoss(status) || (absl::IsCancelled(status) && !cancelled_here);
     // Only a loss while training goes back to a checkpoint; a wait for
     // workers that ran out is final. Going back to the planned placement
     // (its devices returned) is no failure, and not counted as one.
-    if (status.ok() || !end.trained || !IsWorkerLoss(status) ||
+    if (status.ok() || !end.trained || !lost ||
         (!end.returned && failovers++ >= options_.max_failovers)) {
       break;
     }
@@ -131,6 +140,13 @@ void JobRunner::Run(const std::string& job_id) {
   if (!record.ok()) return;
   if (status.ok()) {
     registry_->SetState(**record, SUCCEEDED, "");
+  } else if (registry_->stopping()) {
+    // Left as the store has it (running, or queued): a restart on the same
+    // state resumes it from its newest checkpoint.
+    std::fprintf(stderr,
+                 "hpt_coordinator: %s stays unfinished as the coordinator stops; "
+                 "starting it again on this state resumes it\n",
+                 job_id.c_str());
   } else if ((*record)->cancel_requested && !absl::IsCancelled(status)) {
     // The cancel's abort ended a call first: the job was cancelled.
     registry_->SetState(**record, CANCELLED, "cancelled by request");
