@@ -25,6 +25,12 @@ OUTSIDE = {
     "--no-as-needed", "--as-needed", "--push-state", "--pop-state",
     # chromium, kubernetes-validate, NeuroSim's own flag (docs/devices.md)
     "--headless", "--screenshot", "--strict", "--vari",
+    # kubectl
+    "--from-file",
+    # Slurm: sbatch, srun (docs/slurm.md)
+    "--partition", "--nodes", "--ntasks", "--ntasks-per-node", "--gres", "--gpus-per-node",
+    "--time", "--account", "--mem", "--export", "--overlap", "--nodelist", "--no-kill",
+    "--requeue", "--cpus-per-task",
     # ./hpt compose-test; tools/format_check.sh
     "--from-source", "--fix",
     # Abseil's own

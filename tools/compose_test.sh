@@ -46,16 +46,7 @@ t0=$SECONDS
 if [ "${1:-}" = --from-source ]; then
   tools/build_image.sh hpt:latest
 else
-  tools/debian_base_image.sh debian:12
-  site=$("$HPT_VENV/bin/python3" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
-  stage=$ROOT/build-out/image
-  rm -rf "$stage" && mkdir -p "$stage/bin" "$stage/site/torch"
-  cp bazel-bin/coordinator/hpt_coordinator bazel-bin/workers/hpt_worker bazel-bin/hptctl/hptctl \
-    deploy/with-tls "$stage/bin/"
-  cp -al "$site/torch/lib" "$stage/site/torch/lib" 2>/dev/null || cp -a "$site/torch/lib" "$stage/site/torch/lib"
-  cp -al "$site/nvidia" "$stage/site/nvidia" 2>/dev/null || cp -a "$site/nvidia" "$stage/site/nvidia"
-  find "$stage/site/nvidia" \( -name include -o -name __pycache__ \) -type d -prune -exec rm -rf {} +
-  docker build -q -t hpt:latest --build-arg SITE="$site" -f deploy/Dockerfile.runtime "$stage" >/dev/null
+  tools/runtime_image.sh
 fi
 docker build -q -t hpt-prometheus:latest -f deploy/Dockerfile.prometheus deploy >/dev/null
 build_s=$((SECONDS - t0))
