@@ -84,7 +84,7 @@ absl::StatusOr<JobSpec> SmallModelSpec(const std::string& app, const std::string
   return small;
 }
 
-absl::StatusOr<BenchRun> RunInProcess(const JobSpec& spec, const std::string& mode,
+absl::StatusOr<BenchRun> RunInProcess(const JobSpec& spec, TrainingMode::Name mode,
                                       const std::string& label, int threads,
                                       std::function<void(const TrainerUpdate&)> observe,
                                       std::shared_ptr<const Checkpoint> resume,
@@ -99,7 +99,7 @@ absl::StatusOr<BenchRun> RunInProcess(const JobSpec& spec, const std::string& mo
   return RunWithHooks(spec, mode, label, hooks);
 }
 
-absl::StatusOr<BenchRun> RunWithHooks(const JobSpec& raw, const std::string& mode,
+absl::StatusOr<BenchRun> RunWithHooks(const JobSpec& raw, TrainingMode::Name mode,
                                       const std::string& label, const RunHooks& hooks) {
   JobSpec spec = raw;
   spec.mutable_hpt()->set_mode(mode);
@@ -161,8 +161,8 @@ absl::StatusOr<HptPair> RunHptOnGpuAndDevices(const JobSpec& spec, const std::st
   JobSpec on_gpu = spec;
   on_gpu.mutable_hpt()->set_placement("gpu");
   std::shared_ptr<const Checkpoint> at_switch;
-  ASSIGN_OR_RETURN(pair.gpu, RunInProcess(on_gpu, "hpt", label + " hpt, LoRA on gpu", threads,
-                                          nullptr, nullptr, [&](Checkpoint c) {
+  ASSIGN_OR_RETURN(pair.gpu, RunInProcess(on_gpu, TrainingMode::hpt, label + " hpt, LoRA on gpu",
+                                          threads, nullptr, nullptr, [&](Checkpoint c) {
                                             if (c.header.reason() == "phase switch") {
                                               at_switch = std::make_shared<Checkpoint>(std::move(c));
                                             }
@@ -179,9 +179,9 @@ absl::StatusOr<HptPair> RunHptOnGpuAndDevices(const JobSpec& spec, const std::st
     pair.no_lora_steps = true;
     return pair;
   }
-  ASSIGN_OR_RETURN(pair.devices,
-                   RunInProcess(spec, "hpt", label + " hpt, LoRA on " + spec.hpt().placement(),
-                                threads, nullptr, at_switch, nullptr, noise));
+  ASSIGN_OR_RETURN(pair.devices, RunInProcess(spec, TrainingMode::hpt,
+                                              label + " hpt, LoRA on " + spec.hpt().placement(),
+                                              threads, nullptr, at_switch, nullptr, noise));
   return pair;
 }
 

@@ -54,17 +54,18 @@ struct BenchRun {
   double wall_s = 0;
 };
 
-// Trains `spec` with hpt.mode `mode` ("full" or "hpt") on CPU; `label`
+// Trains `spec` with hpt.mode `mode` (full or hpt) on CPU; `label`
 // prefixes the per-epoch progress lines on stderr. `observe`, if given,
 // sees every progress update (after each step, and after each epoch's
 // evaluation) as it happens.
 // `resume`, if given, is a checkpoint of the same job to go on from (with
 // `spec`'s placement); `on_checkpoint` sees the switch's checkpoint.
-absl::StatusOr<BenchRun> RunInProcess(
-    const JobSpec& spec, const std::string& mode, const std::string& label, int threads = 0,
-    std::function<void(const TrainerUpdate&)> observe = nullptr,
-    std::shared_ptr<const Checkpoint> resume = nullptr,
-    std::function<void(Checkpoint)> on_checkpoint = nullptr, DeviceNoise noise = {});
+absl::StatusOr<BenchRun> RunInProcess(const JobSpec& spec, TrainingMode::Name mode,
+                                      const std::string& label, int threads = 0,
+                                      std::function<void(const TrainerUpdate&)> observe = nullptr,
+                                      std::shared_ptr<const Checkpoint> resume = nullptr,
+                                      std::function<void(Checkpoint)> on_checkpoint = nullptr,
+                                      DeviceNoise noise = {});
 
 // Everything RunInProcess takes, and what only the switch frontier uses.
 struct RunHooks {
@@ -82,7 +83,7 @@ struct RunHooks {
   bool evaluate_every_epoch = true;
   bool quiet = false;  // no per-epoch lines on stderr
 };
-absl::StatusOr<BenchRun> RunWithHooks(const JobSpec& spec, const std::string& mode,
+absl::StatusOr<BenchRun> RunWithHooks(const JobSpec& spec, TrainingMode::Name mode,
                                       const std::string& label, const RunHooks& hooks);
 
 // One HpT job, its LoRA phase run twice from the same switch: on the GPU

@@ -130,8 +130,8 @@ int main(int argc, char** argv) {
     last = now;
   };
   const auto start = Clock::now();
-  absl::StatusOr<hpt::BenchRun> run =
-      hpt::RunInProcess(spec, "hpt", "bench", absl::GetFlag(FLAGS_threads), observe);
+  absl::StatusOr<hpt::BenchRun> run = hpt::RunInProcess(spec, hpt::TrainingMode::hpt, "bench",
+                                                        absl::GetFlag(FLAGS_threads), observe);
   if (!run.ok()) {
     std::fprintf(stderr, "device_step_bench: %s\n", std::string(run.status().message()).c_str());
     return 1;

@@ -117,7 +117,8 @@ absl::StatusOr<SeedResult> RunSeed(JobSpec spec, uint64_t seed, const DeviceNois
   const std::string label = absl::StrCat("seed ", seed);
   const int threads = absl::GetFlag(FLAGS_threads);
   if (!absl::GetFlag(FLAGS_skip_full)) {
-    ASSIGN_OR_RETURN(BenchRun full, RunInProcess(spec, "full", label + " full", threads));
+    ASSIGN_OR_RETURN(BenchRun full,
+                     RunInProcess(spec, TrainingMode::full, label + " full", threads));
     r.rmse_full = full.job.test_metrics().rmse();
     r.wall_s += full.wall_s;
   }

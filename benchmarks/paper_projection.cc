@@ -23,8 +23,8 @@ absl::StatusOr<std::shared_ptr<const WorkRecord>> PaperSizeCostRecord(const std:
   ForceEarlySwitch(paper.mutable_hpt());
   RETURN_IF_ERROR(SetRealData(app, dir, &paper));
   std::shared_ptr<const WorkRecord> record;
-  ASSIGN_OR_RETURN(BenchRun cost, RunInProcess(paper, "hpt", app + " paper-size costs", 0,
-                                               [&](const TrainerUpdate& u) {
+  ASSIGN_OR_RETURN(BenchRun cost, RunInProcess(paper, TrainingMode::hpt, app + " paper-size costs",
+                                               0, [&](const TrainerUpdate& u) {
                                                  if (u.work_record != nullptr) {
                                                    record = u.work_record;
                                                  }

@@ -18,7 +18,7 @@ TEST(ReferenceForecastsTest, MatchTheJobsOwnReport) {
   spec.mutable_training()->set_seed(3);
   absl::StatusOr<QualityMetrics> reference = ReferenceForecasts(spec);
   ASSERT_TRUE(reference.ok()) << reference.status();
-  absl::StatusOr<BenchRun> run = RunInProcess(spec, "full", "reference", 1);
+  absl::StatusOr<BenchRun> run = RunInProcess(spec, TrainingMode::full, "reference", 1);
   ASSERT_TRUE(run.ok()) << run.status();
   const QualityMetrics& q = run->job.test_metrics();
   ASSERT_GT(q.persistence_rmse(), 0);

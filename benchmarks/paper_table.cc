@@ -142,7 +142,7 @@ std::string QualityOfSeed(const std::string& dir, const std::string& task) {
   const DeviceNoise noise{absl::GetFlag(FLAGS_reram_read_noise),
                           absl::GetFlag(FLAGS_reram_program_noise)};
   const std::string label = absl::StrCat(row.app, " seed ", seed);
-  absl::StatusOr<BenchRun> full = RunInProcess(*small, "full", label + " full", 1);
+  absl::StatusOr<BenchRun> full = RunInProcess(*small, TrainingMode::full, label + " full", 1);
   if (!full.ok()) return absl::StrCat("error ", full.status().message(), "\n");
   absl::StatusOr<HptPair> hpt = RunHptOnGpuAndDevices(*small, label, 1, true, noise);
   if (!hpt.ok()) return absl::StrCat("error ", hpt.status().message(), "\n");

@@ -182,7 +182,7 @@ int Main() {
   spec.mutable_training()->set_epochs(1);
   spec.mutable_training()->set_batch_size(batch);
   spec.mutable_data()->set_input_steps(absl::GetFlag(FLAGS_input_steps));
-  spec.mutable_hpt()->set_mode("full");  // plain steps: no phase control
+  spec.mutable_hpt()->set_mode(TrainingMode::full);  // plain steps: no phase control
   auto normalized = NormalizeJobSpec(spec);
   if (!normalized.ok()) {
     std::fprintf(stderr, "%s\n", std::string(normalized.status().message()).c_str());

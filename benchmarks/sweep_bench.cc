@@ -65,7 +65,7 @@ int Main() {
   }
   std::shared_ptr<const WorkRecord> record;
   absl::StatusOr<BenchRun> run =
-      RunInProcess(spec, "hpt", preset, 0, [&](const TrainerUpdate& u) {
+      RunInProcess(spec, TrainingMode::hpt, preset, 0, [&](const TrainerUpdate& u) {
         if (u.work_record != nullptr) record = u.work_record;
       });
   if (!run.ok() || record == nullptr) {

@@ -135,7 +135,7 @@ absl::StatusOr<FullRun> TrainFull(const JobSpec& spec, const std::string& label)
     out.checkpoints[at] = std::make_shared<const Checkpoint>(std::move(c));
   };
   hooks.on_controller_sample = [&](const ControllerSample& s) { out.samples.push_back(s); };
-  ASSIGN_OR_RETURN(BenchRun run, RunWithHooks(spec, "hpt", label, hooks));
+  ASSIGN_OR_RETURN(BenchRun run, RunWithHooks(spec, TrainingMode::hpt, label, hooks));
   out.rmse = run.job.test_metrics().rmse();
   out.total_steps = run.job.progress().total_steps();
   return out;
@@ -152,7 +152,7 @@ absl::StatusOr<double> SwitchAt(const JobSpec& spec, const FullRun& full, int64_
   RunHooks hooks = FrontierHooks();
   hooks.resume = it->second;
   hooks.switch_on_resume = true;
-  ASSIGN_OR_RETURN(BenchRun run, RunWithHooks(spec, "hpt", label, hooks));
+  ASSIGN_OR_RETURN(BenchRun run, RunWithHooks(spec, TrainingMode::hpt, label, hooks));
   return run.job.test_metrics().rmse();
 }
 
@@ -163,7 +163,7 @@ absl::StatusOr<RuleRun> RunRule(const JobSpec& spec, const std::string& rule,
   JobSpec r = spec;
   RETURN_IF_ERROR(SetRuleName(rule, *r.mutable_hpt()));
   RunHooks hooks = FrontierHooks();
-  ASSIGN_OR_RETURN(BenchRun run, RunWithHooks(r, "hpt", label, hooks));
+  ASSIGN_OR_RETURN(BenchRun run, RunWithHooks(r, TrainingMode::hpt, label, hooks));
   RuleRun out;
   out.rule = rule;
   out.step = run.job.hpt().switch_step();

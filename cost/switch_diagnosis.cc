@@ -37,7 +37,8 @@ std::vector<std::string> ClosestApproach(const Job& job) {
   const HptStatus& h = job.hpt();
   const int64_t total_steps = job.progress().total_steps();
   const bool finished = JobEnded(job.state());
-  if (job.spec().hpt().mode() == "full" || h.switch_step() >= 0 || h.check_window_steps() <= 0) {
+  if (job.spec().hpt().mode() == TrainingMode::full || h.switch_step() >= 0 ||
+      h.check_window_steps() <= 0) {
     return out;
   }
   TestTally loss, weights;

@@ -110,7 +110,7 @@ TEST(SwitchDiagnosisTest, NoCheckAndSwitchedJobs) {
   job.mutable_hpt()->set_switch_step(120);
   EXPECT_TRUE(ClosestApproach(job).empty());
   Job full = NeverSwitched();
-  full.mutable_spec()->mutable_hpt()->set_mode("full");
+  full.mutable_spec()->mutable_hpt()->set_mode(TrainingMode::full);
   EXPECT_TRUE(ClosestApproach(full).empty());
 }
 

@@ -250,7 +250,9 @@ absl::Status DataFromFlags(DataSpec& d) {
 
 // The HpT section: the method, its check window and thresholds, LoRA.
 absl::Status HptFromFlags(HptSpec& h) {
-  h.set_mode(absl::GetFlag(FLAGS_mode));
+  TrainingMode::Name mode;
+  RETURN_IF_ERROR(EnumFlag("mode", absl::GetFlag(FLAGS_mode), &mode));
+  h.set_mode(mode);
   h.set_placement(absl::GetFlag(FLAGS_placement));
   h.set_check_window_samples(absl::GetFlag(FLAGS_check_window_samples));
   h.set_check_window_steps(absl::GetFlag(FLAGS_check_window_steps));

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 
 ABSL_DECLARE_FLAG(std::string, switch_rule);
+ABSL_DECLARE_FLAG(std::string, mode);
 ABSL_DECLARE_FLAG(std::string, trial_test);
 // hptctl_main.cc defines it; submit reads it.
 ABSL_FLAG(std::string, target, "", "the coordinator (unused here)");
@@ -65,6 +66,24 @@ TEST(SubmitFlagsTest, RuleAndTestNamesAreTheSpecsEnums) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
             "--trial_test 'SWITCH_RULE_UNSPECIFIED' is not difference, margin or none");
+  absl::SetFlag(&FLAGS_trial_test, "");  // the flags are global: leave them unset
+}
+
+TEST(SubmitFlagsTest, ModeIsTheSpecsEnum) {
+  absl::SetFlag(&FLAGS_mode, "full");
+  absl::StatusOr<SubmitJobRequest> full = BuildSubmit();
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_EQ(full->spec().hpt().mode(), TrainingMode::full);
+  // Unset: the spec's default, chosen where the spec is normalised.
+  absl::SetFlag(&FLAGS_mode, "");
+  absl::StatusOr<SubmitJobRequest> unset = BuildSubmit();
+  ASSERT_TRUE(unset.ok()) << unset.status();
+  EXPECT_EQ(unset->spec().hpt().mode(), TrainingMode::TRAINING_MODE_UNSPECIFIED);
+  absl::SetFlag(&FLAGS_mode, "lora");
+  absl::StatusOr<SubmitJobRequest> bad = BuildSubmit();
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "--mode 'lora' is not hpt or full");
+  absl::SetFlag(&FLAGS_mode, "");
 }
 
 }  // namespace

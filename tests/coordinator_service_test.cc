@@ -78,7 +78,7 @@ class PatientCoordinatorTest : public CoordinatorServiceTest {
 
 TEST_F(PatientCoordinatorTest, CancelEndsAJobsWaitForWorkers) {
   SubmitJobRequest request;
-  request.mutable_spec()->mutable_hpt()->set_mode("full");
+  request.mutable_spec()->mutable_hpt()->set_mode(TrainingMode::full);
   auto job = Submit(request);
   ASSERT_TRUE(job.ok()) << job.status();
   // Follow the job until the scheduler has taken it (it then waits for a

@@ -163,7 +163,7 @@ constexpr char kDataParallel[] = R"(
   data { synthetic { stations: 8 time_steps: 1400 } }
   training { epochs: 3 batch_size: 16 seed: 5 checkpoint_every: 10 }
   placement { gpu_workers: 2 }
-  hpt { mode: "full" }
+  hpt { mode: full }
 )";
 
 TEST_F(FailoverTest, KilledGpuWorkerShrinksTheGroupAndNoStepIsLostOrDoubled) {
@@ -209,7 +209,7 @@ constexpr char kRuns[] = R"(
   model { preset: "tiny" dropout: 0.1 dropout_set: true }
   data { synthetic { stations: 8 time_steps: 1400 } }
   training { epochs: 3 batch_size: 16 seed: 9 checkpoint_every: 10 }
-  hpt { mode: "full" }
+  hpt { mode: full }
 )";
 
 TEST_F(FailoverTest, AGpuWorkerKilledMidRunIsReplacedAndTheRunReplaysFromItsCheckpoint) {
@@ -581,7 +581,7 @@ TEST_F(FailoverTest, AJobWaitingForWorkersHoldsUpNoOther) {
     name: "needs-devices" model { preset: "tiny" } training { epochs: 1 }
     hpt { placement: "paper" })");
   const std::string quick = Submit(R"(
-    name: "gpu-only" model { preset: "tiny" } training { epochs: 1 } hpt { mode: "full" })");
+    name: "gpu-only" model { preset: "tiny" } training { epochs: 1 } hpt { mode: full })");
   Job done = WaitUntil(quick, Finished, absl::Seconds(50));
   EXPECT_EQ(done.state(), SUCCEEDED) << done.error();
   EXPECT_EQ(Get(waiting).state(), RUNNING);  // still waiting for its devices

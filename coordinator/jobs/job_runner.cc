@@ -206,7 +206,7 @@ absl::StatusOr<std::vector<WorkerEntry>> JobRunner::AcquireWorkers(
   // it uses every one registered. Without one after hpt.device_wait_s the
   // job goes on with its fallback placement.
   const HptSpec& hpt = spec.hpt();
-  if (hpt.mode() == "hpt" && hpt.placement() != "gpu") {
+  if (hpt.mode() == TrainingMode::hpt && hpt.placement() != "gpu") {
     const bool fail = hpt.fallback_placement() == FallbackPlacement::fail;
     const absl::Duration wait =
         fail ? options_.worker_wait : absl::Seconds(hpt.device_wait_s());
@@ -357,7 +357,7 @@ JobRunner::AttemptEnd JobRunner::Attempt(const std::string& job_id, const JobSpe
   }
   const HptSpec& hpt = spec.hpt();
   const bool devices =
-      hpt.mode() == "hpt" && hpt.placement() != "gpu" && fallback_reason.empty();
+      hpt.mode() == TrainingMode::hpt && hpt.placement() != "gpu" && fallback_reason.empty();
   Workers workers = Connect(job_id, std::move(*entries), devices, failover);
   auto release = [&] {
     {

@@ -63,7 +63,7 @@ TEST(JobRunnerTest, AWorkerThatFailsEveryAttemptEndsTheJobAfterTheFailoverLimit)
   request.set_spec_text(R"(
     data { synthetic { stations: 4 time_steps: 200 } }
     training { epochs: 40 batch_size: 8 checkpoint_every: 5 }
-    hpt { mode: "full" })");
+    hpt { mode: full })");
   absl::StatusOr<Job> submitted = jobs.Submit(request);
   ASSERT_TRUE(submitted.ok()) << submitted.status();
   // The first attempt's runs end at its checkpoints (every 5 steps); the

@@ -248,11 +248,11 @@ std::string RuleName(const HptSpec& h) {
 absl::Status NormalizeHpt(HptSpec& h, const ModelSpec& model, const ModelConfig& preset,
                           const TrainingSpec& t, const PlacementSpec& p,
                           std::vector<std::string>* notes) {
-  if (h.mode().empty()) h.set_mode(p.head_device() == "gpu" ? "hpt" : "full");
-  if (h.mode() != "hpt" && h.mode() != "full") {
-    return Invalid("hpt.mode", absl::StrCat("'", h.mode(), "' is not hpt or full"));
+  RETURN_IF_ERROR(CheckEnum("hpt.mode", h.mode(), TrainingMode::Name_descriptor()));
+  if (h.mode() == TrainingMode::TRAINING_MODE_UNSPECIFIED) {
+    h.set_mode(p.head_device() == "gpu" ? TrainingMode::hpt : TrainingMode::full);
   }
-  if (h.mode() == "hpt" && p.head_device() != "gpu") {
+  if (h.mode() == TrainingMode::hpt && p.head_device() != "gpu") {
     return Invalid("hpt.mode", absl::StrCat(
         "hpt moves the whole model at the switch; placement.head_device '",
         p.head_device(), "' needs hpt.mode full"));
@@ -260,7 +260,8 @@ absl::Status NormalizeHpt(HptSpec& h, const ModelSpec& model, const ModelConfig&
   std::vector<std::string> window_notes;
   RETURN_IF_ERROR(NormalizeCheckWindow(h, model.preset(), t.batch_size(), &window_notes));
   // A full-parameter job never checks: its window is never used.
-  if (h.mode() == "hpt") notes->insert(notes->end(), window_notes.begin(), window_notes.end());
+  if (h.mode() == TrainingMode::hpt)
+    notes->insert(notes->end(), window_notes.begin(), window_notes.end());
   RETURN_IF_ERROR(NormalizeChecks(h, model, preset));
   RETURN_IF_ERROR(NormalizeLora(h, model, preset));
   RETURN_IF_ERROR(NormalizeSwitchAndPlacement(h));

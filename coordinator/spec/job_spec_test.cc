@@ -153,7 +153,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"data { input_steps: -2 }", "data.input_steps must be positive, got -2"},
         BadSpec{"placement { gpu_workers: 4 } training { batch_size: 2 }",
                 "training.batch_size (2) must be at least placement.gpu_workers (4)"},
-        BadSpec{"hpt { mode: \"lora\" }", "hpt.mode 'lora' is not hpt or full"},
+        BadSpec{"hpt { mode: lora }", "job spec line 1 column 18: mode 'lora' is not hpt or full"},
+        BadSpec{"hpt { mode: \"full\" }",
+                "job spec line 1 column 13: mode takes a name without quotes: hpt or full"},
+        BadSpec{"hpt { mode: 7 }", "hpt.mode 7 is not hpt or full"},
         BadSpec{"hpt { placement: \"tpu\" }",
                 "hpt.placement 'tpu' is not paper, gpu or reram_full"},
         BadSpec{"hpt { alpha: 2 }", "hpt.alpha must be in (0, 1), got 2"},
@@ -194,7 +197,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"hpt { weight_layer: 5 }", "hpt.weight_layer must be in [0, 2), got 5"},
         BadSpec{"hpt { lora { targets: \"ff1\" } }",
                 "hpt.lora.targets entry 'ff1' is not q_proj, k_proj, v_proj or o_proj"},
-        BadSpec{"hpt { mode: \"hpt\" } placement { head_device: \"reram\" }",
+        BadSpec{"hpt { mode: hpt } placement { head_device: \"reram\" }",
                 "hpt.mode hpt moves the whole model at the switch; "
                 "placement.head_device 'reram' needs hpt.mode full"},
         BadSpec{"data { weather { } }", "data.weather.dir is empty"},
@@ -301,7 +304,7 @@ TEST(JobSpecTest, AWindowUnderThreeStepsIsRoundedUpWithANote) {
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->notes_size(), 1);
   EXPECT_EQ(again->hpt().check_window_steps(), 3);
-  in.mutable_hpt()->set_mode("full");
+  in.mutable_hpt()->set_mode(TrainingMode::full);
   EXPECT_EQ(NormalizeJobSpec(in)->notes_size(), 0);
   // No data source at all: the synthetic series, said.
   in.clear_data();
@@ -322,7 +325,7 @@ TEST(JobSpecTest, HptDefaultsAreThePapers) {
     ASSERT_TRUE(spec.ok()) << spec.status();
     const HptSpec& h = spec->hpt();
     EXPECT_EQ(h.check_window_samples(), window) << preset;
-    EXPECT_EQ(h.mode(), "hpt");
+    EXPECT_EQ(h.mode(), TrainingMode::hpt);
     EXPECT_EQ(h.placement(), "paper");
     EXPECT_DOUBLE_EQ(h.loss_threshold(), 0.1);
     EXPECT_DOUBLE_EQ(h.weight_threshold(), 0.01);
@@ -334,7 +337,7 @@ TEST(JobSpecTest, HptDefaultsAreThePapers) {
   }
   JobSpec head;
   head.mutable_placement()->set_head_device("systolic");
-  EXPECT_EQ(NormalizeJobSpec(head)->hpt().mode(), "full");  // a head split trains full
+  EXPECT_EQ(NormalizeJobSpec(head)->hpt().mode(), TrainingMode::full);  // a head split trains full
 }
 
 TEST(JobSpecTest, ModelOverridesApply) {

@@ -43,7 +43,7 @@ Outcome Train(Selection::Mode select, bool evaluate_every_epoch = true,
   // A rate high enough that later epochs can validate worse.
   spec.mutable_training()->mutable_optimizer()->set_learning_rate(0.02);
   spec.mutable_training()->set_select(select);
-  spec.mutable_hpt()->set_mode("full");
+  spec.mutable_hpt()->set_mode(TrainingMode::full);
   absl::StatusOr<JobSpec> normalized = NormalizeJobSpec(spec);
   EXPECT_TRUE(normalized.ok()) << normalized.status();
   InProcessWorkers devices;

@@ -234,7 +234,7 @@ absl::Status Trainer::Prepare() {
   JobProgress& p = state_.progress;
   p.set_epochs(training.epochs());
   p.set_total_steps(steps_per_epoch * training.epochs());
-  hpt_ = spec_.hpt().mode() == "hpt";
+  hpt_ = spec_.hpt().mode() == TrainingMode::hpt;
   state_.hpt.set_phase("full");
   state_.hpt.set_switch_step(-1);
   state_.hpt.set_check_window_steps(spec_.hpt().check_window_steps());
