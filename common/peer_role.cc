@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "grpc/grpc_security_constants.h"
 
 namespace hpt {
@@ -47,7 +48,8 @@ std::string RoleUri(PeerRole role) {
 
 std::optional<PeerRole> WorkerRole(absl::string_view kind) {
   for (const RoleEntry& e : kRoles) {
-    if (absl::StartsWith(e.name, "worker/") && e.name.substr(7) == kind) return e.role;
+    absl::string_view worker_kind = e.name;
+    if (absl::ConsumePrefix(&worker_kind, "worker/") && worker_kind == kind) return e.role;
   }
   return std::nullopt;
 }

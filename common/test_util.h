@@ -65,6 +65,7 @@ std::string MakeTempDir(const std::string& name);
 // key.pem, ca.pem for coordinator, worker-gpu, worker-reram,
 // worker-systolic and client, servers named 127.0.0.1 and localhost.
 absl::Status MakeClusterCertificates(const std::string& dir);
+
 // `bytes` written to dir/name; its path.
 std::string WriteTestFile(const std::string& dir, const std::string& name,
                           const std::string& bytes);

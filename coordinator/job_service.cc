@@ -28,14 +28,6 @@ grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context,
   return Done(context, result.status());
 }
 
-// A streaming call refused before it starts.
-template <typename T>
-class Refused : public grpc::ServerWriteReactor<T> {
- public:
-  explicit Refused(const absl::Status& status) { this->Finish(ToGrpcStatus(status)); }
-  void OnDone() override { delete this; }
-};
-
 }  // namespace
 
 grpc::ServerUnaryReactor* JobServiceImpl::OnLoader(grpc::CallbackServerContext* context,
@@ -259,7 +251,7 @@ class JobServiceImpl::ExportReactor : public grpc::ServerWriteReactor<ExportMode
 grpc::ServerWriteReactor<ExportModelChunk>* JobServiceImpl::ExportModel(
     grpc::CallbackServerContext* context, const ExportModelRequest* request) {
   if (absl::Status s = Authorize(context, request->job_id()); !s.ok()) {
-    return new Refused<ExportModelChunk>(s);
+    return new Refused<grpc::ServerWriteReactor<ExportModelChunk>>(s);
   }
   return new ExportReactor(jobs_, request->job_id());
 }
@@ -342,7 +334,9 @@ class JobServiceImpl::WatchReactor : public grpc::ServerWriteReactor<Job> {
 
 grpc::ServerWriteReactor<Job>* JobServiceImpl::WatchJob(
     grpc::CallbackServerContext* context, const WatchJobRequest* request) {
-  if (absl::Status s = Authorize(context, request->job_id()); !s.ok()) return new Refused<Job>(s);
+  if (absl::Status s = Authorize(context, request->job_id()); !s.ok()) {
+    return new Refused<grpc::ServerWriteReactor<Job>>(s);
+  }
   return new WatchReactor(jobs_, request->job_id());
 }
 

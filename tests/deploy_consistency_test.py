@@ -38,6 +38,15 @@ def read_env():
     return env
 
 
+def read_manifests(folder):
+    """Every object of the folder's *.yaml files, in file order."""
+    docs = []
+    for path in sorted(glob.glob(os.path.join(folder, "*.yaml"))):
+        with open(path) as f:
+            docs += [d for d in yaml.safe_load_all(f) if d]
+    return docs
+
+
 def normalise(argv):
     """Binary base name and flags, with every host replaced by HOST."""
     out = [os.path.basename(argv[0])]
@@ -56,10 +65,7 @@ class DeployConsistencyTest(unittest.TestCase):
         cls.env = read_env()
         with open(os.path.join(DEPLOY, "docker-compose.yml")) as f:
             cls.compose = yaml.safe_load(f)
-        cls.k8s = []
-        for path in sorted(glob.glob(os.path.join(DEPLOY, "k8s", "*.yaml"))):
-            with open(path) as f:
-                cls.k8s += [d for d in yaml.safe_load_all(f) if d]
+        cls.k8s = read_manifests(os.path.join(DEPLOY, "k8s"))
         out = subprocess.run(["/usr/bin/python3", os.path.join(DEPLOY, "launch.py"), "commands",
                               "--bin_dir=/bin"], check=True, capture_output=True, text=True)
         cls.launcher = json.loads(out.stdout)
@@ -119,10 +125,7 @@ class DeployConsistencyTest(unittest.TestCase):
         stale = subprocess.run(["/usr/bin/python3", os.path.join(DEPLOY, "k8s_secure.py"),
                                 "--check"], capture_output=True, text=True)
         self.assertEqual(stale.returncode, 0, stale.stderr)
-        secure_docs = []
-        for path in sorted(glob.glob(os.path.join(DEPLOY, "k8s", "secure", "*.yaml"))):
-            with open(path) as f:
-                secure_docs += [d for d in yaml.safe_load_all(f) if d]
+        secure_docs = read_manifests(os.path.join(DEPLOY, "k8s", "secure"))
         with open(os.path.join(DEPLOY, "docker-compose.secure.yml")) as f:
             compose = yaml.safe_load(f)["services"]
         for service in SERVICES:

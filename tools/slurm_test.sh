@@ -111,6 +111,14 @@ release() {
 }
 record() { docker cp "$CTLD:/shared/$1/job.json" "$ROOT/build-out/slurm-$1.json" >/dev/null 2>&1 &&
            cat "$ROOT/build-out/slurm-$1.json"; }
+# The run's newest recovery, as its job record has it; empty for none.
+last_recovery() {
+  record "$1" | python3 -c '
+import json, sys
+for r in json.load(sys.stdin).get("recoveries", [])[-1:]:
+    print("back to step", r.get("from_step", 0), "-", r.get("cause", "")[:120])'
+}
+restarts() { login scontrol show job "$1" 2>/dev/null | sed -n 's/.*Restarts=\([0-9]*\).*/\1/p' | head -1; }
 mkdir -p build-out
 
 # 1. Across nodes.
@@ -131,12 +139,10 @@ print(len(job["workers"]), "workers on", ", ".join(hosts) + "; switched to LoRA 
 log "1. succeeded in $((SECONDS - t2))s; $(cat build-out/slurm-spread.txt)"
 
 # 2. A GPU node killed mid-run.
-t3=$SECONDS
 id=$(submit failover 40)
 wait_step failover 30 240
 docker kill hpt-slurm-node2 >/dev/null
 killed=$SECONDS
-restarts() { login scontrol show job "$1" 2>/dev/null | sed -n 's/.*Restarts=\([0-9]*\).*/\1/p' | head -1; }
 # Either the coordinator goes on without node2's worker and the job ends
 # before Slurm marks the node down, or Slurm requeues the job (it does so
 # for a heterogeneous job when any of its nodes fails).
@@ -157,10 +163,7 @@ if in_queue "$id"; then
 fi
 wait_done "$id" 400
 login grep -q "ended SUCCEEDED" "/shared/failover/hpt-$id.out" || fail "run failover did not succeed after node2 was killed"
-recovery=$(record failover | python3 -c '
-import json, sys
-for r in json.load(sys.stdin).get("recoveries", []):
-    print("back to step", r.get("from_step", 0), "-", r.get("cause", "")[:120])' | tail -1)
+recovery=$(last_recovery failover)
 log "2. node2 killed at step >= 30; $how; succeeded $((SECONDS - killed))s after the kill; recovery: ${recovery:-none recorded}"
 [ -n "$recovery" ] || fail "the failover job's record names no recovery"
 docker start hpt-slurm-node2 >/dev/null 2>&1 || true
@@ -176,10 +179,7 @@ release "$id"
 wait_done "$id" 600
 login grep -q "restart 1" "/shared/requeue/hpt-$id.out" || fail "run requeue did not start again"
 login grep -q "ended SUCCEEDED" "/shared/requeue/hpt-$id.out" || fail "run requeue did not succeed"
-resumed=$(record requeue | python3 -c '
-import json, sys
-for r in json.load(sys.stdin).get("recoveries", []):
-    print("back to step", r.get("from_step", 0), "-", r.get("cause", "")[:120])' | head -1)
+resumed=$(last_recovery requeue)
 log "3. requeued at step >= 30; succeeded $((SECONDS - t4))s after submission; recovery: ${resumed:-none}"
 [ -n "$resumed" ] || fail "the requeued job's record names no resume"
 

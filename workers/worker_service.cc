@@ -17,14 +17,6 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
-// A streaming call refused before it starts.
-template <typename Reactor>
-class Refused : public Reactor {
- public:
-  explicit Refused(const absl::Status& status) { this->Finish(ToGrpcStatus(status)); }
-  void OnDone() override { delete this; }
-};
-
 }  // namespace
 
 WorkerServiceImpl::WorkerServiceImpl(std::string kind, TaskExecutor* executor,

@@ -110,12 +110,13 @@ void JobRunner::Run(const std::string& job_id) {
     // failed attempt reached before going back.)
     if (end.reached_step > from_step) failovers = 0;
     // A call a worker ended CANCELLED (its server stopping: a node's
-    // processes signalled) while nothing here cancelled the job is a
-    // worker lost, as one that stopped answering is.
+    // processes signalled) while nothing here cancelled the job (a cancel
+    // by request, or the coordinator stopping, which cancels every job) is
+    // a worker lost, as one that stopped answering is.
     bool cancelled_here = false;
     if (absl::IsCancelled(status)) {
       absl::MutexLock lock(&registry_->mu());
-      cancelled_here = registry_->Cancelled(job_id) || registry_->stopping();
+      cancelled_here = registry_->Cancelled(job_id);
     }
     const bool lost = IsWorkerLoss(status) || (absl::IsCancelled(status) && !cancelled_here);
     // Only a loss while training goes back to a checkpoint; a wait for
