@@ -59,6 +59,10 @@ class ChunkAssembler {
 // reference an auto LoRA rank measures the change from), in snapshots with
 // optimizer state and in the loads that restore them: "<name>@initial".
 inline constexpr char kInitialSuffix[] = "@initial";
+// A ReRAM worker's frozen layer's read state (its crossbars' noise stream),
+// in snapshots with optimizer state and the loads that restore them:
+// "<name>@reram_read".
+inline constexpr char kReramReadSuffix[] = "@reram_read";
 
 // Every tensor of `tensors` cut into chunks (SplitIntoChunks), by name:
 // the inverse of AssembleChunks.

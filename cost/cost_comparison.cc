@@ -113,11 +113,12 @@ StepTotals StepTotals::Of(const CostTimeline& t) {
 
 RecordedPhases::RecordedPhases() {
   full.set_phase("full");
+  partial.set_phase("partial");
   switch_cost.set_phase("switch");
   lora.set_phase("lora");
   fallback.set_phase("lora-gpu");
   recovery.set_phase("recovery");
-  for (PhaseCost* p : {&full, &switch_cost, &lora, &fallback, &recovery}) {
+  for (PhaseCost* p : {&full, &partial, &switch_cost, &lora, &fallback, &recovery}) {
     p->set_first_step(-1);
     p->set_last_step(-1);
   }
@@ -130,6 +131,9 @@ void RecordedPhases::Add(const std::string& phase, double count, const StepTotal
     gpu_only_full_s += count * main_only.makespan_s;
     gpu_only_full_j += count * main_only.energy_j;
     full_steps += int64_t(count);
+  } else if (phase == "partial") {
+    AddSteps(step, count, &partial);
+    partial_steps += int64_t(count);
   } else if (phase == "lora") {
     AddSteps(step, count, &lora);
     lora_steps += int64_t(count);
@@ -146,6 +150,7 @@ void RecordedPhases::Add(const std::string& phase, double count, const StepTotal
 void RecordedPhases::SetMeasured(const WorkRecord& record) {
   for (const RecordedPhase& r : record.phases()) {
     PhaseCost* p = r.phase() == "full"       ? &full
+                   : r.phase() == "partial"  ? &partial
                    : r.phase() == "lora"     ? &lora
                    : r.phase() == "lora-gpu" ? &fallback
                    : r.phase() == "switch"   ? &switch_cost
@@ -169,6 +174,7 @@ void RecordedPhases::SetMeasuredFull(double step_s, double step_j, double with_t
 std::vector<PhaseCost> RecordedPhases::Listed() const {
   std::vector<PhaseCost> out;
   if (full_steps > 0) out.push_back(full);
+  if (partial_steps > 0) out.push_back(partial);
   if (HasCost(switch_cost)) out.push_back(switch_cost);
   if (lora_steps > 0) out.push_back(lora);
   if (fallback_steps > 0) out.push_back(fallback);
@@ -190,13 +196,14 @@ double MeanFullStepJ(const RecordedPhases& p) {
 // The comparison as run: HpT's every phase against GPU-only training of
 // as many steps, with the method behind the figures.
 void CompareAsRun(const RecordedPhases& p, CostComparison* c) {
-  const double hpt_s = p.full.simulated_s() + p.switch_cost.simulated_s() +
-                       p.lora.simulated_s() + p.recovery.simulated_s() +
-                       p.fallback.simulated_s();
-  const double hpt_j = p.full.energy_j() + p.switch_cost.energy_j() + p.lora.energy_j() +
-                       p.recovery.energy_j() + p.fallback.energy_j();
-  // Steps after the switch, wherever they ran.
-  const int64_t after_switch = p.lora_steps + p.fallback_steps;
+  const double hpt_s = p.full.simulated_s() + p.partial.simulated_s() +
+                       p.switch_cost.simulated_s() + p.lora.simulated_s() +
+                       p.recovery.simulated_s() + p.fallback.simulated_s();
+  const double hpt_j = p.full.energy_j() + p.partial.energy_j() + p.switch_cost.energy_j() +
+                       p.lora.energy_j() + p.recovery.energy_j() + p.fallback.energy_j();
+  // Steps after the first switch (a layer's, under layerwise), wherever
+  // they ran.
+  const int64_t after_switch = p.partial_steps + p.lora_steps + p.fallback_steps;
   const double mean_s = MeanFullStepS(p), mean_j = MeanFullStepJ(p);
   c->set_hpt_time_s(hpt_s);
   c->set_hpt_energy_j(hpt_j);
@@ -206,17 +213,19 @@ void CompareAsRun(const RecordedPhases& p, CostComparison* c) {
   c->set_energy_ratio(hpt_j > 0 ? c->gpu_only_energy_j() / hpt_j : 0);
   c->set_method(absl::StrCat(
       "simulated training steps on the cost timeline (evaluation excluded). GPU-only = "
-      "the ", p.full_steps, " full-phase steps as run, without trial tasks (measured), + ",
-      after_switch, " steps after the switch at the mean full-phase step (",
-      mean_s, " s, ", mean_j, " J; projected). HpT = full phase with trials + switch "
-      "(LoRA loads, ReRAM programming) + LoRA-phase steps, all as run",
+      "the ",
+      p.full_steps, " full-phase steps as run, without trial tasks (measured), + ", after_switch,
+      " steps after the switch at the mean full-phase step (", mean_s, " s, ", mean_j,
+      " J; projected). HpT = full phase with trials + switch "
+      "(LoRA loads, ReRAM programming) + ",
+      p.partial_steps > 0 ? "full-phase steps with some layers on the devices + " : "",
+      "LoRA-phase steps, all as run",
       p.fallback_steps > 0
           ? absl::StrCat(" (", p.fallback_steps,
                          " of them on the GPU workers while the planned devices were gone)")
           : "",
-      HasCost(p.recovery)
-          ? ", + recovery (re-loading devices after a restart or failover)."
-          : "."));
+      HasCost(p.recovery) ? ", + recovery (re-loading devices after a restart or failover)."
+                          : "."));
 }
 
 // The comparison projected to the paper's length: every epoch of the data
@@ -244,16 +253,29 @@ void CompareProjected(const RecordedPhases& p, const ComparisonInputs& in, CostC
   c->set_lora_step_s(lora_mean_s);
   c->set_lora_step_j(lora_mean_j);
   const bool switched = in.switch_step >= 0 && p.lora_steps + p.fallback_steps > 0;
-  const int64_t before = switched ? std::min<int64_t>(in.switch_step, n) : n;
+  // Layerwise on the devices: the steps between the first layer's switch
+  // and the last's (to the end, where some layer never switched yet).
+  const double partial_mean_s =
+      p.partial_steps > 0 ? p.partial.simulated_s() / double(p.partial_steps) : 0;
+  const double partial_mean_j =
+      p.partial_steps > 0 ? p.partial.energy_j() / double(p.partial_steps) : 0;
+  int64_t before = switched ? std::min<int64_t>(in.switch_step - p.partial_steps, n) : n;
+  if (!switched && p.partial_steps > 0) before = std::min<int64_t>(p.full_steps, n);
+  before = std::max<int64_t>(before, 0);
+  const int64_t partial = switched ? std::min<int64_t>(p.partial_steps, n - before)
+                                   : (p.partial_steps > 0 ? n - before : 0);
   c->set_projected_gpu_only_time_s(mean_s * double(n));
   c->set_projected_gpu_only_energy_j(mean_j * double(n));
-  if (switched) {
+  if (switched || partial > 0) {
     // The full phase as run (with trials, per step) up to the switch, the
     // switch once, then LoRA-phase steps at their mean.
+    const int64_t lora_n = n - before - partial;
     c->set_projected_hpt_time_s(c->full_step_with_trials_s() * double(before) +
-                                p.switch_cost.simulated_s() + lora_mean_s * double(n - before));
+                                partial_mean_s * double(partial) + p.switch_cost.simulated_s() +
+                                lora_mean_s * double(lora_n));
     c->set_projected_hpt_energy_j(c->full_step_with_trials_j() * double(before) +
-                                  p.switch_cost.energy_j() + lora_mean_j * double(n - before));
+                                  partial_mean_j * double(partial) + p.switch_cost.energy_j() +
+                                  lora_mean_j * double(lora_n));
   } else {
     c->set_projected_hpt_time_s(c->projected_gpu_only_time_s());
     c->set_projected_hpt_energy_j(c->projected_gpu_only_energy_j());
@@ -267,11 +289,22 @@ void CompareProjected(const RecordedPhases& p, const ComparisonInputs& in, CostC
           : 0);
   c->set_projection_method(absl::StrCat(
       epochs, " epochs x ", in.steps_per_epoch, " steps = ", n, " steps; ",
-      switched ? absl::StrCat("HpT: ", before, " full-phase steps at their mean with trials (",
-                              c->full_step_with_trials_s(), " s), the switch, ", n - before,
-                              " LoRA-phase steps at their mean (", lora_mean_s,
-                              p.lora_steps > 0 ? " s)" : " s, on the fallback GPU workers)")
-               : "no switch yet: HpT is full-parameter throughout",
+      switched || partial > 0
+          ? absl::StrCat(
+                "HpT: ", before, " full-phase steps at their mean with trials (",
+                c->full_step_with_trials_s(), " s), ",
+                partial > 0 ? absl::StrCat(partial,
+                                           " steps with some layers switched, on the "
+                                           "devices, at their mean (",
+                                           partial_mean_s, " s), ")
+                            : "",
+                "the switch",
+                switched
+                    ? absl::StrCat(", ", n - before - partial, " LoRA-phase steps at their mean (",
+                                   lora_mean_s,
+                                   p.lora_steps > 0 ? " s)" : " s, on the fallback GPU workers)")
+                    : " of the layers so far")
+          : "no switch yet: HpT is full-parameter throughout",
       "; GPU-only: ", n, " steps at the mean full-phase step (", mean_s, " s)."));
 }
 

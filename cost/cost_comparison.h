@@ -69,9 +69,11 @@ class RecordedPhases {
   // The phases that ran, in the report's order.
   std::vector<PhaseCost> Listed() const;
 
-  PhaseCost full, switch_cost, lora, fallback, recovery;
+  // `partial`: full-phase steps with some layers switched (layerwise) on
+  // the devices; GPU-only training would run them as full steps.
+  PhaseCost full, partial, switch_cost, lora, fallback, recovery;
   double gpu_only_full_s = 0, gpu_only_full_j = 0;
-  int64_t full_steps = 0, lora_steps = 0, fallback_steps = 0;
+  int64_t full_steps = 0, partial_steps = 0, lora_steps = 0, fallback_steps = 0;
 };
 
 struct ComparisonInputs {

@@ -195,10 +195,11 @@ std::string KindColour(const std::string& kind) {
 
 std::string PhaseColour(const std::string& phase) {
   if (phase == "full") return "#4e79a7";
+  if (phase == "partial") return "#76b7b2";
   if (phase == "switch") return "#e15759";
   if (phase == "lora") return "#59a14f";
   if (phase == "recovery") return "#b07aa1";
-  if (phase == "fallback") return "#edc948";
+  if (phase == "lora-gpu") return "#edc948";
   return "#8a93a3";
 }
 

@@ -59,7 +59,7 @@ void AdamUpdate(const OptimizerConfig& opt, int64_t t, double lr,
 
 // A ReRAM layer's read state (reram_layer.h) as a tensor: five 64-bit
 // values, each as four 16-bit pieces (exact in fp32).
-constexpr const char* kReramRead = "@reram_read";
+constexpr const char* kReramRead = kReramReadSuffix;
 
 std::vector<float> EncodeReadState(const ReramLayer::ReadState& s) {
   uint64_t words[5];
@@ -113,6 +113,27 @@ absl::StatusOr<std::map<std::string, HostTensor>> NamedTensors(
     out[t.name()] = std::move(*value);
   }
   return out;
+}
+
+// How many fewer updates parameter `name`'s Adam state has than the
+// job's: optimizer_steps less its optimizer_steps_by_prefix entry (the
+// longest prefix that matches), 0 where none matches.
+absl::StatusOr<int64_t> AdamLag(const LoadParametersHeader& header, const std::string& name) {
+  size_t longest = 0;
+  int64_t steps = header.optimizer_steps();
+  for (const auto& [prefix, n] : header.optimizer_steps_by_prefix()) {
+    if (prefix.size() > longest && absl::StartsWith(name, prefix)) {
+      longest = prefix.size();
+      steps = n;
+    }
+  }
+  if (steps < 0 || steps > header.optimizer_steps()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("optimizer_steps_by_prefix gives '", name, "' ", steps,
+                     " updates; it must lie between 0 and the job's optimizer_steps, ",
+                     header.optimizer_steps()));
+  }
+  return header.optimizer_steps() - steps;
 }
 
 }  // namespace
@@ -199,6 +220,11 @@ absl::StatusOr<LoadParametersResponse> DeviceExecutor::Load(
   if (!graph.ok()) return graph.status();
   size_t used = 0;
   for (auto& [name, p] : (*graph)->params()) {
+    if (p.trainable) {
+      absl::StatusOr<int64_t> lag = AdamLag(header, name);
+      if (!lag.ok()) return lag.status();
+      p.adam_lag = *lag;
+    }
     if (auto read = optimizer_state.find(name + kReramRead);
         read != optimizer_state.end() && p.crossbars) {
       absl::StatusOr<ReramLayer::ReadState> state = DecodeReadState(read->first, read->second.data);
@@ -209,6 +235,11 @@ absl::StatusOr<LoadParametersResponse> DeviceExecutor::Load(
     auto m = optimizer_state.find(name + kExpAvgSuffix);
     auto v = optimizer_state.find(name + kExpAvgSqSuffix);
     if (!p.trainable || m == optimizer_state.end() || v == optimizer_state.end()) continue;
+    if (header.optimizer_steps() - p.adam_lag <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("LoadParameters sent optimizer state for '", name,
+                       "' but its optimizer_steps_by_prefix entry is not positive"));
+    }
     if (m->second.data.size() != p.value.size() || v->second.data.size() != p.value.size()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "optimizer state of '", name, "' has ", m->second.data.size(), " and ",
@@ -411,8 +442,8 @@ absl::StatusOr<ApplyUpdateResponse> DeviceExecutor::ApplyUpdate(
     for (auto& [name, p] : graph->params()) {
       if (!p.trainable) continue;
       if (p.grad.empty()) p.grad.assign(p.value.size(), 0.0f);
-      AdamUpdate(job.optimizer, job.adam_steps, request.learning_rate(), p.value, p.grad,
-                 p.adam_m, p.adam_v);
+      AdamUpdate(job.optimizer, job.adam_steps - p.adam_lag, request.learning_rate(), p.value,
+                 p.grad, p.adam_m, p.adam_v);
       // About ten element-wise operations per parameter for Adam.
       cost.Elementwise(10.0 * double(p.value.size()));
     }

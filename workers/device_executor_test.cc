@@ -339,6 +339,52 @@ TEST(DeviceExecutorTest, ALoadAfterARestartDoesNotSkipReplayedSteps) {
   }
 }
 
+TEST(DeviceExecutorTest, ParametersBehindTheJobsOptimizerCountTheirOwnUpdates) {
+  // Adapters added after the optimizer began (layerwise switching) load
+  // with fewer updates than the job's: Adam's bias correction counts
+  // theirs, so their first update is a first update.
+  DeviceExecutor::Options o;
+  o.kind = "systolic";
+  o.systolic.rows = o.systolic.cols = 8;
+  Net n;
+  auto one_step = [&](const LoadParametersHeader& header) {
+    auto e = *DeviceExecutor::Create(o);
+    EXPECT_TRUE(e->Load(header, Params(n)).ok());
+    ForwardRequest f = Fwd(n, true);
+    f.mutable_key()->set_step(0);
+    EXPECT_TRUE(e->Forward(f).ok());
+    BackwardRequest b;
+    *b.mutable_key() = f.key();
+    EXPECT_TRUE(e->Backward(b).ok());
+    ApplyUpdateRequest u;
+    u.set_job_id("j");
+    u.set_learning_rate(0.01);
+    EXPECT_TRUE(e->ApplyUpdate(u).ok());
+    return Snapshot(*e);
+  };
+  const auto fresh = one_step(Header(true));
+  LoadParametersHeader behind = Header(true);
+  behind.set_optimizer_steps(7);
+  const auto uncorrected = one_step(behind);
+  (*behind.mutable_optimizer_steps_by_prefix())["w"] = 0;
+  (*behind.mutable_optimizer_steps_by_prefix())["b"] = 0;
+  const auto corrected = one_step(behind);
+  double apart = 0;
+  for (const auto& [name, t] : fresh) {
+    for (size_t i = 0; i < t.data.size(); ++i) {
+      EXPECT_FLOAT_EQ(corrected.at(name).data[i], t.data[i]) << name;
+      apart = std::max(apart, double(std::abs(uncorrected.at(name).data[i] - t.data[i])));
+    }
+  }
+  EXPECT_GT(apart, 1e-4) << "the job's count alone gave the same update";
+  // More updates than the job's is a bad request, named.
+  (*behind.mutable_optimizer_steps_by_prefix())["w"] = 9;
+  auto e = *DeviceExecutor::Create(o);
+  const absl::Status bad = e->Load(behind, Params(n)).status();
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.message()), HasSubstr("'w1' 9 updates"));
+}
+
 TEST(DeviceExecutorTest, ReramProgramsFrozenWeightsOnceAndReadsBothWays) {
   DeviceExecutor::Options o;
   o.kind = "reram";

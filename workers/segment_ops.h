@@ -31,6 +31,10 @@ struct SegmentParam {
   std::vector<int64_t> shape;
   std::vector<float> value, grad, adam_m, adam_v;
   bool trainable = false;
+  // Updates this parameter's Adam state has fewer than the job's (an
+  // adapter added after the job's optimizer began: its own bias
+  // correction counts from its first update).
+  int64_t adam_lag = 0;
   // ReRAM nodes: a LINEAR weight's crossbars (holding W^T).
   std::unique_ptr<ReramLayer> crossbars;
 };

@@ -208,8 +208,9 @@ void CoordinatorMetrics::ForgetJob(const std::string& job_id) {
     }
   };
   drop(job_phase, "phase", {"full", "trial", "lora"});
-  drop(job_phase_simulated_seconds, "phase", {"full", "switch", "lora", "lora-gpu", "recovery"});
-  drop(job_phase_energy, "phase", {"full", "switch", "lora", "lora-gpu", "recovery"});
+  for (auto* family : {&job_phase_simulated_seconds, &job_phase_energy}) {
+    drop(*family, "phase", {"full", "partial", "switch", "lora", "lora-gpu", "recovery"});
+  }
   drop(job_gpu_only_ratio, "quantity", {"time", "energy"});
   drop(job_test_metric, "metric", {"rmse", "mae", "nse", "r2"});
   for (const char* kind : {"gpu", "reram", "systolic"}) {

@@ -53,12 +53,23 @@ void CostLedger::SetReramChips(const HybridPlan& plan, const std::vector<WorkerC
   costing_.reset();  // re-planned copies depend on the chips
 }
 
-void CostLedger::CloseStep(int64_t step, bool lora_step, int data_parallel_ranks, double wall_s,
-                           bool fallback) {
+void CostLedger::CloseStep(int64_t step, StepPhase phase, int data_parallel_ranks, double wall_s) {
   CloseOneOff("off-step", step_, &off_step_tasks_);
-  fallback = fallback && lora_step;
-  const std::string phase = fallback ? "lora-gpu" : lora_step ? "lora" : "full";
-  recorder_.AddStep(phase, main_tasks_, trial_tasks_, data_parallel_ranks, step, wall_s);
+  const char* name = "full";
+  switch (phase) {
+    case StepPhase::kFull:
+      break;
+    case StepPhase::kPartial:
+      name = "partial";
+      break;
+    case StepPhase::kLora:
+      name = "lora";
+      break;
+    case StepPhase::kLoraOnGpu:
+      name = "lora-gpu";
+      break;
+  }
+  recorder_.AddStep(name, main_tasks_, trial_tasks_, data_parallel_ranks, step, wall_s);
   CloseOneOff("switch", step, &switch_tasks_);
   main_tasks_.clear();
   trial_tasks_.clear();

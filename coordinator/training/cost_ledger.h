@@ -11,7 +11,7 @@
 //   ledger.set_chain(CostLedger::Chain::kMain);
 //   ledger.Record(MakeFinishedTask(worker->address(), "gpu", "forward", response.cost(), bytes));
 //   ...
-//   ledger.CloseStep(step, /*lora_step=*/false, /*data_parallel_ranks=*/2, wall_s);
+//   ledger.CloseStep(step, CostLedger::StepPhase::kFull, /*data_parallel_ranks=*/2, wall_s);
 //   ledger.Compare(spec.hpt().project_epochs(), &status.hpt);
 //
 // Not thread-safe: the trainer records from one thread at a time (tasks
@@ -66,12 +66,18 @@ class CostLedger {
   // workers), for re-planning the layers' copies under other settings.
   void SetReramChips(const HybridPlan& plan, const std::vector<WorkerClient*>& reram);
 
-  // Adds the step's chains to the record as one step of its phase (full,
-  // lora, or lora-gpu for a LoRA-phase step on the fallback GPU workers).
+  // Where a step trained, as the record names its phase.
+  enum class StepPhase {
+    kFull,       // "full": every weight trains, on the GPU workers
+    kPartial,    // "partial": the full phase with some layers switched
+                 // (layerwise), on the ReRAM and systolic workers
+    kLora,       // "lora": the LoRA phase on its planned placement
+    kLoraOnGpu,  // "lora-gpu": the LoRA phase on the fallback GPU workers
+  };
+  // Adds the step's chains to the record as one step of `phase`.
   // `data_parallel_ranks` > 1: the main tasks ran data-parallel over that
   // many GPU workers. `wall_s`: the step's measured wall time.
-  void CloseStep(int64_t step, bool lora_step, int data_parallel_ranks, double wall_s,
-                 bool fallback = false);
+  void CloseStep(int64_t step, StepPhase phase, int data_parallel_ranks, double wall_s);
   // The full-phase step as a GPU worker timed it under each baseline
   // (replacing any earlier probe's).
   void SetProbes(const std::vector<MeasuredBaseline>& probes) {

@@ -4,8 +4,10 @@
 #include <cmath>
 #include <functional>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "common/tensor_codec.h"
 
 namespace hpt {
 namespace {
@@ -22,7 +24,10 @@ class OpList {
   OpList(const LoraConfig& lora, const HybridPlanOptions& options)
       : lora_(lora), options_(options) {}
 
+  // Under the full phase with some layers switched every module outside
+  // those layers trains, as on the GPU (models/lora.h ApplyLora).
   bool Saved(const std::string& module) const {
+    if (!options_.full_layers.empty()) return true;
     return std::find(lora_.modules_to_save().begin(), lora_.modules_to_save().end(),
                      module) != lora_.modules_to_save().end();
   }
@@ -47,6 +52,11 @@ class OpList {
     Add(kind, layer, std::move(op));
     ops.back().in_features = in_features;
     ops.back().out_features = out_features;
+  }
+
+  bool TrainsInFull(int layer) const {
+    return std::find(options_.full_layers.begin(), options_.full_layers.end(), layer) !=
+           options_.full_layers.end();
   }
 
   void Systolic(int layer, SegmentOp::Type type, std::vector<std::string> in,
@@ -133,6 +143,8 @@ absl::StatusOr<std::string> Adapt(const std::string& target, const std::string& 
 // Encoder layer `i` as ops, from value h<i> to h<i+1>: the base
 // projections (one ReRAM segment), adapters, attention, feed-forward and
 // the norms, as the model computes them (models/st_transformer.cc).
+// A layer that still trains in full (HybridPlanOptions::full_layers) has
+// no adapters: its linear layers and norms train on the systolic arrays.
 absl::Status ListLayer(int i, const ModelConfig& model, const LoraConfig& lora,
                        const std::map<std::string, int>& ranks, OpList* list) {
   const std::string p = absl::StrCat("layers.", i, ".");
@@ -140,37 +152,43 @@ absl::Status ListLayer(int i, const ModelConfig& model, const LoraConfig& lora,
   const int64_t d = model.d_model();
   const int64_t ff = int64_t(model.ff_multiplier()) * d;
   const double dropout = model.dropout();
+  const bool full = list->TrainsInFull(i);
+  auto adapt = [&](const std::string& target,
+                   const std::string& in) -> absl::StatusOr<std::string> {
+    if (full) return v + target + ".base";
+    return Adapt(target, in, i, lora, ranks, list);
+  };
+  auto norm = [&](const std::string& name) {
+    return [&, name](SegmentOp& op) {
+      op.set_weight(p + name + ".weight");
+      op.set_bias(p + name + ".bias");
+      op.set_trainable(full);
+    };
+  };
   for (const char* target : {"q_proj", "k_proj", "v_proj"}) {
-    list->Linear(p + "self_attn." + target, h, v + target + ".base", false, i, d, d);
+    list->Linear(p + "self_attn." + target, h, v + target + ".base", full, i, d, d);
   }
   std::map<std::string, std::string> projected;
   for (const char* target : {"q_proj", "k_proj", "v_proj"}) {
-    ASSIGN_OR_RETURN(projected[target], Adapt(target, h, i, lora, ranks, list));
+    ASSIGN_OR_RETURN(projected[target], adapt(target, h));
   }
   // Attention without dropout on its weights, dropout on its context.
   list->Systolic(i, SegmentOp::ATTENTION,
                  {projected["q_proj"], projected["k_proj"], projected["v_proj"]},
                  v + "attention", [&](SegmentOp& op) { op.set_num_heads(model.num_heads()); });
   list->Systolic(i, SegmentOp::DROPOUT, {v + "attention"}, v + "context", WithDropout(dropout));
-  list->Linear(p + "self_attn.o_proj", v + "context", v + "o_proj.base", false, i, d, d);
-  ASSIGN_OR_RETURN(projected["o_proj"], Adapt("o_proj", v + "context", i, lora, ranks, list));
+  list->Linear(p + "self_attn.o_proj", v + "context", v + "o_proj.base", full, i, d, d);
+  ASSIGN_OR_RETURN(projected["o_proj"], adapt("o_proj", v + "context"));
   list->Systolic(i, SegmentOp::DROPOUT, {projected["o_proj"]}, v + "attn", WithDropout(dropout));
   list->Systolic(i, SegmentOp::ADD, {h, v + "attn"}, v + "res1");
-  list->Systolic(i, SegmentOp::LAYER_NORM, {v + "res1"}, v + "norm1", [&](SegmentOp& op) {
-    op.set_weight(p + "norm1.weight");
-    op.set_bias(p + "norm1.bias");
-  });
-  list->Linear(p + "ff1", v + "norm1", v + "ff1", false, i, d, ff);
+  list->Systolic(i, SegmentOp::LAYER_NORM, {v + "res1"}, v + "norm1", norm("norm1"));
+  list->Linear(p + "ff1", v + "norm1", v + "ff1", full, i, d, ff);
   list->Systolic(i, SegmentOp::RELU, {v + "ff1"}, v + "relu");
   list->Systolic(i, SegmentOp::DROPOUT, {v + "relu"}, v + "relu.drop", WithDropout(dropout));
-  list->Linear(p + "ff2", v + "relu.drop", v + "ff2", false, i, ff, d);
+  list->Linear(p + "ff2", v + "relu.drop", v + "ff2", full, i, ff, d);
   list->Systolic(i, SegmentOp::DROPOUT, {v + "ff2"}, v + "ff2.drop", WithDropout(dropout));
   list->Systolic(i, SegmentOp::ADD, {v + "norm1", v + "ff2.drop"}, v + "res2");
-  list->Systolic(i, SegmentOp::LAYER_NORM, {v + "res2"}, absl::StrCat("h", i + 1),
-                 [&](SegmentOp& op) {
-                   op.set_weight(p + "norm2.weight");
-                   op.set_bias(p + "norm2.bias");
-                 });
+  list->Systolic(i, SegmentOp::LAYER_NORM, {v + "res2"}, absl::StrCat("h", i + 1), norm("norm2"));
   return absl::OkStatus();
 }
 
@@ -349,10 +367,24 @@ void AddTokenEncoding(int64_t tokens, int64_t d_model,
 std::map<std::string, HostTensor> GpuModelTensors(std::map<std::string, HostTensor> params) {
   for (auto it = params.begin(); it != params.end();) {
     const bool device_only =
-        it->first == "token_encoding" || it->first.find("@reram_read") != std::string::npos;
+        it->first == "token_encoding" || absl::EndsWith(it->first, kReramReadSuffix);
     it = device_only ? params.erase(it) : std::next(it);
   }
   return params;
+}
+
+std::map<std::string, HostTensor> TakeSuffixed(const std::string& suffix,
+                                               std::map<std::string, HostTensor>* tensors) {
+  std::map<std::string, HostTensor> out;
+  for (auto it = tensors->begin(); it != tensors->end();) {
+    if (!absl::EndsWith(it->first, suffix)) {
+      ++it;
+      continue;
+    }
+    out[it->first] = std::move(it->second);
+    it = tensors->erase(it);
+  }
+  return out;
 }
 
 }  // namespace hpt

@@ -71,6 +71,12 @@ struct HybridPlanOptions {
   // read forward and backward. 0: one copy each. reram_full keeps one copy,
   // since every update would rewrite every copy.
   int64_t vectors_per_step = 0;
+  // The full phase with some encoder layers switched (hpt.switch_rule
+  // layerwise): the layers that still train in full. Their weights and
+  // norms, the embedding, reduction and head train on the systolic arrays;
+  // only the switched layers' frozen weights go to ReRAM. Empty: the LoRA
+  // phase, every layer switched.
+  std::vector<int> full_layers;
   ReramChipConfig chip;
   ReramConfig reram;
 };
@@ -101,6 +107,10 @@ std::map<std::string, HostTensor> GpuModelTensors(std::map<std::string, HostTens
 // The sinusoidal token encoding the model adds after the embedding, the
 // same values as models/st_transformer.h TokenEncoding: [tokens, d_model].
 HostTensor TokenEncodingTable(int64_t tokens, int64_t d_model);
+
+// Moves the tensors whose names end with `suffix` out of `tensors`.
+std::map<std::string, HostTensor> TakeSuffixed(const std::string& suffix,
+                                               std::map<std::string, HostTensor>* tensors);
 
 }  // namespace hpt
 

@@ -209,6 +209,76 @@ TEST_F(HybridPlanTest, SegmentsReproduceTheLibTorchLoraModel) {
   EXPECT_GE(checked, 5);  // embedding, 3 adapters x 2 layers, head segments
 }
 
+TEST(PartialPlanTest, SomeLayersSwitchedReproducesTheLibTorchModel) {
+  // Layerwise, layer 0 switched and layer 1 still training in full: only
+  // layer 0's frozen weights go to ReRAM; layer 1's weights and norms, the
+  // embedding and the head train on the systolic arrays, as the LibTorch
+  // model with LoRA on layer 0 alone trains them.
+  torch::manual_seed(5);
+  SpatioTemporalTransformer model(Tiny());
+  LoraConfig lora = Lora();
+  lora.add_layers(0);
+  auto ranks = ApplyLora(model, lora, {});
+  ASSERT_TRUE(ranks.ok()) << ranks.status();
+  std::map<std::string, HostTensor> params;
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& item : model->named_parameters()) {
+      if (item.key().find(".B.weight") != std::string::npos) item.value().normal_(0, 0.3);
+      params[item.key()] = ToHost(item.value());
+    }
+  }
+  params["token_encoding"] = ToHost(TokenEncoding(kTokens, 16));
+  HybridPlanOptions options;
+  options.full_layers = {1};
+  auto plan = PlanHybrid(Tiny(), lora, *ranks, options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  int reram_linears = 0;
+  for (const PlannedSegment& s : plan->segments) {
+    for (const SegmentOp& op : s.spec.ops()) {
+      const bool layer1 = op.weight().rfind("layers.1.", 0) == 0;
+      if (s.kind == "reram") {
+        EXPECT_EQ(op.weight().rfind("layers.0.", 0), 0u) << op.weight();
+        ++reram_linears;
+      }
+      if (op.type() == SegmentOp::LORA) EXPECT_FALSE(layer1) << op.weight();
+      if (op.type() == SegmentOp::LAYER_NORM) EXPECT_EQ(op.trainable(), layer1) << op.weight();
+    }
+  }
+  EXPECT_EQ(reram_linears, 6);  // layer 0's q, k, v, o, ff1, ff2
+  EXPECT_EQ(plan->reram_layers.size(), 6u);
+
+  DeviceExecutor::Options fp32, systolic;
+  fp32.kind = systolic.kind = "systolic";  // fp32 in place of ReRAM: exact
+  auto reram = *DeviceExecutor::Create(fp32);
+  auto arrays = *DeviceExecutor::Create(systolic);
+  LocalWorkerClient reram_client("reram", reram.get()), systolic_client("systolic", arrays.get());
+  HybridRunner runner("j", *plan, {&reram_client}, {&systolic_client}, OptimizerConfig());
+  ASSERT_TRUE(runner.Load(params, {}).ok());
+  torch::Tensor x = torch::randn({kBatch, kTokens, kFeatures});
+  torch::Tensor y = torch::randn({kBatch, kTokens, 1});
+  HostTensor hx = ToHost(x), hy = ToHost(y), prediction;
+  auto loss = runner.Forward(hx, &hy, 0, true, {}, &prediction);
+  ASSERT_TRUE(loss.ok()) << loss.status();
+  ASSERT_TRUE(runner.Backward(0, {}).ok());
+  torch::Tensor out = model->forward(x);
+  torch::Tensor ref = MseLoss(out, y);
+  ref.backward();
+  EXPECT_NEAR(*loss, ref.item<double>(), 1e-5 * std::fabs(ref.item<double>()));
+  EXPECT_LT(MaxRelDiff(prediction, out), 1e-5);
+  // Every parameter LibTorch trains has a gradient here, and no other.
+  double sq = 0, trained = 0;
+  for (auto& item : model->named_parameters()) {
+    if (!item.value().requires_grad()) continue;
+    ++trained;
+    sq += item.value().grad().pow(2).sum().item<double>();
+  }
+  double norms_sq = 0;
+  for (double n : runner.last_segment_grad_norms()) norms_sq += n * n;
+  EXPECT_NEAR(std::sqrt(norms_sq), std::sqrt(sq), 1e-4 * std::sqrt(sq));
+  EXPECT_GT(trained, 20);
+}
+
 TEST_F(HybridPlanTest, ReramSegmentsAreCloseAndWriteEachCellOnce) {
   double loss = 0;
   HostTensor prediction, input_grad;

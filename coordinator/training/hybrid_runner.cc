@@ -51,7 +51,8 @@ std::vector<WorkerClient*> HybridRunner::Workers() const {
 }
 
 absl::Status HybridRunner::Load(const std::map<std::string, HostTensor>& params,
-                                const TaskSink& sink, int64_t optimizer_steps) {
+                                const TaskSink& sink, int64_t optimizer_steps,
+                                const std::map<std::string, int64_t>& steps_by_prefix) {
   if (reram_.empty() || systolic_.empty()) {
     return absl::FailedPreconditionError(
         "the LoRA phase's device placement needs a reram and a systolic worker");
@@ -62,6 +63,8 @@ absl::Status HybridRunner::Load(const std::map<std::string, HostTensor>& params,
     *header.mutable_optimizer() = optimizer_;
     *header.mutable_segment() = segment.spec;
     header.set_optimizer_steps(optimizer_steps);
+    header.mutable_optimizer_steps_by_prefix()->insert(steps_by_prefix.begin(),
+                                                       steps_by_prefix.end());
     std::vector<TensorChunk> chunks;
     int64_t bytes = 0;
     auto add = [&](const std::string& name, const HostTensor& t) {

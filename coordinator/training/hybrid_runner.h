@@ -37,9 +37,12 @@ class HybridRunner {
 
   // Loads every segment with its parameters (by name; all must be present)
   // and, restoring a checkpoint, their optimizer state ("<name>@exp_avg",
-  // "@exp_avg_sq") after `optimizer_steps` updates.
+  // "@exp_avg_sq") after `optimizer_steps` updates; parameters under a
+  // prefix of `steps_by_prefix` after that many instead (adapters added
+  // later than the optimizer began).
   absl::Status Load(const std::map<std::string, HostTensor>& params, const TaskSink& sink,
-                    int64_t optimizer_steps = 0);
+                    int64_t optimizer_steps = 0,
+                    const std::map<std::string, int64_t>& steps_by_prefix = {});
   // Runs the segments. `targets` non-null: returns the loss (the last
   // segment's MSE); `prediction` non-null: receives the model's output.
   absl::StatusOr<double> Forward(const HostTensor& inputs, const HostTensor* targets,

@@ -2,14 +2,17 @@
 // each encoder layer switches to LoRA at its own check, a switched layer's
 // base weights stop while the other layer trains on, the job's switch is
 // the last layer's, and a job resumed between two layers' switches ends
-// like the uninterrupted one.
+// like the uninterrupted one. Under the paper's device placement each
+// layer's frozen weights go to ReRAM as it switches.
 #include <algorithm>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/tensor_codec.h"
 #include "coordinator/spec/job_spec.h"
 #include "coordinator/training/checkpoint.h"
 #include "coordinator/training/in_process_workers.h"
 #include "coordinator/training/trainer.h"
-#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace hpt {
@@ -39,12 +42,16 @@ class LayerwiseTest : public ::testing::Test {
   static constexpr uint64_t kSeed = 7;
   static constexpr double kWeightThreshold = 0.15;
 
-  // On fresh workers each time (the LoRA phase stays on the GPU worker).
-  TrainerOutcome Run(std::shared_ptr<const Checkpoint> resume) {
+  // On fresh workers each time; every update kept in `updates` if given.
+  TrainerOutcome Run(std::shared_ptr<const Checkpoint> resume,
+                     std::vector<TrainerUpdate>* updates = nullptr) {
     InProcessWorkers workers;
     TrainerOutcome out;
     Trainer::Options options = workers.Options();
-    options.on_progress = [&](const TrainerUpdate& u) { out.last = u; };
+    options.on_progress = [&](const TrainerUpdate& u) {
+      out.last = u;
+      if (updates != nullptr) updates->push_back(u);
+    };
     options.checkpoint_every = 3;
     options.on_checkpoint = [&](Checkpoint c) { out.checkpoints.push_back(std::move(c)); };
     options.resume = std::move(resume);
@@ -67,10 +74,10 @@ TEST_F(LayerwiseTest, LayersSwitchAloneAndResumeBetweenThem) {
   ASSERT_TRUE(whole.status.ok()) << whole.status;
   const HptStatus& h = whole.last.hpt;
   ASSERT_EQ(h.layer_switch_steps_size(), 2) << h.DebugString();
-  const int64_t first = *std::min_element(h.layer_switch_steps().begin(),
-                                          h.layer_switch_steps().end());
-  const int64_t last = *std::max_element(h.layer_switch_steps().begin(),
-                                         h.layer_switch_steps().end());
+  const int64_t first =
+      *std::min_element(h.layer_switch_steps().begin(), h.layer_switch_steps().end());
+  const int64_t last =
+      *std::max_element(h.layer_switch_steps().begin(), h.layer_switch_steps().end());
   ASSERT_GT(first, 0) << h.DebugString();
   ASSERT_LT(first, last) << "the layers switched together: " << h.DebugString();
   EXPECT_EQ(h.switch_step(), last);
@@ -97,17 +104,100 @@ TEST_F(LayerwiseTest, LayersSwitchAloneAndResumeBetweenThem) {
   const Checkpoint& b = *between.back();
   EXPECT_EQ(Tensor(a, frozen_q).data, Tensor(b, frozen_q).data);
   EXPECT_NE(Tensor(a, other_q).data, Tensor(b, other_q).data);
-  EXPECT_EQ(a.tensors.count(absl::StrCat("model/layers.", frozen, ".self_attn.lora_q_proj.A.weight")),
-            1u);
-  EXPECT_EQ(a.tensors.count(absl::StrCat("model/layers.", 1 - frozen,
-                                         ".self_attn.lora_q_proj.A.weight")),
-            0u);
+  EXPECT_EQ(
+      a.tensors.count(absl::StrCat("model/layers.", frozen, ".self_attn.lora_q_proj.A.weight")),
+      1u);
+  EXPECT_EQ(
+      a.tensors.count(absl::StrCat("model/layers.", 1 - frozen, ".self_attn.lora_q_proj.A.weight")),
+      0u);
   EXPECT_EQ(h.lora_ranks().count(absl::StrCat("layers.", frozen, ".self_attn.q_proj")), 1u);
 
   // Resumed between the two switches on a fresh worker: the same run.
   const TrainerOutcome resumed = Run(std::make_shared<const Checkpoint>(a));
   ASSERT_TRUE(resumed.status.ok()) << resumed.status;
   EXPECT_EQ(resumed.last.hpt.switch_step(), h.switch_step());
+  EXPECT_EQ(std::vector<int64_t>(resumed.last.hpt.layer_switch_steps().begin(),
+                                 resumed.last.hpt.layer_switch_steps().end()),
+            std::vector<int64_t>(h.layer_switch_steps().begin(), h.layer_switch_steps().end()));
+  EXPECT_NEAR(resumed.last.progress.test_loss(), whole.last.progress.test_loss(),
+              1e-5 * whole.last.progress.test_loss());
+  EXPECT_LT(MaxParameterDifference(whole.model, resumed.model), 1e-5);
+}
+
+const PhaseCost* FindPhase(const HptStatus& h, const std::string& name) {
+  for (const PhaseCost& p : h.phases()) {
+    if (p.phase() == name) return &p;
+  }
+  return nullptr;
+}
+
+TEST_F(LayerwiseTest, OnTheDevicesEachLayerGoesToReramAsItSwitches) {
+  spec_.mutable_hpt()->set_placement("paper");
+  std::vector<TrainerUpdate> updates;
+  const TrainerOutcome whole = Run(nullptr, &updates);
+  ASSERT_TRUE(whole.status.ok()) << whole.status;
+  const HptStatus& h = whole.last.hpt;
+  ASSERT_EQ(h.layer_switch_steps_size(), 2) << h.DebugString();
+  const int64_t first = std::min(h.layer_switch_steps(0), h.layer_switch_steps(1));
+  const int64_t last = std::max(h.layer_switch_steps(0), h.layer_switch_steps(1));
+  ASSERT_GT(first, 0) << h.DebugString();
+  ASSERT_LT(first, last) << "the layers switched together: " << h.DebugString();
+  EXPECT_EQ(h.switch_step(), last);
+  const int frozen = h.layer_switch_steps(0) == first ? 0 : 1;
+  const std::string frozen_prefix = absl::StrCat("layers.", frozen, ".");
+  const std::string other_prefix = absl::StrCat("layers.", 1 - frozen, ".");
+
+  // Between the switches only the switched layer's weights are on ReRAM;
+  // after the job's switch, both layers' are.
+  int between_updates = 0;
+  for (const TrainerUpdate& u : updates) {
+    const int64_t step = u.progress.step();
+    if (step < first || step >= last) continue;
+    ++between_updates;
+    ASSERT_GT(u.hpt.reram_layers_size(), 0) << "step " << step;
+    for (const ReramLayerPlacement& r : u.hpt.reram_layers()) {
+      EXPECT_TRUE(absl::StartsWith(r.layer(), frozen_prefix)) << r.layer() << " at step " << step;
+    }
+  }
+  EXPECT_GT(between_updates, 0);
+  bool other_on_reram = false;
+  for (const ReramLayerPlacement& r : h.reram_layers()) {
+    other_on_reram |= absl::StartsWith(r.layer(), other_prefix);
+  }
+  EXPECT_TRUE(other_on_reram) << h.DebugString();
+
+  // The record names the stretch between the switches as its own phase.
+  const PhaseCost* partial = FindPhase(h, "partial");
+  ASSERT_NE(partial, nullptr) << h.DebugString();
+  EXPECT_EQ(partial->first_step(), first);
+  EXPECT_EQ(partial->last_step(), last - 1);
+  EXPECT_GT(partial->simulated_s(), 0);
+  ASSERT_NE(FindPhase(h, "full"), nullptr);
+  EXPECT_EQ(FindPhase(h, "full")->last_step(), first - 1);
+  EXPECT_EQ(FindPhase(h, "lora")->first_step(), last);
+
+  // On the devices between the switches: the frozen layer's base stands
+  // still and keeps its crossbars' read state; the other layer's moves,
+  // keeping the reference weights its auto rank will need.
+  std::vector<const Checkpoint*> between;
+  for (const Checkpoint& c : whole.checkpoints) {
+    if (c.header.step() >= first && c.header.step() < last) between.push_back(&c);
+  }
+  ASSERT_GE(between.size(), 2u) << "first " << first << ", last " << last;
+  const Checkpoint& a = *between.front();
+  const Checkpoint& b = *between.back();
+  const std::string frozen_q = frozen_prefix + "self_attn.q_proj.weight";
+  const std::string other_q = other_prefix + "self_attn.q_proj.weight";
+  EXPECT_EQ(Tensor(a, frozen_q).data, Tensor(b, frozen_q).data);
+  EXPECT_NE(Tensor(a, other_q).data, Tensor(b, other_q).data);
+  EXPECT_EQ(a.tensors.count("model/" + frozen_q + kReramReadSuffix), 1u);
+  EXPECT_EQ(a.tensors.count("model/" + other_q + kReramReadSuffix), 0u);
+  EXPECT_EQ(a.tensors.count("model/" + other_q + kInitialSuffix), 1u);
+  EXPECT_EQ(a.tensors.count("model/token_encoding"), 1u);
+
+  // Resumed between the switches on fresh workers: the same run.
+  const TrainerOutcome resumed = Run(std::make_shared<const Checkpoint>(a));
+  ASSERT_TRUE(resumed.status.ok()) << resumed.status;
   EXPECT_EQ(std::vector<int64_t>(resumed.last.hpt.layer_switch_steps().begin(),
                                  resumed.last.hpt.layer_switch_steps().end()),
             std::vector<int64_t>(h.layer_switch_steps().begin(), h.layer_switch_steps().end()));

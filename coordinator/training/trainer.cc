@@ -265,10 +265,13 @@ absl::Status Trainer::RunStep(const std::vector<int64_t>& indices, int64_t step,
   ledger_.set_chain(Chain::kNone);
   const double wall_s = absl::ToDoubleSeconds(options_.now() - step_start_);
   // The step's main tasks ran data-parallel unless they ran on devices.
-  const bool data_parallel = workers_.size() > 1 && options_.head_worker == nullptr &&
-                             !(lora_step && hybrid_ != nullptr);
-  ledger_.CloseStep(step, lora_step, data_parallel ? int(workers_.size()) : 1, wall_s,
-                    /*fallback=*/!options_.fallback_reason.empty());
+  const bool data_parallel =
+      workers_.size() > 1 && options_.head_worker == nullptr && hybrid_ == nullptr;
+  StepPhase where = hybrid_ != nullptr ? StepPhase::kPartial : StepPhase::kFull;
+  if (lora_step) {
+    where = options_.fallback_reason.empty() ? StepPhase::kLora : StepPhase::kLoraOnGpu;
+  }
+  ledger_.CloseStep(step, where, data_parallel ? int(workers_.size()) : 1, wall_s);
   FinishStep(step + 1, int64_t(indices.size()), loss);
   return absl::OkStatus();
 }

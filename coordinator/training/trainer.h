@@ -162,6 +162,7 @@ class Trainer {
 
  private:
   using Chain = CostLedger::Chain;
+  using StepPhase = CostLedger::StepPhase;
 
   // A GPU worker's header for `job` (this one or its "/trial"): the model,
   // the optimizer, the tokens, and the seed plus `seed_offset` (0 the full
@@ -219,9 +220,23 @@ class Trainer {
   // The head's parameters (and optimizer state, after `optimizer_steps`
   // updates) to the head worker.
   absl::Status LoadHead(std::vector<TensorChunk> head, int64_t optimizer_steps);
-  // Plans the LoRA phase's device segments for `ranks` and loads them.
+  // Plans the device segments for `ranks` and loads them, in place of any
+  // before: the LoRA phase's, or, in the full phase under layerwise after
+  // `steps_done` steps, the switched layers' (the rest training in full on
+  // the systolic arrays with the full phase's optimizer).
   absl::Status StartHybrid(const std::map<std::string, HostTensor>& params,
-                           const std::map<std::string, int>& ranks, int64_t optimizer_steps);
+                           const std::map<std::string, int>& ranks, int64_t optimizer_steps,
+                           int64_t steps_done = 0);
+  // The model's tensors where they train now (the devices, or the first
+  // GPU worker); `optimizer_state`: with Adam's moments, the ReRAM read
+  // state and the reference weights auto ranks start from.
+  absl::StatusOr<std::map<std::string, HostTensor>> ModelTensors(bool optimizer_state);
+  // Under a device placement, the full phase's layers switched so far
+  // move to the devices: adapters made on the first GPU worker from
+  // `tensors` (the model, the kept Adam moments, the reference weights),
+  // then everything planned onto the ReRAM and systolic workers.
+  absl::Status SwitchLayersToDevices(const LoadParametersHeader& header,
+                                     std::map<std::string, HostTensor> tensors, int64_t steps_done);
   absl::Status CollectTrainedModel();
 
   // Phase control.
@@ -276,6 +291,10 @@ class Trainer {
   std::unique_ptr<PhaseController> controller_;
   size_t events_seen_ = 0;
   std::unique_ptr<HybridRunner> hybrid_;
+  // While the full phase trains on the devices (layerwise, some layers
+  // switched): the weights at the job's start ("<name>@initial"), which
+  // the GPU session keeps for auto ranks and the devices do not.
+  std::map<std::string, HostTensor> reference_weights_;
   TrainedModel trained_;
   // training.select best_validation: the epoch with the least validation
   // loss so far, with what the job keeps of it (checkpoints carry it, so a

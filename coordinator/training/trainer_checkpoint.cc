@@ -35,7 +35,7 @@ absl::StatusOr<Checkpoint> Trainer::MakeCheckpoint(int64_t step, const std::stri
     take("selected/", selected_.model.parameters);
   }
   if (hybrid_ != nullptr) {
-    ASSIGN_OR_RETURN(auto params, hybrid_->Parameters(/*optimizer_state=*/true));
+    ASSIGN_OR_RETURN(auto params, ModelTensors(/*optimizer_state=*/true));
     take("model/", std::move(params));
     return c;
   }
@@ -109,17 +109,20 @@ absl::Status Trainer::Reload(const Checkpoint& checkpoint) {
     return absl::DataLossError(absl::StrCat("the checkpoint at step ", h.step(),
                                             " holds no model parameters"));
   }
-  if (phase_ == TrainingPhase::kLora && placement_ != "gpu") {
+  // The full phase trains on the devices once a layer has switched under
+  // layerwise, as the LoRA phase does.
+  const bool partial = phase_ == TrainingPhase::kFull && controller_ != nullptr &&
+                       !controller_->SwitchedLayers().empty();
+  if ((phase_ == TrainingPhase::kLora || partial) && placement_ != "gpu") {
     std::map<std::string, int> ranks(h.hpt().lora_ranks().begin(), h.hpt().lora_ranks().end());
     // A checkpoint made on the GPU workers (a fallback) lacks the constant.
     std::map<std::string, HostTensor> params = model;
-    // The GPU session's reference weights (a checkpoint made on the GPU
-    // fallback) have no place on the devices.
-    for (auto it = params.begin(); it != params.end();) {
-      it = absl::EndsWith(it->first, kInitialSuffix) ? params.erase(it) : std::next(it);
-    }
+    // The GPU session's reference weights have no place on the devices;
+    // before the switch the trainer keeps them for the later layers' ranks.
+    std::map<std::string, HostTensor> reference = TakeSuffixed(kInitialSuffix, &params);
+    if (partial) reference_weights_ = std::move(reference);
     AddTokenEncoding(data_->num_tokens(), model_.d_model(), &params);
-    return StartHybrid(params, ranks, cursor_.main_updates);
+    return StartHybrid(params, ranks, cursor_.main_updates, h.step());
   }
   const std::map<std::string, HostTensor> on_gpu = GpuModelTensors(model);
   LoadParametersHeader header =

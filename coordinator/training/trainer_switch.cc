@@ -50,15 +50,20 @@ absl::StatusOr<Trainer::WindowDistances> Trainer::WeightDistances() {
     names.push_back(prefix + "q_proj.weight");
     names.push_back(prefix + "v_proj.weight");
   }
-  ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks, workers_[0]->Snapshot(job_id_, names));
-  ASSIGN_OR_RETURN(auto tensors, AssembleChunks(chunks));
+  std::map<std::string, HostTensor> tensors;
+  if (hybrid_ != nullptr) {  // the full phase on the devices
+    ASSIGN_OR_RETURN(tensors, hybrid_->Parameters());
+  } else {
+    ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks, workers_[0]->Snapshot(job_id_, names));
+    ASSIGN_OR_RETURN(tensors, AssembleChunks(chunks));
+  }
   // [W_q | W_v] of each layer, one after another.
   std::vector<float> w;
   std::vector<size_t> ends;
   for (size_t i = 0; i < names.size(); ++i) {
     auto it = tensors.find(names[i]);
     if (it == tensors.end()) {
-      return absl::InternalError(absl::StrCat("the GPU worker did not send '", names[i], "'"));
+      return absl::InternalError(absl::StrCat("the workers did not send '", names[i], "'"));
     }
     w.insert(w.end(), it->second.data.begin(), it->second.data.end());
     if (i % 2 == 1) ends.push_back(w.size());
@@ -96,8 +101,24 @@ absl::Status Trainer::Switch() {
   WorkerClient* gpu = workers_[0];
   gpu->Release(gpu_.trial_job()).IgnoreError();
   cursor_.trial_active = false;
-  ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks, gpu->Snapshot(job_id_, {}));
+  std::vector<TensorChunk> chunks;
+  // Layers already on ReRAM (layerwise) keep their crossbars' read state.
+  std::map<std::string, HostTensor> read_state;
+  if (hybrid_ != nullptr) {  // the full phase ran on the devices
+    ASSIGN_OR_RETURN(auto tensors, ModelTensors(/*optimizer_state=*/true));
+    read_state = TakeSuffixed(kReramReadSuffix, &tensors);
+    std::map<std::string, HostTensor> reference = TakeSuffixed(kInitialSuffix, &tensors);
+    for (auto it = tensors.begin(); it != tensors.end();) {  // a fresh optimizer
+      it = it->first.find('@') != std::string::npos ? tensors.erase(it) : std::next(it);
+    }
+    tensors.erase("token_encoding");
+    tensors.merge(reference);
+    chunks = SplitTensors(tensors);
+  } else {
+    ASSIGN_OR_RETURN(chunks, gpu->Snapshot(job_id_, {}));
+  }
   const LoadParametersHeader header = LoraHeader(job_id_, kLoraSeedOffset);
+  phase_ = TrainingPhase::kLora;
   const std::string& placement = placement_;
   // LoRA is created on the GPU workers first (adapters from the seed, B = 0,
   // auto ranks from the weight change); the device placement takes its
@@ -125,19 +146,18 @@ absl::Status Trainer::Switch() {
     ASSIGN_OR_RETURN(std::vector<TensorChunk> lora_chunks, gpu->Snapshot(job_id_, {}));
     ASSIGN_OR_RETURN(auto params, AssembleChunks(lora_chunks));
     AddTokenEncoding(data_->num_tokens(), model_.d_model(), &params);
+    params.merge(read_state);
     RETURN_IF_ERROR(StartHybrid(params, ranks, 0));
     for (WorkerClient* w : workers_) w->Release(job_id_).IgnoreError();
   }
+  reference_weights_.clear();
   cursor_.main_updates = 0;  // the LoRA model's optimizer is a fresh one
-  phase_ = TrainingPhase::kLora;
   state_.hpt.set_phase("lora");
   return absl::OkStatus();
 }
 
 absl::Status Trainer::SwitchLayers(int64_t steps_done) {
-  ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks,
-                   workers_[0]->Snapshot(job_id_, {}, /*optimizer_state=*/true));
-  ASSIGN_OR_RETURN(auto tensors, AssembleChunks(chunks));
+  ASSIGN_OR_RETURN(auto tensors, ModelTensors(/*optimizer_state=*/true));
   // Adam's moments of the layers that freeze now go; the rest keep theirs
   // (new adapters start without).
   const LoadParametersHeader header = FullHeader(steps_done);
@@ -147,12 +167,13 @@ absl::Status Trainer::SwitchLayers(int64_t steps_done) {
     const std::string& name = it->first;
     bool frozen = false;
     if (name.find('@') != std::string::npos && !absl::StrContains(name, ".lora_") &&
-        !absl::EndsWith(name, kInitialSuffix)) {
+        !absl::EndsWith(name, kInitialSuffix) && !absl::EndsWith(name, kReramReadSuffix)) {
       for (const std::string& prefix : switched) frozen |= absl::StartsWith(name, prefix);
     }
     it = frozen ? tensors.erase(it) : std::next(it);
   }
-  chunks = SplitTensors(tensors);
+  if (placement_ != "gpu") return SwitchLayersToDevices(header, std::move(tensors), steps_done);
+  std::vector<TensorChunk> chunks = SplitTensors(tensors);
   std::vector<LoadParametersResponse> loaded(workers_.size());
   RETURN_IF_ERROR(ForEachWorker(workers_.size(), [&](size_t i) -> absl::Status {
     ASSIGN_OR_RETURN(loaded[i], workers_[i]->LoadParameters(header, chunks));
@@ -168,11 +189,62 @@ absl::Status Trainer::SwitchLayers(int64_t steps_done) {
   return JoinGroups();
 }
 
+absl::Status Trainer::SwitchLayersToDevices(const LoadParametersHeader& header,
+                                            std::map<std::string, HostTensor> tensors,
+                                            int64_t steps_done) {
+  std::map<std::string, HostTensor> read_state = TakeSuffixed(kReramReadSuffix, &tensors);
+  tensors.erase("token_encoding");
+  // The adapters are made on the first GPU worker (seeded, B = 0, auto
+  // ranks from the reference weights), as at the whole model's switch.
+  WorkerClient* gpu = workers_[0];
+  const std::vector<TensorChunk> chunks = SplitTensors(tensors);
+  ASSIGN_OR_RETURN(LoadParametersResponse loaded, gpu->LoadParameters(header, chunks));
+  ledger_.Record(
+      MakeFinishedTask(AddressOf(gpu), "gpu", "load", loaded.cost(), ChunkBytes(chunks)));
+  std::map<std::string, int> ranks;
+  for (const auto& [name, rank] : loaded.lora_ranks()) {
+    ranks[name] = rank;
+    (*state_.hpt.mutable_lora_ranks())[name] = rank;
+  }
+  ASSIGN_OR_RETURN(std::vector<TensorChunk> made,
+                   gpu->Snapshot(job_id_, {}, /*optimizer_state=*/true));
+  ASSIGN_OR_RETURN(auto params, AssembleChunks(made));
+  reference_weights_ = TakeSuffixed(kInitialSuffix, &params);
+  params.merge(read_state);
+  AddTokenEncoding(data_->num_tokens(), model_.d_model(), &params);
+  RETURN_IF_ERROR(StartHybrid(params, ranks, cursor_.main_updates, steps_done));
+  for (WorkerClient* w : workers_) w->Release(job_id_).IgnoreError();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::map<std::string, HostTensor>> Trainer::ModelTensors(bool optimizer_state) {
+  if (hybrid_ != nullptr) {
+    ASSIGN_OR_RETURN(auto tensors, hybrid_->Parameters(optimizer_state));
+    if (optimizer_state) {
+      for (const auto& [name, t] : reference_weights_) tensors[name] = t;
+    }
+    return tensors;
+  }
+  ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks,
+                   workers_[0]->Snapshot(job_id_, {}, optimizer_state));
+  return AssembleChunks(chunks);
+}
+
 absl::Status Trainer::StartHybrid(const std::map<std::string, HostTensor>& params,
-                                  const std::map<std::string, int>& ranks,
-                                  int64_t optimizer_steps) {
+                                  const std::map<std::string, int>& ranks, int64_t optimizer_steps,
+                                  int64_t steps_done) {
   const std::string& placement = spec_.hpt().placement();
+  // Before the job's switch only some layers have switched (layerwise).
+  const bool partial = phase_ == TrainingPhase::kFull;
   HybridPlanOptions plan_options;
+  if (partial) {
+    const std::vector<int> switched = controller_->SwitchedLayers();
+    for (int l = 0; l < model_.num_layers(); ++l) {
+      if (std::find(switched.begin(), switched.end(), l) == switched.end()) {
+        plan_options.full_layers.push_back(l);
+      }
+    }
+  }
   plan_options.placement = placement;
   plan_options.reram_workers = int(options_.reram_workers.size());
   plan_options.systolic_workers = int(options_.systolic_workers.size());
@@ -184,10 +256,18 @@ absl::Status Trainer::StartHybrid(const std::map<std::string, HostTensor>& param
   ASSIGN_OR_RETURN(HybridPlan plan, PlanHybrid(model_, spec_.hpt().lora(), ranks, plan_options));
   DescribeReramLayers(plan, &state_.hpt);
   ledger_.SetReramChips(plan, options_.reram_workers);
-  hybrid_ = std::make_unique<HybridRunner>(job_id_, std::move(plan), options_.reram_workers,
-                                           options_.systolic_workers,
-                                           spec_.hpt().lora_optimizer());
-  return hybrid_->Load(params, ledger_.sink(), optimizer_steps);
+  // The segments of an earlier plan would otherwise stay on the workers.
+  if (hybrid_ != nullptr) hybrid_->Release();
+  hybrid_ = std::make_unique<HybridRunner>(
+      job_id_, std::move(plan), options_.reram_workers, options_.systolic_workers,
+      partial ? spec_.training().optimizer() : spec_.hpt().lora_optimizer());
+  std::map<std::string, int64_t> steps_by_prefix;
+  if (partial) {
+    const LoadParametersHeader full = FullHeader(steps_done);
+    steps_by_prefix.insert(full.optimizer_steps_by_prefix().begin(),
+                           full.optimizer_steps_by_prefix().end());
+  }
+  return hybrid_->Load(params, ledger_.sink(), optimizer_steps, steps_by_prefix);
 }
 
 void Trainer::RecordEvents() {
@@ -235,6 +315,7 @@ absl::Status Trainer::ControlPhase(const std::vector<int64_t>& indices, int64_t 
     RETURN_IF_ERROR(StartTrial());
     state_.hpt.set_phase("trial");
   } else if (action == PhaseController::Action::kSwitchLayers) {
+    ledger_.set_chain(Chain::kSwitch);
     RETURN_IF_ERROR(SwitchLayers(step + 1));
   } else if (action == PhaseController::Action::kSwitch) {
     ledger_.set_chain(Chain::kSwitch);
