@@ -173,11 +173,18 @@ int Main() {
                  absl::GetFlag(FLAGS_launch).c_str());
     return 2;
   }
-  const bool bf16 = absl::GetFlag(FLAGS_precision) == "bf16";
+  Precision::Name precision;
+  if (!Precision::Name_Parse(absl::GetFlag(FLAGS_precision), &precision) ||
+      precision == Precision::PRECISION_UNSPECIFIED) {
+    std::fprintf(stderr, "--precision must be fp32 or bf16, got '%s'\n",
+                 absl::GetFlag(FLAGS_precision).c_str());
+    return 2;
+  }
+  const bool bf16 = precision == Precision::bf16;
 
   JobSpec spec;
   spec.mutable_training()->set_launch(launch);
-  spec.mutable_training()->set_precision(absl::GetFlag(FLAGS_precision));
+  spec.mutable_training()->set_precision(precision);
   spec.mutable_model()->set_preset(absl::GetFlag(FLAGS_preset));
   spec.mutable_training()->set_epochs(1);
   spec.mutable_training()->set_batch_size(batch);

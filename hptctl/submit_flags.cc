@@ -176,7 +176,9 @@ absl::Status TrainingFromFlags(TrainingSpec& t) {
     t.set_checkpoint_every(absl::GetFlag(FLAGS_checkpoint_every));
   }
   t.set_seed(absl::GetFlag(FLAGS_seed));
-  t.set_precision(absl::GetFlag(FLAGS_precision));
+  Precision::Name precision;
+  RETURN_IF_ERROR(EnumFlag("precision", absl::GetFlag(FLAGS_precision), &precision));
+  if (precision != 0) t.set_precision(precision);
   Launch::Mode launch;
   RETURN_IF_ERROR(EnumFlag("launch", absl::GetFlag(FLAGS_launch), &launch));
   if (launch != 0) t.set_launch(launch);

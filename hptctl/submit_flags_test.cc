@@ -16,6 +16,7 @@
 ABSL_DECLARE_FLAG(std::string, switch_rule);
 ABSL_DECLARE_FLAG(std::string, mode);
 ABSL_DECLARE_FLAG(std::string, trial_test);
+ABSL_DECLARE_FLAG(std::string, precision);
 // hptctl_main.cc defines it; submit reads it.
 ABSL_FLAG(std::string, target, "", "the coordinator (unused here)");
 
@@ -84,6 +85,22 @@ TEST(SubmitFlagsTest, ModeIsTheSpecsEnum) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(), "--mode 'lora' is not hpt or full");
   absl::SetFlag(&FLAGS_mode, "");
+}
+
+TEST(SubmitFlagsTest, PrecisionIsTheSpecsEnum) {
+  absl::SetFlag(&FLAGS_precision, "bf16");
+  absl::StatusOr<SubmitJobRequest> bf16 = BuildSubmit();
+  ASSERT_TRUE(bf16.ok()) << bf16.status();
+  EXPECT_EQ(bf16->spec().training().precision(), Precision::bf16);
+  absl::SetFlag(&FLAGS_precision, "");
+  absl::StatusOr<SubmitJobRequest> unset = BuildSubmit();
+  ASSERT_TRUE(unset.ok()) << unset.status();
+  EXPECT_EQ(unset->spec().training().precision(), Precision::PRECISION_UNSPECIFIED);
+  absl::SetFlag(&FLAGS_precision, "fp16");
+  absl::StatusOr<SubmitJobRequest> bad = BuildSubmit();
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "--precision 'fp16' is not fp32 or bf16");
+  absl::SetFlag(&FLAGS_precision, "");
 }
 
 }  // namespace

@@ -49,7 +49,9 @@ inline LoadParametersHeader Header(const std::string& job, const WindowDataset& 
   h.mutable_optimizer()->set_learning_rate(1e-2);
   h.set_init_seed(7);
   h.set_num_tokens(int32_t(data.num_tokens()));
-  h.set_precision(precision);
+  Precision::Name p = Precision::PRECISION_UNSPECIFIED;
+  EXPECT_TRUE(Precision::Name_Parse(precision, &p)) << precision;
+  h.set_precision(p);
   if (samples) {
     SampleSource* s = h.mutable_samples();
     const TimeSeriesMatrix& series = data.normalized_series();

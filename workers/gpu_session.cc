@@ -220,14 +220,14 @@ std::string ShapeString(c10::IntArrayRef sizes) { return "[" + absl::StrJoin(siz
 absl::StatusOr<std::unique_ptr<GpuSession>> BuildGpuSession(
     const LoadParametersHeader& header, std::map<std::string, HostTensor> parameters,
     const GpuSession* reference, const torch::Device& device, LoadParametersResponse* response) {
-  if (!header.precision().empty() && header.precision() != "fp32" &&
-      header.precision() != "bf16") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "LoadParametersHeader.precision '", header.precision(), "' is not fp32 or bf16"));
+  if (!Precision::Name_IsValid(header.precision())) {
+    return absl::InvalidArgumentError(absl::StrCat("LoadParametersHeader.precision ",
+                                                   int(header.precision()),
+                                                   " is not fp32 or bf16: update the coordinator"));
   }
   auto session = std::make_unique<GpuSession>();
   session->config = header.model();
-  session->bf16 = header.precision() == "bf16";
+  session->bf16 = header.precision() == Precision::bf16;
   session->encoder_only = header.gpu_segment() == "encoder";
   // Seeds initialisation here and dropout in later forwards.
   torch::manual_seed(header.init_seed());

@@ -281,11 +281,8 @@ absl::Status NormalizeTraining(TrainingSpec& t) {
                    absl::StrCat("must be in 0..", kMaxBatch, " (0: automatic), got ",
                                 t.eval_batch_size()));
   }
-  if (t.precision().empty()) t.set_precision("fp32");
-  if (t.precision() != "fp32" && t.precision() != "bf16") {
-    return Invalid("training.precision",
-                   absl::StrCat("'", t.precision(), "' is not fp32 or bf16"));
-  }
+  RETURN_IF_ERROR(CheckEnum("training.precision", t.precision(), Precision::Name_descriptor()));
+  if (t.precision() == Precision::PRECISION_UNSPECIFIED) t.set_precision(Precision::fp32);
   RETURN_IF_ERROR(CheckEnum("training.launch", t.launch(), Launch::Mode_descriptor()));
   RETURN_IF_ERROR(CheckEnum("training.select", t.select(), Selection::Mode_descriptor()));
   if (t.select() == Selection::SELECT_UNSPECIFIED) t.set_select(Selection::last);
