@@ -140,9 +140,9 @@ absl::StatusOr<Result> RunOnce(const std::string& dir, bool secure) {
     grpc::ClientContext context;
     authorize(&context);
     SubmitJobRequest request;
-    request.set_spec_text(absl::StrCat(
-        "name: \"load-", i, "\" model { preset: \"tiny\" } training { epochs: 2 "
-        "max_steps_per_epoch: 20 } hpt { placement: \"gpu\" }"));
+    request.set_spec_text(absl::StrCat("name: \"load-", i,
+                                       "\" model { preset: \"tiny\" } training { epochs: 2 "
+                                       "max_steps_per_epoch: 20 } hpt { placement: gpu }"));
     Job job;
     grpc::Status s = stub->SubmitJob(&context, request, &job);
     if (!s.ok()) return absl::InternalError("submit: " + s.error_message());

@@ -79,7 +79,7 @@ absl::StatusOr<JobSpec> SmallModelSpec(const std::string& app, const std::string
   small.mutable_model()->set_num_heads(SmallModelHeads(preset, d_model));
   small.mutable_training()->set_epochs(epochs > 0 ? epochs : SmallModelEpochs(app));
   small.mutable_training()->set_batch_size(batch);
-  small.mutable_hpt()->set_placement("paper");
+  small.mutable_hpt()->set_placement(Placement::paper);
   RETURN_IF_ERROR(SetRealData(app, dir, &small));
   return small;
 }
@@ -159,7 +159,7 @@ absl::StatusOr<HptPair> RunHptOnGpuAndDevices(const JobSpec& spec, const std::st
                                                DeviceNoise noise) {
   HptPair pair;
   JobSpec on_gpu = spec;
-  on_gpu.mutable_hpt()->set_placement("gpu");
+  on_gpu.mutable_hpt()->set_placement(Placement::gpu);
   std::shared_ptr<const Checkpoint> at_switch;
   ASSIGN_OR_RETURN(pair.gpu, RunInProcess(on_gpu, TrainingMode::hpt, label + " hpt, LoRA on gpu",
                                           threads, nullptr, nullptr, [&](Checkpoint c) {
@@ -180,7 +180,8 @@ absl::StatusOr<HptPair> RunHptOnGpuAndDevices(const JobSpec& spec, const std::st
     return pair;
   }
   ASSIGN_OR_RETURN(pair.devices, RunInProcess(spec, TrainingMode::hpt,
-                                              label + " hpt, LoRA on " + spec.hpt().placement(),
+                                              label + " hpt, LoRA on " +
+                                                  Placement::Name_Name(spec.hpt().placement()),
                                               threads, nullptr, at_switch, nullptr, noise));
   return pair;
 }

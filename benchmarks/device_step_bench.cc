@@ -95,7 +95,14 @@ int main(int argc, char** argv) {
   h.set_loss_threshold(1e9);
   h.set_weight_threshold(1e9);
   h.set_trial_on_rising_loss(true);
-  h.set_placement(absl::GetFlag(FLAGS_placement));
+  hpt::Placement::Name placement;
+  if (!hpt::Placement::Name_Parse(absl::GetFlag(FLAGS_placement), &placement) ||
+      placement == hpt::Placement::PLACEMENT_UNSPECIFIED) {
+    std::fprintf(stderr, "--placement must be paper, gpu or reram_full, got '%s'\n",
+                 absl::GetFlag(FLAGS_placement).c_str());
+    return 2;
+  }
+  h.set_placement(placement);
 
   std::map<std::string, Totals> by_phase;
   Clock::time_point last = Clock::now();

@@ -104,8 +104,14 @@ absl::StatusOr<JobSpec> BaseSpec(const std::string& dataset, const std::string& 
   h.set_weight_threshold(absl::GetFlag(FLAGS_weight_threshold));
   RETURN_IF_ERROR(SetRuleName(absl::GetFlag(FLAGS_switch_rule), h));
   h.set_consecutive_checks(absl::GetFlag(FLAGS_consecutive_checks));
-  h.set_placement(absl::GetFlag(FLAGS_placement) == "none" ? "paper"
-                                                           : absl::GetFlag(FLAGS_placement));
+  const std::string placement = absl::GetFlag(FLAGS_placement);
+  Placement::Name name = Placement::paper;
+  if (placement != "none" && (!Placement::Name_Parse(placement, &name) ||
+                              name == Placement::PLACEMENT_UNSPECIFIED || name == Placement::gpu)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--placement '", placement, "' is not paper, reram_full or none"));
+  }
+  h.set_placement(name);
   RETURN_IF_ERROR(SetRealData(dataset, dir, &spec));
   return NormalizeJobSpec(spec);
 }

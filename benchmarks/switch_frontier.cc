@@ -261,7 +261,7 @@ absl::Status MeasureSeed(const App& app, uint64_t seed, bool devices_point, Seed
   out->knee = KneeOf(*out, absl::GetFlag(FLAGS_knee_tolerance));
   if (devices_point && out->knee < full.total_steps) {
     JobSpec on_devices = spec;
-    on_devices.mutable_hpt()->set_placement("paper");
+    on_devices.mutable_hpt()->set_placement(Placement::paper);
     out->devices_step = out->knee;
     ASSIGN_OR_RETURN(out->devices_rmse,
                      SwitchAt(on_devices, full, out->knee, label + " devices @knee"));
@@ -276,7 +276,7 @@ absl::StatusOr<JobSpec> SmallSpec(const std::string& app, const std::string& dir
                                                 absl::GetFlag(FLAGS_d_model),
                                                 absl::GetFlag(FLAGS_batch),
                                                 absl::GetFlag(FLAGS_epochs)));
-  spec.mutable_hpt()->set_placement("gpu");
+  spec.mutable_hpt()->set_placement(Placement::gpu);
   if (absl::GetFlag(FLAGS_select_best_validation)) {
     spec.mutable_training()->set_select(Selection::best_validation);  // 0.1 held out
   }

@@ -383,8 +383,10 @@ std::string FormatReport(const Job& job) {
   const HptStatus& h = job.hpt();
   absl::StrAppend(&out, "job ", job.job_id(), " (", job.name(), ")  ", StateName(job.state()),
                   "  wall ", FormatDuration(job.progress().elapsed_s()), "\n");
-  absl::StrAppend(&out, "placement ", h.placement().empty() ? "gpu" : h.placement(),
-                  "  window k ", WindowText(h), "  steps ", job.progress().step(), "\n");
+  const Placement::Name placement =
+      h.placement() == Placement::PLACEMENT_UNSPECIFIED ? Placement::gpu : h.placement();
+  absl::StrAppend(&out, "placement ", Placement::Name_Name(placement), "  window k ", WindowText(h),
+                  "  steps ", job.progress().step(), "\n");
   AppendRecipe(job.spec(), &out);
   if (!h.group_note().empty()) absl::StrAppend(&out, "data-parallel group: ", h.group_note(), "\n");
   if (!h.fallback_reason().empty()) {

@@ -39,7 +39,7 @@ def report(pb, job):
     h = job.hpt
     lines = [f"job {job.job_id} ({job.name}): {pb.JobState.Name(job.state).lower()}",
              f"  steps {job.progress.step}, wall {job.progress.elapsed_s:.1f} s, "
-             f"placement {h.placement or 'gpu'}"]
+             f"placement {pb.Placement.Name.Name(h.placement or pb.Placement.gpu)}"]
     if h.switch_step >= 0:
         lines.append(f"  switched to LoRA at step {h.switch_step} "
                      f"({h.lora_trainable_parameters} trainable parameters)")

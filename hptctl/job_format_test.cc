@@ -87,7 +87,7 @@ TEST(JobFormatTest, ReportShowsPhasesSwitchRatiosAndMetrics) {
   Job job = RunningJob();
   job.set_state(SUCCEEDED);
   HptStatus& h = *job.mutable_hpt();
-  h.set_placement("paper");
+  h.set_placement(Placement::paper);
   h.set_check_window_steps(15);
   h.set_check_window_samples(480);
   h.set_batch_size(32);

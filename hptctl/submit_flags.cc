@@ -255,7 +255,9 @@ absl::Status HptFromFlags(HptSpec& h) {
   TrainingMode::Name mode;
   RETURN_IF_ERROR(EnumFlag("mode", absl::GetFlag(FLAGS_mode), &mode));
   h.set_mode(mode);
-  h.set_placement(absl::GetFlag(FLAGS_placement));
+  Placement::Name placement;
+  RETURN_IF_ERROR(EnumFlag("placement", absl::GetFlag(FLAGS_placement), &placement));
+  h.set_placement(placement);
   h.set_check_window_samples(absl::GetFlag(FLAGS_check_window_samples));
   h.set_check_window_steps(absl::GetFlag(FLAGS_check_window_steps));
   h.set_project_epochs(absl::GetFlag(FLAGS_project_epochs));

@@ -381,7 +381,7 @@ constexpr char kLong[] = R"(
   model { preset: "tiny" dropout: 0.1 dropout_set: true }
   data { synthetic { stations: 8 time_steps: 1400 } }
   training { epochs: 3 batch_size: 16 seed: 9 checkpoint_every: 10 }
-  hpt { check_window_steps: 8 loss_threshold: 0.5 weight_threshold: 0.5 placement: "gpu"
+  hpt { check_window_steps: 8 loss_threshold: 0.5 weight_threshold: 0.5 placement: gpu
         lora { rank: 2 } }
 )";
 
@@ -579,7 +579,7 @@ TEST_F(FailoverTest, AJobWaitingForWorkersHoldsUpNoOther) {
   // Needs a ReRAM and a systolic worker for its LoRA phase: none exist.
   const std::string waiting = Submit(R"(
     name: "needs-devices" model { preset: "tiny" } training { epochs: 1 }
-    hpt { placement: "paper" })");
+    hpt { placement: paper })");
   const std::string quick = Submit(R"(
     name: "gpu-only" model { preset: "tiny" } training { epochs: 1 } hpt { mode: full })");
   Job done = WaitUntil(quick, Finished, absl::Seconds(50));

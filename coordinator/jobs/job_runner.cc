@@ -207,7 +207,7 @@ absl::StatusOr<std::vector<WorkerEntry>> JobRunner::AcquireWorkers(
   // it uses every one registered. Without one after hpt.device_wait_s the
   // job goes on with its fallback placement.
   const HptSpec& hpt = spec.hpt();
-  if (hpt.mode() == TrainingMode::hpt && hpt.placement() != "gpu") {
+  if (hpt.mode() == TrainingMode::hpt && hpt.placement() != Placement::gpu) {
     const bool fail = hpt.fallback_placement() == FallbackPlacement::fail;
     const absl::Duration wait =
         fail ? options_.worker_wait : absl::Seconds(hpt.device_wait_s());
@@ -218,10 +218,10 @@ absl::StatusOr<std::vector<WorkerEntry>> JobRunner::AcquireWorkers(
           fail ? "fail" : "on the GPU workers", cancelled);
       if (some.status().code() == absl::StatusCode::kCancelled) return some.status();
       if (!some.ok() && fail) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "hpt.placement '", hpt.placement(), "' needs a ", kind,
-            " worker for the LoRA phase: ", some.status().message(),
-            " (or submit with hpt.placement gpu)"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("hpt.placement ", Placement::Name_Name(hpt.placement()), " needs a ", kind,
+                         " worker for the LoRA phase: ", some.status().message(),
+                         " (or submit with hpt.placement gpu)"));
       }
       if (!some.ok()) {
         *fallback_reason = absl::StrCat("no ", kind, " worker within ",
@@ -357,8 +357,8 @@ JobRunner::AttemptEnd JobRunner::Attempt(const std::string& job_id, const JobSpe
     return end;
   }
   const HptSpec& hpt = spec.hpt();
-  const bool devices =
-      hpt.mode() == TrainingMode::hpt && hpt.placement() != "gpu" && fallback_reason.empty();
+  const bool devices = hpt.mode() == TrainingMode::hpt && hpt.placement() != Placement::gpu &&
+                       fallback_reason.empty();
   Workers workers = Connect(job_id, std::move(*entries), devices, failover);
   auto release = [&] {
     {

@@ -178,11 +178,8 @@ absl::Status NormalizeSwitchRule(HptSpec& h) {
 // The switch rule, the LoRA phase's placement and its fallback.
 absl::Status NormalizeSwitchAndPlacement(HptSpec& h) {
   RETURN_IF_ERROR(NormalizeSwitchRule(h));
-  if (h.placement().empty()) h.set_placement("paper");
-  if (h.placement() != "paper" && h.placement() != "gpu" && h.placement() != "reram_full") {
-    return Invalid("hpt.placement",
-                   absl::StrCat("'", h.placement(), "' is not paper, gpu or reram_full"));
-  }
+  RETURN_IF_ERROR(CheckEnum("hpt.placement", h.placement(), Placement::Name_descriptor()));
+  if (h.placement() == Placement::PLACEMENT_UNSPECIFIED) h.set_placement(Placement::paper);
   if (h.device_wait_s() == 0) h.set_device_wait_s(60);
   RETURN_IF_ERROR(CheckRange("hpt.device_wait_s", h.device_wait_s(), 0, 1e6));
   RETURN_IF_ERROR(CheckEnum("hpt.fallback_placement", h.fallback_placement(),

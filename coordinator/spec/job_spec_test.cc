@@ -160,8 +160,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"training { precision: fp16 }",
                 "job spec line 1 column 28: precision 'fp16' is not fp32 or bf16"},
         BadSpec{"training { precision: 9 }", "training.precision 9 is not fp32 or bf16"},
-        BadSpec{"hpt { placement: \"tpu\" }",
-                "hpt.placement 'tpu' is not paper, gpu or reram_full"},
+        BadSpec{"hpt { placement: tpu }",
+                "job spec line 1 column 22: placement 'tpu' is not paper, gpu or reram_full"},
+        BadSpec{"hpt { placement: 8 }", "hpt.placement 8 is not paper, gpu or reram_full"},
         BadSpec{"hpt { alpha: 2 }", "hpt.alpha must be in (0, 1), got 2"},
         BadSpec{"hpt { switch_rule: knee }",
                 "job spec line 1 column 25: switch_rule 'knee' is not paper, consecutive, trend, "
@@ -329,7 +330,7 @@ TEST(JobSpecTest, HptDefaultsAreThePapers) {
     const HptSpec& h = spec->hpt();
     EXPECT_EQ(h.check_window_samples(), window) << preset;
     EXPECT_EQ(h.mode(), TrainingMode::hpt);
-    EXPECT_EQ(h.placement(), "paper");
+    EXPECT_EQ(h.placement(), Placement::paper);
     EXPECT_DOUBLE_EQ(h.loss_threshold(), 0.1);
     EXPECT_DOUBLE_EQ(h.weight_threshold(), 0.01);
     EXPECT_DOUBLE_EQ(h.alpha(), 0.01);

@@ -38,7 +38,7 @@ class CheckpointResumeTest : public ::testing::TestWithParam<std::string> {
     h.set_loss_threshold(0.9);
     h.set_weight_threshold(0.9);
     h.set_switch_rule(SwitchRule::paper);  // with a trial, so its checkpoints are resumed too
-    h.set_placement(GetParam());
+    h.set_placement(PlacementNamed(GetParam()));
     h.mutable_lora()->set_rank(2);
     spec_ = *NormalizeJobSpec(spec_);
   }
@@ -194,8 +194,8 @@ TEST_P(CheckpointResumeTest, RefusesAnotherJobsOrAnotherShapesCheckpoint) {
 // devices the ReRAM is programmed and its reads quantise, so the losses
 // differ a little from the GPU's; on the GPU the run is the same run.
 TEST_P(CheckpointResumeTest, TheSwitchOfAGpuRunGoesOnOnThisPlacement) {
-  const std::string placement = spec_.hpt().placement();
-  spec_.mutable_hpt()->set_placement("gpu");
+  const Placement::Name placement = spec_.hpt().placement();
+  spec_.mutable_hpt()->set_placement(Placement::gpu);
   const TrainerOutcome on_gpu = Run(nullptr);
   ASSERT_TRUE(on_gpu.status.ok()) << on_gpu.status;
   ASSERT_GE(on_gpu.last.hpt.switch_step(), 0);
@@ -212,7 +212,7 @@ TEST_P(CheckpointResumeTest, TheSwitchOfAGpuRunGoesOnOnThisPlacement) {
   EXPECT_EQ(resumed.last.progress.step(), on_gpu.last.progress.step());
   const double test_gpu = on_gpu.last.progress.test_loss();
   const double test_resumed = resumed.last.progress.test_loss();
-  if (placement == "gpu") {
+  if (placement == Placement::gpu) {
     ExpectSameRun(on_gpu, resumed);
     EXPECT_EQ(Counter(resumed.last, "reram", "cell_writes"), 0);
   } else {

@@ -28,7 +28,7 @@ class HptTrainerTest : public ::testing::TestWithParam<std::string> {
     h.set_loss_threshold(0.9);
     h.set_weight_threshold(0.9);
     h.set_switch_rule(SwitchRule::paper);  // the paper's rule and trial, whatever the default
-    h.set_placement(placement);
+    h.set_placement(PlacementNamed(placement));
     h.mutable_lora()->set_rank(2);
     spec = *NormalizeJobSpec(spec);
     Trainer::Options options = workers_.Options();

@@ -45,7 +45,7 @@ class OpList {
     std::string kind = "systolic";
     if (!trainable) {
       kind = "reram";
-      if (options_.placement == "reram_full" && layer >= 0) op.set_trainable(true);
+      if (options_.placement == Placement::reram_full && layer >= 0) op.set_trainable(true);
     } else {
       op.set_trainable(true);
     }
@@ -231,7 +231,7 @@ absl::Status PlaceCopies(const HybridPlanOptions& options, OpList* list, HybridP
       demand.push_back({op.op.weight(), op.in_features, op.out_features,
                         2 * options.vectors_per_step});
     }
-    if (options.vectors_per_step <= 0 || options.placement == "reram_full") {
+    if (options.vectors_per_step <= 0 || options.placement == Placement::reram_full) {
       // One copy each; the chip must still hold them.
       for (ReramLayerDemand& l : demand) l.vectors = 0;
     }
@@ -308,15 +308,17 @@ void WireSegments(HybridPlan* plan) {
 absl::StatusOr<HybridPlan> PlanHybrid(const ModelConfig& model, const LoraConfig& lora,
                                       const std::map<std::string, int>& ranks,
                                       const HybridPlanOptions& options) {
-  if (options.placement != "paper" && options.placement != "reram_full") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "placement '", options.placement, "' has no device plan (paper, reram_full)"));
+  const std::string placement = Placement::Name_Name(options.placement);
+  if (options.placement != Placement::paper && options.placement != Placement::reram_full) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("placement '", placement, "' has no device plan (paper, reram_full)"));
   }
   if (options.reram_workers < 1 || options.systolic_workers < 1) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the ", options.placement, " placement needs at least one reram and one systolic "
-        "worker; registered: ", options.reram_workers, " reram, ",
-        options.systolic_workers, " systolic"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("the ", placement,
+                     " placement needs at least one reram and one systolic "
+                     "worker; registered: ",
+                     options.reram_workers, " reram, ", options.systolic_workers, " systolic"));
   }
   HybridPlan plan;
   OpList list(lora, options);

@@ -61,7 +61,7 @@ struct HybridPlan {
 };
 
 struct HybridPlanOptions {
-  std::string placement = "paper";  // paper or reram_full
+  Placement::Name placement = Placement::paper;  // paper or reram_full
   int reram_workers = 1;
   int systolic_workers = 1;
   uint64_t seed = 0;  // dropout masks

@@ -147,7 +147,7 @@ TEST_F(HybridPlanTest, PaperPlacementCutsEightSegmentsPerLayer) {
   EXPECT_EQ(plan->segments[1].spec.ops_size(), 3);  // q, k, v in one call
 
   HybridPlanOptions full;
-  full.placement = "reram_full";
+  full.placement = Placement::reram_full;
   auto what_if = PlanHybrid(Tiny(), Lora(), ranks_, full);
   ASSERT_TRUE(what_if.ok());
   for (const PlannedSegment& s : what_if->segments) {
@@ -158,10 +158,10 @@ TEST_F(HybridPlanTest, PaperPlacementCutsEightSegmentsPerLayer) {
     }
   }
   HybridPlanOptions bad;
-  bad.placement = "tpu";
+  bad.placement = Placement::gpu;
   EXPECT_EQ(PlanHybrid(Tiny(), Lora(), ranks_, bad).status().code(),
             absl::StatusCode::kInvalidArgument);
-  bad.placement = "paper";
+  bad.placement = Placement::paper;
   bad.reram_workers = 0;
   EXPECT_EQ(PlanHybrid(Tiny(), Lora(), ranks_, bad).status().code(),
             absl::StatusCode::kFailedPrecondition);

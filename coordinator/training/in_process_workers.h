@@ -61,6 +61,13 @@ inline double MaxParameterDifference(const TrainedModel& a, const TrainedModel& 
   return worst;
 }
 
+// A placement by name, for tests parameterised by names.
+inline Placement::Name PlacementNamed(const std::string& name) {
+  Placement::Name p = Placement::PLACEMENT_UNSPECIFIED;
+  Placement::Name_Parse(name, &p);
+  return p;
+}
+
 struct InProcessWorkers {
   InProcessWorkers() {
     GpuExecutor::Options g;

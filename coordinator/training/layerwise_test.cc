@@ -33,7 +33,7 @@ class LayerwiseTest : public ::testing::Test {
     h.set_check_window_steps(3);
     h.set_weight_threshold(kWeightThreshold);
     h.set_switch_rule(SwitchRule::layerwise);
-    h.set_placement("gpu");
+    h.set_placement(Placement::gpu);
     spec_ = *NormalizeJobSpec(spec_);
   }
 
@@ -132,7 +132,7 @@ const PhaseCost* FindPhase(const HptStatus& h, const std::string& name) {
 }
 
 TEST_F(LayerwiseTest, OnTheDevicesEachLayerGoesToReramAsItSwitches) {
-  spec_.mutable_hpt()->set_placement("paper");
+  spec_.mutable_hpt()->set_placement(Placement::paper);
   std::vector<TrainerUpdate> updates;
   const TrainerOutcome whole = Run(nullptr, &updates);
   ASSERT_TRUE(whole.status.ok()) << whole.status;

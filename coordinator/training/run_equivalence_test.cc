@@ -81,7 +81,7 @@ Outcome Train(const Case& c, bool runs) {
   h.set_loss_threshold(0.9);
   h.set_weight_threshold(0.9);
   EXPECT_TRUE(SetRuleName(c.rule, h).ok()) << c.rule;
-  h.set_placement(c.placement);
+  h.set_placement(PlacementNamed(c.placement));
   h.mutable_lora()->set_rank(2);
   h.mutable_lora()->set_dropout(0);
   h.mutable_lora()->set_dropout_set(true);

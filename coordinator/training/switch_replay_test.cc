@@ -32,7 +32,7 @@ class SwitchReplayTest : public ::testing::TestWithParam<std::string> {
     h.set_check_window_steps(4);
     h.set_loss_threshold(0.9);
     h.set_weight_threshold(0.9);
-    h.set_placement("gpu");
+    h.set_placement(Placement::gpu);
     ASSERT_TRUE(SetRuleName(GetParam(), h).ok()) << GetParam();
     h.set_trend_gain(0.5);  // the trend rule's bound, loose enough to switch in 8 epochs
     h.set_trial_margin(0.5);  // and the margin test's

@@ -48,7 +48,7 @@ Trainer::Trainer(std::string job_id, JobSpec spec, const WindowDataset* data,
                  std::vector<WorkerClient*> workers, Options options)
     : job_id_(std::move(job_id)),
       spec_(std::move(spec)),
-      placement_(options.fallback_reason.empty() ? spec_.hpt().placement() : "gpu"),
+      placement_(options.fallback_reason.empty() ? spec_.hpt().placement() : Placement::gpu),
       data_(data),
       workers_(std::move(workers)),
       options_(std::move(options)),
@@ -240,7 +240,7 @@ absl::Status Trainer::Prepare() {
   state_.hpt.set_check_window_steps(spec_.hpt().check_window_steps());
   state_.hpt.set_check_window_samples(spec_.hpt().check_window_samples());
   state_.hpt.set_batch_size(training.batch_size());
-  state_.hpt.set_placement(hpt_ ? spec_.hpt().placement() : "gpu");
+  state_.hpt.set_placement(hpt_ ? spec_.hpt().placement() : Placement::gpu);
   if (hpt_) {
     controller_ = std::make_unique<PhaseController>(
         PhaseControllerOptionsOf(spec_.hpt(), p.total_steps()));
@@ -298,9 +298,10 @@ absl::Status Trainer::BackToPlannedPlacement(int64_t step) {
   // The checkpoint of this step boundary: the caller resumes from it on the
   // planned placement, so no step is lost.
   RETURN_IF_ERROR(SaveCheckpoint(step, "the planned placement's workers are back"));
-  return absl::AbortedError(absl::StrCat(
-      "the ", spec_.hpt().placement(), " placement's workers are back at step ", step,
-      ": leaving the fallback (", options_.fallback_reason, ")"));
+  return absl::AbortedError(absl::StrCat("the ", Placement::Name_Name(spec_.hpt().placement()),
+                                         " placement's workers are back at step ", step,
+                                         ": leaving the fallback (", options_.fallback_reason,
+                                         ")"));
 }
 
 absl::Status Trainer::Run() {

@@ -272,8 +272,8 @@ class Trainer {
 
   const std::string job_id_;
   const JobSpec spec_;
-  // Where the LoRA phase runs: the spec's placement, or "gpu" on fallback.
-  const std::string placement_;
+  // Where the LoRA phase runs: the spec's placement, or gpu on fallback.
+  const Placement::Name placement_;
   const WindowDataset* data_;
   std::vector<WorkerClient*> workers_;
   Options options_;

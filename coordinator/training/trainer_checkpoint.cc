@@ -113,7 +113,7 @@ absl::Status Trainer::Reload(const Checkpoint& checkpoint) {
   // layerwise, as the LoRA phase does.
   const bool partial = phase_ == TrainingPhase::kFull && controller_ != nullptr &&
                        !controller_->SwitchedLayers().empty();
-  if ((phase_ == TrainingPhase::kLora || partial) && placement_ != "gpu") {
+  if ((phase_ == TrainingPhase::kLora || partial) && placement_ != Placement::gpu) {
     std::map<std::string, int> ranks(h.hpt().lora_ranks().begin(), h.hpt().lora_ranks().end());
     // A checkpoint made on the GPU workers (a fallback) lacks the constant.
     std::map<std::string, HostTensor> params = model;

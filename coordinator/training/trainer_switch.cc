@@ -119,11 +119,11 @@ absl::Status Trainer::Switch() {
   }
   const LoadParametersHeader header = LoraHeader(job_id_, kLoraSeedOffset);
   phase_ = TrainingPhase::kLora;
-  const std::string& placement = placement_;
+  const Placement::Name placement = placement_;
   // LoRA is created on the GPU workers first (adapters from the seed, B = 0,
   // auto ranks from the weight change); the device placement takes its
   // tensors from there.
-  const size_t reload = placement == "gpu" ? workers_.size() : 1;
+  const size_t reload = placement == Placement::gpu ? workers_.size() : 1;
   std::vector<LoadParametersResponse> loaded(reload);
   RETURN_IF_ERROR(ForEachWorker(reload, [&](size_t i) -> absl::Status {
     ASSIGN_OR_RETURN(loaded[i], workers_[i]->LoadParameters(header, chunks));
@@ -140,7 +140,7 @@ absl::Status Trainer::Switch() {
     (*state_.hpt.mutable_lora_ranks())[name] = rank;
   }
   state_.hpt.set_lora_trainable_parameters(loaded[0].num_trainable());
-  if (placement == "gpu") {
+  if (placement == Placement::gpu) {
     RETURN_IF_ERROR(JoinGroups());
   } else {
     ASSIGN_OR_RETURN(std::vector<TensorChunk> lora_chunks, gpu->Snapshot(job_id_, {}));
@@ -172,7 +172,8 @@ absl::Status Trainer::SwitchLayers(int64_t steps_done) {
     }
     it = frozen ? tensors.erase(it) : std::next(it);
   }
-  if (placement_ != "gpu") return SwitchLayersToDevices(header, std::move(tensors), steps_done);
+  if (placement_ != Placement::gpu)
+    return SwitchLayersToDevices(header, std::move(tensors), steps_done);
   std::vector<TensorChunk> chunks = SplitTensors(tensors);
   std::vector<LoadParametersResponse> loaded(workers_.size());
   RETURN_IF_ERROR(ForEachWorker(workers_.size(), [&](size_t i) -> absl::Status {
@@ -233,7 +234,6 @@ absl::StatusOr<std::map<std::string, HostTensor>> Trainer::ModelTensors(bool opt
 absl::Status Trainer::StartHybrid(const std::map<std::string, HostTensor>& params,
                                   const std::map<std::string, int>& ranks, int64_t optimizer_steps,
                                   int64_t steps_done) {
-  const std::string& placement = spec_.hpt().placement();
   // Before the job's switch only some layers have switched (layerwise).
   const bool partial = phase_ == TrainingPhase::kFull;
   HybridPlanOptions plan_options;
@@ -245,7 +245,7 @@ absl::Status Trainer::StartHybrid(const std::map<std::string, HostTensor>& param
       }
     }
   }
-  plan_options.placement = placement;
+  plan_options.placement = spec_.hpt().placement();
   plan_options.reram_workers = int(options_.reram_workers.size());
   plan_options.systolic_workers = int(options_.systolic_workers.size());
   plan_options.seed = spec_.training().seed();
