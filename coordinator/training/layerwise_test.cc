@@ -65,6 +65,31 @@ class LayerwiseTest : public ::testing::Test {
     return c.tensors.at("model/" + name);
   }
 
+  // The checkpoints from the first layer's switch to just before the last.
+  static std::vector<const Checkpoint*> Between(const TrainerOutcome& run, int64_t first,
+                                                int64_t last) {
+    std::vector<const Checkpoint*> between;
+    for (const Checkpoint& c : run.checkpoints) {
+      if (c.header.step() >= first && c.header.step() < last) between.push_back(&c);
+    }
+    return between;
+  }
+
+  // A run resumed from `from` switches its layers where `whole` did and
+  // ends with its model.
+  void ExpectResumedRunEndsTheSame(const TrainerOutcome& whole, const Checkpoint& from) {
+    const TrainerOutcome resumed = Run(std::make_shared<const Checkpoint>(from));
+    ASSERT_TRUE(resumed.status.ok()) << resumed.status;
+    const HptStatus& h = whole.last.hpt;
+    EXPECT_EQ(resumed.last.hpt.switch_step(), h.switch_step());
+    EXPECT_EQ(std::vector<int64_t>(resumed.last.hpt.layer_switch_steps().begin(),
+                                   resumed.last.hpt.layer_switch_steps().end()),
+              std::vector<int64_t>(h.layer_switch_steps().begin(), h.layer_switch_steps().end()));
+    EXPECT_NEAR(resumed.last.progress.test_loss(), whole.last.progress.test_loss(),
+                1e-5 * whole.last.progress.test_loss());
+    EXPECT_LT(MaxParameterDifference(whole.model, resumed.model), 1e-5);
+  }
+
   std::unique_ptr<WindowDataset> data_;
   JobSpec spec_;
 };
@@ -95,10 +120,7 @@ TEST_F(LayerwiseTest, LayersSwitchAloneAndResumeBetweenThem) {
   EXPECT_EQ(switched_checks, 2);
   // Between the switches: the frozen layer's base stands still and has an
   // adapter; the other layer's base moves and has none.
-  std::vector<const Checkpoint*> between;
-  for (const Checkpoint& c : whole.checkpoints) {
-    if (c.header.step() >= first && c.header.step() < last) between.push_back(&c);
-  }
+  const std::vector<const Checkpoint*> between = Between(whole, first, last);
   ASSERT_GE(between.size(), 2u) << "first " << first << ", last " << last;
   const Checkpoint& a = *between.front();
   const Checkpoint& b = *between.back();
@@ -113,15 +135,7 @@ TEST_F(LayerwiseTest, LayersSwitchAloneAndResumeBetweenThem) {
   EXPECT_EQ(h.lora_ranks().count(absl::StrCat("layers.", frozen, ".self_attn.q_proj")), 1u);
 
   // Resumed between the two switches on a fresh worker: the same run.
-  const TrainerOutcome resumed = Run(std::make_shared<const Checkpoint>(a));
-  ASSERT_TRUE(resumed.status.ok()) << resumed.status;
-  EXPECT_EQ(resumed.last.hpt.switch_step(), h.switch_step());
-  EXPECT_EQ(std::vector<int64_t>(resumed.last.hpt.layer_switch_steps().begin(),
-                                 resumed.last.hpt.layer_switch_steps().end()),
-            std::vector<int64_t>(h.layer_switch_steps().begin(), h.layer_switch_steps().end()));
-  EXPECT_NEAR(resumed.last.progress.test_loss(), whole.last.progress.test_loss(),
-              1e-5 * whole.last.progress.test_loss());
-  EXPECT_LT(MaxParameterDifference(whole.model, resumed.model), 1e-5);
+  ExpectResumedRunEndsTheSame(whole, a);
 }
 
 const PhaseCost* FindPhase(const HptStatus& h, const std::string& name) {
@@ -179,10 +193,7 @@ TEST_F(LayerwiseTest, OnTheDevicesEachLayerGoesToReramAsItSwitches) {
   // On the devices between the switches: the frozen layer's base stands
   // still and keeps its crossbars' read state; the other layer's moves,
   // keeping the reference weights its auto rank will need.
-  std::vector<const Checkpoint*> between;
-  for (const Checkpoint& c : whole.checkpoints) {
-    if (c.header.step() >= first && c.header.step() < last) between.push_back(&c);
-  }
+  const std::vector<const Checkpoint*> between = Between(whole, first, last);
   ASSERT_GE(between.size(), 2u) << "first " << first << ", last " << last;
   const Checkpoint& a = *between.front();
   const Checkpoint& b = *between.back();
@@ -196,14 +207,7 @@ TEST_F(LayerwiseTest, OnTheDevicesEachLayerGoesToReramAsItSwitches) {
   EXPECT_EQ(a.tensors.count("model/token_encoding"), 1u);
 
   // Resumed between the switches on fresh workers: the same run.
-  const TrainerOutcome resumed = Run(std::make_shared<const Checkpoint>(a));
-  ASSERT_TRUE(resumed.status.ok()) << resumed.status;
-  EXPECT_EQ(std::vector<int64_t>(resumed.last.hpt.layer_switch_steps().begin(),
-                                 resumed.last.hpt.layer_switch_steps().end()),
-            std::vector<int64_t>(h.layer_switch_steps().begin(), h.layer_switch_steps().end()));
-  EXPECT_NEAR(resumed.last.progress.test_loss(), whole.last.progress.test_loss(),
-              1e-5 * whole.last.progress.test_loss());
-  EXPECT_LT(MaxParameterDifference(whole.model, resumed.model), 1e-5);
+  ExpectResumedRunEndsTheSame(whole, a);
 }
 
 }  // namespace
