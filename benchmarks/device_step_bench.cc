@@ -23,6 +23,7 @@
 #include "absl/flags/parse.h"
 #include "benchmarks/bench_jobs.h"
 #include "common/process_setup.h"
+#include "coordinator/spec/enum_names.h"
 #include "coordinator/training/trainer.h"
 
 ABSL_FLAG(std::string, data_dir, "../shared/data", "The real data sets' folder.");
@@ -96,10 +97,10 @@ int main(int argc, char** argv) {
   h.set_weight_threshold(1e9);
   h.set_trial_on_rising_loss(true);
   hpt::Placement::Name placement;
-  if (!hpt::Placement::Name_Parse(absl::GetFlag(FLAGS_placement), &placement) ||
-      placement == hpt::Placement::PLACEMENT_UNSPECIFIED) {
-    std::fprintf(stderr, "--placement must be paper, gpu or reram_full, got '%s'\n",
-                 absl::GetFlag(FLAGS_placement).c_str());
+  if (absl::Status s =
+          hpt::ParseEnumName("--placement", absl::GetFlag(FLAGS_placement), &placement);
+      !s.ok()) {
+    std::fprintf(stderr, "device_step_bench: %s\n", std::string(s.message()).c_str());
     return 2;
   }
   h.set_placement(placement);

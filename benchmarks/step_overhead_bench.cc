@@ -29,6 +29,7 @@
 #include "common/process_setup.h"
 #include "common/test_util.h"
 #include "coordinator/dispatch/grpc_worker_client.h"
+#include "coordinator/spec/enum_names.h"
 #include "coordinator/spec/job_spec.h"
 #include "coordinator/training/trainer.h"
 #include "data/synthetic.h"
@@ -167,17 +168,13 @@ int Main() {
   }
   if (absl::GetFlag(FLAGS_threads) > 0) torch::set_num_threads(absl::GetFlag(FLAGS_threads));
   Launch::Mode launch;
-  if (!Launch::Mode_Parse(absl::GetFlag(FLAGS_launch), &launch) ||
-      launch == Launch::LAUNCH_UNSPECIFIED) {
-    std::fprintf(stderr, "--launch must be eager or graph, got '%s'\n",
-                 absl::GetFlag(FLAGS_launch).c_str());
-    return 2;
-  }
   Precision::Name precision;
-  if (!Precision::Name_Parse(absl::GetFlag(FLAGS_precision), &precision) ||
-      precision == Precision::PRECISION_UNSPECIFIED) {
-    std::fprintf(stderr, "--precision must be fp32 or bf16, got '%s'\n",
-                 absl::GetFlag(FLAGS_precision).c_str());
+  absl::Status parsed = ParseEnumName("--launch", absl::GetFlag(FLAGS_launch), &launch);
+  if (parsed.ok()) {
+    parsed = ParseEnumName("--precision", absl::GetFlag(FLAGS_precision), &precision);
+  }
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(parsed.message()).c_str());
     return 2;
   }
   const bool bf16 = precision == Precision::bf16;

@@ -267,8 +267,9 @@ void CompareProjected(const RecordedPhases& p, const ComparisonInputs& in, CostC
   c->set_projected_gpu_only_time_s(mean_s * double(n));
   c->set_projected_gpu_only_energy_j(mean_j * double(n));
   if (switched || partial > 0) {
-    // The full phase as run (with trials, per step) up to the switch, the
-    // switch once, then LoRA-phase steps at their mean.
+    // The full phase as run (with trials, per step) up to the first
+    // switch, the partial steps at their mean, the switches once, then
+    // LoRA-phase steps at their mean.
     const int64_t lora_n = n - before - partial;
     c->set_projected_hpt_time_s(c->full_step_with_trials_s() * double(before) +
                                 partial_mean_s * double(partial) + p.switch_cost.simulated_s() +

@@ -116,17 +116,9 @@ absl::StatusOr<std::map<std::string, HostTensor>> NamedTensors(
 }
 
 // How many fewer updates parameter `name`'s Adam state has than the
-// job's: optimizer_steps less its optimizer_steps_by_prefix entry (the
-// longest prefix that matches), 0 where none matches.
+// job's: optimizer_steps less its own (OptimizerStepsOf).
 absl::StatusOr<int64_t> AdamLag(const LoadParametersHeader& header, const std::string& name) {
-  size_t longest = 0;
-  int64_t steps = header.optimizer_steps();
-  for (const auto& [prefix, n] : header.optimizer_steps_by_prefix()) {
-    if (prefix.size() > longest && absl::StartsWith(name, prefix)) {
-      longest = prefix.size();
-      steps = n;
-    }
-  }
+  const int64_t steps = OptimizerStepsOf(header, name);
   if (steps < 0 || steps > header.optimizer_steps()) {
     return absl::InvalidArgumentError(
         absl::StrCat("optimizer_steps_by_prefix gives '", name, "' ", steps,

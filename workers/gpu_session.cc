@@ -168,14 +168,7 @@ absl::Status RestoreOptimizerState(const std::map<std::string, HostTensor>& stat
     auto m = state.find(item.key() + kExpAvgSuffix);
     auto v = state.find(item.key() + kExpAvgSqSuffix);
     if (m == state.end() || v == state.end()) continue;
-    int64_t steps = header.optimizer_steps();
-    size_t longest = 0;
-    for (const auto& [prefix, n] : header.optimizer_steps_by_prefix()) {
-      if (prefix.size() > longest && absl::StartsWith(item.key(), prefix)) {
-        longest = prefix.size();
-        steps = n;
-      }
-    }
+    const int64_t steps = OptimizerStepsOf(header, item.key());
     if (steps <= 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           "LoadParameters sent optimizer state for '", item.key(),

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "proto/worker_service.pb.h"
 
@@ -43,6 +44,21 @@ inline absl::Status CheckLearningRate(const ApplyUpdateRequest& request) {
 // "<name>@exp_avg_sq"; proto/worker_service.proto).
 inline constexpr char kExpAvgSuffix[] = "@exp_avg";
 inline constexpr char kExpAvgSqSuffix[] = "@exp_avg_sq";
+
+// The updates a load says parameter `name`'s optimizer state has had: the
+// longest optimizer_steps_by_prefix entry that matches it (an adapter
+// added after the optimizer began), else optimizer_steps.
+inline int64_t OptimizerStepsOf(const LoadParametersHeader& header, const std::string& name) {
+  int64_t steps = header.optimizer_steps();
+  size_t longest = 0;
+  for (const auto& [prefix, n] : header.optimizer_steps_by_prefix()) {
+    if (prefix.size() > longest && absl::StartsWith(name, prefix)) {
+      longest = prefix.size();
+      steps = n;
+    }
+  }
+  return steps;
+}
 
 // "job 'J' step S micro-batch M segment 'G'", for errors.
 inline std::string TaskKeyString(const TaskKey& key) {

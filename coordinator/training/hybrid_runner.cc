@@ -221,11 +221,11 @@ absl::Status HybridRunner::Update(int64_t step, double learning_rate,
 }
 
 absl::StatusOr<std::map<std::string, HostTensor>> HybridRunner::Parameters(
-    bool optimizer_state) {
+    bool optimizer_state, const std::vector<std::string>& names) {
   ChunkAssembler assembler;
   for (WorkerClient* worker : Workers()) {
     ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks,
-                     worker->Snapshot(job_id_, {}, optimizer_state));
+                     worker->Snapshot(job_id_, names, optimizer_state));
     for (const TensorChunk& c : chunks) RETURN_IF_ERROR(assembler.Add(c));
   }
   return assembler.Finish();

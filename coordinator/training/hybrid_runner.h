@@ -52,8 +52,10 @@ class HybridRunner {
   absl::Status Backward(int64_t step, const TaskSink& sink,
                         HostTensor* input_grad = nullptr);
   absl::Status Update(int64_t step, double learning_rate, const TaskSink& sink);
-  // Every parameter held by the segments (and the optimizer's state).
-  absl::StatusOr<std::map<std::string, HostTensor>> Parameters(bool optimizer_state = false);
+  // The parameters held by the segments (and the optimizer's state): those
+  // named, or every one.
+  absl::StatusOr<std::map<std::string, HostTensor>> Parameters(
+      bool optimizer_state = false, const std::vector<std::string>& names = {});
   void Release();
 
   const HybridPlan& plan() const { return plan_; }

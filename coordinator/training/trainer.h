@@ -237,6 +237,15 @@ class Trainer {
   // then everything planned onto the ReRAM and systolic workers.
   absl::Status SwitchLayersToDevices(const LoadParametersHeader& header,
                                      std::map<std::string, HostTensor> tensors, int64_t steps_done);
+  // The adapters' ranks a LoRA load made, kept in the job's status.
+  std::map<std::string, int> KeepLoraRanks(const LoadParametersResponse& loaded);
+  // From the first GPU worker, which has just made the adapters, to the
+  // devices (StartHybrid) with `read_state` for the layers already on
+  // ReRAM; the GPU workers released. In the full phase the Adam moments
+  // come along and the reference weights stay with the trainer.
+  absl::Status MoveToDevices(const std::map<std::string, int>& ranks,
+                             std::map<std::string, HostTensor> read_state, int64_t optimizer_steps,
+                             int64_t steps_done);
   absl::Status CollectTrainedModel();
 
   // Phase control.

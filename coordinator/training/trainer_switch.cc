@@ -52,7 +52,7 @@ absl::StatusOr<Trainer::WindowDistances> Trainer::WeightDistances() {
   }
   std::map<std::string, HostTensor> tensors;
   if (hybrid_ != nullptr) {  // the full phase on the devices
-    ASSIGN_OR_RETURN(tensors, hybrid_->Parameters());
+    ASSIGN_OR_RETURN(tensors, hybrid_->Parameters(/*optimizer_state=*/false, names));
   } else {
     ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks, workers_[0]->Snapshot(job_id_, names));
     ASSIGN_OR_RETURN(tensors, AssembleChunks(chunks));
@@ -105,25 +105,23 @@ absl::Status Trainer::Switch() {
   // Layers already on ReRAM (layerwise) keep their crossbars' read state.
   std::map<std::string, HostTensor> read_state;
   if (hybrid_ != nullptr) {  // the full phase ran on the devices
-    ASSIGN_OR_RETURN(auto tensors, ModelTensors(/*optimizer_state=*/true));
+    ASSIGN_OR_RETURN(auto tensors, hybrid_->Parameters(/*optimizer_state=*/true));
     read_state = TakeSuffixed(kReramReadSuffix, &tensors);
-    std::map<std::string, HostTensor> reference = TakeSuffixed(kInitialSuffix, &tensors);
     for (auto it = tensors.begin(); it != tensors.end();) {  // a fresh optimizer
       it = it->first.find('@') != std::string::npos ? tensors.erase(it) : std::next(it);
     }
-    tensors.erase("token_encoding");
-    tensors.merge(reference);
+    tensors = GpuModelTensors(std::move(tensors));
+    tensors.merge(reference_weights_);  // what the auto ranks measure from
     chunks = SplitTensors(tensors);
   } else {
     ASSIGN_OR_RETURN(chunks, gpu->Snapshot(job_id_, {}));
   }
   const LoadParametersHeader header = LoraHeader(job_id_, kLoraSeedOffset);
   phase_ = TrainingPhase::kLora;
-  const Placement::Name placement = placement_;
   // LoRA is created on the GPU workers first (adapters from the seed, B = 0,
   // auto ranks from the weight change); the device placement takes its
   // tensors from there.
-  const size_t reload = placement == Placement::gpu ? workers_.size() : 1;
+  const size_t reload = placement_ == Placement::gpu ? workers_.size() : 1;
   std::vector<LoadParametersResponse> loaded(reload);
   RETURN_IF_ERROR(ForEachWorker(reload, [&](size_t i) -> absl::Status {
     ASSIGN_OR_RETURN(loaded[i], workers_[i]->LoadParameters(header, chunks));
@@ -134,21 +132,12 @@ absl::Status Trainer::Switch() {
         MakeFinishedTask(AddressOf(workers_[i]), "gpu", "load", loaded[i].cost(), ChunkBytes(chunks)));
   }
   ledger_.set_trainable_bytes(loaded[0].num_trainable() * int64_t(sizeof(float)));
-  std::map<std::string, int> ranks;
-  for (const auto& [name, rank] : loaded[0].lora_ranks()) {
-    ranks[name] = rank;
-    (*state_.hpt.mutable_lora_ranks())[name] = rank;
-  }
+  const std::map<std::string, int> ranks = KeepLoraRanks(loaded[0]);
   state_.hpt.set_lora_trainable_parameters(loaded[0].num_trainable());
-  if (placement == Placement::gpu) {
+  if (placement_ == Placement::gpu) {
     RETURN_IF_ERROR(JoinGroups());
   } else {
-    ASSIGN_OR_RETURN(std::vector<TensorChunk> lora_chunks, gpu->Snapshot(job_id_, {}));
-    ASSIGN_OR_RETURN(auto params, AssembleChunks(lora_chunks));
-    AddTokenEncoding(data_->num_tokens(), model_.d_model(), &params);
-    params.merge(read_state);
-    RETURN_IF_ERROR(StartHybrid(params, ranks, 0));
-    for (WorkerClient* w : workers_) w->Release(job_id_).IgnoreError();
+    RETURN_IF_ERROR(MoveToDevices(ranks, std::move(read_state), 0, 0));
   }
   reference_weights_.clear();
   cursor_.main_updates = 0;  // the LoRA model's optimizer is a fresh one
@@ -184,9 +173,7 @@ absl::Status Trainer::SwitchLayers(int64_t steps_done) {
   for (size_t i = 0; i < workers_.size(); ++i) {
     ledger_.Record(MakeFinishedTask(AddressOf(workers_[i]), "gpu", "load", loaded[i].cost(), bytes));
   }
-  for (const auto& [name, rank] : loaded[0].lora_ranks()) {
-    (*state_.hpt.mutable_lora_ranks())[name] = rank;
-  }
+  KeepLoraRanks(loaded[0]);
   return JoinGroups();
 }
 
@@ -194,26 +181,38 @@ absl::Status Trainer::SwitchLayersToDevices(const LoadParametersHeader& header,
                                             std::map<std::string, HostTensor> tensors,
                                             int64_t steps_done) {
   std::map<std::string, HostTensor> read_state = TakeSuffixed(kReramReadSuffix, &tensors);
-  tensors.erase("token_encoding");
   // The adapters are made on the first GPU worker (seeded, B = 0, auto
   // ranks from the reference weights), as at the whole model's switch.
   WorkerClient* gpu = workers_[0];
-  const std::vector<TensorChunk> chunks = SplitTensors(tensors);
+  const std::vector<TensorChunk> chunks = SplitTensors(GpuModelTensors(std::move(tensors)));
   ASSIGN_OR_RETURN(LoadParametersResponse loaded, gpu->LoadParameters(header, chunks));
   ledger_.Record(
       MakeFinishedTask(AddressOf(gpu), "gpu", "load", loaded.cost(), ChunkBytes(chunks)));
+  return MoveToDevices(KeepLoraRanks(loaded), std::move(read_state), cursor_.main_updates,
+                       steps_done);
+}
+
+std::map<std::string, int> Trainer::KeepLoraRanks(const LoadParametersResponse& loaded) {
   std::map<std::string, int> ranks;
   for (const auto& [name, rank] : loaded.lora_ranks()) {
     ranks[name] = rank;
     (*state_.hpt.mutable_lora_ranks())[name] = rank;
   }
-  ASSIGN_OR_RETURN(std::vector<TensorChunk> made,
-                   gpu->Snapshot(job_id_, {}, /*optimizer_state=*/true));
+  return ranks;
+}
+
+absl::Status Trainer::MoveToDevices(const std::map<std::string, int>& ranks,
+                                    std::map<std::string, HostTensor> read_state,
+                                    int64_t optimizer_steps, int64_t steps_done) {
+  // The full phase (layerwise) keeps its Adam moments; the LoRA phase
+  // starts a fresh optimizer.
+  const bool partial = phase_ == TrainingPhase::kFull;
+  ASSIGN_OR_RETURN(std::vector<TensorChunk> made, workers_[0]->Snapshot(job_id_, {}, partial));
   ASSIGN_OR_RETURN(auto params, AssembleChunks(made));
   reference_weights_ = TakeSuffixed(kInitialSuffix, &params);
   params.merge(read_state);
   AddTokenEncoding(data_->num_tokens(), model_.d_model(), &params);
-  RETURN_IF_ERROR(StartHybrid(params, ranks, cursor_.main_updates, steps_done));
+  RETURN_IF_ERROR(StartHybrid(params, ranks, optimizer_steps, steps_done));
   for (WorkerClient* w : workers_) w->Release(job_id_).IgnoreError();
   return absl::OkStatus();
 }
