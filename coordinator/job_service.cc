@@ -10,6 +10,7 @@
 #include "common/grpc_status.h"
 #include "common/peer_role.h"
 #include "common/tensor_codec.h"
+#include "models/torchscript_model.h"
 
 namespace hpt {
 namespace {
@@ -206,8 +207,8 @@ grpc::ServerUnaryReactor* JobServiceImpl::ResumeJob(grpc::CallbackServerContext*
                   [this, request] { return jobs_->Resume(request->job_id(), request->step()); });
 }
 
-// Streams a trained model: its configuration, then its parameters in
-// chunks, one write at a time.
+// Streams a trained model: its configuration, its parameters in chunks,
+// then its TorchScript file in pieces, one write at a time.
 class JobServiceImpl::ExportReactor : public grpc::ServerWriteReactor<ExportModelChunk> {
  public:
   ExportReactor(JobManager* jobs, const std::string& job_id) {
@@ -222,6 +223,16 @@ class JobServiceImpl::ExportReactor : public grpc::ServerWriteReactor<ExportMode
     }
     for (TensorChunk& c : SplitTensors((*model)->parameters)) {
       *messages_.emplace_back().mutable_chunk() = std::move(c);
+    }
+    absl::StatusOr<std::string> script =
+        TorchModelBytes((*model)->config, (*model)->parameters, (*model)->units);
+    if (!script.ok()) {
+      Finish(ToGrpcStatus(script.status()));
+      return;
+    }
+    constexpr size_t kPiece = size_t{1} << 20;  // well under gRPC's 4 MiB message limit
+    for (size_t at = 0; at < script->size(); at += kPiece) {
+      messages_.emplace_back().set_torchscript(script->substr(at, kPiece));
     }
     Next();
   }

@@ -9,11 +9,11 @@
 #include "common/output_file.h"
 #include "common/tensor_codec.h"
 #include "hptctl/job_format.h"
-#include "hptctl/model_file.h"
 #include "hptctl/npy_file.h"
 #include "hptctl/request_text.h"
 #include "hptctl/safetensors_file.h"
 #include "hptctl/unary_call.h"
+#include "models/model_config.h"
 
 namespace hpt {
 namespace {
@@ -40,6 +40,8 @@ int ExportCommand(JobService::Stub& stub, const std::string& job_id,
   if (job_id.empty() || out.empty()) {
     return UsageError("export needs a job id and --out, e.g. hptctl export job-000001 --out model.pt");
   }
+  // A folder that is missing or not writable is said before the download.
+  if (absl::Status s = CheckOutputPath(out); !s.ok()) return Fail(s);
   grpc::ClientContext context;  // a large model may take a while: no deadline
   options.authorize(&context);
   ExportModelRequest request;
@@ -50,9 +52,11 @@ int ExportCommand(JobService::Stub& stub, const std::string& job_id,
   ModelConfig config;
   DataUnits units;
   ChunkAssembler assembler;
+  std::string script;  // FILE.pt, written by the coordinator's LibTorch
   while (reader->Read(&message)) {
     if (message.has_model()) config = message.model();
     if (message.has_data_units()) units = message.data_units();
+    if (message.has_torchscript()) script += message.torchscript();
     if (message.has_chunk()) {
       absl::Status added = assembler.Add(message.chunk());
       if (!added.ok()) return Fail(added);
@@ -62,7 +66,11 @@ int ExportCommand(JobService::Stub& stub, const std::string& job_id,
   if (!s.ok()) return Fail(s);
   absl::StatusOr<std::map<std::string, HostTensor>> params = assembler.Finish();
   if (!params.ok()) return Fail(params.status());
-  s = WriteTorchModel(config, *params, units, out);
+  if (script.empty()) {
+    return Fail(absl::UnavailableError(
+        "the coordinator sent no TorchScript model: it predates hptctl; upgrade the coordinator"));
+  }
+  s = WriteOutputFile(out, script);
   if (!s.ok()) return Fail(s);
   const std::string config_json = ToJson(config);
   // model.json: the ModelConfig's fields, and the data's units beside them.

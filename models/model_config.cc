@@ -67,4 +67,8 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
   return absl::OkStatus();
 }
 
+bool UsesDataUnits(const DataUnits& units) {
+  return units.per_token() && units.mean_size() > 0 && units.sd_size() == units.mean_size();
+}
+
 }  // namespace hpt

@@ -24,6 +24,10 @@ std::vector<std::string> PresetNames();
 // Checks every field; messages name the field ("model.num_heads") and value.
 absl::Status ValidateModelConfig(const ModelConfig& config);
 
+// Whether `units` let an exported model work in the data's units: its
+// tokens are the stations, each with a mean and a standard deviation.
+bool UsesDataUnits(const DataUnits& units);
+
 }  // namespace hpt
 
 #endif  // HPT_MODELS_MODEL_CONFIG_H_

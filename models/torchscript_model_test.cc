@@ -1,4 +1,4 @@
-#include "hptctl/model_file.h"
+#include "models/torchscript_model.h"
 
 #include <torch/script.h>
 #include <torch/torch.h>
@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "gtest/gtest.h"
+#include "models/model_config.h"
 #include "models/st_transformer.h"
 
 namespace hpt {
@@ -57,7 +58,8 @@ TEST(WriteTorchModelTest, TorchLoadGivesBackTheSameForward) {
       << (scripted - source->forward(x)).abs().max().item<float>();
   // Another token count than any seen before: the encoding follows it.
   const torch::Tensor wide = torch::randn({1, 7, 4});
-  EXPECT_TRUE(torch::allclose(script.forward({wide}).toTensor(), source->forward(wide), 1e-6, 1e-6));
+  EXPECT_TRUE(
+      torch::allclose(script.forward({wide}).toTensor(), source->forward(wide), 1e-6, 1e-6));
   EXPECT_EQ(script.named_parameters().size(), source->named_parameters().size());
   for (const auto& p : script.named_parameters()) {
     EXPECT_TRUE(torch::equal(p.value, source->named_parameters()[p.name])) << p.name;

@@ -1,4 +1,4 @@
-#include "hptctl/model_file.h"
+#include "models/torchscript_model.h"
 
 #include <torch/script.h>
 
@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/output_file.h"
+#include "models/model_config.h"
 #include "models/model_weights.h"
 
 namespace hpt {
@@ -38,7 +39,8 @@ std::string LayerNormSource(int64_t d_model) {
 // Sequential-like: children "0", "1", ... applied in order.
 std::string SequentialSource(int children) {
   std::string body = "def forward(self, x: Tensor) -> Tensor:\n";
-  for (int i = 0; i < children; ++i) absl::StrAppend(&body, "    x = getattr(self, \"", i, "\").forward(x)\n");
+  for (int i = 0; i < children; ++i)
+    absl::StrAppend(&body, "    x = getattr(self, \"", i, "\").forward(x)\n");
   return body + "    return x\n";
 }
 
@@ -71,14 +73,13 @@ std::string TopSource(const ModelConfig& c, bool data_units) {
   const int64_t d = c.d_model();
   // With the data's units: forward takes and gives them (the buffers
   // data_mean and data_sd hold each station's training statistics).
-  const std::string forward =
-      data_units ? R"(
+  const std::string forward = data_units ? R"(
 def forward(self, x: Tensor) -> Tensor:
     mean = self.data_mean.view([-1, 1])
     sd = self.data_sd.view([-1, 1])
     return self.forward_normalised((x - mean) / sd) * sd + mean
 )"
-                 : R"(
+                                         : R"(
 def forward(self, x: Tensor) -> Tensor:
     return self.forward_normalised(x)
 )";
@@ -112,14 +113,17 @@ class ScriptBuilder {
   // A module of its own class; `prefix` names its parameters in the model.
   Module New(const std::string& kind, const std::string& prefix,
              std::initializer_list<const char*> params, const std::string& source) {
-    Module m(c10::QualifiedName(absl::StrCat("__torch__.hpt.", kind)), unit_, /*shouldMangle=*/true);
+    Module m(c10::QualifiedName(absl::StrCat("__torch__.hpt.", kind)), unit_,
+             /*shouldMangle=*/true);
     for (const char* name : params) {
       m.register_parameter(name, params_.at(absl::StrCat(prefix, ".", name)).clone(), false);
     }
     if (!source.empty()) m.define(source);
     return m;
   }
-  Module Linear(const std::string& prefix) { return New("Linear", prefix, {"weight", "bias"}, kLinear); }
+  Module Linear(const std::string& prefix) {
+    return New("Linear", prefix, {"weight", "bias"}, kLinear);
+  }
 
  private:
   std::shared_ptr<torch::jit::CompilationUnit> unit_;
@@ -179,10 +183,6 @@ Module BuildScript(const SpatioTemporalTransformerImpl& model, const DataUnits& 
 
 }  // namespace
 
-bool UsesDataUnits(const DataUnits& units) {
-  return units.per_token() && units.mean_size() > 0 && units.sd_size() == units.mean_size();
-}
-
 std::map<std::string, std::string> TorchScriptSource(const ModelConfig& config, bool data_units) {
   std::map<std::string, std::string> source;
   source[""] = TopSource(config, data_units);
@@ -196,14 +196,11 @@ std::map<std::string, std::string> TorchScriptSource(const ModelConfig& config, 
   return source;
 }
 
-absl::Status WriteTorchModel(const ModelConfig& config,
-                             const std::map<std::string, HostTensor>& parameters,
-                             const DataUnits& units, const std::string& path) {
-  // A folder that is missing or not writable is said in one line, before
-  // any work.
-  if (absl::Status s = CheckOutputPath(path); !s.ok()) return s;
-  // Saved to memory, then written: LibTorch's file writer ends a failed
-  // write (a full disk) by throwing from a destructor, which no catch stops.
+absl::StatusOr<std::string> TorchModelBytes(const ModelConfig& config,
+                                            const std::map<std::string, HostTensor>& parameters,
+                                            const DataUnits& units) {
+  // Saved to memory: LibTorch's file writer ends a failed write (a full
+  // disk) by throwing from a destructor, which no catch stops.
   std::ostringstream bytes;
   try {
     SpatioTemporalTransformer model(config);
@@ -211,11 +208,25 @@ absl::Status WriteTorchModel(const ModelConfig& config,
     BuildScript(*model, units).save(bytes);
   } catch (const c10::Error& e) {
     return absl::InternalError(
-        absl::StrCat("writing '", path, "': ", FirstLine(e.what_without_backtrace())));
+        absl::StrCat("the TorchScript model: ", FirstLine(e.what_without_backtrace())));
   } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat("writing '", path, "': ", FirstLine(e.what())));
+    return absl::InternalError(absl::StrCat("the TorchScript model: ", FirstLine(e.what())));
   }
-  return WriteOutputFile(path, bytes.str());
+  return bytes.str();
+}
+
+absl::Status WriteTorchModel(const ModelConfig& config,
+                             const std::map<std::string, HostTensor>& parameters,
+                             const DataUnits& units, const std::string& path) {
+  // A folder that is missing or not writable is said in one line, before
+  // any work.
+  if (absl::Status s = CheckOutputPath(path); !s.ok()) return s;
+  absl::StatusOr<std::string> bytes = TorchModelBytes(config, parameters, units);
+  if (!bytes.ok()) {
+    return absl::Status(bytes.status().code(),
+                        absl::StrCat("writing '", path, "': ", bytes.status().message()));
+  }
+  return WriteOutputFile(path, *bytes);
 }
 
 }  // namespace hpt

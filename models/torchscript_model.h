@@ -1,4 +1,6 @@
-// Writing an exported model in the forms its users load:
+// The trained model as a TorchScript module, written by the code that owns
+// the model's forward: the coordinator serialises it for `hptctl export`,
+// which writes the bytes as FILE.pt and links no LibTorch itself.
 //
 //  - FILE.pt: a TorchScript module with its forward, built in C++ with
 //    torch::jit::Module (submodules mirroring the model's names, each
@@ -6,9 +8,9 @@
 //    with Module::save. Python loads it with torch.jit.load and no project
 //    code; C++ with torch::jit::load, or torch::load into a
 //    SpatioTemporalTransformer (the parameter names are the model's).
-//  - FILE.safetensors: the weights (float32, the model's parameter names),
-//    with the configuration in the header's __metadata__ (safetensors_file.h).
-//  - FILE.json: the ModelConfig (what hptctl export prints).
+//
+// (hptctl writes FILE.safetensors and FILE.json beside it from the same
+// export stream.)
 //
 // The module is for inference: dropout is off, as in the model's eval mode.
 // With the job's data units (UsesDataUnits), its forward takes a window of
@@ -17,27 +19,30 @@
 // the training rows' statistics); forward_normalised is the model on
 // normalised values. Without them forward is forward_normalised.
 // Includes no LibTorch header itself.
-#ifndef HPT_HPTCTL_MODEL_FILE_H_
-#define HPT_HPTCTL_MODEL_FILE_H_
+#ifndef HPT_MODELS_TORCHSCRIPT_MODEL_H_
+#define HPT_MODELS_TORCHSCRIPT_MODEL_H_
 
 #include <map>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "common/host_tensor.h"
 #include "proto/common.pb.h"
 
 namespace hpt {
 
-// FILE.pt only. Every model parameter must be present with its shape
-// (errors name it); a folder that cannot be written is FAILED_PRECONDITION.
+// FILE.pt's bytes. Every model parameter must be present with its shape
+// (errors name it).
+absl::StatusOr<std::string> TorchModelBytes(const ModelConfig& config,
+                                            const std::map<std::string, HostTensor>& parameters,
+                                            const DataUnits& units);
+
+// TorchModelBytes written to `path`; a folder that cannot be written is
+// FAILED_PRECONDITION, said before any work.
 absl::Status WriteTorchModel(const ModelConfig& config,
                              const std::map<std::string, HostTensor>& parameters,
                              const DataUnits& units, const std::string& path);
-
-// Whether `units` let the module work in the data's units: its tokens are
-// the stations, each with a mean and a standard deviation.
-bool UsesDataUnits(const DataUnits& units);
 
 // The TorchScript source of the module's methods for `config`, keyed by
 // module path ("" the top, "layers.0.self_attn", ...): what
@@ -47,4 +52,4 @@ std::map<std::string, std::string> TorchScriptSource(const ModelConfig& config,
 
 }  // namespace hpt
 
-#endif  // HPT_HPTCTL_MODEL_FILE_H_
+#endif  // HPT_MODELS_TORCHSCRIPT_MODEL_H_
