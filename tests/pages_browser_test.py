@@ -183,7 +183,9 @@ class PagesInBrowserTest(unittest.TestCase):
         running = jobs[0]["job_id"]
         try:
             deadline = time.time() + 60
-            while int(self.cluster.job(running)["progress"].get("step", 0)) < 2:
+            # A queued job's JSON has no progress yet (empty messages are
+            # left out).
+            while int(self.cluster.job(running).get("progress", {}).get("step", 0)) < 2:
                 self.assertLess(time.time(), deadline, "the long job did not start")
                 time.sleep(0.2)
             self.open_clean(f"{self.base}/jobs/{running}")
