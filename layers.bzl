@@ -22,13 +22,17 @@ LAYERS = [
     ["//devices", "//data"],
     # 4: the spatio-temporal transformer and LoRA.
     ["//models"],
-    # 5: the worker process; the work record, its costing and the report.
+    # 5: the worker's service, server, task book and executor interface;
+    # the work record, its costing and the report.
     ["//workers", "//cost"],
-    # 6: the job pages; what a job asks for; how the coordinator reaches
-    # its workers.
-    ["//pages", "//coordinator/spec", "//coordinator/dispatch"],
-    # 7: one job's training.
-    ["//coordinator/training"],
+    # 6: the worker backends (LibTorch on a GPU; the simulated ReRAM and
+    # systolic devices), side by side so neither reaches into the other;
+    # the job pages; what a job asks for; how the coordinator reaches its
+    # workers.
+    ["//workers/gpu", "//workers/sim", "//pages", "//coordinator/spec", "//coordinator/dispatch"],
+    # 7: the worker program (a backend behind the server); calibration on a
+    # real GPU; one job's training.
+    ["//workers/main", "//workers/calibrate", "//coordinator/training"],
     # 8: the jobs.
     ["//coordinator/jobs"],
     # 9: the two programs users run: the coordinator process and hptctl.
@@ -40,9 +44,19 @@ LAYERS = [
     ["//tests"],
 ]
 
-def dependants(package):
-    """The packages in layers above `package`'s, as a visibility list."""
+def dependants(package, hidden_from = ""):
+    """The packages in layers above `package`'s, as a visibility list.
+
+    Packages under `hidden_from` (e.g. "//coordinator") are left out: a
+    backend hides its internals from the coordinator, and opens only the
+    targets the coordinator uses with their own full `visibility`.
+    """
     for i, layer in enumerate(LAYERS):
         if package in layer:
-            return [p + ":__pkg__" for above in LAYERS[i + 1:] for p in above]
+            return [
+                p + ":__pkg__"
+                for above in LAYERS[i + 1:]
+                for p in above
+                if not hidden_from or not (p == hidden_from or p.startswith(hidden_from + "/"))
+            ]
     fail("package %s is not in layers.bzl's LAYERS" % package)

@@ -117,8 +117,11 @@ absl::StatusOr<Result> RunOnce(const std::string& dir, bool secure) {
   auto ports = testing::WaitForPortFile(dir + "/" + name + ".port", *coordinator, absl::Seconds(60));
   if (!ports.ok()) return ports.status();
   const std::string at = absl::StrCat("127.0.0.1:", ports->grpc);
-  std::vector<std::string> wargv = {RunfilePath("workers/hpt_worker"), "--kind=gpu",
-                                    "--listen=127.0.0.1:0", "--metrics=", "--threads=1",
+  std::vector<std::string> wargv = {RunfilePath("workers/main/hpt_worker"),
+                                    "--kind=gpu",
+                                    "--listen=127.0.0.1:0",
+                                    "--metrics=",
+                                    "--threads=1",
                                     "--coordinator=" + at};
   for (std::string& flag : tls("worker-gpu")) wargv.push_back(std::move(flag));
   auto worker = ChildProcess::Start(wargv, dir + "/" + name + "-worker.log");

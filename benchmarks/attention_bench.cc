@@ -17,8 +17,8 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -28,7 +28,7 @@
 #include "benchmarks/median_time.h"
 #include "models/model_config.h"
 #include "models/st_transformer.h"
-#include "workers/bf16_autocast.h"
+#include "workers/gpu/bf16_autocast.h"
 
 ABSL_FLAG(int, batch, 32, "Batch.");
 ABSL_FLAG(int, tokens, 323, "Tokens per sample (the swe preset's 323 SNOTEL stations).");

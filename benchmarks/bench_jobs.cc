@@ -13,8 +13,8 @@
 #include "coordinator/training/job_data.h"
 #include "coordinator/training/trainer.h"
 #include "models/model_config.h"
-#include "workers/device_executor.h"
-#include "workers/gpu_executor.h"
+#include "workers/gpu/gpu_executor.h"
+#include "workers/sim/device_executor.h"
 
 namespace hpt {
 

@@ -9,7 +9,7 @@
 #include "devices/work_cost.h"
 #include "models/model_config.h"
 #include "models/st_transformer.h"
-#include "workers/device_calibration.h"
+#include "workers/calibrate/device_calibration.h"
 
 namespace hpt {
 namespace {

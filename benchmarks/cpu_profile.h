@@ -2,7 +2,7 @@
 // steps (forward, MSE backward, Adam update; the tiny and wind presets at
 // several batches): every step within 25 % of the
 // profile's prediction. The profile comes from microbenchmarks only
-// (workers/device_calibration.h), never from steps.
+// (workers/calibrate/device_calibration.h), never from steps.
 //
 // A shared machine (a cloud VM) has slow spells of seconds that only ever
 // add time. So the check runs in rounds, each a calibration then every

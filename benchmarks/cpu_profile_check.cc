@@ -48,7 +48,7 @@ int Main() {
 }  // namespace hpt
 
 int main(int argc, char** argv) {
-  // Steps and calibration run as a worker runs them (workers/worker_main.cc).
+  // Steps and calibration run as a worker runs them (workers/main/worker_main.cc).
   hpt::UseShortThreadSpins(argv);
   hpt::KeepLargeBuffersOnTheHeap();
   absl::ParseCommandLine(argc, argv);

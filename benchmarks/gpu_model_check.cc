@@ -45,7 +45,7 @@
 #include "devices/cost_settings.h"
 #include "devices/gpu/roofline.h"
 #include "devices/work_cost.h"
-#include "workers/device_meter.h"
+#include "workers/gpu/device_meter.h"
 
 ABSL_FLAG(std::string, gpu, "h100", "GPU profile: a preset name or a profile file.");
 ABSL_FLAG(double, tolerance, 0.25, "Largest |model / measured - 1| --check accepts.");

@@ -17,7 +17,7 @@
 #include "models/model_config.h"
 #include "models/model_flops.h"
 #include "models/st_transformer.h"
-#include "workers/kernel_recorder.h"
+#include "workers/gpu/kernel_recorder.h"
 
 ABSL_FLAG(std::string, preset, "wind", "Model preset.");
 ABSL_FLAG(int64_t, batch, 32, "Samples per step.");

@@ -47,9 +47,9 @@
 #include "common/process_setup.h"
 #include "devices/gpu/kernel_cost.h"
 #include "devices/gpu/roofline.h"
-#include "workers/best_time.h"
-#include "workers/cuda_timing.h"
-#include "workers/kernel_recorder.h"
+#include "workers/calibrate/best_time.h"
+#include "workers/gpu/cuda_timing.h"
+#include "workers/gpu/kernel_recorder.h"
 
 ABSL_FLAG(std::string, measure_on, "", "Time the cases on this CUDA device (cuda:N).");
 ABSL_FLAG(std::string, out, "kernel-holdout.csv", "With --measure_on: the CSV written.");

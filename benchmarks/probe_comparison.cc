@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "devices/work_cost.h"
-#include "workers/baseline_probe.h"
+#include "workers/gpu/baseline_probe.h"
 
 namespace hpt {
 namespace {

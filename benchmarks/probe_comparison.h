@@ -1,5 +1,5 @@
 // A device's profile against the same device's real steps: the baseline
-// probe (workers/baseline_probe.h) runs a preset's full training step for
+// probe (workers/gpu/baseline_probe.h) runs a preset's full training step for
 // real under each GPU baseline on the device, and the cost model prices
 // the same step, recorded, on the profile under that baseline's path. On a
 // lent GPU this is the model-against-reality check on whatever GPU
@@ -26,7 +26,7 @@
 #include "absl/status/statusor.h"
 #include "benchmarks/recorded_step.h"
 #include "devices/cost_settings.h"
-#include "workers/device_meter.h"
+#include "workers/gpu/device_meter.h"
 
 namespace hpt {
 

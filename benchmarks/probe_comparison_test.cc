@@ -7,7 +7,7 @@
 #include "devices/gpu/roofline.h"
 #include "devices/work_cost.h"
 #include "gtest/gtest.h"
-#include "workers/device_meter.h"
+#include "workers/gpu/device_meter.h"
 
 namespace hpt {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "models/lora.h"
 #include "models/lora_config.h"
-#include "workers/kernel_recorder.h"
+#include "workers/gpu/kernel_recorder.h"
 
 namespace hpt {
 

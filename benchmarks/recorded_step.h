@@ -67,7 +67,7 @@ absl::StatusOr<ModelConfig> StepModelConfig(const std::string& preset);
 // The whole steps the calibrated GPU model is checked on: gpu_model_check's
 // measured table and its --measure_on defaults, wind's model at its 57
 // stations, batch 1 and 32, full and LoRA. No product in them is a shape
-// the calibration times (workers/calibration_shapes.h), which
+// the calibration times (workers/calibrate/calibration_shapes.h), which
 // whole_step_holdout_test shows.
 inline std::vector<StepCase> WholeStepValidationCases() {
   std::vector<StepCase> out;

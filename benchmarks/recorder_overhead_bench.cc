@@ -1,7 +1,7 @@
 // What recording a step's kernels costs: the same LibTorch training step
 // (forward, MSE backward, Adam update) of a preset, in one process, with a
 // KernelRecorder active and without, alternating, medians of each. A GPU
-// worker recorded every task until the kernel memo (workers/kernel_recorder.h
+// worker recorded every task until the kernel memo (workers/gpu/kernel_recorder.h
 // KernelMemo): each task shape is now recorded twice, then recalled.
 //
 //   bazel run -c opt //benchmarks:recorder_overhead_bench -- --preset=wind --batch=1
@@ -17,7 +17,7 @@
 #include "benchmarks/median_time.h"
 #include "models/model_config.h"
 #include "models/st_transformer.h"
-#include "workers/kernel_recorder.h"
+#include "workers/gpu/kernel_recorder.h"
 
 ABSL_FLAG(std::string, preset, "wind", "Model preset.");
 ABSL_FLAG(int64_t, batch, 1, "Samples per step.");

@@ -6,7 +6,7 @@
 // seconds less in-process seconds) and the ratio. With --launch=graph the
 // service's runs capture each step as a CUDA graph, and the in-process
 // side is the whole step captured once and replayed (the probe's graph
-// baseline, workers/baseline_probe.h); with --precision=bf16 both sides
+// baseline, workers/gpu/baseline_probe.h); with --precision=bf16 both sides
 // run the forward under bf16 autocast.
 //
 //   bazel run -c opt //benchmarks:step_overhead_bench -- --preset=tiny --batch=1
@@ -35,9 +35,9 @@
 #include "data/synthetic.h"
 #include "data/window_dataset.h"
 #include "models/st_transformer.h"
-#include "workers/baseline_probe.h"
-#include "workers/bf16_autocast.h"
-#include "workers/device_meter.h"
+#include "workers/gpu/baseline_probe.h"
+#include "workers/gpu/bf16_autocast.h"
+#include "workers/gpu/device_meter.h"
 
 ABSL_FLAG(std::string, preset, "wind", "Model preset.");
 ABSL_FLAG(int, batch, 32, "Batch size.");
@@ -54,7 +54,7 @@ ABSL_FLAG(std::string, launch, "eager",
           "eager or graph: the job's training.launch, and the in-process step's (graph: the "
           "whole step captured once and replayed; CUDA only).");
 ABSL_FLAG(std::string, precision, "fp32", "fp32 or bf16 (autocast), on both sides.");
-ABSL_FLAG(std::string, worker_binary, "workers/hpt_worker",
+ABSL_FLAG(std::string, worker_binary, "workers/main/hpt_worker",
           "Path of hpt_worker (default: from this target's runfiles).");
 
 namespace hpt {

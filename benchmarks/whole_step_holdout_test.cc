@@ -1,6 +1,6 @@
 // The whole steps the GPU model is validated on stay out of the
 // calibration's sample: no product any of them runs, forward, backward or
-// update, is a shape hpt_calibrate times (workers/calibration_shapes.h),
+// update, is a shape hpt_calibrate times (workers/calibrate/calibration_shapes.h),
 // in any layout. The calibration times no whole step at all, so the two
 // sets of steps are disjoint by construction; this holds their kernels
 // apart too.
@@ -9,7 +9,7 @@
 
 #include "benchmarks/recorded_step.h"
 #include "gtest/gtest.h"
-#include "workers/calibration_shapes.h"
+#include "workers/calibrate/calibration_shapes.h"
 
 namespace hpt {
 namespace {

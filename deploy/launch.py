@@ -42,7 +42,7 @@ import yaml
 DEPLOY = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(DEPLOY)
 BINARIES = {"hpt_coordinator": "coordinator/hpt_coordinator",
-            "hpt_worker": "workers/hpt_worker"}
+            "hpt_worker": "workers/main/hpt_worker"}
 # Start order; Prometheus last.
 HPT_SERVICES = ["coordinator", "worker-gpu", "worker-reram", "worker-systolic"]
 # Workers of a kind beyond the first (the launcher's own setting, from the

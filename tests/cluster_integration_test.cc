@@ -57,12 +57,12 @@ class ClusterTest : public ::testing::Test {
     for (int i = 0; i < 4; ++i) {
       const std::string name = absl::StrCat("worker", i);
       const std::string kind = i < 2 ? "gpu" : i == 2 ? "reram" : "systolic";
-      auto worker = ChildProcess::Start(
-          {RunfilePath("workers/hpt_worker"), "--kind=" + kind, "--listen=127.0.0.1:0",
-           "--metrics=127.0.0.1:0", "--threads=1",
-           absl::StrCat("--coordinator=127.0.0.1:", ports->grpc),
-           "--port_file=" + *dir_ + "/" + name + ".port"},
-          *dir_ + "/" + name + ".log");
+      auto worker =
+          ChildProcess::Start({RunfilePath("workers/main/hpt_worker"), "--kind=" + kind,
+                               "--listen=127.0.0.1:0", "--metrics=127.0.0.1:0", "--threads=1",
+                               absl::StrCat("--coordinator=127.0.0.1:", ports->grpc),
+                               "--port_file=" + *dir_ + "/" + name + ".port"},
+                              *dir_ + "/" + name + ".log");
       ASSERT_TRUE(worker.ok()) << worker.status();
       workers_[i] = new ChildProcess(std::move(*worker));
       auto wp = testing::WaitForPortFile(*dir_ + "/" + name + ".port",

@@ -29,8 +29,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "models/model_config.h"
-#include "workers/gpu_executor.h"
-#include "workers/gpu_run_testing.h"
+#include "workers/gpu/gpu_executor.h"
+#include "workers/gpu/gpu_run_testing.h"
 #include "workers/rendezvous_store.h"
 
 namespace hpt {
@@ -87,7 +87,7 @@ class Cluster {
 
   // Starts a worker named `name` (its log and port file) with `flags`.
   bool StartWorker(const std::string& name, const std::vector<std::string>& flags) {
-    std::vector<std::string> argv = {RunfilePath("workers/hpt_worker"), "--listen=127.0.0.1:0",
+    std::vector<std::string> argv = {RunfilePath("workers/main/hpt_worker"), "--listen=127.0.0.1:0",
                                      "--metrics=127.0.0.1:0",
                                      absl::StrCat("--coordinator=127.0.0.1:", port_),
                                      "--port_file=" + dir_ + "/" + name + ".port"};

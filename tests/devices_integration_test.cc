@@ -43,11 +43,13 @@ class DevicesTest : public ::testing::Test {
         {"gpu"}, {"reram", "--reram_adc_bits=9"}, {"systolic", "--systolic_rows=16",
                                                    "--systolic_cols=16"}};
     for (size_t i = 0; i < kinds.size(); ++i) {
-      std::vector<std::string> argv = {
-          RunfilePath("workers/hpt_worker"), "--kind=" + kinds[i][0],
-          "--listen=127.0.0.1:0", "--metrics=", "--threads=1",
-          absl::StrCat("--coordinator=127.0.0.1:", coordinator_port_),
-          "--port_file=" + *dir_ + "/" + kinds[i][0] + ".port"};
+      std::vector<std::string> argv = {RunfilePath("workers/main/hpt_worker"),
+                                       "--kind=" + kinds[i][0],
+                                       "--listen=127.0.0.1:0",
+                                       "--metrics=",
+                                       "--threads=1",
+                                       absl::StrCat("--coordinator=127.0.0.1:", coordinator_port_),
+                                       "--port_file=" + *dir_ + "/" + kinds[i][0] + ".port"};
       argv.insert(argv.end(), kinds[i].begin() + 1, kinds[i].end());
       auto w = ChildProcess::Start(argv, *dir_ + "/" + kinds[i][0] + ".log");
       ASSERT_TRUE(w.ok());

@@ -65,11 +65,11 @@ class FailoverTest : public ::testing::Test {
   }
 
   ChildProcess StartWorker(const std::string& kind, const std::string& name) {
-    auto w = ChildProcess::Start(
-        {RunfilePath("workers/hpt_worker"), "--kind=" + kind, "--listen=127.0.0.1:0",
-         "--metrics=", "--threads=1", "--name=" + name,
-         absl::StrCat("--coordinator=127.0.0.1:", ports_.grpc)},
-        dir_ + "/" + name + ".log");
+    auto w =
+        ChildProcess::Start({RunfilePath("workers/main/hpt_worker"), "--kind=" + kind,
+                             "--listen=127.0.0.1:0", "--metrics=", "--threads=1", "--name=" + name,
+                             absl::StrCat("--coordinator=127.0.0.1:", ports_.grpc)},
+                            dir_ + "/" + name + ".log");
     EXPECT_TRUE(w.ok()) << w.status();
     return std::move(*w);
   }

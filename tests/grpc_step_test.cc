@@ -12,8 +12,8 @@
 #include "gtest/gtest.h"
 #include "models/model_config.h"
 #include "models/st_transformer.h"
-#include "workers/gpu_executor.h"
-#include "workers/worker_server.h"
+#include "workers/gpu/gpu_executor.h"
+#include "workers/main/worker_backend.h"
 
 namespace hpt {
 namespace {
@@ -50,7 +50,7 @@ class GrpcStepTest : public ::testing::Test {
   void SetUp() override {
     WorkerServer::Options o;
     o.listen_address = "127.0.0.1:0";
-    auto server = WorkerServer::Start(o);
+    auto server = StartWorker(o, WorkerBackendOptions());
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
     client_ = std::make_unique<GrpcWorkerClient>(server_->address(),

@@ -119,6 +119,29 @@ class LayeringTest(unittest.TestCase):
             "mid_a/c.cc (layer 1, //mid_a) includes mid_b/d.h (layer 1, //mid_b)",
         ])
 
+    def test_the_backends_cannot_reach_into_each_other(self):
+        # With this tree's own map: the simulated backend including the GPU
+        # backend's header is refused, and so is the worker's service
+        # reaching up into a backend; the program above both may use them.
+        with tempfile.TemporaryDirectory() as tmp:
+            for path, text in {
+                "workers/sim/fake_executor.cc": '#include "workers/gpu/gpu_session.h"\n',
+                "workers/fake_server.cc": '#include "workers/sim/device_executor.h"\n',
+                "workers/main/fake_main.cc": ('#include "workers/gpu/gpu_executor.h"\n'
+                                              '#include "workers/sim/device_executor.h"\n'
+                                              '#include "workers/task_executor.h"\n'),
+            }.items():
+                os.makedirs(os.path.join(tmp, os.path.dirname(path)), exist_ok=True)
+                with open(os.path.join(tmp, path), "w") as f:
+                    f.write(text)
+            found = violations(tmp, self.layers)
+        self.assertEqual(sorted(found), [
+            "workers/fake_server.cc (layer 5, //workers) includes workers/sim/device_executor.h"
+            " (layer 6, //workers/sim)",
+            "workers/sim/fake_executor.cc (layer 6, //workers/sim) includes"
+            " workers/gpu/gpu_session.h (layer 6, //workers/gpu)",
+        ])
+
 
 if __name__ == "__main__":
     # argv[1]: the layers.bzl runfile; its real path is in the source tree.

@@ -24,7 +24,7 @@ namespace {
 using ::testing::HasSubstr;
 
 std::string Coordinator() { return RunfilePath("coordinator/hpt_coordinator"); }
-std::string Worker() { return RunfilePath("workers/hpt_worker"); }
+std::string Worker() { return RunfilePath("workers/main/hpt_worker"); }
 std::string Hptctl() { return RunfilePath("hptctl/hptctl"); }
 
 TEST(OperatorTest, MalformedAddressesExitTwoNamingTheFlag) {

@@ -57,8 +57,8 @@ TEST(RestartTest, JobsKeepTheirIdsAndRunAfterTheCoordinatorIsKilled) {
   testing::Ports second_ports;
   ChildProcess second = StartCoordinator(dir, "second", &second_ports);
   auto worker = ChildProcess::Start(
-      {RunfilePath("workers/hpt_worker"), "--kind=gpu", "--listen=127.0.0.1:0", "--metrics=",
-       "--threads=1", absl::StrCat("--coordinator=127.0.0.1:", second_ports.grpc)},
+      {RunfilePath("workers/main/hpt_worker"), "--kind=gpu", "--listen=127.0.0.1:0",
+       "--metrics=", "--threads=1", absl::StrCat("--coordinator=127.0.0.1:", second_ports.grpc)},
       dir + "/worker.log");
   ASSERT_TRUE(worker.ok()) << worker.status();
 
@@ -98,8 +98,8 @@ TEST(RestartTest, JobsKeepTheirIdsAndRunAfterTheCoordinatorIsKilled) {
   EXPECT_THAT(patient.output, Not(HasSubstr("): failed")));
   // A cancelled job resumes on request; with a worker back it succeeds.
   auto again = ChildProcess::Start(
-      {RunfilePath("workers/hpt_worker"), "--kind=gpu", "--listen=127.0.0.1:0", "--metrics=",
-       "--threads=1", absl::StrCat("--coordinator=127.0.0.1:", second_ports.grpc)},
+      {RunfilePath("workers/main/hpt_worker"), "--kind=gpu", "--listen=127.0.0.1:0",
+       "--metrics=", "--threads=1", absl::StrCat("--coordinator=127.0.0.1:", second_ports.grpc)},
       dir + "/worker2.log");
   ASSERT_TRUE(again.ok()) << again.status();
   auto resumed = RunCommand(Hptctl(second_ports, "resume job-000003 --watch"));

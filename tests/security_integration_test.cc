@@ -94,7 +94,7 @@ TEST(SecurityTest, TokensCertificatesAndOwnership) {
   ASSERT_TRUE(ports.ok()) << ports.status();
   const std::string at = absl::StrCat("127.0.0.1:", ports->grpc);
   auto worker = ChildProcess::Start(
-      {RunfilePath("workers/hpt_worker"), "--kind=gpu", "--listen=127.0.0.1:0", "--metrics=",
+      {RunfilePath("workers/main/hpt_worker"), "--kind=gpu", "--listen=127.0.0.1:0", "--metrics=",
        "--threads=1", "--coordinator=" + at, "--tls_cert=" + dir + "/pki/worker-gpu/cert.pem",
        "--tls_key=" + dir + "/pki/worker-gpu/key.pem", "--tls_ca=" + dir + "/pki/ca.pem"},
       dir + "/worker.log");

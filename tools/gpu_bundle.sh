@@ -30,13 +30,13 @@ while [ $# -gt 0 ]; do
   shift
 done
 if [ "$build" = 1 ]; then
-  (cd "$ROOT" && ./hpt build //devices:hpt_devsim //workers:hpt_calibrate //workers:hpt_probe \
+  (cd "$ROOT" && ./hpt build //devices:hpt_devsim //workers/calibrate:hpt_calibrate //workers/calibrate:hpt_probe \
     //benchmarks:gpu_model_check //benchmarks:cpu_profile_check \
     //benchmarks:step_overhead_bench //benchmarks:attention_bench //benchmarks:kernel_holdout \
     //tests:cuda_test)
-  binaries=("$ROOT"/bazel-bin/coordinator/hpt_coordinator "$ROOT"/bazel-bin/workers/hpt_worker
+  binaries=("$ROOT"/bazel-bin/coordinator/hpt_coordinator "$ROOT"/bazel-bin/workers/main/hpt_worker
             "$ROOT"/bazel-bin/hptctl/hptctl "$ROOT"/bazel-bin/devices/hpt_devsim
-            "$ROOT"/bazel-bin/workers/hpt_calibrate "$ROOT"/bazel-bin/workers/hpt_probe
+            "$ROOT"/bazel-bin/workers/calibrate/hpt_calibrate "$ROOT"/bazel-bin/workers/calibrate/hpt_probe
             "$ROOT"/bazel-bin/benchmarks/gpu_model_check
             "$ROOT"/bazel-bin/benchmarks/cpu_profile_check
             "$ROOT"/bazel-bin/benchmarks/step_overhead_bench

@@ -183,9 +183,9 @@ check probe-wind-b32 hpt_probe --device="$device" --preset=wind --batch=32 "${pr
 # cuda_test finds the service's binaries as Bazel runfiles; from a bundle,
 # a runfiles tree of links to $bin.
 if [ -z "${TEST_SRCDIR:-}" ] && [ -x "$bin/hpt_coordinator" ]; then
-  mkdir -p "$out/runfiles/hpt/coordinator" "$out/runfiles/hpt/workers" "$out/runfiles/hpt/hptctl"
+  mkdir -p "$out/runfiles/hpt/coordinator" "$out/runfiles/hpt/workers/main" "$out/runfiles/hpt/hptctl"
   ln -sf "$bin/hpt_coordinator" "$out/runfiles/hpt/coordinator/hpt_coordinator"
-  ln -sf "$bin/hpt_worker" "$out/runfiles/hpt/workers/hpt_worker"
+  ln -sf "$bin/hpt_worker" "$out/runfiles/hpt/workers/main/hpt_worker"
   ln -sf "$bin/hptctl" "$out/runfiles/hpt/hptctl/hptctl"
   export TEST_SRCDIR=$(cd "$out/runfiles" && pwd) TEST_WORKSPACE=hpt
 fi

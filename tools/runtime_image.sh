@@ -11,7 +11,7 @@ tools/debian_base_image.sh debian:12
 site=$("$HPT_VENV/bin/python3" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
 stage=$ROOT/build-out/image
 rm -rf "$stage" && mkdir -p "$stage/bin" "$stage/site/torch"
-cp bazel-bin/coordinator/hpt_coordinator bazel-bin/workers/hpt_worker bazel-bin/hptctl/hptctl \
+cp bazel-bin/coordinator/hpt_coordinator bazel-bin/workers/main/hpt_worker bazel-bin/hptctl/hptctl \
   deploy/with-tls "$stage/bin/"
 cp -al "$site/torch/lib" "$stage/site/torch/lib" 2>/dev/null || cp -a "$site/torch/lib" "$stage/site/torch/lib"
 cp -al "$site/nvidia" "$stage/site/nvidia" 2>/dev/null || cp -a "$site/nvidia" "$stage/site/nvidia"

@@ -116,28 +116,18 @@ struct WorkerServer::Impl {
 WorkerServer::WorkerServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
-    Options options) {
+    Options options, std::unique_ptr<TaskExecutor> executor) {
   if (options.kind != "gpu" && options.kind != "reram" && options.kind != "systolic") {
     return absl::InvalidArgumentError(absl::StrCat(
         "--kind '", options.kind, "' is not gpu, reram or systolic"));
   }
+  if (executor == nullptr) return absl::InvalidArgumentError("a worker needs an executor");
   absl::StatusOr<HostPort> listen =
       ParseHostPort(options.listen_address, "--listen");
   if (!listen.ok()) return listen.status();
 
   auto impl = std::make_unique<Impl>();
-  if (options.kind == "gpu") {
-    absl::StatusOr<std::unique_ptr<GpuExecutor>> executor =
-        GpuExecutor::Create(options.executor);
-    if (!executor.ok()) return executor.status();
-    impl->executor = std::move(*executor);
-  } else {
-    options.device.kind = options.kind;
-    absl::StatusOr<std::unique_ptr<DeviceExecutor>> executor =
-        DeviceExecutor::Create(options.device);
-    if (!executor.ok()) return executor.status();
-    impl->executor = std::move(*executor);
-  }
+  impl->executor = std::move(executor);
   if (options.metrics_registry != nullptr) {
     impl->metrics =
         std::make_unique<WorkerMetrics>(*options.metrics_registry, options.kind);

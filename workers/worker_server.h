@@ -1,6 +1,7 @@
-// WorkerServer: a running worker process's server. Owns the device
-// executor (LibTorch for kind gpu, a simulated device for reram and
-// systolic), serves WorkerService (plus health and reflection), and
+// WorkerServer: a running worker process's server. Owns the executor it is
+// given (workers/main builds one per kind: LibTorch for gpu, a simulated
+// device for reram and systolic), serves WorkerService (plus health and
+// reflection), and
 // registers with the coordinator on a heartbeat. While it cannot register,
 // it says why on every try, backing off from the heartbeat interval to 30 s
 // between tries; after `register_timeout` without registering (at start or
@@ -8,7 +9,7 @@
 //
 //   WorkerServer::Options o;
 //   o.listen_address = "127.0.0.1:0";
-//   ASSIGN_OR_RETURN(auto server, WorkerServer::Start(o));
+//   ASSIGN_OR_RETURN(auto server, WorkerServer::Start(o, std::move(executor)));
 //   std::cout << server->port();
 #ifndef HPT_WORKERS_WORKER_SERVER_H_
 #define HPT_WORKERS_WORKER_SERVER_H_
@@ -20,8 +21,7 @@
 #include "absl/time/time.h"
 #include "common/grpc_setup.h"
 #include "prometheus/registry.h"
-#include "workers/device_executor.h"
-#include "workers/gpu_executor.h"
+#include "workers/task_executor.h"
 
 namespace hpt {
 
@@ -45,12 +45,12 @@ class WorkerServer {
     // How long the worker goes on without registering before it stops
     // (a coordinator restarting takes seconds). Infinite: never stops.
     absl::Duration register_timeout = absl::Minutes(5);
-    GpuExecutor::Options executor;      // kind gpu
-    DeviceExecutor::Options device;     // kinds reram and systolic
     prometheus::Registry* metrics_registry = nullptr;  // optional
   };
 
-  static absl::StatusOr<std::unique_ptr<WorkerServer>> Start(Options options);
+  // `executor` runs the tasks; it must be of options.kind.
+  static absl::StatusOr<std::unique_ptr<WorkerServer>> Start(
+      Options options, std::unique_ptr<TaskExecutor> executor);
   ~WorkerServer();  // stops heartbeats, then the server
 
   int port() const;

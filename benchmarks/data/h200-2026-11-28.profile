@@ -5,7 +5,7 @@
 # reached 1e17 FLOP/s, past any device, and ParseGpuProfile now refuses
 # such a rate. Each rate above fp32_flops (5.04211e+13, its best product
 # rate) was set to it, the rule hpt_calibrate now applies as it measures
-# (RateCap, workers/best_time.h): 1 gemm_grid_tn, 2
+# (RateCap, workers/calibrate/best_time.h): 1 gemm_grid_tn, 2
 # gemm_grid_streamed_result, 42 attention_grid, 33 attention_backward_grid
 # rates.
 #
@@ -16,7 +16,7 @@
 # profile's own in-place rates, one pass, came out 1.9-2.4x its
 # out-of-place ones at every size. memory_rates, memory_rates_streamed
 # and memory_bw (the largest size's rate) were doubled. hpt_calibrate now
-# times mul.out, one kernel (workers/memory_calibration.cc, ScaleOnce).
+# times mul.out, one kernel (workers/calibrate/memory_calibration.cc, ScaleOnce).
 name = NVIDIA H200
 source = hpt_calibrate on NVIDIA H200 (cuda:0), LibTorch 2.11.0, python_op_s cited (pytorch#41383)
 fp32_flops = 5.04211e+13

@@ -27,7 +27,7 @@ class WorkerClient : public WorkerTasks {
       bool optimizer_state = false) = 0;
 
   // GPU workers: a model's full step timed under each GPU baseline
-  // (workers/baseline_probe.h).
+  // (workers/gpu/baseline_probe.h).
   virtual absl::StatusOr<ProbeBaselinesResponse> ProbeBaselines(
       const ProbeBaselinesRequest& request) {
     (void)request;

@@ -9,7 +9,7 @@
 #include "coordinator/dispatch/local_worker_client.h"
 #include "coordinator/jobs/job_manager.h"
 #include "gtest/gtest.h"
-#include "workers/gpu_executor.h"
+#include "workers/gpu/gpu_executor.h"
 
 namespace hpt {
 namespace {

@@ -187,7 +187,7 @@ absl::Status NormalizeSwitchAndPlacement(HptSpec& h) {
   if (h.fallback_placement() == FallbackPlacement::FALLBACK_PLACEMENT_UNSPECIFIED) {
     h.set_fallback_placement(kDefaultFallbackPlacement);
   }
-  // A probe's bound (workers/baseline_probe.cc's).
+  // A probe's bound (workers/gpu/baseline_probe.cc's).
   if (h.probe_steps() < 0 || h.probe_steps() > 1000) {
     return Invalid("hpt.probe_steps",
                    absl::StrCat("must be in 0..1000 (0: no probe), got ", h.probe_steps()));

@@ -1,5 +1,5 @@
 // ProbeJobBaselines: asks a GPU worker to time a job's full-phase step
-// under each GPU baseline (workers/baseline_probe.h) and hands back what it
+// under each GPU baseline (workers/gpu/baseline_probe.h) and hands back what it
 // measured. A worker that cannot probe gives each baseline a `not_run`
 // reason instead, so the report says why a row is missing.
 //

@@ -14,7 +14,7 @@
 #include "gtest/gtest.h"
 #include "models/lora.h"
 #include "models/st_transformer.h"
-#include "workers/device_executor.h"
+#include "workers/sim/device_executor.h"
 
 namespace hpt {
 namespace {

@@ -18,8 +18,8 @@
 #include "coordinator/training/trainer.h"
 #include "data/synthetic.h"
 #include "data/window_dataset.h"
-#include "workers/device_executor.h"
-#include "workers/gpu_executor.h"
+#include "workers/gpu/gpu_executor.h"
+#include "workers/sim/device_executor.h"
 
 namespace hpt {
 

@@ -15,7 +15,7 @@
 #include "coordinator/training/trainer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "workers/gpu_executor.h"
+#include "workers/gpu/gpu_executor.h"
 #include "workers/rendezvous_store.h"
 
 namespace hpt {

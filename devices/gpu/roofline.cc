@@ -46,7 +46,7 @@ void SetLaunchPath(GpuSpec* g) {
   g->history_s = 0;
   // The backward engine's time per autograd node beyond its kernels, a
   // host property: measured by hpt_calibrate --device=cpu (NodeS in
-  // workers/host_calibration.cc: the backward of a chain of relus, less an
+  // workers/calibrate/host_calibration.cc: the backward of a chain of relus, less an
   // op's dispatch) on an Intel Xeon (Sapphire Rapids, KVM, 2 vCPUs) on
   // 2026-11-25: 2.24 us. No published figure found; the host that drove
   // the H100 measured on 2026-11-24 is not known.

@@ -81,7 +81,7 @@ struct GpuSpec {
   // Fused attention (scaled_dot_product_attention's kernel), forward and
   // backward: achieved FLOP/s by query length, key length and head
   // dimension (as m, n and k), FLOPs counted as the recorder counts them
-  // (workers/kernel_recorder.cc). Empty: rated as a GEMM.
+  // (workers/gpu/kernel_recorder.cc). Empty: rated as a GEMM.
   GemmGrid attention_grid, attention_backward_grid;
   // Each such call's fixed cost beyond its dispatch (its threads, its
   // scratch buffers), forward and backward.

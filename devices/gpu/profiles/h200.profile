@@ -12,7 +12,7 @@
 # CUDA L2 63 MB, 57x512x1536 at 8.43 TFLOP/s (x W^T 6.92), a graph node
 # (tiny add) 1.10 us, power idle 117 W, stepping 116 W, GEMM 667 W.
 # Every table below is kernels' device time, each body replayed as a CUDA
-# graph (workers/best_time.h, DeviceBestS). The h100 preset takes its
+# graph (workers/calibrate/best_time.h, DeviceBestS). The h100 preset takes its
 # kernel tables from here (devices/gpu/roofline.cc says why and how).
 #
 # Repaired on 2026-11-28. The calibration then divided a kernel's marginal
@@ -20,7 +20,7 @@
 # reached 1e17 FLOP/s, past any device, and ParseGpuProfile now refuses
 # such a rate. Each rate above fp32_flops (5.04756e+13, its best product
 # rate) was set to it, the rule hpt_calibrate now applies as it measures
-# (RateCap, workers/best_time.h): 1 gemm_grid_tn, 1
+# (RateCap, workers/calibrate/best_time.h): 1 gemm_grid_tn, 1
 # gemm_grid_streamed_result, 45 attention_grid, 35 attention_backward_grid
 # rates.
 #
@@ -31,7 +31,7 @@
 # profile's own in-place rates, one pass, came out 1.9-2.4x its
 # out-of-place ones at every size. memory_rates, memory_rates_streamed
 # and memory_bw (the largest size's rate) were doubled. hpt_calibrate now
-# times mul.out, one kernel (workers/memory_calibration.cc, ScaleOnce).
+# times mul.out, one kernel (workers/calibrate/memory_calibration.cc, ScaleOnce).
 name = NVIDIA H200
 source = hpt_calibrate on NVIDIA H200 (cuda:0), LibTorch 2.11.0, python_op_s cited (pytorch#41383)
 fp32_flops = 5.04756e+13
