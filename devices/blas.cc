@@ -19,7 +19,8 @@ using SgemmFn = void (*)(const char* transa, const char* transb, const int* m, c
 // worker on CPU, the benchmarks), and OpenBLAS's pthread pool, called from
 // inside LibTorch's OpenMP regions (flash attention runs a GEMM per block),
 // spins in sched_yield: swe's 23 steps took 115 s (100 s of system time)
-// against 4.3 s with LibTorch on its own BLAS (docs/benchmarks.md).
+// against 4.3 s with LibTorch on its own BLAS
+// (docs/results/2026-11-24-openblas-threads.md).
 SgemmFn LoadSgemm() {
   void* lib = dlopen("libblas.so.3", RTLD_NOW | RTLD_LOCAL);
   void* fn = lib == nullptr ? nullptr : dlsym(lib, "sgemm_");
