@@ -2,43 +2,20 @@
 
 #include <cmath>
 #include <functional>
+#include <type_traits>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "devices/device_settings.h"
 
 namespace hpt {
 namespace {
 
-absl::Status Bad(const std::string& key, const std::string& value, const std::string& want) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("setting ", key, "='", value, "': ", want));
-}
-
-// Parses into `out`; INVALID_ARGUMENT naming `key` otherwise.
-absl::Status ParseInt(const std::string& key, const std::string& value, int64_t lo, int64_t hi,
-                      int64_t* out) {
-  int64_t v = 0;
-  if (!absl::SimpleAtoi(value, &v) || v < lo || v > hi) {
-    return Bad(key, value, absl::StrCat("want a whole number in ", lo, "..", hi));
-  }
-  *out = v;
-  return absl::OkStatus();
-}
-absl::Status ParseDouble(const std::string& key, const std::string& value, double lo, double hi,
-                         double* out) {
-  double v = 0;
-  if (!absl::SimpleAtod(value, &v) || !std::isfinite(v) || v < lo || v > hi) {
-    return Bad(key, value, absl::StrCat("want a number in ", lo, "..", hi));
-  }
-  *out = v;
-  return absl::OkStatus();
-}
-absl::Status ParseBool(const std::string& key, const std::string& value, bool* out) {
-  if (!absl::SimpleAtob(value, out)) return Bad(key, value, "want true or false");
-  return absl::OkStatus();
+absl::Status Bad(const std::string& label, const std::string& value, const std::string& want) {
+  return absl::InvalidArgumentError(absl::StrCat(label, "='", value, "': ", want));
 }
 
 std::string PrecisionName(GpuPrecision p) {
@@ -49,136 +26,207 @@ std::string PrecisionName(GpuPrecision p) {
   }
 }
 
-using Setter = std::function<absl::Status(const std::string&, const std::string&,
+// `label` names the setting in errors: "setting systolic_rows" for a
+// whatif, "--systolic_rows" for a worker flag.
+using Setter = std::function<absl::Status(const std::string& label, const std::string& value,
                                           DeviceCostConfig*)>;
+// The setting's value as a task's settings record it; null: not recorded.
+using Getter = std::function<std::string(const DeviceCostConfig&)>;
+
+enum class SettingScope { kGpu, kDeviceNodes, kReramNodes };
+
 struct DeviceSetting {
   CostSettingInfo info;
-  std::string kind;  // the worker kinds it applies to: "gpu", "device" (both nodes), "reram"
+  SettingScope scope;
   Setter set;
+  Getter get;
 };
 
-// An integer field of the systolic or ReRAM config.
-template <typename Field>
-Setter IntField(int64_t lo, int64_t hi, Field field) {
-  return [=](const std::string& key, const std::string& value, DeviceCostConfig* c) {
-    int64_t v = 0;
-    if (absl::Status s = ParseInt(key, value, lo, hi, &v); !s.ok()) return s;
-    field(c, v);
-    return absl::OkStatus();
-  };
-}
-template <typename Field>
-Setter DoubleField(double lo, double hi, Field field) {
-  return [=](const std::string& key, const std::string& value, DeviceCostConfig* c) {
-    double v = 0;
-    if (absl::Status s = ParseDouble(key, value, lo, hi, &v); !s.ok()) return s;
-    field(c, v);
-    return absl::OkStatus();
-  };
+bool Applies(SettingScope scope, const std::string& kind) {
+  switch (scope) {
+    case SettingScope::kGpu:
+      return kind == "gpu";
+    case SettingScope::kDeviceNodes:
+      return kind == "reram" || kind == "systolic";
+    case SettingScope::kReramNodes:
+      return kind == "reram";
+  }
+  return false;
 }
 
-// Long because it is a table: one entry per device setting, each with its
-// help, its numerics flag and how it reads and writes a config.
+// A number in [lo, hi], whole for integer fields.
+template <typename T>
+absl::Status ParseNumber(const std::string& label, const std::string& value, double lo, double hi,
+                         T* out) {
+  if constexpr (std::is_integral_v<T>) {
+    int64_t v = 0;
+    if (!absl::SimpleAtoi(value, &v) || v < lo || v > hi) {
+      return Bad(label, value, absl::StrCat("want a whole number in ", lo, "..", hi));
+    }
+    *out = T(v);
+  } else {
+    double v = 0;
+    if (!absl::SimpleAtod(value, &v) || !std::isfinite(v) || v < lo || v > hi) {
+      return Bad(label, value, absl::StrCat("want a number in ", lo, "..", hi));
+    }
+    *out = T(v);
+  }
+  return absl::OkStatus();
+}
+
+// The per-operand SRAMs: 0 leaves the size systolic_sram_kb gave.
+absl::Status SetSram(int64_t SystolicConfig::*field, const std::string& label,
+                     const std::string& value, DeviceCostConfig* c) {
+  int64_t kb = 0;
+  if (absl::Status s = ParseNumber(label, value, 0, 1 << 24, &kb); !s.ok()) return s;
+  if (kb > 0) c->systolic.*field = kb;
+  return absl::OkStatus();
+}
+
+absl::Status Set_systolic_dataflow(const std::string& label, const std::string& value,
+                                   DeviceCostConfig* c) {
+  absl::StatusOr<Dataflow> d = ParseDataflow(value);
+  if (!d.ok()) return Bad(label, value, std::string(d.status().message()));
+  c->systolic.dataflow = *d;
+  return absl::OkStatus();
+}
+std::string Get_systolic_dataflow(const DeviceCostConfig& c) {
+  return DataflowName(c.systolic.dataflow);
+}
+absl::Status Set_systolic_sram_kb(const std::string& label, const std::string& value,
+                                  DeviceCostConfig* c) {
+  int64_t kb = 0;
+  if (absl::Status s = ParseNumber(label, value, 1, 1 << 24, &kb); !s.ok()) return s;
+  c->systolic.ifmap_sram_kb = c->systolic.filter_sram_kb = c->systolic.ofmap_sram_kb = kb;
+  return absl::OkStatus();
+}
+constexpr std::nullptr_t Get_systolic_sram_kb = nullptr;  // the three below say it
+#define HPT_SRAM_SETTING(operand)                                                                \
+  absl::Status Set_systolic_##operand##_sram_kb(const std::string& label,                        \
+                                                const std::string& value, DeviceCostConfig* c) { \
+    return SetSram(&SystolicConfig::operand##_sram_kb, label, value, c);                         \
+  }                                                                                              \
+  std::string Get_systolic_##operand##_sram_kb(const DeviceCostConfig& c) {                      \
+    return SettingNumber(double(c.systolic.operand##_sram_kb));                                  \
+  }
+HPT_SRAM_SETTING(ifmap)
+HPT_SRAM_SETTING(filter)
+HPT_SRAM_SETTING(ofmap)
+#undef HPT_SRAM_SETTING
+absl::Status Set_systolic_bf16(const std::string& label, const std::string& value,
+                               DeviceCostConfig* c) {
+  bool on = false;
+  if (!absl::SimpleAtob(value, &on)) return Bad(label, value, "want true or false");
+  c->systolic.precision = on ? SystolicPrecision::kBf16 : SystolicPrecision::kFp32;
+  return absl::OkStatus();
+}
+std::string Get_systolic_bf16(const DeviceCostConfig& c) {
+  return c.systolic.precision == SystolicPrecision::kBf16 ? "true" : "false";
+}
+absl::Status Set_reram_sign_mode(const std::string& label, const std::string& value,
+                                 DeviceCostConfig* c) {
+  if (value != "offset" && value != "differential") {
+    return Bad(label, value, "want offset or differential");
+  }
+  c->reram.sign_mode = value == "offset" ? SignMode::kOffset : SignMode::kDifferential;
+  return absl::OkStatus();
+}
+std::string Get_reram_sign_mode(const DeviceCostConfig& c) {
+  return SignModeName(c.reram.sign_mode);
+}
+absl::Status Set_reram_numerics(const std::string& label, const std::string& value,
+                                DeviceCostConfig* c) {
+  if (value != "fast" && value != "exact") return Bad(label, value, "want fast or exact");
+  c->reram.numerics = value == "exact" ? ReramNumerics::kBitExact : ReramNumerics::kFast;
+  return absl::OkStatus();
+}
+constexpr std::nullptr_t Get_reram_numerics = nullptr;  // numerics only
+absl::Status Set_reram_endurance(const std::string& label, const std::string& value,
+                                 DeviceCostConfig* c) {
+  return ParseNumber(label, value, 1, 1e18, &c->reram.endurance_writes);
+}
+constexpr std::nullptr_t Get_reram_endurance = nullptr;  // the wear report's, not a cost
+absl::Status Set_reram_program_noise(const std::string& label, const std::string& value,
+                                     DeviceCostConfig* c) {
+  return ParseNumber(label, value, 0, 1e3, &c->reram.program_noise_sigma);
+}
+constexpr std::nullptr_t Get_reram_program_noise = nullptr;  // numerics only
+absl::Status Set_reram_read_noise(const std::string& label, const std::string& value,
+                                  DeviceCostConfig* c) {
+  return ParseNumber(label, value, 0, 1e3, &c->reram.read_noise_sigma);
+}
+constexpr std::nullptr_t Get_reram_read_noise = nullptr;  // numerics only
+absl::Status Set_reram_seed(const std::string& label, const std::string& value,
+                            DeviceCostConfig* c) {
+  if (!absl::SimpleAtoi(value, &c->reram.seed))
+    return Bad(label, value, "want a whole number >= 0");
+  return absl::OkStatus();
+}
+constexpr std::nullptr_t Get_reram_seed = nullptr;  // numerics only
+
+// The GPU worker's settings, then every line of device_settings.h.
 const std::vector<DeviceSetting>& DeviceSettingTable() {
-  static const auto* table = new std::vector<DeviceSetting>{
-      {{"reference_gpu",
-        "GPU profile the GPU workers are costed as: v100, a100, h100, or a profile file "
-        "(hpt_calibrate)",
-        false, false},
-       "gpu",
-       [](const std::string& key, const std::string& value, DeviceCostConfig* c) {
-         absl::StatusOr<GpuSpec> gpu = GpuProfileOrPreset(value);
-         if (!gpu.ok()) return Bad(key, value, std::string(gpu.status().message()));
-         c->gpu = *gpu;
-         return absl::OkStatus();
-       }},
-      {{"gpu_precision", "GPU arithmetic: fp32, tf32 or bf16 (tensor cores)", true, false},
-       "gpu",
-       [](const std::string& key, const std::string& value, DeviceCostConfig* c) {
-         if (value == "fp32") {
-           c->gpu_precision = GpuPrecision::kFp32;
-         } else if (value == "tf32") {
-           c->gpu_precision = GpuPrecision::kTf32;
-         } else if (value == "bf16") {
-           c->gpu_precision = GpuPrecision::kBf16;
-         } else {
-           return Bad(key, value, "want fp32, tf32 or bf16");
-         }
-         return absl::OkStatus();
-       }},
-      {{"systolic_rows", "systolic array PE rows", false}, "device",
-       IntField(1, 1 << 16, [](DeviceCostConfig* c, int64_t v) { c->systolic.rows = v; })},
-      {{"systolic_cols", "systolic array PE columns (also the vector lanes)", false}, "device",
-       IntField(1, 1 << 16, [](DeviceCostConfig* c, int64_t v) { c->systolic.cols = v; })},
-      {{"systolic_dataflow", "os, ws or is", false, false}, "device",
-       [](const std::string& key, const std::string& value, DeviceCostConfig* c) {
-         absl::StatusOr<Dataflow> d = ParseDataflow(value);
-         if (!d.ok()) return Bad(key, value, "want os, ws or is");
-         c->systolic.dataflow = *d;
-         return absl::OkStatus();
-       }},
-      {{"systolic_sram_kb", "all three SRAMs, KB each", false}, "device",
-       IntField(1, 1 << 24,
-                [](DeviceCostConfig* c, int64_t v) {
-                  c->systolic.ifmap_sram_kb = c->systolic.filter_sram_kb =
-                      c->systolic.ofmap_sram_kb = v;
-                })},
-      {{"systolic_ifmap_sram_kb", "input SRAM, KB", false}, "device",
-       IntField(1, 1 << 24,
-                [](DeviceCostConfig* c, int64_t v) { c->systolic.ifmap_sram_kb = v; })},
-      {{"systolic_filter_sram_kb", "weight SRAM, KB", false}, "device",
-       IntField(1, 1 << 24,
-                [](DeviceCostConfig* c, int64_t v) { c->systolic.filter_sram_kb = v; })},
-      {{"systolic_ofmap_sram_kb", "output SRAM, KB", false}, "device",
-       IntField(1, 1 << 24,
-                [](DeviceCostConfig* c, int64_t v) { c->systolic.ofmap_sram_kb = v; })},
-      {{"systolic_word_bytes", "bytes per SRAM word (0: the operands')", false}, "device",
-       IntField(0, 8, [](DeviceCostConfig* c, int64_t v) { c->systolic.sram_word_bytes = v; })},
-      {{"systolic_dram_bw_words_per_cycle",
-        "DRAM words a cycle per operand (0: unlimited, SCALE-Sim CALC)", false},
-       "device",
-       DoubleField(0, 1 << 20,
-                   [](DeviceCostConfig* c, double v) { c->systolic.dram_bw_words_per_cycle = v; })},
-      {{"systolic_clock_hz", "systolic array clock, Hz", false}, "device",
-       DoubleField(1e3, 1e12, [](DeviceCostConfig* c, double v) { c->systolic.clock_hz = v; })},
-      {{"systolic_bf16", "bf16 operands, fp32 accumulation", true, false}, "device",
-       [](const std::string& key, const std::string& value, DeviceCostConfig* c) {
-         bool on = false;
-         if (absl::Status s = ParseBool(key, value, &on); !s.ok()) return s;
-         c->systolic.precision = on ? SystolicPrecision::kBf16 : SystolicPrecision::kFp32;
-         return absl::OkStatus();
-       }},
-      {{"reram_crossbar_rows", "crossbar rows (the ADC's full scale follows)", true}, "reram",
-       IntField(8, 4096, [](DeviceCostConfig* c, int64_t v) { c->reram.crossbar_rows = v; })},
-      {{"reram_crossbar_cols", "crossbar columns", true}, "reram",
-       IntField(8, 4096, [](DeviceCostConfig* c, int64_t v) { c->reram.crossbar_cols = v; })},
-      {{"reram_cell_bits", "bits per cell", true}, "reram",
-       IntField(1, 8, [](DeviceCostConfig* c, int64_t v) { c->reram.cell_bits = int(v); })},
-      {{"reram_weight_bits", "weight bits", true}, "reram",
-       IntField(2, 16, [](DeviceCostConfig* c, int64_t v) { c->reram.weight_bits = int(v); })},
-      {{"reram_input_bits", "input bits, applied bit-serially", true}, "reram",
-       IntField(1, 16, [](DeviceCostConfig* c, int64_t v) { c->reram.input_bits = int(v); })},
-      {{"reram_adc_bits", "ADC bits", true}, "reram",
-       IntField(1, 16, [](DeviceCostConfig* c, int64_t v) { c->reram.adc_bits = int(v); })},
-      {{"reram_cols_per_adc", "columns sharing one ADC", false}, "reram",
-       IntField(1, 4096, [](DeviceCostConfig* c, int64_t v) { c->reram.cols_per_adc = v; })},
-      {{"reram_clock_hz", "ReRAM node clock, Hz (its digital unit too)", false}, "reram",
-       DoubleField(1e3, 1e12, [](DeviceCostConfig* c, double v) { c->reram.clock_hz = v; })},
-      {{"reram_sign_mode", "offset or differential", true, false}, "reram",
-       [](const std::string& key, const std::string& value, DeviceCostConfig* c) {
-         if (value != "offset" && value != "differential") {
-           return Bad(key, value, "want offset or differential");
-         }
-         c->reram.sign_mode = value == "offset" ? SignMode::kOffset : SignMode::kDifferential;
-         return absl::OkStatus();
-       }},
-      {{"reram_program_noise", "programming noise, levels (numerics only)", true}, "reram",
-       DoubleField(0, 1e3,
-                   [](DeviceCostConfig* c, double v) { c->reram.program_noise_sigma = v; })},
-      {{"reram_read_noise", "read noise, levels (numerics only)", true}, "reram",
-       DoubleField(0, 1e3, [](DeviceCostConfig* c, double v) { c->reram.read_noise_sigma = v; })},
-  };
+  static const auto* table = [] {
+    auto* t = new std::vector<DeviceSetting>{
+        {{"reference_gpu",
+          "GPU profile the GPU workers are costed as: v100, a100, h100, or a profile file "
+          "(hpt_calibrate)",
+          false, false},
+         SettingScope::kGpu,
+         [](const std::string& label, const std::string& value, DeviceCostConfig* c) {
+           absl::StatusOr<GpuSpec> gpu = GpuProfileOrPreset(value);
+           if (!gpu.ok()) return Bad(label, value, std::string(gpu.status().message()));
+           c->gpu = *gpu;
+           return absl::OkStatus();
+         },
+         [](const DeviceCostConfig& c) {
+           // A calibrated profile travels as its text, on one line.
+           return IsGpuPreset(c.gpu.name)
+                      ? c.gpu.name
+                      : absl::StrReplaceAll(GpuProfileText(c.gpu), {{"\n", "; "}});
+         }},
+        {{"gpu_precision", "GPU arithmetic: fp32, tf32 or bf16 (tensor cores)", true, false},
+         SettingScope::kGpu,
+         [](const std::string& label, const std::string& value, DeviceCostConfig* c) {
+           if (value == "fp32") {
+             c->gpu_precision = GpuPrecision::kFp32;
+           } else if (value == "tf32") {
+             c->gpu_precision = GpuPrecision::kTf32;
+           } else if (value == "bf16") {
+             c->gpu_precision = GpuPrecision::kBf16;
+           } else {
+             return Bad(label, value, "want fp32, tf32 or bf16");
+           }
+           return absl::OkStatus();
+         },
+         [](const DeviceCostConfig& c) { return PrecisionName(c.gpu_precision); }},
+    };
+#define HPT_NUMBER_ROW(type, name, applies, field, lo, hi, numerics, help)                    \
+  t->push_back({{#name, help, numerics, true},                                                \
+                SettingScope::applies,                                                        \
+                [](const std::string& label, const std::string& value, DeviceCostConfig* c) { \
+                  return ParseNumber(label, value, lo, hi, &c->field);                        \
+                },                                                                            \
+                [](const DeviceCostConfig& c) { return SettingNumber(double(c.field)); }});
+    HPT_NUMBER_SETTINGS(HPT_NUMBER_ROW)
+#undef HPT_NUMBER_ROW
+#define HPT_OTHER_ROW(type, name, applies, flag_default, numerics, takes_number, help) \
+  t->push_back({{#name, help, numerics, takes_number},                                 \
+                SettingScope::applies,                                                 \
+                Setter(Set_##name),                                                    \
+                Getter(Get_##name)});
+    HPT_OTHER_SETTINGS(HPT_OTHER_ROW)
+#undef HPT_OTHER_ROW
+    return t;
+  }();
   return *table;
+}
+
+const DeviceSetting* FindDeviceSetting(const std::string& key) {
+  for (const DeviceSetting& k : DeviceSettingTable()) {
+    if (k.info.key == key) return &k;
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -238,12 +286,9 @@ const CostSettingInfo* FindCostSetting(const std::string& key) {
 
 absl::Status ApplyDeviceSetting(const std::string& key, const std::string& value,
                                 DeviceCostConfig* config) {
-  for (const DeviceSetting& k : DeviceSettingTable()) {
-    if (k.info.key != key) continue;
-    const bool applies = k.kind == config->kind ||
-                         (k.kind == "device" && config->kind != "gpu");
-    if (!applies) return absl::OkStatus();
-    return k.set(key, value, config);
+  if (const DeviceSetting* k = FindDeviceSetting(key)) {
+    if (!Applies(k->scope, config->kind)) return absl::OkStatus();
+    return k->set("setting " + key, value, config);
   }
   for (const CostSettingInfo& k : CoordinatorCostSettings()) {
     if (k.key == key) {
@@ -258,39 +303,28 @@ absl::Status ApplyDeviceSetting(const std::string& key, const std::string& value
                                                  absl::StrJoin(names, ", ")));
 }
 
+absl::Status ApplyDeviceFlag(const std::string& name, const std::string& value,
+                             DeviceCostConfig* config) {
+  const DeviceSetting* k = FindDeviceSetting(name);
+  if (k == nullptr) return absl::InternalError(absl::StrCat("no device setting '", name, "'"));
+  if (!Applies(k->scope, config->kind)) return absl::OkStatus();
+  return k->set("--" + name, value, config);
+}
+
 std::map<std::string, std::string> DeviceSettingsOf(const DeviceCostConfig& c) {
   std::map<std::string, std::string> s;
-  if (c.kind == "gpu") {
-    // A calibrated profile travels as its text, on one line.
-    s["reference_gpu"] = IsGpuPreset(c.gpu.name)
-                             ? c.gpu.name
-                             : absl::StrReplaceAll(GpuProfileText(c.gpu), {{"\n", "; "}});
-    s["gpu_precision"] = PrecisionName(c.gpu_precision);
-    return s;
+  for (const DeviceSetting& k : DeviceSettingTable()) {
+    if (k.get && Applies(k.scope, c.kind)) s[k.info.key] = k.get(c);
   }
-  const SystolicConfig& a = c.systolic;
-  s["systolic_rows"] = SettingNumber(double(a.rows));
-  s["systolic_cols"] = SettingNumber(double(a.cols));
-  s["systolic_dataflow"] = DataflowName(a.dataflow);
-  s["systolic_ifmap_sram_kb"] = SettingNumber(double(a.ifmap_sram_kb));
-  s["systolic_filter_sram_kb"] = SettingNumber(double(a.filter_sram_kb));
-  s["systolic_ofmap_sram_kb"] = SettingNumber(double(a.ofmap_sram_kb));
-  s["systolic_word_bytes"] = SettingNumber(double(a.sram_word_bytes));
-  s["systolic_dram_bw_words_per_cycle"] = SettingNumber(a.dram_bw_words_per_cycle);
-  s["systolic_clock_hz"] = SettingNumber(a.clock_hz);
-  s["systolic_bf16"] = a.precision == SystolicPrecision::kBf16 ? "true" : "false";
-  if (c.kind != "reram") return s;
-  const ReramConfig& r = c.reram;
-  s["reram_crossbar_rows"] = SettingNumber(double(r.crossbar_rows));
-  s["reram_crossbar_cols"] = SettingNumber(double(r.crossbar_cols));
-  s["reram_cell_bits"] = SettingNumber(r.cell_bits);
-  s["reram_weight_bits"] = SettingNumber(r.weight_bits);
-  s["reram_input_bits"] = SettingNumber(r.input_bits);
-  s["reram_adc_bits"] = SettingNumber(r.adc_bits);
-  s["reram_cols_per_adc"] = SettingNumber(double(r.cols_per_adc));
-  s["reram_clock_hz"] = SettingNumber(r.clock_hz);
-  s["reram_sign_mode"] = r.sign_mode == SignMode::kOffset ? "offset" : "differential";
   return s;
+}
+
+std::string SignModeName(SignMode mode) {
+  return mode == SignMode::kOffset ? "offset" : "differential";
+}
+
+std::string ReramNumericsName(ReramNumerics numerics) {
+  return numerics == ReramNumerics::kBitExact ? "exact" : "fast";
 }
 
 absl::StatusOr<DeviceCostConfig> DeviceCostConfigFrom(

@@ -42,7 +42,8 @@ struct DeviceCostConfig {
 // where they are defined).
 DeviceCostConfig DefaultDeviceCostConfig(const std::string& kind);
 
-// One setting a whatif may change.
+// One setting a whatif may change. The device nodes' settings are declared
+// once, in device_settings.h, with the worker flags of the same names.
 struct CostSettingInfo {
   std::string key;
   std::string help;
@@ -65,6 +66,15 @@ const CostSettingInfo* FindCostSetting(const std::string& key);
 // A key of another kind's device (reram_* on a GPU worker) is ignored.
 absl::Status ApplyDeviceSetting(const std::string& key, const std::string& value,
                                 DeviceCostConfig* config);
+
+// Sets the setting `name` as the worker flag --name does: errors name the
+// flag. A setting of another kind's device is ignored.
+absl::Status ApplyDeviceFlag(const std::string& name, const std::string& value,
+                             DeviceCostConfig* config);
+
+// The settings' names for the ReRAM's enums.
+std::string SignModeName(SignMode mode);                // offset, differential
+std::string ReramNumericsName(ReramNumerics numerics);  // fast, exact
 
 // The settings that describe `config` fully (doubles to 17 digits, so the
 // round trip is exact).

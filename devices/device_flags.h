@@ -1,8 +1,10 @@
 // The simulated devices' command-line flags, defined once for every binary
 // that builds a device from flags (hpt_worker, hpt_devsim): --systolic_*
-// for the systolic array, --reram_* for the ReRAM crossbars. The defaults
-// are the device configs' own (systolic_array.h, reram_config.h), whose
-// sources are cited there.
+// for the systolic array, --reram_* for the ReRAM crossbars. Each is a line
+// of device_settings.h, read by the cost setting of its name, so a flag and
+// `hptctl whatif --set` parse, check and mean the same. The defaults are
+// the device configs' own (systolic_array.h, reram_config.h), whose sources
+// are cited there.
 //
 // Flags normally live beside main() (docs/STYLE habit 7); these are shared
 // so that two binaries cannot drift apart in names or defaults again.
@@ -18,34 +20,16 @@
 
 #include "absl/flags/declare.h"
 #include "absl/status/statusor.h"
+#include "devices/device_settings.h"
 #include "devices/reram/reram_config.h"
 #include "devices/systolic/systolic_array.h"
 
-ABSL_DECLARE_FLAG(int64_t, systolic_rows);
-ABSL_DECLARE_FLAG(int64_t, systolic_cols);
-ABSL_DECLARE_FLAG(std::string, systolic_dataflow);
-ABSL_DECLARE_FLAG(int64_t, systolic_sram_kb);
-ABSL_DECLARE_FLAG(int64_t, systolic_ifmap_sram_kb);
-ABSL_DECLARE_FLAG(int64_t, systolic_filter_sram_kb);
-ABSL_DECLARE_FLAG(int64_t, systolic_ofmap_sram_kb);
-ABSL_DECLARE_FLAG(int64_t, systolic_word_bytes);
-ABSL_DECLARE_FLAG(double, systolic_dram_bw_words_per_cycle);
-ABSL_DECLARE_FLAG(double, systolic_clock_hz);
-ABSL_DECLARE_FLAG(bool, systolic_bf16);
-ABSL_DECLARE_FLAG(int64_t, reram_crossbar_rows);
-ABSL_DECLARE_FLAG(int64_t, reram_crossbar_cols);
-ABSL_DECLARE_FLAG(int, reram_cell_bits);
-ABSL_DECLARE_FLAG(int, reram_weight_bits);
-ABSL_DECLARE_FLAG(int, reram_input_bits);
-ABSL_DECLARE_FLAG(int, reram_adc_bits);
-ABSL_DECLARE_FLAG(int64_t, reram_cols_per_adc);
-ABSL_DECLARE_FLAG(std::string, reram_sign_mode);
-ABSL_DECLARE_FLAG(std::string, reram_numerics);
-ABSL_DECLARE_FLAG(double, reram_endurance);
-ABSL_DECLARE_FLAG(double, reram_program_noise);
-ABSL_DECLARE_FLAG(double, reram_read_noise);
-ABSL_DECLARE_FLAG(uint64_t, reram_seed);
-ABSL_DECLARE_FLAG(double, reram_clock_hz);
+// Declared for the binaries that read one directly (hpt_devsim's
+// reram_clock_hz); every one is a line of device_settings.h.
+#define HPT_DECLARE_DEVICE_FLAG(type, name, ...) ABSL_DECLARE_FLAG(type, name);
+HPT_NUMBER_SETTINGS(HPT_DECLARE_DEVICE_FLAG)
+HPT_OTHER_SETTINGS(HPT_DECLARE_DEVICE_FLAG)
+#undef HPT_DECLARE_DEVICE_FLAG
 
 namespace hpt {
 
