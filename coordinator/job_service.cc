@@ -35,12 +35,11 @@ grpc::ServerUnaryReactor* JobServiceImpl::OnLoader(grpc::CallbackServerContext* 
                                                    Job* response,
                                                    std::function<absl::StatusOr<Job>()> load) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  loaders_[next_loader_.fetch_add(1) % loaders_.size()]->Post(
-      [reactor, response, load = std::move(load)] {
-        absl::StatusOr<Job> job = load();
-        if (job.ok()) *response = std::move(*job);
-        reactor->Finish(ToGrpcStatus(job.status()));
-      });
+  NextLoader().Post([reactor, response, load = std::move(load)] {
+    absl::StatusOr<Job> job = load();
+    if (job.ok()) *response = std::move(*job);
+    reactor->Finish(ToGrpcStatus(job.status()));
+  });
   return reactor;
 }
 
@@ -208,10 +207,12 @@ grpc::ServerUnaryReactor* JobServiceImpl::ResumeJob(grpc::CallbackServerContext*
 }
 
 // Streams a trained model: its configuration, its parameters in chunks,
-// then its TorchScript file in pieces, one write at a time.
+// then its TorchScript file in pieces, one write at a time. Start builds
+// them (LibTorch compiles the module: seconds for a large model), so it
+// runs on a loader thread, never on gRPC's callback threads.
 class JobServiceImpl::ExportReactor : public grpc::ServerWriteReactor<ExportModelChunk> {
  public:
-  ExportReactor(JobManager* jobs, const std::string& job_id) {
+  void Start(JobManager* jobs, const std::string& job_id) {
     absl::StatusOr<std::shared_ptr<const TrainedModel>> model = jobs->TrainedModelOf(job_id);
     if (!model.ok()) {
       Finish(ToGrpcStatus(model.status()));
@@ -264,7 +265,10 @@ grpc::ServerWriteReactor<ExportModelChunk>* JobServiceImpl::ExportModel(
   if (absl::Status s = Authorize(context, request->job_id()); !s.ok()) {
     return new Refused<grpc::ServerWriteReactor<ExportModelChunk>>(s);
   }
-  return new ExportReactor(jobs_, request->job_id());
+  auto* reactor = new ExportReactor();
+  NextLoader().Post(
+      [reactor, jobs = jobs_, job_id = request->job_id()] { reactor->Start(jobs, job_id); });
+  return reactor;
 }
 
 // Streams a job's updates. Updates arriving while a write is in flight are

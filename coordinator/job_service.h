@@ -97,6 +97,10 @@ class JobServiceImpl final : public JobService::CallbackService {
   const TlsCredentials tls_;
   std::array<std::unique_ptr<TaskQueue>, 2> loaders_;
   std::atomic<size_t> next_loader_{0};
+
+  // The loaders in turn: where slow work (loading a job's data, building an
+  // export) runs, off gRPC's callback threads.
+  TaskQueue& NextLoader() { return *loaders_[next_loader_.fetch_add(1) % loaders_.size()]; }
 };
 
 }  // namespace hpt
