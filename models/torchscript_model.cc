@@ -6,7 +6,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "common/output_file.h"
 #include "models/model_config.h"
 #include "models/model_weights.h"
 
@@ -213,20 +212,6 @@ absl::StatusOr<std::string> TorchModelBytes(const ModelConfig& config,
     return absl::InternalError(absl::StrCat("the TorchScript model: ", FirstLine(e.what())));
   }
   return bytes.str();
-}
-
-absl::Status WriteTorchModel(const ModelConfig& config,
-                             const std::map<std::string, HostTensor>& parameters,
-                             const DataUnits& units, const std::string& path) {
-  // A folder that is missing or not writable is said in one line, before
-  // any work.
-  if (absl::Status s = CheckOutputPath(path); !s.ok()) return s;
-  absl::StatusOr<std::string> bytes = TorchModelBytes(config, parameters, units);
-  if (!bytes.ok()) {
-    return absl::Status(bytes.status().code(),
-                        absl::StrCat("writing '", path, "': ", bytes.status().message()));
-  }
-  return WriteOutputFile(path, *bytes);
 }
 
 }  // namespace hpt

@@ -38,15 +38,9 @@ absl::StatusOr<std::string> TorchModelBytes(const ModelConfig& config,
                                             const std::map<std::string, HostTensor>& parameters,
                                             const DataUnits& units);
 
-// TorchModelBytes written to `path`; a folder that cannot be written is
-// FAILED_PRECONDITION, said before any work.
-absl::Status WriteTorchModel(const ModelConfig& config,
-                             const std::map<std::string, HostTensor>& parameters,
-                             const DataUnits& units, const std::string& path);
-
 // The TorchScript source of the module's methods for `config`, keyed by
 // module path ("" the top, "layers.0.self_attn", ...): what
-// WriteTorchModel compiles. Exposed for tests and docs.
+// TorchModelBytes compiles. Exposed for tests and docs.
 std::map<std::string, std::string> TorchScriptSource(const ModelConfig& config,
                                                      bool data_units = false);
 

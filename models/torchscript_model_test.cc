@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <cstdio>
+#include <sstream>
 
 #include "gtest/gtest.h"
 #include "models/model_config.h"
@@ -36,23 +37,24 @@ std::map<std::string, HostTensor> ParamsOf(const SpatioTemporalTransformerImpl& 
   return params;
 }
 
-TEST(WriteTorchModelTest, TorchLoadGivesBackTheSameForward) {
+TEST(TorchModelBytesTest, TorchLoadGivesBackTheSameForward) {
   torch::manual_seed(1);
   SpatioTemporalTransformer source(Config());
   std::map<std::string, HostTensor> params = ParamsOf(*source);
-  const std::string path = ::testing::TempDir() + "/model.pt";
-  const absl::Status written = WriteTorchModel(Config(), params, DataUnits(), path);
-  ASSERT_TRUE(written.ok()) << written;
+  const absl::StatusOr<std::string> bytes = TorchModelBytes(Config(), params, DataUnits());
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
   torch::manual_seed(2);  // a different initialisation, overwritten by load
   SpatioTemporalTransformer loaded(Config());
-  torch::load(loaded, path);
+  std::istringstream file(*bytes);
+  torch::load(loaded, file);
   source->eval();
   loaded->eval();
   const torch::Tensor x = torch::randn({2, 3, 4});
   EXPECT_TRUE(torch::equal(source->forward(x), loaded->forward(x)));
 
   // The same file as TorchScript, with its forward: no model class needed.
-  torch::jit::Module script = torch::jit::load(path);
+  std::istringstream script_file(*bytes);
+  torch::jit::Module script = torch::jit::load(script_file);
   const torch::Tensor scripted = script.forward({x}).toTensor();
   EXPECT_TRUE(torch::allclose(scripted, source->forward(x), 1e-6, 1e-6))
       << (scripted - source->forward(x)).abs().max().item<float>();
@@ -66,7 +68,7 @@ TEST(WriteTorchModelTest, TorchLoadGivesBackTheSameForward) {
   }
 
   params.erase("head.bias");
-  const absl::Status missing = WriteTorchModel(Config(), params, DataUnits(), path);
+  const absl::Status missing = TorchModelBytes(Config(), params, DataUnits()).status();
   EXPECT_EQ(missing.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(missing.message().find("'head.bias'"), std::string::npos);
 }
@@ -74,7 +76,7 @@ TEST(WriteTorchModelTest, TorchLoadGivesBackTheSameForward) {
 // With the job's data units the module takes raw values and gives raw
 // forecasts: each station z-scored on the way in, undone on the way out;
 // forward_normalised is the model itself.
-TEST(WriteTorchModelTest, TheModuleWorksInTheDataUnits) {
+TEST(TorchModelBytesTest, TheModuleWorksInTheDataUnits) {
   torch::manual_seed(1);
   SpatioTemporalTransformer source(Config());
   source->eval();
@@ -84,9 +86,10 @@ TEST(WriteTorchModelTest, TheModuleWorksInTheDataUnits) {
   for (float m : {15.0f, -3.0f, 100.0f}) units.add_mean(m);
   for (float sd : {8.0f, 0.5f, 20.0f}) units.add_sd(sd);
   EXPECT_TRUE(UsesDataUnits(units));
-  const std::string path = ::testing::TempDir() + "/units.pt";
-  ASSERT_TRUE(WriteTorchModel(Config(), params, units, path).ok());
-  torch::jit::Module script = torch::jit::load(path);
+  const absl::StatusOr<std::string> bytes = TorchModelBytes(Config(), params, units);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  std::istringstream file(*bytes);
+  torch::jit::Module script = torch::jit::load(file);
   const torch::Tensor mean = torch::tensor({15.0f, -3.0f, 100.0f}).view({3, 1});
   const torch::Tensor sd = torch::tensor({8.0f, 0.5f, 20.0f}).view({3, 1});
   const torch::Tensor raw = torch::randn({2, 3, 4}) * sd + mean;
@@ -98,13 +101,6 @@ TEST(WriteTorchModelTest, TheModuleWorksInTheDataUnits) {
                               source->forward(z), 1e-6, 1e-6));
   units.set_per_token(false);  // tokens are groups of stations: no raw forward
   EXPECT_FALSE(UsesDataUnits(units));
-}
-
-TEST(WriteTorchModelTest, AnUnwritablePathIsOneLineNamingIt) {
-  const absl::Status nowhere = WriteTorchModel(Config(), {}, DataUnits(), "/proc/nope/model.pt");
-  EXPECT_EQ(nowhere.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(nowhere.message(),
-            "cannot write '/proc/nope/model.pt': folder '/proc/nope': No such file or directory");
 }
 
 }  // namespace
