@@ -158,8 +158,9 @@ absl::Status Set_reram_read_noise(const std::string& label, const std::string& v
 constexpr std::nullptr_t Get_reram_read_noise = nullptr;  // numerics only
 absl::Status Set_reram_seed(const std::string& label, const std::string& value,
                             DeviceCostConfig* c) {
-  if (!absl::SimpleAtoi(value, &c->reram.seed))
+  if (!absl::SimpleAtoi(value, &c->reram.seed)) {
     return Bad(label, value, "want a whole number >= 0");
+  }
   return absl::OkStatus();
 }
 constexpr std::nullptr_t Get_reram_seed = nullptr;  // numerics only

@@ -4,6 +4,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/marshalling.h"
+#include "common/status_macros.h"
 #include "devices/cost_settings.h"
 #include "devices/device_settings.h"
 
@@ -25,15 +26,11 @@ namespace {
 // per-operand SRAMs follow --systolic_sram_kb).
 absl::StatusOr<DeviceCostConfig> DeviceConfigFromFlags(const std::string& kind) {
   DeviceCostConfig c = DefaultDeviceCostConfig(kind);
-  absl::Status status;
-#define HPT_APPLY_FLAG(type, name, ...)                                                  \
-  if (status.ok()) {                                                                     \
-    status = ApplyDeviceFlag(#name, absl::UnparseFlag(absl::GetFlag(FLAGS_##name)), &c); \
-  }
+#define HPT_APPLY_FLAG(type, name, ...) \
+  RETURN_IF_ERROR(ApplyDeviceFlag(#name, absl::UnparseFlag(absl::GetFlag(FLAGS_##name)), &c));
   HPT_NUMBER_SETTINGS(HPT_APPLY_FLAG)
   HPT_OTHER_SETTINGS(HPT_APPLY_FLAG)
 #undef HPT_APPLY_FLAG
-  if (!status.ok()) return status;
   return c;
 }
 
