@@ -63,8 +63,9 @@ struct WorkerServer::Impl {
       const grpc::Status status = stub->RegisterWorker(&context, RegisterRequest(), &response);
       if (status.ok()) {
         if (!registered) {
-          std::cerr << "registered with coordinator " << options.coordinator_address
-                    << std::endl;
+          // Each line in one write: the main thread prints to stdout meanwhile.
+          std::cerr << absl::StrCat("registered with coordinator ", options.coordinator_address,
+                                    "\n");
         }
         registered = true;
         attempt = 0;
@@ -90,11 +91,10 @@ struct WorkerServer::Impl {
         }
         // The last wait ends at the bound, not past it.
         wait = std::min(wait, options.register_timeout - without);
-        std::cerr << "cannot register with coordinator " << options.coordinator_address
-                  << " (try " << attempt << "): " << status.error_message()
-                  << "; next try in " << absl::FormatDuration(wait) << ", giving up after "
-                  << absl::FormatDuration(options.register_timeout) << " without one"
-                  << std::endl;
+        std::cerr << absl::StrCat(
+            "cannot register with coordinator ", options.coordinator_address, " (try ", attempt,
+            "): ", status.error_message(), "; next try in ", absl::FormatDuration(wait),
+            ", giving up after ", absl::FormatDuration(options.register_timeout), " without one\n");
       }
       absl::MutexLock lock(&mu);
       if (mu.AwaitWithTimeout(absl::Condition(&stopping), wait)) return;
