@@ -110,10 +110,10 @@ absl::StatusOr<BenchRun> RunWithHooks(const JobSpec& raw, TrainingMode::Name mod
   gpu_options.intra_op_threads = hooks.threads;
   ASSIGN_OR_RETURN(std::unique_ptr<GpuExecutor> gpu, GpuExecutor::Create(gpu_options));
   DeviceExecutor::Options reram_options, systolic_options;
-  reram_options.kind = "reram";
+  reram_options.kind = DeviceKind::reram;
   reram_options.reram.read_noise_sigma = hooks.noise.read_sigma;
   reram_options.reram.program_noise_sigma = hooks.noise.program_sigma;
-  systolic_options.kind = "systolic";
+  systolic_options.kind = DeviceKind::systolic;
   ASSIGN_OR_RETURN(std::unique_ptr<DeviceExecutor> reram, DeviceExecutor::Create(reram_options));
   ASSIGN_OR_RETURN(std::unique_ptr<DeviceExecutor> systolic,
                    DeviceExecutor::Create(systolic_options));

@@ -70,7 +70,7 @@ std::vector<StepCheck> MeasureAndPredict(const GpuSpec& profile,
 }  // namespace
 
 StepTimes PredictStep(const GpuSpec& profile, const RecordedStep& recorded) {
-  DeviceCostConfig cost = DefaultDeviceCostConfig("gpu");
+  DeviceCostConfig cost = DefaultDeviceCostConfig(DeviceKind::gpu);
   cost.gpu = profile;
   std::vector<StepCost> tasks;
   recorded.Cost(cost, GpuBaseline::kLibtorch, &tasks);

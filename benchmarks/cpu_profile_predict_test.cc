@@ -32,7 +32,7 @@ TEST_F(CpuProfilePredictTest, TheTasksAreTheRecordedStepsCostTaskByTask) {
   const RecordedStep step = Record({"tiny", 4, 16});
   const GpuSpec v100 = Preset("v100");
   const StepTimes predicted = PredictStep(v100, step);
-  DeviceCostConfig config = DefaultDeviceCostConfig("gpu");
+  DeviceCostConfig config = DefaultDeviceCostConfig(DeviceKind::gpu);
   config.gpu = v100;
   std::vector<StepCost> tasks;
   const StepCost whole = step.Cost(config, GpuBaseline::kLibtorch, &tasks);

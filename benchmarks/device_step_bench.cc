@@ -22,8 +22,9 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "benchmarks/bench_jobs.h"
+#include "common/device_kind.h"
+#include "common/enum_names.h"
 #include "common/process_setup.h"
-#include "coordinator/spec/enum_names.h"
 #include "coordinator/training/trainer.h"
 
 ABSL_FLAG(std::string, data_dir, "../shared/data", "The real data sets' folder.");
@@ -48,7 +49,8 @@ struct Totals {
 
 std::map<std::string, double> MeasuredByKind(const hpt::TrainerUpdate& u) {
   std::map<std::string, double> by_kind;
-  for (const hpt::DeviceCost& d : u.device_costs) by_kind[d.kind()] += d.cost().measured_s();
+  for (const hpt::DeviceCost& d : u.device_costs)
+    by_kind[hpt::KindName(d.kind())] += d.cost().measured_s();
   return by_kind;
 }
 

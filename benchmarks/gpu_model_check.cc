@@ -191,7 +191,7 @@ int CompareWithDevice(const DeviceCostConfig& config, const std::vector<int64_t>
 }
 
 int Main() {
-  DeviceCostConfig config = DefaultDeviceCostConfig("gpu");
+  DeviceCostConfig config = DefaultDeviceCostConfig(DeviceKind::gpu);
   absl::StatusOr<std::string> value = ReferenceGpuValue(absl::GetFlag(FLAGS_gpu));
   absl::Status s = value.status();
   if (s.ok()) s = ApplyDeviceSetting("reference_gpu", *value, &config);

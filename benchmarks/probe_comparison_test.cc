@@ -15,7 +15,7 @@ namespace {
 // A fixed profile: the rows' model figures are the model's prices of the
 // recorded step, whatever this machine's speed.
 DeviceCostConfig FixedProfile() {
-  DeviceCostConfig config = DefaultDeviceCostConfig("gpu");
+  DeviceCostConfig config = DefaultDeviceCostConfig(DeviceKind::gpu);
   config.gpu = *ParseGpuProfile(
       "name = fixed; fp32_flops = 1e11; memory_bw = 1e10; compute_share = 1; "
       "memory_share = 1; dispatch_s = 2e-6; python_op_s = 5e-6; synchronous = true");

@@ -7,7 +7,8 @@
 namespace hpt {
 
 void AddCost(const CostReport& part, CostReport* total) {
-  if (total->device_kind().empty()) total->set_device_kind(part.device_kind());
+  if (total->device_kind() == DeviceKind::DEVICE_KIND_UNSPECIFIED)
+    total->set_device_kind(part.device_kind());
   total->set_measured_s(total->measured_s() + part.measured_s());
   total->set_simulated_s(total->simulated_s() + part.simulated_s());
   total->set_energy_j(total->energy_j() + part.energy_j());

@@ -7,7 +7,7 @@ namespace {
 
 TEST(CostUtilTest, SumsTimesAndCountersButKeepsMaxima) {
   CostReport total, a, b;
-  a.set_device_kind("reram");
+  a.set_device_kind(DeviceKind::reram);
   a.set_measured_s(1);
   a.set_simulated_s(2);
   a.set_energy_j(3);
@@ -20,7 +20,7 @@ TEST(CostUtilTest, SumsTimesAndCountersButKeepsMaxima) {
   (*b.mutable_counters())["worst_wear"] = 0.25;
   AddCost(a, &total);
   AddCost(b, &total);
-  EXPECT_EQ(total.device_kind(), "reram");
+  EXPECT_EQ(total.device_kind(), DeviceKind::reram);
   EXPECT_DOUBLE_EQ(total.measured_s(), 1.5);
   EXPECT_DOUBLE_EQ(total.simulated_s(), 2);
   EXPECT_DOUBLE_EQ(total.energy_j(), 4);

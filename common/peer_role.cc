@@ -46,12 +46,17 @@ std::string RoleUri(PeerRole role) {
   return absl::StrCat(kRoleUriPrefix, RoleName(role));
 }
 
-std::optional<PeerRole> WorkerRole(absl::string_view kind) {
-  for (const RoleEntry& e : kRoles) {
-    absl::string_view worker_kind = e.name;
-    if (absl::ConsumePrefix(&worker_kind, "worker/") && worker_kind == kind) return e.role;
+std::optional<PeerRole> WorkerRole(DeviceKind::Name kind) {
+  switch (kind) {
+    case DeviceKind::gpu:
+      return PeerRole::kGpuWorker;
+    case DeviceKind::reram:
+      return PeerRole::kReramWorker;
+    case DeviceKind::systolic:
+      return PeerRole::kSystolicWorker;
+    default:
+      return std::nullopt;
   }
-  return std::nullopt;
 }
 
 PeerRole PeerRoleOf(const grpc::AuthContext& auth) {

@@ -24,6 +24,7 @@
 #include "common/grpc_setup.h"
 #include "grpcpp/security/auth_context.h"
 #include "grpcpp/server_context.h"
+#include "proto/work.pb.h"
 
 namespace hpt {
 
@@ -42,9 +43,8 @@ inline constexpr absl::string_view kRoleUriPrefix = "spiffe://hpt/";
 absl::string_view RoleName(PeerRole role);
 // "spiffe://hpt/worker/gpu"; empty for kUnnamed.
 std::string RoleUri(PeerRole role);
-// The role of a worker of `kind` ("gpu", "reram", "systolic"); none for
-// another kind.
-std::optional<PeerRole> WorkerRole(absl::string_view kind);
+// The role of a worker of `kind`; none for DEVICE_KIND_UNSPECIFIED.
+std::optional<PeerRole> WorkerRole(DeviceKind::Name kind);
 
 // The role the peer's verified certificate names: the first URI SAN under
 // kRoleUriPrefix that names a role; kUnnamed when there is none.

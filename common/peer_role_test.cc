@@ -18,13 +18,10 @@ TEST(PeerRoleTest, EachRoleHasOneSpiffeUri) {
 }
 
 TEST(PeerRoleTest, WorkerKindsMapToTheirRoles) {
-  EXPECT_EQ(WorkerRole("gpu"), PeerRole::kGpuWorker);
-  EXPECT_EQ(WorkerRole("reram"), PeerRole::kReramWorker);
-  EXPECT_EQ(WorkerRole("systolic"), PeerRole::kSystolicWorker);
-  EXPECT_FALSE(WorkerRole("coordinator").has_value());
-  EXPECT_FALSE(WorkerRole("client").has_value());
-  EXPECT_FALSE(WorkerRole("").has_value());
-  EXPECT_FALSE(WorkerRole("GPU").has_value());
+  EXPECT_EQ(WorkerRole(DeviceKind::gpu), PeerRole::kGpuWorker);
+  EXPECT_EQ(WorkerRole(DeviceKind::reram), PeerRole::kReramWorker);
+  EXPECT_EQ(WorkerRole(DeviceKind::systolic), PeerRole::kSystolicWorker);
+  EXPECT_FALSE(WorkerRole(DeviceKind::DEVICE_KIND_UNSPECIFIED).has_value());
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/device_kind.h"
 #include "common/grpc_setup.h"
 #include "common/net.h"
 #include "common/status_macros.h"
@@ -47,8 +48,8 @@ struct CoordinatorServer::Impl {
   // Keeps hpt_workers_up current.
   void MetricsLoop() {
     while (true) {
-      for (const char* kind : {"gpu", "reram", "systolic"}) {
-        metrics->SetWorkersUp(kind, static_cast<int>(pool->Live(kind).size()));
+      for (DeviceKind::Name kind : kDeviceKinds) {
+        metrics->SetWorkersUp(KindName(kind), static_cast<int>(pool->Live(kind).size()));
       }
       absl::MutexLock lock(&mu);
       if (mu.AwaitWithTimeout(absl::Condition(&stopping), absl::Seconds(1))) {
@@ -72,7 +73,10 @@ absl::StatusOr<std::unique_ptr<WorkerPool>> MakePool(const CoordinatorServer::Op
           "--workers entry '", w, "' is not kind=host:port (e.g. gpu=127.0.0.1:50061)"));
     }
     RETURN_IF_ERROR(ParseHostPort(w.substr(eq + 1), "--workers").status());
-    pool->AddStatic(w.substr(eq + 1), w.substr(0, eq));
+    ASSIGN_OR_RETURN(
+        DeviceKind::Name kind,
+        ParseDeviceKind(absl::StrCat("--workers entry '", w, "': kind"), w.substr(0, eq)));
+    pool->AddStatic(w.substr(eq + 1), kind);
   }
   return pool;
 }
@@ -85,7 +89,8 @@ JobManager::ClientFactory GrpcClients(const CoordinatorServer::Options& options,
   GrpcWorkerClient::Options client_options;
   client_options.task_deadline = options.task_deadline;
   client_options.tls = options.tls;
-  return [client_options, metrics, pool](const std::string& address, const std::string& kind) {
+  return [client_options, metrics, pool](const std::string& address, DeviceKind::Name k) {
+    const std::string kind = KindName(k);
     GrpcWorkerClient::Options o = client_options;
     o.on_rpc = [metrics, kind, pool, address](const std::string& method, const std::string& code,
                                               double seconds) {

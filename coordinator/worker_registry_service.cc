@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/device_kind.h"
 #include "common/grpc_status.h"
 #include "common/peer_role.h"
 
@@ -21,8 +22,9 @@ grpc::ServerUnaryReactor* WorkerRegistryImpl::RegisterWorker(
   if (std::optional<PeerRole> role = WorkerRole(request->kind()); role.has_value()) {
     allowed = {*role};
   }
-  absl::Status status = CheckPeerRole(
-      *context, tls_, allowed, absl::StrCat("RegisterWorker (as kind '", request->kind(), "')"));
+  absl::Status status =
+      CheckPeerRole(*context, tls_, allowed,
+                    absl::StrCat("RegisterWorker (as kind '", KindName(request->kind()), "')"));
   if (status.ok()) {
     status =
         pool_->Register(request->address(), request->kind(), request->name(), request->device_id());

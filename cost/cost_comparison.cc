@@ -342,13 +342,13 @@ void AddTimeNotes(const std::vector<DeviceCost>& devices, const RecordedPhases& 
       auto it = k.find(name);
       return it == k.end() ? 0.0 : it->second;
     };
-    if (d.kind() == "gpu") {
+    if (d.kind() == DeviceKind::gpu) {
       kernels += get("kernels");
       launch_bound_s += get("launch_bound_s");
       gpu_s += d.cost().simulated_s();
-    } else if (d.kind() == "reram") {
+    } else if (d.kind() == DeviceKind::reram) {
       reram_s += d.cost().simulated_s();
-    } else if (d.kind() == "systolic") {
+    } else if (d.kind() == DeviceKind::systolic) {
       systolic_s += d.cost().simulated_s();
       stall += get("stall_cycles");
       cycles += get("cycles");

@@ -24,7 +24,7 @@ namespace hpt {
 struct LayTask {
   int device = 0;     // who it ran on (data-parallel ranks pair by it)
   std::string track;  // the timeline resource
-  std::string kind;
+  DeviceKind::Name kind = DeviceKind::DEVICE_KIND_UNSPECIFIED;
   std::string type;   // load, forward, backward, update
   int64_t samples = 1;
   int64_t bytes_in = 0;

@@ -2,14 +2,15 @@
 
 #include <algorithm>
 
+#include "common/device_kind.h"
+
 namespace hpt {
 
 CostTimeline::CostTimeline(InterconnectConfig interconnect)
     : interconnect_(interconnect) {}
 
-int CostTimeline::Add(const std::string& device, const std::string& kind,
-                      double duration_s, double energy_j, const std::vector<int>& deps,
-                      int64_t bytes_in) {
+int CostTimeline::Add(const std::string& device, DeviceKind::Name kind, double duration_s,
+                      double energy_j, const std::vector<int>& deps, int64_t bytes_in) {
   double ready = 0, transfer = 0;
   bool remote = false;
   for (int d : deps) {
@@ -25,8 +26,8 @@ int CostTimeline::Add(const std::string& device, const std::string& kind,
   const double start = std::max(ready, device_free_[device]);
   const double finish = start + duration_s;
   device_free_[device] = finish;
-  busy_s_[kind] += duration_s;
-  energy_j_[kind] += energy_j;
+  busy_s_[KindName(kind)] += duration_s;
+  energy_j_[KindName(kind)] += energy_j;
   start_.push_back(start);
   finish_.push_back(finish);
   transfer_.push_back(transfer);

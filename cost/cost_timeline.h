@@ -5,8 +5,8 @@
 // makespan; energy is the tasks' energy plus the interconnect's.
 //
 //   CostTimeline t(interconnect);
-//   int f = t.Add("gpu0", "gpu", 1e-3, 0.2, {}, 0);
-//   int b = t.Add("reram0", "reram", 2e-4, 0.01, {f}, 4096);
+//   int f = t.Add("gpu0", DeviceKind::gpu, 1e-3, 0.2, {}, 0);
+//   int b = t.Add("reram0", DeviceKind::reram, 2e-4, 0.01, {f}, 4096);
 //   double step_s = t.makespan_s();
 //
 // Not thread-safe.
@@ -17,6 +17,8 @@
 #include <map>
 #include <string>
 #include <vector>
+
+#include "proto/work.pb.h"
 
 namespace hpt {
 
@@ -36,8 +38,8 @@ class CostTimeline {
 
   // Returns the task's id. `bytes_in` cross the interconnect from the
   // dependencies' devices (once, if any dependency is on another device).
-  int Add(const std::string& device, const std::string& kind, double duration_s,
-          double energy_j, const std::vector<int>& deps, int64_t bytes_in);
+  int Add(const std::string& device, DeviceKind::Name kind, double duration_s, double energy_j,
+          const std::vector<int>& deps, int64_t bytes_in);
 
   double makespan_s() const { return makespan_s_; }
   double finish_s(int task) const { return finish_[task]; }
@@ -46,7 +48,8 @@ class CostTimeline {
   double transfer_s(int task) const { return transfer_[task]; }
   double transfer_energy_j() const { return transfer_energy_j_; }
   int64_t transfer_bytes() const { return transfer_bytes_; }
-  // Busy time and energy per device kind.
+  // Busy time and energy per device kind, by KindName (the keys of
+  // PhaseCost's maps).
   const std::map<std::string, double>& busy_s() const { return busy_s_; }
   const std::map<std::string, double>& energy_j() const { return energy_j_; }
   double total_energy_j() const;

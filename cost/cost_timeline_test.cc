@@ -15,10 +15,10 @@ InterconnectConfig Link() {
 
 TEST(CostTimelineTest, ChainAcrossDevicesPaysTransfers) {
   CostTimeline t(Link());
-  const int a = t.Add("gpu0", "gpu", 2.0, 1.0, {}, 0);
-  const int b = t.Add("reram0", "reram", 1.0, 0.5, {a}, 1000);  // +0.5 +1.0 s
+  const int a = t.Add("gpu0", DeviceKind::gpu, 2.0, 1.0, {}, 0);
+  const int b = t.Add("reram0", DeviceKind::reram, 1.0, 0.5, {a}, 1000);  // +0.5 +1.0 s
   EXPECT_DOUBLE_EQ(t.finish_s(b), 2.0 + 1.5 + 1.0);
-  const int c = t.Add("reram0", "reram", 1.0, 0.5, {b}, 1000);  // same device
+  const int c = t.Add("reram0", DeviceKind::reram, 1.0, 0.5, {b}, 1000);  // same device
   EXPECT_DOUBLE_EQ(t.finish_s(c), 5.5);
   EXPECT_DOUBLE_EQ(t.makespan_s(), 5.5);
   EXPECT_EQ(t.transfer_bytes(), 1000);
@@ -29,12 +29,12 @@ TEST(CostTimelineTest, ChainAcrossDevicesPaysTransfers) {
 
 TEST(CostTimelineTest, IndependentDevicesOverlapAndOneDeviceSerialises) {
   CostTimeline t(Link());
-  const int a = t.Add("sys0", "systolic", 3.0, 0, {}, 0);
-  const int b = t.Add("sys1", "systolic", 2.0, 0, {}, 0);
+  const int a = t.Add("sys0", DeviceKind::systolic, 3.0, 0, {}, 0);
+  const int b = t.Add("sys1", DeviceKind::systolic, 2.0, 0, {}, 0);
   EXPECT_DOUBLE_EQ(t.makespan_s(), 3.0);  // concurrent
-  const int c = t.Add("sys1", "systolic", 1.0, 0, {}, 0);
+  const int c = t.Add("sys1", DeviceKind::systolic, 1.0, 0, {}, 0);
   EXPECT_DOUBLE_EQ(t.finish_s(c), 3.0);  // waits for sys1
-  const int d = t.Add("sys0", "systolic", 1.0, 0, {a, b}, 0);  // no bytes: no transfer
+  const int d = t.Add("sys0", DeviceKind::systolic, 1.0, 0, {a, b}, 0);  // no bytes: no transfer
   EXPECT_DOUBLE_EQ(t.finish_s(d), 4.0);
 }
 

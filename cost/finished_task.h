@@ -4,7 +4,7 @@
 // hand each to a TaskSink as it finishes.
 //
 //   TaskSink sink = [&](const FinishedTask& t) { recorder.Measure(t); };
-//   sink(MakeFinishedTask(worker->address(), "gpu", "forward", response.cost()));
+//   sink(MakeFinishedTask(worker->address(), DeviceKind::gpu, "forward", response.cost()));
 #ifndef HPT_COST_FINISHED_TASK_H_
 #define HPT_COST_FINISHED_TASK_H_
 
@@ -19,7 +19,7 @@ namespace hpt {
 
 struct FinishedTask {
   std::string worker;  // the worker's address ("" where none: a test's)
-  std::string kind;    // gpu, reram, systolic
+  DeviceKind::Name kind = DeviceKind::DEVICE_KIND_UNSPECIFIED;
   std::string type;    // load, forward, backward, update
   CostReport cost;
   int64_t bytes_in = 0;   // activations or gradients sent to the worker
@@ -36,12 +36,11 @@ using TaskSink = std::function<void(const FinishedTask&)>;
 
 // A task of `kind` and `type` on `worker` with its cost and the bytes it
 // moved, on the worker's own timeline resource, as one piece.
-inline FinishedTask MakeFinishedTask(std::string worker, std::string kind, std::string type,
-                                     CostReport cost, int64_t bytes_in = 0,
-                                     int64_t bytes_out = 0) {
+inline FinishedTask MakeFinishedTask(std::string worker, DeviceKind::Name kind, std::string type,
+                                     CostReport cost, int64_t bytes_in = 0, int64_t bytes_out = 0) {
   FinishedTask t;
   t.worker = std::move(worker);
-  t.kind = std::move(kind);
+  t.kind = kind;
   t.type = std::move(type);
   t.cost = std::move(cost);
   t.bytes_in = bytes_in;

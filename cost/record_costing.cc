@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/cost_util.h"
+#include "common/device_kind.h"
 #include "cost/cost_comparison.h"
 
 namespace hpt {
@@ -101,14 +102,14 @@ absl::Status RecordCosting::Configure(const CostSettings& changes) {
     if (size_t colon = scoped.find(':'); colon != std::string::npos) {
       scope = scoped.substr(0, colon);
       key = scoped.substr(colon + 1);
-      if (scope != "gpu" && scope != "reram" && scope != "systolic") {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "setting ", scoped, ": '", scope, "' is not a worker kind (gpu, reram, systolic)"));
-      }
+      // "setting tpu:x=1: worker kind 'tpu' is not gpu, reram or systolic"
+      absl::StatusOr<DeviceKind::Name> kind =
+          ParseDeviceKind(absl::StrCat("setting ", scoped, "=", value, ": worker kind"), scope);
+      if (!kind.ok()) return kind.status();
     }
     const CostSettingInfo* setting_info = FindCostSetting(key);
     if (setting_info == nullptr) {
-      DeviceCostConfig probe = DefaultDeviceCostConfig("reram");
+      DeviceCostConfig probe = DefaultDeviceCostConfig(DeviceKind::reram);
       return ApplyDeviceSetting(key, value, &probe);  // the unknown-key error
     }
     if (IsCoordinatorKey(key)) {
@@ -128,10 +129,9 @@ absl::Status RecordCosting::Configure(const CostSettings& changes) {
       }
       coordinator[key] = value;
     } else {
-      DeviceCostConfig probe = DefaultDeviceCostConfig(key.rfind("reram_", 0) == 0 ||
-                                                               key.rfind("systolic_", 0) == 0
-                                                           ? "reram"
-                                                           : "gpu");
+      DeviceCostConfig probe = DefaultDeviceCostConfig(
+          key.rfind("reram_", 0) == 0 || key.rfind("systolic_", 0) == 0 ? DeviceKind::reram
+                                                                        : DeviceKind::gpu);
       if (absl::Status s = ApplyDeviceSetting(key, value, &probe); !s.ok()) return s;
       device_settings_.push_back({scoped, value});
     }
@@ -184,7 +184,7 @@ const DeviceCostConfig& RecordCosting::DeviceConfig(int device) {
   for (const auto& [scoped, value] : device_settings_) {
     std::string key = scoped;
     if (size_t colon = scoped.find(':'); colon != std::string::npos) {
-      if (scoped.substr(0, colon) != d.kind()) continue;
+      if (scoped.substr(0, colon) != KindName(d.kind())) continue;
       key = scoped.substr(colon + 1);
     }
     ApplyDeviceSetting(key, value, &c).IgnoreError();  // checked in Configure
@@ -299,7 +299,7 @@ void AddMeasuredRows(const WorkRecord& record, const RecordedPhases& libtorch,
     with_trials = p.gpu_all_s() / p.gpu_main_s();
     MeasuredWhere on;
     for (const RecordedDevice& d : record.devices()) {
-      if (d.kind() != "gpu") continue;
+      if (d.kind() != DeviceKind::gpu) continue;
       on = WhereMeasured(d.device_name(), d.device(), d.measured_by());
       break;
     }

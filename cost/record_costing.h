@@ -56,7 +56,7 @@ struct JobCosts {
 // One task laid on a step's timeline.
 struct LaidTask {
   std::string track;  // the device (or its part) it ran on
-  std::string kind;   // gpu, reram, systolic
+  DeviceKind::Name kind = DeviceKind::DEVICE_KIND_UNSPECIFIED;
   std::string type;   // load, forward, backward, update
   std::string chain;  // main or trial
   double start_s = 0, finish_s = 0, transfer_s = 0;

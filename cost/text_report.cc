@@ -212,7 +212,7 @@ void AppendGpuKernels(const Job& job, std::string* report) {
   const HptStatus& h = job.hpt();
   double kernels = 0, launch_bound_s = 0, gpu_s = 0;
   for (const DeviceCost& d : job.device_costs()) {
-    if (d.kind() != "gpu") continue;
+    if (d.kind() != DeviceKind::gpu) continue;
     const auto& c = d.cost().counters();
     if (auto it = c.find("kernels"); it != c.end()) kernels += it->second;
     if (auto it = c.find("launch_bound_s"); it != c.end()) launch_bound_s += it->second;

@@ -72,7 +72,7 @@ GpuMeasured MeasuredGpu(const std::vector<const FinishedTask*>& tasks) {
   std::map<std::string, BoardEnergy> boards;
   GpuMeasured m;
   for (const FinishedTask* t : tasks) {
-    if (t->kind != "gpu") continue;
+    if (t->kind != DeviceKind::gpu) continue;
     by_worker[t->worker] += t->cost.measured_s();
     m.any = true;
     const CostReport& c = t->cost;

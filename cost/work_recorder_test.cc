@@ -18,7 +18,7 @@ FinishedTask Task(const std::string& worker, const std::string& board, double st
   cost.set_board(board);
   cost.set_counter_start_j(start_j);
   cost.set_counter_end_j(end_j);
-  return MakeFinishedTask(worker, "gpu", "forward", cost);
+  return MakeFinishedTask(worker, DeviceKind::gpu, "forward", cost);
 }
 
 const RecordedPhase& Full(const WorkRecorder& r) { return r.record().phases(0); }

@@ -42,14 +42,14 @@ struct DeviceSetting {
   Getter get;
 };
 
-bool Applies(SettingScope scope, const std::string& kind) {
+bool Applies(SettingScope scope, DeviceKind::Name kind) {
   switch (scope) {
     case SettingScope::kGpu:
-      return kind == "gpu";
+      return kind == DeviceKind::gpu;
     case SettingScope::kDeviceNodes:
-      return kind == "reram" || kind == "systolic";
+      return kind == DeviceKind::reram || kind == DeviceKind::systolic;
     case SettingScope::kReramNodes:
-      return kind == "reram";
+      return kind == DeviceKind::reram;
   }
   return false;
 }
@@ -244,7 +244,7 @@ std::string SettingNumber(double value) {
   return absl::StrFormat("%.17g", value);
 }
 
-DeviceCostConfig DefaultDeviceCostConfig(const std::string& kind) {
+DeviceCostConfig DefaultDeviceCostConfig(DeviceKind::Name kind) {
   DeviceCostConfig c;
   c.kind = kind;
   c.gpu = *GpuPreset("v100");
@@ -329,7 +329,7 @@ std::string ReramNumericsName(ReramNumerics numerics) {
 }
 
 absl::StatusOr<DeviceCostConfig> DeviceCostConfigFrom(
-    const std::string& kind, const std::map<std::string, std::string>& settings) {
+    DeviceKind::Name kind, const std::map<std::string, std::string>& settings) {
   DeviceCostConfig c = DefaultDeviceCostConfig(kind);
   for (const auto& [key, value] : settings) {
     if (absl::Status s = ApplyDeviceSetting(key, value, &c); !s.ok()) return s;

@@ -3,7 +3,7 @@
 // `hptctl whatif --set systolic_rows=64` means what starting every worker
 // with --systolic_rows=64 means (docs/cost-model.md, "What if").
 //
-//   DeviceCostConfig c = DefaultDeviceCostConfig("systolic");
+//   DeviceCostConfig c = DefaultDeviceCostConfig(DeviceKind::systolic);
 //   RETURN_IF_ERROR(ApplyDeviceSetting("systolic_rows", "64", &c));
 //   std::map<std::string, std::string> s = DeviceSettingsOf(c);  // back
 //
@@ -23,6 +23,7 @@
 #include "devices/reram/reram_config.h"
 #include "devices/systolic/systolic_array.h"
 #include "devices/vector_unit.h"
+#include "proto/work.pb.h"
 
 namespace hpt {
 
@@ -30,7 +31,7 @@ namespace hpt {
 // device nodes (ReRAM, systolic) the systolic array (a ReRAM node's
 // digital unit is one at the ReRAM clock) and, on ReRAM nodes, reram.
 struct DeviceCostConfig {
-  std::string kind;  // gpu, reram, systolic
+  DeviceKind::Name kind = DeviceKind::DEVICE_KIND_UNSPECIFIED;
   GpuSpec gpu;
   GpuPrecision gpu_precision = GpuPrecision::kFp32;
   SystolicConfig systolic;
@@ -40,7 +41,7 @@ struct DeviceCostConfig {
 
 // The defaults a worker of `kind` starts with (the configs' own, cited
 // where they are defined).
-DeviceCostConfig DefaultDeviceCostConfig(const std::string& kind);
+DeviceCostConfig DefaultDeviceCostConfig(DeviceKind::Name kind);
 
 // One setting a whatif may change. The device nodes' settings are declared
 // once, in device_settings.h, with the worker flags of the same names.
@@ -82,7 +83,7 @@ std::map<std::string, std::string> DeviceSettingsOf(const DeviceCostConfig& conf
 
 // A worker's config from its recorded settings.
 absl::StatusOr<DeviceCostConfig> DeviceCostConfigFrom(
-    const std::string& kind, const std::map<std::string, std::string>& settings);
+    DeviceKind::Name kind, const std::map<std::string, std::string>& settings);
 
 // A number as settings write it: shortest exact round trip.
 std::string SettingNumber(double value);

@@ -24,7 +24,7 @@ namespace {
 // A worker of `kind`'s device as its flags set it, each flag read by the
 // cost setting of its name (in device_settings.h's order, so the
 // per-operand SRAMs follow --systolic_sram_kb).
-absl::StatusOr<DeviceCostConfig> DeviceConfigFromFlags(const std::string& kind) {
+absl::StatusOr<DeviceCostConfig> DeviceConfigFromFlags(DeviceKind::Name kind) {
   DeviceCostConfig c = DefaultDeviceCostConfig(kind);
 #define HPT_APPLY_FLAG(type, name, ...) \
   RETURN_IF_ERROR(ApplyDeviceFlag(#name, absl::UnparseFlag(absl::GetFlag(FLAGS_##name)), &c));
@@ -37,14 +37,14 @@ absl::StatusOr<DeviceCostConfig> DeviceConfigFromFlags(const std::string& kind) 
 }  // namespace
 
 absl::StatusOr<SystolicConfig> SystolicConfigFromFlags() {
-  absl::StatusOr<DeviceCostConfig> c = DeviceConfigFromFlags("systolic");
+  absl::StatusOr<DeviceCostConfig> c = DeviceConfigFromFlags(DeviceKind::systolic);
   if (!c.ok()) return c.status();
   if (absl::Status s = ValidateSystolicConfig(c->systolic); !s.ok()) return s;
   return c->systolic;
 }
 
 absl::StatusOr<ReramConfig> ReramConfigFromFlags() {
-  absl::StatusOr<DeviceCostConfig> c = DeviceConfigFromFlags("reram");
+  absl::StatusOr<DeviceCostConfig> c = DeviceConfigFromFlags(DeviceKind::reram);
   if (!c.ok()) return c.status();
   return c->reram;
 }

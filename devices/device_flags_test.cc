@@ -23,10 +23,11 @@ TEST_F(DeviceFlagsTest, DefaultFlagsAreTheDefaultDevices) {
   ASSERT_TRUE(systolic.ok()) << systolic.status();
   absl::StatusOr<ReramConfig> reram = ReramConfigFromFlags();
   ASSERT_TRUE(reram.ok()) << reram.status();
-  DeviceCostConfig from_flags = DefaultDeviceCostConfig("reram");
+  DeviceCostConfig from_flags = DefaultDeviceCostConfig(DeviceKind::reram);
   from_flags.systolic = *systolic;
   from_flags.reram = *reram;
-  EXPECT_EQ(DeviceSettingsOf(from_flags), DeviceSettingsOf(DefaultDeviceCostConfig("reram")));
+  EXPECT_EQ(DeviceSettingsOf(from_flags),
+            DeviceSettingsOf(DefaultDeviceCostConfig(DeviceKind::reram)));
   EXPECT_EQ(reram->seed, ReramConfig().seed);
   EXPECT_EQ(reram->endurance_writes, ReramConfig().endurance_writes);
   EXPECT_EQ(reram->numerics, ReramConfig().numerics);
@@ -62,7 +63,7 @@ TEST_F(DeviceFlagsTest, ABadFlagIsRefusedNamingItAndTheRange) {
   EXPECT_EQ(ReramConfigFromFlags().status().message(),
             "--reram_weight_bits='1': want a whole number in 2..16");
 
-  DeviceCostConfig c = DefaultDeviceCostConfig("reram");
+  DeviceCostConfig c = DefaultDeviceCostConfig(DeviceKind::reram);
   EXPECT_EQ(ApplyDeviceSetting("reram_weight_bits", "1", &c).message(),
             "setting reram_weight_bits='1': want a whole number in 2..16");
 }

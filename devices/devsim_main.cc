@@ -16,8 +16,9 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/device_kind.h"
 #include "devices/device_flags.h"
 #include "devices/gpu/kernel_cost.h"
 #include "devices/reram/reram_chip.h"
@@ -199,10 +200,15 @@ int main(int argc, char** argv) {
     return Fail("--format must be table or json, got '" + format + "'");
   }
   const bool json = format == "json";
-  const std::string device = absl::GetFlag(FLAGS_device);
-
-  if (device == "systolic") return RunSystolic(m, n, k, json);
-  if (device == "reram") return RunReram(m, n, k, json);
-  if (device == "gpu") return RunGpu(m, n, k, json);
-  return Fail("--device must be systolic, reram or gpu, got '" + device + "'");
+  absl::StatusOr<hpt::DeviceKind::Name> device =
+      hpt::ParseDeviceKind("--device", absl::GetFlag(FLAGS_device));
+  if (!device.ok()) return Fail(std::string(device.status().message()));
+  switch (*device) {
+    case hpt::DeviceKind::systolic:
+      return RunSystolic(m, n, k, json);
+    case hpt::DeviceKind::reram:
+      return RunReram(m, n, k, json);
+    default:
+      return RunGpu(m, n, k, json);
+  }
 }

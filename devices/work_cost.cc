@@ -78,7 +78,7 @@ CostReport CostGpuWork(const TaskWork& work, const DeviceCostConfig& config,
   }
   const GpuStepCost s = tally.Finish(extra_s);
   CostReport c;
-  c.set_device_kind("gpu");
+  c.set_device_kind(DeviceKind::gpu);
   c.set_simulated_s(s.time_s);
   c.set_energy_j(s.energy_j);
   auto& counters = *c.mutable_counters();
@@ -115,7 +115,7 @@ CostReport CostNodeWork(const TaskWork& work, const DeviceCostConfig& config,
                         const LayerCopies* copies) {
   CostReport total;
   total.set_device_kind(config.kind);
-  const bool reram = config.kind == "reram";
+  const bool reram = config.kind == DeviceKind::reram;
   // A ReRAM node's digital unit is costed as the array at the node's clock.
   SystolicConfig array = config.systolic;
   if (reram) array.clock_hz = config.reram.clock_hz;
@@ -237,7 +237,7 @@ std::string GpuBaselineSource(GpuBaseline baseline) {
 CostReport CostTaskWork(const TaskWork& work, const DeviceCostConfig& config,
                         GpuBaseline baseline, const LayerCopies* copies,
                         const std::string& task_type) {
-  if (config.kind == "gpu") return CostGpuWork(work, config, baseline, task_type);
+  if (config.kind == DeviceKind::gpu) return CostGpuWork(work, config, baseline, task_type);
   return CostNodeWork(work, config, copies);
 }
 

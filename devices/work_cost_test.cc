@@ -17,7 +17,7 @@ double Counter(const CostReport& c, const std::string& name) {
 }
 
 TEST(WorkCost, SystolicProductsAreSimulateGemm) {
-  DeviceCostConfig config = DefaultDeviceCostConfig("systolic");
+  DeviceCostConfig config = DefaultDeviceCostConfig(DeviceKind::systolic);
   config.systolic.rows = 32;
   TaskWork work;
   SystolicGemmWork* g = work.add_items()->mutable_gemm();
@@ -33,7 +33,7 @@ TEST(WorkCost, SystolicProductsAreSimulateGemm) {
 }
 
 TEST(WorkCost, ReramReadsAndProgrammingAreTheLayersOwn) {
-  DeviceCostConfig config = DefaultDeviceCostConfig("reram");
+  DeviceCostConfig config = DefaultDeviceCostConfig(DeviceKind::reram);
   absl::StatusOr<ReramLayer> layer = ReramLayer::Create(config.reram, 96, 40);
   ASSERT_TRUE(layer.ok());
   ASSERT_TRUE(layer->SetDuplication(3).ok());
@@ -77,7 +77,7 @@ TEST(WorkCost, ReramReadsAndProgrammingAreTheLayersOwn) {
 }
 
 TEST(WorkCost, ConcurrentReadsTakeTheLongest) {
-  DeviceCostConfig config = DefaultDeviceCostConfig("reram");
+  DeviceCostConfig config = DefaultDeviceCostConfig(DeviceKind::reram);
   TaskWork work;
   for (int64_t n : {64, 256}) {
     ReramReadWork* r = work.add_items()->mutable_reram_read();
@@ -93,7 +93,7 @@ TEST(WorkCost, ConcurrentReadsTakeTheLongest) {
 }
 
 TEST(WorkCost, PaperGpuIsTheKernelModel) {
-  DeviceCostConfig config = DefaultDeviceCostConfig("gpu");
+  DeviceCostConfig config = DefaultDeviceCostConfig(DeviceKind::gpu);
   std::vector<GpuKernel> kernels = {{"aten::mm", 2e9, 1e7}, {"aten::add", 1e3, 1e4},
                                     {"aten::view", 0, 0},   {"aten::add", 1e3, 1e4},
                                     {"aten::mm", 2e9, 1e7}, {"aten::relu", 1e3, 8e3}};
@@ -112,7 +112,7 @@ TEST(WorkCost, PaperGpuIsTheKernelModel) {
 }
 
 TEST(WorkCost, AStateLargerThanTheCacheStreamsWeightsAndTheUpdate) {
-  DeviceCostConfig config = DefaultDeviceCostConfig("gpu");
+  DeviceCostConfig config = DefaultDeviceCostConfig(DeviceKind::gpu);
   GpuSpec& g = config.gpu;
   g.synchronous = true;
   g.dispatch_s = 0;
@@ -152,7 +152,7 @@ TEST(WorkCost, AnUpdateByParameterReadsItsStateOnce) {
   EXPECT_FALSE(ParameterStateReadS(g, {1 << 20, 4 << 20}).has_value());  // 96 MB live
   EXPECT_FALSE(ParameterStateReadS(g, {}).has_value());
 
-  DeviceCostConfig config = DefaultDeviceCostConfig("gpu");
+  DeviceCostConfig config = DefaultDeviceCostConfig(DeviceKind::gpu);
   config.gpu = g;
   config.gpu.fp32_flops = 1e12;
   config.gpu.compute_share = 1;
@@ -180,7 +180,7 @@ TEST(WorkCost, MultiTensorLaunchesFollowPytorchsChunking) {
 }
 
 TEST(WorkCost, EachBaselineLaunchesItsOwnWay) {
-  DeviceCostConfig config = DefaultDeviceCostConfig("gpu");
+  DeviceCostConfig config = DefaultDeviceCostConfig(DeviceKind::gpu);
   const GpuSpec& g = config.gpu;
   TaskWork update;
   std::vector<GpuKernel> kernels;
@@ -225,7 +225,7 @@ TEST(WorkCost, EachBaselineLaunchesItsOwnWay) {
 }
 
 TEST(WorkCost, Bf16RunsProductsAtTheTensorCoresRate) {
-  DeviceCostConfig config = DefaultDeviceCostConfig("gpu");
+  DeviceCostConfig config = DefaultDeviceCostConfig(DeviceKind::gpu);
   config.gpu = *GpuPreset("a100");  // peaks only (h100's products are measured, in fp32)
   TaskWork work;
   const double flops = 2.0 * 8192 * 8192 * 8192;
@@ -238,7 +238,7 @@ TEST(WorkCost, Bf16RunsProductsAtTheTensorCoresRate) {
 }
 
 TEST(CostSettings, ACalibratedProfileTravelsAsText) {
-  DeviceCostConfig gpu = DefaultDeviceCostConfig("gpu");
+  DeviceCostConfig gpu = DefaultDeviceCostConfig(DeviceKind::gpu);
   GpuSpec mine = *GpuPreset("a100");
   mine.name = "NVIDIA A100-SXM4-40GB (calibrated)";
   mine.dispatch_s = 7.25e-6;
@@ -247,7 +247,7 @@ TEST(CostSettings, ACalibratedProfileTravelsAsText) {
   EXPECT_EQ(gpu.gpu.name, mine.name);
   const std::map<std::string, std::string> s = DeviceSettingsOf(gpu);
   EXPECT_EQ(s.at("reference_gpu").find('\n'), std::string::npos);
-  absl::StatusOr<DeviceCostConfig> back = DeviceCostConfigFrom("gpu", s);
+  absl::StatusOr<DeviceCostConfig> back = DeviceCostConfigFrom(DeviceKind::gpu, s);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->gpu.dispatch_s, 7.25e-6);
   EXPECT_EQ(back->gpu.gemm_rates.size(), 2u);
@@ -257,11 +257,12 @@ TEST(CostSettings, ACalibratedProfileTravelsAsText) {
 }
 
 TEST(CostSettings, RoundTripAndErrorsNameTheKey) {
-  DeviceCostConfig c = DefaultDeviceCostConfig("reram");
+  DeviceCostConfig c = DefaultDeviceCostConfig(DeviceKind::reram);
   ASSERT_TRUE(ApplyDeviceSetting("systolic_rows", "64", &c).ok());
   ASSERT_TRUE(ApplyDeviceSetting("reram_clock_hz", "7.5e8", &c).ok());
   ASSERT_TRUE(ApplyDeviceSetting("systolic_clock_hz", "1.23456789012e9", &c).ok());
-  absl::StatusOr<DeviceCostConfig> back = DeviceCostConfigFrom("reram", DeviceSettingsOf(c));
+  absl::StatusOr<DeviceCostConfig> back =
+      DeviceCostConfigFrom(DeviceKind::reram, DeviceSettingsOf(c));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->systolic.rows, 64);
   EXPECT_EQ(back->reram.clock_hz, 7.5e8);
@@ -272,7 +273,7 @@ TEST(CostSettings, RoundTripAndErrorsNameTheKey) {
   EXPECT_NE(unknown.message().find("systolic_rowz"), std::string::npos);
   absl::Status bad = ApplyDeviceSetting("systolic_rows", "sixty", &c);
   EXPECT_NE(bad.message().find("systolic_rows='sixty'"), std::string::npos) << bad;
-  DeviceCostConfig gpu = DefaultDeviceCostConfig("gpu");
+  DeviceCostConfig gpu = DefaultDeviceCostConfig(DeviceKind::gpu);
   EXPECT_FALSE(ApplyDeviceSetting("reference_gpu", "p100", &gpu).ok());
   ASSERT_TRUE(ApplyDeviceSetting("reference_gpu", "h100", &gpu).ok());
   EXPECT_EQ(gpu.gpu.name, "h100");

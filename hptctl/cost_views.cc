@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/device_kind.h"
 #include "common/json_text.h"
 #include "devices/cost_settings.h"
 #include "pages/svg.h"
@@ -433,7 +434,7 @@ std::string ChromeTrace(const std::string& job_id, const StepTimeline& timeline)
   for (const auto& [track, tid] : tids) {
     std::string kind;
     for (const LaidTask& t : timeline.tasks) {
-      if (t.track == track) kind = t.kind;
+      if (t.track == track) kind = KindName(t.kind);
     }
     events.push_back(absl::StrCat("{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, "
                                   "\"tid\": ",
@@ -452,12 +453,12 @@ std::string ChromeTrace(const std::string& job_id, const StepTimeline& timeline)
       args.push_back(absl::StrCat(JsonString(name), ": ", JsonNumber(value)));
     }
     std::sort(args.begin() + 6, args.end());
-    events.push_back(absl::StrCat(
-        "{\"name\": ", JsonString(t.type), ", \"cat\": ", JsonString(t.kind),
-        ", \"ph\": \"X\", \"pid\": 1, \"tid\": ", tids[t.track],
-        ", \"ts\": ", JsonNumber(t.start_s * 1e6), ", \"dur\": ",
-        JsonNumber((t.finish_s - t.start_s) * 1e6), ", \"args\": {", absl::StrJoin(args, ", "),
-        "}}"));
+    events.push_back(absl::StrCat("{\"name\": ", JsonString(t.type),
+                                  ", \"cat\": ", JsonString(KindName(t.kind)),
+                                  ", \"ph\": \"X\", \"pid\": 1, \"tid\": ", tids[t.track],
+                                  ", \"ts\": ", JsonNumber(t.start_s * 1e6),
+                                  ", \"dur\": ", JsonNumber((t.finish_s - t.start_s) * 1e6),
+                                  ", \"args\": {", absl::StrJoin(args, ", "), "}}"));
   }
   return absl::StrCat("{\"displayTimeUnit\": \"ns\", \"otherData\": {\"job\": ", JsonString(job_id),
                       ", \"step\": ", timeline.step, ", \"makespan_s\": ",

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "common/device_kind.h"
 #include "gtest/gtest.h"
 
 namespace hpt {
@@ -16,11 +17,10 @@ WorkRecord SmallRecord() {
   r.set_switch_step(10);
   (*r.mutable_settings())["gpu_baseline"] = "paper";
   (*r.mutable_settings())["reram_chip_tiles"] = "1008";
-  const char* kinds[] = {"gpu", "reram", "systolic"};
-  for (int d = 0; d < 3; ++d) {
+  for (DeviceKind::Name kind : kDeviceKinds) {
     RecordedDevice* dev = r.add_devices();
-    dev->set_worker(std::string("w") + kinds[d]);
-    dev->set_kind(kinds[d]);
+    dev->set_worker("w" + KindName(kind));
+    dev->set_kind(kind);
   }
   StepShape* full = r.add_shapes();
   full->set_phase("full");

@@ -1,12 +1,8 @@
 #include "hptctl/job_format.h"
 
-#include "cost/text_report.h"
-
-#include <iostream>
-
 #include <algorithm>
-
 #include <cmath>
+#include <iostream>
 #include <map>
 #include <tuple>
 
@@ -18,6 +14,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "common/device_kind.h"
+#include "cost/text_report.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace hpt {
@@ -141,7 +139,7 @@ std::string FormatSummary(const Job& job) {
                           p.validation_loss());
   }
   for (const DeviceCost& d : job.device_costs()) {
-    if (d.kind() == "gpu" && absl::StrContains(d.device(), "CUDA not found")) {
+    if (d.kind() == DeviceKind::gpu && absl::StrContains(d.device(), "CUDA not found")) {
       absl::StrAppend(&out, "  gpu        CUDA not found: LibTorch ran on the CPU\n");
       break;
     }
@@ -151,7 +149,7 @@ std::string FormatSummary(const Job& job) {
                           "worker", "tasks", "measured", "simulated", "energy");
     for (const DeviceCost& d : job.device_costs()) {
       absl::StrAppendFormat(&out, "             %-8s %-22s %6d %9.3fs %11.6fs %10.4g J\n",
-                            d.kind(), d.worker(), d.tasks(), d.cost().measured_s(),
+                            KindName(d.kind()), d.worker(), d.tasks(), d.cost().measured_s(),
                             d.cost().simulated_s(), d.cost().energy_j());
       std::string counters = d.device().empty() ? "" : absl::StrCat("ran on ", d.device());
       for (const char* name : {"cell_writes", "max_cell_writes", "adc_conversions",

@@ -68,7 +68,15 @@ TEST(JobFormatTest, SummaryListsLossesAndError) {
   job.mutable_progress()->set_validation_loss(0.3);
   job.mutable_progress()->set_selected_epoch(2);
   job.mutable_progress()->set_selected_validation_loss(0.125);
+  DeviceCost& reram = *job.add_device_costs();
+  reram.set_kind(DeviceKind::reram);
+  reram.set_worker("127.0.0.1:2");
+  reram.set_tasks(3);
   const std::string s = FormatSummary(job);
+  // Each device row names its kind as a spec writes it.
+  EXPECT_NE(s.find("             reram    127.0.0.1:2                 3     0.000s"),
+            std::string::npos)
+      << s;
   EXPECT_NE(s.find("test MSE   0.2500 (normalised units), of epoch 2: it validated best "
                    "(MSE 0.1250)\n  valid MSE  0.3000 after the last epoch"),
             std::string::npos) << s;
@@ -134,7 +142,7 @@ TEST(JobFormatTest, ReportShowsPhasesSwitchRatiosAndMetrics) {
   job.mutable_test_metrics()->set_climatology_rmse(3.1);
   job.mutable_test_metrics()->set_climatology("station mean by hour of day");
   DeviceCost& gpu = *job.add_device_costs();
-  gpu.set_kind("gpu");
+  gpu.set_kind(DeviceKind::gpu);
   gpu.mutable_cost()->set_simulated_s(0.004);
   (*gpu.mutable_cost()->mutable_counters())["kernels"] = 40 * 350;
   (*gpu.mutable_cost()->mutable_counters())["launch_bound_s"] = 0.003;

@@ -9,9 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/enum_names.h"
 #include "common/status_macros.h"
 #include "common/user_file.h"
-#include "coordinator/spec/enum_names.h"
 #include "hptctl/job_format.h"
 
 // Shared with sweep (defined in hptctl_main.cc).
@@ -326,7 +326,9 @@ absl::StatusOr<SubmitJobRequest> BuildSubmit() {
   spec.mutable_model()->set_num_heads(absl::GetFlag(FLAGS_heads));
   if (absl::Status st = TrainingFromFlags(*spec.mutable_training()); !st.ok()) return st;
   spec.mutable_placement()->set_gpu_workers(absl::GetFlag(FLAGS_gpu_workers));
-  spec.mutable_placement()->set_head_device(absl::GetFlag(FLAGS_head_device));
+  DeviceKind::Name head_device = DeviceKind::DEVICE_KIND_UNSPECIFIED;
+  RETURN_IF_ERROR(EnumFlag("head_device", absl::GetFlag(FLAGS_head_device), &head_device));
+  spec.mutable_placement()->set_head_device(head_device);
   if (absl::Status st = DataFromFlags(*spec.mutable_data()); !st.ok()) return st;
   if (absl::Status st = HptFromFlags(*spec.mutable_hpt()); !st.ok()) return st;
   if (!request.spec_text().empty()) request.clear_spec();

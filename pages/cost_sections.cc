@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/device_kind.h"
 #include "pages/sections.h"
 #include "pages/svg.h"
 
@@ -72,7 +73,7 @@ std::string BarChart(const std::string& id, const std::string& axis_label, const
 std::string TrackLabel(const std::string& track, const StepTimeline& t) {
   std::string kind;
   for (const LaidTask& task : t.tasks) {
-    if (task.track == track) kind = task.kind;
+    if (task.track == track) kind = KindName(task.kind);
   }
   const size_t slash = track.find('/');
   return slash == std::string::npos ? kind + " · " + track : kind + " · " + track.substr(slash + 1);
@@ -161,7 +162,8 @@ std::string CostSection(const Job& job) {
   absl::StrAppend(&out, "<h3>Energy</h3>", BarChart("energy-bars", "joules", CostBars(job, true), Joules));
   std::vector<std::pair<std::string, std::string>> legend;
   for (const PhaseCost& p : job.hpt().phases()) legend.emplace_back("phase-" + p.phase(), p.phase() + " phase");
-  for (const char* kind : {"gpu", "reram", "systolic", "interconnect"}) legend.emplace_back(kind, kind);
+  for (DeviceKind::Name kind : kDeviceKinds) legend.emplace_back(KindName(kind), KindName(kind));
+  legend.emplace_back("interconnect", "interconnect");
   legend.emplace_back("gpu-only", "GPU-only baseline, modelled");
   legend.emplace_back("gpu-measured", "GPU-only baseline, measured");
   return out + Legend(legend) + MeasuredTable(c) + "</section>";
@@ -190,13 +192,18 @@ std::string TimelineSection(const JobPageInput& input) {
   for (const LaidTask& task : t.tasks) {
     const size_t i = size_t(std::find(tracks.begin(), tracks.end(), task.track) - tracks.begin());
     const double x0 = plot.X(task.start_s * 1e6), x1 = plot.X(task.finish_s * 1e6);
-    absl::StrAppend(&plot.body, absl::StrFormat(
-        "<rect class=\"task\" data-kind=\"%s\" data-start=\"%.9g\" data-finish=\"%.9g\" x=\"%.2f\" "
-        "y=\"%d\" width=\"%.2f\" height=\"18\" fill=\"%s\"%s><title>%s %s (%s) on %s: %s, %s, from %s</title></rect>",
-        task.kind, task.start_s, task.finish_s, x0, plot.top() + 10 + row * int(i), std::max(0.5, x1 - x0),
-        KindColour(task.kind), task.chain == "trial" ? " opacity=\"0.6\"" : "", Escape(task.type),
-        Escape(task.chain), Escape(task.kind), Escape(task.track), Seconds(task.finish_s - task.start_s),
-        Joules(task.cost.energy_j()), Seconds(task.start_s)));
+    absl::StrAppend(
+        &plot.body,
+        absl::StrFormat(
+            "<rect class=\"task\" data-kind=\"%s\" data-start=\"%.9g\" data-finish=\"%.9g\" "
+            "x=\"%.2f\" "
+            "y=\"%d\" width=\"%.2f\" height=\"18\" fill=\"%s\"%s><title>%s %s (%s) on %s: %s, %s, "
+            "from %s</title></rect>",
+            KindName(task.kind), task.start_s, task.finish_s, x0, plot.top() + 10 + row * int(i),
+            std::max(0.5, x1 - x0), KindColour(KindName(task.kind)),
+            task.chain == "trial" ? " opacity=\"0.6\"" : "", Escape(task.type), Escape(task.chain),
+            Escape(KindName(task.kind)), Escape(task.track), Seconds(task.finish_s - task.start_s),
+            Joules(task.cost.energy_j()), Seconds(task.start_s)));
   }
   plot.Axes("simulated µs from the step's start", "", /*y_ticks=*/false);
   absl::StrAppend(&out, "<p class=\"note\">Step ", t.step, " (", Escape(t.phase), " phase): ", t.tasks.size(),
@@ -205,7 +212,9 @@ std::string TimelineSection(const JobPageInput& input) {
   absl::StrAppend(&out, plot.Svg("gantt", absl::StrFormat("data-step=\"%d\" data-tasks=\"%d\" data-makespan=\"%.9g\" "
                                                           "aria-label=\"one step per device\"",
                                                           t.step, t.tasks.size(), t.makespan_s)));
-  return out + Legend({{"gpu", "gpu"}, {"reram", "reram"}, {"systolic", "systolic"}}) + "</section>";
+  std::vector<std::pair<std::string, std::string>> legend;
+  for (DeviceKind::Name kind : kDeviceKinds) legend.emplace_back(KindName(kind), KindName(kind));
+  return out + Legend(legend) + "</section>";
 }
 
 std::string ChipSection(const Job& job) {
@@ -244,7 +253,7 @@ std::string ChipSection(const Job& job) {
   }
   absl::StrAppend(&out, "</tbody></table>");
   for (const DeviceCost& d : job.device_costs()) {
-    if (d.kind() != "reram") continue;
+    if (d.kind() != DeviceKind::reram) continue;
     const auto& counters = d.cost().counters();
     auto get = [&](const char* name) { return counters.count(name) ? counters.at(name) : 0.0; };
     absl::StrAppend(&out, "<p class=\"wear\" data-max-cell-writes=\"", absl::StrFormat("%.0f", get("max_cell_writes")),

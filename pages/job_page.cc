@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/device_kind.h"
 #include "cost/switch_diagnosis.h"
 #include "cost/text_report.h"
 #include "pages/sections.h"
@@ -184,9 +185,9 @@ std::string Page(const std::string& title, const std::string& body, const PageOp
 }  // namespace
 
 std::string KindColour(const std::string& kind) {
-  if (kind == "gpu") return "#4e79a7";
-  if (kind == "reram") return "#f28e2b";
-  if (kind == "systolic") return "#59a14f";
+  if (kind == KindName(DeviceKind::gpu)) return "#4e79a7";
+  if (kind == KindName(DeviceKind::reram)) return "#f28e2b";
+  if (kind == KindName(DeviceKind::systolic)) return "#59a14f";
   if (kind == "interconnect") return "#bab0ac";
   if (kind == "gpu-only") return "#9c755f";
   if (kind == "gpu-measured") return "#b07aa1";

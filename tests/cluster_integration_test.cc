@@ -17,7 +17,9 @@
 #include "absl/time/clock.h"
 #include "common/test_util.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "proto/job_service.pb.h"
 
 namespace hpt {
 namespace {
@@ -203,14 +205,25 @@ TEST_F(ClusterTest, HptJobSwitchesToReramAndSystolicWorkersAndExports) {
   ASSERT_EQ(json.exit_code, 0) << json.output;
   // The ReRAM worker: every programmed cell written exactly once, at the
   // switch, and never again however many steps followed.
-  const size_t reram = json.output.find("\"kind\": \"reram\"");
-  ASSERT_NE(reram, std::string::npos) << json.output;
-  EXPECT_EQ(JsonNumber(json.output, "max_cell_writes", reram), 1.0) << json.output;
+  Job reported;
+  google::protobuf::util::JsonParseOptions parse;
+  parse.ignore_unknown_fields = true;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.output, &reported, parse).ok())
+      << json.output;
+  const DeviceCost* reram = nullptr;
+  for (const DeviceCost& d : reported.device_costs()) {
+    if (d.kind() == DeviceKind::reram) reram = &d;
+  }
+  ASSERT_NE(reram, nullptr) << json.output;
+  const auto& counters = reram->cost().counters();
+  ASSERT_TRUE(counters.contains("max_cell_writes") && counters.contains("cell_writes"))
+      << json.output;
+  EXPECT_EQ(counters.at("max_cell_writes"), 1.0) << json.output;
   // Tiny preset, 2 layers of d_model 32 (FF x2): per layer q, k, v, o
   // (32x32) and ff1, ff2 (32x64) = 8192 weights; 8-bit weights with an
   // offset in 2-bit cells: 4 cells per weight. A 12-tile chip holds one
   // copy of each of the 12 layers (one tile each) and no more.
-  EXPECT_EQ(JsonNumber(json.output, "cell_writes", reram), 2 * 8192 * 4.0) << json.output;
+  EXPECT_EQ(counters.at("cell_writes"), 2 * 8192 * 4.0) << json.output;
   EXPECT_THAT(report.output, HasSubstr("ReRAM chip: frozen layers and their copies (12 tiles"));
   EXPECT_GT(JsonNumber(json.output, "time_ratio"), 0) << json.output;
   EXPECT_THAT(json.output, HasSubstr("\"phase\": \"lora\""));

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/device_kind.h"
 #include "common/grpc_setup.h"
 #include "common/tensor_codec.h"
 #include "common/test_util.h"
@@ -152,7 +153,7 @@ TEST_F(DevicesTest, LinearForwardAndBackwardMatchLibTorch) {
   const torch::Tensor sg = torch::from_blob(s.grad_x.data.data(), {kRows, kIn});
   EXPECT_LT((sy - y).abs().max().item<float>(), 1e-5);
   EXPECT_LT((sg - x.grad()).abs().max().item<float>(), 1e-5);
-  EXPECT_EQ(s.forward_cost.device_kind(), "systolic");
+  EXPECT_EQ(s.forward_cost.device_kind(), DeviceKind::systolic);
   EXPECT_DOUBLE_EQ(s.forward_cost.counters().at("macs"), kRows * kIn * kOut);
   EXPECT_DOUBLE_EQ(s.backward_cost.counters().at("macs"), kRows * kIn * kOut);
 
@@ -177,10 +178,10 @@ TEST_F(DevicesTest, LinearForwardAndBackwardMatchLibTorch) {
   EXPECT_GT(r.forward_cost.energy_j(), 0);
 }
 
-Job RunJob(int port, const std::string& head_device) {
+Job RunJob(int port, DeviceKind::Name head_device) {
   auto stub = JobService::NewStub(MakeChannel(absl::StrCat("127.0.0.1:", port), TlsCredentials()));
   SubmitJobRequest submit;
-  submit.mutable_spec()->set_name("head-" + head_device);
+  submit.mutable_spec()->set_name("head-" + KindName(head_device));
   submit.mutable_spec()->mutable_training()->set_epochs(2);
   submit.mutable_spec()->mutable_data()->mutable_synthetic()->set_stations(8);
   submit.mutable_spec()->mutable_data()->mutable_synthetic()->set_time_steps(160);
@@ -198,7 +199,7 @@ Job RunJob(int port, const std::string& head_device) {
   return job;
 }
 
-const DeviceCost* CostOf(const Job& job, const std::string& kind) {
+const DeviceCost* CostOf(const Job& job, DeviceKind::Name kind) {
   for (const DeviceCost& d : job.device_costs()) {
     if (d.kind() == kind) return &d;
   }
@@ -206,9 +207,9 @@ const DeviceCost* CostOf(const Job& job, const std::string& kind) {
 }
 
 TEST_F(DevicesTest, HeadOnReramReportsExactlyOneWritePerCellToTheCoordinator) {
-  Job job = RunJob(coordinator_port_, "reram");
+  Job job = RunJob(coordinator_port_, DeviceKind::reram);
   ASSERT_EQ(job.state(), SUCCEEDED) << job.error();
-  const DeviceCost* reram = CostOf(job, "reram");
+  const DeviceCost* reram = CostOf(job, DeviceKind::reram);
   ASSERT_NE(reram, nullptr);
   // tiny preset head: reduction 16 x 32 and regression 1 x 16, each weight
   // in 4 cells; programmed once, never rewritten (frozen).
@@ -217,15 +218,15 @@ TEST_F(DevicesTest, HeadOnReramReportsExactlyOneWritePerCellToTheCoordinator) {
   EXPECT_GT(reram->cost().counters().at("adc_conversions"), 0);
   EXPECT_GT(reram->cost().simulated_s(), 0);
   EXPECT_GT(reram->tasks(), 10);
-  ASSERT_NE(CostOf(job, "gpu"), nullptr);
+  ASSERT_NE(CostOf(job, DeviceKind::gpu), nullptr);
 }
 
 TEST_F(DevicesTest, HeadOnSystolicTrainsAndReportsArrayCosts) {
-  Job job = RunJob(coordinator_port_, "systolic");
+  Job job = RunJob(coordinator_port_, DeviceKind::systolic);
   ASSERT_EQ(job.state(), SUCCEEDED) << job.error();
   ASSERT_EQ(job.epoch_losses_size(), 2);
   EXPECT_LT(job.epoch_losses(1), job.epoch_losses(0));
-  const DeviceCost* systolic = CostOf(job, "systolic");
+  const DeviceCost* systolic = CostOf(job, DeviceKind::systolic);
   ASSERT_NE(systolic, nullptr);
   EXPECT_GT(systolic->cost().counters().at("macs"), 0);
   EXPECT_GT(systolic->cost().counters().at("cycles"), 0);

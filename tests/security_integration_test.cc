@@ -149,7 +149,7 @@ TEST(SecurityTest, TokensCertificatesAndOwnership) {
   // coordinator; with the rogue CA's certificate, refused by TLS; with the
   // cluster's, only a worker certificate of the kind it registers.
   const std::string pki = dir + "/pki";
-  auto register_with = [&](const grpc::SslCredentialsOptions& options, const std::string& kind) {
+  auto register_with = [&](const grpc::SslCredentialsOptions& options, DeviceKind::Name kind) {
     auto stub = WorkerRegistry::NewStub(grpc::CreateChannel(at, grpc::SslCredentials(options)));
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
@@ -160,19 +160,19 @@ TEST(SecurityTest, TokensCertificatesAndOwnership) {
     return stub->RegisterWorker(&context, request, &response);
   };
   const grpc::SslCredentialsOptions no_cert = Credentials(pki, "");
-  grpc::Status refused = register_with(no_cert, "gpu");
+  grpc::Status refused = register_with(no_cert, DeviceKind::gpu);
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAUTHENTICATED) << refused.error_message();
   const grpc::SslCredentialsOptions rogue = Credentials(dir + "/rogue", "worker-gpu");
-  EXPECT_FALSE(register_with(rogue, "gpu").ok());
-  grpc::Status as_reram = register_with(Credentials(pki, "worker-gpu"), "reram");
+  EXPECT_FALSE(register_with(rogue, DeviceKind::gpu).ok());
+  grpc::Status as_reram = register_with(Credentials(pki, "worker-gpu"), DeviceKind::reram);
   EXPECT_EQ(as_reram.error_code(), grpc::StatusCode::PERMISSION_DENIED) << as_reram.error_message();
   EXPECT_THAT(as_reram.error_message(), HasSubstr("worker/gpu"));
   for (const char* other : {"client", "coordinator"}) {
-    EXPECT_EQ(register_with(Credentials(pki, other), "gpu").error_code(),
+    EXPECT_EQ(register_with(Credentials(pki, other), DeviceKind::gpu).error_code(),
               grpc::StatusCode::PERMISSION_DENIED)
         << other;
   }
-  grpc::Status as_gpu = register_with(Credentials(pki, "worker-gpu"), "gpu");
+  grpc::Status as_gpu = register_with(Credentials(pki, "worker-gpu"), DeviceKind::gpu);
   EXPECT_TRUE(as_gpu.ok()) << as_gpu.error_message();
 
   // The worker itself answers only the coordinator's certificate: not a

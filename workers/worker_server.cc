@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/device_kind.h"
 #include "common/grpc_setup.h"
 #include "common/grpc_status.h"
 #include "common/net.h"
@@ -41,7 +42,7 @@ struct WorkerServer::Impl {
     RegisterWorkerRequest request;
     request.set_address(address);
     request.set_kind(options.kind);
-    request.set_name(options.name.empty() ? absl::StrCat(options.kind, "@", address)
+    request.set_name(options.name.empty() ? absl::StrCat(KindName(options.kind), "@", address)
                                           : options.name);
     request.set_device_id(executor->device_id());
     return request;
@@ -117,9 +118,8 @@ WorkerServer::WorkerServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) 
 
 absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
     Options options, std::unique_ptr<TaskExecutor> executor) {
-  if (options.kind != "gpu" && options.kind != "reram" && options.kind != "systolic") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--kind '", options.kind, "' is not gpu, reram or systolic"));
+  if (KindName(options.kind).empty()) {
+    return absl::InvalidArgumentError("a worker needs a kind: gpu, reram or systolic");
   }
   if (executor == nullptr) return absl::InvalidArgumentError("a worker needs an executor");
   absl::StatusOr<HostPort> listen =
@@ -130,7 +130,7 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
   impl->executor = std::move(executor);
   if (options.metrics_registry != nullptr) {
     impl->metrics =
-        std::make_unique<WorkerMetrics>(*options.metrics_registry, options.kind);
+        std::make_unique<WorkerMetrics>(*options.metrics_registry, KindName(options.kind));
   }
   impl->service = std::make_unique<WorkerServiceImpl>(options.kind, impl->executor.get(),
                                                       impl->metrics.get(), options.tls);

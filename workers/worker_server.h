@@ -28,7 +28,7 @@ namespace hpt {
 class WorkerServer {
  public:
   struct Options {
-    std::string kind = "gpu";
+    DeviceKind::Name kind = DeviceKind::gpu;
     std::string listen_address = "127.0.0.1:0";
     // Address the coordinator dials back; empty: listen host + bound port.
     std::string advertise_address;

@@ -19,9 +19,9 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
-WorkerServiceImpl::WorkerServiceImpl(std::string kind, TaskExecutor* executor,
+WorkerServiceImpl::WorkerServiceImpl(DeviceKind::Name kind, TaskExecutor* executor,
                                      WorkerMetrics* metrics, TlsCredentials tls)
-    : kind_(std::move(kind)),
+    : kind_(kind),
       executor_(executor),
       metrics_(metrics),
       device_queue_("device"),

@@ -20,7 +20,7 @@ class WorkerServiceImpl final : public WorkerService::CallbackService {
   // `metrics` may be null (no metrics). `tls`: the worker server's own
   // credentials; with them on, only a peer whose certificate names the
   // coordinator's role (common/peer_role.h) is answered.
-  WorkerServiceImpl(std::string kind, TaskExecutor* executor, WorkerMetrics* metrics,
+  WorkerServiceImpl(DeviceKind::Name kind, TaskExecutor* executor, WorkerMetrics* metrics,
                     TlsCredentials tls = {});
   ~WorkerServiceImpl() override;
 
@@ -74,7 +74,7 @@ class WorkerServiceImpl final : public WorkerService::CallbackService {
   // OK when the call's peer is the coordinator (or TLS is off).
   absl::Status CheckCaller(const grpc::CallbackServerContext& context) const;
 
-  const std::string kind_;
+  const DeviceKind::Name kind_;
   TaskExecutor* const executor_;
   WorkerMetrics* const metrics_;
   TaskQueue device_queue_;

@@ -1,38 +1,39 @@
 #include "coordinator/dispatch/worker_pool.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/device_kind.h"
+#include "common/enum_names.h"
 
 namespace hpt {
 
 WorkerPool::WorkerPool(Options options) : options_(std::move(options)) {}
 
-absl::Status WorkerPool::Register(const std::string& address,
-                                  const std::string& kind,
-                                  const std::string& name,
-                                  const std::string& device_id) {
+absl::Status WorkerPool::Register(const std::string& address, DeviceKind::Name kind,
+                                  const std::string& name, const std::string& device_id) {
   if (address.empty()) {
     return absl::InvalidArgumentError("RegisterWorkerRequest.address is empty");
   }
-  if (kind != "gpu" && kind != "reram" && kind != "systolic") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "RegisterWorkerRequest.kind '", kind, "' is not gpu, reram or systolic"));
+  if (KindName(kind).empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("RegisterWorkerRequest.kind ", int(kind),
+                                                   " is not ",
+                                                   AllowedNames(DeviceKind::Name_descriptor())));
   }
   absl::MutexLock lock(&mu_);
   WorkerEntry& e = workers_[address];
   e.address = address;
   e.kind = kind;
-  e.name = name.empty() ? absl::StrCat(kind, "@", address) : name;
+  e.name = name.empty() ? absl::StrCat(KindName(kind), "@", address) : name;
   e.device_id = device_id;
   e.last_seen = options_.now();
   return absl::OkStatus();
 }
 
-void WorkerPool::AddStatic(const std::string& address, const std::string& kind) {
+void WorkerPool::AddStatic(const std::string& address, DeviceKind::Name kind) {
   absl::MutexLock lock(&mu_);
   WorkerEntry& e = workers_[address];
   e.address = address;
   e.kind = kind;
-  e.name = absl::StrCat(kind, "@", address);
+  e.name = absl::StrCat(KindName(kind), "@", address);
   e.is_static = true;
 }
 
@@ -54,7 +55,7 @@ bool WorkerPool::IsUp(const std::string& address) const {
   return it != workers_.end() && IsLive(it->second);
 }
 
-std::vector<WorkerEntry> WorkerPool::Live(const std::string& kind) const {
+std::vector<WorkerEntry> WorkerPool::Live(DeviceKind::Name kind) const {
   absl::ReaderMutexLock lock(&mu_);
   std::vector<WorkerEntry> live;
   for (const auto& [address, e] : workers_) {
@@ -71,13 +72,13 @@ std::vector<WorkerEntry> WorkerPool::All() const {
 }
 
 absl::StatusOr<std::vector<WorkerEntry>> WorkerPool::WaitFor(
-    const std::string& kind, int count, absl::Duration timeout,
+    DeviceKind::Name kind, int count, absl::Duration timeout,
     const std::function<bool()>& cancelled) {
   const absl::Time give_up = absl::Now() + timeout;
   while (true) {
     if (cancelled && cancelled()) {
       return absl::CancelledError(
-          absl::StrCat("cancelled while waiting for ", count, " ", kind, " worker(s)"));
+          absl::StrCat("cancelled while waiting for ", count, " ", KindName(kind), " worker(s)"));
     }
     std::vector<WorkerEntry> live = Live(kind);
     if (static_cast<int>(live.size()) >= count) {
@@ -85,10 +86,10 @@ absl::StatusOr<std::vector<WorkerEntry>> WorkerPool::WaitFor(
       return live;
     }
     if (absl::Now() >= give_up) {
-      return absl::UnavailableError(absl::StrCat(
-          "the job needs ", count, " ", kind, " worker(s) but ", live.size(),
-          " registered within ", absl::FormatDuration(timeout),
-          "; start workers with --coordinator pointing here"));
+      return absl::UnavailableError(
+          absl::StrCat("the job needs ", count, " ", KindName(kind), " worker(s) but ", live.size(),
+                       " registered within ", absl::FormatDuration(timeout),
+                       "; start workers with --coordinator pointing here"));
     }
     // Registration is a heartbeat; polling it twice a second is plenty.
     absl::SleepFor(absl::Milliseconds(200));

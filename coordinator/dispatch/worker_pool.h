@@ -14,12 +14,13 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "proto/work.pb.h"
 
 namespace hpt {
 
 struct WorkerEntry {
   std::string address;
-  std::string kind;
+  DeviceKind::Name kind = DeviceKind::DEVICE_KIND_UNSPECIFIED;
   std::string name;
   // The physical device it computes on (RegisterWorkerRequest.device_id):
   // GPU workers with the same one share a GPU. Empty: a device of its own.
@@ -41,14 +42,14 @@ class WorkerPool {
   };
   explicit WorkerPool(Options options);
 
-  absl::Status Register(const std::string& address, const std::string& kind,
-                        const std::string& name, const std::string& device_id = "");
-  void AddStatic(const std::string& address, const std::string& kind);
+  absl::Status Register(const std::string& address, DeviceKind::Name kind, const std::string& name,
+                        const std::string& device_id = "");
+  void AddStatic(const std::string& address, DeviceKind::Name kind);
   // Takes a worker out of the pool at once (a call to it found it gone),
   // instead of after the liveness timeout; jobs placed later skip it.
   void MarkDown(const std::string& address);
 
-  std::vector<WorkerEntry> Live(const std::string& kind) const;
+  std::vector<WorkerEntry> Live(DeviceKind::Name kind) const;
   // Whether the worker at `address` is known and live.
   bool IsUp(const std::string& address) const;
   std::vector<WorkerEntry> All() const;
@@ -57,7 +58,7 @@ class WorkerPool {
   // (UNAVAILABLE), or `cancelled` returns true (CANCELLED; polled with the
   // pool, five times a second).
   absl::StatusOr<std::vector<WorkerEntry>> WaitFor(
-      const std::string& kind, int count, absl::Duration timeout,
+      DeviceKind::Name kind, int count, absl::Duration timeout,
       const std::function<bool()>& cancelled = nullptr);
 
  private:

@@ -5,6 +5,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "common/device_kind.h"
 
 namespace hpt {
 namespace {
@@ -174,10 +175,10 @@ void CoordinatorMetrics::ObserveJob(const Job& job) {
   std::map<std::string, CostReport> by_kind;
   std::map<std::pair<std::string, std::string>, double> measured;  // by kind, ran_on
   for (const DeviceCost& d : job.device_costs()) {
-    CostReport& c = by_kind[d.kind()];
+    CostReport& c = by_kind[KindName(d.kind())];
     c.set_simulated_s(c.simulated_s() + d.cost().simulated_s());
     c.set_energy_j(c.energy_j() + d.cost().energy_j());
-    measured[{d.kind(), RanOn(d.device())}] += d.cost().measured_s();
+    measured[{KindName(d.kind()), RanOn(d.device())}] += d.cost().measured_s();
   }
   for (const auto& [kind, c] : by_kind) {
     const prometheus::Labels l{{"job_id", job.job_id()}, {"kind", kind}};
@@ -213,7 +214,8 @@ void CoordinatorMetrics::ForgetJob(const std::string& job_id) {
   }
   drop(job_gpu_only_ratio, "quantity", {"time", "energy"});
   drop(job_test_metric, "metric", {"rmse", "mae", "nse", "r2"});
-  for (const char* kind : {"gpu", "reram", "systolic"}) {
+  for (DeviceKind::Name k : kDeviceKinds) {
+    const std::string& kind = KindName(k);
     const prometheus::Labels l{{"job_id", job_id}, {"kind", kind}};
     for (auto* family : {&job_device_simulated_seconds, &job_device_energy}) {
       if (family->Has(l)) family->Remove(&family->Add(l));

@@ -126,7 +126,7 @@ void JobManager::Requeue(JobRegistry::Record& record) {
 
 std::string JobManager::CapacityNote(const JobSpec& spec) const {
   const int64_t want = spec.placement().gpu_workers();
-  const int64_t have = int64_t(pool_->Live("gpu").size());
+  const int64_t have = int64_t(pool_->Live(DeviceKind::gpu).size());
   if (have >= want) return "";
   return absl::StrCat(
       "placement.gpu_workers: the job asks for ", want, " GPU workers and ", have,
@@ -281,12 +281,12 @@ absl::StatusOr<Job> JobManager::ProbeBaselines(const std::string& job_id, int64_
   }
   ASSIGN_OR_RETURN(std::shared_ptr<const TrainedModel> model, TrainedModelOf(job_id));
   ASSIGN_OR_RETURN(std::shared_ptr<const WorkRecord> record, WorkRecordOf(job_id));
-  const std::vector<WorkerEntry> gpus = pool_->Live("gpu");
+  const std::vector<WorkerEntry> gpus = pool_->Live(DeviceKind::gpu);
   if (gpus.empty()) {
     return absl::FailedPreconditionError(
         "no GPU worker is live to probe on: start one (./hpt up starts HPT_GPU_WORKERS of them)");
   }
-  std::unique_ptr<WorkerClient> gpu = options_.client_factory(gpus[0].address, "gpu");
+  std::unique_ptr<WorkerClient> gpu = options_.client_factory(gpus[0].address, DeviceKind::gpu);
   const std::vector<MeasuredBaseline> probes =
       ProbeJobBaselines(*gpu, model->config, job.spec().training().batch_size(),
                         SampleTokens(job.data()), steps == 0 ? 10 : steps,

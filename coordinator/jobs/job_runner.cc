@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/device_kind.h"
 
 namespace hpt {
 namespace {
@@ -160,7 +161,7 @@ void JobRunner::Run(const std::string& job_id) {
 }
 
 absl::StatusOr<std::vector<WorkerEntry>> JobRunner::WaitForKind(
-    const std::string& job_id, const std::string& kind, int count, absl::Duration wait,
+    const std::string& job_id, DeviceKind::Name kind, int count, absl::Duration wait,
     const std::string& what, const std::string& then, const std::function<bool()>& cancelled) {
   const int have = int(pool_->Live(kind).size());
   auto say = [&](const std::string& text) {
@@ -184,20 +185,20 @@ absl::StatusOr<std::vector<WorkerEntry>> JobRunner::AcquireWorkers(
     const std::function<bool()>& cancelled, std::string* fallback_reason) {
   const int width = spec.placement().gpu_workers();
   const int need = failover ? 1 : width;
-  absl::StatusOr<std::vector<WorkerEntry>> entries = WaitForKind(
-      job_id, "gpu", need, options_.worker_wait,
-      absl::StrCat(need, need == 1 ? " GPU worker (" : " GPU workers (",
-                   pool_->Live("gpu").size(), " registered)"),
-      "it fails", cancelled);
+  absl::StatusOr<std::vector<WorkerEntry>> entries =
+      WaitForKind(job_id, DeviceKind::gpu, need, options_.worker_wait,
+                  absl::StrCat(need, need == 1 ? " GPU worker (" : " GPU workers (",
+                               pool_->Live(DeviceKind::gpu).size(), " registered)"),
+                  "it fails", cancelled);
   if (!entries.ok()) return entries.status();
   if (failover) {
     // A data-parallel group shrinks to the GPU workers live now.
-    std::vector<WorkerEntry> live = pool_->Live("gpu");
+    std::vector<WorkerEntry> live = pool_->Live(DeviceKind::gpu);
     if (live.size() > size_t(width)) live.resize(width);
     if (live.size() > entries->size()) *entries = std::move(live);
   }
-  const std::string& head_kind = spec.placement().head_device();
-  if (head_kind != "gpu" && !head_kind.empty()) {
+  const DeviceKind::Name head_kind = spec.placement().head_device();
+  if (head_kind != DeviceKind::gpu && head_kind != DeviceKind::DEVICE_KIND_UNSPECIFIED) {
     absl::StatusOr<std::vector<WorkerEntry>> head_entry =
         pool_->WaitFor(head_kind, 1, options_.worker_wait, cancelled);
     if (!head_entry.ok()) return head_entry.status();
@@ -212,21 +213,21 @@ absl::StatusOr<std::vector<WorkerEntry>> JobRunner::AcquireWorkers(
     const absl::Duration wait =
         fail ? options_.worker_wait : absl::Seconds(hpt.device_wait_s());
     std::vector<WorkerEntry> devices;
-    for (const char* kind : {"reram", "systolic"}) {
+    for (DeviceKind::Name kind : {DeviceKind::reram, DeviceKind::systolic}) {
       absl::StatusOr<std::vector<WorkerEntry>> some = WaitForKind(
-          job_id, kind, 1, wait, absl::StrCat("a ", kind, " worker for the LoRA phase"),
+          job_id, kind, 1, wait, absl::StrCat("a ", KindName(kind), " worker for the LoRA phase"),
           fail ? "fail" : "on the GPU workers", cancelled);
       if (some.status().code() == absl::StatusCode::kCancelled) return some.status();
       if (!some.ok() && fail) {
         return absl::FailedPreconditionError(
-            absl::StrCat("hpt.placement ", Placement::Name_Name(hpt.placement()), " needs a ", kind,
-                         " worker for the LoRA phase: ", some.status().message(),
+            absl::StrCat("hpt.placement ", Placement::Name_Name(hpt.placement()), " needs a ",
+                         KindName(kind), " worker for the LoRA phase: ", some.status().message(),
                          " (or submit with hpt.placement gpu)"));
       }
       if (!some.ok()) {
-        *fallback_reason = absl::StrCat("no ", kind, " worker within ",
-                                        absl::FormatDuration(wait),
-                                        ": the LoRA phase runs on the GPU workers");
+        *fallback_reason =
+            absl::StrCat("no ", KindName(kind), " worker within ", absl::FormatDuration(wait),
+                         ": the LoRA phase runs on the GPU workers");
         return entries;
       }
       for (const WorkerEntry& e : pool_->Live(kind)) devices.push_back(e);
@@ -247,12 +248,12 @@ JobRunner::Workers JobRunner::Connect(const std::string& job_id,
   for (const WorkerEntry& e : w.entries) {
     w.clients.push_back(options_.client_factory(e.address, e.kind));
     WorkerClient* client = w.clients.back().get();
-    if (e.kind == "gpu") {
+    if (e.kind == DeviceKind::gpu) {
       w.gpu.push_back(client);
       w.gpu_devices.push_back(e.device_id);
-    } else if (devices && e.kind == "reram") {
+    } else if (devices && e.kind == DeviceKind::reram) {
       w.reram.push_back(client);
-    } else if (devices && e.kind == "systolic") {
+    } else if (devices && e.kind == DeviceKind::systolic) {
       w.systolic.push_back(client);
     } else {
       w.head = client;
@@ -385,7 +386,8 @@ JobRunner::AttemptEnd JobRunner::Attempt(const std::string& job_id, const JobSpe
   trainer_options.resume = std::move(resume);
   trainer_options.fallback_reason = fallback_reason;
   trainer_options.devices_returned = [this, &end] {
-    end.returned = !pool_->Live("reram").empty() && !pool_->Live("systolic").empty();
+    end.returned =
+        !pool_->Live(DeviceKind::reram).empty() && !pool_->Live(DeviceKind::systolic).empty();
     return end.returned;
   };
   Wire(job_id, spec.training(), cancelled, &end.reached_step, &trainer_options);

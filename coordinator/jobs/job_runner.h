@@ -41,9 +41,8 @@ class RendezvousStore;
 
 class JobRunner {
  public:
-  using ClientFactory =
-      std::function<std::unique_ptr<WorkerClient>(const std::string& address,
-                                                  const std::string& kind)>;
+  using ClientFactory = std::function<std::unique_ptr<WorkerClient>(const std::string& address,
+                                                                    DeviceKind::Name kind)>;
   // How long a job waits for the workers it needs, unless told: the
   // coordinator's --worker_wait_s default, JobManager's and this one.
   static constexpr absl::Duration kDefaultWorkerWait = absl::Seconds(60);
@@ -101,9 +100,8 @@ class JobRunner {
   // live, the job's waiting_for says "WHAT, up to WAIT, then THEN" from
   // the start (so status and hpt_job_waiting_for_workers show it at once).
   absl::StatusOr<std::vector<WorkerEntry>> WaitForKind(const std::string& job_id,
-                                                       const std::string& kind, int count,
-                                                       absl::Duration wait,
-                                                       const std::string& what,
+                                                       DeviceKind::Name kind, int count,
+                                                       absl::Duration wait, const std::string& what,
                                                        const std::string& then,
                                                        const std::function<bool()>& cancelled);
   // Clients for `entries`, recorded in the job's record; `devices`: the

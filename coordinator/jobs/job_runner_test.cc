@@ -51,9 +51,9 @@ TEST(JobRunnerTest, AWorkerThatFailsEveryAttemptEndsTheJobAfterTheFailoverLimit)
   auto gpu = *GpuExecutor::Create(g);
   std::atomic<int> forwards{0};
   WorkerPool pool({});
-  pool.AddStatic("gpu0", "gpu");
+  pool.AddStatic("gpu0", DeviceKind::gpu);
   JobManager::Options options;
-  options.client_factory = [&](const std::string&, const std::string&) {
+  options.client_factory = [&](const std::string&, DeviceKind::Name) {
     return std::make_unique<FailingClient>(gpu.get(), &forwards, 12);
   };
   options.worker_wait = absl::Seconds(5);

@@ -52,6 +52,37 @@ TEST(JobStoreTest, JobsAndTheIdCounterSurviveReopening) {
   EXPECT_EQ((*store)->LoadAll()->size(), 1u);
 }
 
+// A store written before device kinds were an enum held them as text in
+// fields now reserved: placement.head_device (2), DeviceCost.kind (1) and
+// RecordedDevice.kind (2). Reopened, the job and its record read as enums.
+TEST(JobStoreTest, KindsStoredAsTextReadBackAsEnums) {
+  const std::string dir = FreshDir("kinds");
+  {
+    auto store = JobStore::Open(dir);
+    ASSERT_TRUE(store.ok()) << store.status();
+    Job job = MakeJob("job-000001", SUCCEEDED);
+    auto text = [](google::protobuf::Message* m, int number, const char* kind) {
+      m->GetReflection()->MutableUnknownFields(m)->AddLengthDelimited(number, kind);
+    };
+    text(job.mutable_spec()->mutable_placement(), 2, "systolic");
+    text(job.add_device_costs(), 1, "reram");
+    ASSERT_TRUE((*store)->Put(job).ok());
+    WorkRecord record;
+    text(record.add_devices(), 2, "gpu");
+    ASSERT_TRUE((*store)->PutWorkRecord("job-000001", record).ok());
+  }
+  auto store = JobStore::Open(dir);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto jobs = (*store)->LoadAll();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ((*jobs)[0].spec().placement().head_device(), DeviceKind::systolic);
+  EXPECT_EQ((*jobs)[0].device_costs(0).kind(), DeviceKind::reram);
+  auto record = (*store)->GetWorkRecord("job-000001");
+  ASSERT_TRUE(record.ok()) << record.status();
+  EXPECT_EQ(record->devices(0).kind(), DeviceKind::gpu);
+}
+
 TEST(JobStoreTest, OneCoordinatorPerStateFolder) {
   const std::string dir = FreshDir("lock");
   auto first = JobStore::Open(dir);

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/device_kind.h"
 #include "common/status_macros.h"
 #include "coordinator/spec/hpt_defaults.h"
 #include "coordinator/spec/job_spec.h"
@@ -247,12 +248,12 @@ absl::Status NormalizeHpt(HptSpec& h, const ModelSpec& model, const ModelConfig&
                           std::vector<std::string>* notes) {
   RETURN_IF_ERROR(CheckEnum("hpt.mode", h.mode(), TrainingMode::Name_descriptor()));
   if (h.mode() == TrainingMode::TRAINING_MODE_UNSPECIFIED) {
-    h.set_mode(p.head_device() == "gpu" ? TrainingMode::hpt : TrainingMode::full);
+    h.set_mode(p.head_device() == DeviceKind::gpu ? TrainingMode::hpt : TrainingMode::full);
   }
-  if (h.mode() == TrainingMode::hpt && p.head_device() != "gpu") {
-    return Invalid("hpt.mode", absl::StrCat(
-        "hpt moves the whole model at the switch; placement.head_device '",
-        p.head_device(), "' needs hpt.mode full"));
+  if (h.mode() == TrainingMode::hpt && p.head_device() != DeviceKind::gpu) {
+    return Invalid("hpt.mode",
+                   absl::StrCat("hpt moves the whole model at the switch; placement.head_device '",
+                                KindName(p.head_device()), "' needs hpt.mode full"));
   }
   std::vector<std::string> window_notes;
   RETURN_IF_ERROR(NormalizeCheckWindow(h, model.preset(), t.batch_size(), &window_notes));

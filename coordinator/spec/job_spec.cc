@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/device_kind.h"
 #include "common/status_macros.h"
 #include "coordinator/spec/hpt_spec.h"
 #include "coordinator/spec/paper_recipes.h"
@@ -325,15 +326,12 @@ absl::Status NormalizePlacement(PlacementSpec& p, const TrainingSpec& t) {
     return Invalid("placement.gpu_workers",
                    absl::StrCat("must be positive, got ", p.gpu_workers()));
   }
-  if (p.head_device().empty()) p.set_head_device("gpu");
-  if (p.head_device() != "gpu" && p.head_device() != "reram" &&
-      p.head_device() != "systolic") {
+  RETURN_IF_ERROR(
+      CheckEnum("placement.head_device", p.head_device(), DeviceKind::Name_descriptor()));
+  if (p.head_device() == DeviceKind::DEVICE_KIND_UNSPECIFIED) p.set_head_device(DeviceKind::gpu);
+  if (p.head_device() != DeviceKind::gpu && p.gpu_workers() > 1) {
     return Invalid("placement.head_device",
-                   absl::StrCat("'", p.head_device(), "' is not gpu, reram or systolic"));
-  }
-  if (p.head_device() != "gpu" && p.gpu_workers() > 1) {
-    return Invalid("placement.head_device",
-                   absl::StrCat("'", p.head_device(),
+                   absl::StrCat("'", KindName(p.head_device()),
                                 "' needs placement.gpu_workers 1 (a head on another "
                                 "device is not data-parallel), got ",
                                 p.gpu_workers()));

@@ -201,7 +201,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"hpt { weight_layer: 5 }", "hpt.weight_layer must be in [0, 2), got 5"},
         BadSpec{"hpt { lora { targets: \"ff1\" } }",
                 "hpt.lora.targets entry 'ff1' is not q_proj, k_proj, v_proj or o_proj"},
-        BadSpec{"hpt { mode: hpt } placement { head_device: \"reram\" }",
+        BadSpec{"placement { head_device: tpu }",
+                "job spec line 1 column 30: head_device 'tpu' is not gpu, reram or systolic"},
+        BadSpec{"placement { head_device: 7 }",
+                "placement.head_device 7 is not gpu, reram or systolic"},
+        BadSpec{"hpt { mode: hpt } placement { head_device: reram }",
                 "hpt.mode hpt moves the whole model at the switch; "
                 "placement.head_device 'reram' needs hpt.mode full"},
         BadSpec{"data { weather { } }", "data.weather.dir is empty"},
@@ -340,7 +344,7 @@ TEST(JobSpecTest, HptDefaultsAreThePapers) {
     EXPECT_THAT(h.lora().targets(), ::testing::ElementsAre("q_proj", "v_proj"));
   }
   JobSpec head;
-  head.mutable_placement()->set_head_device("systolic");
+  head.mutable_placement()->set_head_device(DeviceKind::systolic);
   EXPECT_EQ(NormalizeJobSpec(head)->hpt().mode(), TrainingMode::full);  // a head split trains full
 }
 

@@ -8,7 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "coordinator/spec/enum_names.h"
+#include "common/enum_names.h"
 #include "google/protobuf/descriptor.h"
 
 namespace hpt {

@@ -49,8 +49,8 @@ class CheckpointResumeTest : public ::testing::TestWithParam<std::string> {
     g.device = "cpu";
     auto gpu = *GpuExecutor::Create(g);
     DeviceExecutor::Options r, y;
-    r.kind = "reram";
-    y.kind = "systolic";
+    r.kind = DeviceKind::reram;
+    y.kind = DeviceKind::systolic;
     auto reram = *DeviceExecutor::Create(r);
     auto systolic = *DeviceExecutor::Create(y);
     LocalWorkerClient gpu_client("gpu0", gpu.get()), reram_client("reram0", reram.get()),
@@ -69,7 +69,7 @@ class CheckpointResumeTest : public ::testing::TestWithParam<std::string> {
     return out;
   }
 
-  static double Counter(const TrainerUpdate& u, const std::string& kind, const char* name) {
+  static double Counter(const TrainerUpdate& u, DeviceKind::Name kind, const char* name) {
     double total = 0;
     for (const DeviceCost& d : u.device_costs) {
       if (d.kind() != kind) continue;
@@ -166,8 +166,8 @@ TEST_P(CheckpointResumeTest, ResumedRunsEndLikeTheUninterruptedOne) {
         recovery |= p.phase() == "recovery" && p.energy_j() > 0;
       }
       EXPECT_TRUE(recovery) << resumed.last.hpt.DebugString();
-      EXPECT_GT(Counter(resumed.last, "reram", "cell_writes"),
-                Counter(whole.last, "reram", "cell_writes"));
+      EXPECT_GT(Counter(resumed.last, DeviceKind::reram, "cell_writes"),
+                Counter(whole.last, DeviceKind::reram, "cell_writes"));
     }
   }
 }
@@ -214,9 +214,9 @@ TEST_P(CheckpointResumeTest, TheSwitchOfAGpuRunGoesOnOnThisPlacement) {
   const double test_resumed = resumed.last.progress.test_loss();
   if (placement == Placement::gpu) {
     ExpectSameRun(on_gpu, resumed);
-    EXPECT_EQ(Counter(resumed.last, "reram", "cell_writes"), 0);
+    EXPECT_EQ(Counter(resumed.last, DeviceKind::reram, "cell_writes"), 0);
   } else {
-    EXPECT_GT(Counter(resumed.last, "reram", "cell_writes"), 0);
+    EXPECT_GT(Counter(resumed.last, DeviceKind::reram, "cell_writes"), 0);
     EXPECT_NE(test_resumed, test_gpu);  // the devices' numerics
     // Measured: 0.041 against 0.027; tiny's 32-wide layers read through
     // 5-bit ADCs lose more than the benchmarks' 64-wide ones. Trained on,

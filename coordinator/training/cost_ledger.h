@@ -9,7 +9,8 @@
 //
 //   CostLedger ledger(spec.hpt());
 //   ledger.set_chain(CostLedger::Chain::kMain);
-//   ledger.Record(MakeFinishedTask(worker->address(), "gpu", "forward", response.cost(), bytes));
+//   ledger.Record(MakeFinishedTask(worker->address(), DeviceKind::gpu, "forward", response.cost(),
+//   bytes));
 //   ...
 //   ledger.CloseStep(step, CostLedger::StepPhase::kFull, /*data_parallel_ranks=*/2, wall_s);
 //   ledger.Compare(spec.hpt().project_epochs(), &status.hpt);

@@ -16,13 +16,13 @@ int64_t Bytes(const Tensor& t) { return int64_t(t.data().size()); }
 }  // namespace
 
 GpuTasks::GpuTasks(std::string job_id, std::vector<WorkerClient*> workers,
-                   WorkerClient* head_worker, std::string head_kind, Launch::Mode launch,
+                   WorkerClient* head_worker, DeviceKind::Name head_kind, Launch::Mode launch,
                    const TaskSink* sink)
     : job_id_(std::move(job_id)),
       trial_job_(job_id_ + "/trial"),
       workers_(std::move(workers)),
       head_(head_worker),
-      head_kind_(std::move(head_kind)),
+      head_kind_(head_kind),
       launch_(launch == Launch::graph ? Launch::graph : Launch::eager),
       sink_(sink) {}
 
@@ -32,7 +32,7 @@ std::vector<int64_t> GpuTasks::ShardSizes(int64_t batch, int workers) {
   return sizes;
 }
 
-void GpuTasks::Record(WorkerClient* worker, const std::string& kind, const std::string& type,
+void GpuTasks::Record(WorkerClient* worker, DeviceKind::Name kind, const std::string& type,
                       const CostReport& cost, int64_t bytes_in, int64_t bytes_out) const {
   (*sink_)(MakeFinishedTask(AddressOf(worker), kind, type, cost, bytes_in, bytes_out));
 }
@@ -88,7 +88,7 @@ absl::StatusOr<double> GpuTasks::DataParallelStep(const WindowDataset& data,
   double weighted = 0;
   for (size_t i = 0; i < n; ++i) {
     weighted += forwards[i].loss() * shards[i];
-    Record(workers_[i], "gpu", "forward", forwards[i].cost(), input_bytes[i]);
+    Record(workers_[i], DeviceKind::gpu, "forward", forwards[i].cost(), input_bytes[i]);
   }
   const double loss = weighted / batch;
   if (!std::isfinite(loss)) return loss;  // the caller reports it
@@ -103,8 +103,9 @@ absl::StatusOr<double> GpuTasks::DataParallelStep(const WindowDataset& data,
     ASSIGN_OR_RETURN(updates[i], Update(workers_[i], job_id_, step, learning_rate));
     return absl::OkStatus();
   }));
-  for (size_t i = 0; i < n; ++i) Record(workers_[i], "gpu", "backward", backwards[i].cost());
-  for (size_t i = 0; i < n; ++i) Record(workers_[i], "gpu", "update", updates[i].cost());
+  for (size_t i = 0; i < n; ++i)
+    Record(workers_[i], DeviceKind::gpu, "backward", backwards[i].cost());
+  for (size_t i = 0; i < n; ++i) Record(workers_[i], DeviceKind::gpu, "update", updates[i].cost());
   return loss;
 }
 
@@ -186,23 +187,24 @@ absl::StatusOr<GpuTasks::Run> GpuTasks::DataParallelRun(
 void GpuTasks::RecordRunStep(const Run& run) const {
   for (size_t i = 0; i < workers_.size(); ++i) {
     // What a step sends is its sample ids, not their windows.
-    Record(workers_[i], "gpu", "forward", run.responses[i].forward(),
+    Record(workers_[i], DeviceKind::gpu, "forward", run.responses[i].forward(),
            run.shards[i] * int64_t(sizeof(int64_t)));
   }
   for (size_t i = 0; i < workers_.size(); ++i) {
-    Record(workers_[i], "gpu", "backward", run.responses[i].backward());
+    Record(workers_[i], DeviceKind::gpu, "backward", run.responses[i].backward());
   }
   for (size_t i = 0; i < workers_.size(); ++i) {
-    Record(workers_[i], "gpu", "update", run.responses[i].update());
+    Record(workers_[i], DeviceKind::gpu, "update", run.responses[i].update());
   }
 }
 
 void GpuTasks::RecordRunTrialStep(const Run& run) const {
   const TrainRunResponse& r = run.responses[0];
   const int64_t batch = std::accumulate(run.shards.begin(), run.shards.end(), int64_t{0});
-  Record(workers_[0], "gpu", "forward", r.trial_forward(), batch * int64_t(sizeof(int64_t)));
-  Record(workers_[0], "gpu", "backward", r.trial_backward());
-  Record(workers_[0], "gpu", "update", r.trial_update());
+  Record(workers_[0], DeviceKind::gpu, "forward", r.trial_forward(),
+         batch * int64_t(sizeof(int64_t)));
+  Record(workers_[0], DeviceKind::gpu, "backward", r.trial_backward());
+  Record(workers_[0], DeviceKind::gpu, "update", r.trial_update());
 }
 
 absl::StatusOr<double> GpuTasks::HeadStep(const HostTensor& x, const HostTensor& y,
@@ -212,7 +214,7 @@ absl::StatusOr<double> GpuTasks::HeadStep(const HostTensor& x, const HostTensor&
   ToProto(x, "inputs", encode.mutable_inputs());
   ASSIGN_OR_RETURN(ForwardResponse encoded, gpu->Forward(encode));
   const int64_t encoded_bytes = Bytes(encoded.outputs());
-  Record(gpu, "gpu", "forward", encoded.cost(), x.num_bytes(), encoded_bytes);
+  Record(gpu, DeviceKind::gpu, "forward", encoded.cost(), x.num_bytes(), encoded_bytes);
   ForwardRequest predict = MakeForward(job_id_, step, "head", true);
   *predict.mutable_inputs() = std::move(*encoded.mutable_outputs());
   ToProto(y, "targets", predict.mutable_targets());
@@ -231,10 +233,10 @@ absl::StatusOr<double> GpuTasks::HeadStep(const HostTensor& x, const HostTensor&
   encoder_back.set_global_batch_size(x.shape[0]);
   *encoder_back.mutable_grad_output() = std::move(*head_grads.mutable_grad_input());
   ASSIGN_OR_RETURN(BackwardResponse encoder_grads, gpu->Backward(encoder_back));
-  Record(gpu, "gpu", "backward", encoder_grads.cost(), grad_bytes);
+  Record(gpu, DeviceKind::gpu, "backward", encoder_grads.cost(), grad_bytes);
   for (WorkerClient* w : {gpu, head_}) {
     ASSIGN_OR_RETURN(ApplyUpdateResponse applied, Update(w, job_id_, step, learning_rate));
-    Record(w, w == gpu ? "gpu" : head_kind_, "update", applied.cost());
+    Record(w, w == gpu ? DeviceKind::gpu : head_kind_, "update", applied.cost());
   }
   return loss;
 }
@@ -246,14 +248,14 @@ absl::StatusOr<double> GpuTasks::TrialStep(const HostTensor& x, const HostTensor
   ToProto(x, "inputs", forward.mutable_inputs());
   ToProto(y, "targets", forward.mutable_targets());
   ASSIGN_OR_RETURN(ForwardResponse f, gpu->Forward(forward));
-  Record(gpu, "gpu", "forward", f.cost(), x.num_bytes() + y.num_bytes());
+  Record(gpu, DeviceKind::gpu, "forward", f.cost(), x.num_bytes() + y.num_bytes());
   BackwardRequest backward;
   *backward.mutable_key() = forward.key();
   backward.set_global_batch_size(x.shape[0]);
   ASSIGN_OR_RETURN(BackwardResponse b, gpu->Backward(backward));
-  Record(gpu, "gpu", "backward", b.cost());
+  Record(gpu, DeviceKind::gpu, "backward", b.cost());
   ASSIGN_OR_RETURN(ApplyUpdateResponse u, Update(gpu, trial_job_, step, learning_rate));
-  Record(gpu, "gpu", "update", u.cost());
+  Record(gpu, DeviceKind::gpu, "update", u.cost());
   return f.loss();
 }
 
@@ -262,7 +264,7 @@ absl::StatusOr<HostTensor> GpuTasks::Predict(const HostTensor& x) {
   ToProto(x, "inputs", request.mutable_inputs());
   request.set_return_outputs(true);
   ASSIGN_OR_RETURN(ForwardResponse response, workers_[0]->Forward(request));
-  Record(workers_[0], "gpu", "forward", response.cost(), x.num_bytes());
+  Record(workers_[0], DeviceKind::gpu, "forward", response.cost(), x.num_bytes());
   if (head_ != nullptr) {
     ForwardRequest head = MakeForward(job_id_, -1, "head", false);
     *head.mutable_inputs() = std::move(*response.mutable_outputs());

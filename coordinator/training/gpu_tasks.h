@@ -35,7 +35,7 @@ class GpuTasks {
   // runs the output head on a device of `head_kind`; runs launch their
   // steps by `launch` (training.launch). `sink` must outlive this.
   GpuTasks(std::string job_id, std::vector<WorkerClient*> workers, WorkerClient* head_worker,
-           std::string head_kind, Launch::Mode launch, const TaskSink* sink);
+           DeviceKind::Name head_kind, Launch::Mode launch, const TaskSink* sink);
 
   // Sizes of the data-parallel shards of a batch of `batch` samples.
   static std::vector<int64_t> ShardSizes(int64_t batch, int workers);
@@ -88,7 +88,7 @@ class GpuTasks {
   const std::string& trial_job() const { return trial_job_; }
 
  private:
-  void Record(WorkerClient* worker, const std::string& kind, const std::string& type,
+  void Record(WorkerClient* worker, DeviceKind::Name kind, const std::string& type,
               const CostReport& cost, int64_t bytes_in = 0, int64_t bytes_out = 0) const;
   static TaskKey Key(const std::string& job, int64_t step, const std::string& segment);
   // A forward of `segment` at `step` (train: targets kept for the loss).
@@ -100,7 +100,7 @@ class GpuTasks {
   const std::string job_id_, trial_job_;
   const std::vector<WorkerClient*> workers_;
   WorkerClient* const head_;
-  const std::string head_kind_;
+  const DeviceKind::Name head_kind_;
   const Launch::Mode launch_;
   const TaskSink* sink_;
 };

@@ -37,7 +37,7 @@ class HptTrainerTest : public ::testing::TestWithParam<std::string> {
     status_ = trainer_->Run();
   }
 
-  const DeviceCost* Cost(const std::string& kind) const {
+  const DeviceCost* Cost(DeviceKind::Name kind) const {
     for (const DeviceCost& d : last_.device_costs) {
       if (d.kind() == kind) return &d;
     }
@@ -93,7 +93,7 @@ TEST_P(HptTrainerTest, SwitchesAndTrainsTheLoraPhaseOnItsPlacement) {
   }
   EXPECT_EQ(trainer_->trained_model().parameters.count("layers.1.self_attn.q_proj.weight"), 1u);
 
-  const DeviceCost* reram = Cost("reram");
+  const DeviceCost* reram = Cost(DeviceKind::reram);
   if (placement == "gpu") {
     EXPECT_EQ(reram, nullptr);
     return;

@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/device_kind.h"
 #include "common/status_macros.h"
 #include "common/tensor_codec.h"
 
@@ -13,7 +14,7 @@ namespace hpt {
 namespace {
 
 struct PlacedOp {
-  std::string kind;
+  DeviceKind::Name kind = DeviceKind::DEVICE_KIND_UNSPECIFIED;
   int worker = 0;
   SegmentOp op;
   int64_t in_features = 0, out_features = 0;  // LINEAR
@@ -42,9 +43,9 @@ class OpList {
     op.set_bias(prefix + ".bias");
     op.add_inputs(in);
     op.set_output(out);
-    std::string kind = "systolic";
+    DeviceKind::Name kind = DeviceKind::systolic;
     if (!trainable) {
-      kind = "reram";
+      kind = DeviceKind::reram;
       if (options_.placement == Placement::reram_full && layer >= 0) op.set_trainable(true);
     } else {
       op.set_trainable(true);
@@ -66,11 +67,11 @@ class OpList {
     for (std::string& name : in) op.add_inputs(std::move(name));
     op.set_output(out);
     if (more) more(op);
-    Add("systolic", layer, std::move(op));
+    Add(DeviceKind::systolic, layer, std::move(op));
   }
 
-  void Add(const std::string& kind, int layer, SegmentOp op) {
-    const int n = kind == "reram" ? options_.reram_workers : options_.systolic_workers;
+  void Add(DeviceKind::Name kind, int layer, SegmentOp op) {
+    const int n = kind == DeviceKind::reram ? options_.reram_workers : options_.systolic_workers;
     ops.push_back({kind, std::max(layer, 0) % std::max(n, 1), std::move(op)});
   }
 
@@ -225,7 +226,7 @@ absl::Status PlaceCopies(const HybridPlanOptions& options, OpList* list, HybridP
     std::vector<PlacedOp*> linears;
     std::vector<ReramLayerDemand> demand;
     for (PlacedOp& op : list->ops) {
-      if (op.kind != "reram" || op.worker != worker) continue;
+      if (op.kind != DeviceKind::reram || op.worker != worker) continue;
       linears.push_back(&op);
       // Forward reads x W^T, backward the transposed read of the same cells.
       demand.push_back({op.op.weight(), op.in_features, op.out_features,
@@ -264,7 +265,7 @@ void CutSegments(const std::vector<PlacedOp>& ops, uint64_t seed, HybridPlan* pl
       PlannedSegment& s = plan->segments.emplace_back();
       s.kind = op.kind;
       s.worker = op.worker;
-      s.spec.set_name(absl::StrCat("lora.", plan->segments.size() - 1, ".", op.kind));
+      s.spec.set_name(absl::StrCat("lora.", plan->segments.size() - 1, ".", KindName(op.kind)));
       s.spec.set_seed(seed + plan->segments.size());
     }
     PlannedSegment& s = plan->segments.back();

@@ -33,7 +33,7 @@
 namespace hpt {
 
 struct PlannedSegment {
-  std::string kind;  // "reram" or "systolic"
+  DeviceKind::Name kind = DeviceKind::DEVICE_KIND_UNSPECIFIED;  // reram or systolic
   int worker = 0;    // index among the workers of that kind
   SegmentSpec spec;  // named inputs and outputs
   // Parameters the segment holds (names as in the GPU model's snapshot,

@@ -86,12 +86,12 @@ class HybridPlanTest : public ::testing::Test {
   }
 
   // Runs one training forward and backward through the plan.
-  void RunPlan(const std::string& reram_kind, double* loss, HostTensor* prediction,
+  void RunPlan(DeviceKind::Name reram_kind, double* loss, HostTensor* prediction,
                HostTensor* input_grad, std::vector<double>* grad_norms,
                std::vector<FinishedTask>* tasks) {
     DeviceExecutor::Options reram_options, systolic_options;
     reram_options.kind = reram_kind;
-    systolic_options.kind = "systolic";
+    systolic_options.kind = DeviceKind::systolic;
     reram_ = *DeviceExecutor::Create(reram_options);
     systolic_ = *DeviceExecutor::Create(systolic_options);
     reram_client_ = std::make_unique<LocalWorkerClient>("reram", reram_.get());
@@ -132,7 +132,7 @@ TEST_F(HybridPlanTest, PaperPlacementCutsEightSegmentsPerLayer) {
   int reram_linears = 0;
   for (const PlannedSegment& s : plan->segments) {
     for (const SegmentOp& op : s.spec.ops()) {
-      if (s.kind == "reram") {
+      if (s.kind == DeviceKind::reram) {
         EXPECT_EQ(op.type(), SegmentOp::LINEAR) << s.spec.name();
         EXPECT_FALSE(op.trainable()) << op.weight();
         ++reram_linears;
@@ -152,7 +152,7 @@ TEST_F(HybridPlanTest, PaperPlacementCutsEightSegmentsPerLayer) {
   ASSERT_TRUE(what_if.ok());
   for (const PlannedSegment& s : what_if->segments) {
     for (const SegmentOp& op : s.spec.ops()) {
-      if (s.kind == "reram") {
+      if (s.kind == DeviceKind::reram) {
         EXPECT_TRUE(op.trainable()) << op.weight();
       }
     }
@@ -177,7 +177,7 @@ TEST_F(HybridPlanTest, SegmentsReproduceTheLibTorchLoraModel) {
   std::vector<double> norms;
   std::vector<FinishedTask> tasks;
   // fp32 everywhere: the "reram" kind is replaced by an fp32 systolic node.
-  RunPlan("systolic", &loss, &prediction, &input_grad, &norms, &tasks);
+  RunPlan(DeviceKind::systolic, &loss, &prediction, &input_grad, &norms, &tasks);
 
   torch::Tensor x = x_.clone().requires_grad_(true);
   torch::Tensor out = model_->forward(x);
@@ -237,7 +237,7 @@ TEST(PartialPlanTest, SomeLayersSwitchedReproducesTheLibTorchModel) {
   for (const PlannedSegment& s : plan->segments) {
     for (const SegmentOp& op : s.spec.ops()) {
       const bool layer1 = op.weight().rfind("layers.1.", 0) == 0;
-      if (s.kind == "reram") {
+      if (s.kind == DeviceKind::reram) {
         EXPECT_EQ(op.weight().rfind("layers.0.", 0), 0u) << op.weight();
         ++reram_linears;
       }
@@ -249,7 +249,7 @@ TEST(PartialPlanTest, SomeLayersSwitchedReproducesTheLibTorchModel) {
   EXPECT_EQ(plan->reram_layers.size(), 6u);
 
   DeviceExecutor::Options fp32, systolic;
-  fp32.kind = systolic.kind = "systolic";  // fp32 in place of ReRAM: exact
+  fp32.kind = systolic.kind = DeviceKind::systolic;  // fp32 in place of ReRAM: exact
   auto reram = *DeviceExecutor::Create(fp32);
   auto arrays = *DeviceExecutor::Create(systolic);
   LocalWorkerClient reram_client("reram", reram.get()), systolic_client("systolic", arrays.get());
@@ -284,13 +284,13 @@ TEST_F(HybridPlanTest, ReramSegmentsAreCloseAndWriteEachCellOnce) {
   HostTensor prediction, input_grad;
   std::vector<double> norms;
   std::vector<FinishedTask> tasks;
-  RunPlan("reram", &loss, &prediction, &input_grad, &norms, &tasks);
+  RunPlan(DeviceKind::reram, &loss, &prediction, &input_grad, &norms, &tasks);
   torch::Tensor out = model_->forward(x_);
   // Quantised crossbar reads (5-bit ADC, 8-bit inputs): a few percent.
   EXPECT_LT(MaxRelDiff(prediction, out), 0.1);
   double load_writes = 0, later_writes = 0, cells = 0;
   for (const FinishedTask& t : tasks) {
-    if (t.kind != "reram") continue;
+    if (t.kind != DeviceKind::reram) continue;
     const auto& c = t.cost.counters();
     const double writes = c.count("cell_writes") ? c.at("cell_writes") : 0;
     (t.type == "load" ? load_writes : later_writes) += writes;
@@ -299,7 +299,7 @@ TEST_F(HybridPlanTest, ReramSegmentsAreCloseAndWriteEachCellOnce) {
     }
   }
   for (const PlannedSegment& s : plan_.segments) {
-    if (s.kind != "reram") continue;
+    if (s.kind != DeviceKind::reram) continue;
     for (const SegmentOp& op : s.spec.ops()) {
       // Per weight: in x out values, each on slices x signs cells.
       const HostTensor& w = params_.at(op.weight());

@@ -32,12 +32,12 @@ std::string HybridRunner::Resource(const PlannedSegment& segment,
                                    WorkerClient* worker) const {
   // ReRAM segments hold their layers in tiles of their own and read
   // independently of the chip's other segments; a systolic array is one.
-  return segment.kind == "reram" ? worker->address() + "/" + segment.spec.name()
-                                 : worker->address();
+  return segment.kind == DeviceKind::reram ? worker->address() + "/" + segment.spec.name()
+                                           : worker->address();
 }
 
 WorkerClient* HybridRunner::WorkerOf(const PlannedSegment& segment) const {
-  const std::vector<WorkerClient*>& pool = segment.kind == "reram" ? reram_ : systolic_;
+  const std::vector<WorkerClient*>& pool = segment.kind == DeviceKind::reram ? reram_ : systolic_;
   return pool[segment.worker % pool.size()];
 }
 

@@ -74,8 +74,8 @@ struct InProcessWorkers {
     g.device = "cpu";
     gpu = *GpuExecutor::Create(g);
     DeviceExecutor::Options r, y;
-    r.kind = "reram";
-    y.kind = "systolic";
+    r.kind = DeviceKind::reram;
+    y.kind = DeviceKind::systolic;
     reram = *DeviceExecutor::Create(r);
     systolic = *DeviceExecutor::Create(y);
     gpu_client = std::make_unique<LocalWorkerClient>("gpu0", gpu.get());

@@ -132,8 +132,8 @@ absl::Status Trainer::LoadModel() {
   }));
   if (sample_bytes > 0) {
     for (size_t i = 0; i < workers_.size(); ++i) {
-      ledger_.Record(MakeFinishedTask(AddressOf(workers_[i]), "gpu", "load", loaded[i].cost(),
-                                      sample_bytes));
+      ledger_.Record(MakeFinishedTask(AddressOf(workers_[i]), DeviceKind::gpu, "load",
+                                      loaded[i].cost(), sample_bytes));
     }
   }
   ledger_.set_trainable_bytes(loaded[0].num_trainable() * int64_t(sizeof(float)));
@@ -174,8 +174,8 @@ absl::Status Trainer::JoinGroups() {
 }
 
 absl::Status Trainer::LoadHead(std::vector<TensorChunk> head, int64_t optimizer_steps) {
-  const std::string& kind = spec_.placement().head_device();
-  const bool trainable = kind != "reram";  // ReRAM weights stay frozen
+  const DeviceKind::Name kind = spec_.placement().head_device();
+  const bool trainable = kind != DeviceKind::reram;  // ReRAM weights stay frozen
   LoadParametersHeader header;
   header.set_job_id(job_id_);
   *header.mutable_optimizer() = spec_.training().optimizer();

@@ -95,7 +95,7 @@ class Trainer {
     // the worker left is free again this long after the step began.
     double collective_timeout_s = 15;
     // The worker running the output head when placement.head_device is not
-    // "gpu"; the GPU worker then runs the encoder segment.
+    // gpu; the GPU worker then runs the encoder segment.
     WorkerClient* head_worker = nullptr;
     // The LoRA phase's device workers (placements paper and reram_full).
     std::vector<WorkerClient*> reram_workers, systolic_workers;

@@ -91,7 +91,8 @@ absl::Status Trainer::StartTrial() {
   WorkerClient* gpu = workers_[0];
   ASSIGN_OR_RETURN(std::vector<TensorChunk> chunks, gpu->Snapshot(job_id_, {}));
   ASSIGN_OR_RETURN(LoadParametersResponse loaded, gpu->LoadParameters(TrialHeader(), chunks));
-  ledger_.Record(MakeFinishedTask(AddressOf(gpu), "gpu", "load", loaded.cost(), ChunkBytes(chunks)));
+  ledger_.Record(
+      MakeFinishedTask(AddressOf(gpu), DeviceKind::gpu, "load", loaded.cost(), ChunkBytes(chunks)));
   cursor_.trial_active = true;
   cursor_.trial_updates = 0;
   return absl::OkStatus();
@@ -128,8 +129,8 @@ absl::Status Trainer::Switch() {
     return absl::OkStatus();
   }));
   for (size_t i = 0; i < reload; ++i) {
-    ledger_.Record(
-        MakeFinishedTask(AddressOf(workers_[i]), "gpu", "load", loaded[i].cost(), ChunkBytes(chunks)));
+    ledger_.Record(MakeFinishedTask(AddressOf(workers_[i]), DeviceKind::gpu, "load",
+                                    loaded[i].cost(), ChunkBytes(chunks)));
   }
   ledger_.set_trainable_bytes(loaded[0].num_trainable() * int64_t(sizeof(float)));
   const std::map<std::string, int> ranks = KeepLoraRanks(loaded[0]);
@@ -171,7 +172,8 @@ absl::Status Trainer::SwitchLayers(int64_t steps_done) {
   }));
   const int64_t bytes = ChunkBytes(chunks);
   for (size_t i = 0; i < workers_.size(); ++i) {
-    ledger_.Record(MakeFinishedTask(AddressOf(workers_[i]), "gpu", "load", loaded[i].cost(), bytes));
+    ledger_.Record(
+        MakeFinishedTask(AddressOf(workers_[i]), DeviceKind::gpu, "load", loaded[i].cost(), bytes));
   }
   KeepLoraRanks(loaded[0]);
   return JoinGroups();
@@ -187,7 +189,7 @@ absl::Status Trainer::SwitchLayersToDevices(const LoadParametersHeader& header,
   const std::vector<TensorChunk> chunks = SplitTensors(GpuModelTensors(std::move(tensors)));
   ASSIGN_OR_RETURN(LoadParametersResponse loaded, gpu->LoadParameters(header, chunks));
   ledger_.Record(
-      MakeFinishedTask(AddressOf(gpu), "gpu", "load", loaded.cost(), ChunkBytes(chunks)));
+      MakeFinishedTask(AddressOf(gpu), DeviceKind::gpu, "load", loaded.cost(), ChunkBytes(chunks)));
   return MoveToDevices(KeepLoraRanks(loaded), std::move(read_state), cursor_.main_updates,
                        steps_done);
 }

@@ -34,7 +34,7 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(
   impl->options = options;
   absl::StatusOr<GpuSpec> reference = GpuProfileOrPreset(options.reference_gpu);
   if (!reference.ok()) return reference.status();
-  impl->cost_config = DefaultDeviceCostConfig("gpu");
+  impl->cost_config = DefaultDeviceCostConfig(DeviceKind::gpu);
   impl->cost_config.gpu = *reference;
   impl->settings = DeviceSettingsOf(impl->cost_config);
   impl->bf16_cost_config = impl->cost_config;

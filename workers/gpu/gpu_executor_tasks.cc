@@ -173,7 +173,7 @@ absl::StatusOr<ApplyUpdateResponse> GpuExecutor::ApplyUpdate(
   if (!found.ok()) return found.status();
   GpuSession& session = **found;
   ApplyUpdateResponse response;
-  response.mutable_cost()->set_device_kind("gpu");
+  response.mutable_cost()->set_device_kind(DeviceKind::gpu);
   response.mutable_cost()->set_device(impl_->device_name);
   if (session.tasks.Applied(request.step())) {
     response.set_applied(false);  // a retry of an update already applied

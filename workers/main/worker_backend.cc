@@ -2,26 +2,27 @@
 
 #include <utility>
 
-#include "absl/strings/str_cat.h"
-
 namespace hpt {
 
-absl::StatusOr<std::unique_ptr<TaskExecutor>> CreateExecutor(const std::string& kind,
+absl::StatusOr<std::unique_ptr<TaskExecutor>> CreateExecutor(DeviceKind::Name kind,
                                                              WorkerBackendOptions options) {
-  if (kind == "gpu") {
-    absl::StatusOr<std::unique_ptr<GpuExecutor>> executor = GpuExecutor::Create(options.gpu);
-    if (!executor.ok()) return executor.status();
-    return std::unique_ptr<TaskExecutor>(std::move(*executor));
+  switch (kind) {
+    case DeviceKind::gpu: {
+      absl::StatusOr<std::unique_ptr<GpuExecutor>> executor = GpuExecutor::Create(options.gpu);
+      if (!executor.ok()) return executor.status();
+      return std::unique_ptr<TaskExecutor>(std::move(*executor));
+    }
+    case DeviceKind::reram:
+    case DeviceKind::systolic: {
+      options.device.kind = kind;
+      absl::StatusOr<std::unique_ptr<DeviceExecutor>> executor =
+          DeviceExecutor::Create(options.device);
+      if (!executor.ok()) return executor.status();
+      return std::unique_ptr<TaskExecutor>(std::move(*executor));
+    }
+    default:
+      return absl::InvalidArgumentError("a worker needs a kind: gpu, reram or systolic");
   }
-  if (kind == "reram" || kind == "systolic") {
-    options.device.kind = kind;
-    absl::StatusOr<std::unique_ptr<DeviceExecutor>> executor =
-        DeviceExecutor::Create(options.device);
-    if (!executor.ok()) return executor.status();
-    return std::unique_ptr<TaskExecutor>(std::move(*executor));
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("--kind '", kind, "' is not gpu, reram or systolic"));
 }
 
 absl::StatusOr<std::unique_ptr<WorkerServer>> StartWorker(WorkerServer::Options options,

@@ -3,7 +3,7 @@
 // reram and systolic. The one place that knows every backend.
 //
 //   WorkerServer::Options o;
-//   o.kind = "systolic";
+//   o.kind = DeviceKind::systolic;
 //   ASSIGN_OR_RETURN(auto server, StartWorker(o, WorkerBackendOptions()));
 #ifndef HPT_WORKERS_MAIN_WORKER_BACKEND_H_
 #define HPT_WORKERS_MAIN_WORKER_BACKEND_H_
@@ -24,9 +24,9 @@ struct WorkerBackendOptions {
   DeviceExecutor::Options device;  // kinds reram and systolic
 };
 
-// INVALID_ARGUMENT naming --kind for a kind with no backend; otherwise the
-// backend's own error.
-absl::StatusOr<std::unique_ptr<TaskExecutor>> CreateExecutor(const std::string& kind,
+// INVALID_ARGUMENT for DEVICE_KIND_UNSPECIFIED; otherwise the backend's own
+// error.
+absl::StatusOr<std::unique_ptr<TaskExecutor>> CreateExecutor(DeviceKind::Name kind,
                                                              WorkerBackendOptions options);
 
 // CreateExecutor for options.kind, served by a WorkerServer.

@@ -15,6 +15,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "common/device_kind.h"
 #include "common/metrics.h"
 #include "common/net.h"
 #include "common/process_setup.h"
@@ -83,7 +84,7 @@ absl::StatusOr<WorkerFlags> OptionsFromFlags() {
   }
   ASSIGN_OR_RETURN(backend.device.systolic, hpt::SystolicConfigFromFlags());
   ASSIGN_OR_RETURN(backend.device.reram, hpt::ReramConfigFromFlags());
-  options.kind = absl::GetFlag(FLAGS_kind);
+  ASSIGN_OR_RETURN(options.kind, hpt::ParseDeviceKind("--kind", absl::GetFlag(FLAGS_kind)));
   options.listen_address = absl::GetFlag(FLAGS_listen);
   options.advertise_address = absl::GetFlag(FLAGS_advertise);
   options.coordinator_address = absl::GetFlag(FLAGS_coordinator);

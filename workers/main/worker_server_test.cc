@@ -41,7 +41,7 @@ class FakeRegistry final : public WorkerRegistry::CallbackService {
     auto reached = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return registrations_ >= n; };
     return mu_.AwaitWithTimeout(absl::Condition(&reached), absl::Seconds(30));
   }
-  std::string kind() {
+  DeviceKind::Name kind() {
     absl::MutexLock lock(&mu_);
     return kind_;
   }
@@ -50,7 +50,7 @@ class FakeRegistry final : public WorkerRegistry::CallbackService {
   const double interval_s_;
   absl::Mutex mu_;
   int registrations_ ABSL_GUARDED_BY(mu_) = 0;
-  std::string kind_ ABSL_GUARDED_BY(mu_);
+  DeviceKind::Name kind_ ABSL_GUARDED_BY(mu_) = DeviceKind::DEVICE_KIND_UNSPECIFIED;
 };
 
 class WorkerServerTest : public ::testing::Test {
@@ -69,7 +69,7 @@ class WorkerServerTest : public ::testing::Test {
   }
   // A worker of `kind` registering with the fake registry every 40 ms
   // until told otherwise.
-  std::unique_ptr<WorkerServer> StartWorker(const std::string& kind) {
+  std::unique_ptr<WorkerServer> StartWorker(DeviceKind::Name kind) {
     WorkerServer::Options options;
     options.kind = kind;
     options.coordinator_address = "127.0.0.1:" + std::to_string(port_);
@@ -87,10 +87,10 @@ class WorkerServerTest : public ::testing::Test {
 
 TEST_F(WorkerServerTest, KeepsTheHeartbeatIntervalTheCoordinatorGives) {
   StartRegistry(/*interval_s=*/0.25);
-  std::unique_ptr<WorkerServer> worker = StartWorker("systolic");
+  std::unique_ptr<WorkerServer> worker = StartWorker(DeviceKind::systolic);
   ASSERT_NE(worker, nullptr);
   ASSERT_TRUE(registry_->AwaitRegistrations(1));
-  EXPECT_EQ(registry_->kind(), "systolic");
+  EXPECT_EQ(registry_->kind(), DeviceKind::systolic);
   // The answer is taken before the next beat is waited for; the second
   // registration proves the first answer was read.
   ASSERT_TRUE(registry_->AwaitRegistrations(2));
@@ -100,7 +100,7 @@ TEST_F(WorkerServerTest, KeepsTheHeartbeatIntervalTheCoordinatorGives) {
 
 TEST_F(WorkerServerTest, KeepsItsOwnIntervalWhenTheCoordinatorGivesNone) {
   StartRegistry(/*interval_s=*/0);
-  std::unique_ptr<WorkerServer> worker = StartWorker("reram");
+  std::unique_ptr<WorkerServer> worker = StartWorker(DeviceKind::reram);
   ASSERT_NE(worker, nullptr);
   ASSERT_TRUE(registry_->AwaitRegistrations(2));
   EXPECT_EQ(worker->heartbeat_interval(), absl::Milliseconds(40));
@@ -142,13 +142,13 @@ TEST_F(WorkerServerTest, OneProcessServesTlsAndPlaintextSideBySide) {
   ASSERT_TRUE(coordinator.ok()) << coordinator.status();
 
   WorkerServer::Options secure_options;
-  secure_options.kind = "systolic";
+  secure_options.kind = DeviceKind::systolic;
   secure_options.tls = *cluster;
   absl::StatusOr<std::unique_ptr<WorkerServer>> secure =
       hpt::StartWorker(secure_options, WorkerBackendOptions());
   ASSERT_TRUE(secure.ok()) << secure.status();
   WorkerServer::Options plain_options;
-  plain_options.kind = "systolic";
+  plain_options.kind = DeviceKind::systolic;
   absl::StatusOr<std::unique_ptr<WorkerServer>> plain =
       hpt::StartWorker(plain_options, WorkerBackendOptions());
   ASSERT_TRUE(plain.ok()) << plain.status();

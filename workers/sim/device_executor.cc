@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "common/cost_util.h"
+#include "common/device_kind.h"
 #include "common/tensor_codec.h"
 #include "workers/sim/segment_graph.h"
 #include "workers/task_book.h"
@@ -131,8 +132,8 @@ absl::StatusOr<int64_t> AdamLag(const LoadParametersHeader& header, const std::s
 }  // namespace
 
 struct DeviceExecutor::Impl {
-  explicit Impl(const std::string& kind)
-      : jobs(absl::StrCat("has no segment on this ", kind, " worker")) {}
+  explicit Impl(DeviceKind::Name kind)
+      : jobs(absl::StrCat("has no segment on this ", KindName(kind), " worker")) {}
 
   DeviceNode node;
   mutable absl::Mutex mu;
@@ -143,9 +144,9 @@ struct DeviceExecutor::Impl {
     if (it == job.segments.end()) {
       std::vector<std::string> names;
       for (const auto& [name, graph] : job.segments) names.push_back(name);
-      return absl::NotFoundError(absl::StrCat(
-          "job '", key.job_id(), "' has no segment '", key.segment(), "' on this ",
-          node.kind, " worker (it has: ", absl::StrJoin(names, ", "), ")"));
+      return absl::NotFoundError(
+          absl::StrCat("job '", key.job_id(), "' has no segment '", key.segment(), "' on this ",
+                       KindName(node.kind), " worker (it has: ", absl::StrJoin(names, ", "), ")"));
     }
     return it->second.get();
   }
@@ -156,9 +157,9 @@ DeviceExecutor::~DeviceExecutor() = default;
 
 absl::StatusOr<std::unique_ptr<DeviceExecutor>> DeviceExecutor::Create(
     const Options& options) {
-  if (options.kind != "reram" && options.kind != "systolic") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "DeviceExecutor kind '", options.kind, "' is not reram or systolic"));
+  if (options.kind != DeviceKind::reram && options.kind != DeviceKind::systolic) {
+    return absl::InvalidArgumentError(absl::StrCat("DeviceExecutor kind '", KindName(options.kind),
+                                                   "' is not reram or systolic"));
   }
   if (absl::Status s = ValidateSystolicConfig(options.systolic); !s.ok()) return s;
   if (absl::Status s = ValidateReramConfig(options.reram); !s.ok()) return s;
@@ -273,8 +274,8 @@ absl::StatusOr<LoadParametersResponse> DeviceExecutor::Load(
 }
 
 absl::Status DeviceExecutor::JoinGroup(const JoinGroupRequest&) {
-  return absl::UnimplementedError(absl::StrCat(
-      impl_->node.kind, " workers do not join data-parallel groups"));
+  return absl::UnimplementedError(
+      absl::StrCat(KindName(impl_->node.kind), " workers do not join data-parallel groups"));
 }
 
 absl::StatusOr<ForwardResponse> DeviceExecutor::Forward(const ForwardRequest& request) {

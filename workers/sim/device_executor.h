@@ -1,4 +1,4 @@
-// DeviceExecutor: a simulated-device worker (kind "reram" or "systolic").
+// DeviceExecutor: a simulated-device worker (kind reram or systolic).
 // Holds each job's segments (workers/sim/segment_graph.h: linear layers, LoRA
 // adapters, attention products, LayerNorm, residual adds, ReLU, dropout)
 // with their parameters resident in the device, and runs forward /
@@ -26,7 +26,7 @@ namespace hpt {
 class DeviceExecutor : public TaskExecutor {
  public:
   struct Options {
-    std::string kind = "systolic";  // "systolic" or "reram"
+    DeviceKind::Name kind = DeviceKind::systolic;  // or reram
     SystolicConfig systolic;
     ReramConfig reram;
     // Energy of one element-wise operation (see above).

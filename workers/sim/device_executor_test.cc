@@ -128,7 +128,7 @@ std::map<std::string, HostTensor> Snapshot(DeviceExecutor& e) {
 
 TEST(DeviceExecutorTest, SystolicSegmentMatchesReferenceAndTrains) {
   DeviceExecutor::Options o;
-  o.kind = "systolic";
+  o.kind = DeviceKind::systolic;
   o.systolic.rows = o.systolic.cols = 8;
   auto e = *DeviceExecutor::Create(o);
   Net n;
@@ -143,7 +143,7 @@ TEST(DeviceExecutorTest, SystolicSegmentMatchesReferenceAndTrains) {
   for (size_t i = 0; i < r.y.size(); ++i) loss += std::pow(r.y[i] - n.t.data[i], 2);
   EXPECT_NEAR(f->loss(), loss / r.y.size(), 1e-5);
   // Costs: the two GEMMs' MACs, as the systolic model counts them.
-  EXPECT_EQ(f->cost().device_kind(), "systolic");
+  EXPECT_EQ(f->cost().device_kind(), DeviceKind::systolic);
   EXPECT_DOUBLE_EQ(f->cost().counters().at("macs"), kRows * (kIn * kHidden + kHidden * kOut));
   const double cycles = SimulateGemm(o.systolic, {kRows, kHidden, kIn}).total_cycles +
                         SimulateGemm(o.systolic, {kRows, kOut, kHidden}).total_cycles;
@@ -303,7 +303,7 @@ TEST(DeviceExecutorTest, ALoadAfterARestartDoesNotSkipReplayedSteps) {
   // loads the segment again from a checkpoint and replays steps the old
   // run had applied. Those must train, not be answered as retries.
   DeviceExecutor::Options o;
-  o.kind = "systolic";
+  o.kind = DeviceKind::systolic;
   o.systolic.rows = o.systolic.cols = 8;
   auto e = *DeviceExecutor::Create(o);
   Net n;
@@ -344,7 +344,7 @@ TEST(DeviceExecutorTest, ParametersBehindTheJobsOptimizerCountTheirOwnUpdates) {
   // with fewer updates than the job's: Adam's bias correction counts
   // theirs, so their first update is a first update.
   DeviceExecutor::Options o;
-  o.kind = "systolic";
+  o.kind = DeviceKind::systolic;
   o.systolic.rows = o.systolic.cols = 8;
   Net n;
   auto one_step = [&](const LoadParametersHeader& header) {
@@ -387,7 +387,7 @@ TEST(DeviceExecutorTest, ParametersBehindTheJobsOptimizerCountTheirOwnUpdates) {
 
 TEST(DeviceExecutorTest, ReramProgramsFrozenWeightsOnceAndReadsBothWays) {
   DeviceExecutor::Options o;
-  o.kind = "reram";
+  o.kind = DeviceKind::reram;
   o.reram.adc_bits = 9;  // resolves every column sum: quantisation only
   auto e = *DeviceExecutor::Create(o);
   Net n;
@@ -433,7 +433,7 @@ TEST(DeviceExecutorTest, ReramProgramsFrozenWeightsOnceAndReadsBothWays) {
 
 TEST(DeviceExecutorTest, TrainableReramPaysWritesOnEveryUpdate) {
   DeviceExecutor::Options o;
-  o.kind = "reram";
+  o.kind = DeviceKind::reram;
   auto e = *DeviceExecutor::Create(o);
   Net n;
   ASSERT_TRUE(e->Load(Header(true), Params(n)).ok());
@@ -465,9 +465,9 @@ TEST(DeviceExecutorTest, BadInputsAreNamed) {
   EXPECT_THAT(std::string(bad.status().message()),
               HasSubstr("'input' has shape [4, 11] but 'w1' takes 10 inputs"));
   EXPECT_EQ(e->JoinGroup(JoinGroupRequest()).code(), absl::StatusCode::kUnimplemented);
-  DeviceExecutor::Options tpu;
-  tpu.kind = "tpu";
-  EXPECT_FALSE(DeviceExecutor::Create(tpu).ok());
+  DeviceExecutor::Options gpu;
+  gpu.kind = DeviceKind::gpu;
+  EXPECT_FALSE(DeviceExecutor::Create(gpu).ok());
 }
 
 }  // namespace
@@ -480,7 +480,7 @@ TEST(CostBuilderTest, RecordsTheWorkAndCostsItOnTheOnePath) {
   // q and k read the same input from tiles of their own: together they
   // take as long as the longer; a read outside the group adds in full.
   DeviceNode node;
-  node.kind = "reram";
+  node.kind = DeviceKind::reram;
   node.SetCostSettings();
   auto q = ReramLayer::Create(node.reram, 64, 64);
   auto k = ReramLayer::Create(node.reram, 64, 256);

@@ -42,7 +42,7 @@ namespace hpt {
 
 // The node a segment runs on.
 struct DeviceNode {
-  std::string kind = "systolic";  // "systolic" or "reram"
+  DeviceKind::Name kind = DeviceKind::systolic;  // or reram
   SystolicConfig systolic;
   ReramConfig reram;
   double elementwise_energy_j = kElementwiseOpEnergyJ;  // devices/vector_unit.h
@@ -53,7 +53,7 @@ struct DeviceNode {
   DeviceCostConfig CostConfig() const;
   void SetCostSettings() { settings = DeviceSettingsOf(CostConfig()); }
 
-  bool is_reram() const { return kind == "reram"; }
+  bool is_reram() const { return kind == DeviceKind::reram; }
   double lanes() const {
     return double(is_reram() ? reram.crossbar_cols : systolic.cols);
   }

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/device_kind.h"
 #include "devices/cpu_kernels.h"
 
 namespace hpt {
@@ -27,9 +28,9 @@ absl::StatusOr<std::unique_ptr<SegmentGraph>> SegmentGraph::Create(
     const DeviceNode& node, const SegmentSpec& spec,
     std::map<std::string, HostTensor>& params, CostBuilder* cost) {
   if (spec.ops().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "segment '", spec.name(), "' has no ops: a ", node.kind,
-        " worker runs a segment, not a whole model"));
+    return absl::InvalidArgumentError(absl::StrCat("segment '", spec.name(), "' has no ops: a ",
+                                                   KindName(node.kind),
+                                                   " worker runs a segment, not a whole model"));
   }
   std::unique_ptr<SegmentGraph> graph(new SegmentGraph(node, spec));
   if (absl::Status s = graph->Compile(params, cost); !s.ok()) return s;

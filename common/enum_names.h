@@ -1,12 +1,12 @@
-// A closed set's values by name: the job spec's enums (proto/job_service.proto)
+// A closed set's values by name: the protocol's enums (proto/*.proto)
 // as a flag, a rule name or a text spec spells them, with one error that
 // names the field and every value it takes. A value named *_UNSPECIFIED
 // means "the default" and is never spelled.
 //
 //   SwitchRule::Name rule;
 //   RETURN_IF_ERROR(ParseEnumName("--switch_rule", "plateau", &rule));
-#ifndef HPT_COORDINATOR_SPEC_ENUM_NAMES_H_
-#define HPT_COORDINATOR_SPEC_ENUM_NAMES_H_
+#ifndef HPT_COMMON_ENUM_NAMES_H_
+#define HPT_COMMON_ENUM_NAMES_H_
 
 #include <string>
 #include <vector>
@@ -60,4 +60,4 @@ absl::Status ParseEnumName(const std::string& field, const std::string& name, E*
 
 }  // namespace hpt
 
-#endif  // HPT_COORDINATOR_SPEC_ENUM_NAMES_H_
+#endif  // HPT_COMMON_ENUM_NAMES_H_
