@@ -32,9 +32,9 @@ ABSL_FLAG(std::string, workers, "",
 ABSL_FLAG(double, worker_timeout_s, 2,
           "A registered worker silent this long is down (workers heartbeat every 0.5 s): "
           "its calls in flight end and its jobs go back to their newest checkpoint.");
-ABSL_FLAG(int, worker_wait_s, absl::ToInt64Seconds(hpt::JobRunner::kDefaultWorkerWait),
+ABSL_FLAG(int, worker_wait_s, absl::ToInt64Seconds(hpt::JobRunner::Options().worker_wait),
           "How long a job waits for the workers it needs.");
-ABSL_FLAG(int, max_running_jobs, 4,
+ABSL_FLAG(int, max_running_jobs, hpt::CoordinatorServer::Options().max_running_jobs,
           "Jobs that train (or wait for workers) at once; the rest queue. Jobs share "
           "workers.");
 ABSL_FLAG(std::string, tokens_file, "",
@@ -49,7 +49,7 @@ ABSL_FLAG(std::string, data_root, ".",
 ABSL_FLAG(int64_t, max_data_file_mb, 1024, "Largest data file a job may name, in MiB.");
 ABSL_FLAG(int64_t, max_data_cells, 50'000'000,
           "Most rows x columns a job's loaded series may hold (checked before allocating).");
-ABSL_FLAG(double, max_load_s, 120,
+ABSL_FLAG(double, max_load_s, absl::ToDoubleSeconds(hpt::JobManager::Options().max_load_time),
           "Longest a job's data may take to load (the job is LOADING meanwhile); past it "
           "the submit fails with DEADLINE_EXCEEDED.");
 ABSL_FLAG(std::string, state_dir, "",
@@ -167,15 +167,15 @@ absl::StatusOr<hpt::CoordinatorServer::Options> OptionsFromFlags() {
         absl::StrSplit(absl::GetFlag(FLAGS_workers), ',', absl::SkipEmpty());
   }
   options.worker_liveness_timeout = absl::Seconds(absl::GetFlag(FLAGS_worker_timeout_s));
-  options.worker_wait = absl::Seconds(absl::GetFlag(FLAGS_worker_wait_s));
+  options.runner.worker_wait = absl::Seconds(absl::GetFlag(FLAGS_worker_wait_s));
   options.task_deadline = absl::Seconds(absl::GetFlag(FLAGS_task_deadline_s));
   options.rendezvous_host = absl::GetFlag(FLAGS_rendezvous_host);
   options.tokens_file = absl::GetFlag(FLAGS_tokens_file);
   options.max_running_jobs = absl::GetFlag(FLAGS_max_running_jobs);
   ASSIGN_OR_RETURN(options.state_dir,
                    StateDir(absl::GetFlag(FLAGS_state_dir), absl::GetFlag(FLAGS_no_state)));
-  options.max_load_time = absl::Seconds(absl::GetFlag(FLAGS_max_load_s));
-  options.data_limits = DataLimitsFromFlags();
+  options.jobs.max_load_time = absl::Seconds(absl::GetFlag(FLAGS_max_load_s));
+  options.jobs.data_limits = DataLimitsFromFlags();
   // docker-compose says where the host publishes the port (HPT_BIND).
   if (const char* published = std::getenv("HPT_PUBLISHED_ON")) options.published_on = published;
   return options;
@@ -229,7 +229,8 @@ int main(int argc, char** argv) {
   for (const std::string& warning : running->warnings()) {
     std::cerr << "hpt_coordinator: WARNING: " << warning << std::endl;
   }
-  std::unique_ptr<hpt::PageSource> page_source = hpt::JobManagerPages(&running->jobs());
+  std::unique_ptr<hpt::PageSource> page_source =
+      hpt::JobManagerPages(&running->jobs(), &running->queries());
   absl::StatusOr<std::unique_ptr<hpt::PagesServer>> pages =
       StartPages(http_asked, running, page_source.get());
   if (!pages.ok()) return hpt::StartFailure("hpt_coordinator", pages.status());

@@ -28,8 +28,15 @@ struct CoordinatorServer::Impl {
   std::unique_ptr<CoordinatorMetrics> metrics;
   std::unique_ptr<WorkerPool> pool;
   std::unique_ptr<RendezvousStore> rendezvous;
-  std::unique_ptr<JobStore> store;  // outlives `jobs`, which writes to it
+  // The job lifecycle's parts, in the order they are built: each is given
+  // the ones before it, and they go in reverse (the manager stops the
+  // scheduler's jobs before the runner and the registry go).
+  std::unique_ptr<JobStore> store;
+  std::unique_ptr<JobRegistry> registry;
+  std::unique_ptr<JobRunner> runner;
+  std::unique_ptr<JobScheduler> scheduler;
   std::unique_ptr<JobManager> jobs;
+  std::unique_ptr<JobQueries> queries;
   std::unique_ptr<TokenTable> tokens;  // outlives job_service
   std::vector<std::string> warnings;
   std::unique_ptr<JobServiceImpl> job_service;
@@ -39,9 +46,8 @@ struct CoordinatorServer::Impl {
   absl::Mutex mu;
   bool stopping ABSL_GUARDED_BY(mu) = false;
 
-  // The job manager's options: the store, limits, the rendezvous store
-  // (started on first use) and the workers' gRPC clients.
-  JobManager::Options JobOptions();
+  // Builds the registry, runner, scheduler, manager and queries.
+  void BuildJobs();
   // Builds and starts the gRPC server on options.listen_address.
   absl::Status Serve();
 
@@ -84,8 +90,8 @@ absl::StatusOr<std::unique_ptr<WorkerPool>> MakePool(const CoordinatorServer::Op
 // How jobs reach a worker: a gRPC client with the server's TLS and task
 // deadline, whose calls are counted in `metrics` (may be null) and which
 // marks its worker down in `pool` when it is gone or let a deadline pass.
-JobManager::ClientFactory GrpcClients(const CoordinatorServer::Options& options,
-                                      CoordinatorMetrics* metrics, WorkerPool* pool) {
+JobRunner::ClientFactory GrpcClients(const CoordinatorServer::Options& options,
+                                     CoordinatorMetrics* metrics, WorkerPool* pool) {
   GrpcWorkerClient::Options client_options;
   client_options.task_deadline = options.task_deadline;
   client_options.tls = options.tls;
@@ -109,25 +115,31 @@ JobManager::ClientFactory GrpcClients(const CoordinatorServer::Options& options,
 CoordinatorServer::CoordinatorServer(std::unique_ptr<Impl> impl)
     : impl_(std::move(impl)) {}
 
-JobManager::Options CoordinatorServer::Impl::JobOptions() {
-  JobManager::Options job_options;
-  job_options.store = store.get();
-  job_options.state_dir = options.state_dir;
-  job_options.max_running_jobs = options.max_running_jobs;
-  job_options.metrics = metrics.get();
-  job_options.worker_wait = options.worker_wait;
-  job_options.data_limits = options.data_limits;
-  job_options.max_load_time = options.max_load_time;
+void CoordinatorServer::Impl::BuildJobs() {
+  JobRegistry::Options registry_options;
+  registry_options.metrics = metrics.get();
+  registry_options.store = store.get();
+  registry_options.state_dir = options.state_dir;
+  registry = std::make_unique<JobRegistry>(registry_options);
+
+  JobRunner::Options runner_options = options.runner;
+  runner_options.state_dir = options.state_dir;
+  runner_options.client_factory = GrpcClients(options, metrics.get(), pool.get());
   // The rendezvous store starts with the first data-parallel job.
-  job_options.rendezvous = [this]() -> absl::StatusOr<RendezvousStore*> {
+  runner_options.rendezvous = [this]() -> absl::StatusOr<RendezvousStore*> {
     absl::MutexLock lock(&mu);
     if (rendezvous == nullptr) {
       ASSIGN_OR_RETURN(rendezvous, RendezvousStore::Start(options.rendezvous_host));
     }
     return rendezvous.get();
   };
-  job_options.client_factory = GrpcClients(options, metrics.get(), pool.get());
-  return job_options;
+  runner = std::make_unique<JobRunner>(runner_options, registry.get(), pool.get());
+  JobRunner* run = runner.get();
+  scheduler = std::make_unique<JobScheduler>(
+      options.max_running_jobs, [run](const std::string& job_id) { run->Run(job_id); });
+  jobs = std::make_unique<JobManager>(
+      options.jobs, JobManager::Parts{registry.get(), runner.get(), scheduler.get(), pool.get()});
+  queries = std::make_unique<JobQueries>(registry.get(), pool.get(), runner_options.client_factory);
 }
 
 absl::Status CoordinatorServer::Impl::Serve() {
@@ -159,7 +171,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   if (!o.state_dir.empty()) {
     ASSIGN_OR_RETURN(impl->store, JobStore::Open(o.state_dir));
   }
-  impl->jobs = std::make_unique<JobManager>(impl->JobOptions(), impl->pool.get());
+  impl->BuildJobs();
   if (!o.tokens_file.empty()) {
     ASSIGN_OR_RETURN(TokenTable tokens, TokenTable::Load(o.tokens_file));
     impl->tokens = std::make_unique<TokenTable>(std::move(tokens));
@@ -168,8 +180,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
           {o.listen_address, o.published_on, o.tls.enabled(), impl->tokens != nullptr})) {
     impl->warnings.push_back(*w);
   }
-  impl->job_service =
-      std::make_unique<JobServiceImpl>(impl->jobs.get(), impl->tokens.get(), impl->warnings, o.tls);
+  impl->job_service = std::make_unique<JobServiceImpl>(impl->jobs.get(), impl->queries.get(),
+                                                       impl->tokens.get(), impl->warnings, o.tls);
   // Workers beat five times within the liveness timeout.
   impl->registry_service = std::make_unique<WorkerRegistryImpl>(
       impl->pool.get(), absl::ToDoubleSeconds(o.worker_liveness_timeout) / 5, o.tls);
@@ -183,11 +195,17 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
 
 CoordinatorServer::~CoordinatorServer() {
   Shutdown();
-  impl_->jobs.reset();  // cancels and joins the scheduler before the pool goes
+  // Cancels and joins the jobs before their parts and the pool go.
+  impl_->queries.reset();
+  impl_->jobs.reset();
+  impl_->scheduler.reset();
+  impl_->runner.reset();
+  impl_->registry.reset();
 }
 
 int CoordinatorServer::port() const { return impl_->port; }
 JobManager& CoordinatorServer::jobs() { return *impl_->jobs; }
+JobQueries& CoordinatorServer::queries() { return *impl_->queries; }
 
 const TokenTable* CoordinatorServer::tokens() const { return impl_->tokens.get(); }
 

@@ -1,6 +1,8 @@
 // CoordinatorServer: a running coordinator. Serves JobService and
-// WorkerRegistry (plus health and reflection), owns the worker pool, the
-// job manager and the rendezvous store for data-parallel workers.
+// WorkerRegistry (plus health and reflection). It builds and owns the
+// worker pool, the rendezvous store for data-parallel workers and the job
+// lifecycle's parts (registry, runner, scheduler), and hands those to the
+// job manager and the job queries.
 //
 //   CoordinatorServer::Options o;
 //   o.listen_address = "127.0.0.1:0";
@@ -15,13 +17,14 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/grpc_setup.h"
+#include "coordinator/jobs/job_manager.h"
+#include "coordinator/jobs/job_queries.h"
 #include "coordinator/jobs/job_runner.h"
 #include "data/text_file.h"
 #include "prometheus/registry.h"
 
 namespace hpt {
 
-class JobManager;
 class TokenTable;
 
 class CoordinatorServer {
@@ -31,15 +34,17 @@ class CoordinatorServer {
     // Workers known without registration, as "kind=host:port".
     std::vector<std::string> static_workers;
     absl::Duration worker_liveness_timeout = absl::Seconds(2);
-    absl::Duration worker_wait = JobRunner::kDefaultWorkerWait;
     absl::Duration task_deadline = absl::Minutes(5);
     // Host the c10d rendezvous store listens on (reachable by workers).
     std::string rendezvous_host = "127.0.0.1";
     prometheus::Registry* metrics_registry = nullptr;  // optional
-    // Where job data files may be and how big; the default allows any path
-    // (in-process use). hpt_coordinator sets it from --data_root.
-    DataLimits data_limits;
-    absl::Duration max_load_time = absl::Seconds(120);  // --max_load_s
+    // The jobs' own settings: how long a job waits for workers and how
+    // often it fails over (runner; its client factory, rendezvous and state
+    // folder are this server's); where data files may be and how long they
+    // may take to load (jobs; the default data limits allow any path, and
+    // hpt_coordinator sets them from --data_root).
+    JobRunner::Options runner;
+    JobManager::Options jobs;
     // Folder of the durable job registry (jobs.db, SQLite); empty: jobs
     // live in memory and are gone when the coordinator stops.
     std::string state_dir;
@@ -59,6 +64,7 @@ class CoordinatorServer {
 
   int port() const;
   JobManager& jobs();
+  JobQueries& queries();
   // The JobService's users (--tokens_file); null without authentication.
   const TokenTable* tokens() const;
   // What it tells every client (JobService.GetServerInfo): that it serves

@@ -119,7 +119,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::WhatIf(grpc::CallbackServerContext* co
                                                  const WhatIfRequest* request,
                                                  WhatIfResponse* response) {
   if (absl::Status s = Authorize(context, request->job_id()); !s.ok()) return Done(context, s);
-  return Reply(context, jobs_->WhatIf(*request), response);
+  return Reply(context, queries_->WhatIf(*request), response);
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::DeleteJob(grpc::CallbackServerContext* context,
@@ -134,7 +134,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::ProbeBaselines(
   if (absl::Status s = Authorize(context, request->job_id()); !s.ok()) return Done(context, s);
   // A probe takes seconds to minutes: off gRPC's threads, as a load is.
   return OnLoader(context, response, [this, request] {
-    return jobs_->ProbeBaselines(request->job_id(), request->steps());
+    return queries_->ProbeBaselines(request->job_id(), request->steps());
   });
 }
 
@@ -142,7 +142,8 @@ grpc::ServerUnaryReactor* JobServiceImpl::GetWorkRecord(grpc::CallbackServerCont
                                                         const GetWorkRecordRequest* request,
                                                         WorkRecord* response) {
   if (absl::Status s = Authorize(context, request->job_id()); !s.ok()) return Done(context, s);
-  absl::StatusOr<std::shared_ptr<const WorkRecord>> record = jobs_->WorkRecordOf(request->job_id());
+  absl::StatusOr<std::shared_ptr<const WorkRecord>> record =
+      queries_->WorkRecordOf(request->job_id());
   if (record.ok()) *response = **record;
   return Done(context, record.status());
 }
@@ -156,7 +157,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::GetJobHistory(grpc::CallbackServerCont
                              "GetJobHistoryRequest.max_points must be in 0..100000, got ",
                              request->max_points())));
   }
-  return Reply(context, jobs_->HistoryOf(request->job_id(), request->max_points()), response);
+  return Reply(context, queries_->HistoryOf(request->job_id(), request->max_points()), response);
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::GetServerInfo(grpc::CallbackServerContext* context,
@@ -171,7 +172,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::Predict(grpc::CallbackServerContext* c
                                                   const PredictRequest* request,
                                                   PredictResponse* response) {
   if (absl::Status s = Authorize(context, request->job_id()); !s.ok()) return Done(context, s);
-  return Reply(context, jobs_->Predict(*request), response);
+  return Reply(context, queries_->Predict(*request), response);
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(
@@ -212,8 +213,8 @@ grpc::ServerUnaryReactor* JobServiceImpl::ResumeJob(grpc::CallbackServerContext*
 // runs on a loader thread, never on gRPC's callback threads.
 class JobServiceImpl::ExportReactor : public grpc::ServerWriteReactor<ExportModelChunk> {
  public:
-  void Start(JobManager* jobs, const std::string& job_id) {
-    absl::StatusOr<std::shared_ptr<const TrainedModel>> model = jobs->TrainedModelOf(job_id);
+  void Start(JobQueries* queries, const std::string& job_id) {
+    absl::StatusOr<std::shared_ptr<const TrainedModel>> model = queries->TrainedModelOf(job_id);
     if (!model.ok()) {
       Finish(ToGrpcStatus(model.status()));
       return;
@@ -266,8 +267,9 @@ grpc::ServerWriteReactor<ExportModelChunk>* JobServiceImpl::ExportModel(
     return new Refused<grpc::ServerWriteReactor<ExportModelChunk>>(s);
   }
   auto* reactor = new ExportReactor();
-  NextLoader().Post(
-      [reactor, jobs = jobs_, job_id = request->job_id()] { reactor->Start(jobs, job_id); });
+  NextLoader().Post([reactor, queries = queries_, job_id = request->job_id()] {
+    reactor->Start(queries, job_id);
+  });
   return reactor;
 }
 

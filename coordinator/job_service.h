@@ -1,5 +1,5 @@
 // JobServiceImpl: the coordinator's gRPC face to users, a thin adapter over
-// JobManager (callback API). The workers' face is worker_registry_service.h.
+// JobManager and JobQueries (callback API). The workers' face is worker_registry_service.h.
 #ifndef HPT_COORDINATOR_JOB_SERVICE_H_
 #define HPT_COORDINATOR_JOB_SERVICE_H_
 
@@ -14,6 +14,7 @@
 #include "common/task_queue.h"
 #include "coordinator/auth.h"
 #include "coordinator/jobs/job_manager.h"
+#include "coordinator/jobs/job_queries.h"
 #include "proto/job_service.grpc.pb.h"
 
 namespace hpt {
@@ -24,9 +25,13 @@ class JobServiceImpl final : public JobService::CallbackService {
   // GetServerInfo tells every client (exposure.h). `tls`: the server's own
   // credentials; with them on, a caller's certificate, where it sends one,
   // must name the client or coordinator role (common/peer_role.h).
-  explicit JobServiceImpl(JobManager* jobs, const TokenTable* tokens = nullptr,
-                          std::vector<std::string> warnings = {}, TlsCredentials tls = {})
-      : jobs_(jobs), tokens_(tokens), warnings_(std::move(warnings)), tls_(std::move(tls)) {
+  JobServiceImpl(JobManager* jobs, JobQueries* queries, const TokenTable* tokens = nullptr,
+                 std::vector<std::string> warnings = {}, TlsCredentials tls = {})
+      : jobs_(jobs),
+        queries_(queries),
+        tokens_(tokens),
+        warnings_(std::move(warnings)),
+        tls_(std::move(tls)) {
     for (auto& loader : loaders_) loader = std::make_unique<TaskQueue>("loader");
   }
 
@@ -92,6 +97,7 @@ class JobServiceImpl final : public JobService::CallbackService {
   grpc::ServerUnaryReactor* OnLoader(grpc::CallbackServerContext* context, Job* response,
                                      std::function<absl::StatusOr<Job>()> load);
   JobManager* const jobs_;
+  JobQueries* const queries_;
   const TokenTable* const tokens_;
   const std::vector<std::string> warnings_;
   const TlsCredentials tls_;

@@ -11,6 +11,7 @@
 #include "common/net.h"
 #include "coordinator/auth.h"
 #include "coordinator/jobs/job_manager.h"
+#include "coordinator/jobs/job_queries.h"
 #include "pages/job_page.h"
 #include "pages/svg.h"
 
@@ -19,18 +20,19 @@ namespace {
 
 class ManagerPages : public PageSource {
  public:
-  explicit ManagerPages(JobManager* jobs) : jobs_(jobs) {}
+  ManagerPages(JobManager* jobs, JobQueries* queries) : jobs_(jobs), queries_(queries) {}
   std::vector<Job> List() override { return jobs_->List(); }
   absl::StatusOr<Job> Get(const std::string& id) override { return jobs_->Get(id); }
   absl::StatusOr<JobHistory> History(const std::string& id, int max_points) override {
-    return jobs_->HistoryOf(id, max_points);
+    return queries_->HistoryOf(id, max_points);
   }
   absl::StatusOr<std::shared_ptr<const WorkRecord>> Record(const std::string& id) override {
-    return jobs_->WorkRecordOf(id);
+    return queries_->WorkRecordOf(id);
   }
 
  private:
   JobManager* jobs_;
+  JobQueries* queries_;
 };
 
 constexpr char kHtml[] = "text/html; charset=utf-8";
@@ -56,7 +58,9 @@ void ErrorPage(httplib::Response& res, int status, const std::string& message) {
 
 }  // namespace
 
-std::unique_ptr<PageSource> JobManagerPages(JobManager* jobs) { return std::make_unique<ManagerPages>(jobs); }
+std::unique_ptr<PageSource> JobManagerPages(JobManager* jobs, JobQueries* queries) {
+  return std::make_unique<ManagerPages>(jobs, queries);
+}
 
 struct PagesServer::Impl {
   Options options;

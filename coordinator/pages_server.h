@@ -31,6 +31,7 @@
 namespace hpt {
 
 class JobManager;
+class JobQueries;
 class TokenTable;
 
 class PageSource {
@@ -44,7 +45,7 @@ class PageSource {
 };
 
 // The coordinator's jobs as pages.
-std::unique_ptr<PageSource> JobManagerPages(JobManager* jobs);
+std::unique_ptr<PageSource> JobManagerPages(JobManager* jobs, JobQueries* queries);
 
 class PagesServer {
  public:

@@ -24,8 +24,8 @@ class CoordinatorServiceTest : public ::testing::Test {
   void SetUp() override {
     CoordinatorServer::Options o;
     o.listen_address = "127.0.0.1:0";
-    o.worker_wait = WorkerWait();
-    o.max_load_time = MaxLoadTime();
+    o.runner.worker_wait = WorkerWait();
+    o.jobs.max_load_time = MaxLoadTime();
     auto server = CoordinatorServer::Start(o);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);

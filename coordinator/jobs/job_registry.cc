@@ -5,11 +5,76 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/status_macros.h"
 #include "cost/text_report.h"
 
 namespace hpt {
 
 bool JobRegistry::IsTerminal(JobState state) { return JobEnded(state); }
+
+void JobRegistry::Locked::SetState(JobState state, const std::string& error) {
+  Job& job = record_.job;
+  job.set_state(state);
+  if (!error.empty()) job.set_error(error);
+  if (IsTerminal(state)) {
+    job.set_end_time_unix_ms(absl::ToUnixMillis(absl::Now()));
+    record_.data.reset();  // the data set is only needed while training
+  }
+  registry_.Persist(record_, /*force=*/true);
+  registry_.UpdateCounts();
+  registry_.Notify(job);
+}
+
+void JobRegistry::Locked::AddRecovery(const std::string& cause, int64_t from_step) {
+  Recovery& r = *record_.job.add_recoveries();
+  r.set_time_unix_ms(absl::ToUnixMillis(absl::Now()));
+  r.set_cause(cause);
+  r.set_from_step(from_step);
+  r.set_lost_steps(std::max<int64_t>(0, record_.job.progress().step() - from_step));
+  std::fprintf(stderr, "hpt_coordinator: %s goes back to step %lld: %s\n",
+               record_.job.job_id().c_str(), static_cast<long long>(from_step), cause.c_str());
+}
+
+void JobRegistry::Locked::Notify() { registry_.Notify(record_.job); }
+
+void JobRegistry::Locked::Persist(bool force) { registry_.Persist(record_, force); }
+
+void JobRegistry::Locked::AbortClients(const absl::Status& reason) {
+  for (WorkerClient* client : record_.clients) client->Abort(reason);
+}
+
+bool JobRegistry::Locked::stopping() const { return registry_.stopping_; }
+
+absl::Status JobRegistry::Update(const std::string& job_id,
+                                 absl::FunctionRef<absl::Status(Locked&)> fn) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Record * record, Find(job_id));
+  Locked locked(*this, *record);
+  absl::Status status = fn(locked);
+  ForgetOldJobs();
+  return status;
+}
+
+void JobRegistry::UpdateAll(absl::FunctionRef<void(Locked&)> fn) {
+  absl::MutexLock lock(&mu_);
+  for (auto& [id, record] : jobs_) {
+    Locked locked(*this, *record);
+    fn(locked);
+  }
+  ForgetOldJobs();
+}
+
+void JobRegistry::Add(Job job, const std::string& request_id, bool persist) {
+  absl::MutexLock lock(&mu_);
+  auto record = std::make_unique<Record>();
+  record->job = std::move(job);
+  const std::string id = record->job.job_id();
+  if (persist) Persist(*record, /*force=*/true);
+  jobs_[id] = std::move(record);
+  if (!request_id.empty()) request_ids_[request_id] = id;
+  UpdateCounts();
+  ForgetOldJobs();
+}
 
 absl::StatusOr<JobRegistry::Record*> JobRegistry::Find(const std::string& job_id) const {
   auto it = jobs_.find(job_id);
@@ -19,56 +84,58 @@ absl::StatusOr<JobRegistry::Record*> JobRegistry::Find(const std::string& job_id
   return it->second.get();
 }
 
-bool JobRegistry::Cancelled(const std::string& job_id) const {
-  absl::StatusOr<Record*> record = Find(job_id);
-  return !record.ok() || (*record)->cancel_requested;
-}
-
-JobRegistry::Record& JobRegistry::Add(Job job, bool persist) {
-  auto record = std::make_unique<Record>();
-  record->job = std::move(job);
-  Record& added = *record;
-  const std::string id = added.job.job_id();
-  if (persist) Persist(added, /*force=*/true);
-  jobs_[id] = std::move(record);
-  return added;
+absl::StatusOr<Job> JobRegistry::Get(const std::string& job_id) const {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Record * record, Find(job_id));
+  return record->job;
 }
 
 std::vector<Job> JobRegistry::List() const {
+  absl::MutexLock lock(&mu_);
   std::vector<Job> jobs;
   for (const auto& [id, record] : jobs_) jobs.push_back(record->job);
   return jobs;
 }
 
-std::string JobRegistry::JobOfRequest(const std::string& request_id) const {
+std::optional<Job> JobRegistry::JobOfRequest(const std::string& request_id) const {
+  if (request_id.empty()) return std::nullopt;
+  absl::MutexLock lock(&mu_);
   auto it = request_ids_.find(request_id);
-  return it == request_ids_.end() ? "" : it->second;
+  if (it == request_ids_.end()) return std::nullopt;
+  absl::StatusOr<Record*> record = Find(it->second);
+  if (!record.ok()) return std::nullopt;
+  return (*record)->job;
 }
 
-void JobRegistry::RememberRequest(const std::string& request_id, const std::string& job_id) {
-  if (!request_id.empty()) request_ids_[request_id] = job_id;
+bool JobRegistry::Cancelled(const std::string& job_id) const {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<Record*> record = Find(job_id);
+  return !record.ok() || (*record)->cancel_requested;
 }
 
-void JobRegistry::SetState(Record& record, JobState state, const std::string& error) {
-  record.job.set_state(state);
-  if (!error.empty()) record.job.set_error(error);
-  if (IsTerminal(state)) {
-    record.job.set_end_time_unix_ms(absl::ToUnixMillis(absl::Now()));
-    record.data.reset();  // the data set is only needed while training
-  }
-  Persist(record, /*force=*/true);
+int64_t JobRegistry::NextJobNumber() {
+  absl::MutexLock lock(&mu_);
+  return next_job_++;
+}
+
+void JobRegistry::SetStopping() {
+  absl::MutexLock lock(&mu_);
+  stopping_ = true;
+}
+
+void JobRegistry::Recount() {
+  absl::MutexLock lock(&mu_);
   UpdateCounts();
-  Notify(record.job);
 }
 
-void JobRegistry::AddRecovery(Record& record, const std::string& cause, int64_t from_step) {
-  Recovery& r = *record.job.add_recoveries();
-  r.set_time_unix_ms(absl::ToUnixMillis(absl::Now()));
-  r.set_cause(cause);
-  r.set_from_step(from_step);
-  r.set_lost_steps(std::max<int64_t>(0, record.job.progress().step() - from_step));
-  std::fprintf(stderr, "hpt_coordinator: %s goes back to step %lld: %s\n",
-               record.job.job_id().c_str(), static_cast<long long>(from_step), cause.c_str());
+absl::Status JobRegistry::Forget(const std::string& job_id,
+                                 absl::FunctionRef<absl::Status(const Record&)> check) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Record * record, Find(job_id));
+  RETURN_IF_ERROR(check(*record));
+  absl::Status status = ForgetLocked(job_id);
+  UpdateCounts();
+  return status;
 }
 
 void JobRegistry::Notify(const Job& job) {
@@ -109,7 +176,7 @@ void JobRegistry::ForgetOldJobs() {
   for (auto it = jobs_.begin(); it != jobs_.end() && finished > options_.max_retained_jobs;) {
     if (IsTerminal(it->second->job.state()) && watchers_.count(it->first) == 0) {
       const std::string id = it++->first;
-      Forget(id).IgnoreError();
+      ForgetLocked(id).IgnoreError();
       --finished;
     } else {
       ++it;
@@ -117,7 +184,7 @@ void JobRegistry::ForgetOldJobs() {
   }
 }
 
-absl::Status JobRegistry::Forget(const std::string& job_id) {
+absl::Status JobRegistry::ForgetLocked(const std::string& job_id) {
   if (options_.metrics != nullptr) options_.metrics->ForgetJob(job_id);
   absl::Status status;
   if (options_.store != nullptr) status = options_.store->Remove(job_id);
@@ -129,16 +196,11 @@ absl::Status JobRegistry::Forget(const std::string& job_id) {
   return status;
 }
 
-void JobRegistry::AbortClients(Record& record, const absl::Status& reason) {
-  for (WorkerClient* client : record.clients) client->Abort(reason);
-}
-
 absl::StatusOr<int64_t> JobRegistry::Watch(const std::string& job_id, Watcher watcher) {
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<Record*> record = Find(job_id);
-  if (!record.ok()) return record.status();
+  ASSIGN_OR_RETURN(Record * record, Find(job_id));
   const int64_t token = next_token_++;
-  watcher((*record)->job);
+  watcher(record->job);
   watchers_.emplace(job_id, std::make_pair(token, std::move(watcher)));
   return token;
 }

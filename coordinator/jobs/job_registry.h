@@ -5,24 +5,27 @@
 // change, writes jobs through to the durable store (job_store.h), keeps the
 // job-count metrics, and forgets the oldest finished jobs past a limit.
 //
-// One mutex guards every record; the job manager and the runner take it
-// through mu() and call the methods marked ABSL_EXCLUSIVE_LOCKS_REQUIRED
-// under it:
+// The registry owns its lock. A change to a job is one transaction: the
+// function given to Update runs on the job's record under the lock, and
+// what it may do there (set the state, persist, notify) is on Locked:
 //
-//   absl::MutexLock lock(&registry.mu());
-//   ASSIGN_OR_RETURN(JobRegistry::Record* record, registry.Find(job_id));
-//   registry.SetState(*record, RUNNING, "");
+//   RETURN_IF_ERROR(registry.Update(job_id, [&](JobRegistry::Locked& r) {
+//     r.SetState(RUNNING, "");
+//     return absl::OkStatus();
+//   }));
 //
-// Thread-safe under that discipline.
+// Thread-safe.
 #ifndef HPT_COORDINATOR_JOBS_JOB_REGISTRY_H_
 #define HPT_COORDINATOR_JOBS_JOB_REGISTRY_H_
 
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -67,54 +70,71 @@ class JobRegistry {
     int max_retained_jobs = 100;            // finished jobs beyond this are forgotten
   };
 
+  // One job's record while an Update holds the registry's lock: what the
+  // update reads and changes. Valid only inside that update.
+  class Locked {
+   public:
+    Record& record() { return record_; }
+    Job& job() { return record_.job; }
+    // The state machine: sets the state (and error), stamps a terminal
+    // state's end and drops its data, writes through, recounts, notifies.
+    void SetState(JobState state, const std::string& error);
+    // Records that the job went back to `from_step`.
+    void AddRecovery(const std::string& cause, int64_t from_step);
+    void Notify();
+    // Writes the job to the store, if any (always when `force`, else at
+    // most once a second); a failed write is logged, not fatal.
+    void Persist(bool force);
+    // Aborts every call of the job's running attempt with `reason`.
+    void AbortClients(const absl::Status& reason);
+    // The coordinator is stopping (JobRegistry::SetStopping).
+    bool stopping() const;
+
+   private:
+    friend class JobRegistry;
+    Locked(JobRegistry& registry, Record& record) : registry_(registry), record_(record) {}
+    JobRegistry& registry_;
+    Record& record_;
+  };
+
   explicit JobRegistry(Options options) : options_(std::move(options)) {}
 
   static bool IsTerminal(JobState state);
 
-  absl::Mutex& mu() ABSL_LOCK_RETURNED(mu_) { return mu_; }
+  // Runs `fn` on the job's record under the registry's lock and returns
+  // what it returns; NOT_FOUND naming the job when there is no record.
+  // `fn` must not block or call back into the registry. Finished jobs past
+  // max_retained_jobs are forgotten after it.
+  absl::Status Update(const std::string& job_id, absl::FunctionRef<absl::Status(Locked&)> fn)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // `fn` on every record, in job-id order, under one hold of the lock.
+  void UpdateAll(absl::FunctionRef<void(Locked&)> fn) ABSL_LOCKS_EXCLUDED(mu_);
+  // A new record for `job` (its id set), submitted with `request_id`
+  // (empty: none); `persist`: written to the store.
+  void Add(Job job, const std::string& request_id, bool persist) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // NOT_FOUND names the job when there is no such record.
-  absl::StatusOr<Record*> Find(const std::string& job_id) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A copy of the job; NOT_FOUND naming it when there is no record.
+  absl::StatusOr<Job> Get(const std::string& job_id) const ABSL_LOCKS_EXCLUDED(mu_);
+  std::vector<Job> List() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The job submitted with `request_id`, if any.
+  std::optional<Job> JobOfRequest(const std::string& request_id) const ABSL_LOCKS_EXCLUDED(mu_);
   // Whether the job is gone or a cancel was asked for.
-  bool Cancelled(const std::string& job_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool Cancelled(const std::string& job_id) const ABSL_LOCKS_EXCLUDED(mu_);
+  // The next job number when there is no store (the store numbers jobs
+  // durably itself).
+  int64_t NextJobNumber() ABSL_LOCKS_EXCLUDED(mu_);
   // The coordinator is stopping: jobs that end now stay unfinished in the
   // store, and the next start on the same state requeues them from their
   // newest checkpoint (as after a crash), instead of ending CANCELLED.
-  void SetStopping() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { stopping_ = true; }
-  bool stopping() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; }
-  // A new record for `job` (its id set); `persist`: written to the store.
-  Record& Add(Job job, bool persist = true) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::vector<Job> List() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The job submitted with `request_id`, or "".
-  std::string JobOfRequest(const std::string& request_id) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void RememberRequest(const std::string& request_id, const std::string& job_id)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The next job number when there is no store (the store numbers jobs
-  // durably itself).
-  int64_t NextJobNumber() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return next_job_++; }
-
-  // The state machine: sets the state (and error), stamps a terminal
-  // state's end and drops its data, writes through, recounts, notifies.
-  void SetState(Record& record, JobState state, const std::string& error)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Records that the job went back to `from_step`.
-  void AddRecovery(Record& record, const std::string& cause, int64_t from_step)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Notify(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Writes the job to the store, if any (always when `force`, else at
-  // most once a second per job); a failed write is logged, not fatal.
-  void Persist(Record& record, bool force) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void UpdateCounts() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Forgets a job: its record, its metrics' series, its rows in the store,
-  // its checkpoint and model files. The store's error, if any.
-  absl::Status Forget(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Forgets finished jobs (and their files) beyond max_retained_jobs.
-  void ForgetOldJobs() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Aborts every call of the job's running attempt with `reason`.
-  void AbortClients(Record& record, const absl::Status& reason)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SetStopping() ABSL_LOCKS_EXCLUDED(mu_);
+  // Counts the jobs by state into the metrics (after a bulk change).
+  void Recount() ABSL_LOCKS_EXCLUDED(mu_);
+  // Forgets a job once `check` allows it: its record, its metrics' series,
+  // its rows in the store, its checkpoint and model files. `check`'s error,
+  // or the store's.
+  absl::Status Forget(const std::string& job_id,
+                      absl::FunctionRef<absl::Status(const Record&)> check)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Calls `watcher` now with the job, then after every change, until
   // Unwatch. The watcher runs under the registry's lock: it must not
@@ -123,16 +143,18 @@ class JobRegistry {
       ABSL_LOCKS_EXCLUDED(mu_);
   void Unwatch(int64_t token) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Every record, for the failover monitor and shutdown.
-  std::map<std::string, std::unique_ptr<Record>>& records() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return jobs_;
-  }
-
   // Where a succeeded job's model is kept under state_dir.
   std::string ModelDir(const std::string& job_id) const;
   const Options& options() const { return options_; }
 
  private:
+  absl::StatusOr<Record*> Find(const std::string& job_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Persist(Record& record, bool force) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Notify(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UpdateCounts() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ForgetLocked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ForgetOldJobs() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   const Options options_;
   mutable absl::Mutex mu_;
   std::map<std::string, std::unique_ptr<Record>> jobs_ ABSL_GUARDED_BY(mu_);

@@ -40,17 +40,17 @@ JobRunner::JobRunner(Options options, JobRegistry* registry, WorkerPool* pool)
 
 JobRunner::~JobRunner() {
   {
-    absl::MutexLock lock(&registry_->mu());
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
   monitor_.join();
 }
 
 void JobRunner::MonitorLoop() {
-  absl::Mutex& mu = registry_->mu();
-  absl::MutexLock lock(&mu);
-  while (!mu.AwaitWithTimeout(absl::Condition(&stopping_), absl::Milliseconds(250))) {
-    for (auto& [id, record] : registry_->records()) {
+  absl::MutexLock lock(&mu_);
+  while (!mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Milliseconds(250))) {
+    registry_->UpdateAll([&](JobRegistry::Locked& locked) {
+      JobRegistry::Record* record = &locked.record();
       std::string down;
       for (WorkerClient* client : record->clients) {
         if (pool_->IsUp(client->address())) continue;
@@ -58,7 +58,7 @@ void JobRunner::MonitorLoop() {
         client->Abort(absl::UnavailableError(absl::StrCat(
             "worker ", down, " stopped answering (no heartbeat within the liveness timeout)")));
       }
-      if (down.empty()) continue;
+      if (down.empty()) return;
       // Its peers' calls (a collective waiting for it) end too; the step
       // is replayed from the checkpoint.
       for (WorkerClient* client : record->clients) {
@@ -67,16 +67,20 @@ void JobRunner::MonitorLoop() {
             absl::StrCat("the step was abandoned: worker ", down, " stopped answering")));
       }
       record->clients.clear();
-    }
+    });
   }
 }
 
 std::shared_ptr<const Checkpoint> JobRunner::LatestCheckpoint(const std::string& job_id) {
-  {
-    absl::MutexLock lock(&registry_->mu());
-    absl::StatusOr<JobRegistry::Record*> record = registry_->Find(job_id);
-    if (record.ok() && (*record)->checkpoint != nullptr) return (*record)->checkpoint;
-  }
+  std::shared_ptr<const Checkpoint> in_memory;
+  registry_
+      ->Update(job_id,
+               [&](JobRegistry::Locked& r) {
+                 in_memory = r.record().checkpoint;
+                 return absl::OkStatus();
+               })
+      .IgnoreError();  // no record: none in memory
+  if (in_memory != nullptr) return in_memory;
   if (options_.state_dir.empty()) return nullptr;
   absl::StatusOr<Checkpoint> read = ReadCheckpoint(CheckpointDir(options_.state_dir, job_id));
   if (!read.ok()) {
@@ -91,14 +95,14 @@ std::shared_ptr<const Checkpoint> JobRunner::LatestCheckpoint(const std::string&
 void JobRunner::Run(const std::string& job_id) {
   JobSpec spec;
   const WindowDataset* data = nullptr;
-  {
-    absl::MutexLock lock(&registry_->mu());
-    absl::StatusOr<JobRegistry::Record*> record = registry_->Find(job_id);
-    if (!record.ok() || (*record)->job.state() != QUEUED) return;
-    spec = (*record)->job.spec();
-    data = (*record)->data.get();
-    registry_->SetState(**record, RUNNING, "");
-  }
+  absl::Status queued = registry_->Update(job_id, [&](JobRegistry::Locked& r) {
+    if (r.job().state() != QUEUED) return absl::FailedPreconditionError("not queued");
+    spec = r.job().spec();
+    data = r.record().data.get();
+    r.SetState(RUNNING, "");
+    return absl::OkStatus();
+  });
+  if (!queued.ok()) return;
   std::shared_ptr<const Checkpoint> resume = LatestCheckpoint(job_id);
   absl::Status status;
   for (int attempt = 0, failovers = 0;; ++attempt) {
@@ -114,11 +118,7 @@ void JobRunner::Run(const std::string& job_id) {
     // processes signalled) while nothing here cancelled the job (a cancel
     // by request, or the coordinator stopping, which cancels every job) is
     // a worker lost, as one that stopped answering is.
-    bool cancelled_here = false;
-    if (absl::IsCancelled(status)) {
-      absl::MutexLock lock(&registry_->mu());
-      cancelled_here = registry_->Cancelled(job_id);
-    }
+    const bool cancelled_here = absl::IsCancelled(status) && registry_->Cancelled(job_id);
     const bool lost = IsWorkerLoss(status) || (absl::IsCancelled(status) && !cancelled_here);
     // Only a loss while training goes back to a checkpoint; a wait for
     // workers that ran out is final. Going back to the planned placement
@@ -128,36 +128,43 @@ void JobRunner::Run(const std::string& job_id) {
       break;
     }
     resume = LatestCheckpoint(job_id);
-    absl::MutexLock lock(&registry_->mu());
-    absl::StatusOr<JobRegistry::Record*> record = registry_->Find(job_id);
-    if (!record.ok() || (*record)->cancel_requested) break;
-    registry_->AddRecovery(**record, std::string(status.message()),
-                           resume != nullptr ? resume->header.step() : 0);
-    (*record)->job.clear_workers();
-    registry_->Persist(**record, /*force=*/true);
-    registry_->Notify((*record)->job);
+    const absl::Status again = registry_->Update(job_id, [&](JobRegistry::Locked& r) {
+      if (r.record().cancel_requested) return absl::CancelledError("cancelled");
+      r.AddRecovery(std::string(status.message()), resume != nullptr ? resume->header.step() : 0);
+      r.job().clear_workers();
+      r.Persist(/*force=*/true);
+      r.Notify();
+      return absl::OkStatus();
+    });
+    if (!again.ok()) break;
   }
-  absl::MutexLock lock(&registry_->mu());
-  absl::StatusOr<JobRegistry::Record*> record = registry_->Find(job_id);
-  if (!record.ok()) return;
+  registry_
+      ->Update(job_id,
+               [&](JobRegistry::Locked& r) {
+                 End(job_id, status, r);
+                 return absl::OkStatus();
+               })
+      .IgnoreError();  // forgotten meanwhile: nothing to end
+}
+
+void JobRunner::End(const std::string& job_id, const absl::Status& status, JobRegistry::Locked& r) {
   if (status.ok()) {
-    registry_->SetState(**record, SUCCEEDED, "");
-  } else if (registry_->stopping()) {
+    r.SetState(SUCCEEDED, "");
+  } else if (r.stopping()) {
     // Left as the store has it (running, or queued): a restart on the same
     // state resumes it from its newest checkpoint.
     std::fprintf(stderr,
                  "hpt_coordinator: %s stays unfinished as the coordinator stops; "
                  "starting it again on this state resumes it\n",
                  job_id.c_str());
-  } else if ((*record)->cancel_requested && !absl::IsCancelled(status)) {
+  } else if (r.record().cancel_requested && !absl::IsCancelled(status)) {
     // The cancel's abort ended a call first: the job was cancelled.
-    registry_->SetState(**record, CANCELLED, "cancelled by request");
+    r.SetState(CANCELLED, "cancelled by request");
   } else if (status.code() == absl::StatusCode::kCancelled) {
-    registry_->SetState(**record, CANCELLED, std::string(status.message()));
+    r.SetState(CANCELLED, std::string(status.message()));
   } else {
-    registry_->SetState(**record, FAILED, std::string(status.message()));
+    r.SetState(FAILED, std::string(status.message()));
   }
-  registry_->ForgetOldJobs();
 }
 
 absl::StatusOr<std::vector<WorkerEntry>> JobRunner::WaitForKind(
@@ -165,11 +172,15 @@ absl::StatusOr<std::vector<WorkerEntry>> JobRunner::WaitForKind(
     const std::string& what, const std::string& then, const std::function<bool()>& cancelled) {
   const int have = int(pool_->Live(kind).size());
   auto say = [&](const std::string& text) {
-    absl::MutexLock lock(&registry_->mu());
-    absl::StatusOr<JobRegistry::Record*> record = registry_->Find(job_id);
-    if (!record.ok() || (*record)->job.waiting_for() == text) return;
-    (*record)->job.set_waiting_for(text);
-    registry_->Notify((*record)->job);
+    registry_
+        ->Update(job_id,
+                 [&](JobRegistry::Locked& r) {
+                   if (r.job().waiting_for() == text) return absl::OkStatus();
+                   r.job().set_waiting_for(text);
+                   r.Notify();
+                   return absl::OkStatus();
+                 })
+        .IgnoreError();  // forgotten meanwhile: nobody to tell
   };
   // Said at once, so status and hpt_job_waiting_for_workers show the wait.
   if (have < count) {
@@ -242,9 +253,6 @@ JobRunner::Workers JobRunner::Connect(const std::string& job_id,
                                       bool failover) {
   Workers w;
   w.entries = std::move(entries);
-  absl::MutexLock lock(&registry_->mu());
-  absl::StatusOr<JobRegistry::Record*> record = registry_->Find(job_id);
-  if (record.ok()) (*record)->job.clear_workers();
   for (const WorkerEntry& e : w.entries) {
     w.clients.push_back(options_.client_factory(e.address, e.kind));
     WorkerClient* client = w.clients.back().get();
@@ -258,15 +266,21 @@ JobRunner::Workers JobRunner::Connect(const std::string& job_id,
     } else {
       w.head = client;
     }
-    if (record.ok()) (*record)->job.add_workers(e.address);
   }
-  if (!record.ok()) return w;
-  for (auto& c : w.clients) (*record)->clients.push_back(c.get());
-  Job& job = (*record)->job;
-  if (failover && job.recoveries_size() > 0) {
-    Recovery* last = job.mutable_recoveries(job.recoveries_size() - 1);
-    for (const WorkerEntry& e : w.entries) last->add_workers(e.address);
-  }
+  registry_
+      ->Update(job_id,
+               [&](JobRegistry::Locked& r) {
+                 Job& job = r.job();
+                 job.clear_workers();
+                 for (const WorkerEntry& e : w.entries) job.add_workers(e.address);
+                 for (auto& c : w.clients) r.record().clients.push_back(c.get());
+                 if (failover && job.recoveries_size() > 0) {
+                   Recovery* last = job.mutable_recoveries(job.recoveries_size() - 1);
+                   for (const WorkerEntry& e : w.entries) last->add_workers(e.address);
+                 }
+                 return absl::OkStatus();
+               })
+      .IgnoreError();  // forgotten meanwhile: the attempt finds it cancelled
   return w;
 }
 
@@ -287,31 +301,37 @@ void JobRunner::Wire(const std::string& job_id, const TrainingSpec& training,
                  written.status());
       }
     }
-    absl::MutexLock lock(&registry_->mu());
-    absl::StatusOr<JobRegistry::Record*> record = registry_->Find(job_id);
-    if (!record.ok()) return;
-    (*record)->checkpoint = shared;
-    (*record)->job.set_checkpoint_step(shared->header.step());
-    registry_->Persist(**record, /*force=*/true);
+    registry_
+        ->Update(job_id,
+                 [&](JobRegistry::Locked& r) {
+                   r.record().checkpoint = shared;
+                   r.job().set_checkpoint_step(shared->header.step());
+                   r.Persist(/*force=*/true);
+                   return absl::OkStatus();
+                 })
+        .IgnoreError();  // forgotten meanwhile
   };
   options->on_progress = [this, job_id, reached_step](const TrainerUpdate& update) {
     *reached_step = std::max(*reached_step, update.progress.step());
-    absl::MutexLock lock(&registry_->mu());
-    absl::StatusOr<JobRegistry::Record*> record = registry_->Find(job_id);
-    if (!record.ok()) return;
-    Job& job = (*record)->job;
-    *job.mutable_progress() = update.progress;
-    job.clear_epoch_losses();
-    for (double l : update.epoch_losses) job.add_epoch_losses(l);
-    *job.mutable_cost() = update.cost;
-    job.clear_device_costs();
-    for (const DeviceCost& d : update.device_costs) *job.add_device_costs() = d;
-    *job.mutable_test_metrics() = update.test_metrics;
-    *job.mutable_hpt() = update.hpt;
-    if (update.work_record != nullptr) (*record)->work_record = update.work_record;
-    (*record)->history = update.history;
-    registry_->Persist(**record, /*force=*/false);
-    registry_->Notify(job);
+    registry_
+        ->Update(job_id,
+                 [&](JobRegistry::Locked& r) {
+                   Job& job = r.job();
+                   *job.mutable_progress() = update.progress;
+                   job.clear_epoch_losses();
+                   for (double l : update.epoch_losses) job.add_epoch_losses(l);
+                   *job.mutable_cost() = update.cost;
+                   job.clear_device_costs();
+                   for (const DeviceCost& d : update.device_costs) *job.add_device_costs() = d;
+                   *job.mutable_test_metrics() = update.test_metrics;
+                   *job.mutable_hpt() = update.hpt;
+                   if (update.work_record != nullptr) r.record().work_record = update.work_record;
+                   r.record().history = update.history;
+                   r.Persist(/*force=*/false);
+                   r.Notify();
+                   return absl::OkStatus();
+                 })
+        .IgnoreError();  // forgotten meanwhile
   };
 }
 
@@ -331,12 +351,14 @@ void JobRunner::KeepTrainedModel(const std::string& job_id, const JobSpec& spec,
         WriteCheckpoint(registry_->ModelDir(job_id), file, 1);
     if (!written.ok()) LogError(job_id, "trained model not written", written.status());
   }
-  absl::MutexLock lock(&registry_->mu());
-  absl::StatusOr<JobRegistry::Record*> record = registry_->Find(job_id);
-  if (record.ok()) {
-    (*record)->trained = std::move(trained);
-    (*record)->checkpoint.reset();
-  }
+  registry_
+      ->Update(job_id,
+               [&](JobRegistry::Locked& r) {
+                 r.record().trained = std::move(trained);
+                 r.record().checkpoint.reset();
+                 return absl::OkStatus();
+               })
+      .IgnoreError();  // forgotten meanwhile
 }
 
 JobRunner::AttemptEnd JobRunner::Attempt(const std::string& job_id, const JobSpec& spec,
@@ -346,10 +368,7 @@ JobRunner::AttemptEnd JobRunner::Attempt(const std::string& job_id, const JobSpe
   AttemptEnd end;
   // Polled while waiting for workers (a cancel ends the wait at once, not
   // after worker_wait) and by the trainer at every step boundary.
-  auto cancelled = [this, job_id] {
-    absl::MutexLock lock(&registry_->mu());
-    return registry_->Cancelled(job_id);
-  };
+  auto cancelled = [this, job_id] { return registry_->Cancelled(job_id); };
   std::string fallback_reason;
   absl::StatusOr<std::vector<WorkerEntry>> entries =
       AcquireWorkers(job_id, spec, failover, cancelled, &fallback_reason);
@@ -362,11 +381,13 @@ JobRunner::AttemptEnd JobRunner::Attempt(const std::string& job_id, const JobSpe
                        fallback_reason.empty();
   Workers workers = Connect(job_id, std::move(*entries), devices, failover);
   auto release = [&] {
-    {
-      absl::MutexLock lock(&registry_->mu());
-      absl::StatusOr<JobRegistry::Record*> record = registry_->Find(job_id);
-      if (record.ok()) (*record)->clients.clear();
-    }
+    registry_
+        ->Update(job_id,
+                 [](JobRegistry::Locked& r) {
+                   r.record().clients.clear();
+                   return absl::OkStatus();
+                 })
+        .IgnoreError();  // forgotten meanwhile
     for (auto& client : workers.clients) client->Release(job_id).IgnoreError();
   };
   Trainer::Options trainer_options;

@@ -43,15 +43,14 @@ class JobRunner {
  public:
   using ClientFactory = std::function<std::unique_ptr<WorkerClient>(const std::string& address,
                                                                     DeviceKind::Name kind)>;
-  // How long a job waits for the workers it needs, unless told: the
-  // coordinator's --worker_wait_s default, JobManager's and this one.
-  static constexpr absl::Duration kDefaultWorkerWait = absl::Seconds(60);
   struct Options {
     ClientFactory client_factory;
     // The c10d store data-parallel jobs rendezvous at (started on the
     // first call); unset: data-parallel jobs fail with a clear error.
     std::function<absl::StatusOr<RendezvousStore*>()> rendezvous;
-    absl::Duration worker_wait = kDefaultWorkerWait;
+    // How long a job waits for the workers it needs (the coordinator's
+    // --worker_wait_s, whose default is this one).
+    absl::Duration worker_wait = absl::Seconds(60);
     std::string state_dir;  // checkpoint and model files; may be empty
     int max_failovers = 3;  // in a row, without progress between them
   };
@@ -66,6 +65,8 @@ class JobRunner {
 
   // The newest checkpoint of the job in memory or on disk (null: none).
   std::shared_ptr<const Checkpoint> LatestCheckpoint(const std::string& job_id);
+
+  const Options& options() const { return options_; }
 
  private:
   // The workers of one attempt, by role.
@@ -116,12 +117,15 @@ class JobRunner {
   // Keeps a succeeded job's model (and writes it under state_dir).
   void KeepTrainedModel(const std::string& job_id, const JobSpec& spec,
                         const TrainedModel& model);
+  // Ends the job's record after its last attempt ended with `status`.
+  void End(const std::string& job_id, const absl::Status& status, JobRegistry::Locked& r);
   void MonitorLoop();
 
   const Options options_;
   JobRegistry* const registry_;
   WorkerPool* const pool_;
-  bool stopping_ = false;  // guarded by registry_->mu()
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread monitor_;
 };
 

@@ -52,13 +52,16 @@ TEST(JobRunnerTest, AWorkerThatFailsEveryAttemptEndsTheJobAfterTheFailoverLimit)
   std::atomic<int> forwards{0};
   WorkerPool pool({});
   pool.AddStatic("gpu0", DeviceKind::gpu);
-  JobManager::Options options;
+  JobRunner::Options options;
   options.client_factory = [&](const std::string&, DeviceKind::Name) {
     return std::make_unique<FailingClient>(gpu.get(), &forwards, 12);
   };
   options.worker_wait = absl::Seconds(5);
   options.max_failovers = 3;
-  JobManager jobs(options, &pool);
+  JobRegistry registry({});
+  JobRunner runner(options, &registry, &pool);
+  JobScheduler scheduler(1, [&](const std::string& id) { runner.Run(id); });
+  JobManager jobs({}, {&registry, &runner, &scheduler, &pool});
   SubmitJobRequest request;
   request.set_spec_text(R"(
     data { synthetic { stations: 4 time_steps: 200 } }
