@@ -126,8 +126,7 @@ absl::StatusOr<BenchRun> RunWithHooks(const JobSpec& raw, TrainingMode::Name mod
   options.resume = hooks.resume;
   options.on_checkpoint = hooks.on_checkpoint;
   options.checkpoint_every = hooks.checkpoint_every;
-  options.on_controller_sample = hooks.on_controller_sample;
-  options.switch_on_resume = hooks.switch_on_resume;
+  options.switch_policy = hooks.switch_policy;
   options.evaluate_every_epoch = hooks.evaluate_every_epoch;
   int last_epoch = 0;
   options.on_progress = [&](const TrainerUpdate& u) {

@@ -78,8 +78,7 @@ struct RunHooks {
   std::function<void(Checkpoint)> on_checkpoint;
   DeviceNoise noise;
   int64_t checkpoint_every = 0;  // 0: the switch's only
-  std::function<void(const ControllerSample&)> on_controller_sample;
-  bool switch_on_resume = false;
+  SwitchPolicy* switch_policy = nullptr;  // null: the job's phase controller
   bool evaluate_every_epoch = true;
   bool quiet = false;  // no per-epoch lines on stderr
 };

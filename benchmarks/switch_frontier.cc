@@ -4,7 +4,7 @@
 //  1. one full-parameter run that keeps a checkpoint at every check
 //     window's end and, from the third window on, trains a fresh LoRA
 //     trial copy over each window beside the full model (the inputs any
-//     rule's controller would read: Trainer::Options::on_controller_sample);
+//     rule's controller would read: SamplingPolicy, switch_policy.h);
 //  2. the frontier: the switch forced at a grid of steps (--grid percents
 //     of the run, dense early, at least one window, on window ends),
 //     each resumed from that checkpoint with its LoRA phase on the GPU
@@ -134,8 +134,10 @@ absl::StatusOr<FullRun> TrainFull(const JobSpec& spec, const std::string& label)
     const int64_t at = c.header.step();
     out.checkpoints[at] = std::make_shared<const Checkpoint>(std::move(c));
   };
-  hooks.on_controller_sample = [&](const ControllerSample& s) { out.samples.push_back(s); };
+  SamplingPolicy sampling(out.window);
+  hooks.switch_policy = &sampling;
   ASSIGN_OR_RETURN(BenchRun run, RunWithHooks(spec, TrainingMode::hpt, label, hooks));
+  out.samples = sampling.samples();
   out.rmse = run.job.test_metrics().rmse();
   out.total_steps = run.job.progress().total_steps();
   return out;
@@ -151,7 +153,8 @@ absl::StatusOr<double> SwitchAt(const JobSpec& spec, const FullRun& full, int64_
   }
   RunHooks hooks = FrontierHooks();
   hooks.resume = it->second;
-  hooks.switch_on_resume = true;
+  SwitchAtResumePolicy at_resume;
+  hooks.switch_policy = &at_resume;
   ASSIGN_OR_RETURN(BenchRun run, RunWithHooks(spec, TrainingMode::hpt, label, hooks));
   return run.job.test_metrics().rmse();
 }

@@ -202,7 +202,7 @@ struct ControllerSample {
 // come at (the first LoRA-phase step), or -1. The samples must hold a
 // trial loss at every step a trial of it could run: those of a run that
 // trained a fresh LoRA copy from each window's end over the next window
-// (Trainer::Options::on_controller_sample); a trial under any rule starts
+// (switch_policy.h's SamplingPolicy); a trial under any rule starts
 // from such a window end, so the replay is exact. `events`, if given,
 // receives the controller's events.
 int64_t ReplaySwitch(const PhaseControllerOptions& options,

@@ -1,6 +1,6 @@
 // What the switch frontier (benchmarks/switch_frontier) rests on, with
 // real worker executors in this process: a full-parameter run that trains
-// a fresh trial copy over every window (Options::on_controller_sample)
+// a fresh trial copy over every window (SamplingPolicy)
 // gives inputs from which PhaseController's ReplaySwitch finds the switch
 // step a real HpT job with that rule takes; and that run's checkpoint at
 // that step, resumed with a forced switch, ends with the real job's
@@ -43,11 +43,10 @@ class SwitchReplayTest : public ::testing::TestWithParam<std::string> {
   TrainerOutcome Run(Trainer::Options options) {
     InProcessWorkers workers;
     Trainer::Options o = workers.Options();
-    o.on_controller_sample = std::move(options.on_controller_sample);
+    o.switch_policy = options.switch_policy;
     o.checkpoint_every = options.checkpoint_every;
     o.on_checkpoint = std::move(options.on_checkpoint);
     o.resume = std::move(options.resume);
-    o.switch_on_resume = options.switch_on_resume;
     TrainerOutcome out;
     o.on_progress = [&](const TrainerUpdate& u) { out.last = u; };
     Trainer trainer("job-000001", spec_, data_.get(), workers.gpus(), o);
@@ -68,10 +67,10 @@ TEST_P(SwitchReplayTest, ReplayFindsTheRealSwitchAndTheForcedSwitchEndsTheSame) 
   ASSERT_GT(switch_step, 0) << "the rule must switch for this test to mean anything";
   ASSERT_LT(switch_step, total);
 
-  std::vector<ControllerSample> samples;
   std::map<int64_t, std::shared_ptr<const Checkpoint>> checkpoints;
+  SamplingPolicy policy(spec_.hpt().check_window_steps());
   Trainer::Options sampling;
-  sampling.on_controller_sample = [&](const ControllerSample& s) { samples.push_back(s); };
+  sampling.switch_policy = &policy;
   sampling.checkpoint_every = spec_.hpt().check_window_steps();
   sampling.on_checkpoint = [&](Checkpoint c) {
     const int64_t at = c.header.step();
@@ -80,6 +79,7 @@ TEST_P(SwitchReplayTest, ReplayFindsTheRealSwitchAndTheForcedSwitchEndsTheSame) 
   const TrainerOutcome full = Run(std::move(sampling));
   ASSERT_TRUE(full.status.ok()) << full.status;
   EXPECT_EQ(full.last.hpt.switch_step(), -1);  // sampling never switches
+  const std::vector<ControllerSample>& samples = policy.samples();
   ASSERT_EQ(int64_t(samples.size()), total);
   EXPECT_EQ(samples.back().step, total - 1);
 
@@ -99,9 +99,10 @@ TEST_P(SwitchReplayTest, ReplayFindsTheRealSwitchAndTheForcedSwitchEndsTheSame) 
   }
 
   ASSERT_EQ(checkpoints.count(switch_step), 1u);
+  SwitchAtResumePolicy at_resume;
   Trainer::Options forced;
   forced.resume = checkpoints.at(switch_step);
-  forced.switch_on_resume = true;
+  forced.switch_policy = &at_resume;
   const TrainerOutcome resumed = Run(std::move(forced));
   ASSERT_TRUE(resumed.status.ok()) << resumed.status;
   EXPECT_EQ(resumed.last.hpt.switch_step(), switch_step);

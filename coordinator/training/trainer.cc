@@ -312,7 +312,8 @@ absl::Status Trainer::Run() {
   if (options_.resume != nullptr) {
     RETURN_IF_ERROR(Restore(*options_.resume));
     step = options_.resume->header.step();
-    if (options_.switch_on_resume && hpt_ && phase_ == TrainingPhase::kFull) {
+    if (options_.switch_policy != nullptr && hpt_ && phase_ == TrainingPhase::kFull &&
+        options_.switch_policy->AtResume(step) == SwitchPolicy::Decision::kSwitch) {
       RETURN_IF_ERROR(SwitchNow(step));
     }
   } else {

@@ -51,6 +51,7 @@
 #include "coordinator/training/gpu_tasks.h"
 #include "coordinator/training/hybrid_runner.h"
 #include "coordinator/training/phase_controller.h"
+#include "coordinator/training/switch_policy.h"
 #include "coordinator/training/training_state.h"
 #include "data/window_dataset.h"
 #include "proto/job_service.pb.h"
@@ -116,15 +117,11 @@ class Trainer {
     // ABORTED, for the caller to go on from there on the planned placement.
     std::string fallback_reason;
     std::function<bool()> devices_returned;
-    // The switch frontier's (benchmarks/switch_frontier): when set, an HpT
-    // job never switches; from the third window on, each window's end
-    // starts a fresh LoRA trial copy that trains over the next window, and
-    // every full-phase step's losses and each window's weight distance go
-    // here, for PhaseController's ReplaySwitch to decide any rule's switch.
-    std::function<void(const ControllerSample&)> on_controller_sample;
-    // With `resume`: switch to the LoRA phase before the first step (a
-    // switch forced at the checkpoint's step).
-    bool switch_on_resume = false;
+    // Who decides an HpT job's switch: null (every job the coordinator
+    // runs), the job's phase controller; else this policy, asked at a
+    // resume and after every full-phase step (switch_policy.h). Must
+    // outlive the trainer.
+    SwitchPolicy* switch_policy = nullptr;
     // False: the test split is evaluated after the last epoch only (runs
     // that read only the final quality; evaluation changes no training).
     bool evaluate_every_epoch = true;
@@ -203,9 +200,9 @@ class Trainer {
   absl::Status ControlPhase(const std::vector<int64_t>& indices, int64_t step,
                             double learning_rate, double loss, bool* switched,
                             const GpuTasks::Run* run = nullptr, size_t run_step = 0);
-  // ControlPhase for Options::on_controller_sample: records, never switches.
-  absl::Status SampleControllerInputs(int64_t step, double loss, double trial_loss);
-  // The switch Options::switch_on_resume asks for, at `step`.
+  // ControlPhase under Options::switch_policy: the policy decides.
+  absl::Status AskPolicy(int64_t step, double loss, double trial_loss, bool* switched);
+  // A switch the policy decided, to the LoRA phase from `step`.
   absl::Status SwitchNow(int64_t step);
   // Progress after a step of `samples` samples with `loss`; `report`: tell
   // on_progress (Report).

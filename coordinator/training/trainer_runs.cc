@@ -52,7 +52,8 @@ void Trainer::CountDispatch(int64_t steps, const GpuTasks::Run* run) {
 
 int64_t Trainer::StepsInRun(int64_t step, int64_t s, const std::vector<int64_t>& sizes) const {
   if (!runs_ || options_.head_worker != nullptr || hybrid_ != nullptr ||
-      options_.on_controller_sample || !options_.fallback_reason.empty()) {
+      (options_.switch_policy != nullptr && phase_ == TrainingPhase::kFull) ||
+      !options_.fallback_reason.empty()) {
     return 1;
   }
   int64_t n = 1;

@@ -297,7 +297,7 @@ absl::Status Trainer::ControlPhase(const std::vector<int64_t>& indices, int64_t 
     ++cursor_.trial_updates;
   }
   ledger_.set_chain(Chain::kNone);
-  if (options_.on_controller_sample) return SampleControllerInputs(step, loss, trial_loss);
+  if (options_.switch_policy != nullptr) return AskPolicy(step, loss, trial_loss, switched);
   WindowDistances distances;
   const bool window_end = controller_->NeedsWeightDistance(step);
   if (window_end) {
@@ -329,20 +329,26 @@ absl::Status Trainer::ControlPhase(const std::vector<int64_t>& indices, int64_t 
   return absl::OkStatus();
 }
 
-absl::Status Trainer::SampleControllerInputs(int64_t step, double loss, double trial_loss) {
+absl::Status Trainer::AskPolicy(int64_t step, double loss, double trial_loss, bool* switched) {
   const int64_t k = std::max<int64_t>(1, spec_.hpt().check_window_steps());
   ControllerSample sample{step, loss, trial_loss, 0};
   if ((step + 1) % k == 0) {
     ASSIGN_OR_RETURN(WindowDistances distances, WeightDistances());
     sample.weight_distance = distances.tracked;
-    // The first check closes the third window: a trial can start there.
-    if (step + 1 >= 3 * k) {
+  }
+  switch (options_.switch_policy->AfterStep(sample)) {
+    case SwitchPolicy::Decision::kContinue:
+      break;
+    case SwitchPolicy::Decision::kRestartTrial:
       ledger_.set_chain(Chain::kTrial);
       RETURN_IF_ERROR(StartTrial());  // a fresh copy in place of the last
       ledger_.set_chain(Chain::kNone);
-    }
+      break;
+    case SwitchPolicy::Decision::kSwitch:
+      RETURN_IF_ERROR(SwitchNow(step + 1));
+      *switched = true;
+      break;
   }
-  options_.on_controller_sample(sample);
   return absl::OkStatus();
 }
 
@@ -354,7 +360,7 @@ absl::Status Trainer::SwitchNow(int64_t step) {
   ControllerEvent forced;
   forced.kind = ControllerEvent::Kind::kSwitch;
   forced.step = step - 1;
-  forced.reason = "switch forced at this step (a point of the switch frontier)";
+  forced.reason = "switch forced at this step by a switch policy";
   *state_.hpt.add_events() = ToPhaseEvent(forced, absl::ToUnixMillis(options_.now()));
   return absl::OkStatus();
 }
