@@ -31,14 +31,14 @@ grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context,
 
 }  // namespace
 
+template <typename Response, typename Work>
 grpc::ServerUnaryReactor* JobServiceImpl::OnLoader(grpc::CallbackServerContext* context,
-                                                   Job* response,
-                                                   std::function<absl::StatusOr<Job>()> load) {
+                                                   Response* response, Work work) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  NextLoader().Post([reactor, response, load = std::move(load)] {
-    absl::StatusOr<Job> job = load();
-    if (job.ok()) *response = std::move(*job);
-    reactor->Finish(ToGrpcStatus(job.status()));
+  NextLoader().Post([reactor, response, work = std::move(work)] {
+    absl::StatusOr<Response> done = work();
+    if (done.ok()) *response = std::move(*done);
+    reactor->Finish(ToGrpcStatus(done.status()));
   });
   return reactor;
 }
@@ -172,7 +172,9 @@ grpc::ServerUnaryReactor* JobServiceImpl::Predict(grpc::CallbackServerContext* c
                                                   const PredictRequest* request,
                                                   PredictResponse* response) {
   if (absl::Status s = Authorize(context, request->job_id()); !s.ok()) return Done(context, s);
-  return Reply(context, queries_->Predict(*request), response);
+  // The model's forward takes as long as its input is large: off gRPC's
+  // threads, as a load is.
+  return OnLoader(context, response, [this, request] { return queries_->Predict(*request); });
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(

@@ -94,8 +94,11 @@ class JobServiceImpl final : public JobService::CallbackService {
   absl::Status Authorize(grpc::CallbackServerContext* context, const std::string& job_id) const;
   // Runs `load` (a submit or resume: it loads the job's data; a probe) on a loader
   // thread, never on gRPC's, and finishes the call from there.
-  grpc::ServerUnaryReactor* OnLoader(grpc::CallbackServerContext* context, Job* response,
-                                     std::function<absl::StatusOr<Job>()> load);
+  // Runs `work` (returning absl::StatusOr<Response>) on a loader and
+  // answers with what it returns.
+  template <typename Response, typename Work>
+  grpc::ServerUnaryReactor* OnLoader(grpc::CallbackServerContext* context, Response* response,
+                                     Work work);
   JobManager* const jobs_;
   JobQueries* const queries_;
   const TokenTable* const tokens_;

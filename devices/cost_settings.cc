@@ -18,13 +18,47 @@ absl::Status Bad(const std::string& label, const std::string& value, const std::
   return absl::InvalidArgumentError(absl::StrCat(label, "='", value, "': ", want));
 }
 
-std::string PrecisionName(GpuPrecision p) {
-  switch (p) {
-    case GpuPrecision::kTf32: return "tf32";
-    case GpuPrecision::kBf16: return "bf16";
-    default: return "fp32";
+// A closed set's values with the names settings write them as, once: the
+// parse and the name both read the table.
+template <typename E>
+struct Named {
+  E value;
+  const char* name;
+};
+constexpr Named<GpuPrecision> kGpuPrecisions[] = {
+    {GpuPrecision::kFp32, "fp32"}, {GpuPrecision::kTf32, "tf32"}, {GpuPrecision::kBf16, "bf16"}};
+constexpr Named<SignMode> kSignModes[] = {{SignMode::kDifferential, "differential"},
+                                          {SignMode::kOffset, "offset"}};
+constexpr Named<ReramNumerics> kReramNumerics[] = {{ReramNumerics::kFast, "fast"},
+                                                   {ReramNumerics::kBitExact, "exact"}};
+
+template <typename E, size_t N>
+std::string NameIn(const Named<E> (&table)[N], E value) {
+  for (const Named<E>& n : table) {
+    if (n.value == value) return n.name;
   }
+  return table[0].name;
 }
+
+// `value` as one of `table`'s names; else INVALID_ARGUMENT naming the
+// setting and the names ("want fp32, tf32 or bf16").
+template <typename E, size_t N>
+absl::Status ParseIn(const Named<E> (&table)[N], const std::string& label, const std::string& value,
+                     E* out) {
+  std::vector<std::string> names;
+  for (const Named<E>& n : table) {
+    if (value == n.name) {
+      *out = n.value;
+      return absl::OkStatus();
+    }
+    names.push_back(n.name);
+  }
+  const std::string last = names.back();
+  names.pop_back();
+  return Bad(label, value, absl::StrCat("want ", absl::StrJoin(names, ", "), " or ", last));
+}
+
+std::string PrecisionName(GpuPrecision p) { return NameIn(kGpuPrecisions, p); }
 
 // `label` names the setting in errors: "setting systolic_rows" for a
 // whatif, "--systolic_rows" for a worker flag.
@@ -125,20 +159,14 @@ std::string Get_systolic_bf16(const DeviceCostConfig& c) {
 }
 absl::Status Set_reram_sign_mode(const std::string& label, const std::string& value,
                                  DeviceCostConfig* c) {
-  if (value != "offset" && value != "differential") {
-    return Bad(label, value, "want offset or differential");
-  }
-  c->reram.sign_mode = value == "offset" ? SignMode::kOffset : SignMode::kDifferential;
-  return absl::OkStatus();
+  return ParseIn(kSignModes, label, value, &c->reram.sign_mode);
 }
 std::string Get_reram_sign_mode(const DeviceCostConfig& c) {
   return SignModeName(c.reram.sign_mode);
 }
 absl::Status Set_reram_numerics(const std::string& label, const std::string& value,
                                 DeviceCostConfig* c) {
-  if (value != "fast" && value != "exact") return Bad(label, value, "want fast or exact");
-  c->reram.numerics = value == "exact" ? ReramNumerics::kBitExact : ReramNumerics::kFast;
-  return absl::OkStatus();
+  return ParseIn(kReramNumerics, label, value, &c->reram.numerics);
 }
 constexpr std::nullptr_t Get_reram_numerics = nullptr;  // numerics only
 absl::Status Set_reram_endurance(const std::string& label, const std::string& value,
@@ -189,16 +217,7 @@ const std::vector<DeviceSetting>& DeviceSettingTable() {
         {{"gpu_precision", "GPU arithmetic: fp32, tf32 or bf16 (tensor cores)", true, false},
          SettingScope::kGpu,
          [](const std::string& label, const std::string& value, DeviceCostConfig* c) {
-           if (value == "fp32") {
-             c->gpu_precision = GpuPrecision::kFp32;
-           } else if (value == "tf32") {
-             c->gpu_precision = GpuPrecision::kTf32;
-           } else if (value == "bf16") {
-             c->gpu_precision = GpuPrecision::kBf16;
-           } else {
-             return Bad(label, value, "want fp32, tf32 or bf16");
-           }
-           return absl::OkStatus();
+           return ParseIn(kGpuPrecisions, label, value, &c->gpu_precision);
          },
          [](const DeviceCostConfig& c) { return PrecisionName(c.gpu_precision); }},
     };
@@ -320,13 +339,9 @@ std::map<std::string, std::string> DeviceSettingsOf(const DeviceCostConfig& c) {
   return s;
 }
 
-std::string SignModeName(SignMode mode) {
-  return mode == SignMode::kOffset ? "offset" : "differential";
-}
+std::string SignModeName(SignMode mode) { return NameIn(kSignModes, mode); }
 
-std::string ReramNumericsName(ReramNumerics numerics) {
-  return numerics == ReramNumerics::kBitExact ? "exact" : "fast";
-}
+std::string ReramNumericsName(ReramNumerics numerics) { return NameIn(kReramNumerics, numerics); }
 
 absl::StatusOr<DeviceCostConfig> DeviceCostConfigFrom(
     DeviceKind::Name kind, const std::map<std::string, std::string>& settings) {

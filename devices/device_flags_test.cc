@@ -66,6 +66,19 @@ TEST_F(DeviceFlagsTest, ABadFlagIsRefusedNamingItAndTheRange) {
   DeviceCostConfig c = DefaultDeviceCostConfig(DeviceKind::reram);
   EXPECT_EQ(ApplyDeviceSetting("reram_weight_bits", "1", &c).message(),
             "setting reram_weight_bits='1': want a whole number in 2..16");
+  // Each named setting lists its names, from the one table that also
+  // writes them back.
+  EXPECT_EQ(ApplyDeviceSetting("reram_sign_mode", "twos", &c).message(),
+            "setting reram_sign_mode='twos': want differential or offset");
+  EXPECT_EQ(ApplyDeviceSetting("reram_numerics", "slow", &c).message(),
+            "setting reram_numerics='slow': want fast or exact");
+  DeviceCostConfig gpu = DefaultDeviceCostConfig(DeviceKind::gpu);
+  EXPECT_EQ(ApplyDeviceSetting("gpu_precision", "fp16", &gpu).message(),
+            "setting gpu_precision='fp16': want fp32, tf32 or bf16");
+  ASSERT_TRUE(ApplyDeviceSetting("reram_sign_mode", "offset", &c).ok());
+  EXPECT_EQ(DeviceSettingsOf(c).at("reram_sign_mode"), "offset");
+  ASSERT_TRUE(ApplyDeviceSetting("gpu_precision", "tf32", &gpu).ok());
+  EXPECT_EQ(DeviceSettingsOf(gpu).at("gpu_precision"), "tf32");
 }
 
 // --systolic_sram_kb sizes all three SRAMs; a per-operand flag of 0 keeps
