@@ -73,7 +73,7 @@ StepTimes PredictStep(const GpuSpec& profile, const RecordedStep& recorded) {
   DeviceCostConfig cost = DefaultDeviceCostConfig(DeviceKind::gpu);
   cost.gpu = profile;
   std::vector<StepCost> tasks;
-  recorded.Cost(cost, GpuBaseline::kLibtorch, &tasks);
+  recorded.Cost(cost, GpuBaseline::libtorch, &tasks);
   return {tasks[0].time_s, tasks[1].time_s, tasks[2].time_s};
 }
 

@@ -35,7 +35,7 @@ TEST_F(CpuProfilePredictTest, TheTasksAreTheRecordedStepsCostTaskByTask) {
   DeviceCostConfig config = DefaultDeviceCostConfig(DeviceKind::gpu);
   config.gpu = v100;
   std::vector<StepCost> tasks;
-  const StepCost whole = step.Cost(config, GpuBaseline::kLibtorch, &tasks);
+  const StepCost whole = step.Cost(config, GpuBaseline::libtorch, &tasks);
   ASSERT_EQ(tasks.size(), 3u);
   EXPECT_DOUBLE_EQ(predicted.forward_s, tasks[0].time_s);
   EXPECT_DOUBLE_EQ(predicted.backward_s, tasks[1].time_s);

@@ -6,14 +6,15 @@
 #include <fstream>
 #include <map>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "data/quality_metrics.h"
-#include "absl/strings/match.h"
 #include "benchmarks/frontier_plot.h"
 #include "benchmarks/seed_stats.h"
+#include "common/gpu_baseline.h"
+#include "data/quality_metrics.h"
 #include "devices/work_cost.h"
 
 namespace hpt {
@@ -228,7 +229,7 @@ std::string ChooseDefault(const std::vector<App>& apps, const std::vector<std::s
 }
 
 void PrintRuleAtPaperLength(const std::vector<App>& apps, size_t rule_index) {
-  const std::vector<GpuBaseline> all = AllGpuBaselines();
+  const std::vector<GpuBaseline::Name> all = AllGpuBaselines();
   std::string rule;
   for (const App& app : apps) {
     for (const SeedRun& s : app.seeds) {
@@ -239,7 +240,7 @@ void PrintRuleAtPaperLength(const std::vector<App>& apps, size_t rule_index) {
               "energy: GPU-only over HpT, projected to the paper's epochs at its size and "
               "batch 1, means over the seeds)\n%-8s %-40s %-16s %-8s",
               rule.c_str(), "app", "switch step", "RMSE/full", "p worse");
-  for (GpuBaseline b : all) std::printf(" %-15s", GpuBaselineName(b).c_str());
+  for (GpuBaseline::Name b : all) std::printf(" %-15s", GpuBaselineName(b).c_str());
   std::printf(" least saving\n");
   for (const App& app : apps) {
     if (!app.error.empty()) continue;
@@ -370,8 +371,8 @@ void WriteFrontierFiles(const std::vector<App>& apps, const std::vector<std::str
                         const std::string& plot_rule, const std::string& dir) {
   std::ofstream tsv(dir + "/frontier.tsv");
   tsv << "app\tseed\tswitch_step\ttotal_steps\twhat\trmse\trmse_over_full";
-  for (GpuBaseline b : AllGpuBaselines()) tsv << "\ttime_" << GpuBaselineName(b);
-  for (GpuBaseline b : AllGpuBaselines()) tsv << "\tenergy_" << GpuBaselineName(b);
+  for (GpuBaseline::Name b : AllGpuBaselines()) tsv << "\ttime_" << GpuBaselineName(b);
+  for (GpuBaseline::Name b : AllGpuBaselines()) tsv << "\tenergy_" << GpuBaselineName(b);
   tsv << "\n";
   std::string html = kIndexHead;
   const auto rule_at = std::find(rules.begin(), rules.end(), plot_rule) - rules.begin();

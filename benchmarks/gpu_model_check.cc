@@ -72,7 +72,7 @@ struct Measured {
   const char* label;
   bool lora;
   int64_t batch;
-  GpuBaseline baseline;
+  GpuBaseline::Name baseline;
   double ms;      // median step
   double joules;  // board power x step time; 0: not measured
 };
@@ -84,18 +84,18 @@ struct Measured {
 // whose kernel tables the h100 preset takes (its fp32 graph steps there,
 // 4.34 and 12.7 ms, are the H100's 4.31 and 12.3 within 3 %).
 const Measured kH100[] = {
-    {"full b1, C++ eager", false, 1, GpuBaseline::kLibtorch, 32.6, 137 * 32.6e-3},
-    {"full b32, C++ eager", false, 32, GpuBaseline::kLibtorch, 36.6, 222 * 36.6e-3},
-    {"LoRA b1, C++ eager", true, 1, GpuBaseline::kLibtorch, 26.8, 130 * 26.8e-3},
-    {"LoRA b32, C++ eager", true, 32, GpuBaseline::kLibtorch, 29.5, 246 * 29.5e-3},
-    {"full b1, Python eager", false, 1, GpuBaseline::kPaper, 47.6, 0},
-    {"full b32, Python eager", false, 32, GpuBaseline::kPaper, 48.3, 0},
-    {"full b1, Python fused", false, 1, GpuBaseline::kFused, 28.4, 0},
-    {"full b32, Python fused", false, 32, GpuBaseline::kFused, 28.1, 0},
-    {"full b1, CUDA graph", false, 1, GpuBaseline::kGraph, 4.31, 0},
-    {"full b32, CUDA graph", false, 32, GpuBaseline::kGraph, 12.3, 0},
-    {"full b1, bf16 (H200)", false, 1, GpuBaseline::kBf16, 4.41, 0},
-    {"full b32, bf16 (H200)", false, 32, GpuBaseline::kBf16, 6.14, 0},
+    {"full b1, C++ eager", false, 1, GpuBaseline::libtorch, 32.6, 137 * 32.6e-3},
+    {"full b32, C++ eager", false, 32, GpuBaseline::libtorch, 36.6, 222 * 36.6e-3},
+    {"LoRA b1, C++ eager", true, 1, GpuBaseline::libtorch, 26.8, 130 * 26.8e-3},
+    {"LoRA b32, C++ eager", true, 32, GpuBaseline::libtorch, 29.5, 246 * 29.5e-3},
+    {"full b1, Python eager", false, 1, GpuBaseline::paper, 47.6, 0},
+    {"full b32, Python eager", false, 32, GpuBaseline::paper, 48.3, 0},
+    {"full b1, Python fused", false, 1, GpuBaseline::fused, 28.4, 0},
+    {"full b32, Python fused", false, 32, GpuBaseline::fused, 28.1, 0},
+    {"full b1, CUDA graph", false, 1, GpuBaseline::graph, 4.31, 0},
+    {"full b32, CUDA graph", false, 32, GpuBaseline::graph, 12.3, 0},
+    {"full b1, bf16 (H200)", false, 1, GpuBaseline::bf16, 4.41, 0},
+    {"full b32, bf16 (H200)", false, 32, GpuBaseline::bf16, 6.14, 0},
 };
 
 // Each row of the H100 table beside the model: the count outside.

@@ -44,6 +44,7 @@
 #include "benchmarks/child_tasks.h"
 #include "benchmarks/paper_projection.h"
 #include "benchmarks/seed_stats.h"
+#include "common/gpu_baseline.h"
 #include "common/process_setup.h"
 #include "common/status_macros.h"
 #include "coordinator/spec/job_spec.h"
@@ -260,14 +261,14 @@ absl::Status Measure(const std::string& dir, Row* row) {
   auto project = [&length](const JobCosts& c, bool energy, int64_t switch_step, int trials) {
     return ProjectedRatio(c, length, energy, switch_step, trials);
   };
-  for (GpuBaseline b : AllGpuBaselines()) {
+  for (GpuBaseline::Name b : AllGpuBaselines()) {
     ASSIGN_OR_RETURN(JobCosts c, CostOfRecord(*record, {{"gpu_baseline", GpuBaselineName(b)}}));
     std::vector<double> time, energy;
     for (size_t i = 0; i < row->switches.size(); ++i) {
       time.push_back(project(c, false, row->switches[i], row->trials[i]));
       energy.push_back(project(c, true, row->switches[i], row->trials[i]));
     }
-    if (b == GpuBaseline::kPaper) {
+    if (b == GpuBaseline::paper) {
       const CostComparison& cmp = c.comparison;
       row->full_step_s = cmp.full_step_s();
       row->full_step_j = cmp.full_step_j();
@@ -365,9 +366,9 @@ int Main() {
   }
   std::printf("\nHpT against each GPU baseline (projected time / energy, means over the seeds; "
               "GPU steps run the same way in HpT's full phase):\n");
-  const std::vector<GpuBaseline> all = AllGpuBaselines();
+  const std::vector<GpuBaseline::Name> all = AllGpuBaselines();
   std::printf("%-8s", "app");
-  for (GpuBaseline b : all) std::printf(" %-16s", GpuBaselineName(b).c_str());
+  for (GpuBaseline::Name b : all) std::printf(" %-16s", GpuBaselineName(b).c_str());
   std::printf(" %s\n", "least saving in time (the bar the claim must clear)");
   for (const Row& r : rows) {
     if (!r.error.empty() || r.baselines.size() != all.size()) continue;
@@ -382,7 +383,7 @@ int Main() {
     std::printf(" %s, %.2fx\n", GpuBaselineName(all[fastest]).c_str(),
                 r.baselines[fastest].first);
   }
-  for (GpuBaseline b : AllGpuBaselines()) std::printf("  %s\n", GpuBaselineSource(b).c_str());
+  for (GpuBaseline::Name b : AllGpuBaselines()) std::printf("  %s\n", GpuBaselineSource(b).c_str());
   std::printf("\nThe paper (Dahal et al., TPDS 2025): up to 11.9x less time and 12.05x less "
               "energy than GPU-only training. Chip configurations that reach them (paper "
               "baseline; one setting moved at a time, the rest as run):\n");

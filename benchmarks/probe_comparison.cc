@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/gpu_baseline.h"
 #include "devices/work_cost.h"
 #include "workers/gpu/baseline_probe.h"
 
@@ -12,11 +13,11 @@ namespace {
 // The model's baseline for a probed one, as the probe runs it from C++ on
 // a CUDA device (`cuda`) or on the CPU, where its bf16 step is the fused
 // one, eager, under autocast: the model's fused path at bf16.
-GpuBaseline ModelledAs(const std::string& probed, bool cuda) {
-  if (probed == "paper") return GpuBaseline::kLibtorch;
-  if (probed == "fused") return GpuBaseline::kFused;
-  if (probed == "graph") return GpuBaseline::kGraph;
-  return cuda ? GpuBaseline::kBf16 : GpuBaseline::kFused;
+GpuBaseline::Name ModelledAs(GpuBaseline::Name probed, bool cuda) {
+  if (probed == GpuBaseline::paper) return GpuBaseline::libtorch;
+  if (probed == GpuBaseline::fused) return GpuBaseline::fused;
+  if (probed == GpuBaseline::graph) return GpuBaseline::graph;
+  return cuda ? GpuBaseline::bf16 : GpuBaseline::fused;
 }
 
 }  // namespace
@@ -44,12 +45,12 @@ absl::StatusOr<std::vector<BaselineComparison>> CompareWithProbe(
   std::vector<BaselineComparison> rows;
   for (const MeasuredBaseline& m : probed->baselines()) {
     BaselineComparison row;
-    row.baseline = m.baseline();
+    row.baseline = GpuBaselineName(m.baseline());
     row.path = m.path();
     row.not_run = m.not_run();
     if (row.not_run.empty()) {
       DeviceCostConfig priced = from_cpp;
-      if (m.baseline() == "bf16") priced.gpu_precision = GpuPrecision::kBf16;
+      if (m.baseline() == GpuBaseline::bf16) priced.gpu_precision = GpuPrecision::kBf16;
       const StepCost cost = step->Cost(priced, ModelledAs(m.baseline(), cuda));
       row.measured_s = m.step_s();
       row.measured_j = m.step_j();

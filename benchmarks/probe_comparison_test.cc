@@ -54,10 +54,10 @@ TEST(ProbeComparisonTest, SetsEachProbedBaselineBesideTheModelsCppPath) {
     EXPECT_EQ(r->measured_j, 0);  // the CPU has no energy counter
     EXPECT_EQ(r->energy_ratio(), 0);
   }
-  EXPECT_DOUBLE_EQ(paper.model_s, step.Cost(from_cpp, GpuBaseline::kLibtorch).time_s);
-  EXPECT_DOUBLE_EQ(fused.model_s, step.Cost(from_cpp, GpuBaseline::kFused).time_s);
+  EXPECT_DOUBLE_EQ(paper.model_s, step.Cost(from_cpp, GpuBaseline::libtorch).time_s);
+  EXPECT_DOUBLE_EQ(fused.model_s, step.Cost(from_cpp, GpuBaseline::fused).time_s);
   // Priced without Python's per-op cost: below the Python path's price.
-  EXPECT_LT(paper.model_s, step.Cost(config, GpuBaseline::kPaper).time_s);
+  EXPECT_LT(paper.model_s, step.Cost(config, GpuBaseline::paper).time_s);
   EXPECT_EQ((*rows)[2].baseline, "graph");
   EXPECT_NE((*rows)[2].not_run.find("no CUDA"), std::string::npos) << (*rows)[2].not_run;
   EXPECT_EQ((*rows)[2].measured_s, 0);
@@ -67,9 +67,9 @@ TEST(ProbeComparisonTest, SetsEachProbedBaselineBesideTheModelsCppPath) {
   EXPECT_GT(bf16.measured_s, 0);
   DeviceCostConfig at_bf16 = from_cpp;
   at_bf16.gpu_precision = GpuPrecision::kBf16;
-  const double bf16_model_s = step.Cost(at_bf16, GpuBaseline::kFused).time_s;
+  const double bf16_model_s = step.Cost(at_bf16, GpuBaseline::fused).time_s;
   EXPECT_DOUBLE_EQ(bf16.model_s, bf16_model_s);
-  EXPECT_NE(bf16_model_s, step.Cost(at_bf16, GpuBaseline::kBf16).time_s);  // not the graph's
+  EXPECT_NE(bf16_model_s, step.Cost(at_bf16, GpuBaseline::bf16).time_s);  // not the graph's
   // Any name of the CPU is the CPU: its bf16 step is the eager one.
   ProbeComparisonOptions indexed = TinyOnCpu();
   indexed.device = "cpu:0";

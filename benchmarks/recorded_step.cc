@@ -10,7 +10,7 @@
 
 namespace hpt {
 
-StepCost RecordedStep::Cost(const DeviceCostConfig& config, GpuBaseline baseline,
+StepCost RecordedStep::Cost(const DeviceCostConfig& config, GpuBaseline::Name baseline,
                             std::vector<StepCost>* tasks) const {
   StepCost total;
   for (const auto& [work, type] : {std::pair{&forward, "forward"}, std::pair{&backward, "backward"},

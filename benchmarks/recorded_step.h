@@ -5,7 +5,7 @@
 //
 //   RecordedStep step;
 //   TrainStep(model, adam, x, y, &step);            // records the kernels
-//   StepCost c = step.Cost(config, GpuBaseline::kLibtorch);
+//   StepCost c = step.Cost(config, GpuBaseline::libtorch);
 #ifndef HPT_BENCHMARKS_RECORDED_STEP_H_
 #define HPT_BENCHMARKS_RECORDED_STEP_H_
 
@@ -46,7 +46,7 @@ struct RecordedStep {
   TaskWork forward, backward, update;
   // The three tasks on `config` under `baseline`, each costed as its type
   // (`tasks`, if given: each one's cost, forward, backward, update).
-  StepCost Cost(const DeviceCostConfig& config, GpuBaseline baseline,
+  StepCost Cost(const DeviceCostConfig& config, GpuBaseline::Name baseline,
                 std::vector<StepCost>* tasks = nullptr) const;
 };
 

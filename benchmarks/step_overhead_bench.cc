@@ -110,7 +110,7 @@ std::vector<double> InProcessGraph(const ModelConfig& config, const JobSpec& spe
   r.set_tokens(tokens);
   r.set_steps(steps);
   r.set_seed(spec.training().seed());
-  r.add_baselines(bf16 ? "bf16" : "graph");
+  r.add_baselines(bf16 ? GpuBaseline::bf16 : GpuBaseline::graph);
   const std::string device = absl::GetFlag(FLAGS_device);
   std::unique_ptr<DeviceMeter> meter = DeviceMeter::Create(device);
   absl::StatusOr<ProbeBaselinesResponse> probed = ProbeBaselines(r, device, meter.get());

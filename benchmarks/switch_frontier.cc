@@ -39,8 +39,8 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -50,6 +50,7 @@
 #include "benchmarks/frontier_runs.h"
 #include "benchmarks/paper_projection.h"
 #include "benchmarks/seed_stats.h"
+#include "common/gpu_baseline.h"
 #include "common/process_setup.h"
 #include "common/status_macros.h"
 #include "coordinator/spec/job_spec.h"
@@ -371,7 +372,7 @@ absl::Status PrepareApp(const std::string& dir, App* app) {
   ASSIGN_OR_RETURN(std::shared_ptr<const WorkRecord> record,
                    PaperSizeCostRecord(app->name, dir, absl::GetFlag(FLAGS_cost_steps)));
   double fastest_s = 0;
-  for (GpuBaseline b : AllGpuBaselines()) {
+  for (GpuBaseline::Name b : AllGpuBaselines()) {
     ASSIGN_OR_RETURN(JobCosts c, CostOfRecord(*record, {{"gpu_baseline", GpuBaselineName(b)}}));
     if (app->costs.empty() || c.comparison.full_step_s() < fastest_s) {
       fastest_s = c.comparison.full_step_s();

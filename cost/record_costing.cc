@@ -7,6 +7,7 @@
 #include "absl/strings/str_split.h"
 #include "common/cost_util.h"
 #include "common/device_kind.h"
+#include "common/gpu_baseline.h"
 #include "cost/cost_comparison.h"
 
 namespace hpt {
@@ -115,7 +116,7 @@ absl::Status RecordCosting::Configure(const CostSettings& changes) {
     if (IsCoordinatorKey(key)) {
       // Check the value as the coordinator would.
       if (key == "gpu_baseline") {
-        absl::StatusOr<GpuBaseline> b = ParseGpuBaseline(value);
+        absl::StatusOr<GpuBaseline::Name> b = ParseGpuBaseline(value);
         if (!b.ok()) return absl::InvalidArgumentError(absl::StrCat("setting ", key, ": ",
                                                                     b.status().message()));
       } else {
@@ -142,7 +143,7 @@ absl::Status RecordCosting::Configure(const CostSettings& changes) {
     replan = replan || IsReramLayoutKey(key);
   }
   link_ = LinkFromSettings(coordinator);
-  absl::StatusOr<GpuBaseline> baseline = ParseGpuBaseline(coordinator["gpu_baseline"]);
+  absl::StatusOr<GpuBaseline::Name> baseline = ParseGpuBaseline(coordinator["gpu_baseline"]);
   if (!baseline.ok()) return baseline.status();
   baseline_ = *baseline;
   if (!replan) return absl::OkStatus();
@@ -192,13 +193,13 @@ const DeviceCostConfig& RecordCosting::DeviceConfig(int device) {
   return configs_.emplace(device, std::move(c)).first->second;
 }
 
-CostReport RecordCosting::CostOfTask(const RecordedTask& task, GpuBaseline baseline) {
+CostReport RecordCosting::CostOfTask(const RecordedTask& task, GpuBaseline::Name baseline) {
   auto copies = copies_.find(task.device());
   return CostTaskWork(task.work(), DeviceConfig(task.device()), baseline,
                       copies == copies_.end() ? nullptr : &copies->second, task.type());
 }
 
-const RecordCosting::ShapeCost& RecordCosting::CostOfShape(int index, GpuBaseline baseline) {
+const RecordCosting::ShapeCost& RecordCosting::CostOfShape(int index, GpuBaseline::Name baseline) {
   auto& slot = shapes_[{index, int(baseline)}];
   if (slot != nullptr) return *slot;
   const StepShape& shape = record_->shapes(index);
@@ -247,8 +248,8 @@ constexpr char kCudaEvents[] = "cuda events";
 // The name a probe's measured baseline is shown by: what ran. The probe's
 // `paper` is the paper's eager per-parameter Adam step from C++, with no
 // Python layer, so it is never shown as the paper's own.
-std::string MeasuredName(const std::string& probe_baseline) {
-  return probe_baseline == "paper" ? "libtorch-eager" : probe_baseline;
+std::string MeasuredName(GpuBaseline::Name probe_baseline) {
+  return probe_baseline == GpuBaseline::paper ? "libtorch-eager" : GpuBaselineName(probe_baseline);
 }
 
 // Where a measured row was timed ("NVIDIA H100 80GB HBM3 (cuda:0, cuda
@@ -330,7 +331,7 @@ void AddMeasuredRows(const WorkRecord& record, const RecordedPhases& libtorch,
 JobCosts RecordCosting::Cost() {
   JobCosts out;
   // The devices' totals, and the phases under each baseline.
-  std::map<GpuBaseline, RecordedPhases> phases;
+  std::map<GpuBaseline::Name, RecordedPhases> phases;
   out.devices.resize(record_->devices_size());
   for (int d = 0; d < record_->devices_size(); ++d) {
     const RecordedDevice& rd = record_->devices(d);
@@ -343,7 +344,7 @@ JobCosts RecordCosting::Cost() {
     dc.mutable_cost()->set_measured_s(rd.measured_s());
     dc.mutable_cost()->set_measured_j(rd.measured_j());
   }
-  for (GpuBaseline b : AllGpuBaselines()) {
+  for (GpuBaseline::Name b : AllGpuBaselines()) {
     RecordedPhases& p = phases[b];
     for (int i = 0; i < record_->shapes_size(); ++i) {
       const StepShape& shape = record_->shapes(i);
@@ -368,13 +369,13 @@ JobCosts RecordCosting::Cost() {
   in.switch_step = record_->switch_step();
   out.phases = phases[baseline_].Listed();
   out.comparison = Compare(phases[baseline_], in);
-  out.comparison.set_baseline(GpuBaselineName(baseline_));
+  out.comparison.set_baseline(baseline_);
   AddTimeNotes(out.devices, phases[baseline_], &out.comparison);
-  for (GpuBaseline b : AllGpuBaselines()) {
+  for (GpuBaseline::Name b : AllGpuBaselines()) {
     *out.comparison.add_baselines() =
         BaselineRow(GpuBaselineName(b), GpuBaselineSource(b), Compare(phases[b], in));
   }
-  AddMeasuredRows(*record_, phases[GpuBaseline::kLibtorch], in, &out.comparison);
+  AddMeasuredRows(*record_, phases[GpuBaseline::libtorch], in, &out.comparison);
   out.numerics_notes = numerics_notes_;
   return out;
 }

@@ -87,7 +87,7 @@ class RecordCosting {
   // has not got.
   absl::StatusOr<StepTimeline> Timeline(int64_t step);
 
-  GpuBaseline baseline() const { return baseline_; }
+  GpuBaseline::Name baseline() const { return baseline_; }
   const InterconnectConfig& link() const { return link_; }
 
  private:
@@ -95,8 +95,8 @@ class RecordCosting {
   RecordCosting() = default;
   absl::Status Configure(const CostSettings& changes);
   const DeviceCostConfig& DeviceConfig(int device);
-  const ShapeCost& CostOfShape(int shape, GpuBaseline baseline);
-  CostReport CostOfTask(const RecordedTask& task, GpuBaseline baseline);
+  const ShapeCost& CostOfShape(int shape, GpuBaseline::Name baseline);
+  CostReport CostOfTask(const RecordedTask& task, GpuBaseline::Name baseline);
   void Lay(const google::protobuf::RepeatedPtrField<RecordedTask>& tasks,
            const std::vector<CostReport>& costs, int ranks, CostTimeline* timeline,
            std::vector<LaidPiece>* pieces = nullptr) const;
@@ -104,7 +104,7 @@ class RecordCosting {
   const WorkRecord* record_ = nullptr;
   CostSettings device_settings_;
   InterconnectConfig link_;
-  GpuBaseline baseline_ = GpuBaseline::kPaper;
+  GpuBaseline::Name baseline_ = GpuBaseline::paper;
   std::map<int, DeviceCostConfig> configs_;  // by device index
   // Copies of each ReRAM device's layers after a re-plan (none: recorded).
   std::map<int, LayerCopies> copies_;

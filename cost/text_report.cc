@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/gpu_baseline.h"
 #include "cost/switch_diagnosis.h"
 
 namespace hpt {
@@ -273,8 +274,9 @@ void AppendEnergyRow(double hpt_j, double gpu_only_j, double ratio, std::string*
 void AppendComparison(const CostComparison& cmp, std::string* report) {
   std::string& out = *report;
   absl::StrAppend(&out, "\nHpT vs GPU-only full-parameter training",
-                  cmp.baseline().empty() ? ""
-                                         : absl::StrCat(" (GPU baseline: ", cmp.baseline(), ")"),
+                  cmp.baseline() == GpuBaseline::GPU_BASELINE_UNSPECIFIED
+                      ? ""
+                      : absl::StrCat(" (GPU baseline: ", GpuBaselineName(cmp.baseline()), ")"),
                   "\n");
   absl::StrAppend(&out, absl::StrFormat("  %-8s %12s %12s %8s\n", "", "HpT", "GPU-only", "ratio"));
   absl::StrAppend(&out, absl::StrFormat("  %-8s %12s %12s %7.2fx\n", "time",

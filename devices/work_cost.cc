@@ -12,9 +12,9 @@
 namespace hpt {
 namespace {
 
-GpuLaunch LaunchOf(GpuBaseline baseline, const std::string& task_type) {
-  if (baseline == GpuBaseline::kGraph || baseline == GpuBaseline::kBf16) return GpuLaunch::kGraph;
-  if (baseline == GpuBaseline::kLibtorch || task_type == "backward") return GpuLaunch::kEager;
+GpuLaunch LaunchOf(GpuBaseline::Name baseline, const std::string& task_type) {
+  if (baseline == GpuBaseline::graph || baseline == GpuBaseline::bf16) return GpuLaunch::kGraph;
+  if (baseline == GpuBaseline::libtorch || task_type == "backward") return GpuLaunch::kEager;
   return GpuLaunch::kPythonEager;
 }
 
@@ -27,13 +27,13 @@ GemmShape ShapeOf(const GpuKernelWork& k) {
 }
 
 CostReport CostGpuWork(const TaskWork& work, const DeviceCostConfig& config,
-                       GpuBaseline baseline, const std::string& task_type) {
+                       GpuBaseline::Name baseline, const std::string& task_type) {
   const GpuLaunch launch = LaunchOf(baseline, task_type);
   const GpuPrecision precision =
-      baseline == GpuBaseline::kBf16 ? GpuPrecision::kBf16 : config.gpu_precision;
+      baseline == GpuBaseline::bf16 ? GpuPrecision::kBf16 : config.gpu_precision;
   const bool fused_update = work.optimizer_numel_size() > 0 &&
-                            (baseline == GpuBaseline::kFused || baseline == GpuBaseline::kGraph ||
-                             baseline == GpuBaseline::kBf16);
+                            (baseline == GpuBaseline::fused || baseline == GpuBaseline::graph ||
+                             baseline == GpuBaseline::bf16);
   const bool streamed = StreamsState(config.gpu, double(work.state_bytes()));
   const std::vector<int64_t> sizes(work.optimizer_numel().begin(),
                                    work.optimizer_numel().end());
@@ -189,43 +189,19 @@ CostReport CostNodeWork(const TaskWork& work, const DeviceCostConfig& config,
 
 }  // namespace
 
-absl::StatusOr<GpuBaseline> ParseGpuBaseline(const std::string& name) {
-  if (name.empty()) return GpuBaseline::kPaper;
-  for (GpuBaseline b : AllGpuBaselines()) {
-    if (GpuBaselineName(b) == name) return b;
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "gpu_baseline '", name, "' is not one of paper, libtorch, fused, graph, bf16"));
-}
-
-std::string GpuBaselineName(GpuBaseline baseline) {
+std::string GpuBaselineSource(GpuBaseline::Name baseline) {
   switch (baseline) {
-    case GpuBaseline::kLibtorch: return "libtorch";
-    case GpuBaseline::kFused: return "fused";
-    case GpuBaseline::kGraph: return "graph";
-    case GpuBaseline::kBf16: return "bf16";
-    default: return "paper";
-  }
-}
-
-std::vector<GpuBaseline> AllGpuBaselines() {
-  return {GpuBaseline::kPaper, GpuBaseline::kLibtorch, GpuBaseline::kFused, GpuBaseline::kGraph,
-          GpuBaseline::kBf16};
-}
-
-std::string GpuBaselineSource(GpuBaseline baseline) {
-  switch (baseline) {
-    case GpuBaseline::kLibtorch:
+    case GpuBaseline::libtorch:
       return "libtorch: the same eager kernels from LibTorch C++, as this service's GPU "
              "workers run them (dispatch per op from the profile; no Python layer)";
-    case GpuBaseline::kFused:
+    case GpuBaseline::fused:
       return "fused: paper with PyTorch's fused Adam (ATen MultiTensorApply.cuh: 36 tensors "
              "or 320 chunks of 65,536 elements a launch; 28 B per element)";
-    case GpuBaseline::kGraph:
+    case GpuBaseline::graph:
       return "graph: fused, the whole step replayed as a CUDA graph (one launch per task; a "
              "node costs its kernel plus 0.5 us: NVIDIA, \"Getting Started with CUDA "
              "Graphs\", 2019)";
-    case GpuBaseline::kBf16:
+    case GpuBaseline::bf16:
       return "bf16: graph under bf16 autocast (products' work on the bf16 units, their "
              "latency as measured in fp32; layer norm in fp32)";
     default:
@@ -235,7 +211,7 @@ std::string GpuBaselineSource(GpuBaseline baseline) {
 }
 
 CostReport CostTaskWork(const TaskWork& work, const DeviceCostConfig& config,
-                        GpuBaseline baseline, const LayerCopies* copies,
+                        GpuBaseline::Name baseline, const LayerCopies* copies,
                         const std::string& task_type) {
   if (config.kind == DeviceKind::gpu) return CostGpuWork(work, config, baseline, task_type);
   return CostNodeWork(work, config, copies);

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/gpu_baseline.h"
 #include "devices/cost_settings.h"
 #include "devices/gpu/kernel_cost.h"
 #include "proto/common.pb.h"
@@ -43,13 +44,8 @@
 
 namespace hpt {
 
-enum class GpuBaseline { kPaper, kLibtorch, kFused, kGraph, kBf16 };
-
-absl::StatusOr<GpuBaseline> ParseGpuBaseline(const std::string& name);
-std::string GpuBaselineName(GpuBaseline baseline);
-std::vector<GpuBaseline> AllGpuBaselines();
 // Where each baseline's launch costs come from, in a sentence.
-std::string GpuBaselineSource(GpuBaseline baseline);
+std::string GpuBaselineSource(GpuBaseline::Name baseline);
 
 // Multi-tensor apply (ATen MultiTensorApply.cuh) for a depth-4 tensor list.
 inline constexpr int64_t kMultiTensorMaxTensors = 36;
@@ -81,7 +77,7 @@ using LayerCopies = std::map<std::string, int64_t>;
 // (forward, backward, update) says which GPU ops a Python program calls
 // itself: the forward's and the update's.
 CostReport CostTaskWork(const TaskWork& work, const DeviceCostConfig& config,
-                        GpuBaseline baseline = GpuBaseline::kPaper,
+                        GpuBaseline::Name baseline = GpuBaseline::paper,
                         const LayerCopies* copies = nullptr,
                         const std::string& task_type = "forward");
 

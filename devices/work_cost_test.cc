@@ -4,6 +4,7 @@
 #include <numeric>
 #include <vector>
 
+#include "common/gpu_baseline.h"
 #include "devices/cost_settings.h"
 #include "devices/reram/reram_layer.h"
 #include "gtest/gtest.h"
@@ -71,7 +72,7 @@ TEST(WorkCost, ReramReadsAndProgrammingAreTheLayersOwn) {
     EXPECT_EQ(Counter(c, "crossbar_activations"), double(want.crossbar_activations));
     // A re-plan's copies replace the recorded ones.
     const LayerCopies one = {{"w", 1}};
-    const CostReport single = CostTaskWork(read, config, GpuBaseline::kPaper, &one);
+    const CostReport single = CostTaskWork(read, config, GpuBaseline::paper, &one);
     EXPECT_GT(single.simulated_s(), c.simulated_s());
   }
 }
@@ -128,7 +129,7 @@ TEST(WorkCost, AStateLargerThanTheCacheStreamsWeightsAndTheUpdate) {
   ASSERT_EQ(work.kernels(0).m(), 8);
   auto seconds = [&](int64_t state_bytes, const std::string& task) {
     work.set_state_bytes(state_bytes);
-    return CostTaskWork(work, config, GpuBaseline::kLibtorch, nullptr, task).simulated_s();
+    return CostTaskWork(work, config, GpuBaseline::libtorch, nullptr, task).simulated_s();
   };
   EXPECT_DOUBLE_EQ(seconds(1000, "forward"), 1e6 / 2e9 + 1e6 / 1e10);
   EXPECT_DOUBLE_EQ(seconds(2e6, "forward"), 1e6 / 1e9 + 1e6 / 1e10);  // the weight streams
@@ -161,8 +162,8 @@ TEST(WorkCost, AnUpdateByParameterReadsItsStateOnce) {
   AddKernels({{"aten::add_", 0, 12.0 * (1 << 20)}}, &work);
   work.add_optimizer_numel(1 << 20);
   work.set_state_bytes(int64_t(100e6));  // past the cache
-  const double s = CostTaskWork(work, config, GpuBaseline::kLibtorch, nullptr, "update")
-                       .simulated_s();
+  const double s =
+      CostTaskWork(work, config, GpuBaseline::libtorch, nullptr, "update").simulated_s();
   EXPECT_NEAR(s, 12.0 * (1 << 20) / 1e11 + 28.0 * (1 << 20) * (1 / 2e10 - 1 / 1e11), 1e-12);
 }
 
@@ -189,13 +190,13 @@ TEST(WorkCost, EachBaselineLaunchesItsOwnWay) {
     update.add_optimizer_numel(512);
   }
   AddKernels(kernels, &update);
-  auto cost = [&](GpuBaseline b, const std::string& type) {
+  auto cost = [&](GpuBaseline::Name b, const std::string& type) {
     return CostTaskWork(update, config, b, nullptr, type);
   };
-  const CostReport paper = cost(GpuBaseline::kPaper, "update");
-  const CostReport libtorch = cost(GpuBaseline::kLibtorch, "update");
-  const CostReport fused = cost(GpuBaseline::kFused, "update");
-  const CostReport graph = cost(GpuBaseline::kGraph, "update");
+  const CostReport paper = cost(GpuBaseline::paper, "update");
+  const CostReport libtorch = cost(GpuBaseline::libtorch, "update");
+  const CostReport fused = cost(GpuBaseline::fused, "update");
+  const CostReport graph = cost(GpuBaseline::graph, "update");
   EXPECT_EQ(Counter(paper, "kernels"), 800);
   EXPECT_EQ(Counter(fused, "kernels"), 3);  // ceil(100 / 36)
   // Launch-bound: Python's update pays its layer on every op, C++'s only
@@ -204,8 +205,7 @@ TEST(WorkCost, EachBaselineLaunchesItsOwnWay) {
   EXPECT_NEAR(libtorch.simulated_s(), 800 * g.dispatch_s, 1e-12);
   EXPECT_NEAR(fused.simulated_s(), 3 * g.dispatch_s + g.python_op_s, 1e-12);
   // Autograd runs a backward in C++ whoever called it.
-  EXPECT_NEAR(cost(GpuBaseline::kPaper, "backward").simulated_s(), libtorch.simulated_s(),
-              1e-15);
+  EXPECT_NEAR(cost(GpuBaseline::paper, "backward").simulated_s(), libtorch.simulated_s(), 1e-15);
   // The graph: one launch, then three nodes, each its device time (at least
   // the shortest kernel's) plus a node's (lists of 36, 36 and 28 tensors).
   const double bandwidth = g.memory_bw * g.memory_share;
@@ -218,7 +218,7 @@ TEST(WorkCost, EachBaselineLaunchesItsOwnWay) {
   EXPECT_LT(graph.simulated_s(), fused.simulated_s());
   EXPECT_DOUBLE_EQ(Counter(fused, "flops"), Counter(paper, "flops"));
   EXPECT_DOUBLE_EQ(Counter(fused, "dram_bytes"), 100 * 512 * kFusedAdamBytesPerElement);
-  for (GpuBaseline b : AllGpuBaselines()) {
+  for (GpuBaseline::Name b : AllGpuBaselines()) {
     EXPECT_EQ(*ParseGpuBaseline(GpuBaselineName(b)), b);
   }
   EXPECT_FALSE(ParseGpuBaseline("tuned").ok());
@@ -230,8 +230,8 @@ TEST(WorkCost, Bf16RunsProductsAtTheTensorCoresRate) {
   TaskWork work;
   const double flops = 2.0 * 8192 * 8192 * 8192;
   AddKernels({{"aten::mm", flops, 3.0 * 8192 * 8192 * 4}}, &work);
-  const double fp32 = CostTaskWork(work, config, GpuBaseline::kGraph).simulated_s();
-  const double bf16 = CostTaskWork(work, config, GpuBaseline::kBf16).simulated_s();
+  const double fp32 = CostTaskWork(work, config, GpuBaseline::graph).simulated_s();
+  const double bf16 = CostTaskWork(work, config, GpuBaseline::bf16).simulated_s();
   const double h = config.gpu.dispatch_s + config.gpu.graph_node_s;
   EXPECT_NEAR(fp32 - h, flops / (19.5e12 * config.gpu.compute_share), 1e-9);
   EXPECT_NEAR(bf16 - h, flops / (312e12 * config.gpu.compute_share), 1e-9);

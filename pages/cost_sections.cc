@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/device_kind.h"
+#include "common/gpu_baseline.h"
 #include "pages/sections.h"
 #include "pages/svg.h"
 
@@ -107,12 +108,13 @@ std::vector<Bar> CostBars(const Job& job, bool energy) {
     const double gpu = energy ? b.gpu_only_energy_j() : b.gpu_only_time_s();
     const double ratio = energy ? b.energy_ratio() : b.time_ratio();
     const double projected = energy ? b.projected_energy_ratio() : b.projected_time_ratio();
-    bars.push_back({"gpu-only-" + (b.measured() ? b.baseline() + "-measured" : b.baseline()),
-                    "GPU-only, " + name +
-                        (!b.measured() && b.baseline() == c.baseline() ? " (job's)" : ""),
-                    {{"gpu-only " + name, gpu, KindColour(b.measured() ? "gpu-measured" : "gpu-only")}},
-                    absl::StrCat(energy ? Joules(gpu) : Seconds(gpu), ": HpT ", Num(ratio, 3), "×, projected ",
-                                 Num(projected, 3), "×")});
+    bars.push_back(
+        {"gpu-only-" + (b.measured() ? b.baseline() + "-measured" : b.baseline()),
+         "GPU-only, " + name +
+             (!b.measured() && b.baseline() == GpuBaselineName(c.baseline()) ? " (job's)" : ""),
+         {{"gpu-only " + name, gpu, KindColour(b.measured() ? "gpu-measured" : "gpu-only")}},
+         absl::StrCat(energy ? Joules(gpu) : Seconds(gpu), ": HpT ", Num(ratio, 3), "×, projected ",
+                      Num(projected, 3), "×")});
   }
   return bars;
 }
@@ -154,10 +156,12 @@ std::string CostSection(const Job& job) {
     return out + "<p class=\"note\">No step has been costed yet.</p></section>";
   }
   const CostComparison& c = job.hpt().comparison();
-  absl::StrAppend(&out, "<p class=\"note\">HpT as run against the same steps on GPUs alone, under each GPU-only "
-                        "baseline (ratios above 1: HpT saves). The job's own comparison uses the <b>",
-                  Escape(c.baseline()), "</b> baseline; projected ratios extend the run to ",
-                  Num(c.project_epochs(), 3), " epochs.</p>");
+  absl::StrAppend(
+      &out,
+      "<p class=\"note\">HpT as run against the same steps on GPUs alone, under each GPU-only "
+      "baseline (ratios above 1: HpT saves). The job's own comparison uses the <b>",
+      Escape(GpuBaselineName(c.baseline())), "</b> baseline; projected ratios extend the run to ",
+      Num(c.project_epochs(), 3), " epochs.</p>");
   absl::StrAppend(&out, "<h3>Time</h3>", BarChart("time-bars", "simulated seconds", CostBars(job, false), Seconds));
   absl::StrAppend(&out, "<h3>Energy</h3>", BarChart("energy-bars", "joules", CostBars(job, true), Joules));
   std::vector<std::pair<std::string, std::string>> legend;

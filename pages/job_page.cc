@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/device_kind.h"
+#include "common/gpu_baseline.h"
 #include "cost/switch_diagnosis.h"
 #include "cost/text_report.h"
 #include "pages/sections.h"
@@ -129,7 +130,8 @@ std::string Header(const Job& job) {
     absl::StrAppend(&out, Card(absl::StrJoin(layers, " · "), "each layer's switch (layerwise)"));
   }
   if (c.hpt_time_s() > 0) {
-    absl::StrAppend(&out, Card(Num(c.time_ratio(), 3) + "×", "time saved vs GPU-only (" + c.baseline() + ")"));
+    absl::StrAppend(&out, Card(Num(c.time_ratio(), 3) + "×",
+                               "time saved vs GPU-only (" + GpuBaselineName(c.baseline()) + ")"));
     // The bar the paper's claim must clear: the fastest GPU-only baseline,
     // modelled; and, where this job's GPU measured them, the fastest there.
     for (bool measured : {false, true}) {

@@ -33,7 +33,7 @@ Job SmallJob() {
   CostComparison* c = h->mutable_comparison();
   c->set_hpt_time_s(0.6);
   c->set_hpt_energy_j(3.5);
-  c->set_baseline("paper");
+  c->set_baseline(GpuBaseline::paper);
   BaselineComparison* b = c->add_baselines();
   b->set_baseline("paper");
   b->set_gpu_only_time_s(1.2);

@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "common/stored_kinds.h"
+#include "common/stored_enums.h"
 
 namespace hpt {
 namespace {
@@ -170,7 +170,7 @@ absl::Status JobStore::GetBlob(const char* table, const std::string& what,
     return absl::DataLossError(
         absl::StrCat("job store '", path_, "': the ", what, " of ", job_id, " does not parse"));
   }
-  UpgradeStoredKinds(message);
+  UpgradeStoredEnums(message);
   return absl::OkStatus();
 }
 
@@ -209,7 +209,7 @@ absl::StatusOr<std::vector<Job>> JobStore::LoadAll() {
           "job store '", path_, "': the row of job ",
           reinterpret_cast<const char*>(sqlite3_column_text(all.get(), 0)), " does not parse"));
     }
-    UpgradeStoredKinds(&job);
+    UpgradeStoredEnums(&job);
     jobs.push_back(std::move(job));
   }
   if (rc != SQLITE_DONE) return SqliteError(db_, "listing jobs");

@@ -18,7 +18,8 @@ std::vector<MeasuredBaseline> ProbeJobBaselines(WorkerClient& gpu, const ModelCo
     return {response->baselines().begin(), response->baselines().end()};
   }
   std::vector<MeasuredBaseline> failed;
-  for (const char* name : {"paper", "fused", "graph", "bf16"}) {
+  for (GpuBaseline::Name name :
+       {GpuBaseline::paper, GpuBaseline::fused, GpuBaseline::graph, GpuBaseline::bf16}) {
     MeasuredBaseline m;
     m.set_baseline(name);
     m.set_device(gpu.address());

@@ -16,7 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
-#include "common/stored_kinds.h"
+#include "common/stored_enums.h"
 #include "common/tensor_codec.h"
 
 namespace hpt {
@@ -120,7 +120,7 @@ absl::StatusOr<CheckpointHeader> ParseHeader(RecordReader& reader) {
   if (!header.ParseFromArray(bytes.data(), int(bytes.size())) || header.format_version() != 1) {
     return reader.Damaged("has no readable header");
   }
-  UpgradeStoredKinds(&header);
+  UpgradeStoredEnums(&header);
   return header;
 }
 

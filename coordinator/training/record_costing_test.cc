@@ -163,7 +163,7 @@ TEST_P(RecostTest, MeasuredBaselinesRestOnTheMeasuredStep) {
   const double own_step = full->gpu_main_s() / double(full->gpu_steps());
 
   MeasuredBaseline* paper = record.add_probes();
-  paper->set_baseline("paper");
+  paper->set_baseline(GpuBaseline::paper);
   paper->set_path("eager");
   paper->set_device_name("Test GPU");
   paper->set_measured_by("cuda events");
@@ -171,7 +171,7 @@ TEST_P(RecostTest, MeasuredBaselinesRestOnTheMeasuredStep) {
   paper->set_step_j(0.5);
   paper->set_timed_steps(10);
   MeasuredBaseline* graph = record.add_probes();
-  graph->set_baseline("graph");
+  graph->set_baseline(GpuBaseline::graph);
   graph->set_not_run("not run: no CUDA");
   absl::StatusOr<JobCosts> costs = CostOfRecord(record, {});
   ASSERT_TRUE(costs.ok()) << costs.status();

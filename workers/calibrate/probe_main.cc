@@ -13,6 +13,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "common/gpu_baseline.h"
 #include "common/process_setup.h"
 #include "models/model_config.h"
 #include "workers/gpu/baseline_probe.h"
@@ -64,13 +65,14 @@ int main(int argc, char** argv) {
               meter->device_name().c_str(), meter->measured_by().c_str());
   for (const hpt::MeasuredBaseline& m : r->baselines()) {
     if (!m.not_run().empty()) {
-      std::printf("  %-6s %s\n", m.baseline().c_str(), m.not_run().c_str());
+      std::printf("  %-6s %s\n", hpt::GpuBaselineName(m.baseline()).c_str(), m.not_run().c_str());
     } else if (m.step_j() > 0) {
-      std::printf("  %-6s %9.3f ms  %8.3f J a step  (%s)\n", m.baseline().c_str(),
-                  1e3 * m.step_s(), m.step_j(), m.path().c_str());
-    } else {
-      std::printf("  %-6s %9.3f ms  (%s)\n", m.baseline().c_str(), 1e3 * m.step_s(),
+      std::printf("  %-6s %9.3f ms  %8.3f J a step  (%s)\n",
+                  hpt::GpuBaselineName(m.baseline()).c_str(), 1e3 * m.step_s(), m.step_j(),
                   m.path().c_str());
+    } else {
+      std::printf("  %-6s %9.3f ms  (%s)\n", hpt::GpuBaselineName(m.baseline()).c_str(),
+                  1e3 * m.step_s(), m.path().c_str());
     }
   }
   return 0;

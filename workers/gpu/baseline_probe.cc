@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/gpu_baseline.h"
 #include "models/model_config.h"
 #include "models/st_transformer.h"
 #include "workers/gpu/bf16_autocast.h"
@@ -149,12 +150,17 @@ absl::Status CheckRequest(const ProbeBaselinesRequest& r) {
         "ProbeBaselinesRequest.steps must be in [1, ", kMaxSteps, "] and .warm_up in [0, ",
         kMaxWarmUp, "], got ", r.steps(), " and ", r.warm_up()));
   }
-  for (const std::string& b : r.baselines()) {
+  for (int b : r.baselines()) {
     const auto& known = ProbedBaselines();
     if (std::find(known.begin(), known.end(), b) == known.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("ProbeBaselinesRequest.baselines: '", b, "' is not one of ",
-                       absl::StrJoin(known, ", ")));
+      std::vector<std::string> names;
+      for (GpuBaseline::Name k : known) names.push_back(GpuBaselineName(k));
+      const std::string given = b != 0 && GpuBaseline::Name_IsValid(b)
+                                    ? GpuBaselineName(GpuBaseline::Name(b))
+                                    : absl::StrCat(b);
+      return absl::InvalidArgumentError(absl::StrCat("ProbeBaselinesRequest.baselines: ", given,
+                                                     " is not one of ",
+                                                     absl::StrJoin(names, ", ")));
     }
   }
   return absl::OkStatus();
@@ -165,26 +171,27 @@ ProbeBaselinesRequest WithDefaults(ProbeBaselinesRequest r) {
   if (r.warm_up() == 0) r.set_warm_up(3);
   if (r.learning_rate() <= 0) r.set_learning_rate(1e-3);
   if (r.baselines().empty()) {
-    for (const std::string& b : ProbedBaselines()) r.add_baselines(b);
+    for (GpuBaseline::Name b : ProbedBaselines()) r.add_baselines(b);
   }
   return r;
 }
 
-std::string PathOf(const std::string& baseline, bool cuda) {
-  if (baseline == "paper") {
+std::string PathOf(GpuBaseline::Name baseline, bool cuda) {
+  if (baseline == GpuBaseline::paper) {
     return "eager, per-parameter Adam, from C++ (the paper's step without Python's per-op "
            "layer)";
   }
-  if (baseline == "fused") return "eager, ATen's fused Adam, from C++";
-  if (baseline == "graph") return "whole step as one CUDA graph, fused Adam, replayed";
+  if (baseline == GpuBaseline::fused) return "eager, ATen's fused Adam, from C++";
+  if (baseline == GpuBaseline::graph) return "whole step as one CUDA graph, fused Adam, replayed";
   return cuda ? "whole step as one CUDA graph under bf16 autocast, fused Adam"
               : "eager under the CPU's bf16 autocast, fused Adam (no graphs on the CPU)";
 }
 
 }  // namespace
 
-const std::vector<std::string>& ProbedBaselines() {
-  static const auto* names = new std::vector<std::string>{"paper", "fused", "graph", "bf16"};
+const std::vector<GpuBaseline::Name>& ProbedBaselines() {
+  static const auto* names = new std::vector<GpuBaseline::Name>{
+      GpuBaseline::paper, GpuBaseline::fused, GpuBaseline::graph, GpuBaseline::bf16};
   return *names;
 }
 
@@ -195,7 +202,8 @@ absl::StatusOr<ProbeBaselinesResponse> ProbeBaselines(const ProbeBaselinesReques
   if (absl::Status s = CheckRequest(r); !s.ok()) return s;
   const torch::Device device(device_text);
   ProbeBaselinesResponse response;
-  for (const std::string& baseline : r.baselines()) {
+  for (int b : r.baselines()) {
+    const GpuBaseline::Name baseline = GpuBaseline::Name(b);
     MeasuredBaseline* out = response.add_baselines();
     out->set_baseline(baseline);
     out->set_path(PathOf(baseline, device.is_cuda()));
@@ -204,7 +212,7 @@ absl::StatusOr<ProbeBaselinesResponse> ProbeBaselines(const ProbeBaselinesReques
     out->set_measured_by(meter->measured_by());
     out->set_batch(r.batch());
     out->set_tokens(r.tokens());
-    if (baseline == "graph" && !device.is_cuda()) {
+    if (baseline == GpuBaseline::graph && !device.is_cuda()) {
       out->set_not_run("not run: no CUDA (CUDA graphs need a GPU)");
       continue;
     }
@@ -212,15 +220,15 @@ absl::StatusOr<ProbeBaselinesResponse> ProbeBaselines(const ProbeBaselinesReques
     out->set_warm_up(r.warm_up());
     try {
       Scratch s = MakeScratch(r, device);
-      if (baseline == "paper") {
+      if (baseline == GpuBaseline::paper) {
         torch::optim::Adam adam(s.params, torch::optim::AdamOptions(r.learning_rate()));
         Time([&] { ForwardBackward(s, device, false); adam.step(); }, r, meter, out);
-      } else if (baseline == "fused" || !device.is_cuda()) {
+      } else if (baseline == GpuBaseline::fused || !device.is_cuda()) {
         FusedAdam adam(s.params, r.learning_rate());
-        const bool bf16 = baseline == "bf16";
+        const bool bf16 = baseline == GpuBaseline::bf16;
         Time([&] { ForwardBackward(s, device, bf16); adam.Step(); }, r, meter, out);
       } else {
-        TimeGraph(s, device, baseline == "bf16", r, meter, out);
+        TimeGraph(s, device, baseline == GpuBaseline::bf16, r, meter, out);
       }
     } catch (const c10::Error& e) {
       out->clear_timed_steps();

@@ -28,7 +28,7 @@
 namespace hpt {
 
 // The baselines a probe knows, in the report's order.
-const std::vector<std::string>& ProbedBaselines();
+const std::vector<GpuBaseline::Name>& ProbedBaselines();
 
 // Runs the probe on `device` ("cpu" or "cuda:N"), timing with `meter`.
 // INVALID_ARGUMENT names the request's bad field; a baseline that cannot

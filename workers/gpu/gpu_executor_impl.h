@@ -82,8 +82,8 @@ struct GpuExecutor::Impl {
     AddKernels(kernels, &work);
     for (int64_t n : optimizer_numel) work.add_optimizer_numel(n);
     work.set_state_bytes(session.state_bytes);
-    *cost = CostTaskWork(work, bf16 ? bf16_cost_config : cost_config, GpuBaseline::kPaper,
-                         nullptr, task_type);
+    *cost = CostTaskWork(work, bf16 ? bf16_cost_config : cost_config, GpuBaseline::paper, nullptr,
+                         task_type);
     cost->set_device(device_name);
     cost->set_measured_s(measured.s);
     cost->set_measured_j(measured.j);

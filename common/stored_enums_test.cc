@@ -1,4 +1,4 @@
-#include "common/stored_kinds.h"
+#include "common/stored_enums.h"
 
 #include <string>
 
@@ -9,7 +9,7 @@
 namespace hpt {
 namespace {
 
-// Bytes as a store written before DeviceKind held them: the kind as text
+// Bytes as a store wrote them before the enums: the value as text
 // in the field number that is now reserved.
 template <typename M>
 void SetTextKind(M* message, int number, const std::string& kind) {
@@ -23,7 +23,7 @@ M Reparsed(const M& message) {
   return out;
 }
 
-TEST(StoredKindsTest, AJobWrittenWithTextKindsReadsBackAsEnums) {
+TEST(StoredEnumsTest, AJobWrittenWithTextKindsReadsBackAsEnums) {
   Job old;
   SetTextKind(old.mutable_spec()->mutable_placement(), 2, "reram");
   SetTextKind(old.mutable_cost(), 1, "gpu");
@@ -33,7 +33,7 @@ TEST(StoredKindsTest, AJobWrittenWithTextKindsReadsBackAsEnums) {
   Job job = Reparsed(old);
   ASSERT_EQ(job.spec().placement().head_device(), DeviceKind::DEVICE_KIND_UNSPECIFIED);
 
-  UpgradeStoredKinds(&job);
+  UpgradeStoredEnums(&job);
   EXPECT_EQ(job.spec().placement().head_device(), DeviceKind::reram);
   EXPECT_EQ(job.cost().device_kind(), DeviceKind::gpu);
   EXPECT_EQ(job.device_costs(0).kind(), DeviceKind::systolic);
@@ -47,27 +47,40 @@ TEST(StoredKindsTest, AJobWrittenWithTextKindsReadsBackAsEnums) {
             0);
 }
 
-TEST(StoredKindsTest, ACheckpointsWorkRecordReadsBackAsEnums) {
+TEST(StoredEnumsTest, ACheckpointsWorkRecordReadsBackAsEnums) {
   CheckpointHeader old;
   for (const char* kind : {"gpu", "reram"}) {
     SetTextKind(old.mutable_work_record()->add_devices(), 2, kind);
   }
   CheckpointHeader checkpoint = Reparsed(old);
-  UpgradeStoredKinds(&checkpoint);
+  UpgradeStoredEnums(&checkpoint);
   ASSERT_EQ(checkpoint.work_record().devices_size(), 2);
   EXPECT_EQ(checkpoint.work_record().devices(0).kind(), DeviceKind::gpu);
   EXPECT_EQ(checkpoint.work_record().devices(1).kind(), DeviceKind::reram);
 }
 
-TEST(StoredKindsTest, AnEnumAlreadySetWinsAndUnknownTextIsDropped) {
+TEST(StoredEnumsTest, BaselinesWrittenAsTextReadBackAsEnums) {
+  Job old;
+  SetTextKind(old.mutable_hpt()->mutable_comparison(), 24, "fused");
+  CheckpointHeader header;
+  SetTextKind(header.mutable_work_record()->add_probes(), 1, "bf16");
+  Job job = Reparsed(old);
+  CheckpointHeader checkpoint = Reparsed(header);
+  UpgradeStoredEnums(&job);
+  UpgradeStoredEnums(&checkpoint);
+  EXPECT_EQ(job.hpt().comparison().baseline(), GpuBaseline::fused);
+  EXPECT_EQ(checkpoint.work_record().probes(0).baseline(), GpuBaseline::bf16);
+}
+
+TEST(StoredEnumsTest, AnEnumAlreadySetWinsAndUnknownTextIsDropped) {
   RecordedDevice both;
   both.set_kind(DeviceKind::systolic);
   SetTextKind(&both, 2, "reram");
   RecordedDevice tpu;
   SetTextKind(&tpu, 2, "tpu");
   RecordedDevice a = Reparsed(both), b = Reparsed(tpu);
-  UpgradeStoredKinds(&a);
-  UpgradeStoredKinds(&b);
+  UpgradeStoredEnums(&a);
+  UpgradeStoredEnums(&b);
   EXPECT_EQ(a.kind(), DeviceKind::systolic);
   EXPECT_EQ(b.kind(), DeviceKind::DEVICE_KIND_UNSPECIFIED);
   EXPECT_EQ(b.GetReflection()->GetUnknownFields(b).field_count(), 0);
