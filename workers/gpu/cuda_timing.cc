@@ -5,7 +5,9 @@
 #include <c10/core/Event.h>
 #include <c10/core/StreamGuard.h>
 #include <c10/cuda/CUDAStream.h>
-#include <torch/torch.h>
+#include <torch/cuda.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <atomic>

@@ -2,7 +2,8 @@
 
 #include <c10/core/Event.h>
 #include <c10/cuda/CUDAStream.h>
-#include <torch/torch.h>
+#include <torch/cuda.h>
+#include <torch/types.h>
 
 #include <chrono>
 #include <fstream>
