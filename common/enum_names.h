@@ -9,6 +9,7 @@
 #define HPT_COMMON_ENUM_NAMES_H_
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -25,16 +26,21 @@ inline bool Spellable(const google::protobuf::EnumValueDescriptor* value) {
   return !absl::EndsWith(value->name(), "_UNSPECIFIED");
 }
 
+// "a, b or c": alternatives as an error lists them.
+inline std::string JoinAlternatives(std::vector<std::string> names) {
+  if (names.size() < 2) return absl::StrJoin(names, "");
+  const std::string last = names.back();
+  names.pop_back();
+  return absl::StrCat(absl::StrJoin(names, ", "), " or ", last);
+}
+
 // "a, b or c": the names a value of `type` may take (the default aside).
 inline std::string AllowedNames(const google::protobuf::EnumDescriptor* type) {
   std::vector<std::string> names;
   for (int i = 0; i < type->value_count(); ++i) {
     if (Spellable(type->value(i))) names.push_back(type->value(i)->name());
   }
-  if (names.size() < 2) return absl::StrJoin(names, "");
-  const std::string last = names.back();
-  names.pop_back();
-  return absl::StrCat(absl::StrJoin(names, ", "), " or ", last);
+  return JoinAlternatives(std::move(names));
 }
 
 // `name` as a value of `type`; INVALID_ARGUMENT naming `field` and the

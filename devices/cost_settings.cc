@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "common/enum_names.h"
 #include "devices/device_settings.h"
 
 namespace hpt {
@@ -53,9 +54,7 @@ absl::Status ParseIn(const Named<E> (&table)[N], const std::string& label, const
     }
     names.push_back(n.name);
   }
-  const std::string last = names.back();
-  names.pop_back();
-  return Bad(label, value, absl::StrCat("want ", absl::StrJoin(names, ", "), " or ", last));
+  return Bad(label, value, "want " + JoinAlternatives(std::move(names)));
 }
 
 std::string PrecisionName(GpuPrecision p) { return NameIn(kGpuPrecisions, p); }
