@@ -17,6 +17,7 @@ void JobRegistry::Locked::SetState(JobState state, const std::string& error) {
   job.set_state(state);
   if (!error.empty()) job.set_error(error);
   if (IsTerminal(state)) {
+    ended_ = true;
     job.set_end_time_unix_ms(absl::ToUnixMillis(absl::Now()));
     record_.data.reset();  // the data set is only needed while training
   }
@@ -51,17 +52,19 @@ absl::Status JobRegistry::Update(const std::string& job_id,
   ASSIGN_OR_RETURN(Record * record, Find(job_id));
   Locked locked(*this, *record);
   absl::Status status = fn(locked);
-  ForgetOldJobs();
+  if (locked.ended_) ForgetOldJobs();
   return status;
 }
 
 void JobRegistry::UpdateAll(absl::FunctionRef<void(Locked&)> fn) {
   absl::MutexLock lock(&mu_);
+  bool ended = false;
   for (auto& [id, record] : jobs_) {
     Locked locked(*this, *record);
     fn(locked);
+    ended |= locked.ended_;
   }
-  ForgetOldJobs();
+  if (ended) ForgetOldJobs();
 }
 
 void JobRegistry::Add(Job job, const std::string& request_id, bool persist) {

@@ -95,6 +95,7 @@ class JobRegistry {
     Locked(JobRegistry& registry, Record& record) : registry_(registry), record_(record) {}
     JobRegistry& registry_;
     Record& record_;
+    bool ended_ = false;  // SetState gave it a terminal state
   };
 
   explicit JobRegistry(Options options) : options_(std::move(options)) {}
@@ -103,8 +104,8 @@ class JobRegistry {
 
   // Runs `fn` on the job's record under the registry's lock and returns
   // what it returns; NOT_FOUND naming the job when there is no record.
-  // `fn` must not block or call back into the registry. Finished jobs past
-  // max_retained_jobs are forgotten after it.
+  // `fn` must not block or call back into the registry. When it ends a job,
+  // finished jobs past max_retained_jobs are forgotten after it.
   absl::Status Update(const std::string& job_id, absl::FunctionRef<absl::Status(Locked&)> fn)
       ABSL_LOCKS_EXCLUDED(mu_);
   // `fn` on every record, in job-id order, under one hold of the lock.
