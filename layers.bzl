@@ -37,9 +37,12 @@ LAYERS = [
     ["//coordinator/jobs"],
     # 9: the two programs users run: the coordinator process and hptctl.
     ["//coordinator", "//hptctl"],
-    # 10: what measures the rest.
+    # 10: a cluster in one process: the trainer and job runner over the
+    # real backends, which the coordinator never sees, and their tests.
+    ["//inprocess"],
+    # 11: what measures the rest.
     ["//benchmarks", "//fuzz"],
-    # 11: what checks the rest (the docs' flags against every binary's
+    # 12: what checks the rest (the docs' flags against every binary's
     # --help, the benchmarks' among them).
     ["//tests"],
 ]
@@ -48,8 +51,8 @@ def dependants(package, hidden_from = ""):
     """The packages in layers above `package`'s, as a visibility list.
 
     Packages under `hidden_from` (e.g. "//coordinator") are left out: a
-    backend hides its internals from the coordinator, and opens only the
-    targets the coordinator uses with their own full `visibility`.
+    worker backend is hidden from the coordinator, which reaches workers
+    only through their gRPC service.
     """
     for i, layer in enumerate(LAYERS):
         if package in layer:

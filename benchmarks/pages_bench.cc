@@ -20,7 +20,7 @@
 #include "benchmarks/median_time.h"
 #include "coordinator/pages_server.h"
 #include "coordinator/spec/job_spec.h"
-#include "coordinator/training/in_process_workers.h"
+#include "inprocess/in_process_workers.h"
 
 ABSL_FLAG(int64_t, steps, 100000, "Steps of the grown job.");
 ABSL_FLAG(int, runs, 20, "GETs per page; the median is reported.");

@@ -40,8 +40,32 @@ def package_of(path, packages):
     return best
 
 
-def violations(root, layers):
-    """Every include that runs sideways or upward, as readable lines."""
+HIDDEN = re.compile(r'dependants\(\s*"//([^"]+)",\s*hidden_from\s*=\s*"//([^"]+)"\s*\)')
+VISIBILITY = re.compile(r'^\s*(?:default_)?visibility\s*=\s*(.*)$', re.M)
+
+
+def hidden_from(root, layers):
+    """{package: the package tree it is hidden from}, read from each BUILD's
+    dependants(..., hidden_from = ...)."""
+    out = {}
+    for layer in layers:
+        for p in layer:
+            build = os.path.join(root, p, "BUILD")
+            if os.path.exists(build):
+                for pkg, hidden in HIDDEN.findall(read(build)):
+                    if pkg == p:
+                        out[p] = hidden
+    return out
+
+
+def under(package, tree):
+    return package == tree or package.startswith(tree + "/")
+
+
+def violations(root, layers, hidden=None):
+    """Every include that runs sideways or upward, or into a package hidden
+    from the includer, as readable lines."""
+    hidden = hidden_from(root, layers) if hidden is None else hidden
     layer_of = {p: i for i, layer in enumerate(layers) for p in layer}
     found = []
     for dirpath, dirnames, filenames in os.walk(root):
@@ -61,7 +85,23 @@ def violations(root, layers):
                 if layer_of[dst] >= layer_of[src]:
                     found.append("%s (layer %d, //%s) includes %s (layer %d, //%s)" % (
                         path, layer_of[src], src, included, layer_of[dst], dst))
+                elif dst in hidden and under(src, hidden[dst]):
+                    found.append("%s (//%s) includes %s (//%s, hidden from //%s)" % (
+                        path, src, included, dst, hidden[dst]))
     return found
+
+
+def visible_to_hidden(root, hidden):
+    """Visibility lines in a hidden package's BUILD that open a target to the
+    tree it is hidden from: a dependants() without hidden_from, a public
+    one, or one naming that tree."""
+    out = []
+    for pkg, tree in sorted(hidden.items()):
+        for line in VISIBILITY.findall(read(os.path.join(root, pkg, "BUILD"))):
+            if ("dependants(" in line and "hidden_from" not in line) or \
+                    "//visibility:public" in line or '"//%s' % tree in line:
+                out.append("//%s: visibility = %s" % (pkg, line.strip()))
+    return out
 
 
 def public_packages(root, layers):
@@ -140,6 +180,51 @@ class LayeringTest(unittest.TestCase):
             " (layer 6, //workers/sim)",
             "workers/sim/fake_executor.cc (layer 6, //workers/sim) includes"
             " workers/gpu/gpu_session.h (layer 6, //workers/gpu)",
+        ])
+
+    def test_no_backend_target_is_visible_to_the_coordinator(self):
+        hidden = hidden_from(self.root, self.layers)
+        self.assertEqual(hidden, {"workers/gpu": "coordinator", "workers/sim": "coordinator"})
+        self.assertEqual(visible_to_hidden(self.root, hidden), [])
+
+    def test_checker_finds_a_target_opened_to_the_coordinator(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            os.makedirs(os.path.join(tmp, "workers/gpu"))
+            with open(os.path.join(tmp, "workers/gpu/BUILD"), "w") as f:
+                f.write('package(default_visibility = dependants("//workers/gpu",'
+                        ' hidden_from = "//coordinator"))\n'
+                        'cc_library(\n    name = "a",\n'
+                        '    visibility = dependants("//workers/gpu"),\n)\n'
+                        'cc_library(\n    name = "b",\n'
+                        '    visibility = ["//coordinator/training:__pkg__"],\n)\n'
+                        'cc_library(\n    name = "c",\n'
+                        '    visibility = ["//tests:__pkg__"],\n)\n')
+            found = visible_to_hidden(tmp, {"workers/gpu": "coordinator"})
+        self.assertEqual(found, [
+            '//workers/gpu: visibility = dependants("//workers/gpu"),',
+            '//workers/gpu: visibility = ["//coordinator/training:__pkg__"],',
+        ])
+
+    def test_the_coordinator_cannot_include_a_backend(self):
+        # An #include that Bazel's visibility would not see (the build runs
+        # unsandboxed): the coordinator's trainer including the GPU backend
+        # is refused, though the backend's layer is below; //inprocess, above
+        # both, may.
+        with tempfile.TemporaryDirectory() as tmp:
+            for path, text in {
+                "coordinator/training/fake_trainer.cc": '#include "workers/gpu/gpu_executor.h"\n',
+                "coordinator/fake_main.cc": '#include "workers/sim/device_executor.h"\n',
+                "inprocess/fake_test.cc": '#include "workers/gpu/gpu_executor.h"\n',
+            }.items():
+                os.makedirs(os.path.join(tmp, os.path.dirname(path)), exist_ok=True)
+                with open(os.path.join(tmp, path), "w") as f:
+                    f.write(text)
+            found = violations(tmp, self.layers, hidden_from(self.root, self.layers))
+        self.assertEqual(sorted(found), [
+            "coordinator/fake_main.cc (//coordinator) includes workers/sim/device_executor.h"
+            " (//workers/sim, hidden from //coordinator)",
+            "coordinator/training/fake_trainer.cc (//coordinator/training) includes"
+            " workers/gpu/gpu_executor.h (//workers/gpu, hidden from //coordinator)",
         ])
 
 

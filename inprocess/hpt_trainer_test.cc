@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "coordinator/spec/job_spec.h"
-#include "coordinator/training/in_process_workers.h"
+#include "inprocess/in_process_workers.h"
 #include "coordinator/training/trainer.h"
 #include "data/synthetic.h"
 #include "gtest/gtest.h"

@@ -10,7 +10,7 @@
 #include <memory>
 
 #include "coordinator/spec/job_spec.h"
-#include "coordinator/training/in_process_workers.h"
+#include "inprocess/in_process_workers.h"
 #include "coordinator/training/phase_controller.h"
 #include "coordinator/training/trainer.h"
 #include "gtest/gtest.h"

@@ -11,7 +11,7 @@
 #include "common/tensor_codec.h"
 #include "coordinator/spec/job_spec.h"
 #include "coordinator/training/checkpoint.h"
-#include "coordinator/training/in_process_workers.h"
+#include "inprocess/in_process_workers.h"
 #include "coordinator/training/trainer.h"
 #include "gtest/gtest.h"
 

@@ -10,7 +10,7 @@
 #include "coordinator/dispatch/local_worker_client.h"
 #include "coordinator/spec/job_spec.h"
 #include "coordinator/training/checkpoint.h"
-#include "coordinator/training/in_process_workers.h"
+#include "inprocess/in_process_workers.h"
 #include "coordinator/training/trainer.h"
 #include "data/synthetic.h"
 #include "gtest/gtest.h"

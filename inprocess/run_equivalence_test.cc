@@ -11,7 +11,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "coordinator/spec/job_spec.h"
-#include "coordinator/training/in_process_workers.h"
+#include "inprocess/in_process_workers.h"
 #include "coordinator/training/trainer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -4,8 +4,8 @@
 //
 //   InProcessWorkers w;
 //   Trainer trainer("j", spec, &data, w.gpus(), w.Options());
-#ifndef HPT_COORDINATOR_TRAINING_IN_PROCESS_WORKERS_H_
-#define HPT_COORDINATOR_TRAINING_IN_PROCESS_WORKERS_H_
+#ifndef HPT_INPROCESS_IN_PROCESS_WORKERS_H_
+#define HPT_INPROCESS_IN_PROCESS_WORKERS_H_
 
 #include <algorithm>
 #include <cmath>
@@ -98,4 +98,4 @@ struct InProcessWorkers {
 
 }  // namespace hpt
 
-#endif  // HPT_COORDINATOR_TRAINING_IN_PROCESS_WORKERS_H_
+#endif  // HPT_INPROCESS_IN_PROCESS_WORKERS_H_
