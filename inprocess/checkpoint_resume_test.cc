@@ -10,10 +10,10 @@
 #include "coordinator/dispatch/local_worker_client.h"
 #include "coordinator/spec/job_spec.h"
 #include "coordinator/training/checkpoint.h"
-#include "inprocess/in_process_workers.h"
 #include "coordinator/training/trainer.h"
 #include "data/synthetic.h"
 #include "gtest/gtest.h"
+#include "inprocess/in_process_workers.h"
 #include "workers/gpu/gpu_executor.h"
 #include "workers/sim/device_executor.h"
 

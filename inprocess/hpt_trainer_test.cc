@@ -4,10 +4,10 @@
 #include <algorithm>
 
 #include "coordinator/spec/job_spec.h"
-#include "inprocess/in_process_workers.h"
 #include "coordinator/training/trainer.h"
 #include "data/synthetic.h"
 #include "gtest/gtest.h"
+#include "inprocess/in_process_workers.h"
 #include "workers/gpu/gpu_executor.h"
 #include "workers/sim/device_executor.h"
 

@@ -11,9 +11,9 @@
 #include "common/tensor_codec.h"
 #include "coordinator/spec/job_spec.h"
 #include "coordinator/training/checkpoint.h"
-#include "inprocess/in_process_workers.h"
 #include "coordinator/training/trainer.h"
 #include "gtest/gtest.h"
+#include "inprocess/in_process_workers.h"
 
 namespace hpt {
 namespace {

@@ -9,11 +9,11 @@
 
 #include "coordinator/spec/job_spec.h"
 #include "cost/text_report.h"
-#include "inprocess/in_process_workers.h"
 #include "data/synthetic.h"
 #include "google/protobuf/util/field_comparator.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "inprocess/in_process_workers.h"
 
 namespace hpt {
 namespace {

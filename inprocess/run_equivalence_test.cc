@@ -11,10 +11,10 @@
 
 #include "absl/synchronization/mutex.h"
 #include "coordinator/spec/job_spec.h"
-#include "inprocess/in_process_workers.h"
 #include "coordinator/training/trainer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "inprocess/in_process_workers.h"
 #include "workers/gpu/gpu_executor.h"
 #include "workers/rendezvous_store.h"
 

@@ -9,10 +9,10 @@
 
 #include "coordinator/spec/job_spec.h"
 #include "coordinator/training/checkpoint.h"
-#include "inprocess/in_process_workers.h"
 #include "coordinator/training/trainer.h"
 #include "data/synthetic.h"
 #include "gtest/gtest.h"
+#include "inprocess/in_process_workers.h"
 
 namespace hpt {
 namespace {

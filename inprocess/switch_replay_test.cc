@@ -10,10 +10,10 @@
 #include <memory>
 
 #include "coordinator/spec/job_spec.h"
-#include "inprocess/in_process_workers.h"
 #include "coordinator/training/phase_controller.h"
 #include "coordinator/training/trainer.h"
 #include "gtest/gtest.h"
+#include "inprocess/in_process_workers.h"
 
 namespace hpt {
 namespace {
