@@ -34,6 +34,10 @@ def _site(ctx):
     python = venv + "/bin/python3"
     if not ctx.path(python).exists:
         fail("no virtual environment at %s: run ./hpt setup (it installs the pinned torch wheel)" % venv)
+    if ctx.path(venv + "/.hpt-installing").exists:
+        # ./hpt setup's pip is unpacking the wheels (or stopped midway):
+        # linking against them now would bake a half-made LibTorch in.
+        fail("LibTorch is still being installed into %s (or its install stopped): wait for it, or run ./hpt setup" % venv)
     found = ctx.execute([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
     if found.return_code != 0:
         fail("cannot ask %s for its site-packages: %s" % (python, found.stderr))
