@@ -115,6 +115,14 @@ def public_packages(root, layers):
     return out
 
 
+def plant(root, files):
+    """Writes {path: text} under root, making the folders."""
+    for path, text in files.items():
+        os.makedirs(os.path.join(root, os.path.dirname(path)), exist_ok=True)
+        with open(os.path.join(root, path), "w") as f:
+            f.write(text)
+
+
 class LayeringTest(unittest.TestCase):
     root = None
 
@@ -144,15 +152,12 @@ class LayeringTest(unittest.TestCase):
         # a higher one's header, and one where two packages of a layer meet.
         layers = [["low"], ["mid_a", "mid_b"], ["high"]]
         with tempfile.TemporaryDirectory() as tmp:
-            for path, text in {
+            plant(tmp, {
                 "low/a.h": '#include "high/b.h"\n',
                 "mid_a/c.cc": '#include "mid_b/d.h"\n#include "low/a.h"\n',
                 "mid_b/d.h": "",
                 "high/b.h": '#include "low/a.h"\n',
-            }.items():
-                os.makedirs(os.path.join(tmp, os.path.dirname(path)), exist_ok=True)
-                with open(os.path.join(tmp, path), "w") as f:
-                    f.write(text)
+            })
             found = violations(tmp, layers)
         self.assertEqual(sorted(found), [
             "low/a.h (layer 0, //low) includes high/b.h (layer 2, //high)",
@@ -164,16 +169,13 @@ class LayeringTest(unittest.TestCase):
         # backend's header is refused, and so is the worker's service
         # reaching up into a backend; the program above both may use them.
         with tempfile.TemporaryDirectory() as tmp:
-            for path, text in {
+            plant(tmp, {
                 "workers/sim/fake_executor.cc": '#include "workers/gpu/gpu_session.h"\n',
                 "workers/fake_server.cc": '#include "workers/sim/device_executor.h"\n',
                 "workers/main/fake_main.cc": ('#include "workers/gpu/gpu_executor.h"\n'
                                               '#include "workers/sim/device_executor.h"\n'
                                               '#include "workers/task_executor.h"\n'),
-            }.items():
-                os.makedirs(os.path.join(tmp, os.path.dirname(path)), exist_ok=True)
-                with open(os.path.join(tmp, path), "w") as f:
-                    f.write(text)
+            })
             found = violations(tmp, self.layers)
         self.assertEqual(sorted(found), [
             "workers/fake_server.cc (layer 5, //workers) includes workers/sim/device_executor.h"
@@ -189,16 +191,15 @@ class LayeringTest(unittest.TestCase):
 
     def test_checker_finds_a_target_opened_to_the_coordinator(self):
         with tempfile.TemporaryDirectory() as tmp:
-            os.makedirs(os.path.join(tmp, "workers/gpu"))
-            with open(os.path.join(tmp, "workers/gpu/BUILD"), "w") as f:
-                f.write('package(default_visibility = dependants("//workers/gpu",'
-                        ' hidden_from = "//coordinator"))\n'
-                        'cc_library(\n    name = "a",\n'
-                        '    visibility = dependants("//workers/gpu"),\n)\n'
-                        'cc_library(\n    name = "b",\n'
-                        '    visibility = ["//coordinator/training:__pkg__"],\n)\n'
-                        'cc_library(\n    name = "c",\n'
-                        '    visibility = ["//tests:__pkg__"],\n)\n')
+            plant(tmp, {"workers/gpu/BUILD": (
+                'package(default_visibility = dependants("//workers/gpu",'
+                ' hidden_from = "//coordinator"))\n'
+                'cc_library(\n    name = "a",\n'
+                '    visibility = dependants("//workers/gpu"),\n)\n'
+                'cc_library(\n    name = "b",\n'
+                '    visibility = ["//coordinator/training:__pkg__"],\n)\n'
+                'cc_library(\n    name = "c",\n'
+                '    visibility = ["//tests:__pkg__"],\n)\n')})
             found = visible_to_hidden(tmp, {"workers/gpu": "coordinator"})
         self.assertEqual(found, [
             '//workers/gpu: visibility = dependants("//workers/gpu"),',
@@ -211,14 +212,11 @@ class LayeringTest(unittest.TestCase):
         # is refused, though the backend's layer is below; //inprocess, above
         # both, may.
         with tempfile.TemporaryDirectory() as tmp:
-            for path, text in {
+            plant(tmp, {
                 "coordinator/training/fake_trainer.cc": '#include "workers/gpu/gpu_executor.h"\n',
                 "coordinator/fake_main.cc": '#include "workers/sim/device_executor.h"\n',
                 "inprocess/fake_test.cc": '#include "workers/gpu/gpu_executor.h"\n',
-            }.items():
-                os.makedirs(os.path.join(tmp, os.path.dirname(path)), exist_ok=True)
-                with open(os.path.join(tmp, path), "w") as f:
-                    f.write(text)
+            })
             found = violations(tmp, self.layers, hidden_from(self.root, self.layers))
         self.assertEqual(sorted(found), [
             "coordinator/fake_main.cc (//coordinator) includes workers/sim/device_executor.h"
