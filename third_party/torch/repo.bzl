@@ -95,7 +95,6 @@ cc_library(
     name = "torch",
     hdrs = glob(["include/**"], exclude = ["include/**/*.cu", "include/**/*.cpp"]),
     includes = ["include", "include/torch/csrc/api/include"],
-    defines = ["USE_C10D_GLOO"],
     linkopts = {linkopts},
 )
 

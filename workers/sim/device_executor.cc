@@ -26,7 +26,7 @@ struct Pending {
   HostTensor loss_grad;  // set when the forward computed the loss
 };
 
-struct Job {
+struct LoadedJob {
   std::map<std::string, std::unique_ptr<SegmentGraph>> segments;
   OptimizerConfig optimizer;
   TaskBook<Pending> tasks;
@@ -137,9 +137,9 @@ struct DeviceExecutor::Impl {
 
   DeviceNode node;
   mutable absl::Mutex mu;
-  JobTable<Job> jobs ABSL_GUARDED_BY(mu);
+  JobTable<LoadedJob> jobs ABSL_GUARDED_BY(mu);
 
-  absl::StatusOr<SegmentGraph*> FindSegment(Job& job, const TaskKey& key) {
+  absl::StatusOr<SegmentGraph*> FindSegment(LoadedJob& job, const TaskKey& key) {
     auto it = job.segments.find(key.segment());
     if (it == job.segments.end()) {
       std::vector<std::string> names;
@@ -258,7 +258,7 @@ absl::StatusOr<LoadParametersResponse> DeviceExecutor::Load(
   *response.mutable_cost() = cost.Finish(start);
   // A job may hold several segments here; loading one replaces only it.
   absl::MutexLock lock(&impl_->mu);
-  Job& job = impl_->jobs.Emplace(header.job_id());
+  LoadedJob& job = impl_->jobs.Emplace(header.job_id());
   // A load starts (or restarts, from a checkpoint) the job's run here: what
   // an earlier run left (forwards awaiting a backward, backward answers,
   // the last step applied) must not answer the replayed steps. A
@@ -289,9 +289,9 @@ absl::StatusOr<BackwardResponse> DeviceExecutor::Backward(const BackwardRequest&
 absl::StatusOr<ForwardResponse> DeviceExecutor::TakeForward(ForwardRequest&& request) {
   const auto start = Clock::now();
   absl::MutexLock lock(&impl_->mu);
-  absl::StatusOr<Job*> found = impl_->jobs.Find(request.key().job_id());
+  absl::StatusOr<LoadedJob*> found = impl_->jobs.Find(request.key().job_id());
   if (!found.ok()) return found.status();
-  Job& job = **found;
+  LoadedJob& job = **found;
   absl::StatusOr<SegmentGraph*> segment = impl_->FindSegment(job, request.key());
   if (!segment.ok()) return segment.status();
   SegmentGraph& graph = **segment;
@@ -362,9 +362,9 @@ absl::StatusOr<ForwardResponse> DeviceExecutor::TakeForward(ForwardRequest&& req
 absl::StatusOr<BackwardResponse> DeviceExecutor::TakeBackward(BackwardRequest&& request) {
   const auto start = Clock::now();
   absl::MutexLock lock(&impl_->mu);
-  absl::StatusOr<Job*> found = impl_->jobs.Find(request.key().job_id());
+  absl::StatusOr<LoadedJob*> found = impl_->jobs.Find(request.key().job_id());
   if (!found.ok()) return found.status();
-  Job& job = **found;
+  LoadedJob& job = **found;
   if (const BackwardResponse* done = job.tasks.Answered(request.key())) {
     return *done;  // a retry: gradients are already accumulated
   }
@@ -420,9 +420,9 @@ absl::StatusOr<ApplyUpdateResponse> DeviceExecutor::ApplyUpdate(
   const auto start = Clock::now();
   if (absl::Status rate = CheckLearningRate(request); !rate.ok()) return rate;
   absl::MutexLock lock(&impl_->mu);
-  absl::StatusOr<Job*> found = impl_->jobs.Find(request.job_id());
+  absl::StatusOr<LoadedJob*> found = impl_->jobs.Find(request.job_id());
   if (!found.ok()) return found.status();
-  Job& job = **found;
+  LoadedJob& job = **found;
   ApplyUpdateResponse response;
   CostBuilder cost(impl_->node);
   if (job.tasks.Applied(request.step())) {
@@ -456,7 +456,7 @@ absl::StatusOr<std::vector<TensorChunk>> DeviceExecutor::Snapshot(
     return names.empty() || std::find(names.begin(), names.end(), name) != names.end();
   };
   absl::MutexLock lock(&impl_->mu);
-  absl::StatusOr<Job*> found = impl_->jobs.Find(job_id);
+  absl::StatusOr<LoadedJob*> found = impl_->jobs.Find(job_id);
   if (!found.ok()) return found.status();
   std::vector<TensorChunk> chunks;
   for (const auto& [segment_name, graph] : (*found)->segments) {

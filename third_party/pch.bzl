@@ -1,25 +1,46 @@
-"""LibTorch's headers, precompiled once per build configuration.
+"""Headers precompiled once per build configuration.
 
-`<torch/torch.h>` takes 20-30 s to parse on the project's 2-core VMs, and
-about 15 translation units include it. Bazel 4 has no precompiled-header
-support, so `precompiled_header` compiles a header into a GCC `.gch` with
-the C++ toolchain's own compile line for this configuration (the same
-features, --copt/--cxxopt, PIC, defines and include paths a cc_library
-gets), and puts the header and its `.gch` in a folder on the quote-include
-path. A unit built with `copts = TORCH_PCH_COPTS` force-includes the header
-first; GCC then loads the `.gch` where its flags match, and where they do
-not (another compiler, a flag the header was not built with) it reads the
-header itself, so a mismatch costs time, never correctness.
+Bazel 4 has no precompiled-header support, so `precompiled_header`
+compiles a header into a GCC `.gch` with the C++ toolchain's own compile
+line for this configuration (the same features, --copt/--cxxopt, PIC,
+defines and include paths a cc_library gets), and puts the header and its
+`.gch` in a folder on the quote-include path under the name `include_as`.
+A unit built with the matching copts force-includes that header first;
+GCC then loads the `.gch` where its flags match, and where they do not
+(another compiler, a macro the header was built with and the unit lacks)
+it reads the header itself and warns (-Winvalid-pch), so a mismatch costs
+time, never correctness.
+
+Two are built, and a unit loads at most one (GCC takes one `.gch` per
+unit):
+- `//third_party:torch_pch`, LibTorch's C++ API (`<torch/torch.h>` takes
+  20-30 s to parse on the project's 2-core VMs), for units that include
+  LibTorch: `copts = TORCH_PCH_COPTS`;
+- `//proto:service_pch`, the standard library, Abseil, protobuf, gRPC and
+  the project's generated messages (about 170,000 lines, 2-5 s a unit),
+  for the other units that include a generated message:
+  `copts = SERVICE_PCH_COPTS`.
+
+tests/pch_test checks that every target takes the one its sources need.
+A unit with the service header sees every generated message, so a type of
+its own named like a message in `namespace hpt` collides with it (GCC
+names both); name it otherwise.
 """
 
 load("@bazel_tools//tools/build_defs/cc:action_names.bzl", "CPP_COMPILE_ACTION_NAME")
 load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
 
-# The header the rule below makes; one name for the copt and the rule.
-_PCH_HEADER = "hpt_torch_pch.h"
+# The names the two headers are force-included by; one name each for the
+# copts and the rule.
+TORCH_PCH = "hpt_torch_pch.h"
+SERVICE_PCH = "hpt_service_pch.h"
 
 # For a cc_library or cc_test whose sources include LibTorch's C++ API.
-TORCH_PCH_COPTS = ["-include", _PCH_HEADER]
+TORCH_PCH_COPTS = ["-include", TORCH_PCH, "-Winvalid-pch"]
+
+# For one whose sources include a generated message (proto/*.pb.h) and no
+# LibTorch.
+SERVICE_PCH_COPTS = ["-include", SERVICE_PCH, "-Winvalid-pch"]
 
 def _precompiled_header_impl(ctx):
     cc_toolchain = find_cpp_toolchain(ctx)
@@ -32,9 +53,9 @@ def _precompiled_header_impl(ctx):
     deps = cc_common.merge_cc_infos(cc_infos = [d[CcInfo] for d in ctx.attr.deps])
     context = deps.compilation_context
 
-    header = ctx.actions.declare_file(ctx.attr.name + "/" + _PCH_HEADER)
+    header = ctx.actions.declare_file(ctx.attr.name + "/" + ctx.attr.include_as)
     ctx.actions.expand_template(template = ctx.file.header, output = header, substitutions = {})
-    gch = ctx.actions.declare_file(ctx.attr.name + "/" + _PCH_HEADER + ".gch")
+    gch = ctx.actions.declare_file(ctx.attr.name + "/" + ctx.attr.include_as + ".gch")
 
     variables = cc_common.create_compile_variables(
         feature_configuration = features,
@@ -81,6 +102,8 @@ precompiled_header = rule(
     implementation = _precompiled_header_impl,
     attrs = {
         "header": attr.label(allow_single_file = [".h"], mandatory = True),
+        # The name units force-include it by: TORCH_PCH or SERVICE_PCH.
+        "include_as": attr.string(mandatory = True, values = [TORCH_PCH, SERVICE_PCH]),
         "deps": attr.label_list(providers = [CcInfo]),
         "_cc_toolchain": attr.label(default = "@bazel_tools//tools/cpp:current_cc_toolchain"),
     },
