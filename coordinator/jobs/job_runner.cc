@@ -12,6 +12,17 @@ namespace {
 
 // A step failed because a worker is gone or lost the job: worth going back
 // to a checkpoint on the workers still live.
+// The failover limit reached: why the job ends FAILED, and what to do.
+absl::Status GaveUp(const std::string& job_id, int failovers, const absl::Status& last) {
+  return absl::UnavailableError(absl::StrCat("a worker was lost ", failovers + 1,
+                                             " times in a row without a finished step between "
+                                             "(the limit is ",
+                                             failovers,
+                                             " failovers); the last loss: ", last.message(),
+                                             ". Once the workers are back, hptctl resume ", job_id,
+                                             " goes on from its newest checkpoint"));
+}
+
 bool IsWorkerLoss(const absl::Status& s) {
   switch (s.code()) {
     case absl::StatusCode::kUnavailable:
@@ -123,8 +134,11 @@ void JobRunner::Run(const std::string& job_id) {
     // Only a loss while training goes back to a checkpoint; a wait for
     // workers that ran out is final. Going back to the planned placement
     // (its devices returned) is no failure, and not counted as one.
-    if (status.ok() || !end.trained || !lost ||
-        (!end.returned && failovers++ >= options_.max_failovers)) {
+    if (status.ok() || !end.trained || !lost) break;
+    if (!end.returned && failovers++ >= options_.max_failovers) {
+      // The job failed: a worker's CANCELLED (its server stopping) must
+      // not end it CANCELLED, since nobody cancelled it.
+      status = GaveUp(job_id, options_.max_failovers, status);
       break;
     }
     resume = LatestCheckpoint(job_id);
