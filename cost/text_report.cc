@@ -116,10 +116,14 @@ void AppendPhases(const HptStatus& h, std::string* report) {
   absl::StrAppend(&out, absl::StrFormat("  %-*s %-13s %9s %12s %12s  %s\n", width, "phase",
                                         "steps", "wall", "simulated", "energy", "by device"));
   for (const PhaseCost& c : h.phases()) {
+    // The switch's programming follows a step: one, or under layerwise
+    // each layer's (listed below the table), from the first to the last.
     const std::string steps = c.first_step() < 0 ? "-"
-                              : c.phase() == "switch"
+                              : c.phase() != "switch"
+                                  ? absl::StrCat(c.first_step(), "-", c.last_step())
+                              : c.first_step() == c.last_step()
                                   ? absl::StrCat("after ", c.last_step())
-                                  : absl::StrCat(c.first_step(), "-", c.last_step());
+                                  : absl::StrCat("after ", c.first_step(), "-", c.last_step());
     std::vector<std::string> parts;
     // By device kind in name order (a proto map's own order is arbitrary).
     const std::map<std::string, double> energy(c.device_energy_j().begin(),

@@ -195,6 +195,26 @@ TEST(JobFormatTest, ReportShowsPhasesSwitchRatiosAndMetrics) {
   EXPECT_EQ(r.find("check   step 19"), std::string::npos) << r;
 }
 
+// The switch row names the step its programming followed; under layerwise
+// the layers switch after different steps, and the row spans them.
+TEST(JobFormatTest, TheSwitchRowSpansEveryLayersSwitch) {
+  Job job = RunningJob();
+  HptStatus& h = *job.mutable_hpt();
+  PhaseCost& once = *h.add_phases();
+  once.set_phase("switch");
+  once.set_first_step(39);
+  once.set_last_step(39);
+  once.set_energy_j(0.5);
+  EXPECT_NE(FormatReport(job).find("switch  after 39 "), std::string::npos) << FormatReport(job);
+  once.set_first_step(29);
+  once.set_last_step(59);
+  h.add_layer_switch_steps(30);
+  h.add_layer_switch_steps(60);
+  const std::string r = FormatReport(job);
+  EXPECT_NE(r.find("switch  after 29-59 "), std::string::npos) << r;
+  EXPECT_EQ(r.find("after 59 "), std::string::npos) << r;
+}
+
 }  // namespace
 }  // namespace hpt
 
