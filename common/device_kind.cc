@@ -1,5 +1,6 @@
 #include "common/device_kind.h"
 
+#include "absl/strings/str_cat.h"
 #include "common/enum_names.h"
 
 namespace hpt {
@@ -16,6 +17,12 @@ absl::StatusOr<DeviceKind::Name> ParseDeviceKind(const std::string& field,
   absl::Status s = ParseEnumName(field, name, &kind);
   if (!s.ok()) return s;
   return kind;
+}
+
+absl::Status CheckWorkerKind(DeviceKind::Name kind) {
+  if (!KindName(kind).empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("a worker needs a kind: ", AllowedNames(DeviceKind::Name_descriptor())));
 }
 
 }  // namespace hpt

@@ -25,6 +25,10 @@ const std::string& KindName(DeviceKind::Name kind);
 // ("--kind 'tpu' is not gpu, reram or systolic").
 absl::StatusOr<DeviceKind::Name> ParseDeviceKind(const std::string& field, const std::string& name);
 
+// OK for a kind a worker can be; else INVALID_ARGUMENT listing them ("a
+// worker needs a kind: gpu, reram or systolic").
+absl::Status CheckWorkerKind(DeviceKind::Name kind);
+
 }  // namespace hpt
 
 #endif  // HPT_COMMON_DEVICE_KIND_H_

@@ -26,5 +26,14 @@ TEST(DeviceKindTest, AnUnknownNameIsRefusedNamingTheFieldAndTheKinds) {
   }
 }
 
+TEST(DeviceKindTest, AWorkerWithoutAKindIsRefusedListingTheKinds) {
+  for (DeviceKind::Name kind : kDeviceKinds) EXPECT_TRUE(CheckWorkerKind(kind).ok()) << kind;
+  for (DeviceKind::Name bad : {DeviceKind::DEVICE_KIND_UNSPECIFIED, DeviceKind::Name(9)}) {
+    const absl::Status s = CheckWorkerKind(bad);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(s.message(), "a worker needs a kind: gpu, reram or systolic");
+  }
+}
+
 }  // namespace
 }  // namespace hpt

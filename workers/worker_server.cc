@@ -118,9 +118,7 @@ WorkerServer::WorkerServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) 
 
 absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
     Options options, std::unique_ptr<TaskExecutor> executor) {
-  if (KindName(options.kind).empty()) {
-    return absl::InvalidArgumentError("a worker needs a kind: gpu, reram or systolic");
-  }
+  if (absl::Status kind = CheckWorkerKind(options.kind); !kind.ok()) return kind;
   if (executor == nullptr) return absl::InvalidArgumentError("a worker needs an executor");
   absl::StatusOr<HostPort> listen =
       ParseHostPort(options.listen_address, "--listen");

@@ -2,10 +2,14 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "common/device_kind.h"
+
 namespace hpt {
 
 absl::StatusOr<std::unique_ptr<TaskExecutor>> CreateExecutor(DeviceKind::Name kind,
                                                              WorkerBackendOptions options) {
+  if (absl::Status known = CheckWorkerKind(kind); !known.ok()) return known;
   switch (kind) {
     case DeviceKind::gpu: {
       absl::StatusOr<std::unique_ptr<GpuExecutor>> executor = GpuExecutor::Create(options.gpu);
@@ -20,8 +24,8 @@ absl::StatusOr<std::unique_ptr<TaskExecutor>> CreateExecutor(DeviceKind::Name ki
       if (!executor.ok()) return executor.status();
       return std::unique_ptr<TaskExecutor>(std::move(*executor));
     }
-    default:
-      return absl::InvalidArgumentError("a worker needs a kind: gpu, reram or systolic");
+    default:  // a kind added to DeviceKind without a backend here
+      return absl::UnimplementedError(absl::StrCat("no worker backend for kind ", KindName(kind)));
   }
 }
 
