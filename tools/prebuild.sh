@@ -9,10 +9,11 @@
 # (third_party/torch/repo.bzl refuses while $HPT_VENV/.hpt-installing
 # exists), so the query and the build keep going past what needs it; their
 # errors are expected and go to LOG. When pip (process PIP) finishes first,
-# the build is interrupted there: the real build then compiles LibTorch's
-# precompiled header, which every LibTorch unit waits for, beside what is
-# left, instead of after it with one core idle. BAZEL names the Bazel to
-# run (default bazel).
+# the build is interrupted there and the script exits 3 (handed over): the
+# real build then compiles LibTorch's precompiled header, which every
+# LibTorch unit waits for, beside what is left, instead of after it with
+# one core idle. Otherwise it exits 0. BAZEL names the Bazel to run
+# (default bazel).
 set -uo pipefail
 log_file=$1 pip=$2
 shift 2
@@ -34,16 +35,16 @@ pip_running || exit 0
 # A background command of a script starts with SIGINT ignored; the build
 # gets it back so that it can be interrupted.
 # shellcheck disable=SC2086
-env --default-signal=INT "$BAZEL" build --keep_going --noshow_progress --ui_event_filters=-info $targets \
-  >>"$log_file" 2>&1 &
+env --default-signal=INT "$BAZEL" build --keep_going $targets >>"$log_file" 2>&1 &
 build=$!
+handed_over=0
 while kill -0 "$build" 2>/dev/null; do
   if ! pip_running; then
-    printf '\033[1mhpt:\033[0m %s\n' "LibTorch is in: the full build takes over from here" >&2
     kill -INT "$build" 2>/dev/null
+    handed_over=3
     break
   fi
   sleep 1
 done
 wait "$build"
-exit 0
+exit "$handed_over"
