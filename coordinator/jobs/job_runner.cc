@@ -10,19 +10,17 @@
 namespace hpt {
 namespace {
 
-// A step failed because a worker is gone or lost the job: worth going back
-// to a checkpoint on the workers still live.
 // The failover limit reached: why the job ends FAILED, and what to do.
-absl::Status GaveUp(const std::string& job_id, int failovers, const absl::Status& last) {
-  return absl::UnavailableError(absl::StrCat("a worker was lost ", failovers + 1,
-                                             " times in a row without a finished step between "
-                                             "(the limit is ",
-                                             failovers,
-                                             " failovers); the last loss: ", last.message(),
-                                             ". Once the workers are back, hptctl resume ", job_id,
-                                             " goes on from its newest checkpoint"));
+absl::Status GaveUp(const std::string& job_id, int limit, const absl::Status& last) {
+  return absl::UnavailableError(
+      absl::StrCat("a worker was lost ", limit + 1, " times in a row without a finished step",
+                   " between (the limit is ", limit, " failovers); the last loss: ", last.message(),
+                   ". Once the workers are back, hptctl resume ", job_id,
+                   " goes on from its newest checkpoint"));
 }
 
+// A step failed because a worker is gone or lost the job: worth going back
+// to a checkpoint on the workers still live.
 bool IsWorkerLoss(const absl::Status& s) {
   switch (s.code()) {
     case absl::StatusCode::kUnavailable:
