@@ -37,6 +37,8 @@ KernelKind KernelKindOf(std::string_view op) {
   }
   if (op == "aten::native_layer_norm") return KernelKind::kNorm;
   if (op == "aten::native_layer_norm_backward") return KernelKind::kNormBackward;
+  if (op == "aten::_softmax") return KernelKind::kSoftmax;
+  if (op == "aten::_softmax_backward_data") return KernelKind::kSoftmaxBackward;
   // ATen names an op that writes its first operand with a trailing
   // underscore (add_, mul_, addcmul_).
   if (!op.empty() && op.back() == '_') return KernelKind::kElementwiseInPlace;
@@ -139,6 +141,23 @@ GemmShape AsOneProduct(double flops, const GemmShape& one) {
   return all;
 }
 
+// A batch of products on the measured batched grid: the batch's work at
+// the rate a batch of products of its shape reached once it filled the
+// device, and at least one product's own time, from its plain grid (a
+// batch of few products is one wave of tiles, as long as one product's
+// loop over k: the wave model of AsOneProduct's sources). The grid is
+// measured in the plain layout and read for every layout. 0 without it.
+double BatchedGridS(const GpuSpec& gpu, GpuPrecision precision, double flops, const GemmShape& one,
+                    bool streamed) {
+  const GemmGrid& grid = gpu.gemm_grid_batched;
+  if (grid.empty() || !one.known() || flops <= 0) return 0;
+  const double each = 2.0 * double(one.m) * double(one.k) * double(one.n);
+  const double batch_rate = AtPrecision(gpu, precision, grid.Rate(one), grid.BestRate());
+  const double alone_rate =
+      RateOfProduct(gpu, precision, each, 0, one, streamed, /*batched=*/true).flops_per_s;
+  return std::max(flops / batch_rate, alone_rate > 0 ? each / alone_rate : 0.0);
+}
+
 }  // namespace
 
 double GemmRate(const GpuSpec& gpu, GpuPrecision precision, double flops, double bytes,
@@ -166,12 +185,15 @@ double AttentionRate(const GpuSpec& gpu, GpuPrecision precision, KernelKind kind
 
 double NormRate(const GpuSpec& gpu, GpuPrecision precision, KernelKind kind,
                 const GemmShape& shape) {
-  if (kind != KernelKind::kNorm && kind != KernelKind::kNormBackward) return 0;
-  const GemmGrid& grid = kind == KernelKind::kNormBackward ? gpu.norm_backward_grid : gpu.norm_grid;
-  // Autocast runs layer norm in fp32 (its fp32 list), and tf32 is a
-  // product's: a norm's measured rate holds at every precision.
-  if (!shape.known() || grid.empty()) return 0;
-  return grid.Rate(shape);
+  const GemmGrid* grid = kind == KernelKind::kNorm              ? &gpu.norm_grid
+                         : kind == KernelKind::kNormBackward    ? &gpu.norm_backward_grid
+                         : kind == KernelKind::kSoftmax         ? &gpu.softmax_grid
+                         : kind == KernelKind::kSoftmaxBackward ? &gpu.softmax_backward_grid
+                                                                : nullptr;
+  // Autocast runs layer norm and softmax in fp32 (its fp32 list), and tf32
+  // is a product's: their measured rates hold at every precision.
+  if (grid == nullptr || !shape.known() || grid->empty()) return 0;
+  return grid->Rate(shape);
 }
 
 bool StreamsState(const GpuSpec& gpu, double state_bytes) {
@@ -202,6 +224,8 @@ void GpuKernelTally::Add(double flops, double bytes, double count, KernelKind ki
   const double norm = NormRate(gpu_, precision_, kind, shape);
   // The GEMM grid is read at a GEMM's shape only (attention's is another).
   const bool batched = kind == KernelKind::kBatchedGemm;
+  const double batched_s =
+      batched ? BatchedGridS(gpu_, precision_, flops, shape, streamed_.products) : 0;
   const GemmShape gemm_shape = !gemm ? GemmShape() : batched ? AsOneProduct(flops, shape) : shape;
   const ProductRate product_rate =
       attention > 0 ? ProductRate{attention, true}
@@ -219,8 +243,9 @@ void GpuKernelTally::Add(double flops, double bytes, double count, KernelKind ki
   const double call_s = attention <= 0                           ? 0
                         : kind == KernelKind::kAttentionBackward ? gpu_.attention_backward_call_s
                                                                  : gpu_.attention_call_s;
-  const double work_s = norm > 0 ? double(shape.m) * double(shape.n) / norm
-                                 : std::max(flops / rate, memory_s) + call_s;
+  const double work_s = norm > 0        ? double(shape.m) * double(shape.n) / norm
+                        : batched_s > 0 ? batched_s
+                                        : std::max(flops / rate, memory_s) + call_s;
   double t = 0;
   if (graph_) {
     t = std::max(gpu_.min_kernel_s, work_s) + gpu_.graph_node_s;

@@ -3,7 +3,7 @@
 // of the profile's shortest kernel, its FLOPs at the achieved rate (for
 // products the measured rates by shape, else by size: GemmRate,
 // AttentionRate), its bytes at the achieved bandwidth, or a layer norm's
-// elements at its measured rate (NormRate). How it reaches
+// or a softmax's elements at its measured rate (NormRate). How it reaches
 // the device is the launch path's:
 //   eager    the host dispatches each op (dispatch_s, plus python_op_s for
 //            ops called from Python, views among them) while the GPU runs
@@ -70,16 +70,20 @@ enum class KernelKind {
   kElementwise,
   kElementwiseInPlace,
   kGemm,
-  // A batch of products (bmm, baddbmm: unfused attention's), rated as the
-  // one product whose tiles it runs (B products of m x k x n: B m x k x n)
-  // and at least its operands' traffic at the element-wise bandwidth; its
-  // result is an activation or its gradient, never model state, so never
-  // a weight gradient.
+  // A batch of products (bmm, baddbmm: unfused attention's): the batch's
+  // work at the measured batched rate of one product's shape
+  // (GpuSpec::gemm_grid_batched), and at least one product's own time;
+  // without that grid, as the one product whose tiles it runs (B products
+  // of m x k x n: B m x k x n) and at least its operands' traffic at the
+  // element-wise bandwidth. Its result is an activation or its gradient,
+  // never model state, so never a weight gradient.
   kBatchedGemm,
   kAttention,
   kAttentionBackward,
   kNorm,  // layer norm: GpuSpec::norm_grid
   kNormBackward,
+  kSoftmax,  // a softmax over rows: GpuSpec::softmax_grid
+  kSoftmaxBackward,
 };
 
 struct GpuStepCost {
@@ -160,10 +164,10 @@ double GemmRate(const GpuSpec& gpu, GpuPrecision precision, double flops, double
 // (then it is rated as a GEMM).
 double AttentionRate(const GpuSpec& gpu, GpuPrecision precision, KernelKind kind,
                      const GemmShape& shape);
-// A layer norm's achieved elements a second at `shape` (rows, normalised
-// width as m, n) on the measured norm grids, at every precision (autocast
-// runs layer norm in fp32); 0 where the profile has none (then it is
-// rated as element-wise work by its bytes).
+// A layer norm's or a softmax's achieved elements a second at `shape`
+// (rows, normalised width as m, n) on the measured norm or softmax grids,
+// at every precision (autocast runs both in fp32); 0 where the profile has
+// none (then it is rated as element-wise work by its bytes).
 double NormRate(const GpuSpec& gpu, GpuPrecision precision, KernelKind kind,
                 const GemmShape& shape);
 // The achieved bandwidth of element-wise work moving `bytes`: the measured

@@ -195,6 +195,48 @@ TEST(GpuKernelCostTest, ABatchOfProductsRunsAsOneProductOfItsRows) {
   EXPECT_DOUBLE_EQ(batch_s(1024 * one, 1e9, KernelKind::kBatchedGemm), 1e9 / 1e10);
 }
 
+// With a measured batched grid, a batch's work goes at the rate a full
+// batch of its products' shape reached, whatever the bytes; a batch too
+// small to fill the device still takes one product's own time (one wave).
+TEST(GpuKernelCostTest, ABatchTakesTheBatchedGridsRateAndAtLeastOneProductsTime) {
+  GpuSpec g = TableProfile();
+  g.gemm_grid = *GemmGrid::Make({8, 8192}, {8}, {8}, {1e8, 4e9});
+  g.gemm_grid_batched = *GemmGrid::Make({8, 64}, {8}, {8}, {2e9, 3e9});
+  const double one = 2.0 * 8 * 8 * 8;
+  auto batch_s = [&](double flops, double bytes, const GemmShape& shape) {
+    GpuKernelTally t(g, GpuPrecision::kFp32, GpuLaunch::kEager);
+    t.Add(flops, bytes, 1, KernelKind::kBatchedGemm, shape);
+    return t.Finish().time_s;
+  };
+  EXPECT_DOUBLE_EQ(batch_s(1024 * one, 1e3, GemmShape{8, 8, 8}), 1024 * one / 2e9);
+  EXPECT_DOUBLE_EQ(batch_s(1024 * one, 1e9, GemmShape{8, 8, 8}), 1024 * one / 2e9);
+  // Four products: less than one product alone takes at its plain rate.
+  EXPECT_DOUBLE_EQ(batch_s(4 * one, 1e3, GemmShape{8, 8, 8}), one / 1e8);
+  // One product's rows between the grid's: log-interpolated (and held at
+  // the plain grid's edge for the one product).
+  const double each = 2.0 * 16 * 8 * 8;
+  EXPECT_NEAR(batch_s(1e5 * each, 1e3, GemmShape{16, 8, 8}),
+              1e5 * each / (2e9 * std::pow(1.5, 1.0 / 3)), 1e-12);
+}
+
+// A softmax with a measured grid costs its elements at the grid's rate,
+// forward and backward; without one, its bytes at the element-wise
+// bandwidth, as before.
+TEST(GpuKernelCostTest, ASoftmaxTakesItsGridsRate) {
+  GpuSpec g = TableProfile();
+  GpuKernel forward{"aten::_softmax", 0, 1e3};
+  forward.shape = GemmShape{1024, 64, 1};
+  GpuKernel backward = forward;
+  backward.op = "aten::_softmax_backward_data";
+  EXPECT_EQ(KernelKindOf(forward.op), KernelKind::kSoftmax);
+  EXPECT_EQ(KernelKindOf(backward.op), KernelKind::kSoftmaxBackward);
+  EXPECT_DOUBLE_EQ(CostKernels(g, GpuPrecision::kFp32, {forward}).time_s, 1e3 / 1e10);
+  g.softmax_grid = *GemmGrid::Make({1024}, {1}, {64}, {5e8});
+  g.softmax_backward_grid = *GemmGrid::Make({1024}, {1}, {64}, {2.5e8});
+  EXPECT_DOUBLE_EQ(CostKernels(g, GpuPrecision::kFp32, {forward}).time_s, 1024 * 64 / 5e8);
+  EXPECT_DOUBLE_EQ(CostKernels(g, GpuPrecision::kBf16, {backward}).time_s, 1024 * 64 / 2.5e8);
+}
+
 TEST(GpuKernelCostTest, AGraphPaysNodesAndOneLaunch) {
   const GpuSpec h100 = *GpuPreset("h100");
   std::vector<GpuKernel> tiny(1000, GpuKernel{"aten::add", 10, 120});

@@ -67,8 +67,7 @@ std::string GpuProfileText(const GpuSpec& g) {
       "\ntf32_flops = ", Number(g.tf32_flops), "\nbf16_flops = ", Number(g.bf16_flops),
       "\nmemory_bw = ", Number(g.memory_bw), "\ncompute_share = ", Number(g.compute_share),
       "\nmemory_share = ", Number(g.memory_share), "\ngemm_rates = ", RatesText(g.gemm_rates),
-      "\nmemory_rates = ", RatesText(g.memory_rates),
-      "\ngemm_grid = ", GemmGridText(g.gemm_grid),
+      "\nmemory_rates = ", RatesText(g.memory_rates), "\ngemm_grid = ", GemmGridText(g.gemm_grid),
       "\ngemm_grid_nt = ", GemmGridText(g.gemm_grid_nt),
       "\ngemm_grid_tn = ", GemmGridText(g.gemm_grid_tn),
       "\ngemm_grid_streamed = ", GemmGridText(g.gemm_grid_streamed),
@@ -79,17 +78,19 @@ std::string GpuProfileText(const GpuSpec& g) {
       "\nattention_backward_call_s = ", Number(g.attention_backward_call_s),
       "\nnorm_grid = ", GemmGridText(g.norm_grid),
       "\nnorm_backward_grid = ", GemmGridText(g.norm_backward_grid),
+      "\nsoftmax_grid = ", GemmGridText(g.softmax_grid),
+      "\nsoftmax_backward_grid = ", GemmGridText(g.softmax_backward_grid),
+      "\ngemm_grid_batched = ", GemmGridText(g.gemm_grid_batched),
       "\nmemory_rates_streamed = ", RatesText(g.memory_rates_streamed),
       "\nmemory_rates_inplace = ", RatesText(g.memory_rates_inplace),
-      "\ncache_bytes = ", Number(g.cache_bytes),
-      "\ndispatch_s = ", Number(g.dispatch_s), "\nhost_op_s = ", Number(g.host_op_s),
-      "\nframe_s = ", Number(g.frame_s),
+      "\ncache_bytes = ", Number(g.cache_bytes), "\ndispatch_s = ", Number(g.dispatch_s),
+      "\nhost_op_s = ", Number(g.host_op_s), "\nframe_s = ", Number(g.frame_s),
       "\nhistory_s = ", Number(g.history_s), "\nnode_s = ", Number(g.node_s),
-      "\npython_op_s = ", Number(g.python_op_s),
-      "\ngraph_node_s = ", Number(g.graph_node_s), "\nmin_kernel_s = ", Number(g.min_kernel_s),
+      "\npython_op_s = ", Number(g.python_op_s), "\ngraph_node_s = ", Number(g.graph_node_s),
+      "\nmin_kernel_s = ", Number(g.min_kernel_s),
       "\nsynchronous = ", g.synchronous ? "true" : "false",
-      "\nidle_power_w = ", Number(g.idle_power_w), "\nactive_power_w = ",
-      Number(g.active_power_w), "\nload_power_w = ", Number(g.load_power_w), "\n");
+      "\nidle_power_w = ", Number(g.idle_power_w), "\nactive_power_w = ", Number(g.active_power_w),
+      "\nload_power_w = ", Number(g.load_power_w), "\n");
 }
 
 namespace {
@@ -129,6 +130,9 @@ absl::Status ParseProfileEntry(const std::string& key, const std::string& value,
                    : key == "attention_backward_grid"   ? &g->attention_backward_grid
                    : key == "norm_grid"                 ? &g->norm_grid
                    : key == "norm_backward_grid"        ? &g->norm_backward_grid
+                   : key == "softmax_grid"              ? &g->softmax_grid
+                   : key == "softmax_backward_grid"     ? &g->softmax_backward_grid
+                   : key == "gemm_grid_batched"         ? &g->gemm_grid_batched
                                                         : nullptr;
   if (grid != nullptr) {
     absl::StatusOr<GemmGrid> parsed = ParseGemmGrid(value);
@@ -209,6 +213,7 @@ absl::Status CheckReachable(const GpuSpec& g, const Where& where) {
       {"gemm_grid_tn", &g.gemm_grid_tn},
       {"gemm_grid_streamed", &g.gemm_grid_streamed},
       {"gemm_grid_streamed_result", &g.gemm_grid_streamed_result},
+      {"gemm_grid_batched", &g.gemm_grid_batched},
       {"attention_grid", &g.attention_grid},
       {"attention_backward_grid", &g.attention_backward_grid}};
   for (const auto& entry : grids) {

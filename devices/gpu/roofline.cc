@@ -106,6 +106,9 @@ void UseHopperKernels(GpuSpec* g) {
   g->attention_backward_call_s = h200->attention_backward_call_s;
   g->norm_grid = h200->norm_grid;
   g->norm_backward_grid = h200->norm_backward_grid;
+  g->softmax_grid = h200->softmax_grid;
+  g->softmax_backward_grid = h200->softmax_backward_grid;
+  g->gemm_grid_batched = h200->gemm_grid_batched;
   g->memory_rates = Capped(h200->memory_rates, cap);
   g->memory_rates_inplace = Capped(h200->memory_rates_inplace, cap);
   g->memory_rates_streamed = Capped(h200->memory_rates_streamed, cap);

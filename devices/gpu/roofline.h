@@ -92,6 +92,18 @@ struct GpuSpec {
   // VM 0.35-1.1 ns an element, 2.5-7.7x an element-wise op of its size,
   // the most on narrow rows. Empty: rated as element-wise work.
   GemmGrid norm_grid, norm_backward_grid;
+  // Softmax over a row (_softmax, _softmax_backward_data), forward and
+  // backward: achieved elements a second by rows and row width (as m and
+  // n; k is 1). A row reduction then a write: a warp or block per row,
+  // so its rate falls short of an element-wise op of its bytes where rows
+  // are narrow. Empty: rated as element-wise work.
+  GemmGrid softmax_grid, softmax_backward_grid;
+  // A batch of products (bmm): achieved FLOP/s of the whole batch by one
+  // product's m, k and n, with the batch large enough to fill the device
+  // (hpt_calibrate: at least kBatchedCalibrationFlops). A smaller batch
+  // still takes one product's time (a wave of its tiles). Empty: a batch
+  // is rated as the one product of all its rows (kernel_cost.cc).
+  GemmGrid gemm_grid_batched;
   double cache_bytes = 0;  // the last-level cache; 0: unknown (taken as holding the state)
   // How ops reach the device.
   // Host time per op, LibTorch C++ eager; a calibrated profile's is an op

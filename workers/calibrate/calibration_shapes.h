@@ -5,6 +5,7 @@
 #ifndef HPT_WORKERS_CALIBRATION_SHAPES_H_
 #define HPT_WORKERS_CALIBRATION_SHAPES_H_
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -25,6 +26,37 @@ inline std::vector<int64_t> GemmRateRows(bool quick) {
 }
 inline std::vector<int64_t> GemmRateWidths(bool quick) {
   return quick ? std::vector<int64_t>{64, 512} : std::vector<int64_t>{32, 128, 512, 2048};
+}
+
+// A batch of products (bmm): one product's m, k and n, each from this
+// axis, in a batch of at least BatchedCalibrationFlops FLOPs (and at most
+// kMaxBatch products), enough on an H200 to fill its 132 SMs many times.
+inline std::vector<int64_t> BatchedGridAxis(bool quick) {
+  return quick ? std::vector<int64_t>{8, 32, 128}
+               : std::vector<int64_t>{8, 16, 32, 64, 128, 256, 512, 1024};
+}
+inline double BatchedCalibrationFlops(bool quick, bool cuda) {
+  return quick ? 1 << 22 : cuda ? 1 << 30 : 1 << 26;
+}
+inline constexpr int64_t kMaxBatch = 1 << 20;
+
+// The products in one timed batch of m x k x n products.
+inline int64_t BatchOf(int64_t m, int64_t k, int64_t n, bool quick, bool cuda) {
+  const double each = 2.0 * double(m) * double(k) * double(n);
+  const double want = BatchedCalibrationFlops(quick, cuda) / each;
+  return want >= double(kMaxBatch) ? kMaxBatch : std::max<int64_t>(2, int64_t(want + 0.999));
+}
+
+// The row kernels (layer norm, softmax): rows from a few tokens to a
+// large batch's, widths over the presets' d_model and attention's key
+// lengths.
+inline std::vector<int64_t> RowKernelRows(bool quick) {
+  return quick ? std::vector<int64_t>{16, 256, 4096}
+               : std::vector<int64_t>{8, 32, 128, 512, 2048, 8192, 32768, 131072};
+}
+inline std::vector<int64_t> RowKernelWidths(bool quick) {
+  return quick ? std::vector<int64_t>{32, 256, 2048}
+               : std::vector<int64_t>{16, 32, 64, 128, 256, 512, 1024, 2048};
 }
 
 // The bf16 peak's square products, n x n x n.
@@ -49,6 +81,11 @@ inline std::vector<std::array<int64_t, 3>> CalibrationProducts() {
     }
     for (bool cuda : {false, true}) {
       for (int64_t n : Bf16Sizes(quick, cuda)) out.push_back({n, n, n});
+    }
+    for (int64_t m : BatchedGridAxis(quick)) {  // one product of each batch
+      for (int64_t k : BatchedGridAxis(quick)) {
+        for (int64_t n : BatchedGridAxis(quick)) out.push_back({m, k, n});
+      }
     }
   }
   return out;

@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "devices/gpu/kernel_cost.h"
 #include "workers/calibrate/attention_calibration.h"
+#include "workers/calibrate/batched_calibration.h"
 #include "workers/calibrate/best_time.h"
 #include "workers/calibrate/calibration_shapes.h"
 #include "workers/calibrate/host_calibration.h"
@@ -383,6 +384,25 @@ void MeasureStreamed(const torch::Device& device, bool quick, const EmptyOpS& em
                       AtBest(products)));
 }
 
+// Layer norm and softmax by rows and width.
+void MeasureRowKernels(const torch::Device& device, bool quick, const EmptyOpS& empty, GpuSpec* g,
+                       const Say& say) {
+  const RowGrids norm = MeasureLayerNorm(device, quick, empty.elementwise_s);
+  g->norm_grid = norm.forward;
+  g->norm_backward_grid = norm.backward;
+  const RowGrids softmax = MeasureSoftmax(device, quick, empty.elementwise_s);
+  g->softmax_grid = softmax.forward;
+  g->softmax_backward_grid = softmax.backward;
+  for (const auto& [what, grids] :
+       {std::pair{"layer norm", &norm}, std::pair{"softmax", &softmax}}) {
+    say(absl::StrFormat(
+        "%-22s %.2f ns an element forward, %.2f backward (1024 rows of 32); "
+        "%.2f, %.2f (57 of 512)",
+        what, 1e9 / grids->forward.Rate({1024, 32, 1}), 1e9 / grids->backward.Rate({1024, 32, 1}),
+        1e9 / grids->forward.Rate({57, 512, 1}), 1e9 / grids->backward.Rate({57, 512, 1})));
+  }
+}
+
 // Products by shape and layout, attention, layer norm; from memory, where
 // a cache is known.
 void MeasureShapes(const torch::Device& device, bool quick, const EmptyOpS& empty, GpuSpec* g,
@@ -394,22 +414,20 @@ void MeasureShapes(const torch::Device& device, bool quick, const EmptyOpS& empt
   tn.a_transposed = true;
   g->gemm_grid_nt = MeasureGemmGrid(device, quick, empty.product_s, &products, nullptr, nt);
   g->gemm_grid_tn = MeasureGemmGrid(device, quick, empty.product_s, &products, nullptr, tn);
+  g->gemm_grid_batched = MeasureBatchedGrid(device, quick, empty.product_s, &products);
   g->fp32_flops = products.best;  // the best product rate measured: every fp32 table's bound
+  say(absl::StrFormat(
+      "batched products       %.1f GFLOP/s at 12x16x12 a product, %.1f at "
+      "57x64x57 (%zu^3 shapes)",
+      1e-9 * g->gemm_grid_batched.Rate({12, 12, 16}),
+      1e-9 * g->gemm_grid_batched.Rate({57, 57, 64}), g->gemm_grid_batched.m().size()));
   RateCap heads{g->fp32_flops};
   const AttentionProfile attention = MeasureAttention(device, quick, empty.product_s, &heads);
   g->attention_grid = attention.forward;
   g->attention_backward_grid = attention.backward;
   g->attention_call_s = attention.forward_call_s;
   g->attention_backward_call_s = attention.backward_call_s;
-  const LayerNormGrids norm = MeasureLayerNorm(device, quick, empty.elementwise_s);
-  g->norm_grid = norm.forward;
-  g->norm_backward_grid = norm.backward;
-  say(absl::StrFormat("layer norm             %.2f ns an element forward, %.2f backward "
-                      "(1024 rows of 32); %.2f, %.2f (57 of 512)",
-                      1e9 / g->norm_grid.Rate({1024, 32, 1}),
-                      1e9 / g->norm_backward_grid.Rate({1024, 32, 1}),
-                      1e9 / g->norm_grid.Rate({57, 512, 1}),
-                      1e9 / g->norm_backward_grid.Rate({57, 512, 1})));
+  MeasureRowKernels(device, quick, empty, g, say);
   say(absl::StrFormat("fused attention        forward %.1f GFLOP/s + %.1f us a call, backward "
                       "%.1f GFLOP/s + %.1f us (16 x 16 x 8 a head)%s",
                       1e-9 * g->attention_grid.Rate({16, 16, 8}), 1e6 * g->attention_call_s,

@@ -36,8 +36,12 @@
 //                  head dimension (the slope between 8 and 64 heads) and
 //                  its fixed cost a call (the intercept), forward and
 //                  backward;
+//   gemm_grid_batched  a batch of products (bmm) by one product's m, k
+//                  and n, 8 to 1024, each batch large enough to fill the
+//                  device (calibration_shapes.h);
 //   norm_grid      layer norm's elements a second by rows and width,
 //                  forward and backward (norm_backward_grid);
+//   softmax_grid   the same of softmax (softmax_backward_grid);
 //   min_kernel_s   (CUDA) a graph node of a one-element add, replayed;
 //   power          (CUDA, NVML) board power idle, stepping small ops, and
 //                  running large GEMMs.

@@ -20,10 +20,10 @@ TEST(DeviceCalibrationTest, TheCpusProfileIsMeasuredAndRoundTrips) {
   options.progress = [&](const std::string& line) { stages.push_back(line); };
   absl::StatusOr<GpuSpec> profile = CalibrateDevice(options);
   ASSERT_TRUE(profile.ok()) << profile.status();
-  // Host, GEMM sizes, bf16 products, memory, in place, cache, attention,
-  // layer norm, GEMM shapes, streamed (where the cache is known), host
-  // again; no CUDA stages.
-  ASSERT_EQ(stages.size(), profile->cache_bytes > 0 ? 11u : 10u);
+  // Host, GEMM sizes, bf16 products, memory, in place, cache, batched
+  // products, layer norm, softmax, attention, GEMM shapes, streamed (where
+  // the cache is known), host again; no CUDA stages.
+  ASSERT_EQ(stages.size(), profile->cache_bytes > 0 ? 13u : 12u);
   EXPECT_EQ(stages.front().rfind("host per op", 0), 0u) << stages.front();
   EXPECT_NE(stages.back().find("at the start and the end"), std::string::npos) << stages.back();
   // bf16 products are measured, at whatever rate the CPU has for them (an
@@ -49,6 +49,13 @@ TEST(DeviceCalibrationTest, TheCpusProfileIsMeasuredAndRoundTrips) {
   EXPECT_FALSE(profile->attention_backward_grid.empty());
   EXPECT_EQ(profile->norm_grid.m(), (std::vector<int64_t>{16, 256, 4096}));  // rows
   EXPECT_EQ(profile->norm_backward_grid.n(), (std::vector<int64_t>{32, 256, 2048}));
+  EXPECT_EQ(profile->softmax_grid.m(), (std::vector<int64_t>{16, 256, 4096}));
+  EXPECT_EQ(profile->softmax_backward_grid.n(), (std::vector<int64_t>{32, 256, 2048}));
+  // A batch's products by one product's m, k and n; none outruns the
+  // best product rate measured.
+  EXPECT_EQ(profile->gemm_grid_batched.k(), (std::vector<int64_t>{8, 32, 128}));
+  EXPECT_LE(profile->gemm_grid_batched.BestRate(), profile->fp32_flops);
+  EXPECT_GT(profile->gemm_grid_batched.Rate({128, 128, 128}), 1e7);
   EXPECT_GE(profile->attention_call_s, 0);
   EXPECT_EQ(profile->gemm_grid_streamed.empty(), profile->cache_bytes <= 0);
   EXPECT_EQ(profile->gemm_grid_streamed_result.empty(), profile->cache_bytes <= 0);
@@ -80,6 +87,9 @@ TEST(DeviceCalibrationTest, TheCpusProfileIsMeasuredAndRoundTrips) {
   EXPECT_NEAR(back->host_op_s, profile->host_op_s, 1e-5 * profile->host_op_s);
   EXPECT_EQ(GemmGridText(back->gemm_grid_tn), GemmGridText(profile->gemm_grid_tn));
   EXPECT_EQ(GemmGridText(back->norm_grid), GemmGridText(profile->norm_grid));
+  EXPECT_EQ(GemmGridText(back->softmax_backward_grid),
+            GemmGridText(profile->softmax_backward_grid));
+  EXPECT_EQ(GemmGridText(back->gemm_grid_batched), GemmGridText(profile->gemm_grid_batched));
   std::printf("%s", GpuProfileText(*profile).c_str());
 }
 

@@ -193,9 +193,25 @@ std::optional<Product> ProductOf(const std::string& op, c10::ArrayRef<const c10:
   return std::nullopt;
 }
 
-// A layer norm's rows and normalised width (as m and n; k is 1), from its
-// input and normalized_shape; unknown for any other op.
+// A softmax's rows and row width (as m and n; k is 1): the width is the
+// size along its dim, the rows every other element's.
+// _softmax(self, dim, half_to_float);
+// _softmax_backward_data(grad_output, output, dim, input_dtype).
+GemmShape SoftmaxShapeOf(const at::Tensor* x, const c10::IValue& dim) {
+  if (x == nullptr || !dim.isInt() || x->dim() == 0 || x->numel() == 0) return {};
+  const int64_t width = x->size(c10::maybe_wrap_dim(dim.toInt(), x->dim()));
+  if (width <= 0) return {};
+  return GemmShape{x->numel() / width, width, 1};
+}
+
+// A layer norm's rows and normalised width, or a softmax's rows and row
+// width (as m and n; k is 1), from its input and normalized_shape or dim;
+// unknown for any other op.
 GemmShape NormShapeOf(const std::string& op, c10::ArrayRef<const c10::IValue> in) {
+  if (op == "aten::_softmax" && in.size() >= 2) return SoftmaxShapeOf(TensorAt(in, 0), in[1]);
+  if (op == "aten::_softmax_backward_data" && in.size() >= 3) {
+    return SoftmaxShapeOf(TensorAt(in, 0), in[2]);
+  }
   // native_layer_norm(input, normalized_shape, ...);
   // native_layer_norm_backward(grad_out, input, normalized_shape, ...).
   const size_t x_at = op == "aten::native_layer_norm"            ? 0

@@ -98,6 +98,10 @@ TEST(KernelRecorderShapeTest, ProductsCarryTheirShapes) {
   torch::bmm(torch::randn({4, 5, 7}), torch::randn({4, 7, 3}));
   at::scaled_dot_product_attention(q, k, k);
   torch::relu(a);
+  // A softmax over dim 1 of [3 x 10 x 4]: 12 rows of 10.
+  const torch::Tensor x = torch::randn({3, 10, 4});
+  const torch::Tensor y = torch::_softmax(x, 1, false);
+  torch::_softmax_backward_data(torch::randn({3, 10, 4}), y, -2, x.scalar_type());
   const std::vector<GpuKernel> kernels = recorder.Finish();
   auto shape_of = [&](const std::string& prefix) {
     for (const GpuKernel& g : kernels) {
@@ -111,6 +115,8 @@ TEST(KernelRecorderShapeTest, ProductsCarryTheirShapes) {
   EXPECT_EQ(shape_of("aten::bmm"), (GemmShape{5, 3, 7}));
   EXPECT_EQ(shape_of("aten::_scaled_dot_product"), (GemmShape{6, 9, 8}));
   EXPECT_FALSE(shape_of("aten::relu").known());
+  EXPECT_EQ(shape_of("aten::_softmax"), (GemmShape{12, 10, 1}));  // rows, width
+  EXPECT_EQ(shape_of("aten::_softmax_backward_data"), (GemmShape{12, 10, 1}));
 }
 
 TEST_F(KernelRecorderTest, TinyStepIsLaunchBoundOnAV100) {
