@@ -77,7 +77,9 @@ copy_libraries() {
 for b in "${binaries[@]}"; do
   cp -L "$b" "$stage/hpt/bin/"
   chmod u+w "$stage/hpt/bin/$(basename "$b")"
-  strip --strip-unneeded "$stage/hpt/bin/$(basename "$b")"
+  # Debug sections only: the symbol table stays, so that a stuck
+  # process's stacks name its functions (gpu_check.sh's hung_report).
+  strip --strip-debug "$stage/hpt/bin/$(basename "$b")"
   copy_libraries "$b"
 done
 # devices/blas.cc opens OpenBLAS by name at run time (libblas.so.3), so ldd
