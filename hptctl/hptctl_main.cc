@@ -9,10 +9,10 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <thread>
-#include <tuple>
 #include <iostream>
 #include <optional>
+#include <thread>
+#include <tuple>
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
@@ -24,6 +24,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/grpc_setup.h"
 #include "common/grpc_status.h"
 #include "common/net.h"
@@ -32,9 +34,9 @@
 #include "common/user_file.h"
 #include "cost/text_report.h"
 #include "google/protobuf/util/json_util.h"
+#include "hptctl/call.h"
 #include "hptctl/command_line.h"
 #include "hptctl/cost_commands.h"
-#include "hptctl/call.h"
 #include "hptctl/job_commands.h"
 #include "hptctl/job_format.h"
 #include "hptctl/model_commands.h"
@@ -66,6 +68,10 @@ ABSL_FLAG(bool, normalised, false,
 namespace hpt {
 namespace {
 
+// A watch whose output is no terminal prints a progress line at least this
+// often, besides one per epoch and per phase.
+constexpr absl::Duration kLogProgressEvery = absl::Seconds(30);
+
 int Watch(JobService::Stub& stub, const std::string& job_id) {
   grpc::ClientContext context;  // no deadline: a job may train for hours
   Authorize(&context);
@@ -77,6 +83,8 @@ int Watch(JobService::Stub& stub, const std::string& job_id) {
   Job job;
   Job last;
   int64_t last_printed_epoch = -1;
+  std::string last_printed_phase;
+  absl::Time last_printed = absl::InfinitePast();
   std::string waited_for, fallback;
   bool got_any = false;
   while (reader->Read(&job)) {
@@ -101,12 +109,21 @@ int Watch(JobService::Stub& stub, const std::string& job_id) {
     }
     waited_for = job.waiting_for();
     fallback = job.hpt().fallback_reason();
+    const std::string& phase = job.hpt().phase();
     if (tty) {
       std::cout << "\r" << FormatProgress(job, 30) << "\x1b[K" << std::flush;
-    } else if (job.progress().epoch() != last_printed_epoch ||
-               JobEnded(job.state())) {
-      // Logs get one line per epoch, not one per step.
+    } else if (job.progress().epoch() != last_printed_epoch || phase != last_printed_phase ||
+               JobEnded(job.state()) || absl::Now() - last_printed >= kLogProgressEvery) {
+      // Logs get a line per epoch, per phase and per kLogProgressEvery,
+      // not one per step: a long epoch (the LoRA phase on simulated
+      // devices) still shows that it moves.
+      if (!last_printed_phase.empty() && phase != last_printed_phase) {
+        std::cout << "phase: " << phase << " (seen at step " << job.progress().step() << ")"
+                  << std::endl;
+      }
       last_printed_epoch = job.progress().epoch();
+      last_printed_phase = job.hpt().phase();
+      last_printed = absl::Now();
       std::cout << FormatProgress(job, 30) << std::endl;
     }
   }

@@ -66,6 +66,7 @@ class OperationsTest(unittest.TestCase):
         if job.returncode != 0:
             raise RuntimeError(f"hptctl job failed:\n{job.stdout}\n{job.stderr}")
         cls.job_id = re.search(r"submitted (job-\d+)", job.stdout).group(1)
+        cls.watch_output = job.stdout
 
     @classmethod
     def tearDownClass(cls):
@@ -85,6 +86,11 @@ class OperationsTest(unittest.TestCase):
             if result or time.time() > end:
                 return result
             time.sleep(0.5)
+
+    def test_a_watch_into_a_log_says_when_the_phase_changes(self):
+        # No terminal: a progress line per epoch and per phase, not per step.
+        self.assertRegex(self.watch_output, r"(?m)^phase: lora \(seen at step \d+\)$")
+        self.assertLess(self.watch_output.count("samples/s"), 40, self.watch_output)
 
     def test_launcher_prints_every_address(self):
         for name in ["coordinator", "worker-gpu", "worker-reram", "worker-systolic", "prometheus"]:
