@@ -16,11 +16,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
-#include <random>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
 #include <map>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -47,6 +50,22 @@ class FailoverTest : public ::testing::Test {
     // A folder per test: a port file left by the one before must not be read.
     dir_ = testing::MakeTempDir(
         absl::StrCat("failover-", ::testing::UnitTest::GetInstance()->current_test_info()->name()));
+  }
+
+  // A failed case prints the end of each process's log: the folder is the
+  // test's temporary one, which a CI run does not keep.
+  void TearDown() override {
+    if (!HasFailure()) return;
+    for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+      if (entry.path().extension() != ".log") continue;
+      std::ifstream in(entry.path());
+      std::vector<std::string> lines;
+      for (std::string line; std::getline(in, line);) lines.push_back(line);
+      const size_t from = lines.size() > 40 ? lines.size() - 40 : 0;
+      std::cout << "== " << entry.path().filename().string() << " (last " << lines.size() - from
+                << " of " << lines.size() << " lines)\n";
+      for (size_t i = from; i < lines.size(); ++i) std::cout << lines[i] << "\n";
+    }
   }
 
   void StartCoordinator(const std::string& name, int port = 0) {
