@@ -122,7 +122,7 @@ int Watch(JobService::Stub& stub, const std::string& job_id) {
                   << std::endl;
       }
       last_printed_epoch = job.progress().epoch();
-      last_printed_phase = job.hpt().phase();
+      last_printed_phase = phase;
       last_printed = absl::Now();
       std::cout << FormatProgress(job, 30) << std::endl;
     }

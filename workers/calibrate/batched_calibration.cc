@@ -1,6 +1,5 @@
 #include "workers/calibrate/batched_calibration.h"
 
-#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -25,14 +24,7 @@ GemmGrid MeasureBatchedGrid(const torch::Device& device, bool quick, double empt
       }
     }
   }
-  // Held to the best resolved product rate so far or in this grid.
-  RateCap grid = ResolvedCap(timed, empty_s);
-  grid.best = std::max(grid.best, cap->best);
-  std::vector<double> rates;
-  for (const auto& [flops, s] : timed) rates.push_back(grid.Rate(flops, s - empty_s));
-  cap->best = grid.best;
-  cap->capped += grid.capped;
-  return *GemmGrid::Make(axis, axis, axis, std::move(rates));
+  return *GemmGrid::Make(axis, axis, axis, RatesHeldTo(timed, empty_s, cap));
 }
 
 }  // namespace hpt

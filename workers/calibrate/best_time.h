@@ -92,6 +92,21 @@ inline RateCap ResolvedCap(const std::vector<std::pair<double, double>>& timed, 
   return cap;
 }
 
+// The rates of `timed` (work, whole seconds) beyond `fixed_s` a call, held
+// to the best resolved rate so far (`cap`'s) or among these (a grid's large
+// products may outrun the size table's); `cap` keeps the better and counts
+// the rates held.
+inline std::vector<double> RatesHeldTo(const std::vector<std::pair<double, double>>& timed,
+                                       double fixed_s, RateCap* cap) {
+  RateCap held = ResolvedCap(timed, fixed_s);
+  held.best = std::max(held.best, cap->best);
+  std::vector<double> rates;
+  for (const auto& [work, s] : timed) rates.push_back(held.Rate(work, s - fixed_s));
+  cap->best = held.best;
+  cap->capped += held.capped;
+  return rates;
+}
+
 }  // namespace hpt
 
 #endif  // HPT_WORKERS_BEST_TIME_H_

@@ -152,7 +152,6 @@ GemmGrid MeasureGemmGrid(const torch::Device& device, bool quick, double empty_s
   const std::vector<int64_t> axis = GemmGridAxis(quick);
   const auto opts = torch::TensorOptions().device(device);
   const int runs = quick ? 3 : 5;
-  std::vector<double> rates;
   std::vector<std::pair<double, double>> timed;  // (FLOPs, s), in the grid's order
   for (int64_t m : axis) {
     for (int64_t k : axis) {
@@ -191,14 +190,7 @@ GemmGrid MeasureGemmGrid(const torch::Device& device, bool quick, double empty_s
       }
     }
   }
-  // Held to the best resolved product rate so far or in this grid (a
-  // grid's large products may outrun the size table's).
-  RateCap grid = ResolvedCap(timed, empty_s);
-  grid.best = std::max(grid.best, cap->best);
-  for (const auto& [flops, s] : timed) rates.push_back(grid.Rate(flops, s - empty_s));
-  cap->best = grid.best;
-  cap->capped += grid.capped;
-  return *GemmGrid::Make(axis, axis, axis, std::move(rates));
+  return *GemmGrid::Make(axis, axis, axis, RatesHeldTo(timed, empty_s, cap));
 }
 
 // The CPU's caches from sysfs (cpu0's): bytes by level, of its data or
