@@ -21,6 +21,16 @@ unit):
   for the other units that include a generated message:
   `copts = SERVICE_PCH_COPTS`.
 
+GCC's dependency file for such a unit lists neither the `.gch` nor the
+headers inside it (-fpch-deps adds nothing in GCC 12), and Bazel keeps
+only the files a unit's dependency file lists as its inputs. So each
+`.gch` comes with a second header, `<include_as>_id.h`, force-included
+after it, that holds the `.gch`'s SHA-256: being read as text it is
+listed, and when anything inside the `.gch` changes (a generated
+message, a LibTorch header) its digest changes and every unit that
+loads it is compiled again. Without it a changed `.proto` could link
+objects built against the old message layout.
+
 tests/pch_test checks that every target takes the one its sources need.
 A unit with the service header sees every generated message, so a type of
 its own named like a message in `namespace hpt` collides with it (GCC
@@ -35,12 +45,16 @@ load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
 TORCH_PCH = "hpt_torch_pch.h"
 SERVICE_PCH = "hpt_service_pch.h"
 
+def _id_header(include_as):
+    """The name of the header that holds the digest of include_as's `.gch`."""
+    return include_as[:-len(".h")] + "_id.h"
+
 # For a cc_library or cc_test whose sources include LibTorch's C++ API.
-TORCH_PCH_COPTS = ["-include", TORCH_PCH, "-Winvalid-pch"]
+TORCH_PCH_COPTS = ["-include", TORCH_PCH, "-include", _id_header(TORCH_PCH), "-Winvalid-pch"]
 
 # For one whose sources include a generated message (proto/*.pb.h) and no
 # LibTorch.
-SERVICE_PCH_COPTS = ["-include", SERVICE_PCH, "-Winvalid-pch"]
+SERVICE_PCH_COPTS = ["-include", SERVICE_PCH, "-include", _id_header(SERVICE_PCH), "-Winvalid-pch"]
 
 def _precompiled_header_impl(ctx):
     cc_toolchain = find_cpp_toolchain(ctx)
@@ -91,9 +105,21 @@ def _precompiled_header_impl(ctx):
         mnemonic = "CppPrecompileHeader",
         progress_message = "Precompiling %s for %s" % (ctx.file.header.short_path, ctx.label),
     )
-    return [CcInfo(
+
+    # The `.gch`'s digest as a header of its own (see the module's doc).
+    id_header = ctx.actions.declare_file(ctx.attr.name + "/" + _id_header(ctx.attr.include_as))
+    ctx.actions.run_shell(
+        command = 'set -e; sum=$(sha256sum "$1"); printf "// %s\\n" "${sum%% *}" > "$2"',
+        arguments = [gch.path, id_header.path],
+        inputs = [gch],
+        outputs = [id_header],
+        mnemonic = "CppPrecompiledHeaderDigest",
+        progress_message = "Digesting %s's precompiled header" % ctx.label,
+    )
+    outputs = [gch, id_header]
+    return [DefaultInfo(files = depset(outputs), runfiles = ctx.runfiles(files = outputs)), CcInfo(
         compilation_context = cc_common.create_compilation_context(
-            headers = depset([header, gch]),
+            headers = depset([header, gch, id_header]),
             quote_includes = depset([header.dirname]),
         ),
     )]
