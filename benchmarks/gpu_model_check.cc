@@ -179,6 +179,11 @@ int CompareWithDevice(const DeviceCostConfig& config, const std::vector<int64_t>
         std::printf(" %8.2f J %8.2f J %6.2f", c.measured_j, c.model_j, c.energy_ratio());
       }
       std::printf("%s  (%s)\n", off ? "  outside" : "", c.path.c_str());
+      if (c.graph_nodes > 0) {
+        std::printf(
+            "  %-6s graph of %ld nodes, %ld of them kernels; the model priced %ld kernels\n", "",
+            long(c.graph_nodes), long(c.graph_kernels), long(c.model_kernels));
+      }
       outside += off ? 1 : 0;
       ++rows;
     }

@@ -56,6 +56,9 @@ absl::StatusOr<std::vector<BaselineComparison>> CompareWithProbe(
       row.measured_j = m.step_j();
       row.model_s = cost.time_s;
       row.model_j = cost.energy_j;
+      row.graph_nodes = m.graph_nodes();
+      row.graph_kernels = m.graph_kernels();
+      row.model_kernels = cost.kernels;
     }
     rows.push_back(std::move(row));
   }

@@ -43,6 +43,9 @@ struct BaselineComparison {
   std::string not_run;   // why no figures (the probe's reason, or why not compared)
   double measured_s = 0, model_s = 0;
   double measured_j = 0, model_j = 0;  // measured_j 0: no energy counter
+  // A graph baseline on CUDA: the captured step's nodes and kernels (0:
+  // not counted), beside the kernels the model priced.
+  int64_t graph_nodes = 0, graph_kernels = 0, model_kernels = 0;
   double ratio() const { return model_s / measured_s; }
   double energy_ratio() const { return measured_j > 0 ? model_j / measured_j : 0; }
 };

@@ -18,7 +18,10 @@ StepCost RecordedStep::Cost(const DeviceCostConfig& config, GpuBaseline::Name ba
     const CostReport c = CostTaskWork(*work, config, baseline, nullptr, type);
     total.time_s += c.simulated_s();
     total.energy_j += c.energy_j();
-    if (tasks != nullptr) tasks->push_back({c.simulated_s(), c.energy_j()});
+    const auto kernels = c.counters().find("kernels");
+    const int64_t n = kernels == c.counters().end() ? 0 : int64_t(kernels->second);
+    total.kernels += n;
+    if (tasks != nullptr) tasks->push_back({c.simulated_s(), c.energy_j(), n});
   }
   return total;
 }

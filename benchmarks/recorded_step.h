@@ -34,6 +34,7 @@ struct StepCase {
 
 struct StepCost {
   double time_s = 0, energy_j = 0;
+  int64_t kernels = 0;  // the kernels priced (a GPU's; 0 on other devices)
 };
 
 // Wall seconds of each task of one step (the host's clock: a CPU step).

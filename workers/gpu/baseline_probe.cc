@@ -125,12 +125,20 @@ void TimeGraph(Scratch& s, const torch::Device& device, bool bf16,
     adam.Step();
   }
   torch::cuda::synchronize(device.index());
-  at::cuda::CUDAGraph graph;
+  // Kept after capture so that its nodes can be counted; the first
+  // replay instantiates it.
+  at::cuda::CUDAGraph graph(/*keep_graph=*/true);
   // A broken capture is ended, so the next baseline runs.
   CaptureGraph(graph, [&] {
     ForwardBackward(s, device, bf16);
     adam.Step();
   });
+  // What the cost model prices as graph nodes, counted: a missing count
+  // leaves the fields 0 and the timing stands.
+  if (absl::StatusOr<GraphNodeCount> count = CountGraphNodes(graph); count.ok()) {
+    out->set_graph_nodes(count->nodes);
+    out->set_graph_kernels(count->kernels);
+  }
   ProbeBaselinesRequest replays = r;
   replays.set_warm_up(1);
   Time([&] { graph.replay(); }, replays, meter, out);

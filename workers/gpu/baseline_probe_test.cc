@@ -56,6 +56,11 @@ TEST(BaselineProbeTest, TimesEachBaselineOnTheCpuAndSaysWhyGraphDidNot) {
   const MeasuredBaseline& graph = Find(*r, GpuBaseline::graph);
   EXPECT_EQ(graph.step_s(), 0);
   EXPECT_NE(graph.not_run().find("not run: no CUDA"), std::string::npos) << graph.not_run();
+  // Only a captured graph has nodes to count.
+  for (const MeasuredBaseline& m : r->baselines()) {
+    EXPECT_EQ(m.graph_nodes(), 0) << m.baseline();
+    EXPECT_EQ(m.graph_kernels(), 0) << m.baseline();
+  }
 }
 
 TEST(BaselineProbeTest, RunsOnlyTheBaselinesAsked) {
@@ -130,6 +135,14 @@ TEST(DeviceMeterTest, TimesCudaWorkWithEvents) {
   for (const MeasuredBaseline& m : probe->baselines()) {
     EXPECT_TRUE(m.not_run().empty()) << m.baseline() << ": " << m.not_run();
     EXPECT_GT(m.step_s(), 0) << m.baseline();
+    if (m.baseline() == GpuBaseline::graph) {
+      // The captured step's nodes, counted through the CUDA runtime: a
+      // training step launches many kernels, and every kernel is a node.
+      EXPECT_GT(m.graph_kernels(), 50);
+      EXPECT_LE(m.graph_kernels(), m.graph_nodes());
+    } else {
+      EXPECT_EQ(m.graph_nodes(), 0) << m.baseline();
+    }
   }
 }
 

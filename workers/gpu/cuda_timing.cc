@@ -5,6 +5,8 @@
 #include <c10/core/Event.h>
 #include <c10/core/StreamGuard.h>
 #include <c10/cuda/CUDAStream.h>
+#include <dlfcn.h>
+#include <driver_types.h>
 #include <torch/cuda.h>
 #include <torch/types.h>
 #include <torch/utils.h>
@@ -28,6 +30,20 @@ c10::Event TimingEvent() {
 }
 
 std::atomic<int> capture_failures{0};
+
+// A CUDA runtime call from the runtime already in the process (LibTorch's,
+// or one a CUDA library loaded): this binary links none of its own.
+void* RuntimeSymbol(const char* name) {
+  if (void* f = dlsym(RTLD_DEFAULT, name)) return f;
+  for (const char* lib : {"libcudart.so.13", "libcudart.so.12", "libcudart.so"}) {
+    if (void* handle = dlopen(lib, RTLD_LAZY | RTLD_NOLOAD)) {
+      void* f = dlsym(handle, name);
+      dlclose(handle);
+      if (f != nullptr) return f;
+    }
+  }
+  return nullptr;
+}
 
 }  // namespace
 
@@ -103,6 +119,35 @@ absl::StatusOr<double> CudaGraphNodeS(int device_index, int nodes, int replays) 
   }
   std::nth_element(per_node.begin(), per_node.begin() + per_node.size() / 2, per_node.end());
   return per_node[per_node.size() / 2];
+}
+
+absl::StatusOr<GraphNodeCount> CountGraphNodes(at::cuda::CUDAGraph& graph) {
+  using GetNodes = cudaError_t (*)(cudaGraph_t, cudaGraphNode_t*, size_t*);
+  using GetType = cudaError_t (*)(cudaGraphNode_t, cudaGraphNodeType*);
+  auto get_nodes = reinterpret_cast<GetNodes>(RuntimeSymbol("cudaGraphGetNodes"));
+  auto get_type = reinterpret_cast<GetType>(RuntimeSymbol("cudaGraphNodeGetType"));
+  if (get_nodes == nullptr || get_type == nullptr) {
+    return absl::UnavailableError("the CUDA runtime in this process exports no cudaGraphGetNodes");
+  }
+  cudaGraph_t raw = graph.raw_cuda_graph();
+  size_t n = 0;
+  if (get_nodes(raw, nullptr, &n) != cudaSuccess) {
+    return absl::InternalError("cudaGraphGetNodes refused the captured graph");
+  }
+  std::vector<cudaGraphNode_t> nodes(n);
+  if (n > 0 && get_nodes(raw, nodes.data(), &n) != cudaSuccess) {
+    return absl::InternalError("cudaGraphGetNodes refused the captured graph");
+  }
+  GraphNodeCount count;
+  count.nodes = int64_t(n);
+  for (size_t i = 0; i < n; ++i) {
+    cudaGraphNodeType type;
+    if (get_type(nodes[i], &type) != cudaSuccess) {
+      return absl::InternalError("cudaGraphNodeGetType refused a node of the captured graph");
+    }
+    if (type == cudaGraphNodeTypeKernel) ++count.kernels;
+  }
+  return count;
 }
 
 absl::StatusOr<double> CudaL2CacheBytes(int device_index) {

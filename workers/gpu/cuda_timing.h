@@ -8,6 +8,7 @@
 #ifndef HPT_WORKERS_CUDA_TIMING_H_
 #define HPT_WORKERS_CUDA_TIMING_H_
 
+#include <cstdint>
 #include <functional>
 
 #include "absl/status/statusor.h"
@@ -23,6 +24,16 @@ namespace hpt {
 // the stream captures no more and later work runs, and the op's error is
 // rethrown.
 void CaptureGraph(at::cuda::CUDAGraph& graph, const std::function<void()>& body);
+
+// The nodes of a captured graph, all of them and the kernels among them
+// (not memsets, copies or events), read through the CUDA runtime that
+// LibTorch loaded. `graph` must have been made with keep_graph (its
+// cudaGraph_t is otherwise gone after capture). An error where the runtime
+// does not export the calls or refuses them.
+struct GraphNodeCount {
+  int64_t nodes = 0, kernels = 0;
+};
+absl::StatusOr<GraphNodeCount> CountGraphNodes(at::cuda::CUDAGraph& graph);
 
 // Seconds per node when a CUDA graph of `nodes` one-element adds replays
 // on device `device_index` (the median of `replays`).
