@@ -1,6 +1,8 @@
 #include "cost/record_costing.h"
 
 #include <algorithm>
+#include <cmath>
+#include <tuple>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -69,17 +71,28 @@ absl::StatusOr<CostSettings> ParseCostSettings(const std::vector<std::string>& t
   return out;
 }
 
-InterconnectConfig LinkFromSettings(const std::map<std::string, std::string>& settings) {
+absl::StatusOr<InterconnectConfig> LinkFromSettings(
+    const std::map<std::string, std::string>& settings) {
   InterconnectConfig link;
-  auto number = [&](const char* key, double* out) {
-    auto it = settings.find(key);
-    if (it != settings.end()) absl::SimpleAtod(it->second, out);
-  };
   double gb = link.bandwidth_bytes_per_s / 1e9, us = link.latency_s * 1e6,
          pj = link.energy_per_byte_j * 1e12;
-  number("interconnect_gb_per_s", &gb);
-  number("interconnect_latency_us", &us);
-  number("interconnect_pj_per_byte", &pj);
+  // A bandwidth must be positive; a latency or an energy may be 0.
+  for (auto [key, out, zero_ok] : {std::tuple{"interconnect_gb_per_s", &gb, false},
+                                   std::tuple{"interconnect_latency_us", &us, true},
+                                   std::tuple{"interconnect_pj_per_byte", &pj, true}}) {
+    auto it = settings.find(key);
+    if (it == settings.end()) continue;
+    double v = 0;
+    if (!absl::SimpleAtod(it->second, &v) || !std::isfinite(v) || v < 0 || (!zero_ok && v == 0)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the work record's setting ", key, "='", it->second, "' is not a ",
+          zero_ok ? "non-negative" : "positive",
+          " number; the coordinator writes numbers there, so the record was edited or damaged: "
+          "restore it, or override it: hptctl whatif JOB --set ",
+          key, "=N"));
+    }
+    *out = v;
+  }
   link.bandwidth_bytes_per_s = gb * 1e9;
   link.latency_s = us * 1e-6;
   link.energy_per_byte_j = pj * 1e-12;
@@ -142,7 +155,9 @@ absl::Status RecordCosting::Configure(const CostSettings& changes) {
     }
     replan = replan || IsReramLayoutKey(key);
   }
-  link_ = LinkFromSettings(coordinator);
+  absl::StatusOr<InterconnectConfig> link = LinkFromSettings(coordinator);
+  if (!link.ok()) return link.status();
+  link_ = *link;
   absl::StatusOr<GpuBaseline::Name> baseline = ParseGpuBaseline(coordinator["gpu_baseline"]);
   if (!baseline.ok()) return baseline.status();
   baseline_ = *baseline;

@@ -128,7 +128,9 @@ void AddMeasuredRows(const WorkRecord& record, const RecordedPhases& libtorch,
 absl::StatusOr<JobCosts> CostOfRecord(const WorkRecord& record, const CostSettings& changes);
 
 // The interconnect a record's settings describe.
-InterconnectConfig LinkFromSettings(const std::map<std::string, std::string>& settings);
+// INVALID_ARGUMENT names a stored value that is not a number in range.
+absl::StatusOr<InterconnectConfig> LinkFromSettings(
+    const std::map<std::string, std::string>& settings);
 
 }  // namespace hpt
 
