@@ -226,12 +226,13 @@ void GpuKernelTally::Add(double flops, double bytes, double count, KernelKind ki
   const bool batched = kind == KernelKind::kBatchedGemm;
   const double batched_s =
       batched ? BatchedGridS(gpu_, precision_, flops, shape, streamed_.products) : 0;
+  // A batch the batched grid priced needs no rate of its own.
+  const bool rated = product && batched_s <= 0;
   const GemmShape gemm_shape = !gemm ? GemmShape() : batched ? AsOneProduct(flops, shape) : shape;
-  const ProductRate product_rate =
-      attention > 0 ? ProductRate{attention, true}
-      : product     ? RateOfProduct(gpu_, precision_, flops, bytes, gemm_shape,
-                                    streamed_.products, batched)
-                    : ProductRate{compute_, false};
+  const ProductRate product_rate = attention > 0 ? ProductRate{attention, true}
+                                   : rated       ? RateOfProduct(gpu_, precision_, flops, bytes,
+                                                                 gemm_shape, streamed_.products, batched)
+                                                 : ProductRate{compute_, false};
   const double rate = product_rate.flops_per_s;
   // A measured product's rate holds its own traffic; a batch's products
   // each read operands of their own (activations, never the model's
