@@ -32,6 +32,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -60,6 +61,10 @@ ABSL_FLAG(std::string, model_csv, "",
           "measured ones (the comparison's CPU twin: it must then find no error).");
 ABSL_FLAG(std::string, gpu, "v100,a100,h100",
           "Compare: GPU presets or profile files, comma-separated.");
+ABSL_FLAG(std::string, measured_as, "graph",
+          "Compare: what --measured timed. graph: a call's share of a captured graph's replay "
+          "(kernel_holdout --measure_on); kernel: each kernel's own device time, no graph "
+          "node and no launch (a profiler's kernel durations, as published sets give them).");
 ABSL_FLAG(double, tolerance, 0.15, "Largest median |model / measured - 1| --check accepts.");
 ABSL_FLAG(bool, check, false, "Exit 1 when a class's median error is above --tolerance.");
 
@@ -141,12 +146,76 @@ double ModelSecondsACall(const GpuSpec& gpu, const std::vector<GpuKernel>& kerne
   return CostKernels(gpu, GpuPrecision::kFp32, all, GpuLaunch::kGraph).time_s / reps;
 }
 
+// The same, each kernel's own device time: the graph's price less its
+// launch and its nodes.
+double ModelKernelSeconds(const GpuSpec& gpu, const std::vector<GpuKernel>& kernels) {
+  const GpuStepCost c = CostKernels(gpu, GpuPrecision::kFp32, kernels, GpuLaunch::kGraph);
+  return c.time_s - gpu.dispatch_s - double(c.kernels) * gpu.graph_node_s;
+}
+
 // The ATen ops one call runs, as the recorder sees them.
 std::vector<GpuKernel> Record(const CaseBody& body) {
   torch::NoGradGuard no_grad;
   KernelRecorder recorder;
   body.call();
   return recorder.Finish();
+}
+
+// Elements a case's recording allocates at most: a published case may
+// move gigabytes, which this machine need not hold to record its kernels.
+constexpr int64_t kRecordElements = int64_t(1) << 22;
+
+// A case's kernels as the recorder sees them at its full size. Past
+// kRecordElements the case is recorded at two sizes of its first dim
+// (rows, batch, elements or m) and each kernel's FLOPs, bytes and shape
+// are carried to the full size along the line through the two: exact
+// for the affine counts these ops have (the rows' bytes plus a
+// parameter's, a batch's products). An error where the two recordings
+// differ in their kernels.
+absl::StatusOr<std::vector<GpuKernel>> RecordAtSize(const HoldoutCase& c) {
+  const torch::Device cpu(torch::kCPU);
+  const int64_t d0 = c.dims[0];
+  int64_t inner = 1;  // elements of the largest operand a unit of d0
+  switch (c.op) {
+    case HoldoutOp::kMm:
+      inner = std::max(c.dims[1], c.dims[2]);
+      break;
+    case HoldoutOp::kBmm:
+      inner = std::max({c.dims[1] * c.dims[2], c.dims[2] * c.dims[3], c.dims[1] * c.dims[3]});
+      break;
+    case HoldoutOp::kAdd:
+    case HoldoutOp::kMulInPlace:
+    case HoldoutOp::kGelu:
+      inner = 1;
+      break;
+    default:
+      inner = c.dims[1];
+  }
+  const int64_t small = std::max<int64_t>(1, kRecordElements / std::max<int64_t>(inner, 1) / 2);
+  if (d0 <= 2 * small) return Record(MakeBody(c, cpu));
+  HoldoutCase one = c, two = c;
+  one.dims[0] = small;
+  two.dims[0] = 2 * small;
+  const std::vector<GpuKernel> a = Record(MakeBody(one, cpu)), b = Record(MakeBody(two, cpu));
+  if (a.size() != b.size()) {
+    return absl::InternalError(absl::StrCat("case '", c.name, "' records ", a.size(), " then ",
+                                            b.size(), " kernels at two sizes"));
+  }
+  const double t = double(d0 - small) / double(small);  // 0 at `one`, 1 at `two`
+  auto along = [t](double x, double y) { return x + t * (y - x); };
+  std::vector<GpuKernel> full = a;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].op != b[i].op) {
+      return absl::InternalError(absl::StrCat("case '", c.name, "' records ", a[i].op, " then ",
+                                              b[i].op, " at two sizes"));
+    }
+    full[i].flops = along(a[i].flops, b[i].flops);
+    full[i].bytes = along(a[i].bytes, b[i].bytes);
+    full[i].shape.m = std::llround(along(double(a[i].shape.m), double(b[i].shape.m)));
+    full[i].shape.k = std::llround(along(double(a[i].shape.k), double(b[i].shape.k)));
+    full[i].shape.n = std::llround(along(double(a[i].shape.n), double(b[i].shape.n)));
+  }
+  return full;
 }
 
 // The CSV's header and one row a case: `seconds(case, body, kernels)`, the
@@ -171,7 +240,7 @@ int WriteCsv(const std::string& source, const torch::Device& device, Seconds sec
     const double s = seconds(c, body, kernels);
     csv << HoldoutClassName(c.kind) << ',' << c.name << ',' << c.reps << ','
         << absl::StrFormat("%.6e", s) << ',' << ops << '\n';
-    std::printf("%-13s %-26s %10.2f us  %s\n", HoldoutClassName(c.kind), c.name, 1e6 * s,
+    std::printf("%-13s %-26s %10.2f us  %s\n", HoldoutClassName(c.kind), c.name.c_str(), 1e6 * s,
                 ops.c_str());
     std::fflush(stdout);
   }
@@ -227,11 +296,17 @@ int Measure(const std::string& device_name) {
   return rc;
 }
 
-// The measured CSV's seconds a call by case name; an error names the line.
-absl::StatusOr<std::map<std::string, double>> ReadMeasured(const std::string& path) {
+// The measured CSV's cases and seconds, in its order; an error names the
+// line.
+struct MeasuredCase {
+  HoldoutCase c;
+  double s = 0;
+};
+absl::StatusOr<std::vector<MeasuredCase>> ReadMeasured(const std::string& path) {
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot read --measured ", path));
-  std::map<std::string, double> measured;
+  std::vector<MeasuredCase> measured;
+  std::set<std::string> seen;
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
     if (line.empty() || line[0] == '#' || absl::StartsWith(line, "class,")) continue;
@@ -242,7 +317,21 @@ absl::StatusOr<std::map<std::string, double>> ReadMeasured(const std::string& pa
           absl::StrCat(path, " line ", n, ": want class,case,reps,measured_s,ops with "
                        "measured_s > 0; re-measure with --measure_on"));
     }
-    measured[f[1]] = s;
+    // A case of the list keeps its reps; another is parsed from its name.
+    absl::StatusOr<HoldoutCase> c = ParseHoldoutCase(f[1]);
+    for (const HoldoutCase& listed : HoldoutCases()) {
+      if (listed.name == f[1]) c = listed;
+    }
+    if (!c.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, " line ", n, ": ", c.status().message()));
+    }
+    if (!seen.insert(f[1]).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, " line ", n, ": case '", f[1],
+                       "' again; give each case once (a median of repeats)"));
+    }
+    measured.push_back({*std::move(c), s});
   }
   return measured;
 }
@@ -250,22 +339,23 @@ absl::StatusOr<std::map<std::string, double>> ReadMeasured(const std::string& pa
 using Ratios = std::map<std::string, std::vector<std::vector<double>>>;  // [class][gpu]
 
 // Each measured case beside each profile's model; model / measured by class.
-Ratios CaseTable(const std::map<std::string, double>& measured,
-                 const std::vector<std::pair<std::string, GpuSpec>>& gpus) {
+absl::StatusOr<Ratios> CaseTable(const std::vector<MeasuredCase>& measured,
+                                 const std::vector<std::pair<std::string, GpuSpec>>& gpus,
+                                 bool kernel_time) {
   Ratios ratios;
   std::printf("%-13s %-26s %11s", "class", "case", "measured");
   for (const auto& [name, spec] : gpus) std::printf(" %12s", name.substr(0, 12).c_str());
   std::printf("\n");
-  for (const HoldoutCase& c : HoldoutCases()) {
-    auto m = measured.find(c.name);
-    if (m == measured.end()) continue;
-    const std::vector<GpuKernel> kernels = Record(MakeBody(c, torch::Device(torch::kCPU)));
+  for (const auto& [c, measured_s] : measured) {
+    absl::StatusOr<std::vector<GpuKernel>> kernels = RecordAtSize(c);
+    if (!kernels.ok()) return kernels.status();
     auto& row = ratios[HoldoutClassName(c.kind)];
     row.resize(gpus.size());
-    std::printf("%-13s %-26s %8.2f us", HoldoutClassName(c.kind), c.name, 1e6 * m->second);
+    std::printf("%-13s %-26s %8.2f us", HoldoutClassName(c.kind), c.name.c_str(), 1e6 * measured_s);
     for (size_t g = 0; g < gpus.size(); ++g) {
-      const double model = ModelSecondsACall(gpus[g].second, kernels, c.reps);
-      row[g].push_back(model / m->second);
+      const double model = kernel_time ? ModelKernelSeconds(gpus[g].second, *kernels)
+                                       : ModelSecondsACall(gpus[g].second, *kernels, c.reps);
+      row[g].push_back(model / measured_s);
       std::printf(" %9.2f us", 1e6 * model);
     }
     std::printf("\n");
@@ -306,8 +396,13 @@ int ClassTable(const Ratios& ratios, const std::vector<std::pair<std::string, Gp
 }
 
 int Compare() {
-  absl::StatusOr<std::map<std::string, double>> measured =
-      ReadMeasured(absl::GetFlag(FLAGS_measured));
+  const std::string measured_as = absl::GetFlag(FLAGS_measured_as);
+  if (measured_as != "graph" && measured_as != "kernel") {
+    std::fprintf(stderr, "kernel_holdout: --measured_as '%s': want graph or kernel\n",
+                 measured_as.c_str());
+    return 2;
+  }
+  absl::StatusOr<std::vector<MeasuredCase>> measured = ReadMeasured(absl::GetFlag(FLAGS_measured));
   if (!measured.ok()) {
     std::fprintf(stderr, "kernel_holdout: %s\n", std::string(measured.status().message()).c_str());
     return 2;
@@ -322,7 +417,12 @@ int Compare() {
     }
     gpus.emplace_back(std::string(g), *spec);
   }
-  const int outside = ClassTable(CaseTable(*measured, gpus), gpus);
+  absl::StatusOr<Ratios> ratios = CaseTable(*measured, gpus, measured_as == "kernel");
+  if (!ratios.ok()) {
+    std::fprintf(stderr, "kernel_holdout: %s\n", std::string(ratios.status().message()).c_str());
+    return 2;
+  }
+  const int outside = ClassTable(*ratios, gpus);
   return absl::GetFlag(FLAGS_check) && outside > 0 ? 1 : 0;
 }
 

@@ -7,7 +7,13 @@
 #define HPT_BENCHMARKS_KERNEL_HOLDOUT_CASES_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace hpt {
 
@@ -26,7 +32,7 @@ enum class HoldoutOp {
 };
 
 struct HoldoutCase {
-  const char* name;  // unique: the CSV's key
+  std::string name;  // unique: the CSV's key
   HoldoutClass kind;
   HoldoutOp op;
   int64_t dims[4];
@@ -91,6 +97,57 @@ inline const std::vector<HoldoutCase>& HoldoutCases() {
       {"gelu 3000000", C::kElementwise, O::kGelu, {3000000}, 10},
   };
   return cases;
+}
+
+// A case from its name, as HoldoutCases() spells them ("ln 3000x384",
+// "bmm 48000x12x16x12": the op, then its dims joined by x), so that kernels
+// measured elsewhere (published measurements) are priced by the same
+// model. One call a timing (reps 1). An error names the part that does
+// not parse.
+inline absl::StatusOr<HoldoutCase> ParseHoldoutCase(const std::string& name) {
+  using C = HoldoutClass;
+  using O = HoldoutOp;
+  struct Known {
+    const char* op;
+    HoldoutClass kind;
+    HoldoutOp holdout_op;
+    int dims;
+  };
+  static const Known kKnown[] = {
+      {"mm", C::kGemm, O::kMm, 3},
+      {"bmm", C::kBatched, O::kBmm, 4},
+      {"ln", C::kLayerNorm, O::kLayerNorm, 2},
+      {"ln-bwd", C::kLayerNorm, O::kLayerNormBackward, 2},
+      {"sm", C::kSoftmax, O::kSoftmax, 2},
+      {"sm-bwd", C::kSoftmax, O::kSoftmaxBackward, 2},
+      {"add", C::kElementwise, O::kAdd, 1},
+      {"mul_", C::kElementwise, O::kMulInPlace, 1},
+      {"gelu", C::kElementwise, O::kGelu, 1},
+  };
+  const std::vector<std::string> parts = absl::StrSplit(name, ' ');
+  const Known* known = nullptr;
+  for (const Known& k : kKnown) {
+    if (!parts.empty() && parts[0] == k.op) known = &k;
+  }
+  if (known == nullptr || parts.size() != 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("case '", name,
+                     "': want an op (mm, bmm, ln, ln-bwd, sm, sm-bwd, add, mul_, gelu), "
+                     "a space, then its dims joined by x"));
+  }
+  const std::vector<std::string> dims = absl::StrSplit(parts[1], 'x');
+  HoldoutCase c{name, known->kind, known->holdout_op, {0, 0, 0, 0}, 1};
+  if (int(dims.size()) != known->dims) {
+    return absl::InvalidArgumentError(absl::StrCat("case '", name, "': ", known->op, " takes ",
+                                                   known->dims, " dims, got ", dims.size()));
+  }
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (!absl::SimpleAtoi(dims[i], &c.dims[i]) || c.dims[i] < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("case '", name, "': dim '", dims[i], "' is not a whole number >= 1"));
+    }
+  }
+  return c;
 }
 
 }  // namespace hpt

@@ -45,5 +45,30 @@ TEST(KernelHoldoutCasesTest, EveryClassHasCasesAndNamesAreUnique) {
   EXPECT_EQ(classes.size(), 5u);
 }
 
+// A listed case's name says what it times: parsed, it is the same op on
+// the same dims, so a measured set from elsewhere names cases the same way.
+TEST(KernelHoldoutCasesTest, EveryNameParsesToItsOwnCase) {
+  for (const HoldoutCase& c : HoldoutCases()) {
+    absl::StatusOr<HoldoutCase> parsed = ParseHoldoutCase(c.name);
+    ASSERT_TRUE(parsed.ok()) << c.name << ": " << parsed.status();
+    EXPECT_EQ(parsed->kind, c.kind) << c.name;
+    EXPECT_EQ(parsed->op, c.op) << c.name;
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(parsed->dims[i], c.dims[i]) << c.name;
+    EXPECT_EQ(parsed->reps, 1);
+  }
+}
+
+TEST(KernelHoldoutCasesTest, ANameThatDoesNotParseSaysWhy) {
+  EXPECT_EQ(ParseHoldoutCase("conv 3x3").status().message(),
+            "case 'conv 3x3': want an op (mm, bmm, ln, ln-bwd, sm, sm-bwd, add, mul_, gelu), a "
+            "space, then its dims joined by x");
+  EXPECT_EQ(ParseHoldoutCase("bmm 4x8x8").status().message(),
+            "case 'bmm 4x8x8': bmm takes 4 dims, got 3");
+  EXPECT_EQ(ParseHoldoutCase("add 0").status().message(),
+            "case 'add 0': dim '0' is not a whole number >= 1");
+  EXPECT_EQ(ParseHoldoutCase("sm 8xten").status().message(),
+            "case 'sm 8xten': dim 'ten' is not a whole number >= 1");
+}
+
 }  // namespace
 }  // namespace hpt
