@@ -90,7 +90,9 @@ struct GpuSpec {
   // elements a second (rows x normalised width) by rows and width (as m
   // and n; k is 1). A CPU's costs more than its bytes: on the Intel Xeon
   // VM 0.35-1.1 ns an element, 2.5-7.7x an element-wise op of its size,
-  // the most on narrow rows. Empty: rated as element-wise work.
+  // the most on narrow rows. Empty: rated as element-wise work, the
+  // forward's bytes 3/2 of those recorded (it reads its input twice:
+  // kernel_cost.cc).
   GemmGrid norm_grid, norm_backward_grid;
   // Softmax over a row (_softmax, _softmax_backward_data), forward and
   // backward: achieved elements a second by rows and row width (as m and
