@@ -54,9 +54,9 @@ TEST(FrontierReportTest, RuleSummaryMeasuresDistanceQualityAndTime) {
                                           {100, 1.0}};
   // Seed 1: the rule switches at 60 after one trial (20 late); seed 2: at
   // 20 (20 early); seed 3: never (60 late).
-  app.seeds.push_back(Seed(rmse, {{"r", 60, 1, 1.0}}));
-  app.seeds.push_back(Seed(rmse, {{"r", 20, 1, 1.10}}));
-  app.seeds.push_back(Seed(rmse, {{"r", -1, 0, 1.0}}));
+  app.seeds.push_back(Seed(rmse, {{"r", 60, 1, 1.0, -1, -1, {}}}));
+  app.seeds.push_back(Seed(rmse, {{"r", 20, 1, 1.10, -1, -1, {}}}));
+  app.seeds.push_back(Seed(rmse, {{"r", -1, 0, 1.0, -1, -1, {}}}));
   const RuleSummary s = SummarizeRule(app, 0);
   EXPECT_EQ(s.seeds, 3);
   EXPECT_EQ(s.switched, 2);
@@ -79,7 +79,8 @@ TEST(FrontierReportTest, DefaultNeedsEveryApplicationToQualify) {
                                           {100, 1.0}};
   for (int i = 0; i < 5; ++i) {
     // "near" switches at the knee every time; "late" never does.
-    a.seeds.push_back(Seed(rmse, {{"near", 40, 1, 1.0}, {"late", -1, 0, 1.0}}));
+    a.seeds.push_back(
+        Seed(rmse, {{"near", 40, 1, 1.0, -1, -1, {}}, {"late", -1, 0, 1.0, -1, -1, {}}}));
   }
   App b = a;
   b.name = "covid";
@@ -100,7 +101,7 @@ TEST(FrontierReportTest, DefaultNeedsEveryApplicationToQualify) {
 
 TEST(FrontierReportTest, SeedRunSurvivesItsTextForm) {
   SeedRun s = Seed({{20, 1.1}, {40, 1.0 / 3}, {60, 1.0}, {80, 1.0}, {100, 1.0}},
-                   {{"paper", -1, 0, 1.0, 1.25, 3.5}, {"plateau", 40, 2, 1.0 / 3, 0.5, 0}});
+                   {{"paper", -1, 0, 1.0, 1.25, 3.5, {}}, {"plateau", 40, 2, 1.0 / 3, 0.5, 0, {}}});
   s.seed = 44;
   s.devices_step = 40;
   s.devices_rmse = 0.34;

@@ -73,7 +73,9 @@ TEST(DeviceCalibrationTest, TheCpusProfileIsMeasuredAndRoundTrips) {
   for (size_t i = 0; i < profile->gemm_rates.size(); ++i) {
     EXPECT_GT(profile->gemm_rates[i].second, 1e7) << i;  // above 10 MFLOP/s
     EXPECT_LT(profile->gemm_rates[i].second, 1e14) << i;
-    if (i > 0) EXPECT_GT(profile->gemm_rates[i].first, profile->gemm_rates[i - 1].first);
+    if (i > 0) {
+      EXPECT_GT(profile->gemm_rates[i].first, profile->gemm_rates[i - 1].first);
+    }
   }
   EXPECT_EQ(profile->min_kernel_s, 0);
   EXPECT_EQ(profile->load_power_w, 0);  // no power counter on a CPU
