@@ -146,11 +146,12 @@ double ModelSecondsACall(const GpuSpec& gpu, const std::vector<GpuKernel>& kerne
   return CostKernels(gpu, GpuPrecision::kFp32, all, GpuLaunch::kGraph).time_s / reps;
 }
 
-// The same, each kernel's own device time: the graph's price less its
-// launch and its nodes.
-double ModelKernelSeconds(const GpuSpec& gpu, const std::vector<GpuKernel>& kernels) {
-  const GpuStepCost c = CostKernels(gpu, GpuPrecision::kFp32, kernels, GpuLaunch::kGraph);
-  return c.time_s - gpu.dispatch_s - double(c.kernels) * gpu.graph_node_s;
+// The same, each kernel's own device time: priced as a graph on a profile
+// whose graph costs nothing of its own (no launch, no node).
+double ModelKernelSeconds(GpuSpec gpu, const std::vector<GpuKernel>& kernels) {
+  gpu.dispatch_s = 0;
+  gpu.graph_node_s = 0;
+  return CostKernels(gpu, GpuPrecision::kFp32, kernels, GpuLaunch::kGraph).time_s;
 }
 
 // The ATen ops one call runs, as the recorder sees them.

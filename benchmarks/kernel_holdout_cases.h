@@ -31,6 +31,26 @@ enum class HoldoutOp {
   kGelu,               // dims: elements
 };
 
+// How many of HoldoutCase::dims an op reads.
+inline int DimsOf(HoldoutOp op) {
+  switch (op) {
+    case HoldoutOp::kMm:
+      return 3;
+    case HoldoutOp::kBmm:
+      return 4;
+    case HoldoutOp::kLayerNorm:
+    case HoldoutOp::kLayerNormBackward:
+    case HoldoutOp::kSoftmax:
+    case HoldoutOp::kSoftmaxBackward:
+      return 2;
+    case HoldoutOp::kAdd:
+    case HoldoutOp::kMulInPlace:
+    case HoldoutOp::kGelu:
+      return 1;
+  }
+  return 0;
+}
+
 struct HoldoutCase {
   std::string name;  // unique: the CSV's key
   HoldoutClass kind;
@@ -111,18 +131,17 @@ inline absl::StatusOr<HoldoutCase> ParseHoldoutCase(const std::string& name) {
     const char* op;
     HoldoutClass kind;
     HoldoutOp holdout_op;
-    int dims;
   };
   static const Known kKnown[] = {
-      {"mm", C::kGemm, O::kMm, 3},
-      {"bmm", C::kBatched, O::kBmm, 4},
-      {"ln", C::kLayerNorm, O::kLayerNorm, 2},
-      {"ln-bwd", C::kLayerNorm, O::kLayerNormBackward, 2},
-      {"sm", C::kSoftmax, O::kSoftmax, 2},
-      {"sm-bwd", C::kSoftmax, O::kSoftmaxBackward, 2},
-      {"add", C::kElementwise, O::kAdd, 1},
-      {"mul_", C::kElementwise, O::kMulInPlace, 1},
-      {"gelu", C::kElementwise, O::kGelu, 1},
+      {"mm", C::kGemm, O::kMm},
+      {"bmm", C::kBatched, O::kBmm},
+      {"ln", C::kLayerNorm, O::kLayerNorm},
+      {"ln-bwd", C::kLayerNorm, O::kLayerNormBackward},
+      {"sm", C::kSoftmax, O::kSoftmax},
+      {"sm-bwd", C::kSoftmax, O::kSoftmaxBackward},
+      {"add", C::kElementwise, O::kAdd},
+      {"mul_", C::kElementwise, O::kMulInPlace},
+      {"gelu", C::kElementwise, O::kGelu},
   };
   const std::vector<std::string> parts = absl::StrSplit(name, ' ');
   const Known* known = nullptr;
@@ -137,9 +156,10 @@ inline absl::StatusOr<HoldoutCase> ParseHoldoutCase(const std::string& name) {
   }
   const std::vector<std::string> dims = absl::StrSplit(parts[1], 'x');
   HoldoutCase c{name, known->kind, known->holdout_op, {0, 0, 0, 0}, 1};
-  if (int(dims.size()) != known->dims) {
+  if (int(dims.size()) != DimsOf(known->holdout_op)) {
     return absl::InvalidArgumentError(absl::StrCat("case '", name, "': ", known->op, " takes ",
-                                                   known->dims, " dims, got ", dims.size()));
+                                                   DimsOf(known->holdout_op), " dims, got ",
+                                                   dims.size()));
   }
   for (size_t i = 0; i < dims.size(); ++i) {
     if (!absl::SimpleAtoi(dims[i], &c.dims[i]) || c.dims[i] < 1) {

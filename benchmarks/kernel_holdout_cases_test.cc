@@ -16,10 +16,7 @@ bool PowerOfTwo(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 TEST(KernelHoldoutCasesTest, NoShapeIsAPointOfTheCalibrationGrids) {
   for (const HoldoutCase& c : HoldoutCases()) {
     const bool batched = c.op == HoldoutOp::kBmm;
-    const int dims = c.op == HoldoutOp::kMm                  ? 3
-                     : batched                              ? 4
-                     : c.kind == HoldoutClass::kElementwise ? 1
-                                                            : 2;
+    const int dims = DimsOf(c.op);
     // The grids' points have every dimension a power of two; a batch is
     // no grid's axis.
     bool off_grid = false;
