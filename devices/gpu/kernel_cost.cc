@@ -135,6 +135,49 @@ ProductRate RateOfProduct(const GpuSpec& gpu, GpuPrecision precision, double flo
 // is the kernel's structure.
 constexpr double kLayerNormForwardTraffic = 1.5;
 
+// A softmax forward over rows (ATen's host_softmax, SoftMax.cu) picks its
+// kernel by the row: a row of at most 1,024 elements and 4 KiB goes to a
+// warp (softmax_warp_forward), and a row that fits a thread block's
+// shared memory (48 KiB, sharedMemPerBlock on every CUDA GPU, less the
+// block's reduction scratch of at most 32 warps' partial results) and
+// divides into 16-byte vectors is loaded into it once
+// (cunn_SoftMaxForwardSmem): both read the input once and write the
+// output, the bytes the recorder counts. Any other row
+// (cunn_SoftMaxForward) is read three times, for its maximum, for its sum
+// of exponentials and to write the result: twice the recorded traffic.
+// `bytes`: the recorded input and output, whose element size it gives.
+bool SoftmaxRereadsRows(const GemmShape& shape, double bytes) {
+  if (shape.m <= 0 || shape.n <= 0 || bytes <= 0) return false;
+  const double width = double(shape.n);
+  const double element = bytes / (2 * double(shape.m) * width);
+  if (element <= 0) return false;
+  if (width <= 1024 && width * element <= 4096) return false;
+  constexpr double kSharedBytes = 48 * 1024, kScratchBytes = 32 * 4, kVectorBytes = 16;
+  const double vector = std::max(1.0, std::round(kVectorBytes / element));
+  const bool fits =
+      width < (kSharedBytes - kScratchBytes) / element && std::fmod(width, vector) == 0;
+  return !fits;
+}
+
+// What a kernel of `kind` moves through memory against the `bytes` the
+// recorder counts (each operand once), where no measured rate of its own
+// holds its traffic.
+double RecordedTraffic(KernelKind kind, const GemmShape& shape, double bytes) {
+  if (kind == KernelKind::kNorm) return kLayerNormForwardTraffic * bytes;
+  if (kind == KernelKind::kSoftmax && SoftmaxRereadsRows(shape, bytes)) return 2 * bytes;
+  return bytes;
+}
+
+// NVIDIA's CUDA C++ Programming Guide (technical specifications, compute
+// capabilities 7.0 to 9.0): 65,536 32-bit registers per SM. A SIMT sgemm
+// thread computes an 8 x 8 outer product of its tile (CUTLASS, "Efficient
+// GEMM in CUDA": the thread tile), 64 accumulators, with as many
+// registers again for its fragments of the operands and its addresses:
+// two registers a result, so an SM holds 32,768 results of its tiles at
+// once. An assumption of the kernels' register use; a profile that
+// measures its batched products (gemm_grid_batched) needs none.
+constexpr double kResultsPerSm = 65536.0 / 2;
+
 // A batch of products (bmm) as the one product whose tiles it runs: a
 // batched GEMM kernel gives each product the thread blocks its plain GEMM
 // would, one per output tile, each a k-deep loop, and the device runs the
@@ -152,6 +195,35 @@ GemmShape AsOneProduct(double flops, const GemmShape& one) {
   GemmShape all = one;
   all.m = int64_t(double(one.m) * std::max(1.0, std::round(flops / each)));
   return all;
+}
+
+// An fp32 batch of products (B of m x k x n) as the work its thread
+// blocks do, without a measured batched grid: each product's output is
+// cut into the architecture's tiles (GpuSpec::batched_tiles), a tile's
+// block computing all of it whether the product fills it or not (tile
+// quantization, NVIDIA "Matrix Multiplication Background User's Guide"),
+// and the device runs the blocks in waves of as many as its SMs hold
+// (kResultsPerSm), the last wave as long as a full one (wave
+// quantization, the same guide; Habitat, Yu et al., USENIX ATC 2021,
+// scales a kernel's time by its waves). Of several tiles, the one doing
+// the least work. 0 where the profile lists no tile.
+double BatchedTileFlops(const GpuSpec& gpu, double flops, const GemmShape& one) {
+  if (gpu.batched_tiles.empty() || !one.known() || flops <= 0) return 0;
+  const double m = double(one.m), k = double(one.k), n = double(one.n);
+  const double products = std::max(1.0, std::round(flops / (2 * m * k * n)));
+  double least = 0;
+  for (const auto& [rows, columns] : gpu.batched_tiles) {
+    if (rows <= 0 || columns <= 0) continue;
+    const double tile = double(rows) * double(columns);
+    double blocks = products * std::ceil(m / double(rows)) * std::ceil(n / double(columns));
+    if (gpu.sm_count > 0) {
+      const double wave = gpu.sm_count * std::max(1.0, std::floor(kResultsPerSm / tile));
+      blocks = std::ceil(blocks / wave) * wave;
+    }
+    const double work = blocks * 2 * tile * k;
+    if (least == 0 || work < least) least = work;
+  }
+  return least;
 }
 
 // A batch of products on the measured batched grid: the batch's work at
@@ -236,12 +308,17 @@ void GpuKernelTally::Add(double flops, double bytes, double count, KernelKind ki
   // A measured layer norm's rate holds its traffic too (elements a second).
   const double norm = NormRate(gpu_, precision_, kind, shape);
   // What moves through memory where no such rate is measured.
-  const double traffic =
-      kind == KernelKind::kNorm && norm <= 0 ? kLayerNormForwardTraffic * bytes : bytes;
+  const double traffic = norm > 0 ? bytes : RecordedTraffic(kind, shape, bytes);
   // The GEMM grid is read at a GEMM's shape only (attention's is another).
   const bool batched = kind == KernelKind::kBatchedGemm;
   const double batched_s =
       batched ? BatchedGridS(gpu_, precision_, flops, shape, streamed_.products) : 0;
+  // Without that grid, an fp32 batch does the work of its tiles (the
+  // tiles are the fp32 kernels'; other precisions run other kernels).
+  const double tiled_flops = batched && batched_s <= 0 && precision_ == GpuPrecision::kFp32
+                                 ? BatchedTileFlops(gpu_, flops, shape)
+                                 : 0;
+  const double work_flops = tiled_flops > 0 ? tiled_flops : flops;
   // A batch the batched grid priced needs no rate of its own.
   const bool rated = product && batched_s <= 0;
   const GemmShape gemm_shape = !gemm ? GemmShape() : batched ? AsOneProduct(flops, shape) : shape;
@@ -262,7 +339,7 @@ void GpuKernelTally::Add(double flops, double bytes, double count, KernelKind ki
                                                                  : gpu_.attention_call_s;
   const double work_s = norm > 0        ? double(shape.m) * double(shape.n) / norm
                         : batched_s > 0 ? batched_s
-                                        : std::max(flops / rate, memory_s) + call_s;
+                                        : std::max(work_flops / rate, memory_s) + call_s;
   double t = 0;
   if (graph_) {
     t = std::max(gpu_.min_kernel_s, work_s) + gpu_.graph_node_s;
@@ -283,7 +360,7 @@ void GpuKernelTally::Add(double flops, double bytes, double count, KernelKind ki
   // (0.69 J in 4.33 ms), a large GEMM 667 W. Where no table is measured
   // this is work_s.
   const double full_rate_s =
-      std::max(flops / compute_, traffic / (gpu_.memory_bw * gpu_.memory_share));
+      std::max(work_flops / compute_, traffic / (gpu_.memory_bw * gpu_.memory_share));
   loaded_s_ += std::min(work_s, full_rate_s) * count;
   cost_.flops += flops * count;
   cost_.bytes += bytes * count;

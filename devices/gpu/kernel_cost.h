@@ -74,15 +74,21 @@ enum class KernelKind {
   // work at the measured batched rate of one product's shape
   // (GpuSpec::gemm_grid_batched), and at least one product's own time;
   // without that grid, as the one product whose tiles it runs (B products
-  // of m x k x n: B m x k x n) and at least its operands' traffic at the
-  // element-wise bandwidth. Its result is an activation or its gradient,
-  // never model state, so never a weight gradient.
+  // of m x k x n: B m x k x n), in fp32 the work of its thread blocks'
+  // padded tiles in whole waves over the SMs (GpuSpec::batched_tiles),
+  // and at least its operands' traffic at the element-wise bandwidth.
+  // Its result is an activation or its gradient, never model state, so
+  // never a weight gradient.
   kBatchedGemm,
   kAttention,
   kAttentionBackward,
   kNorm,  // layer norm: GpuSpec::norm_grid
   kNormBackward,
-  kSoftmax,  // a softmax over rows: GpuSpec::softmax_grid
+  // A softmax over rows: GpuSpec::softmax_grid; without it, by its bytes,
+  // twice those recorded for rows ATen's kernel reads three times (rows
+  // wider than 1,024 that do not fit a block's shared memory:
+  // kernel_cost.cc).
+  kSoftmax,
   kSoftmaxBackward,
 };
 

@@ -221,6 +221,69 @@ TEST(GpuKernelCostTest, ABatchTakesTheBatchedGridsRateAndAtLeastOneProductsTime)
               1e5 * each / (2e9 * std::pow(1.5, 1.0 / 3)), 1e-12);
 }
 
+// Without a batched grid, an fp32 batch does the work of its tiles: each
+// product's output padded to whole tiles, and the tiles in whole waves
+// over the SMs, each SM holding 32,768 results (kernel_cost.cc).
+TEST(GpuKernelCostTest, ABatchWithoutAGridDoesItsPaddedTilesInWholeWaves) {
+  GpuSpec g = *ParseGpuProfile("name = t; fp32_flops = 1e12; memory_bw = 1e15; synchronous = true");
+  g.compute_share = g.memory_share = 1;
+  g.dispatch_s = 0;
+  g.batched_tiles = {{128, 128}};
+  auto batch_s = [&](double products, const GemmShape& one, GpuPrecision p = GpuPrecision::kFp32) {
+    GpuKernelTally t(g, p, GpuLaunch::kEager);
+    t.Add(products * 2.0 * double(one.m * one.k * one.n), 1e3, 1, KernelKind::kBatchedGemm, one);
+    return t.Finish().time_s;
+  };
+  const double tile_flops = 2.0 * 128 * 128 * 64;
+  // 1,000 products of 100 x 64 x 100: each a 128 x 128 tile, as a 128 x 64
+  // x 128 product does; one of 200 x 64 x 100 takes two.
+  EXPECT_DOUBLE_EQ(batch_s(1000, GemmShape{100, 100, 64}), 1000 * tile_flops / 1e12);
+  EXPECT_DOUBLE_EQ(batch_s(1000, GemmShape{128, 128, 64}), 1000 * tile_flops / 1e12);
+  EXPECT_DOUBLE_EQ(batch_s(1000, GemmShape{200, 100, 64}), 2000 * tile_flops / 1e12);
+  // Other precisions run other kernels: their bare work.
+  EXPECT_DOUBLE_EQ(batch_s(1000, GemmShape{100, 100, 64}, GpuPrecision::kBf16),
+                   1000 * 2.0 * 100 * 100 * 64 / 1e12);
+  // 10 SMs of two 128 x 128 blocks each: 21 tiles run as 40, 20 as 20.
+  g.sm_count = 10;
+  EXPECT_DOUBLE_EQ(batch_s(21, GemmShape{128, 128, 64}), 40 * tile_flops / 1e12);
+  EXPECT_DOUBLE_EQ(batch_s(20, GemmShape{128, 128, 64}), 20 * tile_flops / 1e12);
+  // Of several tiles, the least work: a 32 x 128 output fills a 32 x 128
+  // tile (eight to an SM) where a 64 x 64 pair would double it.
+  g.batched_tiles = {{64, 64}, {32, 128}};
+  g.sm_count = 0;
+  EXPECT_DOUBLE_EQ(batch_s(1000, GemmShape{32, 128, 64}), 1000 * 2.0 * 32 * 128 * 64 / 1e12);
+  EXPECT_DOUBLE_EQ(batch_s(1000, GemmShape{64, 64, 64}), 1000 * 2.0 * 64 * 64 * 64 / 1e12);
+  // A measured batched grid prices the batch instead.
+  g.gemm_grid_batched = *GemmGrid::Make({100}, {64}, {100}, {5e11});
+  EXPECT_DOUBLE_EQ(batch_s(1000, GemmShape{100, 100, 64}), 1000 * 2.0 * 100 * 100 * 64 / 5e11);
+}
+
+// Without a softmax grid, ATen's forward reads a row three times where the
+// row is wider than a warp's 1,024 and does not fit a block's 48 KiB of
+// shared memory in 16-byte vectors: twice the bytes recorded.
+TEST(GpuKernelCostTest, AWideSoftmaxRowIsReadThreeTimes) {
+  GpuSpec g = *ParseGpuProfile("name = t; fp32_flops = 1e12; memory_bw = 1e10; synchronous = true");
+  g.compute_share = g.memory_share = 1;
+  g.dispatch_s = 0;
+  auto seconds = [&](int64_t rows, int64_t width, double element = 4) {
+    GpuKernel k{"aten::_softmax", 0, 2 * element * double(rows * width)};
+    k.shape = GemmShape{rows, width, 1};
+    return CostKernels(g, GpuPrecision::kFp32, {k}).time_s;
+  };
+  auto bytes_s = [](double bytes) { return bytes / 1e10; };
+  EXPECT_DOUBLE_EQ(seconds(1000, 1024), bytes_s(8.0 * 1000 * 1024));      // a warp a row
+  EXPECT_DOUBLE_EQ(seconds(100, 12000), bytes_s(8.0 * 100 * 12000));      // in shared memory
+  EXPECT_DOUBLE_EQ(seconds(100, 12288), 2 * bytes_s(8.0 * 100 * 12288));  // past 48 KiB
+  EXPECT_DOUBLE_EQ(seconds(100, 4098), 2 * bytes_s(8.0 * 100 * 4098));    // no 16-byte vectors
+  // Two-byte elements: twice the row fits, in vectors of eight.
+  EXPECT_DOUBLE_EQ(seconds(100, 16384, 2), bytes_s(4.0 * 100 * 16384));
+  EXPECT_DOUBLE_EQ(seconds(100, 16388, 2), 2 * bytes_s(4.0 * 100 * 16388));
+  // The backward's own bytes, whatever the width.
+  GpuKernel back{"aten::_softmax_backward_data", 0, 12.0 * 100 * 16384};
+  back.shape = GemmShape{100, 16384, 1};
+  EXPECT_DOUBLE_EQ(CostKernels(g, GpuPrecision::kFp32, {back}).time_s, bytes_s(back.bytes));
+}
+
 // A softmax with a measured grid costs its elements at the grid's rate,
 // forward and backward; without one, its bytes at the element-wise
 // bandwidth, as before.

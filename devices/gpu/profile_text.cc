@@ -33,6 +33,30 @@ std::string RatesText(const std::vector<std::pair<double, double>>& rates) {
   return absl::StrJoin(pairs, ",");
 }
 
+std::string TilesText(const std::vector<std::pair<int64_t, int64_t>>& tiles) {
+  std::vector<std::string> each;
+  for (const auto& [rows, columns] : tiles) each.push_back(absl::StrCat(rows, "x", columns));
+  return absl::StrJoin(each, ",");
+}
+
+// "RxC,RxC": thread-block tiles of rows by columns, each from 1 to 1,024.
+absl::Status ParseTiles(absl::string_view value, std::vector<std::pair<int64_t, int64_t>>* tiles) {
+  tiles->clear();
+  for (absl::string_view tile : absl::StrSplit(value, ',', absl::SkipEmpty())) {
+    std::vector<absl::string_view> rc = absl::StrSplit(absl::StripAsciiWhitespace(tile), 'x');
+    int64_t rows = 0, columns = 0;
+    if (rc.size() != 2 || !absl::SimpleAtoi(rc[0], &rows) || !absl::SimpleAtoi(rc[1], &columns) ||
+        rows < 1 || columns < 1 || rows > 1024 || columns > 1024) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "want tiles as ROWSxCOLUMNS of whole numbers from 1 to 1024, such as 128x128,64x64; "
+          "got '",
+          tile, "'"));
+    }
+    tiles->push_back({rows, columns});
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParseRates(absl::string_view value, std::vector<std::pair<double, double>>* rates) {
   rates->clear();
   for (absl::string_view pair : absl::StrSplit(value, ',', absl::SkipEmpty())) {
@@ -81,6 +105,7 @@ std::string GpuProfileText(const GpuSpec& g) {
       "\nsoftmax_grid = ", GemmGridText(g.softmax_grid),
       "\nsoftmax_backward_grid = ", GemmGridText(g.softmax_backward_grid),
       "\ngemm_grid_batched = ", GemmGridText(g.gemm_grid_batched),
+      "\nbatched_tiles = ", TilesText(g.batched_tiles), "\nsm_count = ", Number(g.sm_count),
       "\nmemory_rates_streamed = ", RatesText(g.memory_rates_streamed),
       "\nmemory_rates_inplace = ", RatesText(g.memory_rates_inplace),
       "\ncache_bytes = ", Number(g.cache_bytes), "\ndispatch_s = ", Number(g.dispatch_s),
@@ -110,6 +135,12 @@ absl::Status ParseProfileEntry(const std::string& key, const std::string& value,
     if (value != "true" && value != "false") return want("want true or false");
     g->synchronous = value == "true";
     return absl::OkStatus();
+  }
+  if (key == "batched_tiles") {
+    absl::Status st = ParseTiles(value, &g->batched_tiles);
+    return st.ok() ? st
+                   : want("want ROWSxCOLUMNS tiles from 1 to 1024, such as 128x128,64x64",
+                          st.message());
   }
   std::vector<std::pair<double, double>>* rates =
       key == "gemm_rates"              ? &g->gemm_rates
@@ -159,6 +190,7 @@ absl::Status ParseProfileEntry(const std::string& key, const std::string& value,
       {"active_power_w", &g->active_power_w},
       {"load_power_w", &g->load_power_w},
       {"cache_bytes", &g->cache_bytes},
+      {"sm_count", &g->sm_count},
       {"attention_call_s", &g->attention_call_s},
       {"attention_backward_call_s", &g->attention_backward_call_s},
   };

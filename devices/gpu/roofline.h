@@ -102,10 +102,18 @@ struct GpuSpec {
   GemmGrid softmax_grid, softmax_backward_grid;
   // A batch of products (bmm): achieved FLOP/s of the whole batch by one
   // product's m, k and n, with the batch large enough to fill the device
-  // (hpt_calibrate: at least kBatchedCalibrationFlops). A smaller batch
+  // (hpt_calibrate: BatchOf, calibration_shapes.h). A smaller batch
   // still takes one product's time (a wave of its tiles). Empty: a batch
   // is rated as the one product of all its rows (kernel_cost.cc).
   GemmGrid gemm_grid_batched;
+  // Without that grid: the output tiles (rows x columns) a batched product
+  // kernel computes a thread block at a time, the library's choice on
+  // this architecture, and the board's streaming multiprocessors. A batch
+  // is its padded tiles in waves over the SMs (kernel_cost.cc,
+  // BatchedTileFlops); where several tiles are listed, the one that pads
+  // least. Empty or 0: its bare work.
+  std::vector<std::pair<int64_t, int64_t>> batched_tiles;
+  double sm_count = 0;
   double cache_bytes = 0;  // the last-level cache; 0: unknown (taken as holding the state)
   // How ops reach the device.
   // Host time per op, LibTorch C++ eager; a calibrated profile's is an op

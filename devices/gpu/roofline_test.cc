@@ -48,11 +48,11 @@ TEST(RooflineTest, MemoryBoundKernelAndTensorCores) {
 TEST(RooflineTest, PresetsMatchTheirPublishedSpecifications) {
   struct Published {
     const char* name;
-    double fp32_tflops, tf32_tflops, tensor16_tflops, bw_gb_s, watts;
+    double fp32_tflops, tf32_tflops, tensor16_tflops, bw_gb_s, watts, sms;
   };
-  const Published kPublished[] = {{"v100", 15.7, 0, 125, 900, 300},
-                                  {"a100", 19.5, 156, 312, 1555, 400},
-                                  {"h100", 67, 494.7, 989.4, 3350, 700}};
+  const Published kPublished[] = {{"v100", 15.7, 0, 125, 900, 300, 80},
+                                  {"a100", 19.5, 156, 312, 1555, 400, 108},
+                                  {"h100", 67, 494.7, 989.4, 3350, 700, 132}};
   for (const Published& p : kPublished) {
     absl::StatusOr<GpuSpec> g = GpuPreset(p.name);
     ASSERT_TRUE(g.ok()) << p.name;
@@ -61,6 +61,7 @@ TEST(RooflineTest, PresetsMatchTheirPublishedSpecifications) {
     EXPECT_NEAR(g->bf16_flops / 1e12, p.tensor16_tflops, 0.1) << p.name;
     EXPECT_NEAR(g->memory_bw / 1e9, p.bw_gb_s, 0.5) << p.name;
     EXPECT_EQ(g->load_power_w, p.watts) << p.name;
+    EXPECT_EQ(g->sm_count, p.sms) << p.name;
     EXPECT_LT(g->idle_power_w, g->load_power_w / 4) << p.name;
     // A stepping board holds a CUDA context: 36 W over idle (Vadari 2026).
     EXPECT_DOUBLE_EQ(g->active_power_w, g->idle_power_w + 36) << p.name;
@@ -182,6 +183,7 @@ TEST(RooflineTest, AProfileRoundTripsAndBadEntriesNameTheirLine) {
   h100.gemm_grid_tn = *GemmGrid::Make({8}, {8}, {8}, {5e9});
   h100.gemm_grid_streamed_result = *GemmGrid::Make({8}, {8}, {8}, {6e9});
   h100.norm_backward_grid = *GemmGrid::Make({16, 256}, {1}, {32}, {1e9, 3e9});
+  h100.batched_tiles = {{64, 64}, {32, 128}};
   absl::StatusOr<GpuSpec> back = ParseGpuProfile(GpuProfileText(h100));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->name, "a100");
@@ -202,7 +204,16 @@ TEST(RooflineTest, AProfileRoundTripsAndBadEntriesNameTheirLine) {
   EXPECT_EQ(back->memory_rates_streamed, h100.memory_rates_streamed);
   EXPECT_EQ(back->cache_bytes, 50e6);
   EXPECT_EQ(back->load_power_w, 400);
-  absl::Status s = ParseGpuProfile("name = x\nfp32_flops = 1e12\nwarp_speed = 9").status();
+  EXPECT_EQ(back->batched_tiles, h100.batched_tiles);
+  EXPECT_EQ(back->sm_count, 108);
+  absl::Status s =
+      ParseGpuProfile("name = x\nfp32_flops = 1\nmemory_bw = 1\nbatched_tiles = 128x128,64x0")
+          .status();
+  EXPECT_NE(s.message().find("entry 4 (batched_tiles): want tiles as ROWSxCOLUMNS"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.message().find("got '64x0'"), std::string::npos) << s;
+  s = ParseGpuProfile("name = x\nfp32_flops = 1e12\nwarp_speed = 9").status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("entry 3 (warp_speed)"), std::string::npos) << s;
   EXPECT_FALSE(ParseGpuProfile("name = x; memory_bw = 1e9").ok());  // no fp32_flops
