@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -29,8 +30,15 @@ inline std::vector<int64_t> GemmRateWidths(bool quick) {
 }
 
 // A batch of products (bmm): one product's m, k and n, each from this
-// axis, in a batch of at least BatchedCalibrationFlops FLOPs (and at most
-// kMaxBatch products), enough on an H200 to fill its 132 SMs many times.
+// axis, in a batch that fills the device: at least BatchedCalibrationFlops
+// FLOPs and, on CUDA, at least kBatchedCalibrationResults results (m x n
+// over the batch: 1,024 output tiles of 128 x 128, several waves over an
+// H200's 132 SMs however large each product is), its two operands at
+// most kMaxBatchedOperandBytes, and at most kMaxBatch products. FLOPs
+// alone were not enough: a batch of 2^30 FLOPs of 1024 x 1024 x 128
+// products is four of them, 32 tiles on 132 SMs, and the H200's grid
+// rated such products at 30 TFLOP/s where NeuSight's published H100
+// kernels ran full batches of them at about 53 (docs/cost-model.md).
 inline std::vector<int64_t> BatchedGridAxis(bool quick) {
   return quick ? std::vector<int64_t>{8, 32, 128}
                : std::vector<int64_t>{8, 16, 32, 64, 128, 256, 512, 1024};
@@ -38,13 +46,19 @@ inline std::vector<int64_t> BatchedGridAxis(bool quick) {
 inline double BatchedCalibrationFlops(bool quick, bool cuda) {
   return quick ? 1 << 22 : cuda ? 1 << 30 : 1 << 26;
 }
+inline constexpr double kBatchedCalibrationResults = double(1 << 24);
+inline constexpr double kMaxBatchedOperandBytes = double(1LL << 31);
 inline constexpr int64_t kMaxBatch = 1 << 20;
 
-// The products in one timed batch of m x k x n products.
+// The products in one timed batch of m x k x n fp32 products.
 inline int64_t BatchOf(int64_t m, int64_t k, int64_t n, bool quick, bool cuda) {
   const double each = 2.0 * double(m) * double(k) * double(n);
-  const double want = BatchedCalibrationFlops(quick, cuda) / each;
-  return want >= double(kMaxBatch) ? kMaxBatch : std::max<int64_t>(2, int64_t(want + 0.999));
+  double want = BatchedCalibrationFlops(quick, cuda) / each;
+  if (cuda && !quick) want = std::max(want, kBatchedCalibrationResults / (double(m) * double(n)));
+  const double operand_bytes = 4.0 * (double(m) * double(k) + double(k) * double(n));
+  const double most =
+      std::min(std::floor(kMaxBatchedOperandBytes / operand_bytes), double(kMaxBatch));
+  return std::max<int64_t>(2, int64_t(std::min(std::ceil(want), most)));
 }
 
 // The row kernels (layer norm, softmax): rows from a few tokens to a
