@@ -86,6 +86,11 @@ CaseBody MakeBody(const HoldoutCase& c, const torch::Device& device) {
       b.in = {torch::randn({d[0], d[1]}, opts), torch::randn({d[1], d[2]}, opts)};
       b.call = [in = b.in] { torch::mm(in[0], in[1]); };
       break;
+    case HoldoutOp::kLinear:  // rows, in, out
+      b.in = {torch::randn({d[0], d[1]}, opts), torch::randn({d[2], d[1]}, opts),
+              torch::randn({d[2]}, opts)};
+      b.call = [in = b.in] { torch::linear(in[0], in[1], in[2]); };
+      break;
     case HoldoutOp::kBmm:  // batch, m, k, n
       b.in = {torch::randn({d[0], d[1], d[2]}, opts), torch::randn({d[0], d[2], d[3]}, opts)};
       b.call = [in = b.in] { torch::bmm(in[0], in[1]); };
@@ -179,6 +184,7 @@ absl::StatusOr<std::vector<GpuKernel>> RecordAtSize(const HoldoutCase& c) {
   int64_t inner = 1;  // elements of the largest operand a unit of d0
   switch (c.op) {
     case HoldoutOp::kMm:
+    case HoldoutOp::kLinear:
       inner = std::max(c.dims[1], c.dims[2]);
       break;
     case HoldoutOp::kBmm:

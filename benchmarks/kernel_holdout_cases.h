@@ -21,6 +21,7 @@ enum class HoldoutClass { kGemm, kBatched, kLayerNorm, kSoftmax, kElementwise };
 
 enum class HoldoutOp {
   kMm,                 // dims: m, k, n
+  kLinear,             // dims: rows, in, out: x W^T + b (a linear layer)
   kBmm,                // dims: batch, m, k, n
   kLayerNorm,          // dims: rows, width
   kLayerNormBackward,  // dims: rows, width
@@ -35,6 +36,7 @@ enum class HoldoutOp {
 inline int DimsOf(HoldoutOp op) {
   switch (op) {
     case HoldoutOp::kMm:
+    case HoldoutOp::kLinear:
       return 3;
     case HoldoutOp::kBmm:
       return 4;
@@ -134,6 +136,7 @@ inline absl::StatusOr<HoldoutCase> ParseHoldoutCase(const std::string& name) {
   };
   static const Known kKnown[] = {
       {"mm", C::kGemm, O::kMm},
+      {"linear", C::kGemm, O::kLinear},
       {"bmm", C::kBatched, O::kBmm},
       {"ln", C::kLayerNorm, O::kLayerNorm},
       {"ln-bwd", C::kLayerNorm, O::kLayerNormBackward},
@@ -151,7 +154,7 @@ inline absl::StatusOr<HoldoutCase> ParseHoldoutCase(const std::string& name) {
   if (known == nullptr || parts.size() != 2) {
     return absl::InvalidArgumentError(
         absl::StrCat("case '", name,
-                     "': want an op (mm, bmm, ln, ln-bwd, sm, sm-bwd, add, mul_, gelu), "
+                     "': want an op (mm, linear, bmm, ln, ln-bwd, sm, sm-bwd, add, mul_, gelu), "
                      "a space, then its dims joined by x"));
   }
   const std::vector<std::string> dims = absl::StrSplit(parts[1], 'x');

@@ -55,10 +55,24 @@ TEST(KernelHoldoutCasesTest, EveryNameParsesToItsOwnCase) {
   }
 }
 
+// A linear layer's case: rows, in, out (x of rows x in by W of out x in).
+TEST(KernelHoldoutCasesTest, ALinearLayersCaseParses) {
+  absl::StatusOr<HoldoutCase> c = ParseHoldoutCase("linear 8192x768x3072");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->kind, HoldoutClass::kGemm);
+  EXPECT_EQ(c->op, HoldoutOp::kLinear);
+  EXPECT_EQ(c->dims[0], 8192);
+  EXPECT_EQ(c->dims[1], 768);
+  EXPECT_EQ(c->dims[2], 3072);
+  EXPECT_EQ(ParseHoldoutCase("linear 8x8").status().message(),
+            "case 'linear 8x8': linear takes 3 dims, got 2");
+}
+
 TEST(KernelHoldoutCasesTest, ANameThatDoesNotParseSaysWhy) {
-  EXPECT_EQ(ParseHoldoutCase("conv 3x3").status().message(),
-            "case 'conv 3x3': want an op (mm, bmm, ln, ln-bwd, sm, sm-bwd, add, mul_, gelu), a "
-            "space, then its dims joined by x");
+  EXPECT_EQ(
+      ParseHoldoutCase("conv 3x3").status().message(),
+      "case 'conv 3x3': want an op (mm, linear, bmm, ln, ln-bwd, sm, sm-bwd, add, mul_, gelu), a "
+      "space, then its dims joined by x");
   EXPECT_EQ(ParseHoldoutCase("bmm 4x8x8").status().message(),
             "case 'bmm 4x8x8': bmm takes 4 dims, got 3");
   EXPECT_EQ(ParseHoldoutCase("add 0").status().message(),

@@ -47,6 +47,7 @@ class PublishedKernelsTest(unittest.TestCase):
             row("softmax", 0.75, b=8192, h=2048),
             row("softmax", 0.35, b=8192, h=2048),
             row("bmm", 0.125, b=48000, m=12, n=16, k=24),
+            row("linear", 0.3, b=8, m=1024, n=768, k=3072),
             row("add", 0.1, b=4096, h=1000),
             row("gelu", 0.2, b=10, h=10),
             row("relu", 0.1, b=10, h=10),
@@ -54,7 +55,7 @@ class PublishedKernelsTest(unittest.TestCase):
         ])
         r = self.convert(src)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("5 cases", r.stdout)
+        self.assertIn("6 cases", r.stdout)
         self.assertIn("left out: relu 1", r.stdout)
         with open(self.path("out.csv")) as f:
             lines = [l.strip() for l in f if not l.startswith("#")]
@@ -65,6 +66,8 @@ class PublishedKernelsTest(unittest.TestCase):
             "sm 8192x2048": ("softmax", 0.35e-3),  # the median of three
             # torch.bmm((B, M, N), (B, N, K)): inner N, out K -> batch, m, k, n
             "bmm 48000x12x16x24": ("batched", 0.125e-3),
+            # nn.Linear(N, K) on (B, M, N): rows B*M, in N, out K
+            "linear 8192x768x3072": ("gemm", 0.3e-3),
             "add 4096000": ("elementwise", 0.1e-3),
             "gelu 100": ("elementwise", 0.2e-3),
         })
@@ -73,9 +76,10 @@ class PublishedKernelsTest(unittest.TestCase):
                                  "--measured_as=kernel", "--gpu=v100,h100"],
                                 capture_output=True, text=True)
         self.assertEqual(priced.returncode, 0, priced.stderr)
-        for case in ("ln 65536x1024", "sm 8192x2048", "bmm 48000x12x16x24", "add 4096000"):
+        for case in ("ln 65536x1024", "sm 8192x2048", "bmm 48000x12x16x24", "add 4096000",
+                     "linear 8192x768x3072"):
             self.assertIn(case, priced.stdout)
-        for cls in ("batched", "elementwise", "layer-norm", "softmax"):
+        for cls in ("gemm", "batched", "elementwise", "layer-norm", "softmax"):
             self.assertRegex(priced.stdout, rf"\n{cls} +\d+ %")
 
     def test_bad_input_names_the_file_and_line_and_exits_2(self):

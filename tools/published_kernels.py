@@ -13,6 +13,7 @@ writes the cases this project's kernel model can price:
     ln B x H        layer norm over rows of H      -> "ln BxH"
     softmax B x H   softmax over rows of H         -> "sm BxH"
     bmm B,M,N,K     B products M x N by N x K      -> "bmm BxMxNxK" (batch, m, k, n)
+    linear B,M,N,K  nn.Linear(N, K) on (B, M, N)   -> "linear (B*M)xNxK" (rows, in, out)
     add, gelu B x H B*H elements                   -> "add N", "gelu N"
 
 Other ops are counted and left out. A case measured more than once keeps
@@ -34,6 +35,7 @@ import sys
 
 # OPName -> (our op, how its dims are named, the class kernel_holdout prints)
 OPS = {
+    "linear": ("linear", "linear", "gemm"),
     "ln": ("ln", "rows", "layer-norm"),
     "softmax": ("sm", "rows", "softmax"),
     "bmm": ("bmm", "bmm", "batched"),
@@ -63,6 +65,8 @@ def case_of(row, where):
     if dims == "elements":
         return cls, f"{name} {whole(row, 'B', where) * whole(row, 'H', where)}"
     b, m, n, k = (whole(row, key, where) for key in ("B", "M", "N", "K"))
+    if dims == "linear":
+        return cls, f"{name} {b * m}x{n}x{k}"
     return cls, f"{name} {b}x{m}x{n}x{k}"
 
 
