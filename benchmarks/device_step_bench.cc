@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
   h.set_loss_threshold(1e9);
   h.set_weight_threshold(1e9);
   h.set_trial_on_rising_loss(true);
-  hpt::Placement::Name placement;
+  hpt::Placement::Name placement{};  // set by the parse below
   if (absl::Status s =
           hpt::ParseEnumName("--placement", absl::GetFlag(FLAGS_placement), &placement);
       !s.ok()) {

@@ -117,8 +117,8 @@ absl::Status ParseSeedRun(const std::string& text, SeedRun* s) {
     } else if (key == "point") {
       s->rmse_at[int64_t(number(1))] = number(2);
     } else if (key == "rule" && f.size() == 7) {
-      s->rules.push_back({f[1], int64_t(number(2)), int(number(3)), number(4), number(5),
-                          number(6)});
+      s->rules.push_back(
+          {f[1], int64_t(number(2)), int(number(3)), number(4), number(5), number(6), {}});
     } else if (key == "layers" && f.size() >= 2 && !s->rules.empty() &&
                s->rules.back().rule == f[1]) {
       std::vector<int64_t>& steps = s->rules.back().layer_steps;

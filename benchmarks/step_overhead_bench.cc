@@ -170,8 +170,8 @@ int Main() {
     return 2;
   }
   if (absl::GetFlag(FLAGS_threads) > 0) torch::set_num_threads(absl::GetFlag(FLAGS_threads));
-  Launch::Mode launch;
-  Precision::Name precision;
+  Launch::Mode launch{};  // set by the parse below
+  Precision::Name precision{};
   absl::Status parsed = ParseEnumName("--launch", absl::GetFlag(FLAGS_launch), &launch);
   if (parsed.ok()) {
     parsed = ParseEnumName("--precision", absl::GetFlag(FLAGS_precision), &precision);

@@ -88,7 +88,7 @@ int Main() {
               one_s * 1e3, MaxRelative(same->comparison, run->job.hpt().comparison()));
 
   const int side = std::max(1, int(std::lround(std::sqrt(absl::GetFlag(FLAGS_points)))));
-  SweepGrid tiles{"reram_chip_tiles", {}}, rows{"systolic_rows", {}};
+  SweepGrid tiles{"reram_chip_tiles", {}, {}}, rows{"systolic_rows", {}, {}};
   for (int i = 0; i < side; ++i) {
     // Chip tiles 512 .. 65536 doubling, then 8192 (i + 1) beyond.
     tiles.values.push_back(std::to_string(i < 8 ? 512 << i : 8192 * (i + 1)));

@@ -241,8 +241,12 @@ TEST(PartialPlanTest, SomeLayersSwitchedReproducesTheLibTorchModel) {
         EXPECT_EQ(op.weight().rfind("layers.0.", 0), 0u) << op.weight();
         ++reram_linears;
       }
-      if (op.type() == SegmentOp::LORA) EXPECT_FALSE(layer1) << op.weight();
-      if (op.type() == SegmentOp::LAYER_NORM) EXPECT_EQ(op.trainable(), layer1) << op.weight();
+      if (op.type() == SegmentOp::LORA) {
+        EXPECT_FALSE(layer1) << op.weight();
+      }
+      if (op.type() == SegmentOp::LAYER_NORM) {
+        EXPECT_EQ(op.trainable(), layer1) << op.weight();
+      }
     }
   }
   EXPECT_EQ(reram_linears, 6);  // layer 0's q, k, v, o, ff1, ff2

@@ -140,7 +140,9 @@ TEST(ReramChipTest, LatencyFallsWithCopiesAsNeuroSimsSpeedUpDoes) {
     EXPECT_LT(c.latency_s, previous) << copies;
     // The global buffer and H-tree move the same bits: never divided.
     const ReramReadCost one = ReramLayerReadCost(config, 512, 512, 512, 1);
-    if (copies > 1) EXPECT_GT(c.latency_s, one.latency_s / double(copies)) << copies;
+    if (copies > 1) {
+      EXPECT_GT(c.latency_s, one.latency_s / double(copies)) << copies;
+    }
     // Energy does not depend on where the vectors are read.
     EXPECT_NEAR(c.energy_j, one.energy_j, 1e-9 * one.energy_j);
     previous = c.latency_s;

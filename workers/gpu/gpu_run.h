@@ -66,6 +66,7 @@ struct RunShapes {
 // (started and stopped once a run), the hook told of the run's one wait,
 // and the cost of a task's recorded kernels on the reference GPU.
 struct RunDevice {
+  RunDevice(torch::Device device, DeviceMeter* meter) : device(device), meter(meter) {}
   torch::Device device;
   DeviceMeter* meter;
   // The all-reduce's buckets (GradientBuckets): their size, the first's.
