@@ -150,7 +150,6 @@ bool SoftmaxRereadsRows(const GemmShape& shape, double bytes) {
   if (shape.m <= 0 || shape.n <= 0 || bytes <= 0) return false;
   const double width = double(shape.n);
   const double element = bytes / (2 * double(shape.m) * width);
-  if (element <= 0) return false;
   if (width <= 1024 && width * element <= 4096) return false;
   constexpr double kSharedBytes = 48 * 1024, kScratchBytes = 32 * 4, kVectorBytes = 16;
   const double vector = std::max(1.0, std::round(kVectorBytes / element));
@@ -189,11 +188,15 @@ constexpr double kResultsPerSm = 65536.0 / 2;
 // product reading its own, which the memory bound charges. Until
 // 2026-11-28 each product was rated as if run alone, so a batch of 48,000
 // products of 12 x 16 x 12 was priced at 102 ms; an H200 ran it in 119 us.
+// The products in a batch of `flops` whose each is `one` (known), at least 1.
+double ProductsIn(double flops, const GemmShape& one) {
+  return std::max(1.0, std::round(flops / (2.0 * double(one.m) * double(one.k) * double(one.n))));
+}
+
 GemmShape AsOneProduct(double flops, const GemmShape& one) {
   if (!one.known()) return one;
-  const double each = 2.0 * double(one.m) * double(one.k) * double(one.n);
   GemmShape all = one;
-  all.m = int64_t(double(one.m) * std::max(1.0, std::round(flops / each)));
+  all.m = int64_t(double(one.m) * ProductsIn(flops, one));
   return all;
 }
 
@@ -210,7 +213,7 @@ GemmShape AsOneProduct(double flops, const GemmShape& one) {
 double BatchedTileFlops(const GpuSpec& gpu, double flops, const GemmShape& one) {
   if (gpu.batched_tiles.empty() || !one.known() || flops <= 0) return 0;
   const double m = double(one.m), k = double(one.k), n = double(one.n);
-  const double products = std::max(1.0, std::round(flops / (2 * m * k * n)));
+  const double products = ProductsIn(flops, one);
   double least = 0;
   for (const auto& [rows, columns] : gpu.batched_tiles) {
     if (rows <= 0 || columns <= 0) continue;
