@@ -3,13 +3,15 @@
 Bazel 4 has no precompiled-header support, so `precompiled_header`
 compiles a header into a GCC `.gch` with the C++ toolchain's own compile
 line for this configuration (the same features, --copt/--cxxopt, PIC,
-defines and include paths a cc_library gets), and puts the header and its
-`.gch` in a folder on the quote-include path under the name `include_as`.
-A unit built with the matching copts force-includes that header first;
-GCC then loads the `.gch` where its flags match, and where they do not
-(another compiler, a macro the header was built with and the unit lacks)
-it reads the header itself and warns (-Winvalid-pch), so a mismatch costs
-time, never correctness.
+defines and include paths a cc_library gets; an opt build, which compiles
+some units without PIC, gets a second `.gch` without it), and puts the
+header and its `.gch` in a folder on the quote-include path under the
+name `include_as`. A unit built with the matching copts force-includes
+that header first; GCC then loads the `.gch` where its flags match, and
+where they do not (another compiler, a macro the header was built with
+and the unit lacks) it reads the header itself and warns
+(-Winvalid-pch), so a mismatch costs time, never correctness: the
+headers inside the `.gch` are the unit's declared inputs too.
 
 Two are built, and a unit loads at most one (GCC takes one `.gch` per
 unit):
@@ -56,21 +58,8 @@ TORCH_PCH_COPTS = ["-include", TORCH_PCH, "-include", _id_header(TORCH_PCH), "-W
 # LibTorch.
 SERVICE_PCH_COPTS = ["-include", SERVICE_PCH, "-include", _id_header(SERVICE_PCH), "-Winvalid-pch"]
 
-def _precompiled_header_impl(ctx):
-    cc_toolchain = find_cpp_toolchain(ctx)
-    features = cc_common.configure_features(
-        ctx = ctx,
-        cc_toolchain = cc_toolchain,
-        requested_features = ctx.features,
-        unsupported_features = ctx.disabled_features,
-    )
-    deps = cc_common.merge_cc_infos(cc_infos = [d[CcInfo] for d in ctx.attr.deps])
-    context = deps.compilation_context
-
-    header = ctx.actions.declare_file(ctx.attr.name + "/" + ctx.attr.include_as)
-    ctx.actions.expand_template(template = ctx.file.header, output = header, substitutions = {})
-    gch = ctx.actions.declare_file(ctx.attr.name + "/" + ctx.attr.include_as + ".gch")
-
+def _compile_header(ctx, features, cc_toolchain, context, header, gch, use_pic):
+    """Compiles `header` into the `.gch` file `gch`, as PIC or not."""
     variables = cc_common.create_compile_variables(
         feature_configuration = features,
         cc_toolchain = cc_toolchain,
@@ -79,9 +68,7 @@ def _precompiled_header_impl(ctx):
         quote_include_directories = context.quote_includes,
         system_include_directories = context.system_includes,
         preprocessor_defines = context.defines,
-        # Bazel compiles every library here as PIC (.pic.o); the header
-        # must be built the same way for GCC to use it.
-        use_pic = True,
+        use_pic = use_pic,
     )
     flags = cc_common.get_memory_inefficient_command_line(
         feature_configuration = features,
@@ -103,26 +90,68 @@ def _precompiled_header_impl(ctx):
         inputs = depset([header], transitive = [context.headers, cc_toolchain.all_files]),
         outputs = [gch],
         mnemonic = "CppPrecompileHeader",
-        progress_message = "Precompiling %s for %s" % (ctx.file.header.short_path, ctx.label),
+        progress_message = "Precompiling %s for %s%s" % (
+            ctx.file.header.short_path,
+            ctx.label,
+            "" if use_pic else " (no PIC)",
+        ),
     )
 
-    # The `.gch`'s digest as a header of its own (see the module's doc).
+def _precompiled_header_impl(ctx):
+    cc_toolchain = find_cpp_toolchain(ctx)
+    features = cc_common.configure_features(
+        ctx = ctx,
+        cc_toolchain = cc_toolchain,
+        requested_features = ctx.features,
+        unsupported_features = ctx.disabled_features,
+    )
+    deps = cc_common.merge_cc_infos(cc_infos = [d[CcInfo] for d in ctx.attr.deps])
+    context = deps.compilation_context
+
+    header = ctx.actions.declare_file(ctx.attr.name + "/" + ctx.attr.include_as)
+    ctx.actions.expand_template(template = ctx.file.header, output = header, substitutions = {})
+
+    # Bazel compiles every library as PIC (.pic.o), except in an opt build,
+    # where a binary's own units are compiled without it; GCC loads a
+    # `.gch` only where its flags match. An opt build therefore gets both
+    # kinds, as files in a `<include_as>.gch` folder, where GCC tries each.
+    gch_name = ctx.attr.name + "/" + ctx.attr.include_as + ".gch"
+    if ctx.var["COMPILATION_MODE"] == "opt":
+        gchs = [
+            ctx.actions.declare_file(gch_name + "/pic"),
+            ctx.actions.declare_file(gch_name + "/nopic"),
+        ]
+    else:
+        gchs = [ctx.actions.declare_file(gch_name)]
+    for i, gch in enumerate(gchs):
+        _compile_header(ctx, features, cc_toolchain, context, header, gch, use_pic = i == 0)
+
+    # The `.gch`s' digest as a header of its own (see the module's doc).
     id_header = ctx.actions.declare_file(ctx.attr.name + "/" + _id_header(ctx.attr.include_as))
     ctx.actions.run_shell(
-        command = 'set -e; sum=$(sha256sum "$1"); printf "// %s\\n" "${sum%% *}" > "$2"',
-        arguments = [gch.path, id_header.path],
-        inputs = [gch],
+        command = 'set -e; out="$1"; shift; sum=$(cat "$@" | sha256sum); printf "// %s\\n" "${sum%% *}" > "$out"',
+        arguments = [id_header.path] + [g.path for g in gchs],
+        inputs = gchs,
         outputs = [id_header],
         mnemonic = "CppPrecompiledHeaderDigest",
         progress_message = "Digesting %s's precompiled header" % ctx.label,
     )
-    outputs = [gch, id_header]
-    return [DefaultInfo(files = depset(outputs), runfiles = ctx.runfiles(files = outputs)), CcInfo(
-        compilation_context = cc_common.create_compilation_context(
-            headers = depset([header, gch, id_header]),
-            quote_includes = depset([header.dirname]),
-        ),
-    )]
+    outputs = gchs + [id_header]
+
+    # The headers inside the `.gch` stay the unit's declared inputs: where
+    # GCC cannot load the `.gch` (an opt build compiles binaries' units
+    # without PIC, the `.gch` is PIC) it reads them as text.
+    compilation_context = cc_common.create_compilation_context(
+        headers = depset([header, id_header] + gchs, transitive = [context.headers]),
+        includes = context.includes,
+        quote_includes = depset([header.dirname], transitive = [context.quote_includes]),
+        system_includes = context.system_includes,
+        defines = context.defines,
+    )
+    return [
+        DefaultInfo(files = depset(outputs), runfiles = ctx.runfiles(files = outputs)),
+        CcInfo(compilation_context = compilation_context),
+    ]
 
 precompiled_header = rule(
     implementation = _precompiled_header_impl,
