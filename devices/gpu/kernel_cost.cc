@@ -9,18 +9,18 @@ namespace hpt {
 bool LaunchesNoKernel(std::string_view op) {
   // Views, aliasing and metadata: they change strides or sizes, not data.
   static constexpr std::string_view kNoKernel[] = {
-      "aten::view",      "aten::_unsafe_view", "aten::reshape",  "aten::t",
-      "aten::transpose", "aten::permute",      "aten::expand",   "aten::expand_as",
-      "aten::as_strided", "aten::slice",       "aten::select",   "aten::unsqueeze",
-      "aten::squeeze",   "aten::alias",        "aten::detach",   "aten::detach_",
-      "aten::lift",      "aten::lift_fresh",   "aten::empty",    "aten::empty_like",
-      "aten::empty_strided", "aten::resize_",  "aten::set_",     "aten::to",
-      "aten::_to_copy",  "aten::contiguous",   "aten::view_as",  "aten::flatten",
-      "aten::unflatten", "aten::split",        "aten::chunk",    "aten::unbind",
-      "aten::narrow",    "aten::requires_grad_", "aten::resolve_conj",
-      "aten::resolve_neg", "aten::_reshape_alias", "aten::conj", "aten::_conj",
-      "aten::numpy_T",   "aten::mT",           "aten::diagonal", "aten::movedim",
-      "aten::swapaxes",  "aten::unsqueeze_", "detach_",
+      "aten::view", "aten::_unsafe_view", "aten::reshape", "aten::t", "aten::transpose",
+      "aten::permute", "aten::expand", "aten::expand_as", "aten::as_strided", "aten::slice",
+      "aten::select", "aten::unsqueeze", "aten::squeeze", "aten::alias", "aten::detach",
+      "aten::detach_", "aten::lift", "aten::lift_fresh", "aten::empty", "aten::empty_like",
+      "aten::empty_strided", "aten::resize_", "aten::set_", "aten::to", "aten::_to_copy",
+      "aten::contiguous", "aten::view_as", "aten::flatten", "aten::unflatten", "aten::split",
+      "aten::chunk", "aten::unbind", "aten::narrow", "aten::requires_grad_", "aten::resolve_conj",
+      "aten::resolve_neg", "aten::_reshape_alias", "aten::conj", "aten::_conj", "aten::numpy_T",
+      "aten::mT", "aten::diagonal", "aten::movedim", "aten::swapaxes", "aten::unsqueeze_",
+      "detach_",
+      // Type promotion reads dtypes, not data (pow(x, 0.7) asks it on the host).
+      "aten::result_type", "aten::can_cast", "aten::promote_types",
       // AccumulateGrad's own detach (no namespace).
       "detach"};
   return std::find(std::begin(kNoKernel), std::end(kNoKernel), op) != std::end(kNoKernel);

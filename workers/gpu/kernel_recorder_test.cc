@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "devices/gpu/kernel_cost.h"
 #include "gtest/gtest.h"
@@ -175,6 +177,28 @@ TEST(KernelRecorderScalarTest, AScalarsConversionIsNoKernel) {
   EXPECT_GE(k[0].flops, 4096);
   EXPECT_GE(k[0].bytes, 2 * 4096 * 4);
   EXPECT_EQ(k[0].history, 0);
+}
+
+// An out-of-place op on a tensor and a number reads the tensor and writes
+// its result: one kernel, two tensors' bytes (and the number's eight), whatever
+// the op. pow asks aten::result_type first, which reads only dtypes.
+TEST(KernelRecorderScalarTest, ATensorAndANumberMoveTwoTensors) {
+  torch::NoGradGuard no_grad;
+  const torch::Tensor x = torch::randn({4096});
+  const std::vector<std::pair<std::string, std::function<void()>>> ops = {
+      {"add", [&] { torch::add(x, 0.7); }},
+      {"mul", [&] { torch::mul(x, 0.7); }},
+      {"div", [&] { torch::div(x, 0.7); }},
+      {"pow", [&] { torch::pow(x, 0.7); }},
+  };
+  for (const auto& [name, call] : ops) {
+    KernelRecorder recorder;
+    call();
+    std::vector<GpuKernel> k = recorder.Finish();
+    ASSERT_EQ(k.size(), 1u) << name;
+    EXPECT_NE(k[0].op.find(name), std::string::npos) << k[0].op;
+    EXPECT_NEAR(k[0].bytes, 2 * 4096 * 4, 8) << name;
+  }
 }
 
 // CPU LibTorch fills some outputs before writing them (at::sum zeroes its
