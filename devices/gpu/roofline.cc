@@ -134,9 +134,59 @@ const std::vector<std::pair<int64_t, int64_t>> kVoltaBatchedTiles = {
     {64, 64}, {32, 128}, {128, 32}};
 const std::vector<std::pair<int64_t, int64_t>> kAmpereBatchedTiles = {{128, 128}};
 
+// A board as its datasheet gives it. Idle power is assumed, since
+// datasheets give no idle figure: a tenth to an eighth of the board's
+// limit on the SXM boards, and the same chip's figure on its PCIe cards.
+struct Datasheet {
+  const char* name;
+  double fp32_flops, tf32_flops, bf16_flops, memory_bw, load_power_w, idle_power_w;
+  int64_t sm_count;                                               // the architecture whitepaper's
+  const std::vector<std::pair<int64_t, int64_t>>* batched_tiles;  // null: none
+  const char* source;
+};
+
+// The presets, in the order GpuPresetNames gives them. The V100 and A100
+// SM counts are their architecture whitepapers' (80 and 108 SMs on every
+// board of each); H100 SXM5's is 132.
+const Datasheet kDatasheets[] = {
+    // NVIDIA Tesla V100 SXM2 datasheet: 15.7 TFLOP/s fp32, 125 TFLOP/s
+    // tensor (fp16; bf16 does not exist on Volta), 900 GB/s HBM2, 300 W.
+    {"v100", 15.7e12, 0, 125e12, 900e9, 300, 40, 80, &kVoltaBatchedTiles,
+     "v100 preset: NVIDIA V100 SXM2 datasheet; launch path as cited in roofline.cc"},
+    // NVIDIA A100 SXM4 40 GB datasheet: 19.5 TFLOP/s fp32, 156 TF32, 312
+    // bf16 (dense), 1,555 GB/s HBM2, 400 W.
+    {"a100", 19.5e12, 156e12, 312e12, 1555e9, 400, 50, 108, &kAmpereBatchedTiles,
+     "a100 preset: NVIDIA A100 SXM4 datasheet; launch path as cited in roofline.cc"},
+    // NVIDIA H100 SXM5 datasheet: 67 TFLOP/s fp32, 494.7 TF32 and 989.4
+    // bf16 (dense, half the sparse figures), 3.35 TB/s HBM3, 700 W. Its
+    // kernels are the H200's measured ones (UseHopperKernels).
+    {"h100", 67e12, 494.7e12, 989.4e12, 3.35e12, 700, 70, 132, nullptr,
+     "h100 preset: NVIDIA H100 SXM5 datasheet; kernels' device time measured on an H200 "
+     "(devices/gpu/profiles/h200.profile); launch path as cited in roofline.cc"},
+    // NVIDIA V100 datasheet (2020), the PCIe card: 14 TFLOP/s fp32, 112
+    // TFLOP/s tensor, 900 GB/s HBM2, 250 W (the SXM2's GV100 at a lower
+    // boost clock: 1,380 MHz against 1,530).
+    {"v100-pcie", 14e12, 0, 112e12, 900e9, 250, 40, 80, &kVoltaBatchedTiles,
+     "v100-pcie preset: NVIDIA V100 PCIe datasheet; launch path as cited in roofline.cc"},
+    // NVIDIA A100 40GB PCIe product brief (PB-10137-001, 2020): the SXM4's
+    // peaks and 1,555 GB/s under a 250 W limit.
+    {"a100-pcie", 19.5e12, 156e12, 312e12, 1555e9, 250, 50, 108, &kAmpereBatchedTiles,
+     "a100-pcie preset: NVIDIA A100 40GB PCIe product brief; launch path as cited in "
+     "roofline.cc"},
+    // NVIDIA A100 datasheet (2021), 80GB PCIe: the same peaks, 1,935 GB/s
+    // HBM2e, 300 W.
+    {"a100-pcie-80gb", 19.5e12, 156e12, 312e12, 1935e9, 300, 50, 108, &kAmpereBatchedTiles,
+     "a100-pcie-80gb preset: NVIDIA A100 80GB PCIe datasheet; launch path as cited in "
+     "roofline.cc"},
+};
+
 }  // namespace
 
-std::vector<std::string> GpuPresetNames() { return {"v100", "a100", "h100"}; }
+std::vector<std::string> GpuPresetNames() {
+  std::vector<std::string> names;
+  for (const Datasheet& d : kDatasheets) names.push_back(d.name);
+  return names;
+}
 
 bool IsGpuPreset(const std::string& name) {
   const std::vector<std::string> names = GpuPresetNames();
@@ -144,51 +194,28 @@ bool IsGpuPreset(const std::string& name) {
 }
 
 absl::StatusOr<GpuSpec> GpuPreset(const std::string& name) {
-  GpuSpec g;
-  g.name = name;
-  SetLaunchPath(&g);
-  if (name == "v100") {
-    // NVIDIA Tesla V100 SXM2 datasheet: 15.7 TFLOP/s fp32, 125 TFLOP/s
-    // tensor (fp16; bf16 does not exist on Volta), 900 GB/s HBM2, 300 W.
-    g.fp32_flops = 15.7e12;
-    g.bf16_flops = 125e12;
-    g.memory_bw = 900e9;
-    g.load_power_w = 300;
-    g.idle_power_w = 40;  // assumed: datasheets give no idle figure (~13 %)
-    g.sm_count = 80;      // NVIDIA Tesla V100 GPU architecture whitepaper
-    g.batched_tiles = kVoltaBatchedTiles;
-    g.source = "v100 preset: NVIDIA V100 SXM2 datasheet; launch path as cited in roofline.cc";
-  } else if (name == "a100") {
-    // NVIDIA A100 SXM4 40 GB datasheet: 19.5 TFLOP/s fp32, 156 TF32, 312
-    // bf16 (dense), 1,555 GB/s HBM2, 400 W.
-    g.fp32_flops = 19.5e12;
-    g.tf32_flops = 156e12;
-    g.bf16_flops = 312e12;
-    g.memory_bw = 1555e9;
-    g.load_power_w = 400;
-    g.idle_power_w = 50;  // assumed, as above
-    g.sm_count = 108;     // NVIDIA A100 Tensor Core GPU architecture whitepaper
-    g.batched_tiles = kAmpereBatchedTiles;
-    g.source = "a100 preset: NVIDIA A100 SXM4 datasheet; launch path as cited in roofline.cc";
-  } else if (name == "h100") {
-    // NVIDIA H100 SXM5 datasheet: 67 TFLOP/s fp32, 494.7 TF32 and 989.4
-    // bf16 (dense, half the sparse figures), 3.35 TB/s HBM3, 700 W.
-    g.fp32_flops = 67e12;
-    g.tf32_flops = 494.7e12;
-    g.bf16_flops = 989.4e12;
-    g.memory_bw = 3.35e12;
-    g.load_power_w = 700;
-    g.idle_power_w = 70;  // assumed, as above
-    g.sm_count = 132;     // NVIDIA H100 Tensor Core GPU architecture whitepaper (SXM5)
-    g.source =
-        "h100 preset: NVIDIA H100 SXM5 datasheet; kernels' device time measured on an H200 "
-        "(devices/gpu/profiles/h200.profile); launch path as cited in roofline.cc";
-    UseHopperKernels(&g);
-  } else {
+  const Datasheet* sheet = nullptr;
+  for (const Datasheet& d : kDatasheets) {
+    if (name == d.name) sheet = &d;
+  }
+  if (sheet == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
         "gpu preset '", name, "' is unknown; choose one of ",
         absl::StrJoin(GpuPresetNames(), ", "), ", or give a profile file (hpt_calibrate)"));
   }
+  GpuSpec g;
+  g.name = name;
+  SetLaunchPath(&g);
+  g.fp32_flops = sheet->fp32_flops;
+  g.tf32_flops = sheet->tf32_flops;
+  g.bf16_flops = sheet->bf16_flops;
+  g.memory_bw = sheet->memory_bw;
+  g.load_power_w = sheet->load_power_w;
+  g.idle_power_w = sheet->idle_power_w;
+  g.sm_count = sheet->sm_count;
+  if (sheet->batched_tiles != nullptr) g.batched_tiles = *sheet->batched_tiles;
+  g.source = sheet->source;
+  if (name == "h100") UseHopperKernels(&g);
   // The least a launch-bound step draws (kContextPowerW); its kernels add
   // more, which hpt_calibrate measures as active_power_w.
   g.active_power_w = g.idle_power_w + kContextPowerW;

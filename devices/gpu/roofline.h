@@ -151,7 +151,9 @@ struct GpuSpec {
 // Calibration from C++ cannot measure it, so every profile carries this.
 inline constexpr double kPythonOpS = 5e-6;
 
-absl::StatusOr<GpuSpec> GpuPreset(const std::string& name);  // v100 a100 h100
+// A board from its datasheet (GpuPresetNames: v100, a100, h100, v100-pcie,
+// a100-pcie, a100-pcie-80gb).
+absl::StatusOr<GpuSpec> GpuPreset(const std::string& name);
 std::vector<std::string> GpuPresetNames();
 
 // A profile as text, one "key = value" a line ('#' starts a comment, to the

@@ -45,6 +45,12 @@ TEST(RooflineTest, MemoryBoundKernelAndTensorCores) {
 //     Table 1: FP32 66.9 TFLOPS at boost (the datasheet rounds to 67), TF32
 //     494.7 / 989.4 (sparse), BF16 989.4 / 1,978.9 (sparse); datasheet:
 //     3.35 TB/s HBM3, up to 700 W.
+//   V100 PCIe: NVIDIA V100 datasheet (2020): FP32 14 TFLOPS, Tensor 112
+//     TFLOPS, 900 GB/s, 250 W.
+//   A100 40GB PCIe: NVIDIA product brief PB-10137-001 (2020): the SXM4's
+//     peaks, 1,555 GB/s, 250 W.
+//   A100 80GB PCIe: NVIDIA A100 datasheet (2021): the same peaks, 1,935
+//     GB/s, 300 W.
 TEST(RooflineTest, PresetsMatchTheirPublishedSpecifications) {
   struct Published {
     const char* name;
@@ -52,7 +58,10 @@ TEST(RooflineTest, PresetsMatchTheirPublishedSpecifications) {
   };
   const Published kPublished[] = {{"v100", 15.7, 0, 125, 900, 300, 80},
                                   {"a100", 19.5, 156, 312, 1555, 400, 108},
-                                  {"h100", 67, 494.7, 989.4, 3350, 700, 132}};
+                                  {"h100", 67, 494.7, 989.4, 3350, 700, 132},
+                                  {"v100-pcie", 14, 0, 112, 900, 250, 80},
+                                  {"a100-pcie", 19.5, 156, 312, 1555, 250, 108},
+                                  {"a100-pcie-80gb", 19.5, 156, 312, 1935, 300, 108}};
   for (const Published& p : kPublished) {
     absl::StatusOr<GpuSpec> g = GpuPreset(p.name);
     ASSERT_TRUE(g.ok()) << p.name;
@@ -66,7 +75,8 @@ TEST(RooflineTest, PresetsMatchTheirPublishedSpecifications) {
     // A stepping board holds a CUDA context: 36 W over idle (Vadari 2026).
     EXPECT_DOUBLE_EQ(g->active_power_w, g->idle_power_w + 36) << p.name;
   }
-  EXPECT_EQ(GpuPresetNames(), (std::vector<std::string>{"v100", "a100", "h100"}));
+  EXPECT_EQ(GpuPresetNames(), (std::vector<std::string>{"v100", "a100", "h100", "v100-pcie",
+                                                        "a100-pcie", "a100-pcie-80gb"}));
 }
 
 // The h100 preset's kernels are the H200's measured device times
@@ -94,9 +104,11 @@ TEST(RooflineTest, TheH100PresetTakesHoppersMeasuredKernels) {
   // A 57 x 1536 x 512 product (the wind preset's q, k, v projection) at
   // its measured 8.3 TFLOP/s, an eighth of the datasheet's 67.
   EXPECT_NEAR(h100.gemm_grid.Rate({57, 1536, 512}) / 1e12, 8.31, 0.05);
-  for (const char* name : {"v100", "a100"}) {
+  for (const std::string& name : GpuPresetNames()) {
+    if (name == "h100") continue;
     const GpuSpec g = *GpuPreset(name);
     EXPECT_TRUE(g.gemm_grid.empty()) << name;
+    EXPECT_FALSE(g.batched_tiles.empty()) << name;
     EXPECT_TRUE(g.gemm_grid_batched.empty()) << name;
     EXPECT_TRUE(g.softmax_grid.empty()) << name;
     EXPECT_DOUBLE_EQ(g.min_kernel_s, 1e-6) << name;

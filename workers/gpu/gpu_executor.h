@@ -61,7 +61,7 @@ class GpuExecutor : public TaskExecutor {
     // LibTorch intra-op threads; 0 keeps LibTorch's default.
     int intra_op_threads = 0;
     // Reference GPU of the roofline cost reported beside the measured time
-    // (devices/gpu/roofline.h): v100, a100 or h100.
+    // (devices/gpu/roofline.h): a preset name or a profile's text.
     std::string reference_gpu = "v100";
     // The physical device's identity, which the worker registers with:
     // empty takes a CUDA device's UUID (a CPU device has none: its own).
