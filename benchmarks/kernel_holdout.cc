@@ -127,16 +127,42 @@ CaseBody MakeBody(const HoldoutCase& c, const torch::Device& device) {
       break;
     }
     case HoldoutOp::kAdd:  // elements
+    case HoldoutOp::kMul:
+    case HoldoutOp::kDiv:
+    case HoldoutOp::kPow:
       b.in = {torch::randn({d[0]}, opts), torch::randn({d[0]}, opts)};
-      b.call = [in = b.in] { torch::add(in[0], in[1]); };
+      b.call = [in = b.in, op = c.op] {
+        if (op == HoldoutOp::kAdd) torch::add(in[0], in[1]);
+        if (op == HoldoutOp::kMul) torch::mul(in[0], in[1]);
+        if (op == HoldoutOp::kDiv) torch::div(in[0], in[1]);
+        if (op == HoldoutOp::kPow) torch::pow(in[0], in[1]);
+      };
+      break;
+    case HoldoutOp::kAddScalar:  // elements; a scalar that no op special-cases
+    case HoldoutOp::kMulScalar:
+    case HoldoutOp::kDivScalar:
+    case HoldoutOp::kPowScalar:
+      b.in = {torch::randn({d[0]}, opts)};
+      b.call = [in = b.in, op = c.op] {
+        if (op == HoldoutOp::kAddScalar) torch::add(in[0], 0.7);
+        if (op == HoldoutOp::kMulScalar) torch::mul(in[0], 0.7);
+        if (op == HoldoutOp::kDivScalar) torch::div(in[0], 0.7);
+        if (op == HoldoutOp::kPowScalar) torch::pow(in[0], 0.7);
+      };
       break;
     case HoldoutOp::kMulInPlace:  // elements
       b.in = {torch::randn({d[0]}, opts)};
       b.call = [in = b.in]() mutable { in[0].mul_(1.0); };
       break;
-    case HoldoutOp::kGelu:  // elements
+    case HoldoutOp::kRelu:  // elements
+    case HoldoutOp::kTanh:
+    case HoldoutOp::kGelu:
       b.in = {torch::randn({d[0]}, opts)};
-      b.call = [in = b.in] { torch::gelu(in[0]); };
+      b.call = [in = b.in, op = c.op] {
+        if (op == HoldoutOp::kRelu) torch::relu(in[0]);
+        if (op == HoldoutOp::kTanh) torch::tanh(in[0]);
+        if (op == HoldoutOp::kGelu) torch::gelu(in[0]);
+      };
       break;
   }
   return b;
@@ -190,13 +216,8 @@ absl::StatusOr<std::vector<GpuKernel>> RecordAtSize(const HoldoutCase& c) {
     case HoldoutOp::kBmm:
       inner = std::max({c.dims[1] * c.dims[2], c.dims[2] * c.dims[3], c.dims[1] * c.dims[3]});
       break;
-    case HoldoutOp::kAdd:
-    case HoldoutOp::kMulInPlace:
-    case HoldoutOp::kGelu:
-      inner = 1;
-      break;
     default:
-      inner = c.dims[1];
+      inner = IsElementwise(c.op) ? 1 : c.dims[1];
   }
   const int64_t small = std::max<int64_t>(1, kRecordElements / std::max<int64_t>(inner, 1) / 2);
   if (d0 <= 2 * small) return Record(MakeBody(c, cpu));

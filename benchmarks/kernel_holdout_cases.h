@@ -27,10 +27,24 @@ enum class HoldoutOp {
   kLayerNormBackward,  // dims: rows, width
   kSoftmax,            // dims: rows, width
   kSoftmaxBackward,    // dims: rows, width
-  kAdd,                // dims: elements
-  kMulInPlace,         // dims: elements
-  kGelu,               // dims: elements
+  // Element-wise, dims: elements. Binary ops take two tensors; the scalar
+  // forms (torch::add(x, 0.7) and so on) one tensor and a number.
+  kAdd,
+  kMul,
+  kDiv,
+  kPow,
+  kAddScalar,
+  kMulScalar,
+  kDivScalar,
+  kPowScalar,
+  kMulInPlace,
+  kRelu,
+  kTanh,
+  kGelu,
 };
+
+// The element-wise ops are the enum's last, from kAdd.
+inline bool IsElementwise(HoldoutOp op) { return op >= HoldoutOp::kAdd; }
 
 // How many of HoldoutCase::dims an op reads.
 inline int DimsOf(HoldoutOp op) {
@@ -45,12 +59,9 @@ inline int DimsOf(HoldoutOp op) {
     case HoldoutOp::kSoftmax:
     case HoldoutOp::kSoftmaxBackward:
       return 2;
-    case HoldoutOp::kAdd:
-    case HoldoutOp::kMulInPlace:
-    case HoldoutOp::kGelu:
-      return 1;
+    default:
+      return 1;  // element-wise
   }
-  return 0;
 }
 
 struct HoldoutCase {
@@ -143,7 +154,16 @@ inline absl::StatusOr<HoldoutCase> ParseHoldoutCase(const std::string& name) {
       {"sm", C::kSoftmax, O::kSoftmax},
       {"sm-bwd", C::kSoftmax, O::kSoftmaxBackward},
       {"add", C::kElementwise, O::kAdd},
+      {"mul", C::kElementwise, O::kMul},
+      {"div", C::kElementwise, O::kDiv},
+      {"pow", C::kElementwise, O::kPow},
+      {"add-s", C::kElementwise, O::kAddScalar},
+      {"mul-s", C::kElementwise, O::kMulScalar},
+      {"div-s", C::kElementwise, O::kDivScalar},
+      {"pow-s", C::kElementwise, O::kPowScalar},
       {"mul_", C::kElementwise, O::kMulInPlace},
+      {"relu", C::kElementwise, O::kRelu},
+      {"tanh", C::kElementwise, O::kTanh},
       {"gelu", C::kElementwise, O::kGelu},
   };
   const std::vector<std::string> parts = absl::StrSplit(name, ' ');
@@ -154,8 +174,9 @@ inline absl::StatusOr<HoldoutCase> ParseHoldoutCase(const std::string& name) {
   if (known == nullptr || parts.size() != 2) {
     return absl::InvalidArgumentError(
         absl::StrCat("case '", name,
-                     "': want an op (mm, linear, bmm, ln, ln-bwd, sm, sm-bwd, add, mul_, gelu), "
-                     "a space, then its dims joined by x"));
+                     "': want an op (mm, linear, bmm, ln, ln-bwd, sm, sm-bwd, add, mul, div, pow, "
+                     "add-s, mul-s, div-s, pow-s, mul_, relu, tanh, gelu), a space, then its "
+                     "dims joined by x"));
   }
   const std::vector<std::string> dims = absl::StrSplit(parts[1], 'x');
   HoldoutCase c{name, known->kind, known->holdout_op, {0, 0, 0, 0}, 1};

@@ -68,11 +68,27 @@ TEST(KernelHoldoutCasesTest, ALinearLayersCaseParses) {
             "case 'linear 8x8': linear takes 3 dims, got 2");
 }
 
+// Every element-wise op takes one dim, its elements, and is of the
+// element-wise class.
+TEST(KernelHoldoutCasesTest, EveryElementwiseOpParses) {
+  for (const char* op : {"add", "mul", "div", "pow", "add-s", "mul-s", "div-s", "pow-s", "mul_",
+                         "relu", "tanh", "gelu"}) {
+    absl::StatusOr<HoldoutCase> c = ParseHoldoutCase(absl::StrCat(op, " 1000"));
+    ASSERT_TRUE(c.ok()) << op << ": " << c.status();
+    EXPECT_EQ(c->kind, HoldoutClass::kElementwise) << op;
+    EXPECT_TRUE(IsElementwise(c->op)) << op;
+    EXPECT_EQ(c->dims[0], 1000) << op;
+    EXPECT_EQ(ParseHoldoutCase(absl::StrCat(op, " 10x10")).status().message(),
+              absl::StrCat("case '", op, " 10x10': ", op, " takes 1 dims, got 2"));
+  }
+  EXPECT_FALSE(IsElementwise(HoldoutOp::kSoftmaxBackward));
+}
+
 TEST(KernelHoldoutCasesTest, ANameThatDoesNotParseSaysWhy) {
   EXPECT_EQ(
       ParseHoldoutCase("conv 3x3").status().message(),
-      "case 'conv 3x3': want an op (mm, linear, bmm, ln, ln-bwd, sm, sm-bwd, add, mul_, gelu), a "
-      "space, then its dims joined by x");
+      "case 'conv 3x3': want an op (mm, linear, bmm, ln, ln-bwd, sm, sm-bwd, add, mul, div, pow, "
+      "add-s, mul-s, div-s, pow-s, mul_, relu, tanh, gelu), a space, then its dims joined by x");
   EXPECT_EQ(ParseHoldoutCase("bmm 4x8x8").status().message(),
             "case 'bmm 4x8x8': bmm takes 4 dims, got 3");
   EXPECT_EQ(ParseHoldoutCase("add 0").status().message(),

@@ -50,13 +50,15 @@ class PublishedKernelsTest(unittest.TestCase):
             row("linear", 0.3, b=8, m=1024, n=768, k=3072),
             row("add", 0.1, b=4096, h=1000),
             row("gelu", 0.2, b=10, h=10),
-            row("relu", 0.1, b=10, h=10),
+            row("powu", 0.3, b=10, h=20),
+            row("tanh", 0.4, b=20, h=10),
+            row("dropout", 0.1, b=10, h=10),
             row("ln", 9.0, device="NVIDIA A100-PCIE-40GB", b=8, h=8),
         ])
         r = self.convert(src)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("6 cases", r.stdout)
-        self.assertIn("left out: relu 1", r.stdout)
+        self.assertIn("8 cases", r.stdout)
+        self.assertIn("left out: dropout 1", r.stdout)
         with open(self.path("out.csv")) as f:
             lines = [l.strip() for l in f if not l.startswith("#")]
         self.assertEqual(lines[0], "class,case,reps,measured_s,ops")
@@ -70,6 +72,8 @@ class PublishedKernelsTest(unittest.TestCase):
             "linear 8192x768x3072": ("gemm", 0.3e-3),
             "add 4096000": ("elementwise", 0.1e-3),
             "gelu 100": ("elementwise", 0.2e-3),
+            "pow-s 200": ("elementwise", 0.3e-3),  # torch.pow(x, a number)
+            "tanh 200": ("elementwise", 0.4e-3),
         })
 
         priced = subprocess.run([HOLDOUT, f"--measured={self.path('out.csv')}",
@@ -77,7 +81,7 @@ class PublishedKernelsTest(unittest.TestCase):
                                 capture_output=True, text=True)
         self.assertEqual(priced.returncode, 0, priced.stderr)
         for case in ("ln 65536x1024", "sm 8192x2048", "bmm 48000x12x16x24", "add 4096000",
-                     "linear 8192x768x3072"):
+                     "linear 8192x768x3072", "pow-s 200", "tanh 200"):
             self.assertIn(case, priced.stdout)
         for cls in ("gemm", "batched", "elementwise", "layer-norm", "softmax"):
             self.assertRegex(priced.stdout, rf"\n{cls} +\d+ %")

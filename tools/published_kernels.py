@@ -14,7 +14,9 @@ writes the cases this project's kernel model can price:
     softmax B x H   softmax over rows of H         -> "sm BxH"
     bmm B,M,N,K     B products M x N by N x K      -> "bmm BxMxNxK" (batch, m, k, n)
     linear B,M,N,K  nn.Linear(N, K) on (B, M, N)   -> "linear (B*M)xNxK" (rows, in, out)
-    add, gelu B x H B*H elements                   -> "add N", "gelu N"
+    add, mul, div, pow B x H (two tensors)          -> "add N" ... (N = B*H elements)
+    addu, mulu, divu, powu B x H (tensor, number)  -> "add-s N", "mul-s N", ...
+    relu, tanh, gelu B x H                         -> "relu N", "tanh N", "gelu N"
 
 Other ops are counted and left out. A case measured more than once keeps
 the median. Nothing of theirs is stored here: point --csv at a checkout.
@@ -40,6 +42,15 @@ OPS = {
     "softmax": ("sm", "rows", "softmax"),
     "bmm": ("bmm", "bmm", "batched"),
     "add": ("add", "elements", "elementwise"),
+    "mul": ("mul", "elements", "elementwise"),
+    "div": ("div", "elements", "elementwise"),
+    "pow": ("pow", "elements", "elementwise"),
+    "addu": ("add-s", "elements", "elementwise"),
+    "mulu": ("mul-s", "elements", "elementwise"),
+    "divu": ("div-s", "elements", "elementwise"),
+    "powu": ("pow-s", "elements", "elementwise"),
+    "relu": ("relu", "elements", "elementwise"),
+    "tanh": ("tanh", "elements", "elementwise"),
     "gelu": ("gelu", "elements", "elementwise"),
 }
 
