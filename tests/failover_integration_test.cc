@@ -239,10 +239,13 @@ TEST_F(FailoverTest, AGpuWorkerKilledMidRunIsReplacedAndTheRunReplaysFromItsChec
   ASSERT_EQ(a.state(), SUCCEEDED) << a.error();
   ASSERT_GT(a.progress().total_steps(), 100);
 
-  // Progress comes at a run's end: from step 20 on, a run is in flight
-  // whenever the coordinator is not between two runs.
+  // Progress comes at a run's end, before the checkpoint that follows it
+  // is written (a kill then falls in that checkpoint's snapshot): once the
+  // checkpoint at step 20 is on disk, a run is in flight whenever the
+  // coordinator is not between two runs.
   const std::string faulted = Submit(kRuns);
-  Job before = WaitUntil(faulted, [](const Job& j) { return j.progress().step() >= 20 || Finished(j); });
+  Job before =
+      WaitUntil(faulted, [](const Job& j) { return j.checkpoint_step() >= 20 || Finished(j); });
   ASSERT_FALSE(Finished(before));
   EXPECT_EQ(before.progress().step() % 10, 0) << "steps arrive a run at a time";
   ASSERT_EQ(kill(gpu->pid(), SIGKILL), 0);
