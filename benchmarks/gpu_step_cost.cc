@@ -24,7 +24,7 @@ ABSL_FLAG(int64_t, batch, 32, "Samples per step.");
 ABSL_FLAG(int64_t, tokens, 57, "Tokens per sample (wind: 57 farms).");
 ABSL_FLAG(int64_t, input_features, 12, "Features per token (input steps).");
 ABSL_FLAG(std::string, gpu, "v100",
-          "Reference GPU: a preset (v100, a100, h100, v100-pcie, a100-pcie, a100-pcie-80gb).");
+          "Reference GPU preset: v100, a100, h100, ... (a name it does not know lists them).");
 ABSL_FLAG(int, top, 8, "Ops to list by simulated time.");
 
 int main(int argc, char** argv) {

@@ -197,8 +197,8 @@ const std::vector<DeviceSetting>& DeviceSettingTable() {
   static const auto* table = [] {
     auto* t = new std::vector<DeviceSetting>{
         {{"reference_gpu",
-          "GPU profile the GPU workers are costed as: a preset (v100, a100, h100, v100-pcie, "
-          "a100-pcie, a100-pcie-80gb), or a profile file (hpt_calibrate)",
+          "GPU profile the GPU workers are costed as: a preset (v100, a100, h100, ...: a name it "
+          "does not know lists them), or a profile file (hpt_calibrate)",
           false, false},
          SettingScope::kGpu,
          [](const std::string& label, const std::string& value, DeviceCostConfig* c) {

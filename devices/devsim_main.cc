@@ -28,7 +28,7 @@
 ABSL_FLAG(std::string, device, "systolic", "systolic, reram or gpu.");
 // gpu
 ABSL_FLAG(std::string, gpu, "v100",
-          "gpu: reference GPU preset (v100, a100, h100, v100-pcie, a100-pcie, a100-pcie-80gb).");
+          "gpu: reference GPU preset (v100, a100, h100, ...: a name it does not know lists them).");
 ABSL_FLAG(std::string, precision, "fp32", "gpu: fp32, tf32 or bf16.");
 ABSL_FLAG(int64_t, m, 0, "Input rows (M).");
 ABSL_FLAG(int64_t, n, 0, "Weight columns (N).");

@@ -133,6 +133,10 @@ void UseHopperKernels(GpuSpec* g) {
 const std::vector<std::pair<int64_t, int64_t>> kVoltaBatchedTiles = {
     {64, 64}, {32, 128}, {128, 32}};
 const std::vector<std::pair<int64_t, int64_t>> kAmpereBatchedTiles = {{128, 128}};
+// On a Tesla T4 (Turing) in the same split, of 17,697 batches:
+// volta_sgemm_64x64 7,753, 128x64 7,226, 128x32 2,489 (32x128: 180).
+const std::vector<std::pair<int64_t, int64_t>> kTuringBatchedTiles = {
+    {64, 64}, {128, 64}, {128, 32}};
 
 // A board as its datasheet gives it. Idle power is assumed, since
 // datasheets give no idle figure: a tenth to an eighth of the board's
@@ -178,6 +182,11 @@ const Datasheet kDatasheets[] = {
     {"a100-pcie-80gb", 19.5e12, 156e12, 312e12, 1935e9, 300, 50, 108, &kAmpereBatchedTiles,
      "a100-pcie-80gb preset: NVIDIA A100 80GB PCIe datasheet; launch path as cited in "
      "roofline.cc"},
+    // NVIDIA T4 datasheet: 8.1 TFLOP/s fp32, 65 TFLOP/s fp16 tensor (no
+    // bf16 on Turing), 320 GB/s GDDR6, 70 W; 40 SMs (Turing TU104 as the
+    // T4 ships it: 2,560 CUDA cores, 64 an SM). Idle: an eighth of 70 W.
+    {"t4", 8.1e12, 0, 65e12, 320e9, 70, 9, 40, &kTuringBatchedTiles,
+     "t4 preset: NVIDIA T4 datasheet; launch path as cited in roofline.cc"},
 };
 
 }  // namespace

@@ -152,7 +152,7 @@ struct GpuSpec {
 inline constexpr double kPythonOpS = 5e-6;
 
 // A board from its datasheet (GpuPresetNames: v100, a100, h100, v100-pcie,
-// a100-pcie, a100-pcie-80gb).
+// a100-pcie, a100-pcie-80gb, t4).
 absl::StatusOr<GpuSpec> GpuPreset(const std::string& name);
 std::vector<std::string> GpuPresetNames();
 

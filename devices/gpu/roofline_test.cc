@@ -51,6 +51,8 @@ TEST(RooflineTest, MemoryBoundKernelAndTensorCores) {
 //     peaks, 1,555 GB/s, 250 W.
 //   A100 80GB PCIe: NVIDIA A100 datasheet (2021): the same peaks, 1,935
 //     GB/s, 300 W.
+//   T4: NVIDIA T4 datasheet: FP32 8.1 TFLOPS, mixed precision (FP16) 65
+//     TFLOPS, GDDR6 320 GB/s, 70 W; 40 SMs.
 TEST(RooflineTest, PresetsMatchTheirPublishedSpecifications) {
   struct Published {
     const char* name;
@@ -61,7 +63,8 @@ TEST(RooflineTest, PresetsMatchTheirPublishedSpecifications) {
                                   {"h100", 67, 494.7, 989.4, 3350, 700, 132},
                                   {"v100-pcie", 14, 0, 112, 900, 250, 80},
                                   {"a100-pcie", 19.5, 156, 312, 1555, 250, 108},
-                                  {"a100-pcie-80gb", 19.5, 156, 312, 1935, 300, 108}};
+                                  {"a100-pcie-80gb", 19.5, 156, 312, 1935, 300, 108},
+                                  {"t4", 8.1, 0, 65, 320, 70, 40}};
   for (const Published& p : kPublished) {
     absl::StatusOr<GpuSpec> g = GpuPreset(p.name);
     ASSERT_TRUE(g.ok()) << p.name;
@@ -76,7 +79,7 @@ TEST(RooflineTest, PresetsMatchTheirPublishedSpecifications) {
     EXPECT_DOUBLE_EQ(g->active_power_w, g->idle_power_w + 36) << p.name;
   }
   EXPECT_EQ(GpuPresetNames(), (std::vector<std::string>{"v100", "a100", "h100", "v100-pcie",
-                                                        "a100-pcie", "a100-pcie-80gb"}));
+                                                        "a100-pcie", "a100-pcie-80gb", "t4"}));
 }
 
 // The h100 preset's kernels are the H200's measured device times

@@ -53,8 +53,8 @@ ABSL_FLAG(std::string, device_id, "",
           "rehearse a one-GPU layout.");
 ABSL_FLAG(std::string, reference_gpu, "v100",
           "gpu: reference GPU profile the cost model reports beside measured time: "
-          "a preset (v100, a100, h100, v100-pcie, a100-pcie, a100-pcie-80gb), or a profile "
-          "file written by hpt_calibrate.");
+          "a preset (v100, a100, h100, ...: a name it does not know lists them), or a "
+          "profile file written by hpt_calibrate.");
 // The device flags (--systolic_*, --reram_*): devices/device_flags.h.
 ABSL_FLAG(std::string, port_file, "",
           "Write 'grpc=PORT metrics=PORT' here once serving (for launchers "
