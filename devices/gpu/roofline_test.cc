@@ -78,6 +78,13 @@ TEST(RooflineTest, PresetsMatchTheirPublishedSpecifications) {
     // A stepping board holds a CUDA context: 36 W over idle (Vadari 2026).
     EXPECT_DOUBLE_EQ(g->active_power_w, g->idle_power_w + 36) << p.name;
   }
+  // The T4's achieved shares are its own (NeuSight's train split); every
+  // other preset takes the V100's Empirical Roofline Toolkit shares.
+  for (const std::string& name : GpuPresetNames()) {
+    const GpuSpec g = *GpuPreset(name);
+    EXPECT_DOUBLE_EQ(g.compute_share, name == "t4" ? 0.45 : 0.906) << name;
+    EXPECT_DOUBLE_EQ(g.memory_share, name == "t4" ? 0.76 : 0.92) << name;
+  }
   EXPECT_EQ(GpuPresetNames(), (std::vector<std::string>{"v100", "a100", "h100", "v100-pcie",
                                                         "a100-pcie", "a100-pcie-80gb", "t4"}));
 }
