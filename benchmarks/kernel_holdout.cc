@@ -31,6 +31,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -76,6 +77,39 @@ struct CaseBody {
   std::vector<torch::Tensor> in;
   std::function<void()> call;
 };
+
+// An element-wise op on `in` (x, and y for the ops of two tensors); the
+// forms with a number take 0.7, which no op special-cases.
+std::function<void()> ElementwiseCall(HoldoutOp op, std::vector<torch::Tensor> in) {
+  switch (op) {
+    case HoldoutOp::kAdd:
+      return [in] { torch::add(in[0], in[1]); };
+    case HoldoutOp::kMul:
+      return [in] { torch::mul(in[0], in[1]); };
+    case HoldoutOp::kDiv:
+      return [in] { torch::div(in[0], in[1]); };
+    case HoldoutOp::kPow:
+      return [in] { torch::pow(in[0], in[1]); };
+    case HoldoutOp::kAddScalar:
+      return [in] { torch::add(in[0], 0.7); };
+    case HoldoutOp::kMulScalar:
+      return [in] { torch::mul(in[0], 0.7); };
+    case HoldoutOp::kDivScalar:
+      return [in] { torch::div(in[0], 0.7); };
+    case HoldoutOp::kPowScalar:
+      return [in] { torch::pow(in[0], 0.7); };
+    case HoldoutOp::kMulInPlace:
+      return [in]() mutable { in[0].mul_(1.0); };
+    case HoldoutOp::kRelu:
+      return [in] { torch::relu(in[0]); };
+    case HoldoutOp::kTanh:
+      return [in] { torch::tanh(in[0]); };
+    case HoldoutOp::kGelu:
+      return [in] { torch::gelu(in[0]); };
+    default:
+      return nullptr;  // not element-wise: MakeBody's other cases
+  }
+}
 
 CaseBody MakeBody(const HoldoutCase& c, const torch::Device& device) {
   const auto opts = torch::TensorOptions().device(device);
@@ -126,44 +160,15 @@ CaseBody MakeBody(const HoldoutCase& c, const torch::Device& device) {
       }
       break;
     }
-    case HoldoutOp::kAdd:  // elements
-    case HoldoutOp::kMul:
-    case HoldoutOp::kDiv:
-    case HoldoutOp::kPow:
-      b.in = {torch::randn({d[0]}, opts), torch::randn({d[0]}, opts)};
-      b.call = [in = b.in, op = c.op] {
-        if (op == HoldoutOp::kAdd) torch::add(in[0], in[1]);
-        if (op == HoldoutOp::kMul) torch::mul(in[0], in[1]);
-        if (op == HoldoutOp::kDiv) torch::div(in[0], in[1]);
-        if (op == HoldoutOp::kPow) torch::pow(in[0], in[1]);
-      };
-      break;
-    case HoldoutOp::kAddScalar:  // elements; a scalar that no op special-cases
-    case HoldoutOp::kMulScalar:
-    case HoldoutOp::kDivScalar:
-    case HoldoutOp::kPowScalar:
+    default: {  // element-wise: x, and y for an op of two tensors
       b.in = {torch::randn({d[0]}, opts)};
-      b.call = [in = b.in, op = c.op] {
-        if (op == HoldoutOp::kAddScalar) torch::add(in[0], 0.7);
-        if (op == HoldoutOp::kMulScalar) torch::mul(in[0], 0.7);
-        if (op == HoldoutOp::kDivScalar) torch::div(in[0], 0.7);
-        if (op == HoldoutOp::kPowScalar) torch::pow(in[0], 0.7);
-      };
+      if (c.op == HoldoutOp::kAdd || c.op == HoldoutOp::kMul || c.op == HoldoutOp::kDiv ||
+          c.op == HoldoutOp::kPow) {
+        b.in.push_back(torch::randn({d[0]}, opts));
+      }
+      b.call = ElementwiseCall(c.op, b.in);
       break;
-    case HoldoutOp::kMulInPlace:  // elements
-      b.in = {torch::randn({d[0]}, opts)};
-      b.call = [in = b.in]() mutable { in[0].mul_(1.0); };
-      break;
-    case HoldoutOp::kRelu:  // elements
-    case HoldoutOp::kTanh:
-    case HoldoutOp::kGelu:
-      b.in = {torch::randn({d[0]}, opts)};
-      b.call = [in = b.in, op = c.op] {
-        if (op == HoldoutOp::kRelu) torch::relu(in[0]);
-        if (op == HoldoutOp::kTanh) torch::tanh(in[0]);
-        if (op == HoldoutOp::kGelu) torch::gelu(in[0]);
-      };
-      break;
+    }
   }
   return b;
 }
@@ -217,7 +222,7 @@ absl::StatusOr<std::vector<GpuKernel>> RecordAtSize(const HoldoutCase& c) {
       inner = std::max({c.dims[1] * c.dims[2], c.dims[2] * c.dims[3], c.dims[1] * c.dims[3]});
       break;
     default:
-      inner = IsElementwise(c.op) ? 1 : c.dims[1];
+      inner = c.kind == HoldoutClass::kElementwise ? 1 : c.dims[1];
   }
   const int64_t small = std::max<int64_t>(1, kRecordElements / std::max<int64_t>(inner, 1) / 2);
   if (d0 <= 2 * small) return Record(MakeBody(c, cpu));

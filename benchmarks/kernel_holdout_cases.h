@@ -43,9 +43,6 @@ enum class HoldoutOp {
   kGelu,
 };
 
-// The element-wise ops are the enum's last, from kAdd.
-inline bool IsElementwise(HoldoutOp op) { return op >= HoldoutOp::kAdd; }
-
 // How many of HoldoutCase::dims an op reads.
 inline int DimsOf(HoldoutOp op) {
   switch (op) {

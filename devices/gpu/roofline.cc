@@ -150,6 +150,9 @@ struct Datasheet {
   // Achieved shares of the peaks; 0: SetLaunchPath's (the V100's, from the
   // Empirical Roofline Toolkit).
   double compute_share = 0, memory_share = 0;
+  // Sets the kernel tables a board of the same processor measured; null:
+  // the datasheet's peaks price every kernel.
+  void (*measured_kernels)(GpuSpec*) = nullptr;
 };
 
 // The presets, in the order GpuPresetNames gives them. The V100 and A100
@@ -169,7 +172,8 @@ const Datasheet kDatasheets[] = {
     // kernels are the H200's measured ones (UseHopperKernels).
     {"h100", 67e12, 494.7e12, 989.4e12, 3.35e12, 700, 70, 132, nullptr,
      "h100 preset: NVIDIA H100 SXM5 datasheet; kernels' device time measured on an H200 "
-     "(devices/gpu/profiles/h200.profile); launch path as cited in roofline.cc"},
+     "(devices/gpu/profiles/h200.profile); launch path as cited in roofline.cc",
+     0, 0, UseHopperKernels},
     // NVIDIA V100 datasheet (2020), the PCIe card: 14 TFLOP/s fp32, 112
     // TFLOP/s tensor, 900 GB/s HBM2, 250 W (the SXM2's GV100 at a lower
     // boost clock: 1,380 MHz against 1,530).
@@ -201,6 +205,14 @@ const Datasheet kDatasheets[] = {
      0.45, 0.76},
 };
 
+// The preset called `name`, or null.
+const Datasheet* FindDatasheet(const std::string& name) {
+  for (const Datasheet& d : kDatasheets) {
+    if (name == d.name) return &d;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 std::vector<std::string> GpuPresetNames() {
@@ -209,16 +221,10 @@ std::vector<std::string> GpuPresetNames() {
   return names;
 }
 
-bool IsGpuPreset(const std::string& name) {
-  const std::vector<std::string> names = GpuPresetNames();
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
+bool IsGpuPreset(const std::string& name) { return FindDatasheet(name) != nullptr; }
 
 absl::StatusOr<GpuSpec> GpuPreset(const std::string& name) {
-  const Datasheet* sheet = nullptr;
-  for (const Datasheet& d : kDatasheets) {
-    if (name == d.name) sheet = &d;
-  }
+  const Datasheet* sheet = FindDatasheet(name);
   if (sheet == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
         "gpu preset '", name, "' is unknown; choose one of ",
@@ -238,7 +244,7 @@ absl::StatusOr<GpuSpec> GpuPreset(const std::string& name) {
   g.source = sheet->source;
   if (sheet->compute_share > 0) g.compute_share = sheet->compute_share;
   if (sheet->memory_share > 0) g.memory_share = sheet->memory_share;
-  if (name == "h100") UseHopperKernels(&g);
+  if (sheet->measured_kernels != nullptr) sheet->measured_kernels(&g);
   // The least a launch-bound step draws (kContextPowerW); its kernels add
   // more, which hpt_calibrate measures as active_power_w.
   g.active_power_w = g.idle_power_w + kContextPowerW;
