@@ -9,7 +9,9 @@
 # failing. HPT_CHECK_DATA names the real data sets' folder, for a whole
 # HpT job on the wind data (wind-hpt-job; not run without it). HPT_CHECK_ONLY="LABEL
 # ..." runs those checks alone (a check that reads the calibration's
-# profile wants calibrate beside it).
+# profile wants calibrate beside it). HPT_CHECK_BATCHES="1 32" (the
+# default) are the batch sizes of the step checks: the model against
+# this device's steps, the baseline probe and the step overhead.
 #
 #   . ./env.sh && tools/gpu_check.sh bin /tmp/gpu-check
 # Exit: 0 when every check that ran passed, 1 otherwise; a check whose
@@ -27,6 +29,7 @@ device=${HPT_CHECK_DEVICE:-cuda:0}
 limit=${HPT_CHECK_TIMEOUT_S:-600}  # seconds a check may run
 data=${HPT_CHECK_DATA:-}           # the real data sets' folder (wind/winds.dat)
 only=${HPT_CHECK_ONLY:-}           # these checks alone (labels, space-separated)
+batches=${HPT_CHECK_BATCHES:-1 32} # batch sizes of the step checks (space-separated)
 # The model checks against this device fail when a row is outside its
 # bound; HPT_CHECK_BOUNDS=0 prints the rows only (a CPU twin's quick
 # calibration is no model to hold to them).
@@ -187,14 +190,15 @@ if [ -s "$out/gpu.profile" ]; then
   # H100), then against this GPU's own steps, timed by the baseline probe.
   check profile-vs-h100-table gpu_model_check --gpu="$out/gpu.profile"
   check profile-vs-this-gpu gpu_model_check --gpu="$out/gpu.profile" --measure_on="$device" \
-    "${bounds[@]}" --batches=1,32 --steps="${HPT_PROBE_STEPS:-20}" \
+    "${bounds[@]}" --batches="$(echo $batches | tr ' ' ,)" --steps="${HPT_PROBE_STEPS:-20}" \
     --warm_up="${HPT_PROBE_WARM_UP:-3}"
 fi
 # The baseline probe (paper, fused, graph, bf16 run for real); a CPU twin
 # shortens it with HPT_PROBE_STEPS and HPT_PROBE_WARM_UP.
 probe_steps=(--steps="${HPT_PROBE_STEPS:-20}" --warm_up="${HPT_PROBE_WARM_UP:-3}")
-check probe-wind-b1 hpt_probe --device="$device" --preset=wind --batch=1 "${probe_steps[@]}"
-check probe-wind-b32 hpt_probe --device="$device" --preset=wind --batch=32 "${probe_steps[@]}"
+for b in $batches; do
+  check "probe-wind-b$b" hpt_probe --device="$device" --preset=wind --batch="$b" "${probe_steps[@]}"
+done
 # cuda_test finds the service's binaries as Bazel runfiles; from a bundle,
 # a runfiles tree of links to $bin.
 if [ -z "${TEST_SRCDIR:-}" ] && [ -x "$bin/hpt_coordinator" ]; then
@@ -207,13 +211,13 @@ fi
 check cuda-tests cuda_test
 worker=$(find_binary hpt_worker)
 overhead_steps=--steps="${HPT_OVERHEAD_STEPS:-5}"  # timed steps a side
-check step-overhead-b1 step_overhead_bench --device="$device" --batch=1 "$overhead_steps" \
-  --worker_binary="$worker"
-check step-overhead-b32 step_overhead_bench --device="$device" --batch=32 "$overhead_steps" \
-  --worker_binary="$worker"
+for b in $batches; do
+  check "step-overhead-b$b" step_overhead_bench --device="$device" --batch="$b" "$overhead_steps" \
+    --worker_binary="$worker"
+done
 # The same under bf16 autocast, and with training.launch: graph against the
 # in-process step captured once and replayed.
-for b in 1 32; do
+for b in $batches; do
   check "step-overhead-bf16-b$b" step_overhead_bench --device="$device" --batch="$b" \
     --precision=bf16 "$overhead_steps" --worker_binary="$worker"
   check "step-overhead-graph-b$b" step_overhead_bench --device="$device" --batch="$b" \

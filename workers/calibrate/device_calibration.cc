@@ -111,7 +111,13 @@ double Bf16Flops(const torch::Device& device, bool quick) {
   for (int64_t n : sizes) {
     torch::Tensor a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts);
     const double flops = 2.0 * double(n) * double(n) * double(n);
-    const int reps = int(std::clamp(2e10 / flops, 1.0, 50.0));
+    // On a GPU a timed run repeats the product to about 2e10 FLOPs, so a
+    // launch's cost does not show. On a CPU one product takes
+    // milliseconds at the least (a 512^3 one at 100 GFLOP/s: 2.7 ms),
+    // long enough to time alone; without bf16 units (a 2-core EPYC with
+    // AVX2 alone did 1.2 GFLOP/s, 2026-11-30) 2e10 FLOPs a run took 17 s,
+    // and the quick calibration spent 80 s here.
+    const int reps = device.is_cuda() ? int(std::clamp(2e10 / flops, 1.0, 50.0)) : 1;
     const double s = DeviceBestS(device, quick ? 3 : 5, [&] {
       for (int i = 0; i < reps; ++i) torch::mm(a, b);
     }) / reps;
