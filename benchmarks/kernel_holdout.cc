@@ -65,7 +65,9 @@ ABSL_FLAG(std::string, gpu, "v100,a100,h100",
 ABSL_FLAG(std::string, measured_as, "graph",
           "Compare: what --measured timed. graph: a call's share of a captured graph's replay "
           "(kernel_holdout --measure_on); kernel: each kernel's own device time, no graph "
-          "node and no launch (a profiler's kernel durations, as published sets give them).");
+          "node and no launch (a profiler's kernel durations); event: one call from Python "
+          "on an idle GPU between two CUDA events, its host's time to the first launch "
+          "included (NeuSight's published latencies).");
 ABSL_FLAG(double, tolerance, 0.15, "Largest median |model / measured - 1| --check accepts.");
 ABSL_FLAG(bool, check, false, "Exit 1 when a class's median error is above --tolerance.");
 
@@ -188,6 +190,31 @@ double ModelKernelSeconds(GpuSpec gpu, const std::vector<GpuKernel>& kernels) {
   gpu.dispatch_s = 0;
   gpu.graph_node_s = 0;
   return CostKernels(gpu, GpuPrecision::kFp32, kernels, GpuLaunch::kGraph).time_s;
+}
+
+// What a measured CSV's times are (--measured_as), and so how the model
+// prices a case to set beside them.
+enum class MeasuredAs { kGraph, kKernel, kEvent };
+
+absl::StatusOr<MeasuredAs> ParseMeasuredAs(const std::string& text) {
+  if (text == "graph") return MeasuredAs::kGraph;
+  if (text == "kernel") return MeasuredAs::kKernel;
+  if (text == "event") return MeasuredAs::kEvent;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--measured_as '", text, "': want graph, kernel or event"));
+}
+
+double ModelSeconds(MeasuredAs as, const GpuSpec& gpu, const std::vector<GpuKernel>& kernels,
+                    int reps) {
+  switch (as) {
+    case MeasuredAs::kKernel:
+      return ModelKernelSeconds(gpu, kernels);
+    case MeasuredAs::kEvent:
+      return IdleCallSeconds(gpu, GpuPrecision::kFp32, kernels);
+    case MeasuredAs::kGraph:
+      break;
+  }
+  return ModelSecondsACall(gpu, kernels, reps);
 }
 
 // The ATen ops one call runs, as the recorder sees them.
@@ -373,7 +400,7 @@ using Ratios = std::map<std::string, std::vector<std::vector<double>>>;  // [cla
 // Each measured case beside each profile's model; model / measured by class.
 absl::StatusOr<Ratios> CaseTable(const std::vector<MeasuredCase>& measured,
                                  const std::vector<std::pair<std::string, GpuSpec>>& gpus,
-                                 bool kernel_time) {
+                                 MeasuredAs measured_as) {
   Ratios ratios;
   std::printf("%-13s %-26s %11s", "class", "case", "measured");
   for (const auto& [name, spec] : gpus) std::printf(" %12s", name.substr(0, 12).c_str());
@@ -385,8 +412,7 @@ absl::StatusOr<Ratios> CaseTable(const std::vector<MeasuredCase>& measured,
     row.resize(gpus.size());
     std::printf("%-13s %-26s %8.2f us", HoldoutClassName(c.kind), c.name.c_str(), 1e6 * measured_s);
     for (size_t g = 0; g < gpus.size(); ++g) {
-      const double model = kernel_time ? ModelKernelSeconds(gpus[g].second, *kernels)
-                                       : ModelSecondsACall(gpus[g].second, *kernels, c.reps);
+      const double model = ModelSeconds(measured_as, gpus[g].second, *kernels, c.reps);
       row[g].push_back(model / measured_s);
       std::printf(" %9.2f us", 1e6 * model);
     }
@@ -428,10 +454,10 @@ int ClassTable(const Ratios& ratios, const std::vector<std::pair<std::string, Gp
 }
 
 int Compare() {
-  const std::string measured_as = absl::GetFlag(FLAGS_measured_as);
-  if (measured_as != "graph" && measured_as != "kernel") {
-    std::fprintf(stderr, "kernel_holdout: --measured_as '%s': want graph or kernel\n",
-                 measured_as.c_str());
+  const absl::StatusOr<MeasuredAs> measured_as = ParseMeasuredAs(absl::GetFlag(FLAGS_measured_as));
+  if (!measured_as.ok()) {
+    std::fprintf(stderr, "kernel_holdout: %s\n",
+                 std::string(measured_as.status().message()).c_str());
     return 2;
   }
   absl::StatusOr<std::vector<MeasuredCase>> measured = ReadMeasured(absl::GetFlag(FLAGS_measured));
@@ -449,7 +475,7 @@ int Compare() {
     }
     gpus.emplace_back(std::string(g), *spec);
   }
-  absl::StatusOr<Ratios> ratios = CaseTable(*measured, gpus, measured_as == "kernel");
+  absl::StatusOr<Ratios> ratios = CaseTable(*measured, gpus, *measured_as);
   if (!ratios.ok()) {
     std::fprintf(stderr, "kernel_holdout: %s\n", std::string(ratios.status().message()).c_str());
     return 2;

@@ -114,6 +114,14 @@ inline const std::vector<HoldoutCase>& HoldoutCases() {
       {"sm 40000x24", C::kSoftmax, O::kSoftmax, {40000, 24}, 20},
       {"sm 500x2000", C::kSoftmax, O::kSoftmax, {500, 2000}, 20},
       {"sm 20000x100", C::kSoftmax, O::kSoftmax, {20000, 100}, 10},
+      // Rows past a warp's 1,024: ATen's shared-memory (or register) kernel
+      // reads them once where they fit 48 KiB and divide into 16-byte
+      // vectors (2560, 6400), the three-pass kernel reads the others
+      // (12800: too wide; 2501: not a multiple of 4).
+      {"sm 6000x2560", C::kSoftmax, O::kSoftmax, {6000, 2560}, 5},
+      {"sm 3000x6400", C::kSoftmax, O::kSoftmax, {3000, 6400}, 5},
+      {"sm 1500x12800", C::kSoftmax, O::kSoftmax, {1500, 12800}, 5},
+      {"sm 6000x2501", C::kSoftmax, O::kSoftmax, {6000, 2501}, 5},
       {"sm-bwd 100000x60", C::kSoftmax, O::kSoftmaxBackward, {100000, 60}, 10},
       {"sm-bwd 3000x300", C::kSoftmax, O::kSoftmaxBackward, {3000, 300}, 20},
       {"sm-bwd 500x2000", C::kSoftmax, O::kSoftmaxBackward, {500, 2000}, 20},

@@ -2,7 +2,8 @@
 # kernel_holdout's CPU twin: measuring needs CUDA and says "not run" here;
 # a CSV of one profile's own model times compares exact on that profile
 # (exit 0) and outside the bound on another (exit 1, its classes starred);
-# a damaged CSV is refused naming its line (exit 2).
+# a damaged CSV is refused naming its line (exit 2); timed as idle calls
+# (--measured_as=event) the same cases are slower by their host's launch.
 set -uo pipefail
 bin=$1
 tmp=$(mktemp -d)
@@ -30,6 +31,18 @@ other=$("$bin" --measured="$tmp/h100.csv" --gpu=v100 --check 2>&1)
 [ $? -eq 1 ] || fail "v100 against h100's times passed --check: $other"
 grep -q "^gemm .*\*" <<<"$other" || fail "v100's GEMMs not starred against an h100: $other"
 grep -q "class-profile pairs above 15 %" <<<"$other" || fail "no count line: $other"
+
+# Timed as one call on an idle GPU, each case also waits for its host's
+# launch (15 us on the presets), so the graph-replay times are slower.
+event=$("$bin" --measured="$tmp/h100.csv" --gpu=h100 --measured_as=event 2>&1) ||
+  fail "--measured_as=event failed: $event"
+for class in gemm batched layer-norm softmax elementwise; do
+  grep -Eq "^$class +[0-9]+ % \( *([1-9][0-9]*\.[0-9]+|1\.0[1-9])x\)" <<<"$event" ||
+    fail "$class not slower timed as an idle call: $event"
+done
+wrong=$("$bin" --measured="$tmp/h100.csv" --gpu=h100 --measured_as=profiler 2>&1)
+[ $? -eq 2 ] || fail "--measured_as=profiler was accepted: $wrong"
+grep -q "want graph, kernel or event" <<<"$wrong" || fail "no fix in: $wrong"
 
 printf 'class,case,reps,measured_s,ops\ngemm,mm 24x320x1280,40,-1,aten::mm\n' >"$tmp/bad.csv"
 bad=$("$bin" --measured="$tmp/bad.csv" --gpu=h100 2>&1)

@@ -118,7 +118,7 @@ class PublishedKernelsTest(unittest.TestCase):
         r = subprocess.run([HOLDOUT, f"--measured={self.path('cases.csv')}", "--measured_as=wall",
                             "--gpu=v100"], capture_output=True, text=True)
         self.assertEqual(r.returncode, 2)
-        self.assertIn("--measured_as 'wall': want graph or kernel", r.stderr)
+        self.assertIn("--measured_as 'wall': want graph, kernel or event", r.stderr)
 
 
 if __name__ == "__main__":

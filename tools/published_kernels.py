@@ -5,7 +5,8 @@ NeuSight (Lee et al., "NeuSight: Forecasting GPU Performance for Deep
 Learning Training and Inference", ASPLOS 2025) publishes per-kernel
 latencies of PyTorch 2.1 ops in fp32 on Pascal, Volta, Turing, Ampere and
 Hopper boards: CSVs with the columns OPName, Latency (ms, CUDA events
-around one eager call, the mean of the fastest runs), Device, and the
+around one eager call on an idle GPU, the mean of the fastest runs: what
+`kernel_holdout --measured_as=event` prices), Device, and the
 dims (B, H for a row op or an element-wise one; B, M, N, K for
 torch.bmm((B, M, N), (B, N, K))). This reads those CSVs for one device and
 writes the cases this project's kernel model can price:
@@ -25,7 +26,7 @@ the median. Nothing of theirs is stored here: point --csv at a checkout.
         --csv=NeuSight/scripts/asplos/data/dataset/test/{ln,softmax,bmm,elem}.csv \\
         --out=/tmp/v100.csv
     bazel run //benchmarks:kernel_holdout -- --measured=/tmp/v100.csv \\
-        --measured_as=kernel --gpu=v100
+        --measured_as=event --gpu=v100
 
 Exit status: 0 written; 2 bad arguments or input (the message names the
 file and line).

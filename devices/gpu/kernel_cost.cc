@@ -135,27 +135,43 @@ ProductRate RateOfProduct(const GpuSpec& gpu, GpuPrecision precision, double flo
 // is the kernel's structure.
 constexpr double kLayerNormForwardTraffic = 1.5;
 
-// A softmax forward over rows (ATen's host_softmax, SoftMax.cu) picks its
-// kernel by the row: a row of at most 1,024 elements and 4 KiB goes to a
-// warp (softmax_warp_forward), and a row that fits a thread block's
-// shared memory (48 KiB, sharedMemPerBlock on every CUDA GPU, less the
-// block's reduction scratch of at most 32 warps' partial results) and
-// divides into 16-byte vectors is loaded into it once
-// (cunn_SoftMaxForwardSmem): both read the input once and write the
-// output, the bytes the recorder counts. Any other row
+}  // namespace
+
+// Whether ATen's softmax forward over contiguous rows (host_softmax,
+// SoftMax.cu, as LibTorch 2.11 builds it: its libtorch_cuda.so holds
+// softmax_warp_forward up to 2^11 elements and cunn_SoftMaxForwardReg of 1
+// to 9 registers) reads a row once. A row of at most 2,048 elements and 8
+// KiB goes to a warp (softmax_warp_forward). A wider one gets a block of
+// min(width, 1,024) threads (SoftMaxForward_getBlockSize) and is held in
+// registers where that is fewer than ten elements a thread
+// (cunn_SoftMaxForwardReg: widths to 9,216), else in the block's shared
+// memory where it fits 48 KiB (sharedMemPerBlock on every CUDA GPU) less
+// the reduction scratch of a float a warp and divides into 16-byte vectors
+// (cunn_SoftMaxForwardSmem). Each of these reads the input once and writes
+// the output, the bytes the recorder counts. Any other row
 // (cunn_SoftMaxForward) is read three times, for its maximum, for its sum
-// of exponentials and to write the result: twice the recorded traffic.
-// `bytes`: the recorded input and output, whose element size it gives.
+// of exponentials and to write the result. PyTorch 2.1 had neither the
+// 2,048-wide warps nor the register and shared-memory kernels, so its
+// rows past 1,024 were all read three times (docs/cost-model.md).
+bool SoftmaxReadsRowOnce(int64_t width, double element_bytes) {
+  if (width <= 0 || element_bytes <= 0) return true;
+  const double w = double(width);
+  if (w <= 2048 && w * element_bytes <= 8192) return true;
+  constexpr double kThreads = 1024, kWarp = 32, kSharedBytes = 48 * 1024, kVectorBytes = 16;
+  const double threads = std::min(w, kThreads);
+  if (std::ceil(w / threads) < 10) return true;
+  const double scratch = threads / kWarp * 4;
+  const double vector = std::max(1.0, std::round(kVectorBytes / element_bytes));
+  return w < (kSharedBytes - scratch) / element_bytes && std::fmod(w, vector) == 0;
+}
+
+namespace {
+
+// True where a recorded softmax forward's rows are read three times:
+// `bytes`, the recorded input and output, give the element size.
 bool SoftmaxRereadsRows(const GemmShape& shape, double bytes) {
   if (shape.m <= 0 || shape.n <= 0 || bytes <= 0) return false;
-  const double width = double(shape.n);
-  const double element = bytes / (2 * double(shape.m) * width);
-  if (width <= 1024 && width * element <= 4096) return false;
-  constexpr double kSharedBytes = 48 * 1024, kScratchBytes = 32 * 4, kVectorBytes = 16;
-  const double vector = std::max(1.0, std::round(kVectorBytes / element));
-  const bool fits =
-      width < (kSharedBytes - kScratchBytes) / element && std::fmod(width, vector) == 0;
-  return !fits;
+  return !SoftmaxReadsRowOnce(shape.n, bytes / (2 * double(shape.m) * double(shape.n)));
 }
 
 // What a kernel of `kind` moves through memory against the `bytes` the
@@ -340,7 +356,10 @@ void GpuKernelTally::Add(double flops, double bytes, double count, KernelKind ki
   const double call_s = attention <= 0                           ? 0
                         : kind == KernelKind::kAttentionBackward ? gpu_.attention_backward_call_s
                                                                  : gpu_.attention_call_s;
-  const double work_s = norm > 0        ? double(shape.m) * double(shape.n) / norm
+  // A measured row kernel's grid holds rows read once (the calibration's
+  // widths are a warp's); a softmax row read three times moves twice that.
+  const double rereads = kind == KernelKind::kSoftmax && SoftmaxRereadsRows(shape, bytes) ? 2 : 1;
+  const double work_s = norm > 0        ? rereads * double(shape.m) * double(shape.n) / norm
                         : batched_s > 0 ? batched_s
                                         : std::max(work_flops / rate, memory_s) + call_s;
   double t = 0;
@@ -412,6 +431,23 @@ GpuStepCost CostKernels(const GpuSpec& gpu, GpuPrecision precision,
   }
   if (launch != GpuLaunch::kGraph) tally.AddHostCalls(host);
   return tally.Finish(launch == GpuLaunch::kGraph ? gpu.dispatch_s : 0);
+}
+
+double IdleCallSeconds(const GpuSpec& gpu, GpuPrecision precision,
+                       const std::vector<GpuKernel>& kernels) {
+  GpuSpec device_only = gpu;
+  device_only.dispatch_s = 0;
+  device_only.graph_node_s = 0;
+  const double device_s = CostKernels(device_only, precision, kernels, GpuLaunch::kGraph).time_s;
+  double to_first_s = gpu.python_op_s, host_s = gpu.python_op_s;
+  bool launched = false;
+  for (const GpuKernel& k : kernels) {
+    const double s = LaunchesNoKernel(k.op) ? gpu.host_op_s : gpu.dispatch_s;
+    host_s += s;
+    if (!launched) to_first_s += s;
+    launched = launched || !LaunchesNoKernel(k.op);
+  }
+  return std::max(host_s, to_first_s + device_s);
 }
 
 }  // namespace hpt

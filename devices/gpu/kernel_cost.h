@@ -84,10 +84,10 @@ enum class KernelKind {
   kAttentionBackward,
   kNorm,  // layer norm: GpuSpec::norm_grid
   kNormBackward,
-  // A softmax over rows: GpuSpec::softmax_grid; without it, by its bytes,
-  // twice those recorded for rows ATen's kernel reads three times (rows
-  // wider than 1,024 that do not fit a block's shared memory:
-  // kernel_cost.cc).
+  // A softmax over rows: its elements at GpuSpec::softmax_grid's rate
+  // (measured on rows read once), without it by its bytes; a row ATen's
+  // kernel reads three times (SoftmaxReadsRowOnce: past 9,216 elements and
+  // not fitting a block's shared memory) moves twice that.
   kSoftmax,
   kSoftmaxBackward,
 };
@@ -189,6 +189,11 @@ double MemoryRate(const GpuSpec& gpu, double bytes, bool streamed = false,
 // cyclic sweep).
 bool StreamsState(const GpuSpec& gpu, double state_bytes);
 
+// Whether ATen's softmax forward reads each row of `width` elements of
+// `element_bytes` once (a warp's, a block's registers or its shared memory
+// hold it) rather than three times (kernel_cost.cc cites the kernels).
+bool SoftmaxReadsRowOnce(int64_t width, double element_bytes);
+
 // True for ATen ops that only make views or read metadata.
 bool LaunchesNoKernel(std::string_view op);
 // The kind of an ATen op's kernel.
@@ -197,6 +202,16 @@ KernelKind KernelKindOf(std::string_view op);
 GpuStepCost CostKernels(const GpuSpec& gpu, GpuPrecision precision,
                         const std::vector<GpuKernel>& kernels,
                         GpuLaunch launch = GpuLaunch::kEager);
+
+// One call from Python on an idle GPU, timed by CUDA events recorded
+// around it (record; call; record; synchronize), as published per-kernel
+// sets measure their latencies: the GPU waits for the call's first
+// launch, so the host's time up to it (python_op_s once, host_op_s for
+// each view before it, dispatch_s) comes before the kernels' device time
+// (each its graph-priced work, with no node); later launches overlap the
+// kernels before them, and the host's whole time bounds the call.
+double IdleCallSeconds(const GpuSpec& gpu, GpuPrecision precision,
+                       const std::vector<GpuKernel>& kernels);
 
 }  // namespace hpt
 

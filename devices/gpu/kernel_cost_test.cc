@@ -258,9 +258,10 @@ TEST(GpuKernelCostTest, ABatchWithoutAGridDoesItsPaddedTilesInWholeWaves) {
   EXPECT_DOUBLE_EQ(batch_s(1000, GemmShape{100, 100, 64}), 1000 * 2.0 * 100 * 100 * 64 / 5e11);
 }
 
-// Without a softmax grid, ATen's forward reads a row three times where the
-// row is wider than a warp's 1,024 and does not fit a block's 48 KiB of
-// shared memory in 16-byte vectors: twice the bytes recorded.
+// ATen's forward (LibTorch 2.11) reads a row once in a warp (to 2,048
+// elements), in a block's registers (to 9,216) or in its 48 KiB of shared
+// memory in 16-byte vectors; any other row three times: twice the bytes
+// recorded, or twice a measured grid's time.
 TEST(GpuKernelCostTest, AWideSoftmaxRowIsReadThreeTimes) {
   GpuSpec g = *ParseGpuProfile("name = t; fp32_flops = 1e12; memory_bw = 1e10; synchronous = true");
   g.compute_share = g.memory_share = 1;
@@ -271,17 +272,27 @@ TEST(GpuKernelCostTest, AWideSoftmaxRowIsReadThreeTimes) {
     return CostKernels(g, GpuPrecision::kFp32, {k}).time_s;
   };
   auto bytes_s = [](double bytes) { return bytes / 1e10; };
-  EXPECT_DOUBLE_EQ(seconds(1000, 1024), bytes_s(8.0 * 1000 * 1024));      // a warp a row
+  EXPECT_DOUBLE_EQ(seconds(1000, 2048), bytes_s(8.0 * 1000 * 2048));      // a warp a row
+  EXPECT_DOUBLE_EQ(seconds(100, 4098), bytes_s(8.0 * 100 * 4098));        // in registers
+  EXPECT_DOUBLE_EQ(seconds(100, 9216), bytes_s(8.0 * 100 * 9216));        // nine a thread
   EXPECT_DOUBLE_EQ(seconds(100, 12000), bytes_s(8.0 * 100 * 12000));      // in shared memory
   EXPECT_DOUBLE_EQ(seconds(100, 12288), 2 * bytes_s(8.0 * 100 * 12288));  // past 48 KiB
-  EXPECT_DOUBLE_EQ(seconds(100, 4098), 2 * bytes_s(8.0 * 100 * 4098));    // no 16-byte vectors
-  // Two-byte elements: twice the row fits, in vectors of eight.
+  EXPECT_DOUBLE_EQ(seconds(100, 9218), 2 * bytes_s(8.0 * 100 * 9218));    // no 16-byte vectors
+  // Two-byte elements: twice the row fits, in vectors of eight; a warp's
+  // row is still at most 2,048 elements.
   EXPECT_DOUBLE_EQ(seconds(100, 16384, 2), bytes_s(4.0 * 100 * 16384));
   EXPECT_DOUBLE_EQ(seconds(100, 16388, 2), 2 * bytes_s(4.0 * 100 * 16388));
+  EXPECT_TRUE(SoftmaxReadsRowOnce(2048, 2));
+  EXPECT_TRUE(SoftmaxReadsRowOnce(2049, 4));  // registers
   // The backward's own bytes, whatever the width.
   GpuKernel back{"aten::_softmax_backward_data", 0, 12.0 * 100 * 16384};
   back.shape = GemmShape{100, 16384, 1};
   EXPECT_DOUBLE_EQ(CostKernels(g, GpuPrecision::kFp32, {back}).time_s, bytes_s(back.bytes));
+  // A measured grid's rows are read once: a row read three times takes
+  // twice the grid's time.
+  g.softmax_grid = *GemmGrid::Make({100}, {1}, {1024}, {1e9});
+  EXPECT_DOUBLE_EQ(seconds(100, 12288), 2 * 100 * 12288 / 1e9);
+  EXPECT_DOUBLE_EQ(seconds(100, 12000), 100 * 12000 / 1e9);
 }
 
 // A softmax with a measured grid costs its elements at the grid's rate,
@@ -332,6 +343,25 @@ TEST(GpuKernelCostTest, ASynchronousDeviceAddsDispatchToWork) {
   // Between measured sizes the rate is interpolated in log-log.
   EXPECT_NEAR(GemmRate(cpu, GpuPrecision::kFp32, std::sqrt(1e6 * 1e9)), 1e10, 1e-3);
   EXPECT_NEAR(GemmRate(cpu, GpuPrecision::kFp32, 1e12), 1e11, 1e-3);
+}
+
+// A call timed by events on an idle GPU: Python's layer once, the views
+// before the first launch and that launch's dispatch, then the kernels'
+// device time; a host slower than the kernels bounds it instead.
+TEST(GpuKernelCostTest, AnIdleCallWaitsForItsFirstLaunch) {
+  GpuSpec g = *ParseGpuProfile(
+      "name = g; fp32_flops = 1e12; memory_bw = 1e11; compute_share = 1; memory_share = 1;"
+      "dispatch_s = 10e-6; python_op_s = 5e-6; min_kernel_s = 1e-6; graph_node_s = 0.5e-6");
+  g.host_op_s = 2e-6;
+  // A view, then a 1e7-byte copy (100 us) and a 1e6-byte one (10 us).
+  const std::vector<GpuKernel> call = {
+      {"aten::t"}, {"aten::copy_", 0, 1e7}, {"aten::copy_", 0, 1e6}};
+  EXPECT_NEAR(IdleCallSeconds(g, GpuPrecision::kFp32, call), 5e-6 + 2e-6 + 10e-6 + 110e-6, 1e-12);
+  // Ten tiny kernels: the host's 5 + 10 x 10 us outlast 10 us of device work.
+  const std::vector<GpuKernel> tiny(10, GpuKernel{"aten::add", 10, 120});
+  EXPECT_NEAR(IdleCallSeconds(g, GpuPrecision::kFp32, tiny), 105e-6, 1e-12);
+  // One tiny kernel: its host's 15 us, then its shortest kernel's 1 us.
+  EXPECT_NEAR(IdleCallSeconds(g, GpuPrecision::kFp32, {tiny[0]}), 16e-6, 1e-12);
 }
 
 // An op that writes in place takes the in-place bandwidths where they are

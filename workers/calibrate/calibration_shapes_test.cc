@@ -1,5 +1,6 @@
 #include "workers/calibrate/calibration_shapes.h"
 
+#include "devices/gpu/kernel_cost.h"
 #include "gtest/gtest.h"
 
 namespace hpt {
@@ -29,6 +30,16 @@ TEST(CalibrationShapesTest, ABatchFillsTheDeviceWithinItsMemory) {
     }
   }
   EXPECT_EQ(BatchOf(8, 8, 8, /*quick=*/true, true), (1 << 22) / 1024);
+}
+
+// The softmax grid is read as rows ATen's forward reads once; the model
+// doubles it for rows read three times, so no measured width may be one.
+TEST(CalibrationShapesTest, TheSoftmaxGridsWidthsAreReadOnce) {
+  for (bool quick : {false, true}) {
+    for (int64_t width : RowKernelWidths(quick)) {
+      EXPECT_TRUE(SoftmaxReadsRowOnce(width, 4)) << width;
+    }
+  }
 }
 
 }  // namespace
