@@ -32,20 +32,18 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
-#include <map>
-#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "benchmarks/kernel_holdout_cases.h"
+#include "benchmarks/kernel_holdout_compare.h"
 #include "common/process_setup.h"
 #include "devices/gpu/kernel_cost.h"
 #include "devices/gpu/roofline.h"
@@ -175,48 +173,6 @@ CaseBody MakeBody(const HoldoutCase& c, const torch::Device& device) {
   return b;
 }
 
-// The model's seconds a call on `gpu`: `reps` calls' kernels priced as one
-// captured graph (as a measured case replays them), over `reps`, so that
-// the graph's one launch is shared as it is on the device.
-double ModelSecondsACall(const GpuSpec& gpu, const std::vector<GpuKernel>& kernels, int reps) {
-  std::vector<GpuKernel> all;
-  for (int i = 0; i < reps; ++i) all.insert(all.end(), kernels.begin(), kernels.end());
-  return CostKernels(gpu, GpuPrecision::kFp32, all, GpuLaunch::kGraph).time_s / reps;
-}
-
-// The same, each kernel's own device time: priced as a graph on a profile
-// whose graph costs nothing of its own (no launch, no node).
-double ModelKernelSeconds(GpuSpec gpu, const std::vector<GpuKernel>& kernels) {
-  gpu.dispatch_s = 0;
-  gpu.graph_node_s = 0;
-  return CostKernels(gpu, GpuPrecision::kFp32, kernels, GpuLaunch::kGraph).time_s;
-}
-
-// What a measured CSV's times are (--measured_as), and so how the model
-// prices a case to set beside them.
-enum class MeasuredAs { kGraph, kKernel, kEvent };
-
-absl::StatusOr<MeasuredAs> ParseMeasuredAs(const std::string& text) {
-  if (text == "graph") return MeasuredAs::kGraph;
-  if (text == "kernel") return MeasuredAs::kKernel;
-  if (text == "event") return MeasuredAs::kEvent;
-  return absl::InvalidArgumentError(
-      absl::StrCat("--measured_as '", text, "': want graph, kernel or event"));
-}
-
-double ModelSeconds(MeasuredAs as, const GpuSpec& gpu, const std::vector<GpuKernel>& kernels,
-                    int reps) {
-  switch (as) {
-    case MeasuredAs::kKernel:
-      return ModelKernelSeconds(gpu, kernels);
-    case MeasuredAs::kEvent:
-      return IdleCallSeconds(gpu, GpuPrecision::kFp32, kernels);
-    case MeasuredAs::kGraph:
-      break;
-  }
-  return ModelSecondsACall(gpu, kernels, reps);
-}
-
 // The ATen ops one call runs, as the recorder sees them.
 std::vector<GpuKernel> Record(const CaseBody& body) {
   torch::NoGradGuard no_grad;
@@ -324,7 +280,7 @@ int WriteModelCsv(const std::string& gpu) {
   }
   return WriteCsv("--model_csv=" + gpu, torch::Device(torch::kCPU),
                   [&](const HoldoutCase& c, const CaseBody&, const std::vector<GpuKernel>& k) {
-                    return ModelSecondsACall(*spec, k, c.reps);
+                    return ModelSeconds(MeasuredAs::kGraph, *spec, k, c.reps);
                   });
 }
 
@@ -355,48 +311,6 @@ int Measure(const std::string& device_name) {
   return rc;
 }
 
-// The measured CSV's cases and seconds, in its order; an error names the
-// line.
-struct MeasuredCase {
-  HoldoutCase c;
-  double s = 0;
-};
-absl::StatusOr<std::vector<MeasuredCase>> ReadMeasured(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read --measured ", path));
-  std::vector<MeasuredCase> measured;
-  std::set<std::string> seen;
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
-    if (line.empty() || line[0] == '#' || absl::StartsWith(line, "class,")) continue;
-    std::vector<std::string> f = absl::StrSplit(line, ',');
-    double s = 0;
-    if (f.size() < 4 || !absl::SimpleAtod(f[3], &s) || s <= 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, " line ", n, ": want class,case,reps,measured_s,ops with "
-                       "measured_s > 0; re-measure with --measure_on"));
-    }
-    // A case of the list keeps its reps; another is parsed from its name.
-    absl::StatusOr<HoldoutCase> c = ParseHoldoutCase(f[1]);
-    for (const HoldoutCase& listed : HoldoutCases()) {
-      if (listed.name == f[1]) c = listed;
-    }
-    if (!c.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, " line ", n, ": ", c.status().message()));
-    }
-    if (!seen.insert(f[1]).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, " line ", n, ": case '", f[1],
-                       "' again; give each case once (a median of repeats)"));
-    }
-    measured.push_back({*std::move(c), s});
-  }
-  return measured;
-}
-
-using Ratios = std::map<std::string, std::vector<std::vector<double>>>;  // [class][gpu]
-
 // Each measured case beside each profile's model; model / measured by class.
 absl::StatusOr<Ratios> CaseTable(const std::vector<MeasuredCase>& measured,
                                  const std::vector<std::pair<std::string, GpuSpec>>& gpus,
@@ -419,38 +333,6 @@ absl::StatusOr<Ratios> CaseTable(const std::vector<MeasuredCase>& measured,
     std::printf("\n");
   }
   return ratios;
-}
-
-// Each class's median error and geometric mean a profile; the count of
-// class-profile pairs above --tolerance.
-int ClassTable(const Ratios& ratios, const std::vector<std::pair<std::string, GpuSpec>>& gpus) {
-  std::printf("\nmedian |model / measured - 1| (geometric mean of model / measured)\n%-13s",
-              "class");
-  for (const auto& [name, spec] : gpus) std::printf(" %20s", name.substr(0, 20).c_str());
-  std::printf("\n");
-  int outside = 0;
-  for (const auto& [cls, by_gpu] : ratios) {
-    std::printf("%-13s", cls.c_str());
-    for (const std::vector<double>& r : by_gpu) {
-      std::vector<double> err;
-      double log_sum = 0;
-      for (double x : r) {
-        err.push_back(std::fabs(x - 1));
-        log_sum += std::log(x);
-      }
-      std::sort(err.begin(), err.end());
-      const size_t n = err.size();
-      const double median = n % 2 ? err[n / 2] : 0.5 * (err[n / 2 - 1] + err[n / 2]);
-      const bool off = median > absl::GetFlag(FLAGS_tolerance);
-      outside += off ? 1 : 0;
-      std::printf("       %5.0f %% (%5.2fx)%s", 100 * median, std::exp(log_sum / double(n)),
-                  off ? "*" : " ");
-    }
-    std::printf("\n");
-  }
-  std::printf("\n%d class-profile pairs above %.0f %% (*)\n", outside,
-              100 * absl::GetFlag(FLAGS_tolerance));
-  return outside;
 }
 
 int Compare() {
@@ -480,7 +362,9 @@ int Compare() {
     std::fprintf(stderr, "kernel_holdout: %s\n", std::string(ratios.status().message()).c_str());
     return 2;
   }
-  const int outside = ClassTable(*ratios, gpus);
+  std::vector<std::string> names;
+  for (const auto& [name, spec] : gpus) names.push_back(name);
+  const int outside = PrintClassTable(*ratios, names, absl::GetFlag(FLAGS_tolerance));
   return absl::GetFlag(FLAGS_check) && outside > 0 ? 1 : 0;
 }
 
