@@ -59,6 +59,7 @@ class PublishedKernelsTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("8 cases", r.stdout)
         self.assertIn("left out: dropout 1", r.stdout)
+        self.assertIn("--measured_as=event --gpu=v100-pcie,v100", r.stdout)
         with open(self.path("out.csv")) as f:
             lines = [l.strip() for l in f if not l.startswith("#")]
         self.assertEqual(lines[0], "class,case,reps,measured_s,ops")
@@ -85,6 +86,12 @@ class PublishedKernelsTest(unittest.TestCase):
             self.assertIn(case, priced.stdout)
         for cls in ("gemm", "batched", "elementwise", "layer-norm", "softmax"):
             self.assertRegex(priced.stdout, rf"\n{cls} +\d+ %")
+
+    def test_a_board_no_preset_describes_is_said_to_be_one(self):
+        p4 = self.write("p4.csv", [row("ln", 0.5, device="Tesla P4", b=64, h=64)])
+        r = self.convert(p4, device="Tesla P4")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("--gpu=PRESET (no preset describes this board", r.stdout)
 
     def test_bad_input_names_the_file_and_line_and_exits_2(self):
         bad = self.write("bad.csv", [row("ln", 0.5, b=8, h=8), row("ln", "fast", b=8, h=8)])

@@ -28,6 +28,8 @@ the median. Nothing of theirs is stored here: point --csv at a checkout.
     bazel run //benchmarks:kernel_holdout -- --measured=/tmp/v100.csv \\
         --measured_as=event --gpu=v100
 
+It ends naming the presets that describe the board (PRESETS).
+
 Exit status: 0 written; 2 bad arguments or input (the message names the
 file and line).
 """
@@ -53,6 +55,17 @@ OPS = {
     "relu": ("relu", "elements", "elementwise"),
     "tanh": ("tanh", "elements", "elementwise"),
     "gelu": ("gelu", "elements", "elementwise"),
+}
+
+
+# NeuSight's Device names of the boards a preset describes -> the presets to
+# price them with: the board's own datasheet first, then its chip's SXM board.
+PRESETS = {
+    "Tesla V100-PCIE-32GB": "v100-pcie,v100",
+    "NVIDIA A100-PCIE-40GB": "a100-pcie,a100",
+    "NVIDIA A100 80GB PCIe": "a100-pcie-80gb,a100",
+    "NVIDIA H100 80GB HBM3": "h100",
+    "Tesla T4": "t4",
 }
 
 
@@ -144,6 +157,10 @@ def main(argv=None):
     counts = ", ".join(f"{c} {n}" for c, n in sorted(by_class.items()))
     skipped = ", ".join(f"{o} {n}" for o, n in sorted(left_out.items()))
     print(f"{a.out}: {len(cases)} cases ({counts})" + (f"; left out: {skipped}" if skipped else ""))
+    presets = PRESETS.get(a.device)
+    print(f"price it: kernel_holdout --measured={a.out} --measured_as=event --gpu="
+          + (presets if presets else "PRESET (no preset describes this board; "
+             "closest by datasheet, or a profile file)"))
     return 0
 
 
