@@ -114,10 +114,10 @@ inline const std::vector<HoldoutCase>& HoldoutCases() {
       {"sm 40000x24", C::kSoftmax, O::kSoftmax, {40000, 24}, 20},
       {"sm 500x2000", C::kSoftmax, O::kSoftmax, {500, 2000}, 20},
       {"sm 20000x100", C::kSoftmax, O::kSoftmax, {20000, 100}, 10},
-      // Rows past a warp's 1,024: ATen's shared-memory (or register) kernel
-      // reads them once where they fit 48 KiB and divide into 16-byte
-      // vectors (2560, 6400), the three-pass kernel reads the others
-      // (12800: too wide; 2501: not a multiple of 4).
+      // Rows past a warp's 2,048 (LibTorch 2.11: SoftmaxReadsRowOnce):
+      // read once in a block's registers to 9,216 elements, whatever their
+      // alignment (2560, 6400, 2501), and three times past that where they
+      // do not fit 48 KiB of shared memory (12800).
       {"sm 6000x2560", C::kSoftmax, O::kSoftmax, {6000, 2560}, 5},
       {"sm 3000x6400", C::kSoftmax, O::kSoftmax, {3000, 6400}, 5},
       {"sm 1500x12800", C::kSoftmax, O::kSoftmax, {1500, 12800}, 5},

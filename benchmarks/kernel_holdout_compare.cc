@@ -24,12 +24,8 @@ absl::StatusOr<MeasuredAs> ParseMeasuredAs(const std::string& text) {
 double ModelSeconds(MeasuredAs as, const GpuSpec& gpu, const std::vector<GpuKernel>& kernels,
                     int reps) {
   switch (as) {
-    case MeasuredAs::kKernel: {
-      GpuSpec device_only = gpu;
-      device_only.dispatch_s = 0;
-      device_only.graph_node_s = 0;
-      return CostKernels(device_only, GpuPrecision::kFp32, kernels, GpuLaunch::kGraph).time_s;
-    }
+    case MeasuredAs::kKernel:
+      return DeviceSeconds(gpu, GpuPrecision::kFp32, kernels);
     case MeasuredAs::kEvent:
       return IdleCallSeconds(gpu, GpuPrecision::kFp32, kernels);
     case MeasuredAs::kGraph:

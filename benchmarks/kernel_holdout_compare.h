@@ -34,9 +34,8 @@ absl::StatusOr<MeasuredAs> ParseMeasuredAs(const std::string& text);
 
 // The model's seconds a call on `gpu`, priced as `as` says it was timed:
 // graph, `reps` calls' kernels as one captured graph over `reps` (the
-// graph's one launch shared as on the device); kernel, their device time
-// on a profile whose graph costs nothing of its own; event,
-// IdleCallSeconds. fp32.
+// graph's one launch shared as on the device); kernel, DeviceSeconds;
+// event, IdleCallSeconds. fp32.
 double ModelSeconds(MeasuredAs as, const GpuSpec& gpu, const std::vector<GpuKernel>& kernels,
                     int reps);
 

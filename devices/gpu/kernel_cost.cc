@@ -167,11 +167,13 @@ bool SoftmaxReadsRowOnce(int64_t width, double element_bytes) {
 
 namespace {
 
-// True where a recorded softmax forward's rows are read three times:
+// How many times a kernel of `kind` moves the traffic of its rows read
+// once: 2 for a softmax forward whose rows are read three times (its
+// input three times and its output once, against once each), else 1.
 // `bytes`, the recorded input and output, give the element size.
-bool SoftmaxRereadsRows(const GemmShape& shape, double bytes) {
-  if (shape.m <= 0 || shape.n <= 0 || bytes <= 0) return false;
-  return !SoftmaxReadsRowOnce(shape.n, bytes / (2 * double(shape.m) * double(shape.n)));
+double RowPasses(KernelKind kind, const GemmShape& shape, double bytes) {
+  if (kind != KernelKind::kSoftmax || shape.m <= 0 || shape.n <= 0 || bytes <= 0) return 1;
+  return SoftmaxReadsRowOnce(shape.n, bytes / (2 * double(shape.m) * double(shape.n))) ? 1 : 2;
 }
 
 // What a kernel of `kind` moves through memory against the `bytes` the
@@ -179,8 +181,7 @@ bool SoftmaxRereadsRows(const GemmShape& shape, double bytes) {
 // holds its traffic.
 double RecordedTraffic(KernelKind kind, const GemmShape& shape, double bytes) {
   if (kind == KernelKind::kNorm) return kLayerNormForwardTraffic * bytes;
-  if (kind == KernelKind::kSoftmax && SoftmaxRereadsRows(shape, bytes)) return 2 * bytes;
-  return bytes;
+  return RowPasses(kind, shape, bytes) * bytes;
 }
 
 // NVIDIA's CUDA C++ Programming Guide (technical specifications, compute
@@ -358,10 +359,10 @@ void GpuKernelTally::Add(double flops, double bytes, double count, KernelKind ki
                                                                  : gpu_.attention_call_s;
   // A measured row kernel's grid holds rows read once (the calibration's
   // widths are a warp's); a softmax row read three times moves twice that.
-  const double rereads = kind == KernelKind::kSoftmax && SoftmaxRereadsRows(shape, bytes) ? 2 : 1;
-  const double work_s = norm > 0        ? rereads * double(shape.m) * double(shape.n) / norm
-                        : batched_s > 0 ? batched_s
-                                        : std::max(work_flops / rate, memory_s) + call_s;
+  const double work_s =
+      norm > 0        ? RowPasses(kind, shape, bytes) * double(shape.m) * double(shape.n) / norm
+      : batched_s > 0 ? batched_s
+                      : std::max(work_flops / rate, memory_s) + call_s;
   double t = 0;
   if (graph_) {
     t = std::max(gpu_.min_kernel_s, work_s) + gpu_.graph_node_s;
@@ -433,21 +434,26 @@ GpuStepCost CostKernels(const GpuSpec& gpu, GpuPrecision precision,
   return tally.Finish(launch == GpuLaunch::kGraph ? gpu.dispatch_s : 0);
 }
 
-double IdleCallSeconds(const GpuSpec& gpu, GpuPrecision precision,
-                       const std::vector<GpuKernel>& kernels) {
+double DeviceSeconds(const GpuSpec& gpu, GpuPrecision precision,
+                     const std::vector<GpuKernel>& kernels) {
   GpuSpec device_only = gpu;
   device_only.dispatch_s = 0;
   device_only.graph_node_s = 0;
-  const double device_s = CostKernels(device_only, precision, kernels, GpuLaunch::kGraph).time_s;
+  return CostKernels(device_only, precision, kernels, GpuLaunch::kGraph).time_s;
+}
+
+double IdleCallSeconds(const GpuSpec& gpu, GpuPrecision precision,
+                       const std::vector<GpuKernel>& kernels) {
   double to_first_s = gpu.python_op_s, host_s = gpu.python_op_s;
   bool launched = false;
   for (const GpuKernel& k : kernels) {
-    const double s = LaunchesNoKernel(k.op) ? gpu.host_op_s : gpu.dispatch_s;
+    const bool view = LaunchesNoKernel(k.op);
+    const double s = view ? gpu.host_op_s : gpu.dispatch_s;
     host_s += s;
     if (!launched) to_first_s += s;
-    launched = launched || !LaunchesNoKernel(k.op);
+    launched = launched || !view;
   }
-  return std::max(host_s, to_first_s + device_s);
+  return std::max(host_s, to_first_s + DeviceSeconds(gpu, precision, kernels));
 }
 
 }  // namespace hpt

@@ -203,6 +203,11 @@ GpuStepCost CostKernels(const GpuSpec& gpu, GpuPrecision precision,
                         const std::vector<GpuKernel>& kernels,
                         GpuLaunch launch = GpuLaunch::kEager);
 
+// The kernels' own device time: each its graph-priced work, with no graph
+// node and no launch (what a profiler's kernel durations add up to).
+double DeviceSeconds(const GpuSpec& gpu, GpuPrecision precision,
+                     const std::vector<GpuKernel>& kernels);
+
 // One call from Python on an idle GPU, timed by CUDA events recorded
 // around it (record; call; record; synchronize), as published per-kernel
 // sets measure their latencies: the GPU waits for the call's first
