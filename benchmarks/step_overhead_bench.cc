@@ -7,7 +7,9 @@
 // service's runs capture each step as a CUDA graph, and the in-process
 // side is the whole step captured once and replayed (the probe's graph
 // baseline, workers/gpu/baseline_probe.h); with --precision=bf16 both sides
-// run the forward under bf16 autocast.
+// run the forward under bf16 autocast. It times in rounds (--repeats):
+// each round the in-process steps, then both service ways, and each figure
+// is the median over rounds of the round's own comparison.
 //
 //   bazel run -c opt //benchmarks:step_overhead_bench -- --preset=tiny --batch=1
 //       --stations=16 --steps=40       (one line: the fixed cost, compute too small to hide it)
@@ -28,6 +30,7 @@
 #include "benchmarks/median_time.h"
 #include "common/enum_names.h"
 #include "common/process_setup.h"
+#include "common/status_macros.h"
 #include "common/test_util.h"
 #include "coordinator/dispatch/grpc_worker_client.h"
 #include "coordinator/spec/job_spec.h"
@@ -46,7 +49,9 @@ ABSL_FLAG(int, input_steps, 12, "Input steps per sample (wind: 12).");
 ABSL_FLAG(int, steps, 5,
           "Timed steps per side: in-process after one warm-up step; through the service, the "
           "difference between jobs of steps + 2 and 2 steps.");
-ABSL_FLAG(int, repeats, 3, "Service measurements per launch; the least is kept.");
+ABSL_FLAG(int, repeats, 3,
+          "Rounds: each times the in-process steps, then the service task by task and in "
+          "runs, back to back; the figures are medians over rounds.");
 ABSL_FLAG(int, threads, 0, "LibTorch threads on both sides (0: default).");
 ABSL_FLAG(std::string, device, "cpu",
           "Where both sides run: cpu or cuda:N (the worker gets --device too).");
@@ -141,88 +146,96 @@ double ServiceSeconds(WorkerClient& client, JobSpec spec, const WindowDataset& d
 
 // The service's seconds a step: a job of `steps` + 2 steps less one of 2,
 // over `steps`, so what a job costs once (loading, the first run, the
-// model's snapshot) cancels. Each job's time is its least over `repeats`,
-// taken apart: other work only adds time, so each least is that job's
-// best estimate. The least of the differences would take a slow short
-// job for a fast step (on an H200, 2026-11-29, it gave 0.5 ms for a step
-// whose graph alone takes 4.4).
+// model's snapshot) cancels.
 double ServiceStepSeconds(WorkerClient& client, const JobSpec& spec, const WindowDataset& data,
-                          int steps, int repeats, bool runs, absl::Status* status,
-                          PhaseDispatch* dispatch) {
-  double short_s = 1e30, long_s = 1e30;
-  for (int r = 0; r < repeats && status->ok(); ++r) {
-    short_s = std::min(short_s, ServiceSeconds(client, spec, data, 2, runs, status, dispatch));
-    if (!status->ok()) break;
-    long_s =
-        std::min(long_s, ServiceSeconds(client, spec, data, steps + 2, runs, status, dispatch));
-  }
+                          int steps, bool runs, absl::Status* status, PhaseDispatch* dispatch) {
+  const double short_s = ServiceSeconds(client, spec, data, 2, runs, status, dispatch);
+  if (!status->ok()) return 0;
+  const double long_s = ServiceSeconds(client, spec, data, steps + 2, runs, status, dispatch);
   return (long_s - short_s) / steps;
 }
 
-// Long because it is a script: start the worker, time both sides in turn,
-// print the fixed cost and the ratio for each launch.
-int Main() {
-  const int steps = absl::GetFlag(FLAGS_steps);
-  const int batch = absl::GetFlag(FLAGS_batch);
-  const int repeats = absl::GetFlag(FLAGS_repeats);
-  if (steps < 1 || batch < 1 || repeats < 1) {
-    std::fprintf(stderr, "--steps, --batch and --repeats must be at least 1\n");
-    return 2;
-  }
-  if (absl::GetFlag(FLAGS_threads) > 0) torch::set_num_threads(absl::GetFlag(FLAGS_threads));
-  Launch::Mode launch{};  // set by the parse below
-  Precision::Name precision{};
-  absl::Status parsed = ParseEnumName("--launch", absl::GetFlag(FLAGS_launch), &launch);
-  if (parsed.ok()) {
-    parsed = ParseEnumName("--precision", absl::GetFlag(FLAGS_precision), &precision);
-  }
-  if (!parsed.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(parsed.message()).c_str());
-    return 2;
-  }
-  const bool bf16 = precision == Precision::bf16;
+// One round's seconds a step, each way, timed back to back. This machine's
+// speed drifts in bursts (a 2-core VM: the same 42-step run took 94 and
+// 135 ms minutes apart), so each way is set against the in-process step of
+// its own round, and the figures are medians over rounds, which one slow
+// job cannot move.
+struct Round {
+  double local_s = 0, tasks_s = 0, runs_s = 0;
+};
 
+// The median of what `f` gives each round.
+template <typename F>
+double OverRounds(const std::vector<Round>& rounds, F f) {
+  std::vector<double> v;
+  for (const Round& r : rounds) v.push_back(f(r));
+  return Median(v);
+}
+
+template <typename F>
+std::pair<double, double> RangeOverRounds(const std::vector<Round>& rounds, F f) {
+  double lo = 1e300, hi = -1e300;
+  for (const Round& r : rounds) lo = std::min(lo, f(r)), hi = std::max(hi, f(r));
+  return {lo, hi};
+}
+
+void PrintFigures(const std::vector<Round>& rounds, const PhaseDispatch& runs_dispatch) {
+  for (size_t i = 0; i < rounds.size(); ++i) {
+    std::printf("round %zu: in-process %.3f ms, task calls %.3f ms, runs %.3f ms a step\n", i + 1,
+                1e3 * rounds[i].local_s, 1e3 * rounds[i].tasks_s, 1e3 * rounds[i].runs_s);
+  }
+  std::printf("in-process step (%s, %s): median %.4f s over %zu rounds\n",
+              absl::GetFlag(FLAGS_launch).c_str(), absl::GetFlag(FLAGS_precision).c_str(),
+              OverRounds(rounds, [](const Round& r) { return r.local_s; }), rounds.size());
+  std::printf("service runs launched: %s%s%s\n",
+              runs_dispatch.launch() == Launch::graph ? "graph" : "eager",
+              runs_dispatch.launch_note().empty() ? "" : "; ", runs_dispatch.launch_note().c_str());
+  using Way = double (*)(const Round&);
+  for (const auto& [name, way] :
+       {std::make_pair("task calls", Way([](const Round& r) { return r.tasks_s; })),
+        std::make_pair("runs", Way([](const Round& r) { return r.runs_s; }))}) {
+    auto cost = [way](const Round& r) { return 1e3 * (way(r) - r.local_s); };
+    auto ratio = [way](const Round& r) { return way(r) / r.local_s; };
+    const auto [cost_lo, cost_hi] = RangeOverRounds(rounds, cost);
+    const auto [ratio_lo, ratio_hi] = RangeOverRounds(rounds, ratio);
+    std::printf(
+        "service, %-10s        %.4f s a step: fixed cost %.2f ms a step "
+        "(rounds %.2f to %.2f), ratio (service / in-process) %.3f (rounds %.3f to %.3f)\n",
+        name, OverRounds(rounds, way), OverRounds(rounds, cost), cost_lo, cost_hi,
+        OverRounds(rounds, ratio), ratio_lo, ratio_hi);
+  }
+}
+
+struct Setup {
   JobSpec spec;
-  spec.mutable_training()->set_launch(launch);
+  SyntheticOptions series;
+  Launch::Mode launch{};
+  bool bf16 = false;
+};
+
+// The job and its data from the flags; an error names the flag.
+absl::StatusOr<Setup> SetupFromFlags(int steps, int batch) {
+  Setup s;
+  Precision::Name precision{};
+  RETURN_IF_ERROR(ParseEnumName("--launch", absl::GetFlag(FLAGS_launch), &s.launch));
+  RETURN_IF_ERROR(ParseEnumName("--precision", absl::GetFlag(FLAGS_precision), &precision));
+  s.bf16 = precision == Precision::bf16;
+  JobSpec spec;
+  spec.mutable_training()->set_launch(s.launch);
   spec.mutable_training()->set_precision(precision);
   spec.mutable_model()->set_preset(absl::GetFlag(FLAGS_preset));
   spec.mutable_training()->set_epochs(1);
   spec.mutable_training()->set_batch_size(batch);
   spec.mutable_data()->set_input_steps(absl::GetFlag(FLAGS_input_steps));
   spec.mutable_hpt()->set_mode(TrainingMode::full);  // plain steps: no phase control
-  auto normalized = NormalizeJobSpec(spec);
-  if (!normalized.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(normalized.status().message()).c_str());
-    return 2;
-  }
-  spec = *normalized;
-  SyntheticOptions so;
-  so.stations = absl::GetFlag(FLAGS_stations);
-  so.time_steps = batch * (steps + 4) + 64;
-  WindowOptions wo;
-  wo.input_steps = absl::GetFlag(FLAGS_input_steps);
-  wo.train = {0, so.time_steps};
-  WindowDataset data = *WindowDataset::Create(MakeSyntheticSeries(so), wo);
-  ModelConfig config = *ResolveModelConfig(spec.model(), data.input_features(),
-                                           data.output_features());
-  std::printf("preset %s: %d layers, d_model %d, %d heads; batch %d x %d tokens; %d steps\n",
-              config.preset().c_str(), config.num_layers(), config.d_model(),
-              config.num_heads(), batch, static_cast<int>(so.stations), steps);
+  ASSIGN_OR_RETURN(s.spec, NormalizeJobSpec(spec));
+  s.series.stations = absl::GetFlag(FLAGS_stations);
+  s.series.time_steps = batch * (steps + 4) + 64;
+  return s;
+}
 
-  // Timed before and after the service; the faster median is the
-  // baseline, so warm-up effects cannot flatter the ratio.
-  const torch::Device device(absl::GetFlag(FLAGS_device));
-  auto run_local = [&]() {
-    return launch == Launch::graph ? InProcessGraph(config, spec, steps, batch, so.stations, bf16)
-                                   : RunLocal(config, spec, data, steps, batch, device, bf16);
-  };
-  const std::vector<double> local_before = run_local();
-  if (local_before.empty()) {
-    std::fprintf(stderr, "the in-process graph step did not run on %s\n",
-                 absl::GetFlag(FLAGS_device).c_str());
-    return 1;
-  }
-
+// The worker process, listening on loopback.
+absl::StatusOr<testing::ChildProcess> StartWorker(int* grpc_port) {
   std::vector<std::string> argv = {absl::GetFlag(FLAGS_worker_binary),
                                    "--listen=127.0.0.1:0", "--metrics=",
                                    "--device=" + absl::GetFlag(FLAGS_device),
@@ -231,48 +244,77 @@ int Main() {
     argv.push_back(absl::StrCat("--threads=", absl::GetFlag(FLAGS_threads)));
   }
   std::remove("/tmp/hpt_bench_worker.port");
-  auto worker = testing::ChildProcess::Start(argv, "/tmp/hpt_bench_worker.log");
-  if (!worker.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(worker.status().message()).c_str());
-    return 1;
-  }
-  auto ports = testing::WaitForPortFile("/tmp/hpt_bench_worker.port", *worker,
-                                        absl::Seconds(60));
+  ASSIGN_OR_RETURN(testing::ChildProcess worker,
+                   testing::ChildProcess::Start(argv, "/tmp/hpt_bench_worker.log"));
+  auto ports = testing::WaitForPortFile("/tmp/hpt_bench_worker.port", worker, absl::Seconds(60));
   if (!ports.ok()) {
-    std::fprintf(stderr, "worker did not start: %s\n",
-                 std::string(ports.status().message()).c_str());
-    return 1;
+    return absl::UnavailableError(absl::StrCat("worker did not start: ", ports.status().message()));
   }
-  GrpcWorkerClient client(absl::StrCat("127.0.0.1:", ports->grpc), {});
-  absl::Status status;
-  PhaseDispatch tasks_dispatch, runs_dispatch;
-  const double tasks_s =
-      ServiceStepSeconds(client, spec, data, steps, repeats, false, &status, &tasks_dispatch);
-  const double runs_s =
-      status.ok()
-          ? ServiceStepSeconds(client, spec, data, steps, repeats, true, &status, &runs_dispatch)
-          : 0;
-  worker->Stop();
-  if (!status.ok()) {
-    std::fprintf(stderr, "service run failed: %s\n", std::string(status.message()).c_str());
-    return 1;
-  }
+  *grpc_port = ports->grpc;
+  return worker;
+}
 
-  const std::vector<double> local_after = run_local();
-  const double local_s = std::min(Median(local_before), Median(local_after));
-  std::printf("in-process step (%s, %s) median %.4f s before, %.4f s after (%zu steps)\n",
-              absl::GetFlag(FLAGS_launch).c_str(), absl::GetFlag(FLAGS_precision).c_str(),
-              Median(local_before), Median(local_after), size_t(steps));
-  std::printf("service runs launched: %s%s%s\n",
-              runs_dispatch.launch() == Launch::graph ? "graph" : "eager",
-              runs_dispatch.launch_note().empty() ? "" : "; ",
-              runs_dispatch.launch_note().c_str());
-  for (const auto& [name, service_s] :
-       {std::make_pair("task calls", tasks_s), std::make_pair("runs", runs_s)}) {
-    std::printf("service, %-10s        %.4f s a step: fixed cost %.2f ms a step, "
-                "ratio (service / in-process) %.3f\n",
-                name, service_s, 1e3 * (service_s - local_s), service_s / local_s);
+int Fail(const absl::Status& status, int code) {
+  std::fprintf(stderr, "%s\n", std::string(status.message()).c_str());
+  return code;
+}
+
+int Main() {
+  const int steps = absl::GetFlag(FLAGS_steps);
+  const int batch = absl::GetFlag(FLAGS_batch);
+  const int rounds = absl::GetFlag(FLAGS_repeats);
+  if (steps < 1 || batch < 1 || rounds < 1) {
+    return Fail(absl::InvalidArgumentError("--steps, --batch and --repeats must be at least 1"), 2);
   }
+  if (absl::GetFlag(FLAGS_threads) > 0) torch::set_num_threads(absl::GetFlag(FLAGS_threads));
+  absl::StatusOr<Setup> setup = SetupFromFlags(steps, batch);
+  if (!setup.ok()) return Fail(setup.status(), 2);
+  const JobSpec& spec = setup->spec;
+  WindowOptions wo;
+  wo.input_steps = absl::GetFlag(FLAGS_input_steps);
+  wo.train = {0, setup->series.time_steps};
+  WindowDataset data = *WindowDataset::Create(MakeSyntheticSeries(setup->series), wo);
+  ModelConfig config =
+      *ResolveModelConfig(spec.model(), data.input_features(), data.output_features());
+  const int64_t tokens = setup->series.stations;
+  std::printf("preset %s: %d layers, d_model %d, %d heads; batch %d x %d tokens; %d steps\n",
+              config.preset().c_str(), config.num_layers(), config.d_model(), config.num_heads(),
+              batch, int(tokens), steps);
+
+  const torch::Device device(absl::GetFlag(FLAGS_device));
+  auto run_local = [&]() {
+    return setup->launch == Launch::graph
+               ? InProcessGraph(config, spec, steps, batch, tokens, setup->bf16)
+               : RunLocal(config, spec, data, steps, batch, device, setup->bf16);
+  };
+  int grpc_port = 0;
+  absl::StatusOr<testing::ChildProcess> worker = StartWorker(&grpc_port);
+  if (!worker.ok()) return Fail(worker.status(), 1);
+  GrpcWorkerClient client(absl::StrCat("127.0.0.1:", grpc_port), {});
+  std::vector<Round> timed;
+  PhaseDispatch tasks_dispatch, runs_dispatch;
+  absl::Status status;
+  for (int r = 0; r < rounds && status.ok(); ++r) {
+    Round round;
+    const std::vector<double> local = run_local();
+    if (local.empty()) {
+      status = absl::FailedPreconditionError(
+          absl::StrCat("the in-process graph step did not run on ", absl::GetFlag(FLAGS_device)));
+      break;
+    }
+    round.local_s = Median(local);
+    // The two ways take turns going first, so a drift within a round
+    // favours neither.
+    for (bool runs : {r % 2 == 1, r % 2 == 0}) {
+      if (!status.ok()) break;
+      (runs ? round.runs_s : round.tasks_s) = ServiceStepSeconds(
+          client, spec, data, steps, runs, &status, runs ? &runs_dispatch : &tasks_dispatch);
+    }
+    if (status.ok()) timed.push_back(round);
+  }
+  worker->Stop();
+  if (!status.ok()) return Fail(status, 1);
+  PrintFigures(timed, runs_dispatch);
   return 0;
 }
 

@@ -304,8 +304,7 @@ absl::Status Trainer::BackToPlannedPlacement(int64_t step) {
                                          ")"));
 }
 
-absl::Status Trainer::Run() {
-  const TrainingSpec& training = spec_.training();
+absl::StatusOr<int64_t> Trainer::Begin() {
   start_ = options_.now();
   RETURN_IF_ERROR(Prepare());
   int64_t step = 0;
@@ -321,90 +320,114 @@ absl::Status Trainer::Run() {
     if (hpt_) RETURN_IF_ERROR(WeightDistances().status());  // W at the start
   }
   state_.hpt.set_fallback_reason(options_.fallback_reason);
+  return step;
+}
+
+absl::Status Trainer::TrainEpoch(int epoch, bool resumed, int64_t* step,
+                                 std::string* checkpoint_due) {
+  const TrainingSpec& training = spec_.training();
   const int64_t n_train = static_cast<int64_t>(data_->train_starts().size());
   const int64_t batch = training.batch_size();
   const int64_t steps_per_epoch = cursor_.steps_per_epoch;
-  const int64_t first_step = step;
+  const double lr = LearningRate(training, epoch);
   JobProgress& p = state_.progress;
-  std::string checkpoint_due;  // a reason, at the end of the epoch's evaluation
-  for (int epoch = int(step / steps_per_epoch); epoch < training.epochs(); ++epoch) {
-    const double lr = LearningRate(training, epoch);
-    p.set_epoch(epoch + 1);
-    p.set_learning_rate(lr);
-    std::vector<int64_t> order(n_train);
-    std::iota(order.begin(), order.end(), 0);
-    std::mt19937_64 rng(training.seed() * 1000003 + epoch);
-    std::shuffle(order.begin(), order.end(), rng);
-    const int64_t first_s = step == first_step ? step % steps_per_epoch : 0;
-    if (first_s == 0) cursor_.epoch_loss_sum = 0;
-    std::vector<int64_t> sizes(steps_per_epoch);
-    for (int64_t s = 0; s < steps_per_epoch; ++s) {
-      sizes[s] = std::min<int64_t>(batch, n_train - s * batch);
-    }
-    for (int64_t s = first_s; s < steps_per_epoch;) {
-      if (options_.cancelled()) {
-        return absl::CancelledError(absl::StrCat("cancelled at step ", step));
-      }
-      RETURN_IF_ERROR(BackToPlannedPlacement(step));
-      const int64_t n = StepsInRun(step, s, sizes);
-      std::vector<std::vector<int64_t>> batches;
-      for (int64_t j = 0; j < n; ++j) {
-        const int64_t begin = (s + j) * batch;
-        batches.emplace_back(order.begin() + begin, order.begin() + begin + sizes[s + j]);
-      }
-      bool switched = false;
-      if (n > 1) {
-        RETURN_IF_ERROR(RunSteps(batches, step, lr, &switched));
-      } else {
-        RETURN_IF_ERROR(RunStep(batches[0], step, lr, &switched));
-      }
-      step += n;
-      s += n;
-      // A checkpoint at the epoch's last step waits for its evaluation, so
-      // the epoch's loss and test metrics are in it. (A run ends at every
-      // step a checkpoint or a switch can follow.)
-      if (switched) {
-        checkpoint_due = "phase switch";
-      } else if (options_.checkpoint_every > 0 && step % options_.checkpoint_every == 0) {
-        checkpoint_due = absl::StrCat("every ", options_.checkpoint_every, " steps");
-      }
-      if (!checkpoint_due.empty() && s < steps_per_epoch) {
-        RETURN_IF_ERROR(SaveCheckpoint(step, checkpoint_due));
-        checkpoint_due.clear();
-      }
-    }
-    const double epoch_loss = cursor_.epoch_loss_sum / steps_per_epoch;
-    state_.epoch_losses.push_back(epoch_loss);
-    p.set_epoch_loss(epoch_loss);
-    if (epoch == 0) p.set_first_epoch_loss(epoch_loss);
-    if (options_.evaluate_every_epoch || epoch + 1 == training.epochs() ||
-        training.select() == Selection::best_validation) {
-      RETURN_IF_ERROR(Evaluate(epoch + 1));
-    }
-    EpochPoint point;
-    point.set_epoch(epoch + 1);
-    point.set_last_step(step - 1);
-    point.set_train_loss(epoch_loss);
-    point.set_test_loss(p.test_loss());
-    point.set_validation_loss(p.validation_loss());
-    state_.history->AddEpoch(point);
-    Report();
-    if (!checkpoint_due.empty() && epoch + 1 < training.epochs()) {
-      RETURN_IF_ERROR(SaveCheckpoint(step, checkpoint_due));
-    }
-    checkpoint_due.clear();
+  p.set_epoch(epoch + 1);
+  p.set_learning_rate(lr);
+  std::vector<int64_t> order(n_train);
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(training.seed() * 1000003 + epoch);
+  std::shuffle(order.begin(), order.end(), rng);
+  const int64_t first_s = resumed ? *step % steps_per_epoch : 0;
+  if (first_s == 0) cursor_.epoch_loss_sum = 0;
+  std::vector<int64_t> sizes(steps_per_epoch);
+  for (int64_t s = 0; s < steps_per_epoch; ++s) {
+    sizes[s] = std::min<int64_t>(batch, n_train - s * batch);
   }
+  for (int64_t s = first_s; s < steps_per_epoch;) {
+    if (options_.cancelled()) {
+      return absl::CancelledError(absl::StrCat("cancelled at step ", *step));
+    }
+    RETURN_IF_ERROR(BackToPlannedPlacement(*step));
+    const int64_t n = StepsInRun(*step, s, sizes);
+    std::vector<std::vector<int64_t>> batches;
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t begin = (s + j) * batch;
+      batches.emplace_back(order.begin() + begin, order.begin() + begin + sizes[s + j]);
+    }
+    bool switched = false;
+    if (n > 1) {
+      RETURN_IF_ERROR(RunSteps(batches, *step, lr, &switched));
+    } else {
+      RETURN_IF_ERROR(RunStep(batches[0], *step, lr, &switched));
+    }
+    *step += n;
+    s += n;
+    // A checkpoint at the epoch's last step waits for its evaluation, so
+    // the epoch's loss and test metrics are in it. (A run ends at every
+    // step a checkpoint or a switch can follow.)
+    if (switched) {
+      *checkpoint_due = "phase switch";
+    } else if (options_.checkpoint_every > 0 && *step % options_.checkpoint_every == 0) {
+      *checkpoint_due = absl::StrCat("every ", options_.checkpoint_every, " steps");
+    }
+    if (!checkpoint_due->empty() && s < steps_per_epoch) {
+      RETURN_IF_ERROR(SaveCheckpoint(*step, *checkpoint_due));
+      checkpoint_due->clear();
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::CloseEpoch(int epoch, int64_t step, std::string* checkpoint_due) {
+  const TrainingSpec& training = spec_.training();
+  JobProgress& p = state_.progress;
+  const double epoch_loss = cursor_.epoch_loss_sum / cursor_.steps_per_epoch;
+  state_.epoch_losses.push_back(epoch_loss);
+  p.set_epoch_loss(epoch_loss);
+  if (epoch == 0) p.set_first_epoch_loss(epoch_loss);
+  if (options_.evaluate_every_epoch || epoch + 1 == training.epochs() ||
+      training.select() == Selection::best_validation) {
+    RETURN_IF_ERROR(Evaluate(epoch + 1));
+  }
+  EpochPoint point;
+  point.set_epoch(epoch + 1);
+  point.set_last_step(step - 1);
+  point.set_train_loss(epoch_loss);
+  point.set_test_loss(p.test_loss());
+  point.set_validation_loss(p.validation_loss());
+  state_.history->AddEpoch(point);
+  Report();
+  if (!checkpoint_due->empty() && epoch + 1 < training.epochs()) {
+    RETURN_IF_ERROR(SaveCheckpoint(step, *checkpoint_due));
+  }
+  checkpoint_due->clear();
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::Finish() {
   if (cursor_.trial_active) workers_[0]->Release(gpu_.trial_job()).IgnoreError();
   RETURN_IF_ERROR(CollectTrainedModel());
   if (ApplySelection()) Report();
   if (spec_.hpt().probe_steps() > 0) {
     // Training is done: the probe's scratch model cannot touch it.
-    ledger_.SetProbes(ProbeJobBaselines(*workers_[0], model_, training.batch_size(),
+    ledger_.SetProbes(ProbeJobBaselines(*workers_[0], model_, spec_.training().batch_size(),
                                         data_->num_tokens(), spec_.hpt().probe_steps(),
-                                        training.seed()));
+                                        spec_.training().seed()));
     Report();
   }
   return absl::OkStatus();
+}
+
+absl::Status Trainer::Run() {
+  ASSIGN_OR_RETURN(int64_t step, Begin());
+  const int64_t first_step = step;
+  std::string checkpoint_due;  // a reason, at the end of the epoch's evaluation
+  for (int epoch = int(step / cursor_.steps_per_epoch); epoch < spec_.training().epochs();
+       ++epoch) {
+    RETURN_IF_ERROR(TrainEpoch(epoch, step == first_step, &step, &checkpoint_due));
+    RETURN_IF_ERROR(CloseEpoch(epoch, step, &checkpoint_due));
+  }
+  return Finish();
 }
 
 }  // namespace hpt

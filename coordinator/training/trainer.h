@@ -179,6 +179,18 @@ class Trainer {
   // Schedule.
   // Steps per epoch, the progress totals and the phase controller.
   absl::Status Prepare();
+  // Prepare, then the model loaded or the checkpoint restored; the first
+  // step to train.
+  absl::StatusOr<int64_t> Begin();
+  // Epoch `epoch`'s steps from `*step` (mid-epoch where `resumed`), in runs
+  // or task by task, with the checkpoints due inside the epoch; a
+  // checkpoint due at its last step is left in `checkpoint_due`.
+  absl::Status TrainEpoch(int epoch, bool resumed, int64_t* step, std::string* checkpoint_due);
+  // The epoch's loss, evaluation, history point, report and the checkpoint
+  // left due.
+  absl::Status CloseEpoch(int epoch, int64_t step, std::string* checkpoint_due);
+  // The trained model collected and selected, and the probe's baselines.
+  absl::Status Finish();
   // One step of the schedule: the model's, then the method's.
   absl::Status RunStep(const std::vector<int64_t>& indices, int64_t step, double learning_rate,
                        bool* switched);
