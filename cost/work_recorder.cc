@@ -142,9 +142,11 @@ void WorkRecorder::Measure(const FinishedTask& task) {
   d->set_measured_j(d->measured_j() + task.cost.measured_j());
 }
 
-int WorkRecorder::AddStep(const std::string& phase, const std::vector<FinishedTask>& main,
-                          const std::vector<FinishedTask>& trial, int data_parallel_ranks,
-                          int64_t step, double wall_s) {
+WorkRecorder::StepTally WorkRecorder::AddStep(const std::string& phase,
+                                              const std::vector<FinishedTask>& main,
+                                              const std::vector<FinishedTask>& trial,
+                                              int data_parallel_ranks, int64_t step,
+                                              double wall_s) {
   StepShape shape;
   shape.set_phase(phase);
   shape.set_data_parallel_ranks(data_parallel_ranks);
@@ -152,7 +154,30 @@ int WorkRecorder::AddStep(const std::string& phase, const std::vector<FinishedTa
   for (const FinishedTask& t : trial) *shape.add_trial() = ToRecorded(t);
   auto [it, fresh] = shape_index_.try_emplace(Key(shape), record_.shapes_size());
   if (fresh) *record_.add_shapes() = std::move(shape);
-  StepShape& s = *record_.mutable_shapes(it->second);
+  StepTally tally;
+  tally.shape = it->second;
+  tally.phase = phase;
+  tally.data_parallel_ranks = data_parallel_ranks;
+  if (phase != "off-step") {
+    const GpuMeasured main_gpu = MeasuredGpu(Pointers(main));
+    const GpuMeasured trial_gpu = MeasuredGpu(Pointers(trial));
+    tally.gpu = main_gpu.any || trial_gpu.any;
+    tally.main_s = main_gpu.s;
+    tally.main_j = main_gpu.j;
+    tally.trial_s = trial_gpu.s;
+    // A trial runs on the main chain's first worker: its board too.
+    if (tally.gpu) tally.all_j = MeasuredGpu(Pointers(main, trial)).j;
+  }
+  Count(tally, step, wall_s);
+  return tally;
+}
+
+void WorkRecorder::RepeatStep(const StepTally& tally, int64_t step, double wall_s) {
+  Count(tally, step, wall_s);
+}
+
+void WorkRecorder::Count(const StepTally& tally, int64_t step, double wall_s) {
+  StepShape& s = *record_.mutable_shapes(tally.shape);
   s.set_count(s.count() + 1);
   const int runs = s.run_last_size();
   if (runs > 0 && s.run_last(runs - 1) + 1 == step) {
@@ -161,24 +186,19 @@ int WorkRecorder::AddStep(const std::string& phase, const std::vector<FinishedTa
     s.add_run_first(step);
     s.add_run_last(step);
   }
-  if (phase != "off-step") {
-    RecordedPhase* p = PhaseOf(&record_, phase);
-    if (p->steps() == 0) p->set_first_step(step);
-    p->set_last_step(step);
-    p->set_steps(p->steps() + 1);
-    p->set_wall_s(p->wall_s() + wall_s);
-    const GpuMeasured main_gpu = MeasuredGpu(Pointers(main));
-    const GpuMeasured trial_gpu = MeasuredGpu(Pointers(trial));
-    if (main_gpu.any || trial_gpu.any) {
-      p->set_gpu_steps(p->gpu_steps() + 1);
-      p->set_gpu_main_s(p->gpu_main_s() + main_gpu.s);
-      p->set_gpu_main_j(p->gpu_main_j() + main_gpu.j);
-      p->set_gpu_all_s(p->gpu_all_s() + main_gpu.s + trial_gpu.s);
-      // A trial runs on the main chain's first worker: its board too.
-      p->set_gpu_all_j(p->gpu_all_j() + MeasuredGpu(Pointers(main, trial)).j);
-    }
+  if (tally.phase == "off-step") return;
+  RecordedPhase* p = PhaseOf(&record_, tally.phase);
+  if (p->steps() == 0) p->set_first_step(step);
+  p->set_last_step(step);
+  p->set_steps(p->steps() + 1);
+  p->set_wall_s(p->wall_s() + wall_s);
+  if (tally.gpu) {
+    p->set_gpu_steps(p->gpu_steps() + 1);
+    p->set_gpu_main_s(p->gpu_main_s() + tally.main_s);
+    p->set_gpu_main_j(p->gpu_main_j() + tally.main_j);
+    p->set_gpu_all_s(p->gpu_all_s() + tally.main_s + tally.trial_s);
+    p->set_gpu_all_j(p->gpu_all_j() + tally.all_j);
   }
-  return it->second;
 }
 
 void WorkRecorder::Restore(const WorkRecord& record) {

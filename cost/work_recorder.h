@@ -26,11 +26,25 @@ class WorkRecorder {
  public:
   WorkRecorder();
 
+  // What AddStep counted for one step: its shape's index and what its
+  // tasks measured on GPUs, so the same tasks again count without being
+  // read again (RepeatStep).
+  struct StepTally {
+    int shape = -1;
+    std::string phase;
+    int data_parallel_ranks = 1;
+    bool gpu = false;  // a task of the step ran on a GPU
+    double main_s = 0, main_j = 0, trial_s = 0, all_j = 0;
+  };
   // Adds a step of `phase` (a one-off, for switch and recovery; off-step
-  // for work outside steps) and returns its shape's index.
-  int AddStep(const std::string& phase, const std::vector<FinishedTask>& main,
-              const std::vector<FinishedTask>& trial, int data_parallel_ranks, int64_t step,
-              double wall_s);
+  // for work outside steps).
+  StepTally AddStep(const std::string& phase, const std::vector<FinishedTask>& main,
+                    const std::vector<FinishedTask>& trial, int data_parallel_ranks, int64_t step,
+                    double wall_s);
+  // Adds step `step` with the tasks `tally`'s step had (each already passed
+  // to Measure again): the record is what AddStep with those tasks makes,
+  // without copying or serialising them. A run's steps do the same work.
+  void RepeatStep(const StepTally& tally, int64_t step, double wall_s);
   // Notes a task's measured part on its device (every task, once).
   void Measure(const FinishedTask& task);
 
@@ -42,6 +56,8 @@ class WorkRecorder {
  private:
   int DeviceIndex(const FinishedTask& task);
   RecordedTask ToRecorded(const FinishedTask& task);
+  // Counts step `step` of `tally`'s shape and phase.
+  void Count(const StepTally& tally, int64_t step, double wall_s);
 
   WorkRecord record_;
   std::map<std::string, int> device_index_;  // by worker address

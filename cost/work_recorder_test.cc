@@ -62,5 +62,38 @@ TEST(WorkRecorderTest, RunsOnOneBoardCountTheirUnionOnceAStep) {
   EXPECT_NEAR(Full(r).gpu_all_j(), 44, 1e-9);
 }
 
+// A run's steps repeat one step's tasks: counting them with RepeatStep
+// gives the record AddStep gives, byte for byte, across phases, a trial,
+// ranks and a gap in the steps.
+TEST(WorkRecorderTest, RepeatedStepsRecordAsAddedOnes) {
+  std::vector<FinishedTask> main = {Task("a:1", "GPU-1", 0, 40, 5), Task("b:1", "GPU-1", 2, 44, 6),
+                                    Task("c:1", "", 0, 0, 0.3)};
+  main[2].cost.mutable_work()->add_kernels()->set_op("aten::mm");
+  const std::vector<FinishedTask> trial = {Task("a:1", "GPU-1", 0, 40, 1)};
+  WorkRecorder added, repeated;
+  WorkRecorder::StepTally tally;
+  for (int64_t step : {0, 1, 2, 3, 7, 8}) {
+    const std::string phase = step < 7 ? "full" : "lora-gpu";
+    const double wall_s = 0.1 + 0.01 * double(step);
+    for (const FinishedTask& t : main) added.Measure(t), repeated.Measure(t);
+    for (const FinishedTask& t : trial) added.Measure(t), repeated.Measure(t);
+    added.AddStep(phase, main, trial, 2, step, wall_s);
+    if (step == 0 || step == 7) {
+      tally = repeated.AddStep(phase, main, trial, 2, step, wall_s);
+    } else {
+      repeated.RepeatStep(tally, step, wall_s);
+    }
+    added.AddStep("off-step", main, {}, 1, step, 0);
+    repeated.AddStep("off-step", main, {}, 1, step, 0);
+  }
+  EXPECT_EQ(added.record().SerializeAsString(), repeated.record().SerializeAsString());
+  ASSERT_EQ(repeated.record().shapes_size(), 3);
+  EXPECT_EQ(repeated.record().shapes(0).count(), 4);
+  EXPECT_EQ(repeated.record().shapes(0).run_first_size(), 1);  // steps 0 to 3
+  EXPECT_EQ(repeated.record().shapes(0).run_last(0), 3);
+  EXPECT_EQ(repeated.record().phases(0).gpu_steps(), 4);
+  EXPECT_DOUBLE_EQ(repeated.record().phases(0).gpu_all_j(), 4 * (12.0 * 44 / 82 + 0.3));
+}
+
 }  // namespace
 }  // namespace hpt

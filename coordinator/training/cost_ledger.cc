@@ -69,11 +69,31 @@ void CostLedger::CloseStep(int64_t step, StepPhase phase, int data_parallel_rank
       name = "lora-gpu";
       break;
   }
-  recorder_.AddStep(name, main_tasks_, trial_tasks_, data_parallel_ranks, step, wall_s);
+  if (like_last_ && main_tasks_.empty() && trial_tasks_.empty() && last_tally_.shape >= 0 &&
+      last_tally_.phase == name && last_tally_.data_parallel_ranks == data_parallel_ranks) {
+    recorder_.RepeatStep(last_tally_, step, wall_s);
+  } else {
+    if (like_last_) {  // measured already; recorded with the step's own tasks
+      main_tasks_.insert(main_tasks_.begin(), last_main_.begin(), last_main_.end());
+      trial_tasks_.insert(trial_tasks_.begin(), last_trial_.begin(), last_trial_.end());
+    }
+    last_tally_ =
+        recorder_.AddStep(name, main_tasks_, trial_tasks_, data_parallel_ranks, step, wall_s);
+    last_main_ = std::move(main_tasks_);
+    last_trial_ = std::move(trial_tasks_);
+  }
+  like_last_ = false;
   CloseOneOff("switch", step, &switch_tasks_);
   main_tasks_.clear();
   trial_tasks_.clear();
   step_ = step + 1;
+  dirty_ = true;
+}
+
+void CostLedger::RecordLikeLastStep() {
+  for (const FinishedTask& t : last_main_) recorder_.Measure(t);
+  for (const FinishedTask& t : last_trial_) recorder_.Measure(t);
+  like_last_ = true;
   dirty_ = true;
 }
 
@@ -151,6 +171,8 @@ void CostLedger::RestoreFrom(const CheckpointHeader& h) {
     recorder_.record().set_trainable_bytes(h.trainable_bytes());
   }
   step_ = h.step();
+  last_tally_ = {};  // a restored record's steps are not this ledger's to repeat
+  like_last_ = false;
   costing_.reset();
   dirty_ = true;
 }

@@ -79,6 +79,12 @@ class CostLedger {
   // `data_parallel_ranks` > 1: the main tasks ran data-parallel over that
   // many GPU workers. `wall_s`: the step's measured wall time.
   void CloseStep(int64_t step, StepPhase phase, int data_parallel_ranks, double wall_s);
+  // The step under way does what the last closed one did: its main and
+  // trial tasks are that step's again (a run's steps share one response's
+  // costs). Measures them now, as Record would; CloseStep then counts the
+  // step without copying them, unless other tasks joined its chains or it
+  // closes as another phase.
+  void RecordLikeLastStep();
   // The full-phase step as a GPU worker timed it under each baseline
   // (replacing any earlier probe's).
   void SetProbes(const std::vector<MeasuredBaseline>& probes) {
@@ -118,6 +124,11 @@ class CostLedger {
   int64_t step_ = 0;  // the step tasks outside steps are noted at
   std::vector<FinishedTask> main_tasks_, trial_tasks_, switch_tasks_, recovery_tasks_,
       off_step_tasks_;
+  // The last closed step's chains and what the recorder counted for it;
+  // `like_last_`: RecordLikeLastStep was called for the step under way.
+  std::vector<FinishedTask> last_main_, last_trial_;
+  WorkRecorder::StepTally last_tally_;
+  bool like_last_ = false;
   const TaskSink sink_ = [this](const FinishedTask& r) { Record(r); };
 };
 

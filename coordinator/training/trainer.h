@@ -207,8 +207,9 @@ class Trainer {
   int64_t StepsInRun(int64_t step, int64_t s, const std::vector<int64_t>& sizes) const;
   // The phase controller's view of a full-phase step: the trial's step,
   // the weight check, and the trial or switch it decides on.
-  // `run_trial_loss`: the trial's loss at this step where a run trained it
-  // (its tasks recorded here); null: the trial's step is taken here.
+  // `run`, `run_step`: the run that trained this step, and the step's place
+  // in it (the trial's loss is read from it; RunSteps records its tasks);
+  // null: the trial's step is taken here.
   absl::Status ControlPhase(const std::vector<int64_t>& indices, int64_t step,
                             double learning_rate, double loss, bool* switched,
                             const GpuTasks::Run* run = nullptr, size_t run_step = 0);

@@ -99,8 +99,17 @@ absl::Status Trainer::RunSteps(const std::vector<std::vector<int64_t>>& batches,
           "the phase controller acted at step ", at - 1, ", inside a run that ends at step ",
           step + int64_t(batches.size()) - 1));
     }
-    ledger_.set_chain(Chain::kMain);
-    gpu_.RecordRunStep(*run);
+    if (j == 0) {
+      ledger_.set_chain(Chain::kMain);
+      gpu_.RecordRunStep(*run);
+      if (trial) {
+        ledger_.set_chain(Chain::kTrial);
+        gpu_.RecordRunTrialStep(*run);
+      }
+      ledger_.set_chain(Chain::kNone);
+    } else {
+      ledger_.RecordLikeLastStep();  // every step of a run has the run's costs
+    }
     const double loss = run->losses[j];
     RETURN_IF_ERROR(CheckTrainingLoss(loss, at, learning_rate));
     ++cursor_.main_updates;

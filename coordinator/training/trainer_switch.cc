@@ -285,8 +285,7 @@ absl::Status Trainer::ControlPhase(const std::vector<int64_t>& indices, int64_t 
   double trial_loss = 0;
   if (cursor_.trial_active) {
     ledger_.set_chain(Chain::kTrial);
-    if (run != nullptr) {
-      gpu_.RecordRunTrialStep(*run);
+    if (run != nullptr) {  // RunSteps recorded its tasks
       trial_loss = run->trial_losses.at(run_step);
     } else {
       HostTensor x, y;
