@@ -237,6 +237,73 @@ int HealthCommand(const std::string& service, const std::shared_ptr<grpc::Channe
                                                                              : kExitUnavailable;
 }
 
+// status and cancel: the job as the coordinator answers (cancel waits for
+// the job to stop).
+int StatusCommand(JobService::Stub& stub, const std::string& command, const std::string& job_id) {
+  Job job;
+  absl::Status s;
+  if (command == "status") {
+    GetJobRequest request;
+    request.set_job_id(job_id);
+    s = Call(stub, &JobService::Stub::GetJob, request, &job);
+  } else {
+    CancelJobRequest request;
+    request.set_job_id(job_id);
+    s = Call(stub, &JobService::Stub::CancelJob, request, &job);
+    if (s.ok()) s = AwaitCancel(stub, &job);
+  }
+  if (!s.ok()) return Fail(s);
+  std::cout << (Json() ? ToJson(job) + "\n" : FormatSummary(job));
+  return kExitOk;
+}
+
+int CheckpointsCommand(JobService::Stub& stub, const std::string& job_id) {
+  ListCheckpointsRequest request;
+  request.set_job_id(job_id);
+  ListCheckpointsResponse response;
+  absl::Status s = Call(stub, &JobService::Stub::ListCheckpoints, request, &response);
+  if (!s.ok()) return Fail(s);
+  std::cout << (Json() ? ToJson(response) + "\n"
+                       : FormatCheckpoints(job_id, {response.checkpoints().begin(),
+                                                    response.checkpoints().end()}));
+  return kExitOk;
+}
+
+int ResumeCommand(JobService::Stub& stub, const std::string& job_id) {
+  ResumeJobRequest request;
+  request.set_job_id(job_id);
+  request.set_step(absl::GetFlag(FLAGS_step));
+  Job job;
+  absl::Status s = Call(stub, &JobService::Stub::ResumeJob, request, &job);
+  if (!s.ok()) return Fail(s);
+  if (Json()) {
+    std::cout << ToJson(job) << std::endl;
+  } else {
+    const int64_t from =
+        job.recoveries_size() > 0 ? job.recoveries(job.recoveries_size() - 1).from_step() : 0;
+    std::cout << "resumed " << job.job_id() << " from step " << from << std::endl;
+  }
+  return absl::GetFlag(FLAGS_watch) ? Watch(stub, job.job_id()) : kExitOk;
+}
+
+// A command that acts on one job, given its id.
+int JobCommand(JobService::Stub& stub, const std::string& command, const std::string& job_id) {
+  if (command == "watch") return Watch(stub, job_id);
+  if (command == "checkpoints") return CheckpointsCommand(stub, job_id);
+  if (command == "resume") return ResumeCommand(stub, job_id);
+  if (command == "delete") return DeleteCommand(stub, job_id);
+  if (command == "probe") return ProbeCommand(stub, job_id);
+  return StatusCommand(stub, command, job_id);  // status, cancel
+}
+
+// The commands JobCommand takes: each needs a job id and nothing else.
+bool IsJobCommand(const std::string& command) {
+  for (const char* c : {"status", "watch", "cancel", "checkpoints", "resume", "delete", "probe"}) {
+    if (command == c) return true;
+  }
+  return false;
+}
+
 int Run(const std::vector<char*>& args, const TlsCredentials& tls) {
   if (args.size() < 2) return Usage("no command given");
   const std::string command = args[1];
@@ -253,89 +320,30 @@ int Run(const std::vector<char*>& args, const TlsCredentials& tls) {
   const std::shared_ptr<grpc::Channel> channel =
       MakeChannel(absl::GetFlag(FLAGS_coordinator), tls);
   auto stub = JobService::NewStub(channel);
-  auto need_job = [&]() -> std::string {
-    return args.size() >= 3 ? std::string(args[2]) : std::string();
-  };
+  const std::string job_id = args.size() >= 3 ? std::string(args[2]) : std::string();
 
   if (command == "submit") return SubmitCommand(*stub);
   if (command == "list") return ListCommand(*stub);
-  if (command == "status" || command == "watch" || command == "cancel") {
-    const std::string job_id = need_job();
-    if (job_id.empty()) return Usage(command + " needs a job id, e.g. hptctl " + command + " job-000001");
-    if (command == "watch") return Watch(*stub, job_id);
-    Job job;
-    absl::Status s;
-    if (command == "status") {
-      GetJobRequest request;
-      request.set_job_id(job_id);
-      s = Call(*stub, &JobService::Stub::GetJob, request, &job);
-    } else {
-      CancelJobRequest request;
-      request.set_job_id(job_id);
-      s = Call(*stub, &JobService::Stub::CancelJob, request, &job);
-      if (s.ok()) s = AwaitCancel(*stub, &job);
+  if (IsJobCommand(command)) {
+    if (job_id.empty()) {
+      return Usage(command + " needs a job id, e.g. hptctl " + command + " job-000001");
     }
-    if (!s.ok()) return Fail(s);
-    std::cout << (Json() ? ToJson(job) + "\n" : FormatSummary(job));
-    return kExitOk;
+    return JobCommand(*stub, command, job_id);
   }
-  if (command == "checkpoints") {
-    const std::string job_id = need_job();
-    if (job_id.empty()) return Usage("checkpoints needs a job id, e.g. hptctl checkpoints job-000001");
-    ListCheckpointsRequest request;
-    request.set_job_id(job_id);
-    ListCheckpointsResponse response;
-    absl::Status s = Call(*stub, &JobService::Stub::ListCheckpoints, request, &response);
-    if (!s.ok()) return Fail(s);
-    std::cout << (Json() ? ToJson(response) + "\n"
-                         : FormatCheckpoints(job_id, {response.checkpoints().begin(),
-                                                      response.checkpoints().end()}));
-    return kExitOk;
-  }
-  if (command == "resume") {
-    const std::string job_id = need_job();
-    if (job_id.empty()) return Usage("resume needs a job id, e.g. hptctl resume job-000001");
-    ResumeJobRequest request;
-    request.set_job_id(job_id);
-    request.set_step(absl::GetFlag(FLAGS_step));
-    Job job;
-    absl::Status s = Call(*stub, &JobService::Stub::ResumeJob, request, &job);
-    if (!s.ok()) return Fail(s);
-    if (Json()) {
-      std::cout << ToJson(job) << std::endl;
-    } else {
-      const int64_t from = job.recoveries_size() > 0
-                               ? job.recoveries(job.recoveries_size() - 1).from_step()
-                               : 0;
-      std::cout << "resumed " << job.job_id() << " from step " << from << std::endl;
-    }
-    return absl::GetFlag(FLAGS_watch) ? Watch(*stub, job.job_id()) : kExitOk;
-  }
-  if (command == "delete") {
-    const std::string job_id = need_job();
-    if (job_id.empty()) return Usage("delete needs a job id, e.g. hptctl delete job-000001");
-    return DeleteCommand(*stub, job_id);
-  }
-  if (command == "probe") {
-    const std::string job_id = need_job();
-    if (job_id.empty()) return Usage("probe needs a job id, e.g. hptctl probe job-000001");
-    return ProbeCommand(*stub, job_id);
-  }
-  if (command == "health") {
-    return HealthCommand(args.size() >= 3 ? args[2] : "hpt.JobService", channel);
-  }
+  if (command == "health")
+    return HealthCommand(job_id.empty() ? "hpt.JobService" : job_id, channel);
   if (command == "report") {
-    if (absl::GetFlag(FLAGS_format) == "html") return CostCommand(*stub, "report-html", need_job());
-    return ReportCommand(*stub, need_job());
+    if (absl::GetFlag(FLAGS_format) == "html") return CostCommand(*stub, "report-html", job_id);
+    return ReportCommand(*stub, job_id);
   }
   if (command == "whatif" || command == "trace" || command == "sweep") {
-    return CostCommand(*stub, command, need_job());
+    return CostCommand(*stub, command, job_id);
   }
   if (!RepeatedCostFlags().sets.empty() || !RepeatedCostFlags().grids.empty()) {
     return Usage("--set and --grid belong to whatif, sweep and trace");
   }
-  if (command == "export") return ExportCommand(*stub, need_job(), ModelOptions());
-  if (command == "predict") return PredictCommand(*stub, need_job(), ModelOptions());
+  if (command == "export") return ExportCommand(*stub, job_id, ModelOptions());
+  if (command == "predict") return PredictCommand(*stub, job_id, ModelOptions());
   return Usage("unknown command '" + command + "'");
 }
 

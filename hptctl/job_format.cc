@@ -82,6 +82,60 @@ std::string StepText(int64_t s) {
   return absl::StrCat(s, " s");
 }
 
+// The data lines of a job's summary: source, size, gaps, time span, split.
+std::string DataLines(const DataSummary& d) {
+  std::string out;
+  if (d.rows() == 0) return out;
+  absl::StrAppendFormat(&out, "  data       %s, %d time steps x %d stations", d.source(), d.rows(),
+                        d.columns());
+  if (d.skipped_rows() > 0) {
+    absl::StrAppendFormat(&out, ", %d rows %s skipped", d.skipped_rows(),
+                          d.source() == "csv" ? "with an empty cell" : "without a timestamp");
+  }
+  if (d.filled_cells() > 0) {
+    absl::StrAppendFormat(&out, ", %d gaps interpolated", d.filled_cells());
+  }
+  absl::StrAppend(&out, "\n");
+  if (!d.first_time().empty()) {
+    absl::StrAppendFormat(
+        &out, "  time       %s to %s UTC, every %s%s\n", d.first_time(), d.last_time(),
+        StepText(d.time_step_s()),
+        d.time_column().empty() ? "" : absl::StrCat(" (column ", d.time_column(), ")"));
+  }
+  if (!d.split().empty()) absl::StrAppend(&out, "  split      ", d.split(), "\n");
+  return out;
+}
+
+// The devices lines: each worker's tasks, measured and modelled cost.
+std::string DeviceLines(const Job& job) {
+  std::string out;
+  for (const DeviceCost& d : job.device_costs()) {
+    if (d.kind() == DeviceKind::gpu && absl::StrContains(d.device(), "CUDA not found")) {
+      absl::StrAppend(&out, "  gpu        CUDA not found: LibTorch ran on the CPU\n");
+      break;
+    }
+  }
+  if (job.device_costs_size() > 0) {
+    absl::StrAppendFormat(&out, "  devices    %-8s %-22s %6s %10s %12s %12s\n", "kind", "worker",
+                          "tasks", "measured", "simulated", "energy");
+    for (const DeviceCost& d : job.device_costs()) {
+      absl::StrAppendFormat(&out, "             %-8s %-22s %6d %9.3fs %11.6fs %10.4g J\n",
+                            KindName(d.kind()), d.worker(), d.tasks(), d.cost().measured_s(),
+                            d.cost().simulated_s(), d.cost().energy_j());
+      std::string counters = d.device().empty() ? "" : absl::StrCat("ran on ", d.device());
+      for (const char* name : {"cell_writes", "max_cell_writes", "adc_conversions",
+                               "crossbar_activations", "macs", "cycles"}) {
+        auto it = d.cost().counters().find(name);
+        if (it == d.cost().counters().end()) continue;
+        absl::StrAppendFormat(&counters, "%s%s %.6g", counters.empty() ? "" : ", ", name,
+                              it->second);
+      }
+      if (!counters.empty()) absl::StrAppendFormat(&out, "             (%s)\n", counters);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string FormatSummary(const Job& job) {
@@ -91,26 +145,7 @@ std::string FormatSummary(const Job& job) {
   absl::StrAppendFormat(&out, "  model      %s, %d gpu worker(s)\n",
                         job.spec().model().preset(),
                         job.spec().placement().gpu_workers());
-  if (job.data().rows() > 0) {
-    const DataSummary& d = job.data();
-    absl::StrAppendFormat(&out, "  data       %s, %d time steps x %d stations", d.source(),
-                          d.rows(), d.columns());
-    if (d.skipped_rows() > 0) {
-      absl::StrAppendFormat(&out, ", %d rows %s skipped", d.skipped_rows(),
-                            d.source() == "csv" ? "with an empty cell" : "without a timestamp");
-    }
-    if (d.filled_cells() > 0) {
-      absl::StrAppendFormat(&out, ", %d gaps interpolated", d.filled_cells());
-    }
-    absl::StrAppend(&out, "\n");
-    if (!d.first_time().empty()) {
-      absl::StrAppendFormat(&out, "  time       %s to %s UTC, every %s%s\n", d.first_time(),
-                            d.last_time(), StepText(d.time_step_s()),
-                            d.time_column().empty() ? ""
-                                                    : absl::StrCat(" (column ", d.time_column(), ")"));
-    }
-    if (!d.split().empty()) absl::StrAppend(&out, "  split      ", d.split(), "\n");
-  }
+  absl::StrAppend(&out, DataLines(job.data()));
   if (!job.waiting_for().empty()) {
     absl::StrAppend(&out, "  waiting    for ", job.waiting_for(), "\n");
   }
@@ -138,30 +173,7 @@ std::string FormatSummary(const Job& job) {
     absl::StrAppendFormat(&out, "  valid MSE  %.4f after the last epoch (normalised units)\n",
                           p.validation_loss());
   }
-  for (const DeviceCost& d : job.device_costs()) {
-    if (d.kind() == DeviceKind::gpu && absl::StrContains(d.device(), "CUDA not found")) {
-      absl::StrAppend(&out, "  gpu        CUDA not found: LibTorch ran on the CPU\n");
-      break;
-    }
-  }
-  if (job.device_costs_size() > 0) {
-    absl::StrAppendFormat(&out, "  devices    %-8s %-22s %6s %10s %12s %12s\n", "kind",
-                          "worker", "tasks", "measured", "simulated", "energy");
-    for (const DeviceCost& d : job.device_costs()) {
-      absl::StrAppendFormat(&out, "             %-8s %-22s %6d %9.3fs %11.6fs %10.4g J\n",
-                            KindName(d.kind()), d.worker(), d.tasks(), d.cost().measured_s(),
-                            d.cost().simulated_s(), d.cost().energy_j());
-      std::string counters = d.device().empty() ? "" : absl::StrCat("ran on ", d.device());
-      for (const char* name : {"cell_writes", "max_cell_writes", "adc_conversions",
-                               "crossbar_activations", "macs", "cycles"}) {
-        auto it = d.cost().counters().find(name);
-        if (it == d.cost().counters().end()) continue;
-        absl::StrAppendFormat(&counters, "%s%s %.6g", counters.empty() ? "" : ", ",
-                              name, it->second);
-      }
-      if (!counters.empty()) absl::StrAppendFormat(&out, "             (%s)\n", counters);
-    }
-  }
+  absl::StrAppend(&out, DeviceLines(job));
   if (job.checkpoint_step() > 0) {
     absl::StrAppendFormat(&out, "  checkpoint step %d (hptctl checkpoints %s)\n",
                           job.checkpoint_step(), job.job_id());
