@@ -156,8 +156,6 @@ WorkRecorder::StepTally WorkRecorder::AddStep(const std::string& phase,
   if (fresh) *record_.add_shapes() = std::move(shape);
   StepTally tally;
   tally.shape = it->second;
-  tally.phase = phase;
-  tally.data_parallel_ranks = data_parallel_ranks;
   if (phase != "off-step") {
     const GpuMeasured main_gpu = MeasuredGpu(Pointers(main));
     const GpuMeasured trial_gpu = MeasuredGpu(Pointers(trial));
@@ -168,15 +166,11 @@ WorkRecorder::StepTally WorkRecorder::AddStep(const std::string& phase,
     // A trial runs on the main chain's first worker: its board too.
     if (tally.gpu) tally.all_j = MeasuredGpu(Pointers(main, trial)).j;
   }
-  Count(tally, step, wall_s);
+  RepeatStep(tally, step, wall_s);
   return tally;
 }
 
 void WorkRecorder::RepeatStep(const StepTally& tally, int64_t step, double wall_s) {
-  Count(tally, step, wall_s);
-}
-
-void WorkRecorder::Count(const StepTally& tally, int64_t step, double wall_s) {
   StepShape& s = *record_.mutable_shapes(tally.shape);
   s.set_count(s.count() + 1);
   const int runs = s.run_last_size();
@@ -186,8 +180,8 @@ void WorkRecorder::Count(const StepTally& tally, int64_t step, double wall_s) {
     s.add_run_first(step);
     s.add_run_last(step);
   }
-  if (tally.phase == "off-step") return;
-  RecordedPhase* p = PhaseOf(&record_, tally.phase);
+  if (s.phase() == "off-step") return;
+  RecordedPhase* p = PhaseOf(&record_, s.phase());
   if (p->steps() == 0) p->set_first_step(step);
   p->set_last_step(step);
   p->set_steps(p->steps() + 1);

@@ -26,13 +26,11 @@ class WorkRecorder {
  public:
   WorkRecorder();
 
-  // What AddStep counted for one step: its shape's index and what its
-  // tasks measured on GPUs, so the same tasks again count without being
-  // read again (RepeatStep).
+  // What AddStep counted for one step: its shape's index (the shape holds
+  // its phase and ranks) and what its tasks measured on GPUs, so the same
+  // tasks again count without being read again (RepeatStep).
   struct StepTally {
     int shape = -1;
-    std::string phase;
-    int data_parallel_ranks = 1;
     bool gpu = false;  // a task of the step ran on a GPU
     double main_s = 0, main_j = 0, trial_s = 0, all_j = 0;
   };
@@ -56,8 +54,6 @@ class WorkRecorder {
  private:
   int DeviceIndex(const FinishedTask& task);
   RecordedTask ToRecorded(const FinishedTask& task);
-  // Counts step `step` of `tally`'s shape and phase.
-  void Count(const StepTally& tally, int64_t step, double wall_s);
 
   WorkRecord record_;
   std::map<std::string, int> device_index_;  // by worker address

@@ -69,8 +69,10 @@ void CostLedger::CloseStep(int64_t step, StepPhase phase, int data_parallel_rank
       name = "lora-gpu";
       break;
   }
-  if (like_last_ && main_tasks_.empty() && trial_tasks_.empty() && last_tally_.shape >= 0 &&
-      last_tally_.phase == name && last_tally_.data_parallel_ranks == data_parallel_ranks) {
+  const StepShape* last =
+      last_tally_.shape >= 0 ? &recorder_.record().shapes(last_tally_.shape) : nullptr;
+  if (like_last_ && main_tasks_.empty() && trial_tasks_.empty() && last != nullptr &&
+      last->phase() == name && last->data_parallel_ranks() == data_parallel_ranks) {
     recorder_.RepeatStep(last_tally_, step, wall_s);
   } else {
     if (like_last_) {  // measured already; recorded with the step's own tasks

@@ -323,8 +323,7 @@ absl::StatusOr<int64_t> Trainer::Begin() {
   return step;
 }
 
-absl::Status Trainer::TrainEpoch(int epoch, bool resumed, int64_t* step,
-                                 std::string* checkpoint_due) {
+absl::Status Trainer::TrainEpoch(int epoch, int64_t* step, std::string* checkpoint_due) {
   const TrainingSpec& training = spec_.training();
   const int64_t n_train = static_cast<int64_t>(data_->train_starts().size());
   const int64_t batch = training.batch_size();
@@ -337,7 +336,7 @@ absl::Status Trainer::TrainEpoch(int epoch, bool resumed, int64_t* step,
   std::iota(order.begin(), order.end(), 0);
   std::mt19937_64 rng(training.seed() * 1000003 + epoch);
   std::shuffle(order.begin(), order.end(), rng);
-  const int64_t first_s = resumed ? *step % steps_per_epoch : 0;
+  const int64_t first_s = *step % steps_per_epoch;  // 0 but in a resumed epoch
   if (first_s == 0) cursor_.epoch_loss_sum = 0;
   std::vector<int64_t> sizes(steps_per_epoch);
   for (int64_t s = 0; s < steps_per_epoch; ++s) {
@@ -420,11 +419,10 @@ absl::Status Trainer::Finish() {
 
 absl::Status Trainer::Run() {
   ASSIGN_OR_RETURN(int64_t step, Begin());
-  const int64_t first_step = step;
   std::string checkpoint_due;  // a reason, at the end of the epoch's evaluation
   for (int epoch = int(step / cursor_.steps_per_epoch); epoch < spec_.training().epochs();
        ++epoch) {
-    RETURN_IF_ERROR(TrainEpoch(epoch, step == first_step, &step, &checkpoint_due));
+    RETURN_IF_ERROR(TrainEpoch(epoch, &step, &checkpoint_due));
     RETURN_IF_ERROR(CloseEpoch(epoch, step, &checkpoint_due));
   }
   return Finish();

@@ -182,10 +182,10 @@ class Trainer {
   // Prepare, then the model loaded or the checkpoint restored; the first
   // step to train.
   absl::StatusOr<int64_t> Begin();
-  // Epoch `epoch`'s steps from `*step` (mid-epoch where `resumed`), in runs
+  // Epoch `epoch`'s steps from `*step` (mid-epoch after a resume), in runs
   // or task by task, with the checkpoints due inside the epoch; a
   // checkpoint due at its last step is left in `checkpoint_due`.
-  absl::Status TrainEpoch(int epoch, bool resumed, int64_t* step, std::string* checkpoint_due);
+  absl::Status TrainEpoch(int epoch, int64_t* step, std::string* checkpoint_due);
   // The epoch's loss, evaluation, history point, report and the checkpoint
   // left due.
   absl::Status CloseEpoch(int epoch, int64_t step, std::string* checkpoint_due);
