@@ -37,6 +37,7 @@ ABSL_FLAG(bool, eval, true, "Evaluate on the whole test split (false: 1 sample).
 ABSL_FLAG(int, eval_batch, 0, "Samples per evaluation request (0: the trainer's automatic size).");
 ABSL_FLAG(int, threads, 2, "LibTorch threads of the GPU worker.");
 
+namespace hpt {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -47,10 +48,9 @@ struct Totals {
   std::map<std::string, double> compute_s;  // by device kind
 };
 
-std::map<std::string, double> MeasuredByKind(const hpt::TrainerUpdate& u) {
+std::map<std::string, double> MeasuredByKind(const TrainerUpdate& u) {
   std::map<std::string, double> by_kind;
-  for (const hpt::DeviceCost& d : u.device_costs)
-    by_kind[hpt::KindName(d.kind())] += d.cost().measured_s();
+  for (const DeviceCost& d : u.device_costs) by_kind[KindName(d.kind())] += d.cost().measured_s();
   return by_kind;
 }
 
@@ -69,98 +69,118 @@ void Print(const char* label, const Totals& t) {
   std::printf(" rest (coordinator, serialisation) %.3f s\n", wall - compute);
 }
 
-}  // namespace
-
-// Long because it is a script: one timed section per device, in the
-// order the output prints them.
-int main(int argc, char** argv) {
-  hpt::UseShortThreadSpins(argv);
-  absl::ParseCommandLine(argc, argv);
-  hpt::KeepLargeBuffersOnTheHeap();
-  hpt::JobSpec spec;
+// The bench's job: the preset on its real data, thresholds that never
+// switch on their own and a trial on every rising loss. INVALID_ARGUMENT
+// names a bad flag.
+absl::StatusOr<JobSpec> BenchSpec() {
+  JobSpec spec;
   spec.set_name("device-step-bench");
-  if (absl::Status s = hpt::SetRealData(absl::GetFlag(FLAGS_preset),
-                                        hpt::ResolveDataDir(absl::GetFlag(FLAGS_data_dir)), &spec);
+  if (absl::Status s = SetRealData(absl::GetFlag(FLAGS_preset),
+                                   ResolveDataDir(absl::GetFlag(FLAGS_data_dir)), &spec);
       !s.ok()) {
-    std::fprintf(stderr, "device_step_bench: %s\n", std::string(s.message()).c_str());
-    return 2;
+    return s;
   }
   spec.mutable_model()->set_preset(absl::GetFlag(FLAGS_preset));
-  hpt::TrainingSpec& t = *spec.mutable_training();
+  TrainingSpec& t = *spec.mutable_training();
   t.set_epochs(2);
   t.set_batch_size(absl::GetFlag(FLAGS_batch));
   t.set_max_steps_per_epoch(absl::GetFlag(FLAGS_steps));
   t.set_checkpoint_every(-1);
   t.set_eval_batch_size(absl::GetFlag(FLAGS_eval_batch));
   if (!absl::GetFlag(FLAGS_eval)) t.set_max_test_samples(1);
-  hpt::HptSpec& h = *spec.mutable_hpt();
+  HptSpec& h = *spec.mutable_hpt();
   h.set_check_window_steps(absl::GetFlag(FLAGS_check_window_steps));
   h.set_loss_threshold(1e9);
   h.set_weight_threshold(1e9);
   h.set_trial_on_rising_loss(true);
-  hpt::Placement::Name placement{};  // set by the parse below
-  if (absl::Status s =
-          hpt::ParseEnumName("--placement", absl::GetFlag(FLAGS_placement), &placement);
+  Placement::Name placement{};  // set by the parse below
+  if (absl::Status s = ParseEnumName("--placement", absl::GetFlag(FLAGS_placement), &placement);
       !s.ok()) {
-    std::fprintf(stderr, "device_step_bench: %s\n", std::string(s.message()).c_str());
-    return 2;
+    return s;
   }
   h.set_placement(placement);
+  return spec;
+}
 
-  std::map<std::string, Totals> by_phase;
-  Clock::time_point last = Clock::now();
-  int64_t last_step = -1;
-  size_t last_epochs = 0;
-  std::string last_phase;
-  std::map<std::string, double> last_measured;
-  double eval_s = 0;
-  std::string eval_phase;
-  int64_t test_samples = 0;
-  auto observe = [&](const hpt::TrainerUpdate& u) {
+// Times the trainer's updates: each whole step in one phase (not an
+// epoch's first, which follows the evaluation, nor the one that switched)
+// by phase, and the last evaluation.
+class StepTimer {
+ public:
+  void Observe(const TrainerUpdate& u) {
     const Clock::time_point now = Clock::now();
-    const double dt = std::chrono::duration<double>(now - last).count();
+    const double dt = std::chrono::duration<double>(now - last_).count();
     std::map<std::string, double> measured = MeasuredByKind(u);
-    if (u.epoch_losses.size() != last_epochs) {
+    if (u.epoch_losses.size() != last_epochs_) {
       // The epoch's evaluation just ended.
-      eval_s = dt;
-      eval_phase = u.hpt.phase();
-      last_epochs = u.epoch_losses.size();
-    } else if (u.progress.step() == last_step + 1 && last_step >= 0 &&
-               u.hpt.phase() == last_phase) {
-      // A whole step in one phase, not the first of an epoch (which
-      // follows the evaluation) and not the one that switched.
-      Totals& totals = by_phase[u.hpt.phase()];
+      eval_s_ = dt;
+      eval_phase_ = u.hpt.phase();
+      last_epochs_ = u.epoch_losses.size();
+    } else if (u.progress.step() == last_step_ + 1 && last_step_ >= 0 &&
+               u.hpt.phase() == last_phase_) {
+      Totals& totals = by_phase_[u.hpt.phase()];
       ++totals.steps;
       totals.wall_s += dt;
-      for (const auto& [kind, s] : measured) totals.compute_s[kind] += s - last_measured[kind];
+      for (const auto& [kind, s] : measured) totals.compute_s[kind] += s - last_measured_[kind];
     }
-    last_step = u.progress.step();
-    last_phase = u.hpt.phase();
-    last_measured = std::move(measured);
-    last = now;
-  };
-  const auto start = Clock::now();
-  absl::StatusOr<hpt::BenchRun> run = hpt::RunInProcess(spec, hpt::TrainingMode::hpt, "bench",
-                                                        absl::GetFlag(FLAGS_threads), observe);
+    last_step_ = u.progress.step();
+    last_phase_ = u.hpt.phase();
+    last_measured_ = std::move(measured);
+    last_ = now;
+  }
+
+  // The phases' step times and the last evaluation's.
+  void Report(int64_t test_values) {
+    Print("full", by_phase_["full"]);
+    Print("lora", by_phase_["lora"]);
+    const Totals& full = by_phase_["full"];
+    const Totals& lora = by_phase_["lora"];
+    if (full.steps > 0 && lora.steps > 0) {
+      const double f = full.wall_s / full.steps, l = lora.wall_s / lora.steps;
+      std::printf(
+          "LoRA-phase step / full-phase step wall time: %.2f (full is %.2fx the LoRA step)\n",
+          l / f, f / l);
+    }
+    std::printf("last evaluation (%s phase, %lld test values): %.2f s\n", eval_phase_.c_str(),
+                static_cast<long long>(test_values), eval_s_);
+  }
+
+ private:
+  std::map<std::string, Totals> by_phase_;
+  Clock::time_point last_ = Clock::now();
+  int64_t last_step_ = -1;
+  size_t last_epochs_ = 0;
+  std::string last_phase_;
+  std::map<std::string, double> last_measured_;
+  double eval_s_ = 0;
+  std::string eval_phase_;
+};
+
+}  // namespace
+}  // namespace hpt
+
+int main(int argc, char** argv) {
+  hpt::UseShortThreadSpins(argv);
+  absl::ParseCommandLine(argc, argv);
+  hpt::KeepLargeBuffersOnTheHeap();
+  absl::StatusOr<hpt::JobSpec> spec = hpt::BenchSpec();
+  if (!spec.ok()) {
+    std::fprintf(stderr, "device_step_bench: %s\n", std::string(spec.status().message()).c_str());
+    return 2;
+  }
+  hpt::StepTimer timer;
+  const auto start = hpt::Clock::now();
+  absl::StatusOr<hpt::BenchRun> run =
+      hpt::RunInProcess(*spec, hpt::TrainingMode::hpt, "bench", absl::GetFlag(FLAGS_threads),
+                        [&](const hpt::TrainerUpdate& u) { timer.Observe(u); });
   if (!run.ok()) {
     std::fprintf(stderr, "device_step_bench: %s\n", std::string(run.status().message()).c_str());
     return 1;
   }
-  test_samples = run->job.test_metrics().values();
   std::printf("%s preset on real data, batch %d, LoRA placement %s, %.1f s in all\n",
               absl::GetFlag(FLAGS_preset).c_str(), absl::GetFlag(FLAGS_batch),
               absl::GetFlag(FLAGS_placement).c_str(),
-              std::chrono::duration<double>(Clock::now() - start).count());
-  Print("full", by_phase["full"]);
-  Print("lora", by_phase["lora"]);
-  const Totals& full = by_phase["full"];
-  const Totals& lora = by_phase["lora"];
-  if (full.steps > 0 && lora.steps > 0) {
-    const double f = full.wall_s / full.steps, l = lora.wall_s / lora.steps;
-    std::printf("LoRA-phase step / full-phase step wall time: %.2f (full is %.2fx the LoRA step)\n",
-                l / f, f / l);
-  }
-  std::printf("last evaluation (%s phase, %lld test values): %.2f s\n", eval_phase.c_str(),
-              static_cast<long long>(test_samples), eval_s);
+              std::chrono::duration<double>(hpt::Clock::now() - start).count());
+  timer.Report(run->job.test_metrics().values());
   return 0;
 }

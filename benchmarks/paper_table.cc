@@ -307,26 +307,9 @@ std::string Seconds(double s) {
   return s >= 1 ? absl::StrFormat("%.3g s", s) : absl::StrFormat("%.3g ms", s * 1e3);
 }
 
-// Long because it prints the table's sections in order, each beside the
-// figures it reads.
-int Main() {
-  const std::string dir = ResolveDataDir(absl::GetFlag(FLAGS_data_dir));
-  if (IsChildTask()) return WriteChildResult(QualityOfSeed(dir, ChildTask()));
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<Row> rows;
-  for (absl::string_view app : absl::StrSplit(absl::GetFlag(FLAGS_apps), ',')) {
-    Row row;
-    row.app = std::string(app);
-    rows.push_back(row);
-  }
-  std::fprintf(stderr, "== switch and quality: %d seeds of %zu applications, %d at a time\n",
-               absl::GetFlag(FLAGS_seeds), rows.size(), absl::GetFlag(FLAGS_parallel));
-  MeasureQuality(dir, rows);
-  for (Row& row : rows) {
-    if (!row.error.empty()) continue;
-    std::fprintf(stderr, "== %s: the paper-size cost run\n", row.app.c_str());
-    if (absl::Status s = Measure(dir, &row); !s.ok()) row.error = std::string(s.message());
-  }
+// The switch, quality and projected savings of each application over the
+// seeds.
+void PrintQuality(const std::vector<Row>& rows) {
   std::printf("\nHpT on the paper's four applications over %d seeds (small models for the "
               "switch and quality; 12 layers, d_model 512 at batch 1 for the step costs; V100, "
               "NeuroSim-calibrated ReRAM chip, SCALE-Sim systolic array)\n\n",
@@ -356,7 +339,10 @@ int Main() {
                 absl::StrFormat("%.2fx (%.2f-%.2f)", t.mean, t.min, t.max).c_str(),
                 absl::StrFormat("%.2fx (%.2f-%.2f)", e.mean, e.min, e.max).c_str());
   }
-  PrintSkill(rows);
+}
+
+// Each application's measured step times and what they are projected to.
+void PrintSteps(const std::vector<Row>& rows) {
   std::printf("\n%-8s %-12s %-12s %s\n", "app", "full step", "LoRA step", "projected to");
   for (const Row& r : rows) {
     if (!r.error.empty()) continue;
@@ -364,6 +350,10 @@ int Main() {
                 Seconds(r.full_step_s).c_str(), Seconds(r.lora_step_s).c_str(), r.epochs,
                 static_cast<long long>(r.train_samples));
   }
+}
+
+// HpT against each GPU baseline, and the one it saves least time against.
+void PrintBaselines(const std::vector<Row>& rows) {
   std::printf("\nHpT against each GPU baseline (projected time / energy, means over the seeds; "
               "GPU steps run the same way in HpT's full phase):\n");
   const std::vector<GpuBaseline::Name> all = AllGpuBaselines();
@@ -384,6 +374,11 @@ int Main() {
                 r.baselines[fastest].first);
   }
   for (GpuBaseline::Name b : AllGpuBaselines()) std::printf("  %s\n", GpuBaselineSource(b).c_str());
+}
+
+// The paper's claim, the chip settings that reach it, and how the table
+// was run.
+void PrintNotes(const std::vector<Row>& rows) {
   std::printf("\nThe paper (Dahal et al., TPDS 2025): up to 11.9x less time and 12.05x less "
               "energy than GPU-only training. Chip configurations that reach them (paper "
               "baseline; one setting moved at a time, the rest as run):\n");
@@ -401,6 +396,31 @@ int Main() {
               41 + absl::GetFlag(FLAGS_seeds),
               absl::GetFlag(FLAGS_reram_read_noise), absl::GetFlag(FLAGS_reram_program_noise));
   for (const Row& r : rows) std::printf(" %s %s;", r.app.c_str(), r.small.c_str());
+}
+
+int Main() {
+  const std::string dir = ResolveDataDir(absl::GetFlag(FLAGS_data_dir));
+  if (IsChildTask()) return WriteChildResult(QualityOfSeed(dir, ChildTask()));
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<Row> rows;
+  for (absl::string_view app : absl::StrSplit(absl::GetFlag(FLAGS_apps), ',')) {
+    Row row;
+    row.app = std::string(app);
+    rows.push_back(row);
+  }
+  std::fprintf(stderr, "== switch and quality: %d seeds of %zu applications, %d at a time\n",
+               absl::GetFlag(FLAGS_seeds), rows.size(), absl::GetFlag(FLAGS_parallel));
+  MeasureQuality(dir, rows);
+  for (Row& row : rows) {
+    if (!row.error.empty()) continue;
+    std::fprintf(stderr, "== %s: the paper-size cost run\n", row.app.c_str());
+    if (absl::Status s = Measure(dir, &row); !s.ok()) row.error = std::string(s.message());
+  }
+  PrintQuality(rows);
+  PrintSkill(rows);
+  PrintSteps(rows);
+  PrintBaselines(rows);
+  PrintNotes(rows);
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("\nMeasured in %.1f min of wall time.\n", wall_s / 60);

@@ -112,48 +112,7 @@ absl::Status RecordCosting::Configure(const CostSettings& changes) {
                                                  record_->settings().end());
   bool replan = false;
   for (const auto& [scoped, value] : changes) {
-    std::string key = scoped, scope;
-    if (size_t colon = scoped.find(':'); colon != std::string::npos) {
-      scope = scoped.substr(0, colon);
-      key = scoped.substr(colon + 1);
-      // "setting tpu:x=1: worker kind 'tpu' is not gpu, reram or systolic"
-      absl::StatusOr<DeviceKind::Name> kind =
-          ParseDeviceKind(absl::StrCat("setting ", scoped, "=", value, ": worker kind"), scope);
-      if (!kind.ok()) return kind.status();
-    }
-    const CostSettingInfo* setting_info = FindCostSetting(key);
-    if (setting_info == nullptr) {
-      DeviceCostConfig probe = DefaultDeviceCostConfig(DeviceKind::reram);
-      return ApplyDeviceSetting(key, value, &probe);  // the unknown-key error
-    }
-    if (IsCoordinatorKey(key)) {
-      // Check the value as the coordinator would.
-      if (key == "gpu_baseline") {
-        absl::StatusOr<GpuBaseline::Name> b = ParseGpuBaseline(value);
-        if (!b.ok()) return absl::InvalidArgumentError(absl::StrCat("setting ", key, ": ",
-                                                                    b.status().message()));
-      } else {
-        double v = 0;
-        if (!absl::SimpleAtod(value, &v) || !(v > 0) ||
-            (key == "reram_chip_tiles" && (v != double(int64_t(v)) || v > 1e7))) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "setting ", key, "='", value, "': want a positive number",
-              key == "reram_chip_tiles" ? " (whole tiles, at most 10000000)" : ""));
-        }
-      }
-      coordinator[key] = value;
-    } else {
-      DeviceCostConfig probe = DefaultDeviceCostConfig(
-          key.rfind("reram_", 0) == 0 || key.rfind("systolic_", 0) == 0 ? DeviceKind::reram
-                                                                        : DeviceKind::gpu);
-      if (absl::Status s = ApplyDeviceSetting(key, value, &probe); !s.ok()) return s;
-      device_settings_.push_back({scoped, value});
-    }
-    if (setting_info->changes_numerics) {
-      numerics_notes_.push_back(
-          absl::StrCat(scoped, "=", value, ": cost only: quality needs a re-run"));
-    }
-    replan = replan || IsReramLayoutKey(key);
+    if (absl::Status s = ApplyChange(scoped, value, &coordinator, &replan); !s.ok()) return s;
   }
   absl::StatusOr<InterconnectConfig> link = LinkFromSettings(coordinator);
   if (!link.ok()) return link.status();
@@ -161,10 +120,64 @@ absl::Status RecordCosting::Configure(const CostSettings& changes) {
   absl::StatusOr<GpuBaseline::Name> baseline = ParseGpuBaseline(coordinator["gpu_baseline"]);
   if (!baseline.ok()) return baseline.status();
   baseline_ = *baseline;
-  if (!replan) return absl::OkStatus();
-  // The frozen layers' copies, planned again for the chips as set.
+  return replan ? PlanChips(coordinator) : absl::OkStatus();
+}
+
+absl::Status RecordCosting::ApplyChange(const std::string& scoped, const std::string& value,
+                                        std::map<std::string, std::string>* coordinator,
+                                        bool* replan) {
+  std::string key = scoped, scope;
+  if (size_t colon = scoped.find(':'); colon != std::string::npos) {
+    scope = scoped.substr(0, colon);
+    key = scoped.substr(colon + 1);
+    // "setting tpu:x=1: worker kind 'tpu' is not gpu, reram or systolic"
+    absl::StatusOr<DeviceKind::Name> kind =
+        ParseDeviceKind(absl::StrCat("setting ", scoped, "=", value, ": worker kind"), scope);
+    if (!kind.ok()) return kind.status();
+  }
+  const CostSettingInfo* setting_info = FindCostSetting(key);
+  if (setting_info == nullptr) {
+    DeviceCostConfig probe = DefaultDeviceCostConfig(DeviceKind::reram);
+    return ApplyDeviceSetting(key, value, &probe);  // the unknown-key error
+  }
+  if (IsCoordinatorKey(key)) {
+    // Check the value as the coordinator would.
+    if (key == "gpu_baseline") {
+      absl::StatusOr<GpuBaseline::Name> b = ParseGpuBaseline(value);
+      if (!b.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("setting ", key, ": ", b.status().message()));
+      }
+    } else {
+      double v = 0;
+      if (!absl::SimpleAtod(value, &v) || !(v > 0) ||
+          (key == "reram_chip_tiles" && (v != double(int64_t(v)) || v > 1e7))) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("setting ", key, "='", value, "': want a positive number",
+                         key == "reram_chip_tiles" ? " (whole tiles, at most 10000000)" : ""));
+      }
+    }
+    (*coordinator)[key] = value;
+  } else {
+    DeviceCostConfig probe = DefaultDeviceCostConfig(
+        key.rfind("reram_", 0) == 0 || key.rfind("systolic_", 0) == 0 ? DeviceKind::reram
+                                                                      : DeviceKind::gpu);
+    if (absl::Status s = ApplyDeviceSetting(key, value, &probe); !s.ok()) return s;
+    device_settings_.push_back({scoped, value});
+  }
+  if (setting_info->changes_numerics) {
+    numerics_notes_.push_back(
+        absl::StrCat(scoped, "=", value, ": cost only: quality needs a re-run"));
+  }
+  *replan = *replan || IsReramLayoutKey(key);
+  return absl::OkStatus();
+}
+
+absl::Status RecordCosting::PlanChips(const std::map<std::string, std::string>& coordinator) {
   ReramChipConfig chip;
-  if (int64_t tiles = 0; absl::SimpleAtoi(coordinator["reram_chip_tiles"], &tiles) && tiles > 0) {
+  auto set = coordinator.find("reram_chip_tiles");
+  if (int64_t tiles = 0;
+      set != coordinator.end() && absl::SimpleAtoi(set->second, &tiles) && tiles > 0) {
     chip.tiles = tiles;
   }
   for (const RecordedChip& recorded : record_->chips()) {

@@ -94,6 +94,14 @@ class RecordCosting {
   struct ShapeCost;
   RecordCosting() = default;
   absl::Status Configure(const CostSettings& changes);
+  // Checks one change (`scoped`: key or kind:key) and applies it: to
+  // `coordinator` (the record's coordinator settings) or to the devices'
+  // settings; sets `replan` when it moves the ReRAM layout.
+  absl::Status ApplyChange(const std::string& scoped, const std::string& value,
+                           std::map<std::string, std::string>* coordinator, bool* replan);
+  // The frozen layers' copies planned again for the chips `coordinator`
+  // sets (reram_chip_tiles).
+  absl::Status PlanChips(const std::map<std::string, std::string>& coordinator);
   const DeviceCostConfig& DeviceConfig(int device);
   const ShapeCost& CostOfShape(int shape, GpuBaseline::Name baseline);
   CostReport CostOfTask(const RecordedTask& task, GpuBaseline::Name baseline);
