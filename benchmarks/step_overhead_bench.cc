@@ -8,8 +8,8 @@
 // side is the whole step captured once and replayed (the probe's graph
 // baseline, workers/gpu/baseline_probe.h); with --precision=bf16 both sides
 // run the forward under bf16 autocast. It times in rounds (--repeats):
-// each round the in-process steps, then both service ways, and each figure
-// is the median over rounds of the round's own comparison.
+// each round the in-process steps (their mean), then both service ways,
+// and each figure is the median over rounds of the round's own comparison.
 //
 //   bazel run -c opt //benchmarks:step_overhead_bench -- --preset=tiny --batch=1
 //       --stations=16 --steps=40       (one line: the fixed cost, compute too small to hide it)
@@ -22,6 +22,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <numeric>
 #include <thread>
 
 #include "absl/flags/flag.h"
@@ -65,8 +66,10 @@ ABSL_FLAG(std::string, worker_binary, "workers/main/hpt_worker",
 namespace hpt {
 namespace {
 
-// The baseline: the same steps in this process, plain LibTorch; each
-// step's seconds, step 0 (warm-up) left out.
+// The baseline: the same steps in this process, plain LibTorch, each
+// gathering its batch as a training script's loop does (the worker
+// gathers each run's batches from its resident copy); each step's seconds,
+// step 0 (warm-up) left out.
 std::vector<double> RunLocal(const ModelConfig& config, const JobSpec& spec,
                              const WindowDataset& data, int steps, int batch,
                              const torch::Device& device, bool bf16) {
@@ -77,11 +80,11 @@ std::vector<double> RunLocal(const ModelConfig& config, const JobSpec& spec,
   torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
   model->train();
   for (int s = 0; s <= steps; ++s) {
+    const auto start = std::chrono::steady_clock::now();
     std::vector<int64_t> idx;
     for (int i = 0; i < batch; ++i) idx.push_back(s * batch + i);
     HostTensor x, y;
     data.Gather(data.train_starts(), idx, &x, &y);
-    const auto start = std::chrono::steady_clock::now();
     // A copy, as the worker makes of each batch it is sent.
     torch::Tensor tx =
         torch::from_blob(x.data.data(), x.shape).to(device, /*non_blocking=*/false, /*copy=*/true);
@@ -162,6 +165,7 @@ double ServiceStepSeconds(WorkerClient& client, const JobSpec& spec, const Windo
 // job cannot move.
 struct Round {
   double local_s = 0, tasks_s = 0, runs_s = 0;
+  double local_median_s = 0;  // printed beside the mean, not compared
 };
 
 // The median of what `f` gives each round.
@@ -181,8 +185,11 @@ std::pair<double, double> RangeOverRounds(const std::vector<Round>& rounds, F f)
 
 void PrintFigures(const std::vector<Round>& rounds, const PhaseDispatch& runs_dispatch) {
   for (size_t i = 0; i < rounds.size(); ++i) {
-    std::printf("round %zu: in-process %.3f ms, task calls %.3f ms, runs %.3f ms a step\n", i + 1,
-                1e3 * rounds[i].local_s, 1e3 * rounds[i].tasks_s, 1e3 * rounds[i].runs_s);
+    std::printf(
+        "round %zu: in-process %.3f ms (median step %.3f ms), task calls %.3f ms, runs %.3f ms a "
+        "step\n",
+        i + 1, 1e3 * rounds[i].local_s, 1e3 * rounds[i].local_median_s, 1e3 * rounds[i].tasks_s,
+        1e3 * rounds[i].runs_s);
   }
   std::printf("in-process step (%s, %s): median %.4f s over %zu rounds\n",
               absl::GetFlag(FLAGS_launch).c_str(), absl::GetFlag(FLAGS_precision).c_str(),
@@ -302,7 +309,11 @@ int Main() {
           absl::StrCat("the in-process graph step did not run on ", absl::GetFlag(FLAGS_device)));
       break;
     }
-    round.local_s = Median(local);
+    // The mean, as the service's figure is (the difference of two jobs'
+    // wall times over the steps between them): a median of steps would
+    // leave out the in-process side's slow steps and keep the service's.
+    round.local_s = std::accumulate(local.begin(), local.end(), 0.0) / double(local.size());
+    round.local_median_s = Median(local);
     // An untimed job first: the worker idled while this process trained,
     // and on the 2-core VM whichever way went first after that ran up to
     // 1.7x slower than the same job later in the round.
