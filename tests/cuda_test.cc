@@ -6,7 +6,8 @@
 //   - with a GPU, a job runs end to end on a worker with --device=cuda:0.
 //     Without one that test is skipped and reported as not run;
 //   - with a GPU, a data-parallel group on CUDA tensors is NCCL's, and its
-//     collectives run (not run without a GPU, likewise);
+//     collectives run (not run without a GPU, likewise); with two GPUs,
+//     two NCCL ranks all-reduce (not run with fewer);
 //   - with a GPU, `launch: graph` captures each step shape as a CUDA graph
 //     and replays it, and trains what eager steps train (the CPU twin runs
 //     the graph's body uncaptured).
@@ -245,14 +246,66 @@ TEST(CudaSmokeTest, DataParallelGroupOnCudaIsNccl) {
   if (!torch::cuda::is_available()) {
     GTEST_SKIP() << "not run: no CUDA device on this machine (its CPU twin ran)";
   }
-  // One rank per GPU (NCCL refuses two ranks on one device): two ranks
-  // where the machine has two GPUs, else a group of one.
-  if (torch::cuda::device_count() >= 2) {
-    FormGroup({"cuda:0", "cuda:1"}, "nccl");
-  } else {
-    FormGroup({"cuda:0"}, "nccl");
-  }
+  FormGroup({"cuda:0"}, "nccl");
 }
+
+// Two ranks on `devices` train one run of steps, each on its half of every
+// batch; only an all-reduce of their gradients (in buckets, during the
+// backward) leaves their parameters and Adam's moments equal.
+void AllReduceTwoRanks(const std::vector<std::string>& devices, const std::string& backend) {
+  namespace rt = gpu_run_testing;
+  const WindowDataset data = rt::Data(6);
+  auto store = RendezvousStore::Start("127.0.0.1");
+  ASSERT_TRUE(store.ok()) << store.status();
+  std::unique_ptr<GpuExecutor> ranks[2];
+  for (int rank = 0; rank < 2; ++rank) {
+    GpuExecutor::Options options;
+    options.device = devices[rank];
+    options.intra_op_threads = 1;
+    options.allreduce_bucket_bytes = 4 << 10;  // several buckets of the tiny model
+    auto executor = GpuExecutor::Create(options);
+    ASSERT_TRUE(executor.ok()) << executor.status();
+    ranks[rank] = std::move(*executor);
+    // No dropout: each rank's masks would come from its own generator.
+    ASSERT_TRUE(ranks[rank]
+                    ->Load(rt::Header("pair", data, true, "fp32", /*dropout=*/0), rt::Series(data))
+                    .ok());
+  }
+  absl::Status ran[2];
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 2; ++rank) {
+    threads.emplace_back([&, rank] {
+      JoinGroupRequest j;
+      j.set_job_id("pair");
+      j.set_rank(rank);
+      j.set_world_size(2);
+      j.set_store_host("127.0.0.1");
+      j.set_store_port((*store)->port());
+      j.set_store_prefix("cuda-test-pair/");
+      ran[rank] = ranks[rank]->JoinGroup(j);
+      if (!ran[rank].ok()) return;
+      ran[rank] = ranks[rank]->TrainRun(rt::RunOf("pair", data, 0, 4, 6, rank, 2)).status();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int rank = 0; rank < 2; ++rank) {
+    ASSERT_TRUE(ran[rank].ok()) << "rank " << rank << ": " << ran[rank];
+    EXPECT_EQ(ranks[rank]->CollectiveBackend("pair"), backend);
+  }
+  rt::ExpectSameParameters(rt::Params(*ranks[0], "pair"), rt::Params(*ranks[1], "pair"));
+}
+
+// NCCL refuses two ranks on one device, so two ranks need two GPUs.
+TEST(CudaSmokeTest, NcclAllReduceOfTwoRanksOnTwoGpus) {
+  if (!torch::cuda::is_available() || torch::cuda::device_count() < 2) {
+    GTEST_SKIP() << "not run: two ranks of NCCL need two GPUs, this machine has "
+                 << (torch::cuda::is_available() ? torch::cuda::device_count() : 0)
+                 << " (its CPU twin, two Gloo ranks, ran)";
+  }
+  AllReduceTwoRanks({"cuda:0", "cuda:1"}, "nccl");
+}
+
+TEST(CudaSmokeTest, CpuTwinTwoGlooRanksAllReduceARun) { AllReduceTwoRanks({"cpu", "cpu"}, "gloo"); }
 
 // The NCCL test's setup (the executors' Load, whose header once lacked a
 // learning rate, and the join) on the CPU, where the group is Gloo's.
