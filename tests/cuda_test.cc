@@ -216,14 +216,8 @@ void FormGroup(const std::vector<std::string>& devices, const std::string& backe
   std::vector<absl::Status> joined(world);
   for (int rank = 0; rank < world; ++rank) {
     threads.emplace_back([&, rank] {
-      JoinGroupRequest j;
-      j.set_job_id("group");
-      j.set_rank(rank);
-      j.set_world_size(world);
-      j.set_store_host("127.0.0.1");
-      j.set_store_port((*store)->port());
-      j.set_store_prefix("cuda-test/");
-      joined[rank] = ranks[rank]->JoinGroup(j);
+      joined[rank] = ranks[rank]->JoinGroup(
+          gpu_run_testing::JoinOf("group", rank, world, (*store)->port(), "cuda-test/"));
     });
   }
   for (auto& t : threads) t.join();
@@ -275,14 +269,8 @@ void AllReduceTwoRanks(const std::vector<std::string>& devices, const std::strin
   std::vector<std::thread> threads;
   for (int rank = 0; rank < 2; ++rank) {
     threads.emplace_back([&, rank] {
-      JoinGroupRequest j;
-      j.set_job_id("pair");
-      j.set_rank(rank);
-      j.set_world_size(2);
-      j.set_store_host("127.0.0.1");
-      j.set_store_port((*store)->port());
-      j.set_store_prefix("cuda-test-pair/");
-      ran[rank] = ranks[rank]->JoinGroup(j);
+      ran[rank] =
+          ranks[rank]->JoinGroup(rt::JoinOf("pair", rank, 2, (*store)->port(), "cuda-test-pair/"));
       if (!ran[rank].ok()) return;
       ran[rank] = ranks[rank]->TrainRun(rt::RunOf("pair", data, 0, 4, 6, rank, 2)).status();
     });

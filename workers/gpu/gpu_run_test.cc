@@ -194,14 +194,8 @@ TEST(GpuRunDataParallelTest, TwoRanksTrainWhatTheirTaskCallsTrain) {
                              mode == 1 ? Series(data) : std::map<std::string, HostTensor>())
                       .ok());
       threads[mode][rank] = std::thread([&, mode, rank, job] {
-        JoinGroupRequest j;
-        j.set_job_id(job);
-        j.set_rank(rank);
-        j.set_world_size(2);
-        j.set_store_host("127.0.0.1");
-        j.set_store_port((*store)->port());
-        j.set_store_prefix(job + "/");
-        ASSERT_TRUE(ranks[mode][rank]->JoinGroup(j).ok());
+        ASSERT_TRUE(
+            ranks[mode][rank]->JoinGroup(JoinOf(job, rank, 2, (*store)->port(), job + "/")).ok());
         GpuExecutor& e = *ranks[mode][rank];
         if (mode == 0) {
           losses[mode][rank] = TaskSteps(e, job, data, 0, 4, 6, rank, 2);

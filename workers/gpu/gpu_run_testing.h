@@ -130,6 +130,20 @@ inline TrainRunRequest RunOf(const std::string& job, const WindowDataset& data, 
   return r;
 }
 
+// Rank `rank` of `world` joining `job`'s data-parallel group through the
+// rendezvous store on loopback `port`, its keys under `prefix`.
+inline JoinGroupRequest JoinOf(const std::string& job, int rank, int world, int port,
+                               const std::string& prefix) {
+  JoinGroupRequest j;
+  j.set_job_id(job);
+  j.set_rank(rank);
+  j.set_world_size(world);
+  j.set_store_host("127.0.0.1");
+  j.set_store_port(port);
+  j.set_store_prefix(prefix);
+  return j;
+}
+
 inline std::map<std::string, HostTensor> Params(GpuExecutor& e, const std::string& job) {
   auto chunks = e.Snapshot(job, 0, {}, /*optimizer_state=*/true);
   EXPECT_TRUE(chunks.ok()) << chunks.status();
