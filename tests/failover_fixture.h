@@ -156,17 +156,6 @@ class FailoverTest : public ::testing::Test {
   std::unique_ptr<JobService::Stub> stub_;
 };
 
-// Two data-parallel GPU workers' full-phase job, checkpointed every 10
-// steps.
-inline constexpr char kDataParallel[] = R"(
-  name: "dp"
-  model { preset: "tiny" dropout: 0 dropout_set: true }
-  data { synthetic { stations: 8 time_steps: 1400 } }
-  training { epochs: 3 batch_size: 16 seed: 5 checkpoint_every: 10 }
-  placement { gpu_workers: 2 }
-  hpt { mode: full }
-)";
-
 }  // namespace hpt
 
 #endif  // HPT_TESTS_FAILOVER_FIXTURE_H_

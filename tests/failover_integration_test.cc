@@ -31,6 +31,17 @@ namespace {
 using ::testing::HasSubstr;
 using testing::ChildProcess;
 
+// Two data-parallel GPU workers' full-phase job, checkpointed every 10
+// steps.
+constexpr char kDataParallel[] = R"(
+  name: "dp"
+  model { preset: "tiny" dropout: 0 dropout_set: true }
+  data { synthetic { stations: 8 time_steps: 1400 } }
+  training { epochs: 3 batch_size: 16 seed: 5 checkpoint_every: 10 }
+  placement { gpu_workers: 2 }
+  hpt { mode: full }
+)";
+
 TEST_F(FailoverTest, KilledGpuWorkerShrinksTheGroupAndNoStepIsLostOrDoubled) {
   StartCoordinator("coordinator");
   ChildProcess gpu0 = StartWorker("gpu", "gpu0");

@@ -13,6 +13,7 @@
 #include "models/model_config.h"
 #include "models/model_flops.h"
 #include "models/st_transformer.h"
+#include "workers/gpu/gpu_run_testing.h"
 #include "workers/rendezvous_store.h"
 
 namespace hpt {
@@ -277,14 +278,8 @@ TEST(GpuExecutorGlooTest, TwoRanksEqualOneWorkerOnCombinedBatch) {
   absl::Status join_status[2];
   for (int rank = 0; rank < 2; ++rank) {
     threads[rank] = std::thread([&, rank] {
-      JoinGroupRequest j;
-      j.set_job_id("dp");
-      j.set_rank(rank);
-      j.set_world_size(2);
-      j.set_store_host("127.0.0.1");
-      j.set_store_port((*store)->port());
-      j.set_store_prefix("test/");
-      join_status[rank] = ranks[rank]->JoinGroup(j);
+      join_status[rank] =
+          ranks[rank]->JoinGroup(gpu_run_testing::JoinOf("dp", rank, 2, (*store)->port(), "test/"));
       if (!join_status[rank].ok()) return;
       Step(*ranks[rank], "dp", 0, rank == 0 ? x0 : x1, rank == 0 ? y0 : y1, 6);
     });
@@ -320,13 +315,7 @@ TEST(GpuExecutorGlooTest, AFailedJoinLeavesTheWorkerServingTheNextJob) {
     ASSERT_TRUE(store.ok()) << store.status();
     closed_port = (*store)->port();
   }  // the store stops: nothing listens there now
-  JoinGroupRequest j;
-  j.set_job_id("doomed");
-  j.set_rank(1);
-  j.set_world_size(2);
-  j.set_store_host("127.0.0.1");
-  j.set_store_port(closed_port);
-  j.set_store_prefix("gone/");
+  JoinGroupRequest j = gpu_run_testing::JoinOf("doomed", 1, 2, closed_port, "gone/");
   j.set_timeout_s(1);
   absl::Status joined = executor->JoinGroup(j);
   EXPECT_FALSE(joined.ok());
