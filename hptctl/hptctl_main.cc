@@ -286,22 +286,30 @@ int ResumeCommand(JobService::Stub& stub, const std::string& job_id) {
   return absl::GetFlag(FLAGS_watch) ? Watch(stub, job.job_id()) : kExitOk;
 }
 
-// A command that acts on one job, given its id.
-int JobCommand(JobService::Stub& stub, const std::string& command, const std::string& job_id) {
-  if (command == "watch") return Watch(stub, job_id);
-  if (command == "checkpoints") return CheckpointsCommand(stub, job_id);
-  if (command == "resume") return ResumeCommand(stub, job_id);
-  if (command == "delete") return DeleteCommand(stub, job_id);
-  if (command == "probe") return ProbeCommand(stub, job_id);
-  return StatusCommand(stub, command, job_id);  // status, cancel
-}
+// The commands that act on one job and need its id and nothing else, each
+// with what runs it.
+struct JobCommand {
+  const char* name;
+  int (*run)(JobService::Stub&, const std::string& job_id);
+};
+constexpr JobCommand kJobCommands[] = {
+    {"status",
+     [](JobService::Stub& s, const std::string& id) { return StatusCommand(s, "status", id); }},
+    {"cancel",
+     [](JobService::Stub& s, const std::string& id) { return StatusCommand(s, "cancel", id); }},
+    {"watch", Watch},
+    {"checkpoints", CheckpointsCommand},
+    {"resume", ResumeCommand},
+    {"delete", DeleteCommand},
+    {"probe", ProbeCommand},
+};
 
-// The commands JobCommand takes: each needs a job id and nothing else.
-bool IsJobCommand(const std::string& command) {
-  for (const char* c : {"status", "watch", "cancel", "checkpoints", "resume", "delete", "probe"}) {
-    if (command == c) return true;
+// The job command called `command`, or null.
+const JobCommand* FindJobCommand(const std::string& command) {
+  for (const JobCommand& c : kJobCommands) {
+    if (command == c.name) return &c;
   }
-  return false;
+  return nullptr;
 }
 
 int Run(const std::vector<char*>& args, const TlsCredentials& tls) {
@@ -324,11 +332,11 @@ int Run(const std::vector<char*>& args, const TlsCredentials& tls) {
 
   if (command == "submit") return SubmitCommand(*stub);
   if (command == "list") return ListCommand(*stub);
-  if (IsJobCommand(command)) {
+  if (const JobCommand* c = FindJobCommand(command)) {
     if (job_id.empty()) {
       return Usage(command + " needs a job id, e.g. hptctl " + command + " job-000001");
     }
-    return JobCommand(*stub, command, job_id);
+    return c->run(*stub, job_id);
   }
   if (command == "health")
     return HealthCommand(job_id.empty() ? "hpt.JobService" : job_id, channel);
