@@ -449,6 +449,9 @@ std::string FormatReport(const Job& job) {
           q.skill() < 0 ? ": the model LOSES to persistence" : "", q.climatology(),
           q.climatology_rmse(), unit));
     }
+  } else if (job.state() == SUCCEEDED) {
+    absl::StrAppend(&out, "\nno test metrics: the job's data has no test split (",
+                    job.data().split().empty() ? "none was given" : job.data().split(), ")\n");
   }
   AppendEvents(h, &out);
   if (!job.error().empty()) absl::StrAppend(&out, "\nerror: ", job.error(), "\n");

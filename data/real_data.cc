@@ -1,16 +1,18 @@
 #include "data/real_data.h"
 
+#include <dirent.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <dirent.h>
 #include <map>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "data/text_file.h"
@@ -328,8 +330,16 @@ absl::StatusOr<CovidSeries> ParseCovidCsv(const std::string& text, const std::st
   int64_t c = 0;
   for (const auto& [county, by_day] : rows.by_county) {
     if (int64_t(by_day.size()) != weeks) {
+      std::vector<int64_t> missing;  // the file's days this county lacks
+      for (const auto& [day, week] : rows.days) {
+        if (by_day.count(day) == 0) missing.push_back(day);
+      }
+      const size_t shown = std::min<size_t>(missing.size(), 5);
       return absl::InvalidArgumentError(absl::StrCat(
-          source, ": county ", county, " has ", by_day.size(), " weeks; the file has ", weeks));
+          source, ": county ", county, " has ", by_day.size(), " weeks; the file has ", weeks,
+          ": it lacks Date ", absl::StrJoin(missing.begin(), missing.begin() + shown, ", "),
+          missing.size() > shown ? absl::StrCat(" and ", missing.size() - shown, " more") : "",
+          ". Every county needs a row for every Date: add the rows, or remove the county"));
     }
     double total = 0;
     for (const auto& [day, f] : by_day) {

@@ -139,7 +139,9 @@ TEST(CovidTest, AllCountiesComeInGisjoinOrder) {
 TEST(CovidTest, MissingWeeksAndBadCellsAreNamed) {
   const std::string missing = std::string(kCovid).substr(0, std::string(kCovid).rfind("G3,9"));
   auto m = ParseCovidCsv(missing, "covid.csv", {});
-  EXPECT_THAT(m.status().message(), HasSubstr("county G3 has 2 weeks; the file has 3"));
+  EXPECT_THAT(m.status().message(),
+              HasSubstr("county G3 has 2 weeks; the file has 3: it lacks Date 216. Every county "
+                        "needs a row for every Date: add the rows, or remove the county"));
   auto bad = ParseCovidCsv(std::string(kCovid) + "G4,10,6,1,x,1\n", "covid.csv", {});
   EXPECT_THAT(bad.status().message(), HasSubstr("covid.csv:11:5: deaths 'x'"));
 }

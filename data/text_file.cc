@@ -87,7 +87,20 @@ absl::StatusOr<std::string> ReadTextFile(const std::string& path, const DataLimi
   options.no_follow = true;
   options.shown_as = path;
   options.before_read = [&] { return CheckLoading(path, limits); };
-  return ReadUserFile(*resolved, limits.max_file_bytes, options);
+  absl::StatusOr<std::string> text = ReadUserFile(*resolved, limits.max_file_bytes, options);
+  if (!text.ok()) return text;
+  // Spreadsheets save "CSV UTF-8" with a byte-order mark, which would
+  // otherwise glue itself to the first cell (and turn a first row of values
+  // into a header). UTF-16, their "Unicode text", is not read.
+  constexpr absl::string_view kUtf8Mark = "\xEF\xBB\xBF";
+  if (absl::StartsWith(*text, kUtf8Mark)) text->erase(0, kUtf8Mark.size());
+  if (absl::StartsWith(*text, "\xFF\xFE") || absl::StartsWith(*text, "\xFE\xFF")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path,
+                     ": the file is UTF-16 text: save it as UTF-8 (a spreadsheet's \"CSV UTF-8\"), "
+                     "or convert it with iconv -f UTF-16 -t UTF-8"));
+  }
+  return text;
 }
 
 absl::Status CheckLoading(absl::string_view what, const DataLimits& limits) {
@@ -112,12 +125,17 @@ absl::Status CheckCells(const std::string& what, int64_t rows, int64_t columns,
   return absl::OkStatus();
 }
 
-std::vector<std::string> SplitTrimmedCells(absl::string_view line) {
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  std::vector<std::string> cells;
-  for (absl::string_view c : absl::StrSplit(line, ',')) {
-    cells.emplace_back(absl::StripAsciiWhitespace(c));
+absl::string_view UnquotedCell(absl::string_view cell) {
+  cell = absl::StripAsciiWhitespace(cell);  // a trailing '\r' too
+  if (cell.size() >= 2 && cell.front() == '"' && cell.back() == '"') {
+    cell = absl::StripAsciiWhitespace(cell.substr(1, cell.size() - 2));
   }
+  return cell;
+}
+
+std::vector<std::string> SplitTrimmedCells(absl::string_view line) {
+  std::vector<std::string> cells;
+  for (absl::string_view c : absl::StrSplit(line, ',')) cells.emplace_back(UnquotedCell(c));
   return cells;
 }
 

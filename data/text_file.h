@@ -59,7 +59,8 @@ absl::StatusOr<std::string> ResolveDataPath(const std::string& path, const DataL
 
 // The whole of a regular file, checked as ResolveDataPath does. Opens
 // without blocking (a FIFO swapped in after the check is refused, not
-// waited on) and reads at most limits.max_file_bytes.
+// waited on) and reads at most limits.max_file_bytes. A UTF-8 byte-order
+// mark is dropped; UTF-16 text is refused, naming the fix.
 absl::StatusOr<std::string> ReadTextFile(const std::string& path,
                                          const DataLimits& limits = DataLimits());
 
@@ -74,8 +75,11 @@ absl::Status CheckCells(const std::string& what, int64_t rows, int64_t columns,
 absl::Status MissingDataFile(const std::string& path, const DataLimits& limits);
 std::string DescribeRoots(const DataLimits& limits);
 
-// The cells of one CSV line (no quoting), whitespace trimmed, a trailing
-// '\r' dropped.
+// One CSV cell whitespace trimmed (a line's trailing '\r' too) and without
+// a pair of double quotes around it. A quoted cell may not hold a comma.
+absl::string_view UnquotedCell(absl::string_view cell);
+
+// The cells of one CSV line, each as UnquotedCell gives it.
 std::vector<std::string> SplitTrimmedCells(absl::string_view line);
 
 }  // namespace hpt

@@ -1,17 +1,19 @@
 #include "data/wide_csv.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
-#include <algorithm>
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "data/text_file.h"
 #include "data/timestamps.h"
 
 namespace hpt {
@@ -30,9 +32,34 @@ bool ParseFloat(absl::string_view cell, float* out) {
   return true;
 }
 
+// A line's cells, each trimmed and without a pair of double quotes around it.
 std::vector<absl::string_view> SplitCells(absl::string_view line) {
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  return absl::StrSplit(line, ',');
+  std::vector<absl::string_view> cells = absl::StrSplit(line, ',');
+  for (absl::string_view& c : cells) c = UnquotedCell(c);
+  return cells;
+}
+
+// A cell as a message quotes it: at most 40 characters, so a line that is
+// one long cell (a file separated by something else) is not echoed whole.
+std::string Shown(absl::string_view cell) {
+  constexpr size_t kMost = 40;
+  return cell.size() <= kMost ? std::string(cell) : absl::StrCat(cell.substr(0, kMost), "...");
+}
+
+// The first line's separator where it is not a comma: a semicolon (how
+// spreadsheets in locales with a decimal comma save CSV) or a tab.
+absl::Status CheckSeparator(absl::string_view first_line, const std::string& source) {
+  for (const auto& [sep, name] : {std::pair<char, const char*>{';', "semicolons"},
+                                  std::pair<char, const char*>{'\t', "tabs"}}) {
+    if (absl::StrContains(first_line, sep)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          source, ":1: the cells are separated by ", name,
+          "; the file must be comma-separated, with '.' as the decimal mark: save it as CSV "
+          "with those, or convert it (tr '",
+          sep == '\t' ? "\\t" : ";", "' ',' < in > out.csv, where no cell holds a comma)"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 // Each station's empty cells (NaN) interpolated linearly between its
@@ -100,19 +127,20 @@ absl::StatusOr<int> TimeColumn(const std::vector<absl::string_view>& first, bool
 absl::Status BadCell(const std::string& at, absl::string_view cell, int time_column,
                      bool first_row) {
   if (IsTime(cell)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        at, ": '", cell, "' is a time, in a column of values",
-        time_column >= 0 ? " (the time column is another)"
-                         : ": name it as the series' time with data.csv.time_column "
-                           "(hptctl submit --time_column=NAME)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(at, ": '", Shown(cell), "' is a time, in a column of values",
+                     time_column >= 0 ? " (the time column is another)"
+                                      : ": name it as the series' time with data.csv.time_column "
+                                        "(hptctl submit --time_column=NAME)"));
   }
   if (!first_row) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        at, ": '", cell, "' is not a number: correct the cell, or empty it (data.missing: "
-        "interpolate or drop_rows accepts empty cells)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(at, ": '", Shown(cell),
+                     "' is not a number: correct the cell, or empty it (data.missing: "
+                     "interpolate or drop_rows accepts empty cells)"));
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      at, ": '", cell, "' is neither a number nor a time (", kTimestampForms,
+      at, ": '", Shown(cell), "' is neither a number nor a time (", kTimestampForms,
       "): remove the column, or name it with data.csv.time_column if it holds the rows' times"));
 }
 
@@ -123,12 +151,11 @@ absl::Status ReadTime(const std::string& source, size_t line_no, int column,
   int64_t t;
   if (!ParseTimestamp(cell, &t)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        at, ": '", absl::StripAsciiWhitespace(cell), "' in the time column is not a time (",
-        kTimestampForms, ")"));
+        at, ": '", Shown(cell), "' in the time column is not a time (", kTimestampForms, ")"));
   }
   if (!times->empty() && t <= times->back()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        at, ": time '", absl::StripAsciiWhitespace(cell), "' is not after the row before's (",
+        at, ": time '", Shown(cell), "' is not after the row before's (",
         FormatTimestamp(times->back()), "): sort the file by time and remove repeated rows"));
   }
   times->push_back(t);
@@ -177,6 +204,7 @@ absl::StatusOr<TimeSeriesMatrix> ParseWideCsv(const std::string& text,
   if (lines.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": file is empty"));
   }
+  if (absl::Status s = CheckSeparator(lines[0], source); !s.ok()) return s;
   const std::vector<absl::string_view> first = SplitCells(lines[0]);
   bool values_only = true;  // every cell a number or a time
   for (absl::string_view c : first) {

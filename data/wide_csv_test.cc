@@ -106,6 +106,76 @@ TEST(WideCsvTest, LoadsFileFromDisk) {
   std::remove(path.c_str());
 }
 
+// As a spreadsheet saves "CSV UTF-8": a byte-order mark before a first
+// row of values, which must not turn it into a header.
+TEST(WideCsvTest, AByteOrderMarkIsDroppedAndUtf16IsRefused) {
+  const std::string path = ::testing::TempDir() + "/wide_csv_bom.csv";
+  {
+    std::ofstream out(path);
+    out << "\xEF\xBB\xBF"
+        << "0.5,1.5\r\n2.5,3.5\r\n";
+  }
+  auto m = LoadWideCsv(path, {});
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->rows, 2);
+  EXPECT_TRUE(m->column_names.empty());
+  EXPECT_FLOAT_EQ(m->at(0, 0), 0.5f);
+  {
+    std::ofstream out(path);
+    out << std::string(
+        "\xFF\xFE"
+        "0\0,\0"
+        "1\0",
+        8);
+  }
+  m = LoadWideCsv(path, {});
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(m.status().message(),
+              HasSubstr("the file is UTF-16 text: save it as UTF-8 (a spreadsheet's \"CSV "
+                        "UTF-8\"), or convert it with iconv -f UTF-16 -t UTF-8"));
+  std::remove(path.c_str());
+}
+
+TEST(WideCsvTest, SemicolonsOrTabsAreNamedWithTheFix) {
+  auto semi = ParseWideCsv("a;b\n1,5;2,5\n", "s.csv", {});
+  ASSERT_FALSE(semi.ok());
+  EXPECT_EQ(semi.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(semi.status().message(),
+            "s.csv:1: the cells are separated by semicolons; the file must be comma-separated, "
+            "with '.' as the decimal mark: save it as CSV with those, or convert it (tr ';' "
+            "',' < in > out.csv, where no cell holds a comma)");
+  auto tabs = ParseWideCsv("1.5\t2.5\n3\t4\n", "t.tsv", {});
+  ASSERT_FALSE(tabs.ok());
+  EXPECT_THAT(tabs.status().message(),
+              HasSubstr("t.tsv:1: the cells are separated by tabs; the file must be "
+                        "comma-separated"));
+  EXPECT_THAT(tabs.status().message(), HasSubstr("(tr '\\t' ',' < in > out.csv"));
+}
+
+TEST(WideCsvTest, QuotedCellsAreReadWithoutTheirQuotes) {
+  auto m = ParseWideCsv(
+      "\"when\",\"north\", \"south\"\n\"2024-01-01\",\"1.5\",2\n"
+      "2024-01-02,3,\" 4 \"\n",
+      "q.csv", {});
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->time_name, "when");
+  EXPECT_THAT(m->column_names, ::testing::ElementsAre("north", "south"));
+  EXPECT_EQ(m->times.size(), 2u);
+  EXPECT_FLOAT_EQ(m->at(0, 0), 1.5f);
+  EXPECT_FLOAT_EQ(m->at(1, 1), 4.0f);
+}
+
+// A long bad cell is quoted to 40 characters, not whole.
+TEST(WideCsvTest, AMessageQuotesAtMost40CharactersOfACell) {
+  const std::string long_cell(300, 'x');
+  auto m = ParseWideCsv("1,2\n3," + long_cell + "\n", "l.csv", {});
+  ASSERT_FALSE(m.ok());
+  EXPECT_THAT(m.status().message(),
+              HasSubstr("l.csv:2:2: '" + std::string(40, 'x') + "...' is not a number"));
+  EXPECT_EQ(m.status().message().find(std::string(41, 'x')), std::string::npos);
+}
+
 TEST(WideCsvTest, ALongParsePastItsDeadlineStops) {
   std::string text;
   for (int i = 0; i < 10000; ++i) text += "1,2,3\n";

@@ -76,11 +76,21 @@ absl::StatusOr<WindowDataset> WindowDataset::Create(
   for (int64_t start : StartsWithin(options.validation, span)) {
     add(start, &ds.validation_starts_);
   }
+  // A window lies wholly in its range: input_steps rows, then the target
+  // `horizon` rows after the last.
   if (ds.train_starts_.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "data: the training rows (first range [", options.train.begin, ", ",
-        options.train.end, ")) hold no window of ", options.input_steps,
-        " steps plus a horizon of ", options.horizon));
+        "data: the training rows (first range [", options.train.begin, ", ", options.train.end,
+        ")) hold no window of ", options.input_steps, " steps plus a horizon of ", options.horizon,
+        ": a range needs at least ", span, " rows; widen it, or lower data.input_steps"));
+  }
+  if (options.test.end > options.test.begin && ds.test_starts_.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "data: the test rows [", options.test.begin, ", ", options.test.end, ") hold no window of ",
+        options.input_steps, " steps plus a horizon of ", options.horizon,
+        ": a range needs at least ", span, " rows. To forecast rows ", options.test.begin,
+        " on, begin it at ", std::max<int64_t>(0, options.test.begin - span + 1),
+        " (a window's inputs may be training rows, its target never is)"));
   }
   // Per-station z-score fitted on the training rows only.
   const int64_t columns = series.columns;

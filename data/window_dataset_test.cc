@@ -161,6 +161,27 @@ TEST(WindowDatasetTest, RejectsRangesOutsideTheData) {
   EXPECT_NE(ds.status().message().find("[0, 50)"), std::string::npos);
 }
 
+TEST(WindowDatasetTest, ATestRangeThatHoldsNoWindowIsRefusedWithWhereToBeginIt) {
+  WindowOptions o;
+  o.input_steps = 12;
+  o.horizon = 1;
+  o.train = {0, 50};
+  o.test = {60, 65};
+  auto ds = WindowDataset::Create(Ramp(80, 1), o);
+  ASSERT_FALSE(ds.ok());
+  EXPECT_EQ(ds.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ds.status().message(),
+            "data: the test rows [60, 65) hold no window of 12 steps plus a horizon of 1: a "
+            "range needs at least 13 rows. To forecast rows 60 on, begin it at 48 (a window's "
+            "inputs may be training rows, its target never is)");
+  // Begun there, its first window's target is row 60.
+  o.test = {48, 65};
+  ds = WindowDataset::Create(Ramp(80, 1), o);
+  ASSERT_TRUE(ds.ok()) << ds.status();
+  EXPECT_EQ(ds->test_starts().size(), 5u);  // targets at rows 60..64
+  EXPECT_EQ(ds->test_starts()[0], 48);
+}
+
 TEST(SyntheticTest, SameSeedSameSeriesOtherSeedDiffers) {
   SyntheticOptions o;
   o.stations = 5;

@@ -69,8 +69,11 @@ absl::Status LoadWeather(const DataSpec& spec, const DataLimits& limits,
   const auto first = std::find(loaded->years.begin(), loaded->years.end(), year);
   const auto last = std::find_if(first, loaded->years.end(), [&](int y) { return y != year; });
   if (first == loaded->years.end()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "data.weather.test_year ", year, " is not in the stations' common period"));
+    const auto [lo, hi] = std::minmax_element(loaded->years.begin(), loaded->years.end());
+    return absl::InvalidArgumentError(
+        absl::StrCat("data.weather.test_year ", year, " is not in the stations' common period",
+                     lo == loaded->years.end() ? "" : absl::StrCat(" (", *lo, " to ", *hi, ")"),
+                     ": give a year in it (hptctl submit --test_year=YEAR)"));
   }
   const int64_t b = first - loaded->years.begin(), e = last - loaded->years.begin();
   summary->set_source("weather");
@@ -139,9 +142,17 @@ constexpr double kDefaultTestShare = 0.2;
 
 // Training on the first rows, testing on the last kDefaultTestShare (at
 // least one window's worth), said in the summary.
-void DefaultSplit(const TimeSeriesMatrix& series, WindowOptions* windows, DataSummary* summary) {
+absl::Status DefaultSplit(const TimeSeriesMatrix& series, WindowOptions* windows,
+                          DataSummary* summary) {
   const int64_t rows = series.rows;
   const int64_t span = windows->input_steps + windows->horizon;
+  if (rows < span + 1) {  // one window to train on, one target to test
+    return absl::InvalidArgumentError(absl::StrCat(
+        "data.csv: the file's ", rows, " data rows are too few: a sample spans data.input_steps (",
+        windows->input_steps, ") + data.horizon (", windows->horizon, ") = ", span,
+        " rows, and training and testing need at least ", span + 1,
+        "; give a longer series, or lower data.input_steps"));
+  }
   const int64_t test_rows = std::max<int64_t>(
       1, int64_t(std::llround(kDefaultTestShare * double(rows))));
   const int64_t split = std::max<int64_t>(span, rows - test_rows);
@@ -152,6 +163,7 @@ void DefaultSplit(const TimeSeriesMatrix& series, WindowOptions* windows, DataSu
   summary->set_split(absl::StrCat(
       "train on rows 0-", split - 1, ", test on the last ", rows - split, " (rows ", split, "-",
       rows - 1, from, "): the last 20 % in time, as the data gave no split"));
+  return absl::OkStatus();
 }
 
 absl::Status LoadCsv(const DataSpec& spec, const DataLimits& limits, TimeSeriesMatrix* series,
@@ -177,8 +189,7 @@ absl::Status LoadCsv(const DataSpec& spec, const DataLimits& limits, TimeSeriesM
   series->unit = TakeCommonUnit(&series->column_names);
   if (csv.train_begin_row() == 0 && csv.train_end_row() == 0 && csv.test_end_row() == 0 &&
       csv.more_train_rows_size() == 0) {
-    DefaultSplit(*series, windows, summary);
-    return absl::OkStatus();
+    return DefaultSplit(*series, windows, summary);
   }
   windows->train = {csv.train_begin_row(),
                     csv.train_end_row() > 0 ? csv.train_end_row() : series->rows};
@@ -186,7 +197,12 @@ absl::Status LoadCsv(const DataSpec& spec, const DataLimits& limits, TimeSeriesM
     windows->extra_train.push_back({r.begin(), r.end()});
   }
   windows->test = {csv.test_begin_row(), csv.test_end_row()};
-  if (csv.test_end_row() == 0) windows->test = {0, 0};
+  if (csv.test_end_row() == 0) {
+    windows->test = {0, 0};
+    summary->set_split(
+        "training rows given and no test rows: no test split, so no test metrics (give "
+        "data.csv.test_begin_row and test_end_row; hptctl submit --test_rows=BEGIN:END)");
+  }
   return absl::OkStatus();
 }
 

@@ -2,8 +2,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
+#include "absl/strings/str_format.h"
 #include "coordinator/spec/job_spec.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -39,13 +41,39 @@ TEST(JobDataTest, ACsvWithoutASplitTestsOnItsLastFifth) {
   EXPECT_EQ(summary.split(),
             "train on rows 0-79, test on the last 20 (rows 80-99): the last 20 % in time, as the "
             "data gave no split");
-  // Training rows given and no test rows: no test split, nothing said.
+  // Training rows given and no test rows: no test split, and the summary
+  // says how to give one.
   spec.mutable_data()->mutable_csv()->set_train_end_row(100);
   DataSummary given;
   auto no_test = BuildJobData(NormalizeJobSpec(spec)->data(), &given);
   ASSERT_TRUE(no_test.ok()) << no_test.status();
   EXPECT_TRUE(no_test->test_starts().empty());
-  EXPECT_EQ(given.split(), "");
+  EXPECT_THAT(given.split(), ::testing::HasSubstr("no test split, so no test metrics (give "
+                                                  "data.csv.test_begin_row and test_end_row"));
+}
+
+// Too few rows for the default split, and a given test range that holds no
+// window: refused at submission, each naming the fix.
+TEST(JobDataTest, TooFewRowsForASplitAreRefusedNamingTheFix) {
+  std::string text;
+  for (int t = 0; t < 10; ++t) text += std::to_string(t) + "," + std::to_string(2 * t) + "\n";
+  JobSpec spec;
+  spec.mutable_data()->mutable_csv()->set_path(WriteTemp("ten.csv", text));
+  spec.mutable_data()->set_input_steps(12);
+  auto short_file = BuildJobData(NormalizeJobSpec(spec)->data(), nullptr);
+  ASSERT_FALSE(short_file.ok());
+  EXPECT_EQ(short_file.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(short_file.status().message(),
+              ::testing::HasSubstr("the file's 10 data rows are too few: a sample spans "
+                                   "data.input_steps (12) + data.horizon (1) = 13 rows, and "
+                                   "training and testing need at least 14"));
+  // 14 rows is the least: one window trains, one target tests.
+  for (int t = 10; t < 14; ++t) text += std::to_string(t) + "," + std::to_string(2 * t) + "\n";
+  spec.mutable_data()->mutable_csv()->set_path(WriteTemp("fourteen.csv", text));
+  auto least = BuildJobData(NormalizeJobSpec(spec)->data(), nullptr);
+  ASSERT_TRUE(least.ok()) << least.status();
+  EXPECT_EQ(least->train_starts().size(), 1u);
+  EXPECT_EQ(least->test_starts().size(), 1u);
 }
 
 // A covid job's samples are groups of counties: its model (and so the
@@ -112,4 +140,29 @@ TEST(JobDataTest, SweTrainsOnSyntheticSeriesOverTheStationTable) {
 }
 
 }  // namespace
+// A weather test year outside the stations' period names the period.
+TEST(JobDataTest, AWeatherTestYearOutsideThePeriodNamesIt) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string dir = std::string(tmp ? tmp : "/tmp") + "/awn";
+  std::filesystem::create_directories(dir);
+  std::string text = "TSTAMP_HOUR, MAX_TSTAMP_PST, UNIT_ID, AIR_TEMP_F, \n";
+  for (int h = 0; h < 24; ++h) {
+    text += absl::StrFormat("2019-12-31 %02d:00,x, 1, %d,\n2020-01-01 %02d:00,x, 1, %d,\n", h, h, h,
+                            h + 1);
+  }
+  WriteTemp("awn/AWN_60_1.csv", text);
+  JobSpec spec;
+  spec.mutable_data()->mutable_weather()->set_dir(dir);
+  spec.mutable_data()->mutable_weather()->set_test_year(2030);
+  spec.mutable_data()->set_input_steps(2);
+  auto data = BuildJobData(NormalizeJobSpec(spec)->data(), nullptr);
+  ASSERT_FALSE(data.ok());
+  EXPECT_EQ(data.status().message(),
+            "data.weather.test_year 2030 is not in the stations' common period (2019 to 2020): "
+            "give a year in it (hptctl submit --test_year=YEAR)");
+  spec.mutable_data()->mutable_weather()->set_test_year(2020);
+  auto in_period = BuildJobData(NormalizeJobSpec(spec)->data(), nullptr);
+  ASSERT_TRUE(in_period.ok()) << in_period.status();
+}
+
 }  // namespace hpt
