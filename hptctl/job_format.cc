@@ -65,11 +65,15 @@ std::string FormatProgress(const Job& job, int bar_width) {
       p.total_steps() > 0 ? double(p.step()) / double(p.total_steps()) : 0.0;
   const int filled = static_cast<int>(fraction * bar_width);
   std::string bar = std::string(filled, '#') + std::string(bar_width - filled, '.');
+  // While an evaluation runs, how far it is stands where the training's
+  // ETA would.
   return absl::StrFormat(
-      "[%s] %3d%% epoch %d/%d step %d/%d loss %s  %.1f samples/s  ETA %s", bar,
-      static_cast<int>(fraction * 100), p.epoch(), p.epochs(), p.step(),
-      p.total_steps(), p.step() > 0 ? absl::StrFormat("%.4f", p.loss()) : "-",
-      p.samples_per_s(), p.step() > 0 ? FormatDuration(p.eta_s()) : "-");
+      "[%s] %3d%% epoch %d/%d step %d/%d loss %s  %.1f samples/s  %s", bar,
+      static_cast<int>(fraction * 100), p.epoch(), p.epochs(), p.step(), p.total_steps(),
+      p.step() > 0 ? absl::StrFormat("%.4f", p.loss()) : "-", p.samples_per_s(),
+      !p.evaluating().empty()
+          ? absl::StrCat("evaluating ", p.evaluating())
+          : absl::StrCat("ETA ", p.step() > 0 ? FormatDuration(p.eta_s()) : "-"));
 }
 
 namespace {
@@ -155,6 +159,7 @@ std::string FormatSummary(const Job& job) {
   absl::StrAppendFormat(&out, "  progress   epoch %d/%d, step %d/%d, %s elapsed\n",
                         p.epoch(), p.epochs(), p.step(), p.total_steps(),
                         FormatDuration(p.elapsed_s()));
+  if (!p.evaluating().empty()) absl::StrAppend(&out, "  evaluating ", p.evaluating(), "\n");
   if (job.epoch_losses_size() > 0) {
     std::string losses;
     for (int i = 0; i < job.epoch_losses_size(); ++i) {

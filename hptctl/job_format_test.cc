@@ -35,6 +35,21 @@ TEST(JobFormatTest, ProgressBeforeFirstStepHasNoLoss) {
             "[....]   0% epoch 2/3 step 0/200 loss -  88.0 samples/s  ETA -");
 }
 
+// After an epoch's last step the bar stands still while the test split is
+// predicted: it says so where the ETA was, and the summary in a line.
+TEST(JobFormatTest, AnEvaluationShowsHowFarItIs) {
+  Job job = RunningJob();
+  job.mutable_progress()->set_step(200);
+  job.mutable_progress()->set_evaluating("the test split: 576 of 1665 samples");
+  EXPECT_EQ(FormatProgress(job, 4),
+            "[####] 100% epoch 2/3 step 200/200 loss 0.1235  88.0 samples/s  evaluating the "
+            "test split: 576 of 1665 samples");
+  EXPECT_NE(FormatSummary(job).find("\n  evaluating the test split: 576 of 1665 samples\n"),
+            std::string::npos);
+  job.mutable_progress()->clear_evaluating();
+  EXPECT_EQ(FormatSummary(job).find("evaluating"), std::string::npos);
+}
+
 TEST(JobFormatTest, DurationsReadNaturally) {
   EXPECT_EQ(FormatDuration(4.4), "4s");
   EXPECT_EQ(FormatDuration(65), "1m05s");
@@ -267,6 +282,27 @@ TEST(JobFormatTest, ReportStatesTheRecipeAndTheSwitchRule) {
   EXPECT_NE(FormatReport(job).find("; trial: LoRA's loss shown within 5 % of the full model's "
                                    "(one-sided 99 % bound)"),
             std::string::npos);
+}
+
+}  // namespace
+}  // namespace hpt
+
+namespace hpt {
+namespace {
+
+// A finished job without a test split says why it has no test metrics,
+// where a running one (metrics to come) says nothing.
+TEST(JobFormatTest, AReportWithoutATestSplitSaysWhy) {
+  Job job;
+  job.set_job_id("job-000009");
+  job.set_state(SUCCEEDED);
+  job.mutable_data()->set_split("training rows given and no test rows, so no test split");
+  EXPECT_NE(FormatReport(job).find("\nno test metrics: the job's data has no test split "
+                                   "(training rows given and no test rows, so no test split)\n"),
+            std::string::npos)
+      << FormatReport(job);
+  job.set_state(RUNNING);
+  EXPECT_EQ(FormatReport(job).find("no test metrics"), std::string::npos);
 }
 
 }  // namespace

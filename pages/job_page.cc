@@ -70,9 +70,11 @@ std::string QualityCards(const Job& job) {
   const std::string unit = d.unit().empty() ? "" : " " + d.unit();
   std::string out = "<h3 class=\"cards-title\">Forecast quality (test split, the data's units)</h3>";
   if (m.values() == 0) {
+    const std::string& evaluating = job.progress().evaluating();
     return out + "<p class=\"note\" id=\"quality\">" +
-           (job.progress().epoch() == 0 ? "No evaluation has run yet: it follows each epoch."
-                                        : "This job has no test split, so no quality to show.") +
+           (!evaluating.empty()           ? Escape(absl::StrCat("Evaluating ", evaluating, "."))
+            : job.progress().epoch() == 0 ? "No evaluation has run yet: it follows each epoch."
+                                          : "This job has no test split, so no quality to show.") +
            "</p>";
   }
   absl::StrAppend(&out, "<div class=\"cards\" id=\"quality\">",

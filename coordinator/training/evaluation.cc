@@ -62,14 +62,18 @@ absl::Status ForEachPrediction(const WindowDataset& data, const std::vector<int6
 
 }  // namespace
 
+int64_t TestSamples(const WindowDataset& data, const TrainingSpec& training) {
+  const int64_t all = int64_t(data.test_starts().size());
+  return training.max_test_samples() > 0 ? std::min<int64_t>(all, training.max_test_samples())
+                                         : all;
+}
+
 absl::StatusOr<std::optional<TestEvaluation>> EvaluateTestSplit(const WindowDataset& data,
                                                                 const TrainingSpec& training,
                                                                 const ModelConfig& model,
                                                                 const Predictor& predict) {
   std::vector<int64_t> starts = data.test_starts();
-  if (training.max_test_samples() > 0 && int64_t(starts.size()) > training.max_test_samples()) {
-    starts.resize(training.max_test_samples());
-  }
+  starts.resize(TestSamples(data, training));
   if (starts.empty()) return std::nullopt;
   const int64_t batch = EvalBatchSize(training, model, data.num_tokens());
   const int64_t tokens = data.num_tokens();

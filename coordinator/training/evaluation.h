@@ -38,8 +38,12 @@ inline constexpr int kPredictionSamples = 240;
 // The model's output for inputs [n, tokens, features].
 using Predictor = std::function<absl::StatusOr<HostTensor>(const HostTensor& inputs)>;
 
-// Evaluates on the test split (its first training.max_test_samples samples
-// when that is set); nullopt when the split is empty. INTERNAL when a
+// The test samples an evaluation predicts: the test split's, at most
+// training.max_test_samples when that is set.
+int64_t TestSamples(const WindowDataset& data, const TrainingSpec& training);
+
+// Evaluates on the test split (its first TestSamples samples); nullopt when
+// the split is empty. INTERNAL when a
 // prediction's shape is not the targets'.
 absl::StatusOr<std::optional<TestEvaluation>> EvaluateTestSplit(const WindowDataset& data,
                                                                 const TrainingSpec& training,

@@ -19,10 +19,37 @@ absl::StatusOr<HostTensor> Trainer::Predict(const HostTensor& x) {
   return prediction;
 }
 
+Predictor Trainer::PredictShowingProgress(const std::string& split, int64_t samples,
+                                          int64_t* done) {
+  *done = 0;
+  return [this, split, samples, done,
+          shown = absl::InfinitePast()](const HostTensor& x) mutable -> absl::StatusOr<HostTensor> {
+    // Where the job stands, at most once a second: a CPU may take minutes
+    // over a large test split.
+    const absl::Time now = options_.now();
+    if (now - shown >= absl::Seconds(1)) {
+      shown = now;
+      state_.progress.set_evaluating(
+          absl::StrCat("the ", split, ": ", *done, " of ", samples, " samples"));
+      state_.progress.set_elapsed_s(absl::ToDoubleSeconds(now - start_));
+      if (options_.on_progress) options_.on_progress(state_);
+    }
+    absl::StatusOr<HostTensor> prediction = Predict(x);
+    if (prediction.ok() && !x.shape.empty()) *done += x.shape[0];
+    return prediction;
+  };
+}
+
 absl::Status Trainer::Evaluate(int epoch) {
-  const Predictor predict = [this](const HostTensor& x) { return Predict(x); };
+  int64_t done = 0;
   ASSIGN_OR_RETURN(std::optional<double> validation,
-                   EvaluateValidationSplit(*data_, spec_.training(), model_, predict));
+                   EvaluateValidationSplit(
+                       *data_, spec_.training(), model_,
+                       PredictShowingProgress("validation split",
+                                              int64_t(data_->validation_starts().size()), &done)));
+  const Predictor predict =
+      PredictShowingProgress("test split", TestSamples(*data_, spec_.training()), &done);
+  state_.progress.clear_evaluating();
   if (validation.has_value()) state_.progress.set_validation_loss(*validation);
   const bool selecting = validation.has_value() &&
                          spec_.training().select() == Selection::best_validation;
@@ -33,6 +60,8 @@ absl::Status Trainer::Evaluate(int epoch) {
   if (selecting && !keep && !options_.evaluate_every_epoch) return absl::OkStatus();
   ASSIGN_OR_RETURN(std::optional<TestEvaluation> result,
                    EvaluateTestSplit(*data_, spec_.training(), model_, predict));
+  state_.progress.clear_evaluating();
+  state_.progress.set_elapsed_s(absl::ToDoubleSeconds(options_.now() - start_));
   TestPredictions predictions;
   if (result.has_value()) {
     state_.progress.set_test_loss(result->test_loss);

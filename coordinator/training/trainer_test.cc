@@ -41,6 +41,10 @@ class FakeWorker : public WorkerClient {
     if (!r.train()) {
       log.push_back("eval");
       response.set_loss(0.5);
+      if (r.return_outputs()) {  // a prediction of zeros, [n, tokens, 1]
+        const int64_t n = r.inputs().shape(0), tokens = r.inputs().shape(1);
+        ToProto(HostTensor({n, tokens, 1}), "outputs", response.mutable_outputs());
+      }
       return response;
     }
     log.push_back("forward");
@@ -176,6 +180,42 @@ TEST(TrainerTest, OneWorkerRunsForwardBackwardUpdatePerStep) {
   EXPECT_NEAR(last.epoch_losses[0], (1 + 0.9 + 0.81) / 3, 1e-12);
   EXPECT_NEAR(last.epoch_losses[1], (0.729 + 0.6561 + 0.59049) / 3, 1e-12);
   EXPECT_NEAR(last.cost.measured_s(), 6 * 0.25, 1e-12);
+}
+
+// While the test split is predicted the job says how far it is, at most
+// once a second of its clock, and says nothing of it once it is done.
+TEST(TrainerTest, AnEvaluationPublishesHowFarItIs) {
+  SyntheticOptions s;
+  s.stations = 3;
+  s.time_steps = 30;
+  WindowOptions w;
+  w.input_steps = 4;
+  w.horizon = 1;
+  w.train = {0, 20};
+  w.test = {16, 30};  // windows starting 16..25: 10 test samples
+  WindowDataset data = *WindowDataset::Create(MakeSyntheticSeries(s), w);
+  FakeWorker worker("w0");
+  std::vector<std::string> evaluating;
+  Trainer::Options options;
+  absl::Time clock = absl::UnixEpoch();
+  // Half a second a reading: every other prediction publishes.
+  options.now = [&] { return clock += absl::Milliseconds(500); };
+  options.on_progress = [&](const TrainerUpdate& u) {
+    evaluating.push_back(u.progress.evaluating());
+  };
+  JobSpec spec = Spec(1, 4, 1);
+  spec.mutable_training()->set_eval_batch_size(2);
+  Trainer trainer("job", spec, &data, {&worker}, options);
+  ASSERT_TRUE(trainer.Run().ok());
+  std::vector<std::string> shown;
+  for (const std::string& e : evaluating) {
+    if (!e.empty()) shown.push_back(e);
+  }
+  EXPECT_THAT(shown,
+              ElementsAre("the test split: 0 of 10 samples", "the test split: 4 of 10 samples",
+                          "the test split: 8 of 10 samples"));
+  ASSERT_FALSE(evaluating.empty());
+  EXPECT_EQ(evaluating.back(), "");
 }
 
 TEST(TrainerTest, TwoWorkersSplitEachBatchAndShareTheGlobalSize) {
