@@ -349,6 +349,7 @@ absl::Status NormalizePlacement(PlacementSpec& p, const TrainingSpec& t) {
 
 absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
   const bool no_data = spec.data().source_case() == DataSpec::SOURCE_NOT_SET;
+  const bool no_preset = spec.model().preset().empty();
   ASSIGN_OR_RETURN(const ModelConfig preset, NormalizeModel(*spec.mutable_model()));
   RETURN_IF_ERROR(NormalizeData(*spec.mutable_data()));
   ApplyPaperRecipe(spec.model().preset(), spec.mutable_training(), spec.mutable_hpt());
@@ -367,6 +368,18 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec) {
         "data: no source given, so the job trains on a synthetic series (", s.stations(),
         " stations x ", s.time_steps(), " steps); give --csv, --weather_dir, --covid_csv or "
         "--swe_stations (data { ... } in a spec) for real data"));
+  }
+  // A data set the paper trains, with the small default model: the note
+  // names the paper's model for it.
+  const char* paper_preset = spec.data().has_weather() ? "weather"
+                             : spec.data().has_covid() ? "covid"
+                             : spec.data().has_swe()   ? "swe"
+                                                       : nullptr;
+  if (no_preset && paper_preset != nullptr) {
+    notes.push_back(absl::StrCat(
+        "model.preset: none given, so the small 'tiny' model trains; --preset=", paper_preset,
+        " (model { preset: \"", paper_preset, "\" }) is the paper's ", paper_preset,
+        " model with its training recipe"));
   }
   RETURN_IF_ERROR(NormalizeHpt(*spec.mutable_hpt(), spec.model(), preset, spec.training(),
                                spec.placement(), &notes));

@@ -4,6 +4,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -321,6 +322,35 @@ TEST(JobSpecTest, AWindowUnderThreeStepsIsRoundedUpWithANote) {
   EXPECT_THAT(synthetic->notes(0), ::testing::HasSubstr(
                                        "data: no source given, so the job trains on a synthetic "
                                        "series (16 stations x 512 steps)"));
+}
+
+// A data set the paper trains without a preset trains the small default
+// model, and the note names the paper's model for that data.
+TEST(JobSpecTest, APaperDataSetWithoutAPresetNamesThePapersModel) {
+  for (auto [source, preset] : std::initializer_list<std::pair<const char*, const char*>>{
+           {"data { covid { path: \"c.csv\" } }", "covid"},
+           {"data { weather { dir: \"w\" } }", "weather"},
+           {"data { swe { stations_csv: \"s.csv\" } }", "swe"}}) {
+    auto spec = NormalizeJobSpec(*ParseJobSpecText(absl::StrCat(source, " hpt { mode: full }")));
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    EXPECT_EQ(spec->model().preset(), "tiny");
+    EXPECT_THAT(spec->notes(), ::testing::ElementsAre(absl::StrCat(
+                                   "model.preset: none given, so the small 'tiny' model trains; "
+                                   "--preset=",
+                                   preset, " (model { preset: \"", preset, "\" }) is the paper's ",
+                                   preset, " model with its training recipe")));
+    EXPECT_EQ(NormalizeJobSpec(*spec)->notes_size(), 1);  // said once
+  }
+  // A preset given, or a CSV (no paper preset to name): nothing said.
+  EXPECT_EQ(NormalizeJobSpec(
+                *ParseJobSpecText("model { preset: \"tiny\" } data { covid { path: \"c.csv\" } } "
+                                  "hpt { mode: full }"))
+                ->notes_size(),
+            0);
+  EXPECT_EQ(
+      NormalizeJobSpec(*ParseJobSpecText("data { csv { path: \"x.csv\" } } hpt { mode: full }"))
+          ->notes_size(),
+      0);
 }
 
 TEST(JobSpecTest, HptDefaultsAreThePapers) {
