@@ -1,5 +1,8 @@
 #include "models/model_weights.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "models/predict.h"
@@ -40,6 +43,22 @@ absl::StatusOr<HostTensor> Predict(const ModelConfig& config,
   }
   for (int64_t d : shape) {
     if (d < 1) return absl::InvalidArgumentError(absl::StrCat("input is ", input.ShapeString(), ": a dimension is empty"));
+  }
+  // A NaN would come back as NaN predictions for every token it reaches
+  // through attention, without a word.
+  const auto bad =
+      std::find_if(input.data.begin(), input.data.end(), [](float v) { return !std::isfinite(v); });
+  if (bad != input.data.end()) {
+    std::vector<int64_t> at(shape.size());
+    for (int64_t i = int64_t(bad - input.data.begin()), d = int64_t(shape.size()) - 1; d >= 0;
+         --d) {
+      at[d] = i % shape[d];
+      i /= shape[d];
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("input holds a non-finite value (", *bad, ") at [", absl::StrJoin(at, ", "),
+                     "]: fill the gaps first (training's data.missing: interpolate fills them "
+                     "linearly in time)"));
   }
   try {
     SpatioTemporalTransformer model(config);

@@ -142,6 +142,15 @@ class ModelInPythonTest(unittest.TestCase):
         self.assertIn("'descr' must be '<f4' (float32) or '<f8' (float64)", run.stderr)
         run = self.cluster.ctl("predict", "job-999999", f"--input={wrong}", check=False)
         self.assertIn("NOT_FOUND", run.stderr)
+        # A gap in a window would come back as NaN forecasts: refused where it is.
+        gap = os.path.join(self.dir, "gap.npy")
+        x = np.zeros((2, 16, int(self.config["input_features"])), np.float32)
+        x[1, 3, 5] = np.nan
+        np.save(gap, x)
+        run = self.cluster.ctl("predict", self.job_id, f"--input={gap}", check=False)
+        self.assertEqual(run.returncode, 3, run.stderr)
+        self.assertIn("PredictRequest.input: input holds a non-finite value (nan) at [1, 3, 5]: "
+                      "fill the gaps first", run.stderr)
 
 
 STATIONS = ["Pullman", "Prosser", "Othello", "Lind", "Walla Walla", "Wenatchee"]
