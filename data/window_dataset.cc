@@ -82,7 +82,8 @@ absl::StatusOr<WindowDataset> WindowDataset::Create(
     return absl::InvalidArgumentError(absl::StrCat(
         "data: the training rows (first range [", options.train.begin, ", ", options.train.end,
         ")) hold no window of ", options.input_steps, " steps plus a horizon of ", options.horizon,
-        ": a range needs at least ", span, " rows; widen it, or lower data.input_steps"));
+        ": a range needs at least ", span,
+        " rows; widen it (a longer series), or lower data.input_steps or data.horizon"));
   }
   if (options.test.end > options.test.begin && ds.test_starts_.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -151,7 +151,7 @@ absl::Status DefaultSplit(const TimeSeriesMatrix& series, WindowOptions* windows
         "data.csv: the file's ", rows, " data rows are too few: a sample spans data.input_steps (",
         windows->input_steps, ") + data.horizon (", windows->horizon, ") = ", span,
         " rows, and training and testing need at least ", span + 1,
-        "; give a longer series, or lower data.input_steps"));
+        "; give a longer series, or lower data.input_steps or data.horizon"));
   }
   const int64_t test_rows = std::max<int64_t>(
       1, int64_t(std::llround(kDefaultTestShare * double(rows))));
