@@ -264,13 +264,17 @@ std::string RenderJobsContent(const std::vector<Job>& jobs) {
                            "<th>owner</th></tr></thead><tbody>");
     for (const Job& j : jobs) {
       const CostComparison& c = j.hpt().comparison();
-      absl::StrAppend(&body, "<tr><td><a href=\"/jobs/", Escape(j.job_id()), "\">", Escape(j.job_id()), "</a></td><td>",
-                      Escape(j.name()), "</td><td><span class=\"state ", JobState_Name(j.state()), "\">",
-                      Escape(StateName(j.state())), "</span></td><td>", Escape(j.hpt().phase()), "</td><td>",
-                      j.progress().step(), " / ", j.progress().total_steps(), "</td><td>", Num(j.progress().loss()),
-                      "</td><td>", j.hpt().switch_step() >= 0 ? absl::StrCat(j.hpt().switch_step()) : "–",
-                      "</td><td>", c.hpt_time_s() > 0 ? Num(c.time_ratio(), 3) + "× / " + RatioOrDash(c.energy_ratio()) : "–",
-                      "</td><td>", Escape(j.owner()), "</td></tr>");
+      absl::StrAppend(
+          &body, "<tr><td><a href=\"/jobs/", Escape(j.job_id()), "\">", Escape(j.job_id()),
+          "</a></td><td>", Escape(j.name()), "</td><td><span class=\"state ",
+          JobState_Name(j.state()), "\">", Escape(StateName(j.state())), "</span></td><td>",
+          Escape(j.hpt().phase()), "</td><td>", j.progress().step(), " / ",
+          j.progress().total_steps(), "</td><td>",
+          j.progress().step() > 0 ? Num(j.progress().loss()) : "–", "</td><td>",
+          j.hpt().switch_step() >= 0 ? absl::StrCat(j.hpt().switch_step()) : "–", "</td><td>",
+          c.hpt_time_s() > 0 ? Num(c.time_ratio(), 3) + "× / " + RatioOrDash(c.energy_ratio())
+                             : "–",
+          "</td><td>", Escape(j.owner()), "</td></tr>");
     }
     body += "</tbody></table>";
   }

@@ -69,6 +69,22 @@ TEST(JobPageTest, NamesAreEscapedAndBarsCarryTheirValues) {
   EXPECT_NE(RenderJobPage(in, PageOptions{true, "/"}).find("?part=content"), std::string::npos);
 }
 
+// A job that failed before its first step has no loss and no switch to
+// show, where a job that switched shows both.
+TEST(JobPageTest, TheListShowsNoLossOrSwitchBeforeTheFirstStep) {
+  Job failed;
+  failed.set_job_id("job-000002");
+  failed.set_state(FAILED);
+  failed.mutable_hpt()->set_switch_step(-1);
+  Job switched = SmallJob();
+  switched.mutable_progress()->set_step(40);
+  switched.mutable_progress()->set_total_steps(40);
+  switched.mutable_progress()->set_loss(0.25);
+  const std::string list = RenderJobsContent({failed, switched});
+  EXPECT_NE(list.find("<td>0 / 0</td><td>–</td><td>–</td><td>–</td>"), std::string::npos) << list;
+  EXPECT_NE(list.find("<td>40 / 40</td><td>0.25</td><td>12</td>"), std::string::npos) << list;
+}
+
 TEST(JobPageTest, ValidationLossStandsBesideTheTestLoss) {
   JobPageInput in;
   in.job = SmallJob();

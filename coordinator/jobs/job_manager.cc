@@ -138,6 +138,7 @@ absl::StatusOr<Job> JobManager::Submit(const SubmitJobRequest& request,
   job.set_owner(owner);
   *job.mutable_spec() = spec;
   job.set_state(LOADING);
+  job.mutable_hpt()->set_switch_step(-1);  // no switch yet, whatever becomes of the job
   job.set_create_time_unix_ms(absl::ToUnixMillis(absl::Now()));
   registry_->Add(std::move(job), request.request_id(), /*persist=*/true);
   if (CoordinatorMetrics* metrics = registry_->options().metrics; metrics != nullptr) {
