@@ -21,7 +21,7 @@ body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:
 main{max-width:940px;margin:0 auto;padding:16px 24px 48px}
 h1{font-size:22px;margin:8px 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #dde1e7;padding-bottom:4px}
 h3{font-size:14px;margin:14px 0 4px;color:#4a5363}
-a{color:#2f5fa7}.note{color:#4a5363;margin:4px 0 8px}.state{display:inline-block;padding:1px 8px;border-radius:10px;background:#e4e8ee;font-size:12px}
+a{color:#2f5fa7}.note{color:#4a5363;margin:4px 0 8px;overflow-wrap:anywhere}.state{display:inline-block;padding:1px 8px;border-radius:10px;background:#e4e8ee;font-size:12px}
 .state.SUCCEEDED{background:#d9f0dd}.state.FAILED{background:#f7d9d9}.state.RUNNING{background:#dbe8fb}
 .cards{display:flex;gap:12px;flex-wrap:wrap;margin:12px 0}.card{background:#fff;border:1px solid #dde1e7;border-radius:6px;padding:8px 12px;min-width:150px}
 h3.cards-title{margin:14px 0 -4px;font-size:13px;color:#4a5363;font-weight:600}
@@ -71,11 +71,18 @@ std::string QualityCards(const Job& job) {
   std::string out = "<h3 class=\"cards-title\">Forecast quality (test split, the data's units)</h3>";
   if (m.values() == 0) {
     const std::string& evaluating = job.progress().evaluating();
-    return out + "<p class=\"note\" id=\"quality\">" +
-           (!evaluating.empty()           ? Escape(absl::StrCat("Evaluating ", evaluating, "."))
-            : job.progress().epoch() == 0 ? "No evaluation has run yet: it follows each epoch."
-                                          : "This job has no test split, so no quality to show.") +
-           "</p>";
+    std::string why;
+    if (!evaluating.empty()) {
+      why = Escape(absl::StrCat("Evaluating ", evaluating, "."));
+    } else if (!d.source().empty() && d.test_samples() == 0) {
+      why = Escape(absl::StrCat("This job has no test split, so no quality to show",
+                                d.split().empty() ? "." : absl::StrCat(" (", d.split(), ").")));
+    } else if (JobEnded(job.state())) {
+      why = "No evaluation ran: the job ended before its first epoch did.";
+    } else {
+      why = "No evaluation has run yet: it follows each epoch.";
+    }
+    return out + "<p class=\"note\" id=\"quality\">" + why + "</p>";
   }
   absl::StrAppend(&out, "<div class=\"cards\" id=\"quality\">",
                   Card(Num(m.rmse(), 4) + unit, "test RMSE"), SkillCards(m, unit),

@@ -85,6 +85,36 @@ TEST(JobPageTest, TheListShowsNoLossOrSwitchBeforeTheFirstStep) {
   EXPECT_NE(list.find("<td>40 / 40</td><td>0.25</td><td>12</td>"), std::string::npos) << list;
 }
 
+// Before any metrics the quality card says why there are none: the
+// evaluation is running, there is no test split, the job ended first, or
+// its first epoch has not ended.
+TEST(JobPageTest, TheQualityCardSaysWhyItHasNoMetricsYet) {
+  Job job;
+  job.set_state(RUNNING);
+  job.mutable_progress()->set_epoch(1);  // the first epoch, under way
+  job.mutable_data()->set_source("csv");
+  job.mutable_data()->set_test_samples(1677);
+  auto card = [&] {
+    const std::string page = RenderJobContent(JobPageInput{job});
+    const std::string open = "id=\"quality\">";
+    const size_t at = page.find(open);
+    if (at == std::string::npos) return page;
+    const size_t from = at + open.size();
+    return page.substr(from, page.find("</p>", from) - from);
+  };
+  EXPECT_EQ(card(), "No evaluation has run yet: it follows each epoch.");
+  job.mutable_progress()->set_evaluating("the test split: 576 of 1677 samples");
+  EXPECT_EQ(card(), "Evaluating the test split: 576 of 1677 samples.");
+  job.mutable_progress()->clear_evaluating();
+  job.set_state(FAILED);
+  EXPECT_EQ(card(), "No evaluation ran: the job ended before its first epoch did.");
+  job.mutable_data()->set_test_samples(0);
+  job.mutable_data()->set_split("training rows given and no test rows: no test split");
+  EXPECT_EQ(card(),
+            "This job has no test split, so no quality to show (training rows given and no test "
+            "rows: no test split).");
+}
+
 TEST(JobPageTest, ValidationLossStandsBesideTheTestLoss) {
   JobPageInput in;
   in.job = SmallJob();

@@ -276,7 +276,10 @@ absl::StatusOr<WindowDataset> BuildJobData(const DataSpec& spec, DataSummary* su
     summary->set_last_time(FormatTimestamp(series.times.back(), dates));
   }
   absl::StatusOr<WindowDataset> dataset = WindowDataset::Create(std::move(series), windows);
-  if (dataset.ok()) summary->set_tokens(dataset->num_tokens());
+  if (dataset.ok()) {
+    summary->set_tokens(dataset->num_tokens());
+    summary->set_test_samples(int64_t(dataset->test_starts().size()));
+  }
   return dataset;
 }
 

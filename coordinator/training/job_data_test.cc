@@ -38,6 +38,7 @@ TEST(JobDataTest, ACsvWithoutASplitTestsOnItsLastFifth) {
   ASSERT_TRUE(data.ok()) << data.status();
   EXPECT_EQ(data->train_starts().size(), size_t(80 - 7 + 1));
   EXPECT_EQ(data->test_starts().size(), 20u);  // targets at rows 80..99
+  EXPECT_EQ(summary.test_samples(), 20);
   EXPECT_EQ(summary.split(),
             "train on rows 0-79, test on the last 20 (rows 80-99): the last 20 % in time, as the "
             "data gave no split");
@@ -48,6 +49,7 @@ TEST(JobDataTest, ACsvWithoutASplitTestsOnItsLastFifth) {
   auto no_test = BuildJobData(NormalizeJobSpec(spec)->data(), &given);
   ASSERT_TRUE(no_test.ok()) << no_test.status();
   EXPECT_TRUE(no_test->test_starts().empty());
+  EXPECT_EQ(given.test_samples(), 0);
   EXPECT_THAT(given.split(), ::testing::HasSubstr("no test split, so no test metrics (give "
                                                   "data.csv.test_begin_row and test_end_row"));
 }
