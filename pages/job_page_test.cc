@@ -46,6 +46,15 @@ TEST(SvgTest, EscapesAndRoundTicks) {
   ASSERT_EQ(ticks.size(), 6u);
   for (int i = 0; i < 6; ++i) EXPECT_NEAR(ticks[i], 0.2 * i, 1e-12);
   EXPECT_EQ(Ticks(0.01, 2, 5, true), (std::vector<double>{0.01, 0.1, 1}));
+  // An axis of whole steps over two steps: ticks at 0 and 1 only.
+  PlotArea steps(200, 100);
+  steps.SetX(0, 1);
+  steps.SetY(0, 10);  // y ticks 0, 2, ..., 10
+  steps.SetXWhole();
+  steps.Axes("step", "loss");
+  EXPECT_NE(steps.body.find("text-anchor=\"middle\">0</text>"), std::string::npos) << steps.body;
+  EXPECT_NE(steps.body.find("text-anchor=\"middle\">1</text>"), std::string::npos) << steps.body;
+  EXPECT_EQ(steps.body.find(">0.2</text>"), std::string::npos) << steps.body;
   EXPECT_EQ(Seconds(0.000268), "268 µs");
   EXPECT_EQ(Joules(42.7), "42.7 J");
 }

@@ -70,6 +70,7 @@ PlotArea LossPlotArea(const JobHistory& h, bool* log) {
   *log = lo > 0 && hi / lo > 10;
   PlotArea plot(880, 300);
   plot.SetX(0, double(std::max<int64_t>(1, h.steps() - 1)));
+  plot.SetXWhole();
   plot.SetY(*log ? lo / 1.2 : std::min(0.0, lo), *log ? hi * 1.2 : hi * 1.05, *log);
   return plot;
 }
@@ -297,6 +298,7 @@ std::string PredictionsSection(const Job& job, const JobHistory& history) {
     }
     PlotArea plot(430, 190, 56, 10, 10, 36);
     plot.SetX(0, double(std::max<int64_t>(1, n - 1)));
+    plot.SetXWhole();
     const double pad = (hi - lo) * 0.05 + 1e-9;
     plot.SetY(lo - pad, hi + pad);
     std::vector<std::pair<double, double>> truth, predicted;

@@ -118,7 +118,9 @@ void PlotArea::Axes(const std::string& x_label, const std::string& y_label, bool
   }
   std::vector<std::pair<double, std::string>> x_ticks = x_ticks_;
   if (x_ticks.empty()) {
-    for (double t : Ticks(x_lo_, x_hi_, 8, x_log_)) x_ticks.emplace_back(t, Num(t, 4));
+    for (double t : Ticks(x_lo_, x_hi_, 8, x_log_)) {
+      if (!x_whole_ || t == std::round(t)) x_ticks.emplace_back(t, Num(t, 4));
+    }
   }
   for (const auto& [t, label] : x_ticks) {
     const double x = X(t);

@@ -40,6 +40,8 @@ class PlotArea {
   // Labelled x ticks at these values, in place of round ones (a sweep's
   // grid values).
   void SetXTicks(std::vector<std::pair<double, std::string>> ticks) { x_ticks_ = std::move(ticks); }
+  // The x axis counts whole things (steps, samples): no tick between them.
+  void SetXWhole() { x_whole_ = true; }
   bool x_log() const { return x_log_; }
   // About `target` y ticks (default 5), each label followed by `unit`.
   void SetYTicks(int target, std::string unit) {
@@ -63,7 +65,7 @@ class PlotArea {
  private:
   int width_, height_, left_, right_, top_, bottom_;
   double x_lo_ = 0, x_hi_ = 1, y_lo_ = 0, y_hi_ = 1;
-  bool x_log_ = false, y_log_ = false;
+  bool x_log_ = false, y_log_ = false, x_whole_ = false;
   std::vector<std::pair<double, std::string>> x_ticks_;
   int y_tick_target_ = 5;
   std::string y_unit_;
