@@ -76,6 +76,14 @@ absl::Status LoadWeather(const DataSpec& spec, const DataLimits& limits,
                      ": give a year in it (hptctl submit --test_year=YEAR)"));
   }
   const int64_t b = first - loaded->years.begin(), e = last - loaded->years.begin();
+  const std::vector<int64_t>& times = loaded->series.times;
+  summary->set_split(absl::StrCat(
+      "test on ", year, " (rows ", b, "-", e - 1,
+      times.size() == loaded->years.size()
+          ? absl::StrCat(", ", FormatTimestamp(times[b]), " to ", FormatTimestamp(times[e - 1]))
+          : "",
+      "), train on the ", loaded->years.size() - (e - b),
+      " rows of the other years (data.weather.test_year)"));
   summary->set_source("weather");
   summary->set_skipped_rows(loaded->skipped_rows);
   summary->set_filled_cells(loaded->filled_cells);
@@ -109,6 +117,9 @@ absl::Status LoadSwe(const DataSpec& spec, const DataLimits& limits, TimeSeriesM
   // The last water year tests; its windows may look back into training
   // days, their targets never do.
   SplitAt(series->rows - 365, series->rows, windows);
+  summary->set_split(absl::StrCat("test on the last water year (days ", series->rows - 365, "-",
+                                  series->rows - 1, "), train on the ", series->rows - 365,
+                                  " days before"));
   return absl::OkStatus();
 }
 
@@ -122,8 +133,17 @@ absl::Status LoadCovid(const DataSpec& spec, const DataLimits& limits, TimeSerie
   if (spec.covid().test_from_day() > 0) o.test_from_day = spec.covid().test_from_day();
   absl::StatusOr<CovidSeries> loaded = LoadCovidCsv(spec.covid().path(), o);
   if (!loaded.ok()) return InField("data.covid", loaded.status());
-  const int64_t split = std::lower_bound(loaded->days.begin(), loaded->days.end(),
-                                         o.test_from_day) - loaded->days.begin();
+  const std::vector<int64_t>& days = loaded->days;
+  const int64_t split = std::lower_bound(days.begin(), days.end(), o.test_from_day) - days.begin();
+  if (split == 0 || split == int64_t(days.size())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "data.covid.test_from_day ", o.test_from_day, " leaves ",
+        split == 0 ? "no week to train on" : "no week to test on", ": the file's Dates run ",
+        days.front(), " to ", days.back(), "; give one inside them"));
+  }
+  summary->set_split(absl::StrCat("test on the ", int64_t(days.size()) - split, " weeks from Date ",
+                                  days[split], " (data.covid.test_from_day ", o.test_from_day,
+                                  "), train on the ", split, " before"));
   *series = std::move(loaded->series);
   summary->set_source("covid");
   // Samples: every group of `counties` consecutive counties (GISJOIN

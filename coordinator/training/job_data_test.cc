@@ -106,9 +106,22 @@ TEST(JobDataTest, ACovidSampleHoldsAGroupOfCountiesAsItsTokens) {
   EXPECT_EQ(summary.tokens(), 3);
   EXPECT_EQ(built->num_tokens(), 3);
   EXPECT_EQ(SampleTokens(summary), 3);
+  EXPECT_EQ(summary.split(),
+            "test on the 5 weeks from Date 111 (data.covid.test_from_day 111), train on the 15 "
+            "before");
   // A job stored before tokens were kept: its columns.
   summary.clear_tokens();
   EXPECT_EQ(SampleTokens(summary), 5);
+  // A split Date past the file's last, or at its first, leaves nothing to
+  // test or train on: refused naming the file's Dates.
+  for (auto [day, what] : {std::pair{500, "no week to test on"}, {6, "no week to train on"}}) {
+    data.mutable_covid()->set_test_from_day(day);
+    auto outside = BuildJobData(NormalizeJobSpec(spec)->data(), nullptr);
+    ASSERT_FALSE(outside.ok());
+    EXPECT_EQ(outside.status().message(),
+              absl::StrCat("data.covid.test_from_day ", day, " leaves ", what,
+                           ": the file's Dates run 6 to 139; give one inside them"));
+  }
 }
 
 TEST(JobDataTest, SweTrainsOnSyntheticSeriesOverTheStationTable) {
@@ -131,6 +144,9 @@ TEST(JobDataTest, SweTrainsOnSyntheticSeriesOverTheStationTable) {
   EXPECT_EQ(summary.rows(), 1095);
   EXPECT_EQ(summary.columns(), 3);
   EXPECT_THAT(summary.source(), ::testing::HasSubstr("synthetic"));
+  EXPECT_EQ(summary.split(),
+            "test on the last water year (days 730-1094), train on the 730 days "
+            "before");
 
   spec.mutable_data()->mutable_swe()->set_stations_csv(stations + ".missing");
   auto missing = BuildJobData(NormalizeJobSpec(spec)->data());
@@ -163,8 +179,12 @@ TEST(JobDataTest, AWeatherTestYearOutsideThePeriodNamesIt) {
             "data.weather.test_year 2030 is not in the stations' common period (2019 to 2020): "
             "give a year in it (hptctl submit --test_year=YEAR)");
   spec.mutable_data()->mutable_weather()->set_test_year(2020);
-  auto in_period = BuildJobData(NormalizeJobSpec(spec)->data(), nullptr);
+  DataSummary summary;
+  auto in_period = BuildJobData(NormalizeJobSpec(spec)->data(), &summary);
   ASSERT_TRUE(in_period.ok()) << in_period.status();
+  EXPECT_EQ(summary.split(),
+            "test on 2020 (rows 24-47, 2020-01-01 00:00 to 2020-01-01 23:00), train on the 24 "
+            "rows of the other years (data.weather.test_year)");
 }
 
 }  // namespace hpt
