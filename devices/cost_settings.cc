@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "common/enum_names.h"
+#include "common/likely_names.h"
 #include "devices/device_settings.h"
 
 namespace hpt {
@@ -318,8 +319,9 @@ absl::Status ApplyDeviceSetting(const std::string& key, const std::string& value
   for (const auto* list : {&DeviceCostSettings(), &CoordinatorCostSettings()}) {
     for (const CostSettingInfo& k : *list) names.push_back(k.key);
   }
-  return absl::InvalidArgumentError(absl::StrCat("unknown setting '", key, "'; known: ",
-                                                 absl::StrJoin(names, ", ")));
+  return absl::InvalidArgumentError(absl::StrCat("unknown setting '", key, "'",
+                                                 DidYouMean(key, names),
+                                                 "; known: ", absl::StrJoin(names, ", ")));
 }
 
 absl::Status ApplyDeviceFlag(const std::string& name, const std::string& value,

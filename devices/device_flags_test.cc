@@ -5,6 +5,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/reflection.h"
 #include "devices/cost_settings.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace hpt {
@@ -75,6 +76,10 @@ TEST_F(DeviceFlagsTest, ABadFlagIsRefusedNamingItAndTheRange) {
   DeviceCostConfig gpu = DefaultDeviceCostConfig(DeviceKind::gpu);
   EXPECT_EQ(ApplyDeviceSetting("gpu_precision", "fp16", &gpu).message(),
             "setting gpu_precision='fp16': want fp32, tf32 or bf16");
+  // An unknown key says which it likely meant before listing every key.
+  EXPECT_THAT(std::string(ApplyDeviceSetting("reram.adc_bits", "6", &c).message()),
+              ::testing::StartsWith("unknown setting 'reram.adc_bits' (did you mean "
+                                    "'reram_adc_bits'?); known: reference_gpu, "));
   ASSERT_TRUE(ApplyDeviceSetting("reram_sign_mode", "offset", &c).ok());
   EXPECT_EQ(DeviceSettingsOf(c).at("reram_sign_mode"), "offset");
   ASSERT_TRUE(ApplyDeviceSetting("gpu_precision", "tf32", &gpu).ok());

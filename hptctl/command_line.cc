@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/likely_names.h"
 #include "hptctl/usage.h"
 
 namespace hpt {
@@ -51,6 +52,19 @@ bool NamesAnyCommand(const std::string& help) {
     if (NamesCommand(help, c)) return true;
   }
   return false;
+}
+
+// The flags `command` takes: its own and every command's (all of
+// hptctl's where the command is not known).
+std::vector<std::string> FlagNamesOf(const std::string& command) {
+  std::vector<std::string> names;
+  for (const auto& [name, flag] : OwnFlags()) {
+    const std::string help = flag->Help();
+    if (command.empty() || NamesCommand(help, command) || !NamesAnyCommand(help)) {
+      names.push_back(name);
+    }
+  }
+  return names;
 }
 
 std::string FlagLine(const absl::CommandLineFlag& flag) {
@@ -131,7 +145,7 @@ std::optional<int> HandleHelpAndUnknownFlags(int argc, char** argv) {
       const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name.substr(2));
       if (flag != nullptr && flag->IsOfType<bool>()) continue;
     }
-    std::cerr << "hptctl: unknown flag --" << name
+    std::cerr << "hptctl: unknown flag --" << name << DidYouMean(name, FlagNamesOf(command))
               << (command.empty() ? std::string("; hptctl --help lists the commands")
                                   : "; hptctl " + command + " --help lists its flags")
               << std::endl;

@@ -142,7 +142,12 @@ class NewcomerTest(unittest.TestCase):
     def test_unknown_flags_are_a_bad_command_line(self):
         run = self.hptctl("submit", "--epochz=3")
         self.assertEqual(run.returncode, 2, run.stderr)
-        self.assertIn("unknown flag --epochz; hptctl submit --help lists its flags", run.stderr)
+        self.assertIn("unknown flag --epochz (did you mean 'epochs'?); hptctl submit --help "
+                      "lists its flags", run.stderr)
+        # A flag of another command is not offered: predict's --input is not submit's.
+        run = self.hptctl("submit", "--inputs=x.npy")
+        self.assertEqual(run.returncode, 2, run.stderr)
+        self.assertNotIn("did you mean 'input'", run.stderr)
         self.assertEqual(self.hptctl("list", "--state=bogus").returncode, 2)
 
     def test_cancel_waits_and_says_cancelled(self):
