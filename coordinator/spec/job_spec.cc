@@ -12,10 +12,12 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/device_kind.h"
+#include "common/likely_names.h"
 #include "common/status_macros.h"
 #include "coordinator/spec/hpt_spec.h"
 #include "coordinator/spec/paper_recipes.h"
 #include "coordinator/spec/spec_checks.h"
+#include "google/protobuf/descriptor.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "models/lora_config.h"
@@ -94,6 +96,21 @@ std::string EnumParseError(const std::string& text, const FirstErrorCollector& e
   if (absl::StartsWith(errors.message(), "Unknown enumeration value of ") && quoted.size() >= 4) {
     if (const auto* type = EnumFieldNamed(quoted[3])) {
       return absl::StrCat(at, quoted[3], " '", quoted[1], "' is not ", AllowedNames(type));
+    }
+  }
+  // Message type "hpt.TrainingSpec" has no field named "epoch".
+  if (absl::StartsWith(errors.message(), "Message type ") && quoted.size() >= 4 &&
+      absl::StrContains(quoted[2], "has no field named")) {
+    if (const auto* type =
+            google::protobuf::DescriptorPool::generated_pool()->FindMessageTypeByName(quoted[1])) {
+      std::vector<std::string> fields;
+      for (int f = 0; f < type->field_count(); ++f) fields.push_back(type->field(f)->name());
+      const bool outer = type != JobSpec::descriptor() &&
+                         JobSpec::descriptor()->FindFieldByName(quoted[3]) != nullptr;
+      return absl::StrCat(at, type->name(), " has no field '", quoted[3], "'",
+                          outer ? " (it is a field of the whole spec: is a '}' missing before it?)"
+                                : DidYouMean(quoted[3], fields),
+                          "; its fields: ", absl::StrJoin(fields, ", "));
     }
   }
   // A quoted value: the field is the name before the colon on that line.
