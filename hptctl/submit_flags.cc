@@ -1,10 +1,12 @@
 #include "hptctl/submit_flags.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -193,6 +195,11 @@ absl::Status TrainingFromFlags(TrainingSpec& t) {
 // folder of its own).
 std::string Absolute(const std::string& path) {
   if (path.empty() || path[0] == '/') return path;
+  // "--csv=~/x.csv": the shell leaves a tilde after '=' as it is.
+  const char* home = std::getenv("HOME");
+  if ((path == "~" || absl::StartsWith(path, "~/")) && home != nullptr && *home == '/') {
+    return Absolute(home + path.substr(1));
+  }
   std::error_code error;
   const std::filesystem::path absolute = std::filesystem::absolute(path, error);
   return error ? path : absolute.lexically_normal().string();

@@ -4,6 +4,8 @@
 // refused with the names allowed.
 #include "hptctl/submit_flags.h"
 
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "absl/flags/declare.h"
@@ -17,6 +19,7 @@ ABSL_DECLARE_FLAG(std::string, switch_rule);
 ABSL_DECLARE_FLAG(std::string, mode);
 ABSL_DECLARE_FLAG(std::string, trial_test);
 ABSL_DECLARE_FLAG(std::string, precision);
+ABSL_DECLARE_FLAG(std::string, csv);
 // hptctl_main.cc defines it; submit reads it.
 ABSL_FLAG(std::string, target, "", "the coordinator (unused here)");
 
@@ -85,6 +88,23 @@ TEST(SubmitFlagsTest, ModeIsTheSpecsEnum) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(), "--mode 'lora' is not hpt or full");
   absl::SetFlag(&FLAGS_mode, "");
+}
+
+// A data path is the user's: relative to where they stand, and a tilde
+// the shell left after '=' is their home.
+TEST(SubmitFlagsTest, DataPathsAreMadeAbsoluteAsTheUserMeansThem) {
+  const std::string home = "/home/scientist";
+  setenv("HOME", home.c_str(), 1);
+  absl::SetFlag(&FLAGS_csv, "~/data/w.csv");
+  absl::StatusOr<SubmitJobRequest> tilde = BuildSubmit();
+  ASSERT_TRUE(tilde.ok()) << tilde.status();
+  EXPECT_EQ(tilde->spec().data().csv().path(), "/home/scientist/data/w.csv");
+  absl::SetFlag(&FLAGS_csv, "data/../w.csv");
+  absl::StatusOr<SubmitJobRequest> relative = BuildSubmit();
+  ASSERT_TRUE(relative.ok()) << relative.status();
+  EXPECT_EQ(relative->spec().data().csv().path(),
+            (std::filesystem::current_path() / "w.csv").string());
+  absl::SetFlag(&FLAGS_csv, "");
 }
 
 TEST(SubmitFlagsTest, PrecisionIsTheSpecsEnum) {
