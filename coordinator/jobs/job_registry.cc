@@ -19,7 +19,8 @@ void JobRegistry::Locked::SetState(JobState state, const std::string& error) {
   if (IsTerminal(state)) {
     ended_ = true;
     job.set_end_time_unix_ms(absl::ToUnixMillis(absl::Now()));
-    record_.data.reset();  // the data set is only needed while training
+    job.mutable_progress()->clear_evaluating();  // a job cancelled mid-evaluation
+    record_.data.reset();                        // the data set is only needed while training
   }
   registry_.Persist(record_, /*force=*/true);
   registry_.UpdateCounts();

@@ -57,6 +57,25 @@ TEST(JobRegistryTest, AnUpdateChangesTheJobAndTellsItsWatchersOnce) {
   registry.Unwatch(*token);
 }
 
+// A job that ends mid-evaluation (cancelled, failed) does not go on
+// saying it evaluates.
+TEST(JobRegistryTest, AnEndedJobNoLongerSaysItEvaluates) {
+  JobRegistry registry({});
+  Job job = NewJob("job-000003");
+  job.set_state(RUNNING);
+  job.mutable_progress()->set_evaluating("the test split: 256 of 5948 samples");
+  registry.Add(job, "", /*persist=*/false);
+  ASSERT_TRUE(registry
+                  .Update("job-000003",
+                          [](JobRegistry::Locked& r) {
+                            r.SetState(CANCELLED, "cancelled by request");
+                            return absl::OkStatus();
+                          })
+                  .ok());
+  EXPECT_EQ(registry.Get("job-000003")->progress().evaluating(), "");
+  EXPECT_EQ(registry.Get("job-000003")->state(), CANCELLED);
+}
+
 TEST(JobRegistryTest, ForgetKeepsTheJobWhenTheCheckRefuses) {
   JobRegistry registry({});
   registry.Add(NewJob("job-000001"), "", /*persist=*/false);
