@@ -169,9 +169,14 @@ void JobRunner::End(const std::string& job_id, const absl::Status& status, JobRe
                  "hpt_coordinator: %s stays unfinished as the coordinator stops; "
                  "starting it again on this state resumes it\n",
                  job_id.c_str());
-  } else if (r.record().cancel_requested && !absl::IsCancelled(status)) {
-    // The cancel's abort ended a call first: the job was cancelled.
-    r.SetState(CANCELLED, "cancelled by request");
+  } else if (r.record().cancel_requested) {
+    // However the cancel's abort ended the run (at a step boundary, or a
+    // worker's call it cut, named by that call), the user cancelled it.
+    const JobProgress& p = r.job().progress();
+    r.SetState(
+        CANCELLED,
+        absl::StrCat("cancelled by request after step ", p.step(),
+                     p.evaluating().empty() ? "" : absl::StrCat(", evaluating ", p.evaluating())));
   } else if (status.code() == absl::StatusCode::kCancelled) {
     r.SetState(CANCELLED, std::string(status.message()));
   } else {
