@@ -205,7 +205,7 @@ absl::StatusOr<Job> JobManager::Cancel(const std::string& job_id) {
     if (!IsTerminal(state)) {  // idempotent
       r.record().cancel_requested = true;
       // Calls in flight end now, not at the step's end.
-      r.AbortClients(absl::CancelledError("cancelled by request"));
+      r.AbortClients(absl::CancelledError(kCancelledByRequest));
       if (state == QUEUED) {
         scheduler_->Remove(job_id);
         r.SetState(CANCELLED, "cancelled before it started");

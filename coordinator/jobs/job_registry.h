@@ -40,6 +40,14 @@
 
 namespace hpt {
 
+// What a user's cancel aborts a job's worker calls with; a call it cut
+// ends with these words after its own.
+inline constexpr char kCancelledByRequest[] = "cancelled by request";
+
+}  // namespace hpt
+
+namespace hpt {
+
 class JobRegistry {
  public:
   using Watcher = std::function<void(const Job&)>;

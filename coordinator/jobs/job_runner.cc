@@ -141,7 +141,9 @@ void JobRunner::Run(const std::string& job_id) {
     }
     resume = LatestCheckpoint(job_id);
     const absl::Status again = registry_->Update(job_id, [&](JobRegistry::Locked& r) {
-      if (r.record().cancel_requested) return absl::CancelledError("cancelled");
+      if (r.record().cancel_requested) {
+        return absl::CancelledError("cancelled while recovering from a worker's failure");
+      }
       r.AddRecovery(std::string(status.message()), resume != nullptr ? resume->header.step() : 0);
       r.job().clear_workers();
       r.Persist(/*force=*/true);
@@ -169,9 +171,13 @@ void JobRunner::End(const std::string& job_id, const absl::Status& status, JobRe
                  "hpt_coordinator: %s stays unfinished as the coordinator stops; "
                  "starting it again on this state resumes it\n",
                  job_id.c_str());
+  } else if (r.record().cancel_requested && absl::IsCancelled(status) &&
+             !absl::EndsWith(status.message(), kCancelledByRequest)) {
+    // Ended where the job checks for a cancel: its words say where.
+    r.SetState(CANCELLED, std::string(status.message()));
   } else if (r.record().cancel_requested) {
-    // However the cancel's abort ended the run (at a step boundary, or a
-    // worker's call it cut, named by that call), the user cancelled it.
+    // The cancel's abort cut a worker's call (named by that call) or made
+    // it fail otherwise: the user cancelled it.
     const JobProgress& p = r.job().progress();
     r.SetState(
         CANCELLED,
