@@ -46,17 +46,28 @@ std::string Shown(absl::string_view cell) {
   return cell.size() <= kMost ? std::string(cell) : absl::StrCat(cell.substr(0, kMost), "...");
 }
 
-// The first line's separator where it is not a comma: a semicolon (how
-// spreadsheets in locales with a decimal comma save CSV) or a tab.
+// Separators other than a comma: a semicolon (how spreadsheets in locales
+// with a decimal comma save CSV) and a tab.
+constexpr char kOtherSeparators[] = {';', '\t'};
+
+// `at`'s cells separated by `sep` (one of kOtherSeparators), with the fix.
+absl::Status SeparatorError(const std::string& at, char sep) {
+  const char* name = sep == '\t' ? "tabs" : "semicolons";
+  return absl::InvalidArgumentError(absl::StrCat(
+      at, ": the cells are separated by ", name,
+      "; the file must be comma-separated, with '.' as the decimal mark: save it as CSV with "
+      "those, or convert it (tr '",
+      sep == '\t' ? "\\t" : ";", "' ',' < in > out.csv, where no cell holds a comma)"));
+}
+
+// The first line holds more semicolons (or tabs) than commas: a header
+// "a;b;c", or values "1.5;2.5". A unit in a header ("rain (mm; daily)")
+// beside its commas is not one.
 absl::Status CheckSeparator(absl::string_view first_line, const std::string& source) {
-  for (const auto& [sep, name] : {std::pair<char, const char*>{';', "semicolons"},
-                                  std::pair<char, const char*>{'\t', "tabs"}}) {
-    if (absl::StrContains(first_line, sep)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          source, ":1: the cells are separated by ", name,
-          "; the file must be comma-separated, with '.' as the decimal mark: save it as CSV "
-          "with those, or convert it (tr '",
-          sep == '\t' ? "\\t" : ";", "' ',' < in > out.csv, where no cell holds a comma)"));
+  const auto commas = std::count(first_line.begin(), first_line.end(), ',');
+  for (const char sep : kOtherSeparators) {
+    if (std::count(first_line.begin(), first_line.end(), sep) > commas) {
+      return SeparatorError(absl::StrCat(source, ":1"), sep);
     }
   }
   return absl::OkStatus();
@@ -126,6 +137,11 @@ absl::StatusOr<int> TimeColumn(const std::vector<absl::string_view>& first, bool
 // column where it is in the first data row, else for the cell).
 absl::Status BadCell(const std::string& at, absl::string_view cell, int time_column,
                      bool first_row) {
+  // "5,0963;2,0564": a decimal comma split the cells where a semicolon
+  // separates them.
+  for (const char sep : kOtherSeparators) {
+    if (absl::StrContains(cell, sep)) return SeparatorError(at.substr(0, at.rfind(':')), sep);
+  }
   if (IsTime(cell)) {
     return absl::InvalidArgumentError(
         absl::StrCat(at, ": '", Shown(cell), "' is a time, in a column of values",

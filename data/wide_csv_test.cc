@@ -151,6 +151,16 @@ TEST(WideCsvTest, SemicolonsOrTabsAreNamedWithTheFix) {
               HasSubstr("t.tsv:1: the cells are separated by tabs; the file must be "
                         "comma-separated"));
   EXPECT_THAT(tabs.status().message(), HasSubstr("(tr '\\t' ',' < in > out.csv"));
+  // Values with decimal commas and no header: found on the first cell that
+  // holds a semicolon.
+  auto decimal = ParseWideCsv("5,0963;2,0564;1\n1,5;2,5;3\n", "d.csv", {});
+  ASSERT_FALSE(decimal.ok());
+  EXPECT_THAT(decimal.status().message(),
+              HasSubstr("d.csv:2: the cells are separated by semicolons"));
+  // A semicolon inside a header's unit, beside its commas, is read as text.
+  auto unit = ParseWideCsv("day,rain (mm; daily)\n1,2.5\n2,0\n", "u.csv", {});
+  ASSERT_TRUE(unit.ok()) << unit.status();
+  EXPECT_THAT(unit->column_names, ::testing::ElementsAre("day", "rain (mm; daily)"));
 }
 
 TEST(WideCsvTest, QuotedCellsAreReadWithoutTheirQuotes) {
