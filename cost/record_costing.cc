@@ -431,15 +431,21 @@ void RecordCosting::Lay(const google::protobuf::RepeatedPtrField<RecordedTask>& 
 
 absl::StatusOr<StepTimeline> RecordCosting::Timeline(int64_t step) {
   int found = -1;
-  for (int i = 0; i < record_->shapes_size() && found < 0; ++i) {
+  int64_t first = -1, last = -1;  // the record's training steps, for the error
+  for (int i = 0; i < record_->shapes_size(); ++i) {
     const StepShape& s = record_->shapes(i);
     if (s.phase() == "off-step" || s.phase() == "switch" || s.phase() == "recovery") continue;
     for (int r = 0; r < s.run_first_size(); ++r) {
-      if (s.run_first(r) <= step && step <= s.run_last(r)) found = i;
+      if (found < 0 && s.run_first(r) <= step && step <= s.run_last(r)) found = i;
+      first = first < 0 ? s.run_first(r) : std::min(first, s.run_first(r));
+      last = std::max(last, s.run_last(r));
     }
   }
   if (found < 0) {
-    return absl::NotFoundError(absl::StrCat("step ", step, " is not in the job's record"));
+    return absl::NotFoundError(
+        absl::StrCat("step ", step, " is not in the job's record",
+                     first < 0 ? ": it recorded no step"
+                               : absl::StrCat(": give one of steps ", first, "-", last)));
   }
   const StepShape& shape = record_->shapes(found);
   const ShapeCost& cost = CostOfShape(found, baseline_);

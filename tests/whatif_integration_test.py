@@ -220,6 +220,13 @@ class WhatIfTest(unittest.TestCase):
         record = json.loads(self.cluster.ctl("trace", self.job_id).stdout)
         self.assertEqual({s["phase"] for s in record["shapes"]} >= {"full", "lora", "switch"},
                          True)
+        # A step past the record names the steps it holds.
+        last = int(self.report["progress"]["total_steps"]) - 1
+        run = self.cluster.ctl("trace", self.job_id, "--format=chrome", "--step=999999",
+                               f"--out={out}", check=False)
+        self.assertEqual(run.returncode, 4, run.stderr)
+        self.assertIn(f"step 999999 is not in the job's record: give one of steps 0-{last}",
+                      run.stderr)
 
     def test_sweep_writes_a_table_csv_json_and_plot(self):
         prefix = os.path.join(self.cluster.dir, "sweep")
