@@ -44,10 +44,6 @@ namespace hpt {
 // ends with these words after its own.
 inline constexpr char kCancelledByRequest[] = "cancelled by request";
 
-}  // namespace hpt
-
-namespace hpt {
-
 class JobRegistry {
  public:
   using Watcher = std::function<void(const Job&)>;

@@ -222,9 +222,9 @@ class Trainer {
   void FinishStep(int64_t step, int64_t samples, double loss, bool report = true);
   // `epoch` (1-based) names the evaluation in the test predictions kept.
   absl::Status Evaluate(int epoch);
-  // Predict, publishing the job's progress through `split` (its `samples`
-  // counted into *done) at most once a second.
-  Predictor PredictShowingProgress(const std::string& split, int64_t samples, int64_t* done);
+  // Predict, publishing how many of `split`'s `samples` it has predicted
+  // at most once a second.
+  Predictor PredictShowingProgress(const std::string& split, int64_t samples);
   absl::StatusOr<HostTensor> Predict(const HostTensor& x);
 
   // Loading workers.

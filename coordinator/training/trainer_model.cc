@@ -19,10 +19,8 @@ absl::StatusOr<HostTensor> Trainer::Predict(const HostTensor& x) {
   return prediction;
 }
 
-Predictor Trainer::PredictShowingProgress(const std::string& split, int64_t samples,
-                                          int64_t* done) {
-  *done = 0;
-  return [this, split, samples, done,
+Predictor Trainer::PredictShowingProgress(const std::string& split, int64_t samples) {
+  return [this, split, samples, done = int64_t{0},
           shown = absl::InfinitePast()](const HostTensor& x) mutable -> absl::StatusOr<HostTensor> {
     // Where the job stands, at most once a second: a CPU may take minutes
     // over a large test split.
@@ -30,25 +28,24 @@ Predictor Trainer::PredictShowingProgress(const std::string& split, int64_t samp
     if (now - shown >= absl::Seconds(1)) {
       shown = now;
       state_.progress.set_evaluating(
-          absl::StrCat("the ", split, ": ", *done, " of ", samples, " samples"));
+          absl::StrCat("the ", split, ": ", done, " of ", samples, " samples"));
       state_.progress.set_elapsed_s(absl::ToDoubleSeconds(now - start_));
       if (options_.on_progress) options_.on_progress(state_);
     }
     absl::StatusOr<HostTensor> prediction = Predict(x);
-    if (prediction.ok() && !x.shape.empty()) *done += x.shape[0];
+    if (prediction.ok() && !x.shape.empty()) done += x.shape[0];
     return prediction;
   };
 }
 
 absl::Status Trainer::Evaluate(int epoch) {
-  int64_t done = 0;
-  ASSIGN_OR_RETURN(std::optional<double> validation,
-                   EvaluateValidationSplit(
-                       *data_, spec_.training(), model_,
-                       PredictShowingProgress("validation split",
-                                              int64_t(data_->validation_starts().size()), &done)));
+  ASSIGN_OR_RETURN(
+      std::optional<double> validation,
+      EvaluateValidationSplit(
+          *data_, spec_.training(), model_,
+          PredictShowingProgress("validation split", int64_t(data_->validation_starts().size()))));
   const Predictor predict =
-      PredictShowingProgress("test split", TestSamples(*data_, spec_.training()), &done);
+      PredictShowingProgress("test split", TestSamples(*data_, spec_.training()));
   state_.progress.clear_evaluating();
   if (validation.has_value()) state_.progress.set_validation_loss(*validation);
   const bool selecting = validation.has_value() &&
