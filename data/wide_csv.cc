@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <map>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -69,6 +70,30 @@ absl::Status CheckSeparator(absl::string_view first_line, const std::string& sou
     if (std::count(first_line.begin(), first_line.end(), sep) > commas) {
       return SeparatorError(absl::StrCat(source, ":1"), sep);
     }
+  }
+  return absl::OkStatus();
+}
+
+// A header's station names, one per column that is not the time column:
+// an empty cell is named by its column ("column 4", counted from 1 as a
+// spreadsheet shows it); two columns of one name are refused, since the page,
+// the report and an exported model name each station by it.
+absl::Status NameStations(const std::vector<absl::string_view>& header, int time_column,
+                          const std::string& source, std::vector<std::string>* names) {
+  std::vector<int> column_of;  // each name's column in the header, from 0
+  for (int c = 0; c < int(header.size()); ++c) {
+    if (c != time_column) column_of.push_back(c);
+  }
+  for (size_t i = 0; i < names->size(); ++i) {
+    if ((*names)[i].empty()) (*names)[i] = absl::StrCat("column ", column_of[i] + 1);
+  }
+  std::map<std::string, int> first_column;
+  for (size_t i = 0; i < names->size(); ++i) {
+    const auto [it, added] = first_column.emplace((*names)[i], column_of[i]);
+    if (added) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ":1: columns ", it->second + 1, " and ", column_of[i] + 1, " are both named '",
+        Shown((*names)[i]), "'; each station needs a name of its own: rename one in the header"));
   }
   return absl::OkStatus();
 }
@@ -242,6 +267,11 @@ absl::StatusOr<TimeSeriesMatrix> ParseWideCsv(const std::string& text,
       m.time_name = header ? name : "time";
     } else if (header) {
       m.column_names.push_back(name);
+    }
+  }
+  if (header) {
+    if (absl::Status s = NameStations(first, *time_column, source, &m.column_names); !s.ok()) {
+      return s;
     }
   }
   m.columns = int64_t(first.size()) - (*time_column >= 0 ? 1 : 0);

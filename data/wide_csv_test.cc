@@ -29,6 +29,20 @@ TEST(WideCsvTest, DetectsHeaderAndCrlf) {
   EXPECT_FLOAT_EQ(m->at(1, 0), -30.0f);
 }
 
+// An empty header cell is named by its column; two columns of one name are
+// refused, naming both, since the page and an exported model name stations.
+TEST(WideCsvTest, HeaderNamesAreFilledInOrRefusedWhenRepeated) {
+  auto m = ParseWideCsv("time,a,,b\n2020-01-01T00:00,1,2,3\n2020-01-01T01:00,4,5,6\n", "x.csv", {});
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_THAT(m->column_names, ::testing::ElementsAre("a", "column 3", "b"));
+  auto repeated = ParseWideCsv("time,a,b, a\n2020-01-01T00:00,1,2,3\n", "x.csv", {});
+  ASSERT_FALSE(repeated.ok());
+  EXPECT_EQ(repeated.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(repeated.status().message(),
+              HasSubstr("x.csv:1: columns 2 and 4 are both named 'a'; each station needs a name "
+                        "of its own: rename one in the header"));
+}
+
 TEST(WideCsvTest, ForcedAbsentHeaderReportsTheCell) {
   WideCsvOptions options;
   options.header = CsvHeader::kAbsent;
