@@ -84,7 +84,14 @@ TEST(NpyTest, BadHeadersNameTheField) {
                 .find("'shape' (2, 3) needs 24 bytes of data, the file has 16"),
             std::string::npos);
   WriteBytes(path, "a,b,c\n1,2,3\n");
-  EXPECT_EQ(ReadNpy(path).status().message(), "'" + path + "': not a .npy file (no \\x93NUMPY magic)");
+  EXPECT_EQ(ReadNpy(path).status().message(),
+            "'" + path +
+                "': not a .npy file (no \\x93NUMPY magic): save the input with "
+                "numpy.save('x.npy', x.astype('float32'))");
+  WriteBytes(path, std::string("PK\x03\x04", 4) + "x.npy and more");
+  EXPECT_EQ(
+      ReadNpy(path).status().message(),
+      "'" + path + "': a .npz archive, not one array: save the input with numpy.save('x.npy', x)");
 }
 
 }  // namespace

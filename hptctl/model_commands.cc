@@ -40,6 +40,14 @@ int ExportCommand(JobService::Stub& stub, const std::string& job_id,
   if (job_id.empty() || out.empty()) {
     return UsageError("export needs a job id and --out, e.g. hptctl export job-000001 --out model.pt");
   }
+  // The weights and the config are written beside --out under its stem.
+  for (const char* sibling : {".safetensors", ".json"}) {
+    if (SiblingPath(out, sibling) == out) {
+      return UsageError(absl::StrCat(
+          "--out names the TorchScript file, and ", out, " is where its ", sibling,
+          " sibling goes: give --out model.pt, and model", sibling, " is written beside it"));
+    }
+  }
   // A folder that is missing or not writable is said before the download.
   if (absl::Status s = CheckOutputPath(out); !s.ok()) return Fail(s);
   grpc::ClientContext context;  // a large model may take a while: no deadline
@@ -121,6 +129,13 @@ int PredictCommand(JobService::Stub& stub, const std::string& job_id,
     return UsageError(
         "predict needs a job id and --input, e.g. hptctl predict job-000001 --input x.npy --out y.npy");
   }
+  if (!options.out.empty() && !absl::EndsWithIgnoreCase(options.out, ".npy")) {
+    return UsageError(absl::StrCat("--out ", options.out,
+                                   ": predict writes a NumPy .npy file; name it so (--out y.npy), "
+                                   "or leave --out off to print the values, one per line"));
+  }
+  if (absl::Status s = CheckOutputPath(options.out); !options.out.empty() && !s.ok())
+    return Fail(s);
   absl::StatusOr<HostTensor> input = ReadNpy(options.input);
   if (!input.ok()) return Fail(absl::Status(input.status().code(), absl::StrCat("--input ", input.status().message())));
   PredictRequest request;

@@ -47,7 +47,14 @@ absl::StatusOr<HostTensor> ReadNpy(const std::string& path) {
   auto bad = [&](const std::string& what) {
     return absl::InvalidArgumentError(absl::StrCat("'", path, "': ", what));
   };
-  if (bytes.size() < 10 || bytes.compare(0, 6, kMagic) != 0) return bad("not a .npy file (no \\x93NUMPY magic)");
+  if (bytes.compare(0, 4, "PK\x03\x04") == 0) {
+    return bad("a .npz archive, not one array: save the input with numpy.save('x.npy', x)");
+  }
+  if (bytes.size() < 10 || bytes.compare(0, 6, kMagic) != 0) {
+    return bad(
+        "not a .npy file (no \\x93NUMPY magic): save the input with "
+        "numpy.save('x.npy', x.astype('float32'))");
+  }
   const int major = static_cast<unsigned char>(bytes[6]);
   size_t header_length = 0, header_begin = 0;
   if (major == 1) {

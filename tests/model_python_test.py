@@ -151,6 +151,16 @@ class ModelInPythonTest(unittest.TestCase):
         self.assertEqual(run.returncode, 3, run.stderr)
         self.assertIn("PredictRequest.input: input holds a non-finite value (nan) at [1, 3, 5]: "
                       "fill the gaps first", run.stderr)
+        # Output names that would write the wrong format, or over a sibling.
+        run = self.cluster.ctl("predict", self.job_id, f"--input={gap}",
+                               f"--out={self.dir}/y.csv", check=False)
+        self.assertEqual(run.returncode, 2, run.stderr)
+        self.assertIn("predict writes a NumPy .npy file; name it so (--out y.npy)", run.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "y.csv")))
+        run = self.cluster.ctl("export", self.job_id, f"--out={self.dir}/m.json", check=False)
+        self.assertEqual(run.returncode, 2, run.stderr)
+        self.assertIn("is where its .json sibling goes: give --out model.pt", run.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "m.json")))
 
 
 STATIONS = ["Pullman", "Prosser", "Othello", "Lind", "Walla Walla", "Wenatchee"]
