@@ -39,7 +39,7 @@ circle.test{fill:#e15759;stroke:#fff}rect.validation{fill:#f28e2b;stroke:#fff}.c
 .small-multiples{display:flex;flex-wrap:wrap;gap:8px}
 .legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;color:#4a5363;margin:4px 0}.legend i{display:inline-block;width:11px;height:11px;margin-right:4px;vertical-align:-1px;border-radius:2px}
 table{border-collapse:collapse;background:#fff;font-size:12px;margin:6px 0}td,th{border:1px solid #dde1e7;padding:3px 6px;text-align:left}th{background:#eef1f5}
-pre{background:#fff;border:1px solid #dde1e7;padding:10px;overflow-x:auto;font-size:12px}
+pre{background:#fff;border:1px solid #dde1e7;padding:10px;overflow-x:auto;font-size:12px}pre.note{white-space:pre-wrap}
 details{margin:8px 0}summary{cursor:pointer;color:#2f5fa7}
 )";
 
