@@ -156,6 +156,22 @@ TEST_F(CoordinatorServiceTest, MalformedCsvIsRejectedWithFileAndLine) {
             "its data did not load: data.csv: " + path + ":31: expected 3 columns, got 2");
 }
 
+// A model its data cannot carry is refused in the reply, and the job's
+// error says it was the model, not the data.
+TEST_F(CoordinatorServiceTest, AModelRefusedAfterItsDataLoadedSaysSo) {
+  SubmitJobRequest request;
+  request.mutable_spec()->mutable_model()->set_num_heads(3);  // tiny's d_model is 32
+  auto job = Submit(request);
+  ASSERT_FALSE(job.ok());
+  EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(job.status().message(), "model.d_model (32) must be divisible by model.num_heads (3)");
+  std::vector<Job> jobs = List();
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].state(), FAILED);
+  EXPECT_EQ(jobs[0].error(),
+            "its model was refused: model.d_model (32) must be divisible by model.num_heads (3)");
+}
+
 TEST_F(CoordinatorServiceTest, AJobIsLoadingUntilItsDataIsInAndACancelStopsTheLoad) {
   const std::string path = testing::MakeTempDir("csv") + "/big.csv";
   {

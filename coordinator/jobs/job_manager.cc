@@ -170,9 +170,11 @@ absl::StatusOr<Job> JobManager::FinishLoading(const std::string& job_id,
   RETURN_IF_ERROR(registry_->Update(job_id, [&](JobRegistry::Locked& r) {
     absl::Status status = data.status();
     if (status.ok()) {
+      // The data loaded; the model it implies may still be refused.
       const JobSpec& spec = r.job().spec();
       status = ResolveModelConfig(spec.model(), data->input_features(), data->output_features())
                    .status();
+      what = "its model was refused";
     }
     if (r.record().cancel_requested) {
       // Cancel already ended it.
