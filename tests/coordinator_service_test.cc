@@ -5,6 +5,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/algorithm/container.h"
+#include "absl/strings/match.h"
 #include "common/grpc_setup.h"
 #include "common/grpc_status.h"
 #include "common/test_util.h"
@@ -170,6 +172,23 @@ TEST_F(CoordinatorServiceTest, AModelRefusedAfterItsDataLoadedSaysSo) {
   EXPECT_EQ(jobs[0].state(), FAILED);
   EXPECT_EQ(jobs[0].error(),
             "its model was refused: model.d_model (32) must be divisible by model.num_heads (3)");
+}
+
+// A full job given the LoRA phase's placement hears that it has no effect,
+// once: the note is part of the job's spec.
+TEST_F(CoordinatorServiceTest, AFullJobGivenLoraPhaseSettingsIsToldTheyHaveNoEffect) {
+  SubmitJobRequest request;
+  request.mutable_spec()->mutable_hpt()->set_mode(TrainingMode::full);
+  request.mutable_spec()->mutable_hpt()->set_placement(Placement::gpu);
+  auto job = Submit(request);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_THAT(job->spec().notes(),
+              ::testing::Contains("hpt.placement: hpt.mode full trains every parameter to the "
+                                  "end, with no LoRA phase, so it has no effect"));
+  EXPECT_EQ(
+      absl::c_count_if(job->spec().notes(),
+                       [](const std::string& n) { return absl::StrContains(n, "no LoRA phase"); }),
+      1);
 }
 
 TEST_F(CoordinatorServiceTest, AJobIsLoadingUntilItsDataIsInAndACancelStopsTheLoad) {

@@ -119,7 +119,11 @@ absl::StatusOr<Job> JobManager::Submit(const SubmitJobRequest& request,
     }
     ASSIGN_OR_RETURN(spec, ParseJobSpecText(request.spec_text()));
   }
+  const HptSpec given = spec.hpt();
   ASSIGN_OR_RETURN(spec, NormalizeJobSpec(std::move(spec)));
+  if (std::string note = IgnoredLoraPhaseNote(given, spec.hpt()); !note.empty()) {
+    spec.add_notes(std::move(note));
+  }
   // Paths outside the data roots, FIFOs, devices and missing files are
   // refused before the job exists.
   RETURN_IF_ERROR(CheckJobDataPaths(spec.data(), options_.data_limits));

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/device_kind.h"
 #include "common/status_macros.h"
 #include "coordinator/spec/hpt_defaults.h"
@@ -218,6 +219,22 @@ absl::Status NormalizeInterconnect(HptSpec& h) {
 }
 
 }  // namespace
+
+std::string IgnoredLoraPhaseNote(const HptSpec& h, const HptSpec& normal) {
+  if (normal.mode() != TrainingMode::full) return "";
+  std::vector<std::string> given;
+  if (h.placement() != Placement::PLACEMENT_UNSPECIFIED) given.push_back("hpt.placement");
+  if (h.switch_rule() != SwitchRule::SWITCH_RULE_UNSPECIFIED) given.push_back("hpt.switch_rule");
+  if (h.lora().rank() != 0 || h.lora().auto_rank()) given.push_back("hpt.lora.rank");
+  if (h.lora().alpha() != 0) given.push_back("hpt.lora.alpha");
+  if (h.lora_optimizer().learning_rate() != 0) {
+    given.push_back("hpt.lora_optimizer.learning_rate");
+  }
+  if (given.empty()) return "";
+  return absl::StrCat(absl::StrJoin(given, ", "),
+                      ": hpt.mode full trains every parameter to the end, with no LoRA phase, so ",
+                      given.size() > 1 ? "these have" : "it has", " no effect");
+}
 
 absl::Status SetRuleName(const std::string& name, HptSpec& h) {
   const size_t plus = name.find('+');

@@ -26,6 +26,13 @@ void ForceEarlySwitch(HptSpec* hpt);
 // Fills defaults (documented in proto/job_service.proto) and validates.
 absl::StatusOr<JobSpec> NormalizeJobSpec(JobSpec spec);
 
+// The note for a full-parameter job given settings of the LoRA phase it
+// never reaches, naming them ("" when it is not such a job): `given` as
+// submitted (before defaults fill it), `normal` as normalised. NormalizeJobSpec
+// leaves it to its caller, since normalising again finds the defaults
+// filled in, not given.
+std::string IgnoredLoraPhaseNote(const HptSpec& given, const HptSpec& normal);
+
 // The model the job trains, from its preset, overrides and the data's
 // feature counts.
 absl::StatusOr<ModelConfig> ResolveModelConfig(const ModelSpec& spec,

@@ -361,6 +361,29 @@ TEST(JobSpecTest, APaperDataSetWithoutAPresetNamesThePapersModel) {
       0);
 }
 
+// A full-parameter job has no LoRA phase: settings of that phase given in
+// the submission are said to have no effect; defaults filled in, or an HpT
+// job's settings, are not.
+TEST(JobSpecTest, LoraPhaseSettingsOfAFullJobAreSaidToHaveNoEffect) {
+  auto note = [](const std::string& text) {
+    absl::StatusOr<JobSpec> given = ParseJobSpecText(text);
+    EXPECT_TRUE(given.ok()) << given.status();
+    absl::StatusOr<JobSpec> normal = NormalizeJobSpec(*given);
+    EXPECT_TRUE(normal.ok()) << normal.status();
+    return IgnoredLoraPhaseNote(given->hpt(), normal->hpt());
+  };
+  EXPECT_EQ(note("hpt { mode: full placement: gpu lora { rank: 4 } }"),
+            "hpt.placement, hpt.lora.rank: hpt.mode full trains every parameter to the end, "
+            "with no LoRA phase, so these have no effect");
+  EXPECT_EQ(note("hpt { mode: full lora_optimizer { learning_rate: 0.01 } }"),
+            "hpt.lora_optimizer.learning_rate: hpt.mode full trains every parameter to the end, "
+            "with no LoRA phase, so it has no effect");
+  EXPECT_EQ(note("hpt { mode: full switch_rule: plateau }").substr(0, 17), "hpt.switch_rule: ");
+  EXPECT_EQ(note("hpt { placement: gpu lora { rank: 4 } }"), "");
+  EXPECT_EQ(note("hpt { mode: full }"), "");
+  EXPECT_EQ(note("model { preset: \"weather\" } hpt { mode: full }"), "");  // its recipe fills them
+}
+
 TEST(JobSpecTest, HptDefaultsAreThePapers) {
   for (auto [preset, window] : std::initializer_list<std::pair<const char*, int64_t>>{
            {"swe", 365}, {"covid", 720}, {"wind", 480}, {"weather", 8000},
