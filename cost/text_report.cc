@@ -32,6 +32,8 @@ std::string TrialVerdict(const PhaseEvent& e) {
 
 std::string FormatDuration(double seconds) {
   if (!(seconds >= 0) || !std::isfinite(seconds)) return "-";
+  // Under ten seconds a tenth shows: a short job is not "0s".
+  if (seconds < 9.95) return absl::StrFormat("%.1fs", seconds);
   const int64_t s = static_cast<int64_t>(std::llround(seconds));
   if (s < 60) return absl::StrCat(s, "s");
   if (s < 3600) return absl::StrFormat("%dm%02ds", s / 60, s % 60);

@@ -51,7 +51,10 @@ TEST(JobFormatTest, AnEvaluationShowsHowFarItIs) {
 }
 
 TEST(JobFormatTest, DurationsReadNaturally) {
-  EXPECT_EQ(FormatDuration(4.4), "4s");
+  EXPECT_EQ(FormatDuration(0.34), "0.3s");
+  EXPECT_EQ(FormatDuration(4.4), "4.4s");
+  EXPECT_EQ(FormatDuration(9.96), "10s");
+  EXPECT_EQ(FormatDuration(12.4), "12s");
   EXPECT_EQ(FormatDuration(65), "1m05s");
   EXPECT_EQ(FormatDuration(7300), "2h01m");
   EXPECT_EQ(FormatDuration(-1), "-");
