@@ -1,7 +1,12 @@
 #include "cost/switch_diagnosis.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "cost/text_report.h"
 
 namespace hpt {
@@ -13,21 +18,36 @@ struct TestTally {
   const PhaseEvent* closest = nullptr;
   double margin = 0;
   bool read = false;  // the rule reads this test
+  std::vector<int64_t> passed_at;  // the steps of the checks it passed
 };
 
 void Tally(const PhaseEvent& e, bool passed, double margin, TestTally* t) {
   if (!passed) ++t->failed;
+  if (passed) t->passed_at.push_back(e.iteration());
   if (t->closest == nullptr || margin < t->margin) {
     t->closest = &e;
     t->margin = margin;
   }
 }
 
+// A test that never passed: its closest check, and by how much it missed.
+// One that passed at some checks: those checks' steps (the first few).
 std::string TestLine(const std::string& name, const TestTally& t, int checks,
                      const std::string& detail) {
-  return absl::StrFormat("  %s failed %d of %d checks; closest at step %d: %.3g of its bound "
-                         "(%s)",
-                         name, t.failed, checks, t.closest->iteration(), t.margin, detail);
+  if (t.passed_at.empty()) {
+    return absl::StrFormat(
+        "  %s failed %d of %d checks; closest at step %d: %.3g of its bound "
+        "(%s)",
+        name, t.failed, checks, t.closest->iteration(), t.margin, detail);
+  }
+  constexpr size_t kShown = 6;
+  std::vector<int64_t> shown(t.passed_at.begin(),
+                             t.passed_at.begin() + std::min(kShown, t.passed_at.size()));
+  return absl::StrFormat("  %s failed %d of %d checks; passed at step%s %s%s", name, t.failed,
+                         checks, t.passed_at.size() > 1 ? "s" : "", absl::StrJoin(shown, ", "),
+                         t.passed_at.size() > kShown
+                             ? absl::StrFormat(" and %d more", t.passed_at.size() - kShown)
+                             : "");
 }
 
 }  // namespace

@@ -36,18 +36,34 @@ Job NeverSwitched() {
   return job;
 }
 
+// A test that never passed says where it came closest and by how much; one
+// that passed says at which checks (the first six, then how many more).
 TEST(SwitchDiagnosisTest, SaysHowOftenEachTestFailedAndWhereItCameClosest) {
   const std::vector<std::string> lines = ClosestApproach(NeverSwitched());
   ASSERT_EQ(lines.size(), 4u);
   EXPECT_EQ(lines[0], "never switched: 3 checks over 10 windows of 100 steps");
-  EXPECT_EQ(lines[1],
-            "  loss test   failed 2 of 3 checks; closest at step 499: 0.7 of its bound "
-            "(loss: first drop 7 % (bound 10 %))");
+  EXPECT_EQ(lines[1], "  loss test   failed 2 of 3 checks; passed at step 499");
   EXPECT_EQ(lines[2],
             "  weight test failed 3 of 3 checks; closest at step 499: 1.2 of its bound "
             "(weights: first drop 1.2 % (bound 1 %))");
   EXPECT_EQ(lines[3], "  both passed at 0 checks; 0 trials, 0 of them with LoRA's loss "
                       "significantly different");
+}
+
+TEST(SwitchDiagnosisTest, ATestThatPassedOftenNamesItsFirstSixChecks) {
+  Job job = NeverSwitched();
+  for (int64_t step = 599; step <= 1299; step += 100) {
+    *job.mutable_hpt()->add_events() =
+        Check(step, true, 0.5, false, 2.0, "loss: ...", "weights: ...");
+  }
+  const std::vector<std::string> lines = ClosestApproach(job);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[1],
+            "  loss test   failed 2 of 11 checks; passed at steps 499, 599, 699, 799, "
+            "899, 999 and 3 more");
+  EXPECT_EQ(lines[2],
+            "  weight test failed 11 of 11 checks; closest at step 499: 1.2 of its "
+            "bound (weights: first drop 1.2 % (bound 1 %))");
 }
 
 TEST(SwitchDiagnosisTest, LossOnlyRulesShowNoWeightLineAndRunningJobsSayYet) {
