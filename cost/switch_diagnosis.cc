@@ -116,4 +116,36 @@ std::vector<std::string> ClosestApproach(const Job& job) {
   return out;
 }
 
+std::string SwitchWhy(const Job& job) {
+  const HptStatus& h = job.hpt();
+  if (h.switch_step() < 0) return "";
+  const PhaseEvent* sw = nullptr;
+  for (const PhaseEvent& e : h.events()) {
+    if (e.kind() == PhaseEvent::SWITCH) sw = &e;
+  }
+  if (sw == nullptr) return "";
+  const PhaseEvent* check = nullptr;    // the last check that passed both tests
+  const PhaseEvent* verdict = nullptr;  // the trial's end that switched
+  int trials = 0;
+  for (const PhaseEvent& e : h.events()) {
+    if (&e == sw) break;
+    if (e.kind() == PhaseEvent::CHECK && e.loss_passed() && e.weight_passed()) check = &e;
+    if (e.kind() == PhaseEvent::TRIAL_END) {
+      ++trials;
+      verdict = &e;
+    }
+  }
+  std::string out = absl::StrCat("after step ", sw->iteration());
+  if (check != nullptr) absl::StrAppend(&out, ": both tests passed at step ", check->iteration());
+  if (verdict == nullptr || verdict->iteration() != sw->iteration()) {
+    return absl::StrCat(out, check != nullptr ? "; " : ": ", sw->reason());
+  }
+  absl::StrAppend(&out, check != nullptr ? "; " : ": ", "after ",
+                  trials > 1 ? absl::StrCat(trials, " LoRA trial windows") : "the LoRA trial", ", ",
+                  sw->reason());
+  return verdict->trial_detail().empty()
+             ? absl::StrCat(out, absl::StrFormat(" (t-test p %.3g)", verdict->p()))
+             : absl::StrCat(out, " (", verdict->trial_detail(), ")");
+}
+
 }  // namespace hpt

@@ -1,7 +1,7 @@
-// Why a job never switched: over its phase controller's checks, how often
-// each test failed and the check where it came closest (the least margin:
-// the test's statistic over its bound, below 1 passes), with the trials'
-// t-tests. A per-job diagnostic for the text report and the page.
+// Why a job switched, or why it never did: over its phase controller's
+// checks, how often each test failed and the check where it came closest
+// (the least margin: the test's statistic over its bound, below 1 passes),
+// with the trials' t-tests. Per-job text for hptctl, the report and the page.
 #ifndef HPT_COST_SWITCH_DIAGNOSIS_H_
 #define HPT_COST_SWITCH_DIAGNOSIS_H_
 
@@ -17,6 +17,12 @@ namespace hpt {
 // not an HpT job.
 std::vector<std::string> ClosestApproach(const Job& job);
 
+// Why a job that switched did, in one line: the step it switched after,
+// the check that passed both tests and started the trials, and the trial's
+// verdict ("after step 29: both tests passed at step 24; after the LoRA
+// trial, no significant difference between full and LoRA losses (t-test p
+// 0.717)"). Empty when the job has not switched.
+std::string SwitchWhy(const Job& job);
 
 }  // namespace hpt
 

@@ -130,5 +130,53 @@ TEST(SwitchDiagnosisTest, NoCheckAndSwitchedJobs) {
   EXPECT_TRUE(ClosestApproach(full).empty());
 }
 
+// A job that switched: the check that started the trials, how many trial
+// windows it took, and the verdict, with the t-test's p or the margin test.
+TEST(SwitchDiagnosisTest, SwitchWhyNamesTheCheckTheTrialsAndTheVerdict) {
+  Job job;
+  HptStatus& h = *job.mutable_hpt();
+  h.set_switch_step(-1);
+  EXPECT_EQ(SwitchWhy(job), "");
+  *h.add_events() = Check(19, false, 1.3, true, 0.2, "loss: ...", "weights: ...");
+  *h.add_events() = Check(24, true, 0.4, true, 0.3, "loss: ...", "weights: ...");
+  auto trial_end = [&](int64_t step, double p, bool significant) {
+    PhaseEvent& t = *h.add_events();
+    t.set_kind(PhaseEvent::TRIAL_END);
+    t.set_iteration(step);
+    t.set_p(p);
+    t.set_significant(significant);
+    return &t;
+  };
+  trial_end(29, 0.004, true);
+  trial_end(34, 0.7171, false);
+  PhaseEvent& sw = *h.add_events();
+  sw.set_kind(PhaseEvent::SWITCH);
+  sw.set_iteration(34);
+  sw.set_reason("no significant difference between full and LoRA losses");
+  h.set_switch_step(35);
+  EXPECT_EQ(SwitchWhy(job),
+            "after step 34: both tests passed at step 24; after 2 LoRA trial windows, no "
+            "significant difference between full and LoRA losses (t-test p 0.717)");
+
+  // The margin test: its words instead of a p.
+  h.mutable_events()->DeleteSubrange(2, 1);
+  PhaseEvent* last = &h.mutable_events()->at(2);
+  last->set_trial_detail("LoRA 0.3 % above full (margin 5 %)");
+  EXPECT_EQ(SwitchWhy(job),
+            "after step 34: both tests passed at step 24; after the LoRA trial, no "
+            "significant difference between full and LoRA losses (LoRA 0.3 % "
+            "above full (margin 5 %))");
+
+  // No trial: the check decides.
+  h.clear_events();
+  *h.add_events() = Check(24, true, 0.4, true, 0.3, "loss: ...", "weights: ...");
+  PhaseEvent& now = *h.add_events();
+  now.set_kind(PhaseEvent::SWITCH);
+  now.set_iteration(24);
+  now.set_reason("hpt.trial_test none: the check decides");
+  EXPECT_EQ(SwitchWhy(job),
+            "after step 24: both tests passed at step 24; hpt.trial_test none: the check decides");
+}
+
 }  // namespace
 }  // namespace hpt

@@ -409,6 +409,9 @@ std::string FormatReport(const Job& job) {
     for (const auto& [name, r] : h.lora_ranks()) ++histogram[r];
     for (const auto& [r, n] : histogram) ranks.push_back(absl::StrCat(n, "x r", r));
     absl::StrAppend(&out, absl::StrJoin(ranks, ", "), ")\n");
+    if (const std::string why = SwitchWhy(job); !why.empty()) {
+      absl::StrAppend(&out, "  switched ", why, "\n");
+    }
   }
   bool some_layers = false;
   if (!h.layer_switch_steps().empty()) {

@@ -15,6 +15,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/device_kind.h"
+#include "common/gpu_baseline.h"
+#include "cost/switch_diagnosis.h"
 #include "cost/text_report.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -67,9 +69,12 @@ std::string FormatProgress(const Job& job, int bar_width) {
   std::string bar = std::string(filled, '#') + std::string(bar_width - filled, '.');
   // While an evaluation runs, how far it is stands where the training's
   // ETA would.
+  // The phase leads once the controller has named it.
+  const std::string& phase = job.hpt().phase();
   return absl::StrFormat(
-      "[%s] %3d%% epoch %d/%d step %d/%d loss %s  %.1f samples/s  %s", bar,
-      static_cast<int>(fraction * 100), p.epoch(), p.epochs(), p.step(), p.total_steps(),
+      "%s[%s] %3d%% epoch %d/%d step %d/%d loss %s  %.1f samples/s  %s",
+      phase.empty() ? "" : absl::StrCat(phase, " "), bar, static_cast<int>(fraction * 100),
+      p.epoch(), p.epochs(), p.step(), p.total_steps(),
       p.step() > 0 ? absl::StrFormat("%.4f", p.loss()) : "-", p.samples_per_s(),
       !p.evaluating().empty()
           ? absl::StrCat("evaluating ", p.evaluating())
@@ -140,6 +145,55 @@ std::string DeviceLines(const Job& job) {
   return out;
 }
 
+// What the service tells of an HpT job at a glance: its phase and why it
+// switched (or how far it is from switching), its test quality beside
+// persistence, and what HpT saved against GPU-only training.
+std::string OutcomeLines(const Job& job) {
+  std::string out;
+  const HptStatus& h = job.hpt();
+  const bool full_job = job.spec().hpt().mode() == TrainingMode::full;
+  if (full_job) {
+    absl::StrAppend(&out, "  phase      full (hpt.mode full: every parameter, no LoRA phase)\n");
+  } else if (job.state() != LOADING && job.state() != QUEUED && !h.phase().empty()) {
+    absl::StrAppend(&out, "  phase      ", h.phase(),
+                    h.switch_step() >= 0 ? absl::StrCat(" since step ", h.switch_step()) : "",
+                    "\n");
+    if (const std::string why = SwitchWhy(job); !why.empty()) {
+      absl::StrAppend(&out, "  switched   ", why, "\n");
+    } else if (const std::vector<std::string> lines = ClosestApproach(job); !lines.empty()) {
+      absl::StrAppend(&out, "  switch     ", lines[0], " (hptctl report ", job.job_id(),
+                      " says why)\n");
+    }
+  }
+  const QualityMetrics& q = job.test_metrics();
+  if (q.values() > 0) {
+    const std::string unit = job.data().unit().empty() ? "" : " " + job.data().unit();
+    absl::StrAppend(&out, absl::StrFormat("  quality    test RMSE %.4g%s, MAE %.4g%s", q.rmse(),
+                                          unit, q.mae(), unit));
+    if (q.persistence_rmse() > 0) {
+      absl::StrAppend(&out, absl::StrFormat("; skill %.3f over persistence (RMSE %.4g%s)%s",
+                                            q.skill(), q.persistence_rmse(), unit,
+                                            q.skill() < 0 ? ": it LOSES to persistence" : ""));
+    }
+    absl::StrAppend(&out, "\n");
+  }
+  const CostComparison& c = h.comparison();
+  if (!full_job && h.switch_step() < 0 && h.layer_switch_steps().empty() &&
+      job.progress().step() > 0) {
+    absl::StrAppend(&out, "  HpT saved  nothing", JobEnded(job.state()) ? "" : " yet",
+                    ": without a switch every step trains as GPU-only training would\n");
+  } else if (!full_job && c.hpt_time_s() > 0 && c.time_ratio() > 0) {
+    absl::StrAppend(
+        &out, absl::StrFormat("  HpT saved  %.3gx time, %s energy against GPU-only (%s baseline, "
+                              "simulated steps; hptctl report %s for each baseline)\n",
+                              c.time_ratio(),
+                              c.energy_ratio() > 0 ? absl::StrFormat("%.3gx", c.energy_ratio())
+                                                   : std::string("unknown"),
+                              GpuBaselineName(c.baseline()), job.job_id()));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string FormatSummary(const Job& job) {
@@ -178,6 +232,7 @@ std::string FormatSummary(const Job& job) {
     absl::StrAppendFormat(&out, "  valid MSE  %.4f after the last epoch (normalised units)\n",
                           p.validation_loss());
   }
+  absl::StrAppend(&out, OutcomeLines(job));
   absl::StrAppend(&out, DeviceLines(job));
   if (job.checkpoint_step() > 0) {
     absl::StrAppendFormat(&out, "  checkpoint step %d (hptctl checkpoints %s)\n",

@@ -26,6 +26,10 @@ TEST(JobFormatTest, ProgressBarShowsFractionLossAndEta) {
   EXPECT_EQ(FormatProgress(RunningJob(), 8),
             "[##......]  25% epoch 2/3 step 50/200 loss 0.1235  88.0 "
             "samples/s  ETA 1m15s");
+  Job lora = RunningJob();
+  lora.mutable_hpt()->set_phase("lora");
+  EXPECT_EQ(FormatProgress(lora, 8),
+            "lora [##......]  25% epoch 2/3 step 50/200 loss 0.1235  88.0 samples/s  ETA 1m15s");
 }
 
 TEST(JobFormatTest, ProgressBeforeFirstStepHasNoLoss) {
@@ -107,6 +111,79 @@ TEST(JobFormatTest, SummaryListsLossesAndError) {
   EXPECT_NE(s.find("job job-000007 (demo): failed"), std::string::npos);
   EXPECT_NE(s.find("epoch loss 0.5000 0.2500"), std::string::npos);
   EXPECT_NE(s.find("error      worker 127.0.0.1:1 forward: boom"), std::string::npos);
+}
+
+// status tells at a glance the phase and why it switched, the quality
+// beside persistence and what HpT saved; a full job says it has no LoRA
+// phase and no saving.
+TEST(JobFormatTest, SummaryTellsPhaseSwitchQualityAndSaving) {
+  Job job = RunningJob();
+  job.set_state(SUCCEEDED);
+  HptStatus& h = *job.mutable_hpt();
+  h.set_phase("lora");
+  h.set_switch_step(30);
+  PhaseEvent& check = *h.add_events();
+  check.set_kind(PhaseEvent::CHECK);
+  check.set_iteration(24);
+  check.set_loss_passed(true);
+  check.set_weight_passed(true);
+  PhaseEvent& t = *h.add_events();
+  t.set_kind(PhaseEvent::TRIAL_END);
+  t.set_iteration(29);
+  t.set_p(0.7171);
+  PhaseEvent& sw = *h.add_events();
+  sw.set_kind(PhaseEvent::SWITCH);
+  sw.set_iteration(29);
+  sw.set_reason("no significant difference between full and LoRA losses");
+  h.mutable_comparison()->set_hpt_time_s(0.357);
+  h.mutable_comparison()->set_time_ratio(4.07);
+  h.mutable_comparison()->set_energy_ratio(4.46);
+  h.mutable_comparison()->set_baseline(GpuBaseline::paper);
+  job.mutable_data()->set_unit("m/s");
+  QualityMetrics& q = *job.mutable_test_metrics();
+  q.set_values(100);
+  q.set_rmse(1.491);
+  q.set_mae(1.062);
+  q.set_persistence_rmse(1.312);
+  q.set_skill(1 - 1.491 / 1.312);
+  const std::string s = FormatSummary(job);
+  EXPECT_NE(s.find("\n  phase      lora since step 30\n  switched   after step 29: both tests "
+                   "passed at step 24; after the LoRA trial, no significant difference between "
+                   "full and LoRA losses (t-test p 0.717)\n"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("\n  quality    test RMSE 1.491 m/s, MAE 1.062 m/s; skill -0.136 over "
+                   "persistence (RMSE 1.312 m/s): it LOSES to persistence\n"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("\n  HpT saved  4.07x time, 4.46x energy against GPU-only (paper baseline, "
+                   "simulated steps; hptctl report job-000007 for each baseline)\n"),
+            std::string::npos)
+      << s;
+
+  // Not switched: how far it got, and where to read why.
+  h.set_phase("full");
+  h.set_switch_step(-1);
+  h.set_check_window_steps(5);
+  job.mutable_progress()->set_total_steps(40);
+  h.mutable_events()->DeleteSubrange(1, 2);
+  EXPECT_NE(FormatSummary(job).find("\n  phase      full\n  switch     never switched: 1 checks "
+                                    "over 8 windows of 5 steps (hptctl report job-000007 says "
+                                    "why)\n"),
+            std::string::npos)
+      << FormatSummary(job);
+  EXPECT_NE(FormatSummary(job).find("\n  HpT saved  nothing: without a switch every step trains "
+                                    "as GPU-only training would\n"),
+            std::string::npos)
+      << FormatSummary(job);
+
+  job.mutable_spec()->mutable_hpt()->set_mode(TrainingMode::full);
+  const std::string full = FormatSummary(job);
+  EXPECT_NE(full.find("\n  phase      full (hpt.mode full: every parameter, no LoRA phase)\n"),
+            std::string::npos)
+      << full;
+  EXPECT_EQ(full.find("HpT saved"), std::string::npos) << full;
+  EXPECT_EQ(full.find("switch "), std::string::npos) << full;
 }
 
 TEST(JobFormatTest, ReportShowsPhasesSwitchRatiosAndMetrics) {
@@ -197,6 +274,7 @@ TEST(JobFormatTest, ReportShowsPhasesSwitchRatiosAndMetrics) {
       << r;
   EXPECT_NE(r.find("window k 480 samples = 15 steps at batch 32"), std::string::npos) << r;
   EXPECT_NE(r.find("switched to LoRA at step 40"), std::string::npos) << r;
+  EXPECT_EQ(r.find("  switched after"), std::string::npos) << "no SWITCH event, no why: " << r;
   EXPECT_NE(r.find("2x r8"), std::string::npos) << r;
   EXPECT_NE(r.find("full    0-39"), std::string::npos) << r;
   EXPECT_NE(r.find("2 ms"), std::string::npos) << r;

@@ -160,6 +160,10 @@ std::string Header(const Job& job) {
                                absl::StrCat("projected to ", Num(c.project_epochs(), 3), " epochs")));
   }
   absl::StrAppend(&out, "</div>");
+  if (const std::string switched = SwitchWhy(job); !switched.empty()) {
+    absl::StrAppend(&out, "<p class=\"note\" id=\"switch-why\">Switched to LoRA ", Escape(switched),
+                    ".</p>");
+  }
   const std::vector<std::string> why = ClosestApproach(job);
   if (!why.empty()) {
     absl::StrAppend(&out, "<pre class=\"note\" id=\"no-switch\">");

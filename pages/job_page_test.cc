@@ -73,8 +73,17 @@ TEST(JobPageTest, NamesAreEscapedAndBarsCarryTheirValues) {
   EXPECT_NE(html.find("<g class=\"switch\" data-step=\"12\">"), std::string::npos);
   EXPECT_NE(html.find("data-bar=\"hpt-phases\" data-total=\"0.6000000000"), std::string::npos);
   EXPECT_NE(html.find("data-bar=\"gpu-only-paper\" data-total=\"1.2\""), std::string::npos);
+  EXPECT_EQ(html.find("id=\"switch-why\""), std::string::npos) << "no SWITCH event: no why";
   // A file page has no script; a live one re-reads its content.
   EXPECT_EQ(html.find("<script>"), std::string::npos);
+  PhaseEvent& sw = *in.job.mutable_hpt()->add_events();
+  sw.set_kind(PhaseEvent::SWITCH);
+  sw.set_iteration(11);
+  sw.set_reason("hpt.trial_test none: the check decides <now>");
+  EXPECT_NE(RenderJobPage(in, PageOptions())
+                .find("<p class=\"note\" id=\"switch-why\">Switched to LoRA after step 11: "
+                      "hpt.trial_test none: the check decides &lt;now&gt;.</p>"),
+            std::string::npos);
   EXPECT_NE(RenderJobPage(in, PageOptions{true, "/"}).find("?part=content"), std::string::npos);
 }
 
