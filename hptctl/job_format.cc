@@ -190,6 +190,14 @@ std::string OutcomeLines(const Job& job) {
                               c.energy_ratio() > 0 ? absl::StrFormat("%.3gx", c.energy_ratio())
                                                    : std::string("unknown"),
                               GpuBaselineName(c.baseline()), job.job_id()));
+    // The bar the claim must clear: the fastest GPU-only way, modelled.
+    const BaselineComparison* fastest = FastestBaseline(c, /*measured=*/false);
+    if (fastest != nullptr && fastest->baseline() != GpuBaselineName(c.baseline())) {
+      absl::StrAppend(&out, absl::StrFormat("             %.3gx time against the fastest GPU-only "
+                                            "(%s, modelled)%s\n",
+                                            fastest->time_ratio(), fastest->baseline(),
+                                            fastest->time_ratio() < 1 ? ": HpT is slower" : ""));
+    }
   }
   return out;
 }

@@ -1,5 +1,7 @@
 #include "hptctl/job_format.h"
 
+#include <tuple>
+
 #include "gtest/gtest.h"
 
 namespace hpt {
@@ -139,6 +141,13 @@ TEST(JobFormatTest, SummaryTellsPhaseSwitchQualityAndSaving) {
   h.mutable_comparison()->set_time_ratio(4.07);
   h.mutable_comparison()->set_energy_ratio(4.46);
   h.mutable_comparison()->set_baseline(GpuBaseline::paper);
+  for (auto [name, seconds, ratio] :
+       {std::tuple{"paper", 1.45, 4.07}, {"graph", 0.0354, 0.872}, {"fused", 0.707, 3.58}}) {
+    BaselineComparison& b = *h.mutable_comparison()->add_baselines();
+    b.set_baseline(name);
+    b.set_gpu_only_time_s(seconds);
+    b.set_time_ratio(ratio);
+  }
   job.mutable_data()->set_unit("m/s");
   QualityMetrics& q = *job.mutable_test_metrics();
   q.set_values(100);
@@ -157,7 +166,9 @@ TEST(JobFormatTest, SummaryTellsPhaseSwitchQualityAndSaving) {
             std::string::npos)
       << s;
   EXPECT_NE(s.find("\n  HpT saved  4.07x time, 4.46x energy against GPU-only (paper baseline, "
-                   "simulated steps; hptctl report job-000007 for each baseline)\n"),
+                   "simulated steps; hptctl report job-000007 for each baseline)\n"
+                   "             0.872x time against the fastest GPU-only (graph, modelled): "
+                   "HpT is slower\n"),
             std::string::npos)
       << s;
 
