@@ -111,7 +111,7 @@ int ListCommand(JobService::Stub& stub) {
     std::cout << (state.empty() ? "no jobs" : "no " + absl::AsciiStrToLower(state) + " jobs")
               << std::endl;
   } else {
-    for (const Job& job : response.jobs()) std::cout << FormatRow(job) << "\n";
+    std::cout << FormatList({response.jobs().begin(), response.jobs().end()});
   }
   if (!Json() && response.omitted() > 0) {
     std::cout << response.omitted() << " older job(s) left out to keep the reply under 4 MiB"

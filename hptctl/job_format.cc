@@ -6,6 +6,7 @@
 #include <map>
 #include <tuple>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -47,13 +48,39 @@ ExitCode ExitCodeFor(const absl::Status& status) {
   }
 }
 
-std::string FormatRow(const Job& job) {
-  const JobProgress& p = job.progress();
-  return absl::StrFormat("%-12s %-10s %-10s %-8s epoch %d/%d  step %d/%d  loss %s",
-                         job.job_id(), StateName(job.state()), job.name(),
-                         job.spec().model().preset(), p.epoch(), p.epochs(),
-                         p.step(), p.total_steps(),
-                         p.step() > 0 ? absl::StrFormat("%.4f", p.loss()) : "-");
+std::string FormatList(const std::vector<Job>& jobs) {
+  // The name column fits the longest name, up to 24 characters.
+  size_t name_width = 4;
+  for (const Job& job : jobs) name_width = std::max(name_width, job.name().size());
+  name_width = std::min<size_t>(name_width, 24);
+  auto row = [&](absl::string_view id, absl::string_view state, absl::string_view name,
+                 absl::string_view preset, absl::string_view epoch, absl::string_view step,
+                 absl::string_view loss, absl::string_view phase, absl::string_view at) {
+    std::string shown(name.substr(0, name_width));
+    if (name.size() > name_width) shown.back() = '~';
+    return absl::StrFormat("%-12s %-10s %-*s %-8s %-7s %-11s %-8s %-6s %s\n", id, state,
+                           int(name_width), shown, preset, epoch, step, loss, phase, at);
+  };
+  std::string out =
+      row("JOB", "STATE", "NAME", "PRESET", "EPOCH", "STEP", "LOSS", "PHASE", "SWITCH");
+  for (const Job& job : jobs) {
+    const JobProgress& p = job.progress();
+    const HptStatus& h = job.hpt();
+    const bool full_job = job.spec().hpt().mode() == TrainingMode::full;
+    const std::string phase = full_job ? "full*" : h.phase().empty() ? "-" : h.phase();
+    const std::string at = full_job                                ? "-"
+                           : h.switch_step() >= 0                  ? absl::StrCat(h.switch_step())
+                           : JobEnded(job.state()) && p.step() > 0 ? "never"
+                                                                   : "-";
+    absl::StrAppend(&out, row(job.job_id(), StateName(job.state()), job.name(),
+                              job.spec().model().preset(), absl::StrCat(p.epoch(), "/", p.epochs()),
+                              absl::StrCat(p.step(), "/", p.total_steps()),
+                              p.step() > 0 ? absl::StrFormat("%.4f", p.loss()) : "-", phase, at));
+  }
+  const bool any_full = absl::c_any_of(
+      jobs, [](const Job& j) { return j.spec().hpt().mode() == TrainingMode::full; });
+  if (any_full) absl::StrAppend(&out, "full*: hpt.mode full, no LoRA phase\n");
+  return out;
 }
 
 std::string FormatProgress(const Job& job, int bar_width) {

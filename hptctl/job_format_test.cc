@@ -2,6 +2,7 @@
 
 #include <tuple>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace hpt {
@@ -54,6 +55,40 @@ TEST(JobFormatTest, AnEvaluationShowsHowFarItIs) {
             std::string::npos);
   job.mutable_progress()->clear_evaluating();
   EXPECT_EQ(FormatSummary(job).find("evaluating"), std::string::npos);
+}
+
+// list: a header, each job's phase and switch step, names fitted to the
+// longest (cut at 24 characters), and a full job marked as such.
+TEST(JobFormatTest, ListHasAHeaderAndEachJobsPhaseAndSwitch) {
+  Job lora = RunningJob();
+  lora.mutable_hpt()->set_phase("lora");
+  lora.mutable_hpt()->set_switch_step(30);
+  Job never = RunningJob();
+  never.set_job_id("job-000008");
+  never.set_name("a wind run with a long descriptive name");
+  never.set_state(SUCCEEDED);
+  never.mutable_hpt()->set_phase("full");
+  never.mutable_hpt()->set_switch_step(-1);
+  Job full = RunningJob();
+  full.set_job_id("job-000009");
+  full.set_state(QUEUED);
+  full.mutable_spec()->mutable_hpt()->set_mode(TrainingMode::full);
+  full.mutable_progress()->set_step(0);
+  Job refused = never;  // failed before a step: no switch to speak of
+  refused.set_state(FAILED);
+  refused.mutable_progress()->set_step(0);
+  EXPECT_THAT(FormatList({refused}), ::testing::EndsWith(" -        full   -\n"));
+  EXPECT_EQ(
+      FormatList({lora, never, full}),
+      "JOB          STATE      NAME                     PRESET   EPOCH   STEP        LOSS     "
+      "PHASE  SWITCH\n"
+      "job-000007   running    demo                     tiny     2/3     50/200      0.1235   "
+      "lora   30\n"
+      "job-000008   succeeded  a wind run with a long ~ tiny     2/3     50/200      0.1235   "
+      "full   never\n"
+      "job-000009   queued     demo                     tiny     2/3     0/200       -        "
+      "full*  -\n"
+      "full*: hpt.mode full, no LoRA phase\n");
 }
 
 TEST(JobFormatTest, DurationsReadNaturally) {
