@@ -86,9 +86,30 @@ const google::protobuf::EnumDescriptor* EnumFieldNamed(const std::string& name) 
   return nullptr;
 }
 
+// The 0-based column where `name` begins on the error's line, as the last
+// whole word before the parser's column; the parser's column where it is
+// not found there.
+int NameColumn(const std::vector<std::string>& lines, const FirstErrorCollector& errors,
+               const std::string& name) {
+  if (errors.line() < 0 || errors.line() >= int(lines.size()) || name.empty()) {
+    return errors.column();
+  }
+  const std::string& line = lines[size_t(errors.line())];
+  auto word = [](char c) { return absl::ascii_isalnum(c) || c == '_'; };
+  size_t end = std::min(line.size(), size_t(std::max(0, errors.column())));
+  for (size_t at = line.rfind(name, end); at != std::string::npos;
+       at = at == 0 ? std::string::npos : line.rfind(name, at - 1)) {
+    const bool starts = at == 0 || !word(line[at - 1]);
+    const bool ends = at + name.size() >= line.size() || !word(line[at + name.size()]);
+    if (starts && ends && at + name.size() <= end) return int(at);
+  }
+  return errors.column();
+}
+
 // The text parser's error for an enum field, with the names it takes: a
 // name it does not know, or a value in quotes. Other errors as they are.
 std::string EnumParseError(const std::string& text, const FirstErrorCollector& errors) {
+  const std::vector<std::string> lines = absl::StrSplit(text, '\n');
   const std::string at =
       absl::StrCat("job spec line ", errors.line() + 1, " column ", errors.column() + 1, ": ");
   // Unknown enumeration value of "knee" for field "switch_rule".
@@ -107,14 +128,16 @@ std::string EnumParseError(const std::string& text, const FirstErrorCollector& e
       for (int f = 0; f < type->field_count(); ++f) fields.push_back(type->field(f)->name());
       const bool outer = type != JobSpec::descriptor() &&
                          JobSpec::descriptor()->FindFieldByName(quoted[3]) != nullptr;
-      return absl::StrCat(at, type->name(), " has no field '", quoted[3], "'",
+      // The parser stands past the name (at its ':' or '{'): point at the name.
+      const std::string where = absl::StrCat("job spec line ", errors.line() + 1, " column ",
+                                             NameColumn(lines, errors, quoted[3]) + 1, ": ");
+      return absl::StrCat(where, type->name(), " has no field '", quoted[3], "'",
                           outer ? " (it is a field of the whole spec: is a '}' missing before it?)"
                                 : DidYouMean(quoted[3], fields),
                           "; its fields: ", absl::StrJoin(fields, ", "));
     }
   }
   // A quoted value: the field is the name before the colon on that line.
-  const std::vector<std::string> lines = absl::StrSplit(text, '\n');
   if (errors.line() >= 0 && errors.line() < int(lines.size())) {
     const std::string& line = lines[size_t(errors.line())];
     absl::string_view before = absl::StripTrailingAsciiWhitespace(

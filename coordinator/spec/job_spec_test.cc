@@ -105,14 +105,14 @@ TEST(JobSpecTest, UnknownFieldIsNamedWithWhatItLikelyMeant) {
   auto spec = ParseJobSpecText("training { epoch: 3 }");
   ASSERT_FALSE(spec.ok());
   EXPECT_THAT(std::string(spec.status().message()),
-              ::testing::StartsWith("job spec line 1 column 17: TrainingSpec has no field 'epoch' "
+              ::testing::StartsWith("job spec line 1 column 12: TrainingSpec has no field 'epoch' "
                                     "(did you mean 'epochs'?); its fields: epochs, batch_size, "));
   // A field of the whole spec inside another message: most likely a
   // missing '}'.
   auto brace = ParseJobSpecText("model { preset: \"wind\"\ndata { input_steps: 12 }");
   ASSERT_FALSE(brace.ok());
   EXPECT_THAT(std::string(brace.status().message()),
-              ::testing::StartsWith("job spec line 2 column 6: ModelSpec has no field 'data' (it "
+              ::testing::StartsWith("job spec line 2 column 1: ModelSpec has no field 'data' (it "
                                     "is a field of the whole spec: is a '}' missing before it?)"));
 }
 
