@@ -6,7 +6,8 @@
 #include "hptctl/job_format.h"
 #include "hptctl/usage.h"
 
-ABSL_FLAG(std::string, coordinator, "127.0.0.1:50051", "Coordinator host:port.");
+ABSL_FLAG(std::string, coordinator, "127.0.0.1:50051",
+          "Coordinator host:port (default: $HPT_COORDINATOR, else 127.0.0.1:50051).");
 ABSL_FLAG(std::string, format, "text",
           "Output format: text or json (trace: also chrome, Chrome trace-event JSON).");
 ABSL_FLAG(int, timeout_s, 30, "Deadline of each unary call, seconds.");
@@ -16,9 +17,10 @@ namespace hpt {
 int Fail(const absl::Status& status) {
   const int code = PrintFailure(status);
   if (status.code() == absl::StatusCode::kUnavailable) {
-    std::cerr << "hptctl: is the coordinator running at "
-              << absl::GetFlag(FLAGS_coordinator)
-              << "? (start it with ./hpt up, or set --coordinator)" << std::endl;
+    std::cerr << "hptctl: is the coordinator running at " << absl::GetFlag(FLAGS_coordinator)
+              << "? (start it with ./hpt up, or give its address: --coordinator=HOST:PORT or "
+                 "$HPT_COORDINATOR)"
+              << std::endl;
   }
   return code;
 }

@@ -360,14 +360,21 @@ int Run(const std::vector<char*>& args, const TlsCredentials& tls) {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(hpt::kUsage);
+  bool coordinator_given = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--step" || arg.rfind("--step=", 0) == 0) hpt::RepeatedCostFlags().step_given = true;
+    if (arg == "--coordinator" || arg.rfind("--coordinator=", 0) == 0) coordinator_given = true;
   }
   hpt::RepeatedCostFlags().sets = hpt::TakeRepeatedFlag("set", &argc, argv);
   hpt::RepeatedCostFlags().grids = hpt::TakeRepeatedFlag("grid", &argc, argv);
   if (std::optional<int> exit = hpt::HandleHelpAndUnknownFlags(argc, argv)) return *exit;
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  // The flag wins over the environment, which wins over the default.
+  if (const char* env = std::getenv("HPT_COORDINATOR");
+      !coordinator_given && env != nullptr && *env != '\0') {
+    absl::SetFlag(&FLAGS_coordinator, std::string(absl::StripAsciiWhitespace(env)));
+  }
   absl::StatusOr<hpt::TlsCredentials> tls = hpt::TlsFromFlags(/*require_client_certs=*/false);
   if (!tls.ok()) return hpt::Usage(std::string(tls.status().message()));
   std::string token_file = absl::GetFlag(FLAGS_token_file);

@@ -11,7 +11,9 @@ workers over loopback, driven through hptctl), for what a first session tried:
 - `hptctl COMMAND --help` lists that command's flags with their defaults;
   --d_model, --num_layers and --heads shape the model;
 - `list --state` filters; a submit without data says it trains on a
-  synthetic series.
+  synthetic series;
+- $HPT_COORDINATOR gives the coordinator's address where --coordinator
+  does not.
 
 Runs with: <hpt_coordinator> <hpt_worker> <hptctl>
 """
@@ -191,6 +193,21 @@ class NewcomerTest(unittest.TestCase):
         self.assertEqual(run.returncode, 0, run.stderr)
         self.assertIn("note: data: no source given, so the job trains on a synthetic series "
                       "(16 stations x 512 steps)", run.stdout)
+
+    def test_the_coordinators_address_may_come_from_the_environment(self):
+        env = dict(os.environ, HPT_COORDINATOR=f"127.0.0.1:{self.cluster.port}")
+        run = subprocess.run([HPTCTL, "list"], capture_output=True, text=True, timeout=60,
+                             env=env)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertTrue(run.stdout.startswith("JOB ") or run.stdout == "no jobs\n", run.stdout)
+        # The flag wins over the environment, and the failure names the
+        # address it tried and both ways to give another.
+        run = subprocess.run([HPTCTL, "--coordinator=127.0.0.1:1", "--timeout_s=5", "list"],
+                             capture_output=True, text=True, timeout=60, env=env)
+        self.assertEqual(run.returncode, 5, run.stderr)
+        self.assertIn("hptctl: is the coordinator running at 127.0.0.1:1? (start it with "
+                      "./hpt up, or give its address: --coordinator=HOST:PORT or "
+                      "$HPT_COORDINATOR)", run.stderr)
 
 
 if __name__ == "__main__":
