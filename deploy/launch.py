@@ -232,14 +232,24 @@ def port_of(argv, flag):
     return None
 
 
-def down(run_dir, quiet=False):
+def read_pids(pid_file):
+    try:
+        with open(pid_file) as f:
+            return json.load(f)
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def down(run_dir, quiet=False, own=None):
+    """Stops the processes pids.json names; `own`: a launcher's own {name: pid},
+    stopped whatever pids.json holds now, which is removed only while it
+    still names them (a later `up` may have written its own)."""
     pid_file = os.path.join(run_dir, "pids.json")
-    if not os.path.exists(pid_file):
+    pids = own if own is not None else read_pids(pid_file)
+    if pids is None:
         if not quiet:
             print(f"hpt: nothing running (no {pid_file})")
         return
-    with open(pid_file) as f:
-        pids = json.load(f)
     for name, pid in reversed(list(pids.items())):
         try:
             os.kill(pid, signal.SIGTERM)
@@ -258,7 +268,11 @@ def down(run_dir, quiet=False):
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-    os.remove(pid_file)
+    if own is None or read_pids(pid_file) == own:
+        try:
+            os.remove(pid_file)
+        except FileNotFoundError:
+            pass
     if not quiet:
         print(f"hpt: stopped {', '.join(pids)}")
 
@@ -319,9 +333,14 @@ def up(args, env):
     for name, grpc, metrics, log in rows:
         print(f"{name:<{width}}  {grpc:<16}  {metrics}")
     print(f"logs and pids in {run_dir}; Grafana runs only under docker compose")
+    coordinator_port = port_of(commands['coordinator'], 'listen')
     if tls_dir:
         print(f"secure mode: hptctl --tls_ca={tls_dir}/ca.pem --token_file={tls_dir}/token "
-              f"--coordinator=localhost:{port_of(commands['coordinator'], 'listen')} list")
+              f"--coordinator=localhost:{coordinator_port} list")
+    elif str(coordinator_port) != "50051":
+        # hptctl's default is 50051: say how to reach another port.
+        print(f"hptctl: export HPT_COORDINATOR=127.0.0.1:{coordinator_port} "
+              f"(or --coordinator=127.0.0.1:{coordinator_port})")
     sys.stdout.flush()
     if args.detach:
         return
@@ -338,7 +357,9 @@ def up(args, env):
                 print(f"hpt: {name} exited with {proc.returncode}; stopping the rest")
                 stop["now"] = True
         time.sleep(0.5)
-    down(run_dir)
+    # Only what this launcher started: after `./hpt down`, a new `up` may
+    # already own the run directory.
+    down(run_dir, own=pids)
 
 
 def main():

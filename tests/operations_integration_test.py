@@ -9,6 +9,7 @@ import glob
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -21,7 +22,8 @@ import urllib.request
 LAUNCH, BIN_DIR, HPTCTL, CLIENT, PROTO_ROOT = [os.path.abspath(a) for a in sys.argv[1:6]]
 del sys.argv[1:6]
 DEPLOY = os.path.dirname(LAUNCH)
-PORT_KEYS = ["HPT_COORDINATOR_GRPC_PORT", "HPT_COORDINATOR_METRICS_PORT", "HPT_GPU_GRPC_PORT",
+PORT_KEYS = ["HPT_COORDINATOR_GRPC_PORT", "HPT_COORDINATOR_METRICS_PORT",
+             "HPT_COORDINATOR_HTTP_PORT", "HPT_GPU_GRPC_PORT",
              "HPT_GPU_METRICS_PORT", "HPT_RERAM_GRPC_PORT", "HPT_RERAM_METRICS_PORT",
              "HPT_SYSTOLIC_GRPC_PORT", "HPT_SYSTOLIC_METRICS_PORT", "HPT_PROMETHEUS_PORT"]
 # Small windows and loose thresholds: the tiny job reaches the switch.
@@ -96,6 +98,42 @@ class OperationsTest(unittest.TestCase):
         for name in ["coordinator", "worker-gpu", "worker-reram", "worker-systolic", "prometheus"]:
             self.assertIn(name, self.up_output)
         self.assertIn(self.coordinator, self.up_output)
+        # Not hptctl's default port: how to reach it.
+        self.assertIn(f"hptctl: export HPT_COORDINATOR={self.coordinator}", self.up_output)
+
+    def test_a_launcher_stopped_by_down_leaves_the_next_up_running(self):
+        """`./hpt down` then `./hpt up` at once: the first launcher, in the
+        foreground, stops after its processes; it must not stop the new ones."""
+        keys = [k for k in PORT_KEYS if k != "HPT_PROMETHEUS_PORT"]
+        sets = [f"--set={k}={v}" for k, v in zip(keys, free_ports(len(keys)))]
+        run_dir = tempfile.mkdtemp(prefix="hpt-relaunch-", dir=os.environ.get("TEST_TMPDIR"))
+        common = [f"--dir={run_dir}", f"--bin_dir={BIN_DIR}", "--no_prometheus"] + sets
+        first = subprocess.Popen(self.launch + ["up"] + common, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True,
+                                 env=dict(os.environ, PYTHONUNBUFFERED="1"))
+        try:
+            for line in first.stdout:  # up to its "running" line
+                if line.startswith("hpt: running"):
+                    break
+            self.assertIsNone(first.poll(), "the first launcher ended before it ran")
+            # Held still while down and the next up run, so that it looks at
+            # its processes only once the new ones are written down.
+            first.send_signal(signal.SIGSTOP)
+            subprocess.run(self.launch + ["down", f"--dir={run_dir}"], check=True,
+                           capture_output=True, timeout=60)
+            subprocess.run(self.launch + ["up", "--detach"] + common, check=True,
+                           capture_output=True, timeout=300)
+            with open(os.path.join(run_dir, "pids.json")) as f:
+                second = json.load(f)
+            first.send_signal(signal.SIGCONT)
+            first.wait(timeout=30)
+            for name, pid in second.items():
+                os.kill(pid, 0)  # ProcessLookupError: the first launcher stopped it
+            with open(os.path.join(run_dir, "pids.json")) as f:
+                self.assertEqual(json.load(f), second)
+        finally:
+            first.kill()
+            subprocess.run(self.launch + ["down", f"--dir={run_dir}"], timeout=60)
 
     def test_promtool_accepts_every_metrics_page(self):
         for key in ["HPT_COORDINATOR_METRICS_PORT", "HPT_GPU_METRICS_PORT",
