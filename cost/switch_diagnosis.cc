@@ -81,7 +81,10 @@ std::vector<std::string> ClosestApproach(const Job& job) {
     if (e.reason() == "loss rising: not a convergence") ++rising;
   }
   const int64_t windows = total_steps / h.check_window_steps();
-  const std::string lead = finished ? "never switched" : "no switch yet";
+  // A cancelled or failed job may be resumed: it did not switch "ever".
+  const std::string lead = job.state() == SUCCEEDED ? "never switched"
+                           : finished               ? "no switch before it stopped"
+                                                    : "no switch yet";
   if (checks == 0) {
     out.push_back(absl::StrFormat(
         "%s: no check ran; the run has %d windows of %d steps and the first check closes the "

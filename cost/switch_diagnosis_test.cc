@@ -75,6 +75,9 @@ TEST(SwitchDiagnosisTest, LossOnlyRulesShowNoWeightLineAndRunningJobsSayYet) {
   const std::vector<std::string> lines = ClosestApproach(job);
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[0], "no switch yet: 1 checks over 10 windows of 100 steps");
+  job.set_state(CANCELLED);  // it may be resumed
+  EXPECT_EQ(ClosestApproach(job)[0],
+            "no switch before it stopped: 1 checks over 10 windows of 100 steps");
   EXPECT_NE(lines[1].find("loss test   failed 1 of 1"), std::string::npos);
 }
 

@@ -68,10 +68,10 @@ std::string FormatList(const std::vector<Job>& jobs) {
     const HptStatus& h = job.hpt();
     const bool full_job = job.spec().hpt().mode() == TrainingMode::full;
     const std::string phase = full_job ? "full*" : h.phase().empty() ? "-" : h.phase();
-    const std::string at = full_job                                ? "-"
-                           : h.switch_step() >= 0                  ? absl::StrCat(h.switch_step())
-                           : JobEnded(job.state()) && p.step() > 0 ? "never"
-                                                                   : "-";
+    const std::string at = full_job               ? "-"
+                           : h.switch_step() >= 0 ? absl::StrCat(h.switch_step())
+                           : job.state() == SUCCEEDED && p.step() > 0 ? "never"
+                                                                      : "-";
     absl::StrAppend(&out, row(job.job_id(), StateName(job.state()), job.name(),
                               job.spec().model().preset(), absl::StrCat(p.epoch(), "/", p.epochs()),
                               absl::StrCat(p.step(), "/", p.total_steps()),
@@ -207,7 +207,7 @@ std::string OutcomeLines(const Job& job) {
   const CostComparison& c = h.comparison();
   if (!full_job && h.switch_step() < 0 && h.layer_switch_steps().empty() &&
       job.progress().step() > 0) {
-    absl::StrAppend(&out, "  HpT saved  nothing", JobEnded(job.state()) ? "" : " yet",
+    absl::StrAppend(&out, "  HpT saved  nothing", job.state() == SUCCEEDED ? "" : " yet",
                     ": without a switch every step trains as GPU-only training would\n");
   } else if (!full_job && c.hpt_time_s() > 0 && c.time_ratio() > 0) {
     absl::StrAppend(

@@ -27,7 +27,7 @@ ExitCode ExitCodeFor(const absl::Status& status);
 // Prints "hptctl: CODE: message" to stderr; returns ExitCodeFor(status).
 int PrintFailure(const absl::Status& status);
 // `list`'s table: a header and a row per job (its phase and switch step;
-// "never" for an HpT job that trained and ended without one).
+// "never" for an HpT job that succeeded without one).
 std::string FormatList(const std::vector<Job>& jobs);
 // "[#####.....]  50% epoch 2/3 step 10/20 loss 0.1234 ..."; width in chars.
 std::string FormatProgress(const Job& job, int bar_width);

@@ -78,6 +78,9 @@ TEST(JobFormatTest, ListHasAHeaderAndEachJobsPhaseAndSwitch) {
   refused.set_state(FAILED);
   refused.mutable_progress()->set_step(0);
   EXPECT_THAT(FormatList({refused}), ::testing::EndsWith(" -        full   -\n"));
+  Job cancelled = never;  // it may be resumed and switch yet
+  cancelled.set_state(CANCELLED);
+  EXPECT_THAT(FormatList({cancelled}), ::testing::EndsWith(" 0.1235   full   -\n"));
   EXPECT_EQ(
       FormatList({lora, never, full}),
       "JOB          STATE      NAME                     PRESET   EPOCH   STEP        LOSS     "
