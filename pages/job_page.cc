@@ -26,7 +26,7 @@ a{color:#2f5fa7}.note{color:#4a5363;margin:4px 0 8px;overflow-wrap:anywhere}.sta
 .cards{display:flex;gap:12px;flex-wrap:wrap;margin:12px 0}.card{background:#fff;border:1px solid #dde1e7;border-radius:6px;padding:8px 12px;min-width:150px}
 h3.cards-title{margin:14px 0 -4px;font-size:13px;color:#4a5363;font-weight:600}
 .card b{display:block;font-size:20px}.card span{color:#4a5363;font-size:12px}
-.card.loses{border-color:#b3261e}.card.loses b,.card.loses span{color:#b3261e}
+.card.loses{border-color:#b3261e}.card.loses b,.card.loses span{color:#b3261e}td.loses{color:#b3261e;font-weight:600}
 svg.plot{background:#fff;border:1px solid #dde1e7;border-radius:4px;max-width:100%;height:auto;display:block;margin:6px 0}
 .grid{stroke:#eceff3}.axis,.tick-mark{stroke:#8a93a3}.tick,.bar-note{font-size:11px;fill:#4a5363}.label{font-size:12px;fill:#1d2330}
 .bar-label{font-size:12px;fill:#1d2330}
@@ -265,14 +265,26 @@ std::string RenderJobPage(const JobPageInput& input, const PageOptions& options)
   return Page(absl::StrCat(input.job.job_id(), " · HpT"), RenderJobContent(input), options);
 }
 
+// The list's quality cell: the test skill over persistence, in red where
+// the model loses to it; a dash before there are test metrics.
+std::string SkillCell(const Job& j) {
+  const QualityMetrics& q = j.test_metrics();
+  if (q.values() == 0 || q.persistence_rmse() <= 0) return "<td>–</td>";
+  return absl::StrCat("<td", q.skill() < 0 ? " class=\"loses\"" : "", ">", Num(q.skill(), 3),
+                      "</td>");
+}
+
 std::string RenderJobsContent(const std::vector<Job>& jobs) {
   std::string body = "<h1>HpT jobs</h1>";
   if (jobs.empty()) {
     body += "<p class=\"note\">No jobs yet: submit one with <code>hptctl submit</code>.</p>";
   } else {
-    absl::StrAppend(&body, "<table id=\"jobs\"><thead><tr><th>job</th><th>name</th><th>state</th><th>phase</th>"
-                           "<th>step</th><th>loss</th><th>switch</th><th>time / energy vs GPU-only</th>"
-                           "<th>owner</th></tr></thead><tbody>");
+    absl::StrAppend(
+        &body,
+        "<table id=\"jobs\"><thead><tr><th>job</th><th>name</th><th>state</th><th>phase</th>"
+        "<th>step</th><th>loss</th><th>skill vs persistence</th><th>switch</th>"
+        "<th>time / energy vs GPU-only</th>"
+        "<th>owner</th></tr></thead><tbody>");
     for (const Job& j : jobs) {
       const CostComparison& c = j.hpt().comparison();
       absl::StrAppend(
@@ -281,7 +293,7 @@ std::string RenderJobsContent(const std::vector<Job>& jobs) {
           JobState_Name(j.state()), "\">", Escape(StateName(j.state())), "</span></td><td>",
           Escape(j.hpt().phase()), "</td><td>", j.progress().step(), " / ",
           j.progress().total_steps(), "</td><td>",
-          j.progress().step() > 0 ? Num(j.progress().loss()) : "–", "</td><td>",
+          j.progress().step() > 0 ? Num(j.progress().loss()) : "–", "</td>", SkillCell(j), "<td>",
           j.hpt().switch_step() >= 0 ? absl::StrCat(j.hpt().switch_step()) : "–", "</td><td>",
           c.hpt_time_s() > 0 ? Num(c.time_ratio(), 3) + "× / " + RatioOrDash(c.energy_ratio())
                              : "–",

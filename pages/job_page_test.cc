@@ -87,8 +87,8 @@ TEST(JobPageTest, NamesAreEscapedAndBarsCarryTheirValues) {
   EXPECT_NE(RenderJobPage(in, PageOptions{true, "/"}).find("?part=content"), std::string::npos);
 }
 
-// A job that failed before its first step has no loss and no switch to
-// show, where a job that switched shows both.
+// A job that failed before its first step has no loss, skill or switch to
+// show, where a job that switched shows them.
 TEST(JobPageTest, TheListShowsNoLossOrSwitchBeforeTheFirstStep) {
   Job failed;
   failed.set_job_id("job-000002");
@@ -98,9 +98,16 @@ TEST(JobPageTest, TheListShowsNoLossOrSwitchBeforeTheFirstStep) {
   switched.mutable_progress()->set_step(40);
   switched.mutable_progress()->set_total_steps(40);
   switched.mutable_progress()->set_loss(0.25);
+  switched.mutable_test_metrics()->set_values(100);
+  switched.mutable_test_metrics()->set_persistence_rmse(1.312);
+  switched.mutable_test_metrics()->set_skill(-0.137);
   const std::string list = RenderJobsContent({failed, switched});
-  EXPECT_NE(list.find("<td>0 / 0</td><td>–</td><td>–</td><td>–</td>"), std::string::npos) << list;
-  EXPECT_NE(list.find("<td>40 / 40</td><td>0.25</td><td>12</td>"), std::string::npos) << list;
+  EXPECT_NE(list.find("<td>0 / 0</td><td>–</td><td>–</td><td>–</td><td>–</td>"), std::string::npos)
+      << list;
+  // Its skill over persistence, red where it loses.
+  EXPECT_NE(list.find("<td>40 / 40</td><td>0.25</td><td class=\"loses\">-0.137</td><td>12</td>"),
+            std::string::npos)
+      << list;
 }
 
 // Before any metrics the quality card says why there are none: the
