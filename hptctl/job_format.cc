@@ -94,9 +94,8 @@ std::string FormatProgress(const Job& job, int bar_width) {
       p.total_steps() > 0 ? double(p.step()) / double(p.total_steps()) : 0.0;
   const int filled = static_cast<int>(fraction * bar_width);
   std::string bar = std::string(filled, '#') + std::string(bar_width - filled, '.');
-  // While an evaluation runs, how far it is stands where the training's
-  // ETA would.
-  // The phase leads once the controller has named it.
+  // The phase leads once the controller has named it; while an evaluation
+  // runs, how far it is stands where the training's ETA would.
   const std::string& phase = job.hpt().phase();
   return absl::StrFormat(
       "%s[%s] %3d%% epoch %d/%d step %d/%d loss %s  %.1f samples/s  %s",
