@@ -32,6 +32,7 @@
 #include "common/tensor_codec.h"
 #include "common/tls_flags.h"
 #include "common/user_file.h"
+#include "cost/switch_diagnosis.h"
 #include "cost/text_report.h"
 #include "google/protobuf/util/json_util.h"
 #include "hptctl/call.h"
@@ -118,8 +119,9 @@ int Watch(JobService::Stub& stub, const std::string& job_id) {
       // not one per step: a long epoch (the LoRA phase on simulated
       // devices) still shows that it moves.
       if (!last_printed_phase.empty() && phase != last_printed_phase) {
+        const std::string why = SwitchWhy(job);
         std::cout << "phase: " << phase << " (seen at step " << job.progress().step() << ")"
-                  << std::endl;
+                  << (why.empty() ? "" : "; switched " + why) << std::endl;
       }
       last_printed_epoch = job.progress().epoch();
       last_printed_phase = phase;

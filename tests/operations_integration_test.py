@@ -91,7 +91,11 @@ class OperationsTest(unittest.TestCase):
 
     def test_a_watch_into_a_log_says_when_the_phase_changes(self):
         # No terminal: a progress line per epoch and per phase, not per step.
-        self.assertRegex(self.watch_output, r"(?m)^phase: lora \(seen at step \d+\)$")
+        # With why it switched, for a batch job's log.
+        self.assertRegex(self.watch_output, r"(?m)^phase: lora \(seen at step \d+\); switched "
+                                            r"after step \d+: both tests passed at step \d+; after "
+                                            r"(the LoRA trial|\d+ LoRA trial windows), .* \(t-test p "
+                                            r"[0-9.e-]+\)$")
         self.assertLess(self.watch_output.count("samples/s"), 40, self.watch_output)
 
     def test_launcher_prints_every_address(self):
