@@ -121,8 +121,9 @@ std::string StepText(int64_t s) {
 std::string DataLines(const DataSummary& d) {
   std::string out;
   if (d.rows() == 0) return out;
-  absl::StrAppendFormat(&out, "  data       %s, %d time steps x %d stations", d.source(), d.rows(),
-                        d.columns());
+  // COVID-19's series are counties; every other source's, stations.
+  absl::StrAppendFormat(&out, "  data       %s, %d time steps x %d %s", d.source(), d.rows(),
+                        d.columns(), d.source() == "covid" ? "counties" : "stations");
   if (d.skipped_rows() > 0) {
     absl::StrAppendFormat(&out, ", %d rows %s skipped", d.skipped_rows(),
                           d.source() == "csv" ? "with an empty cell" : "without a timestamp");

@@ -149,6 +149,9 @@ TEST(JobFormatTest, SummaryListsLossesAndError) {
             std::string::npos)
       << s;
   EXPECT_NE(s.find("job job-000007 (demo): failed"), std::string::npos);
+  job.mutable_data()->set_source("covid");  // its series are counties
+  EXPECT_NE(FormatSummary(job).find("data       covid, 100 time steps x 8 counties"),
+            std::string::npos);
   EXPECT_NE(s.find("epoch loss 0.5000 0.2500"), std::string::npos);
   EXPECT_NE(s.find("error      worker 127.0.0.1:1 forward: boom"), std::string::npos);
 }
