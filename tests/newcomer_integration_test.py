@@ -13,9 +13,11 @@ workers over loopback, driven through hptctl), for what a first session tried:
 - `list --state` filters; a submit without data says it trains on a
   synthetic series;
 - $HPT_COORDINATOR gives the coordinator's address where --coordinator
-  does not.
+  does not;
+- the river-gauge CSV the operations guide makes trains through the real
+  loader, its times read from its datetime column.
 
-Runs with: <hpt_coordinator> <hpt_worker> <hptctl>
+Runs with: <hpt_coordinator> <hpt_worker> <hptctl> <examples/make_river_csv.py>
 """
 import json
 import os
@@ -28,8 +30,8 @@ import urllib.request
 
 import hpt_cluster
 
-COORDINATOR, WORKER, HPTCTL = [os.path.abspath(a) for a in sys.argv[1:4]]
-del sys.argv[1:4]
+COORDINATOR, WORKER, HPTCTL, RIVER = [os.path.abspath(a) for a in sys.argv[1:5]]
+del sys.argv[1:5]
 SMALL = ["--preset=tiny", "--epochs=1", "--batch_size=16", "--seed=3"]
 
 
@@ -208,6 +210,20 @@ class NewcomerTest(unittest.TestCase):
         self.assertIn("hptctl: is the coordinator running at 127.0.0.1:1? (start it with "
                       "./hpt up, or give its address: --coordinator=HOST:PORT or "
                       "$HPT_COORDINATOR)", run.stderr)
+
+    def test_the_guides_river_csv_trains(self):
+        path = os.path.join(self.data, "river.csv")
+        made = subprocess.run(["/usr/bin/python3", RIVER, f"--out={path}", "--rows=400",
+                               "--gauges=4"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(made.returncode, 0, made.stderr)
+        self.assertEqual(made.stdout, f"wrote {path}: 400 hours x 4 gauges\n")
+        run = self.hptctl("submit", *SMALL, f"--csv={path}", "--input_steps=6", "--watch")
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        self.assertIn("data       csv, 400 time steps x 4 stations", run.stdout)
+        self.assertIn("time       2023-01-01 00:00 to 2023-01-17 15:00 UTC, every 1 h (column "
+                      "datetime)", run.stdout)
+        self.assertRegex(run.stdout, r"quality    test RMSE [0-9.]+, MAE [0-9.]+; skill -?[0-9.]+ "
+                                     r"over persistence")
 
 
 if __name__ == "__main__":
