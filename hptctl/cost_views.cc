@@ -4,7 +4,9 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -104,6 +106,31 @@ absl::StatusOr<std::vector<SweepPoint>> Sweep(const WorkRecord& record,
   return points;
 }
 
+namespace {
+
+// Whether the time ratios (as run and projected) stay within 0.1 % across
+// the values of grid `g` wherever the other grids' values are the same.
+bool TimeUnmovedBy(size_t g, const std::vector<SweepPoint>& points) {
+  std::map<std::vector<std::string>, std::pair<double, double>> first;  // others -> ratios
+  const auto near = [](double a, double b) {
+    return std::fabs(a - b) <= 1e-3 * std::max(std::fabs(a), std::fabs(b));
+  };
+  for (const SweepPoint& p : points) {
+    std::vector<std::string> others;
+    for (size_t k = 0; k < p.settings.size(); ++k) {
+      if (k != g) others.push_back(p.settings[k].second);
+    }
+    const auto [it, added] = first.emplace(others, std::pair{p.time_ratio, p.projected_time_ratio});
+    if (!added && !(near(it->second.first, p.time_ratio) &&
+                    near(it->second.second, p.projected_time_ratio))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 std::string SweepTable(const std::vector<SweepGrid>& grids, const std::vector<SweepPoint>& points) {
   std::string out;
   for (const SweepGrid& g : grids) absl::StrAppend(&out, absl::StrFormat("%-18s ", g.key));
@@ -118,6 +145,24 @@ std::string SweepTable(const std::vector<SweepGrid>& grids, const std::vector<Sw
                                           ratio(p.projected_time_ratio),
                                           ratio(p.projected_energy_ratio), p.lora_step_s,
                                           p.bound_by.empty() ? "-" : p.bound_by));
+  }
+  // A setting that moves nothing is said, rather than left as identical
+  // rows (and lines drawn over each other in the SVG).
+  std::set<std::string> bound;
+  for (const SweepPoint& p : points) {
+    if (!p.bound_by.empty()) bound.insert(p.bound_by);
+  }
+  for (size_t g = 0; g < grids.size(); ++g) {
+    if (grids[g].values.size() < 2 || !TimeUnmovedBy(g, points)) continue;
+    // Why, where a LoRA-phase device's setting meets a step another bounds.
+    const std::string& key = grids[g].key;
+    const bool lora_device = absl::StartsWith(key, "reram_") || absl::StartsWith(key, "systolic_");
+    const bool other_bounds = bound.size() == 1 && !absl::StartsWith(key, *bound.begin() + "_");
+    absl::StrAppend(&out, "note: no value of ", key, " moves the time ratios of this job",
+                    lora_device && other_bounds
+                        ? absl::StrCat(" (each LoRA step here is bound by ", *bound.begin(), ")")
+                        : "",
+                    "\n");
   }
   return out;
 }

@@ -119,6 +119,38 @@ TEST(CostViews, CostedValuesAreCostedAndShownByTheirNames) {
   EXPECT_NE(first.substr(0, first.find('\n')).find(" - "), std::string::npos) << table;
 }
 
+// A grid whose values move no time ratio is said, once (a ReRAM or
+// systolic setting with the device that bounds the LoRA step instead); one
+// that moves them is not.
+TEST(CostViews, ASettingThatMovesNothingIsSaid) {
+  const SweepGrid tiles = *ParseGrid("reram_chip_tiles=256,1008");
+  const SweepGrid gpu = *ParseGrid("reference_gpu=v100,h100");
+  std::vector<SweepPoint> points;
+  for (const char* t : {"256", "1008"}) {
+    for (auto [g, ratio] : {std::pair{"v100", 3.7}, {"h100", 2.9}}) {
+      SweepPoint p;
+      p.settings = {{"reram_chip_tiles", t}, {"reference_gpu", g}};
+      p.time_ratio = ratio;
+      p.projected_time_ratio = ratio;
+      p.energy_ratio = std::string(t) == "256" ? 4.1 : 4.0;  // energy may move: still said
+      p.bound_by = "systolic";
+      points.push_back(p);
+    }
+  }
+  const std::string table = SweepTable({tiles, gpu}, points);
+  EXPECT_NE(table.find("\nnote: no value of reram_chip_tiles moves the time ratios of this job "
+                       "(each LoRA step here is bound by systolic)\n"),
+            std::string::npos)
+      << table;
+  EXPECT_EQ(table.find("no value of reference_gpu"), std::string::npos) << table;
+  // A GPU setting that moves nothing: said, without the LoRA step's bound.
+  for (SweepPoint& p : points) p.time_ratio = p.projected_time_ratio = 3.7;
+  const std::string flat = SweepTable({tiles, gpu}, points);
+  EXPECT_NE(flat.find("\nnote: no value of reference_gpu moves the time ratios of this job\n"),
+            std::string::npos)
+      << flat;
+}
+
 TEST(CostViews, BadGridsAndTargetsNameTheProblem) {
   EXPECT_FALSE(ParseGrid("systolic_rows").ok());
   EXPECT_FALSE(ParseGrid("systolic_rows=").ok());
