@@ -119,6 +119,13 @@ int WhatIfCommand(JobService::Stub& stub, const std::string& job_id,
   for (const std::string& setting : options.sets) std::cout << " " << setting;
   std::cout << " (its recorded work; no training ran)\n";
   for (const std::string& note : response.numerics_notes()) std::cout << "  " << note << "\n";
+  // The ratios as run beside the re-costed ones.
+  GetJobRequest get;
+  get.set_job_id(job_id);
+  Job as_run;
+  if (UnaryCall(stub, &JobService::Stub::GetJob, get, &as_run, options.prepare).ok()) {
+    std::cout << "\n" << WhatIfChange(as_run, response.job());
+  }
   std::cout << "\n" << FormatReport(response.job());
   return kExitOk;
 }

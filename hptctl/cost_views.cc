@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -13,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/device_kind.h"
+#include "common/gpu_baseline.h"
 #include "common/json_text.h"
 #include "devices/cost_settings.h"
 #include "pages/svg.h"
@@ -163,6 +165,25 @@ std::string SweepTable(const std::vector<SweepGrid>& grids, const std::vector<Sw
                         ? absl::StrCat(" (each LoRA step here is bound by ", *bound.begin(), ")")
                         : "",
                     "\n");
+  }
+  return out;
+}
+
+std::string WhatIfChange(const Job& as_run, const Job& what_if) {
+  const CostComparison& a = as_run.hpt().comparison();
+  const CostComparison& b = what_if.hpt().comparison();
+  if (!(a.hpt_time_s() > 0)) return "";
+  // An energy ratio of 0 is one not known (a reference GPU with no board power).
+  const auto ratio = [](double r) { return r > 0 ? absl::StrFormat("%.3gx", r) : "-"; };
+  std::string out = absl::StrFormat("HpT vs GPU-only (%s baseline)  %10s %10s\n",
+                                    GpuBaselineName(b.baseline()), "as run", "what if");
+  for (const auto& [name, before, after] :
+       {std::tuple{"time", a.time_ratio(), b.time_ratio()},
+        {"energy", a.energy_ratio(), b.energy_ratio()},
+        {"projected time", a.projected_time_ratio(), b.projected_time_ratio()},
+        {"projected energy", a.projected_energy_ratio(), b.projected_energy_ratio()}}) {
+    absl::StrAppend(&out,
+                    absl::StrFormat("  %-30s %10s %10s\n", name, ratio(before), ratio(after)));
   }
   return out;
 }

@@ -43,6 +43,10 @@ absl::StatusOr<std::vector<SweepPoint>> Sweep(const WorkRecord& record,
                                               const std::vector<SweepGrid>& grids,
                                               const CostSettings& fixed);
 
+// whatif's first lines: HpT's ratios against GPU-only as the job ran and
+// under the settings asked for, side by side ("" when `as_run` has none).
+std::string WhatIfChange(const Job& as_run, const Job& what_if);
+
 std::string SweepTable(const std::vector<SweepGrid>& grids, const std::vector<SweepPoint>& points);
 std::string SweepCsv(const std::vector<SweepGrid>& grids, const std::vector<SweepPoint>& points);
 std::string SweepJson(const std::vector<SweepGrid>& grids, const std::vector<SweepPoint>& points);

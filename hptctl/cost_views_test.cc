@@ -1,6 +1,7 @@
 #include "hptctl/cost_views.h"
 
 #include <string>
+#include <tuple>
 
 #include "common/device_kind.h"
 #include "gtest/gtest.h"
@@ -149,6 +150,28 @@ TEST(CostViews, ASettingThatMovesNothingIsSaid) {
   EXPECT_NE(flat.find("\nnote: no value of reference_gpu moves the time ratios of this job\n"),
             std::string::npos)
       << flat;
+}
+
+// whatif's comparison: each ratio as run beside its re-costed value; an
+// energy ratio not known shows as a dash; a job without costs gives none.
+TEST(CostViews, WhatIfShowsEachRatioAsRunAndReCosted) {
+  Job as_run, what_if;
+  for (auto [job, time, energy] : {std::tuple{&as_run, 1.28, 1.34}, {&what_if, 2.5, 0.0}}) {
+    CostComparison& c = *job->mutable_hpt()->mutable_comparison();
+    c.set_hpt_time_s(3.16);
+    c.set_baseline(GpuBaseline::paper);
+    c.set_time_ratio(time);
+    c.set_energy_ratio(energy);
+    c.set_projected_time_ratio(time * 4);
+    c.set_projected_energy_ratio(energy * 10);
+  }
+  EXPECT_EQ(WhatIfChange(as_run, what_if),
+            "HpT vs GPU-only (paper baseline)      as run    what if\n"
+            "  time                                1.28x       2.5x\n"
+            "  energy                              1.34x          -\n"
+            "  projected time                      5.12x        10x\n"
+            "  projected energy                    13.4x          -\n");
+  EXPECT_EQ(WhatIfChange(Job(), what_if), "");
 }
 
 TEST(CostViews, BadGridsAndTargetsNameTheProblem) {

@@ -133,6 +133,9 @@ class WhatIfTest(unittest.TestCase):
         text = self.cluster.ctl("whatif", self.job_id, "--set", "systolic_bf16=true").stdout
         self.assertIn("systolic_bf16=true: cost only: quality needs a re-run", text)
         self.assertIn("HpT vs GPU-only", text)
+        # The ratios as run beside the re-costed ones, before the report.
+        self.assertRegex(text, r"\nHpT vs GPU-only \(\w+ baseline\) +as run +what if\n"
+                               r"  time +[0-9.]+x +[0-9.]+x\n")
 
     def test_bad_settings_are_refused_by_name(self):
         run = self.cluster.ctl("whatif", self.job_id, "--set", "systolic_rowz=4", check=False)
