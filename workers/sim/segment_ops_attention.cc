@@ -2,8 +2,12 @@
 // optional dropout on the weights. Activation x activation products, so on
 // the node's array, never in crossbars (they would need writes).
 #include <cmath>
+#include <optional>
+#include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/host_memory.h"
 #include "devices/blas.h"
 #include "devices/cpu_kernels.h"
 #include "workers/sim/segment_ops.h"
@@ -21,6 +25,25 @@ constexpr double kSoftmaxOps = 5;
 // BLAS threads starting under each of ours.
 int64_t PairGrain(int64_t pairs, int64_t tokens, int64_t hd) {
   return tokens * tokens * hd < (int64_t{1} << 18) ? 1 : pairs + 1;
+}
+
+// A training forward keeps batch x heads x tokens^2 probabilities for its
+// backward. Past what the machine has left, the allocation would end the
+// worker (std::bad_alloc, or the kernel's OOM killer) and the job would
+// see only a lost worker: refused instead, naming the sizes and the fix.
+// Checked only past 256 MiB, where reading /proc/meminfo costs nothing
+// beside the products.
+absl::Status CheckAttentionMemory(const std::string& where, int64_t batch, int64_t heads,
+                                  int64_t tokens) {
+  const double bytes = 4.0 * double(batch) * double(heads) * double(tokens) * double(tokens);
+  if (bytes < double(int64_t{256} << 20)) return absl::OkStatus();
+  const std::optional<double> available = AvailableMemoryBytes();
+  if (!available.has_value() || bytes <= 0.9 * *available) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrFormat(
+      "%s: attention over %d tokens keeps %.1f GB of weights for its backward (batch %d x %d "
+      "heads x %d^2 floats) and this worker has %.1f GB left: lower training.batch_size, or "
+      "give each sample fewer tokens (stations)",
+      where, tokens, bytes / 1e9, batch, heads, tokens, *available / 1e9));
 }
 
 absl::Status LoadAttention(OpLoad& l) {
@@ -60,6 +83,9 @@ absl::StatusOr<HostTensor> ForwardAttention(OpForward& f) {
   // Training keeps every head's probabilities for the backward (the
   // dropout mask is made again there); inference needs one scratch matrix
   // per thread.
+  if (train) {
+    if (absl::Status s = CheckAttentionMemory(f.where, batch, heads, tokens); !s.ok()) return s;
+  }
   std::vector<float> probs(train ? batch * heads * tt : 0);
   HostTensor y(x.shape);
   // Each head's q, k, v and output are [tokens, hd] blocks with row stride
