@@ -320,6 +320,10 @@ absl::StatusOr<int64_t> Trainer::Begin() {
     if (hpt_) RETURN_IF_ERROR(WeightDistances().status());  // W at the start
   }
   state_.hpt.set_fallback_reason(options_.fallback_reason);
+  // The plan is known and the model is on the workers: said now, not after
+  // the first run of steps (minutes on a CPU for thousands of tokens).
+  state_.progress.set_epoch(step / cursor_.steps_per_epoch + 1);
+  Report();
   return step;
 }
 

@@ -172,6 +172,12 @@ TEST(TrainerTest, OneWorkerRunsForwardBackwardUpdatePerStep) {
   EXPECT_EQ(worker.loaded.model().input_features(), 4);
   EXPECT_EQ(worker.loaded.init_seed(), 1u);
   ASSERT_FALSE(updates.empty());
+  // The plan is said before the first step: epoch 1 of 2, 6 steps.
+  EXPECT_EQ(updates.front().progress.step(), 0);
+  EXPECT_EQ(updates.front().progress.epoch(), 1);
+  EXPECT_EQ(updates.front().progress.epochs(), 2);
+  EXPECT_EQ(updates.front().progress.total_steps(), 6);
+  EXPECT_EQ(updates.front().hpt.phase(), "full");
   const TrainerUpdate& last = updates.back();
   EXPECT_EQ(last.progress.step(), 6);
   EXPECT_EQ(last.progress.total_steps(), 6);
