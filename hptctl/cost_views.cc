@@ -110,10 +110,11 @@ absl::StatusOr<std::vector<SweepPoint>> Sweep(const WorkRecord& record,
 
 namespace {
 
-// Whether the time ratios (as run and projected) stay within 0.1 % across
-// the values of grid `g` wherever the other grids' values are the same.
-bool TimeUnmovedBy(size_t g, const std::vector<SweepPoint>& points) {
-  std::map<std::vector<std::string>, std::pair<double, double>> first;  // others -> ratios
+// Whether the ratios `of` gives stay within 0.1 % across the values of
+// grid `g` wherever the other grids' values are the same.
+template <typename Of>
+bool UnmovedBy(size_t g, const std::vector<SweepPoint>& points, Of of) {
+  std::map<std::vector<std::string>, std::vector<double>> first;  // others -> ratios
   const auto near = [](double a, double b) {
     return std::fabs(a - b) <= 1e-3 * std::max(std::fabs(a), std::fabs(b));
   };
@@ -122,13 +123,20 @@ bool TimeUnmovedBy(size_t g, const std::vector<SweepPoint>& points) {
     for (size_t k = 0; k < p.settings.size(); ++k) {
       if (k != g) others.push_back(p.settings[k].second);
     }
-    const auto [it, added] = first.emplace(others, std::pair{p.time_ratio, p.projected_time_ratio});
-    if (!added && !(near(it->second.first, p.time_ratio) &&
-                    near(it->second.second, p.projected_time_ratio))) {
-      return false;
+    const std::vector<double> ratios = of(p);
+    const auto [it, added] = first.emplace(others, ratios);
+    if (added) continue;
+    for (size_t i = 0; i < ratios.size(); ++i) {
+      if (!near(it->second[i], ratios[i])) return false;
     }
   }
   return true;
+}
+
+bool TimeUnmovedBy(size_t g, const std::vector<SweepPoint>& points) {
+  return UnmovedBy(g, points, [](const SweepPoint& p) {
+    return std::vector<double>{p.time_ratio, p.projected_time_ratio};
+  });
 }
 
 }  // namespace
@@ -338,6 +346,21 @@ std::string SweepSvg(const std::vector<SweepGrid>& grids, const std::vector<Swee
     SweepLegend(label, l, kColors[l], &plot);
   }
   plot.Axes(first.key + (plot.x_log() ? " (log scale)" : ""), "HpT vs GPU-only, projected");
+  // Lines drawn over each other are said (under the title), or a reader
+  // sees one line short.
+  std::vector<std::string> coincide;
+  for (size_t g = 1; g < grids.size(); ++g) {
+    const bool same = UnmovedBy(g, points, [](const SweepPoint& p) {
+      return std::vector<double>{p.projected_time_ratio, p.projected_energy_ratio};
+    });
+    if (same && grids[g].values.size() > 1) coincide.push_back(grids[g].key);
+  }
+  if (!coincide.empty()) {
+    absl::StrAppend(&plot.body,
+                    absl::StrFormat("<text class=\"coincide\" x=\"%d\" y=\"%d\">the lines of "
+                                    "each %s coincide: its values move neither ratio</text>\n",
+                                    plot.left(), 42, Escape(absl::StrJoin(coincide, ", "))));
+  }
   plot.body = frame + plot.body;
   return plot.Svg("sweep", attributes) + "\n";
 }

@@ -144,12 +144,20 @@ TEST(CostViews, ASettingThatMovesNothingIsSaid) {
             std::string::npos)
       << table;
   EXPECT_EQ(table.find("no value of reference_gpu"), std::string::npos) << table;
+  EXPECT_EQ(SweepSvg({tiles, gpu}, points, "t").find("coincide"), std::string::npos)
+      << "the reference_gpu lines differ";
   // A GPU setting that moves nothing: said, without the LoRA step's bound.
   for (SweepPoint& p : points) p.time_ratio = p.projected_time_ratio = 3.7;
   const std::string flat = SweepTable({tiles, gpu}, points);
   EXPECT_NE(flat.find("\nnote: no value of reference_gpu moves the time ratios of this job\n"),
             std::string::npos)
       << flat;
+  // In the SVG the two reference_gpu lines lie on each other: said.
+  const std::string svg = SweepSvg({tiles, gpu}, points, "t");
+  EXPECT_NE(svg.find(">the lines of each reference_gpu coincide: its values move neither "
+                     "ratio</text>"),
+            std::string::npos)
+      << svg;
 }
 
 // whatif's comparison: each ratio as run beside its re-costed value; an
