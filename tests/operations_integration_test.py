@@ -160,6 +160,12 @@ class OperationsTest(unittest.TestCase):
         # 2 layers x 8192 frozen weights x 4 cells (8-bit offset weights in
         # 2-bit cells), one copy each on a 12-tile chip: each cell once.
         self.assertEqual(float(writes[0]["value"][1]), 2 * 8192 * 4)
+        # The quality beside persistence: skill = 1 - rmse / persistence's.
+        self.assertTrue(self.eventually(f'hpt_job_test_metric{{job_id="{job}",metric="skill"}}'))
+        quality = {r["metric"]["metric"]: float(r["value"][1]) for r in
+                   self.query(f'hpt_job_test_metric{{job_id="{job}"}}')}
+        self.assertAlmostEqual(quality["skill"],
+                               1 - quality["rmse"] / quality["persistence_rmse"], places=4)
 
     def test_every_dashboard_expression_returns_data(self):
         exprs = []

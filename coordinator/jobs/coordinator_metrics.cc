@@ -104,12 +104,11 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& registry)
                           .Help("1 while the job's LoRA phase runs on its fallback placement "
                                 "because the planned devices are gone.")
                           .Register(registry)),
-      job_phase_simulated_seconds(
-          prometheus::BuildGauge()
-              .Name("hpt_job_phase_simulated_seconds")
-              .Help("Simulated time on the cost timeline, by phase (full, "
-                    "switch, lora).")
-              .Register(registry)),
+      job_phase_simulated_seconds(prometheus::BuildGauge()
+                                      .Name("hpt_job_phase_simulated_seconds")
+                                      .Help("Simulated time on the cost timeline, by phase (full, "
+                                            "switch, lora).")
+                                      .Register(registry)),
       job_phase_energy(prometheus::BuildGauge()
                            .Name("hpt_job_phase_energy_joules")
                            .Help("Simulated energy (devices and interconnect), "
@@ -123,7 +122,8 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& registry)
       job_test_metric(prometheus::BuildGauge()
                           .Name("hpt_job_test_metric")
                           .Help("Test-split quality in data units, by metric "
-                                "(rmse, mae, nse, r2).")
+                                "(rmse, mae, nse, r2; skill over persistence and "
+                                "persistence_rmse where known).")
                           .Register(registry)) {}
 
 void CoordinatorMetrics::SetJobCounts(const std::map<JobState, int>& counts) {
@@ -171,6 +171,12 @@ void CoordinatorMetrics::ObserveJob(const Job& job) {
              {"rmse", q.rmse()}, {"mae", q.mae()}, {"nse", q.nse()}, {"r2", q.r2()}}) {
       job_test_metric.Add({{"job_id", job.job_id()}, {"metric", name}}).Set(value);
     }
+    // Beside persistence: the reference every forecast must beat.
+    if (q.persistence_rmse() > 0) {
+      job_test_metric.Add({{"job_id", job.job_id()}, {"metric", "skill"}}).Set(q.skill());
+      job_test_metric.Add({{"job_id", job.job_id()}, {"metric", "persistence_rmse"}})
+          .Set(q.persistence_rmse());
+    }
   }
   std::map<std::string, CostReport> by_kind;
   std::map<std::pair<std::string, std::string>, double> measured;  // by kind, ran_on
@@ -213,7 +219,7 @@ void CoordinatorMetrics::ForgetJob(const std::string& job_id) {
     drop(*family, "phase", {"full", "partial", "switch", "lora", "lora-gpu", "recovery"});
   }
   drop(job_gpu_only_ratio, "quantity", {"time", "energy"});
-  drop(job_test_metric, "metric", {"rmse", "mae", "nse", "r2"});
+  drop(job_test_metric, "metric", {"rmse", "mae", "nse", "r2", "skill", "persistence_rmse"});
   for (DeviceKind::Name k : kDeviceKinds) {
     const std::string& kind = KindName(k);
     const prometheus::Labels l{{"job_id", job_id}, {"kind", kind}};
