@@ -48,6 +48,15 @@ ExitCode ExitCodeFor(const absl::Status& status) {
   }
 }
 
+namespace {
+
+// A job's test skill over persistence, "-" before it has one.
+std::string SkillText(const QualityMetrics& q) {
+  return q.values() > 0 && q.persistence_rmse() > 0 ? absl::StrFormat("%.3f", q.skill()) : "-";
+}
+
+}  // namespace
+
 std::string FormatList(const std::vector<Job>& jobs) {
   // The name column fits the longest name, up to 24 characters.
   size_t name_width = 4;
@@ -55,14 +64,15 @@ std::string FormatList(const std::vector<Job>& jobs) {
   name_width = std::min<size_t>(name_width, 24);
   auto row = [&](absl::string_view id, absl::string_view state, absl::string_view name,
                  absl::string_view preset, absl::string_view epoch, absl::string_view step,
-                 absl::string_view loss, absl::string_view phase, absl::string_view at) {
+                 absl::string_view loss, absl::string_view skill, absl::string_view phase,
+                 absl::string_view at) {
     std::string shown(name.substr(0, name_width));
     if (name.size() > name_width) shown.back() = '~';
-    return absl::StrFormat("%-12s %-10s %-*s %-8s %-7s %-11s %-8s %-6s %s\n", id, state,
-                           int(name_width), shown, preset, epoch, step, loss, phase, at);
+    return absl::StrFormat("%-12s %-10s %-*s %-8s %-7s %-11s %-8s %-7s %-6s %s\n", id, state,
+                           int(name_width), shown, preset, epoch, step, loss, skill, phase, at);
   };
   std::string out =
-      row("JOB", "STATE", "NAME", "PRESET", "EPOCH", "STEP", "LOSS", "PHASE", "SWITCH");
+      row("JOB", "STATE", "NAME", "PRESET", "EPOCH", "STEP", "LOSS", "SKILL", "PHASE", "SWITCH");
   for (const Job& job : jobs) {
     const JobProgress& p = job.progress();
     const HptStatus& h = job.hpt();
@@ -75,11 +85,15 @@ std::string FormatList(const std::vector<Job>& jobs) {
     absl::StrAppend(&out, row(job.job_id(), StateName(job.state()), job.name(),
                               job.spec().model().preset(), absl::StrCat(p.epoch(), "/", p.epochs()),
                               absl::StrCat(p.step(), "/", p.total_steps()),
-                              p.step() > 0 ? absl::StrFormat("%.4f", p.loss()) : "-", phase, at));
+                              p.step() > 0 ? absl::StrFormat("%.4f", p.loss()) : "-",
+                              SkillText(job.test_metrics()), phase, at));
   }
   const bool any_full = absl::c_any_of(
       jobs, [](const Job& j) { return j.spec().hpt().mode() == TrainingMode::full; });
   if (any_full) absl::StrAppend(&out, "full*: hpt.mode full, no LoRA phase\n");
+  if (absl::c_any_of(jobs, [](const Job& j) { return j.test_metrics().persistence_rmse() > 0; })) {
+    absl::StrAppend(&out, "SKILL: test skill over persistence (below 0: the model loses to it)\n");
+  }
   return out;
 }
 

@@ -77,21 +77,25 @@ TEST(JobFormatTest, ListHasAHeaderAndEachJobsPhaseAndSwitch) {
   Job refused = never;  // failed before a step: no switch to speak of
   refused.set_state(FAILED);
   refused.mutable_progress()->set_step(0);
-  EXPECT_THAT(FormatList({refused}), ::testing::EndsWith(" -        full   -\n"));
+  EXPECT_THAT(FormatList({refused}), ::testing::EndsWith(" -        -       full   -\n"));
   Job cancelled = never;  // it may be resumed and switch yet
   cancelled.set_state(CANCELLED);
-  EXPECT_THAT(FormatList({cancelled}), ::testing::EndsWith(" 0.1235   full   -\n"));
+  EXPECT_THAT(FormatList({cancelled}), ::testing::EndsWith(" 0.1235   -       full   -\n"));
+  never.mutable_test_metrics()->set_values(100);
+  never.mutable_test_metrics()->set_persistence_rmse(1.3);
+  never.mutable_test_metrics()->set_skill(-0.137);
   EXPECT_EQ(
       FormatList({lora, never, full}),
       "JOB          STATE      NAME                     PRESET   EPOCH   STEP        LOSS     "
-      "PHASE  SWITCH\n"
+      "SKILL   PHASE  SWITCH\n"
       "job-000007   running    demo                     tiny     2/3     50/200      0.1235   "
-      "lora   30\n"
+      "-       lora   30\n"
       "job-000008   succeeded  a wind run with a long ~ tiny     2/3     50/200      0.1235   "
-      "full   never\n"
+      "-0.137  full   never\n"
       "job-000009   queued     demo                     tiny     2/3     0/200       -        "
-      "full*  -\n"
-      "full*: hpt.mode full, no LoRA phase\n");
+      "-       full*  -\n"
+      "full*: hpt.mode full, no LoRA phase\n"
+      "SKILL: test skill over persistence (below 0: the model loses to it)\n");
 }
 
 TEST(JobFormatTest, DurationsReadNaturally) {
