@@ -134,8 +134,9 @@ int PredictCommand(JobService::Stub& stub, const std::string& job_id,
                                    ": predict writes a NumPy .npy file; name it so (--out y.npy), "
                                    "or leave --out off to print the values, one per line"));
   }
-  if (absl::Status s = CheckOutputPath(options.out); !options.out.empty() && !s.ok())
-    return Fail(s);
+  if (!options.out.empty()) {
+    if (absl::Status s = CheckOutputPath(options.out); !s.ok()) return Fail(s);
+  }
   absl::StatusOr<HostTensor> input = ReadNpy(options.input);
   if (!input.ok()) return Fail(absl::Status(input.status().code(), absl::StrCat("--input ", input.status().message())));
   PredictRequest request;

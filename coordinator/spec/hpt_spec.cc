@@ -220,20 +220,21 @@ absl::Status NormalizeInterconnect(HptSpec& h) {
 
 }  // namespace
 
-std::string IgnoredLoraPhaseNote(const HptSpec& h, const HptSpec& normal) {
+std::string IgnoredLoraPhaseNote(const HptSpec& given, const HptSpec& normal) {
   if (normal.mode() != TrainingMode::full) return "";
-  std::vector<std::string> given;
-  if (h.placement() != Placement::PLACEMENT_UNSPECIFIED) given.push_back("hpt.placement");
-  if (h.switch_rule() != SwitchRule::SWITCH_RULE_UNSPECIFIED) given.push_back("hpt.switch_rule");
-  if (h.lora().rank() != 0 || h.lora().auto_rank()) given.push_back("hpt.lora.rank");
-  if (h.lora().alpha() != 0) given.push_back("hpt.lora.alpha");
-  if (h.lora_optimizer().learning_rate() != 0) {
-    given.push_back("hpt.lora_optimizer.learning_rate");
+  std::vector<std::string> names;
+  if (given.placement() != Placement::PLACEMENT_UNSPECIFIED) names.push_back("hpt.placement");
+  if (given.switch_rule() != SwitchRule::SWITCH_RULE_UNSPECIFIED)
+    names.push_back("hpt.switch_rule");
+  if (given.lora().rank() != 0 || given.lora().auto_rank()) names.push_back("hpt.lora.rank");
+  if (given.lora().alpha() != 0) names.push_back("hpt.lora.alpha");
+  if (given.lora_optimizer().learning_rate() != 0) {
+    names.push_back("hpt.lora_optimizer.learning_rate");
   }
-  if (given.empty()) return "";
-  return absl::StrCat(absl::StrJoin(given, ", "),
+  if (names.empty()) return "";
+  return absl::StrCat(absl::StrJoin(names, ", "),
                       ": hpt.mode full trains every parameter to the end, with no LoRA phase, so ",
-                      given.size() > 1 ? "these have" : "it has", " no effect");
+                      names.size() > 1 ? "these have" : "it has", " no effect");
 }
 
 absl::Status SetRuleName(const std::string& name, HptSpec& h) {
