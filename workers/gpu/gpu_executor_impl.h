@@ -21,6 +21,7 @@
 #include "workers/gpu/gpu_executor.h"
 #include "workers/gpu/gpu_run.h"
 #include "workers/gpu/gpu_session.h"
+#include "workers/gpu/guarded.h"
 #include "workers/gpu/kernel_recorder.h"
 #include "workers/task_book.h"
 
@@ -40,20 +41,6 @@ inline absl::StatusOr<torch::Tensor> DecodeBatch(const Tensor& proto,
         host->ShapeString()));
   }
   return ToTorch(*host, device);
-}
-
-// Runs `fn`, turning LibTorch exceptions into INTERNAL errors so a bad task
-// never takes the worker down.
-template <typename Fn>
-inline auto Guarded(const char* what, Fn&& fn) -> decltype(fn()) {
-  try {
-    return fn();
-  } catch (const c10::Error& e) {
-    return absl::InternalError(
-        absl::StrCat(what, " failed in LibTorch: ", e.what_without_backtrace()));
-  } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat(what, " failed: ", e.what()));
-  }
 }
 
 struct GpuExecutor::Impl {
