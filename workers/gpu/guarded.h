@@ -22,23 +22,24 @@ namespace hpt {
 // than failing over onto the same wall), anything else INTERNAL.
 template <typename Fn>
 inline auto Guarded(const char* what, Fn&& fn) -> decltype(fn()) {
-  constexpr char kFix[] = ": lower training.batch_size, or the model's size (model.d_model, "
-                          "model.num_layers)";
+  constexpr char kFix[] =
+      ": lower training.batch_size, or the model's size (model.d_model, "
+      "model.num_layers)";
   try {
     return fn();
   } catch (const c10::OutOfMemoryError& e) {
     const std::string said = e.what_without_backtrace();
-    return absl::ResourceExhaustedError(absl::StrCat(what, ": the device ran out of memory",
-                                                     kFix, " (LibTorch: ",
-                                                     said.substr(0, said.find('\n')), ")"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(what, ": the device ran out of memory", kFix,
+                     " (LibTorch: ", said.substr(0, said.find('\n')), ")"));
   } catch (const c10::Error& e) {
     const std::string said = e.what_without_backtrace();
     // The CPU allocator's "DefaultCPUAllocator: not enough memory: ..." is
     // a plain c10::Error.
     if (said.find("not enough memory") != std::string::npos) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          what, ": the worker's host ran out of memory", kFix, " (LibTorch: ",
-          said.substr(0, said.find('\n')), ")"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat(what, ": the worker's host ran out of memory", kFix,
+                       " (LibTorch: ", said.substr(0, said.find('\n')), ")"));
     }
     return absl::InternalError(absl::StrCat(what, " failed in LibTorch: ", said));
   } catch (const std::bad_alloc&) {
