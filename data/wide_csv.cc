@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -78,24 +79,23 @@ absl::Status CheckSeparator(absl::string_view first_line, const std::string& sou
 // an empty cell is named by its column ("column 4", counted from 1 as a
 // spreadsheet shows it); two columns of one name are refused, since the page,
 // the report and an exported model name each station by it.
-absl::Status NameStations(const std::vector<absl::string_view>& header, int time_column,
-                          const std::string& source, std::vector<std::string>* names) {
-  std::vector<int> column_of;  // each name's column in the header, from 0
+absl::StatusOr<std::vector<std::string>> StationNames(const std::vector<absl::string_view>& header,
+                                                      int time_column, const std::string& source) {
+  std::vector<std::string> names;
+  std::map<std::string, int> first_column;  // each name's column, from 0
   for (int c = 0; c < int(header.size()); ++c) {
-    if (c != time_column) column_of.push_back(c);
+    if (c == time_column) continue;
+    std::string name(absl::StripAsciiWhitespace(header[c]));
+    if (name.empty()) name = absl::StrCat("column ", c + 1);
+    const auto [it, added] = first_column.emplace(name, c);
+    if (!added) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          source, ":1: columns ", it->second + 1, " and ", c + 1, " are both named '", Shown(name),
+          "'; each station needs a name of its own: rename one in the header"));
+    }
+    names.push_back(std::move(name));
   }
-  for (size_t i = 0; i < names->size(); ++i) {
-    if ((*names)[i].empty()) (*names)[i] = absl::StrCat("column ", column_of[i] + 1);
-  }
-  std::map<std::string, int> first_column;
-  for (size_t i = 0; i < names->size(); ++i) {
-    const auto [it, added] = first_column.emplace((*names)[i], column_of[i]);
-    if (added) continue;
-    return absl::InvalidArgumentError(absl::StrCat(
-        source, ":1: columns ", it->second + 1, " and ", column_of[i] + 1, " are both named '",
-        Shown((*names)[i]), "'; each station needs a name of its own: rename one in the header"));
-  }
-  return absl::OkStatus();
+  return names;
 }
 
 // Each station's empty cells (NaN) interpolated linearly between its
@@ -261,18 +261,13 @@ absl::StatusOr<TimeSeriesMatrix> ParseWideCsv(const std::string& text,
   absl::StatusOr<int> time_column =
       TimeColumn(first, header, SplitCells(lines[first_data]), options.time_column, source);
   if (!time_column.ok()) return time_column.status();
-  for (size_t c = 0; c < first.size(); ++c) {
-    const std::string name(absl::StripAsciiWhitespace(first[c]));
-    if (int(c) == *time_column) {
-      m.time_name = header ? name : "time";
-    } else if (header) {
-      m.column_names.push_back(name);
-    }
+  if (*time_column >= 0) {
+    m.time_name = header ? std::string(absl::StripAsciiWhitespace(first[*time_column])) : "time";
   }
   if (header) {
-    if (absl::Status s = NameStations(first, *time_column, source, &m.column_names); !s.ok()) {
-      return s;
-    }
+    absl::StatusOr<std::vector<std::string>> names = StationNames(first, *time_column, source);
+    if (!names.ok()) return names.status();
+    m.column_names = std::move(*names);
   }
   m.columns = int64_t(first.size()) - (*time_column >= 0 ? 1 : 0);
   if (m.columns < 1) {
