@@ -1,8 +1,9 @@
 // What hptctl makes of a job's work record (proto/work.proto) without the
 // coordinator: sweeps of settings re-costed locally (cost/record_costing.h,
-// the coordinator's own path), the search for a target ratio, a plot, and a
-// step's timeline as Chrome trace-event JSON. Pure functions, tested on
-// their own (cost_views_test.cc).
+// the coordinator's own path), the search for a target ratio, a plot
+// (sweep_svg.cc), a step's timeline as Chrome trace-event JSON, and whatif's
+// ratios beside the job's own. Pure functions, tested on their own
+// (cost_views_test.cc).
 #ifndef HPT_HPTCTL_COST_VIEWS_H_
 #define HPT_HPTCTL_COST_VIEWS_H_
 
@@ -43,9 +44,13 @@ absl::StatusOr<std::vector<SweepPoint>> Sweep(const WorkRecord& record,
                                               const std::vector<SweepGrid>& grids,
                                               const CostSettings& fixed);
 
-// whatif's first lines: HpT's ratios against GPU-only as the job ran and
-// under the settings asked for, side by side ("" when `as_run` has none).
-std::string WhatIfChange(const Job& as_run, const Job& what_if);
+// The ratios a sweep's notes compare: as run and projected time (the
+// table), or projected time and energy (the SVG's lines).
+enum class SweepRatios { kTime, kProjected };
+// Whether no value of grid `g` moves `ratios` by more than 0.1 % wherever
+// the other grids' values are the same: the table says so, and the SVG
+// that its lines coincide.
+bool UnmovedBy(size_t g, const std::vector<SweepPoint>& points, SweepRatios ratios);
 
 std::string SweepTable(const std::vector<SweepGrid>& grids, const std::vector<SweepPoint>& points);
 std::string SweepCsv(const std::vector<SweepGrid>& grids, const std::vector<SweepPoint>& points);
@@ -74,6 +79,10 @@ using RatioOf = std::function<double(const JobCosts&)>;
 absl::StatusOr<TargetResult> FindTarget(const WorkRecord& record, const SweepGrid& grid,
                                         const RatioOf& ratio, const std::string& what,
                                         double target, const CostSettings& fixed);
+
+// whatif's first lines: HpT's ratios against GPU-only as the job ran and
+// under the settings asked for, side by side ("" when `as_run` has none).
+std::string WhatIfChange(const Job& as_run, const Job& what_if);
 
 // A step's simulated timeline as Chrome trace-event JSON (Perfetto and
 // chrome://tracing open it): one track per device, one complete ("X")
