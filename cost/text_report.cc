@@ -30,6 +30,12 @@ std::string TrialVerdict(const PhaseEvent& e) {
   return e.significant() ? "significant: another trial" : "no difference: switch";
 }
 
+std::string SkillOverPersistence(const QualityMetrics& q, const std::string& unit) {
+  if (q.persistence_rmse() <= 0) return "";
+  return absl::StrFormat("skill %.3f over persistence (RMSE %.4g%s)", q.skill(),
+                         q.persistence_rmse(), unit);
+}
+
 std::string FormatDuration(double seconds) {
   if (!(seconds >= 0) || !std::isfinite(seconds)) return "-";
   // Under ten seconds a tenth shows: a short job is not "0s".
@@ -448,11 +454,10 @@ std::string FormatReport(const Job& job) {
           job.progress().selected_epoch(), job.progress().selected_validation_loss()));
     }
     if (q.persistence_rmse() > 0) {
-      absl::StrAppend(&out, absl::StrFormat(
-          "  skill %.3f over persistence (RMSE %.4g%s)%s; climatology (%s) RMSE %.4g%s\n",
-          q.skill(), q.persistence_rmse(), unit,
-          q.skill() < 0 ? ": the model LOSES to persistence" : "", q.climatology(),
-          q.climatology_rmse(), unit));
+      absl::StrAppend(&out, "  ", SkillOverPersistence(q, unit),
+                      q.skill() < 0 ? ": the model LOSES to persistence" : "",
+                      absl::StrFormat("; climatology (%s) RMSE %.4g%s\n", q.climatology(),
+                                      q.climatology_rmse(), unit));
     }
   } else if (job.state() == SUCCEEDED) {
     absl::StrAppend(&out, "\nno test metrics: the job's data has no test split (",

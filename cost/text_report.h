@@ -21,6 +21,10 @@ std::string FormatDuration(double seconds);  // "1m05s"
 // event is not a trial's end or its reason says instead ("inconclusive:
 // ... trial extended").
 std::string TrialVerdict(const PhaseEvent& e);
+// "skill 0.242 over persistence (RMSE 0.1409 m/s)": the test skill beside
+// persistence's RMSE in `unit` (" m/s", or ""); "" where persistence was
+// not scored. The report and hptctl status say it in these words.
+std::string SkillOverPersistence(const QualityMetrics& q, const std::string& unit);
 // The HpT report as tables: phases and their step ranges, the switch
 // decision and its statistics, test metrics, wall time, simulated time and
 // energy per device kind and phase, and the HpT-vs-GPU-only ratios.

@@ -212,9 +212,8 @@ std::string OutcomeLines(const Job& job) {
     absl::StrAppend(&out, absl::StrFormat("  quality    test RMSE %.4g%s, MAE %.4g%s", q.rmse(),
                                           unit, q.mae(), unit));
     if (q.persistence_rmse() > 0) {
-      absl::StrAppend(&out, absl::StrFormat("; skill %.3f over persistence (RMSE %.4g%s)%s",
-                                            q.skill(), q.persistence_rmse(), unit,
-                                            q.skill() < 0 ? ": it LOSES to persistence" : ""));
+      absl::StrAppend(&out, "; ", SkillOverPersistence(q, unit),
+                      q.skill() < 0 ? ": it LOSES to persistence" : "");
     }
     absl::StrAppend(&out, "\n");
   }
