@@ -1,15 +1,16 @@
 // ATTENTION (segment_ops.h): softmax(q k^T / sqrt(hd)) v per head, with
 // optional dropout on the weights. Activation x activation products, so on
-// the node's array, never in crossbars (they would need writes).
+// the node's array, never in crossbars (they would need writes). Each
+// (sample, head) pair runs attention_head.h, a block of query rows at a
+// time.
 #include <cmath>
 #include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "common/host_memory.h"
-#include "devices/blas.h"
 #include "devices/cpu_kernels.h"
+#include "workers/sim/attention_head.h"
 #include "workers/sim/segment_ops.h"
 
 namespace hpt {
@@ -27,24 +28,48 @@ int64_t PairGrain(int64_t pairs, int64_t tokens, int64_t hd) {
   return tokens * tokens * hd < (int64_t{1} << 18) ? 1 : pairs + 1;
 }
 
-// A training forward keeps batch x heads x tokens^2 probabilities for its
-// backward. Past what the machine has left, the allocation would end the
-// worker (std::bad_alloc, or the kernel's OOM killer) and the job would
-// see only a lost worker: refused instead, naming the sizes and the fix.
-// Checked only past 256 MiB, where reading /proc/meminfo costs nothing
-// beside the products.
-absl::Status CheckAttentionMemory(const std::string& where, int64_t batch, int64_t heads,
-                                  int64_t tokens) {
+// Whether a training forward keeps every head's weights for its backward
+// (batch x heads x tokens^2 floats) or the backward makes them again: one
+// more score product and softmax per head, and the same bits. Kept up to
+// 256 MiB, and past that while they take at most half of what the machine
+// has left, so that many stations cost time on the host, not the worker.
+// The node's modelled cost is the same either way: it is the cost of the
+// node's algorithm, which keeps them in its memory.
+bool KeepWeights(int64_t batch, int64_t heads, int64_t tokens) {
   const double bytes = 4.0 * double(batch) * double(heads) * double(tokens) * double(tokens);
-  if (bytes < double(int64_t{256} << 20)) return absl::OkStatus();
+  if (bytes <= double(int64_t{256} << 20)) return true;
   const std::optional<double> available = AvailableMemoryBytes();
-  if (!available.has_value() || bytes <= 0.9 * *available) return absl::OkStatus();
-  return absl::ResourceExhaustedError(absl::StrFormat(
-      "%s: attention over %d tokens keeps %.1f GB of weights for its backward (batch %d x %d "
-      "heads x %d^2 floats) and this worker has %.1f GB left: lower training.batch_size, or "
-      "give each sample fewer tokens (stations)",
-      where, tokens, bytes / 1e9, batch, heads, tokens, *available / 1e9));
+  return available.has_value() && bytes <= 0.5 * *available;
 }
+
+// The operands of pair `pair` (sample pair / heads, head pair % heads) in
+// [batch, tokens, heads x hd] tensors.
+struct Pairs {
+  const DeviceNode& node;
+  const float *q, *k, *v;
+  int64_t heads, tokens, hd;
+  double dropout;
+  uint64_t seed;
+
+  int64_t cols() const { return heads * hd; }
+  int64_t Offset(int64_t pair) const {
+    return (pair / heads) * tokens * cols() + (pair % heads) * hd;
+  }
+  AttentionHead Head(int64_t pair) const {
+    const int64_t o = Offset(pair);
+    return AttentionHead{node,
+                         q + o,
+                         k + o,
+                         v + o,
+                         tokens,
+                         hd,
+                         cols(),
+                         float(1.0 / std::sqrt(double(hd))),
+                         dropout,
+                         seed,
+                         pair * tokens * tokens};
+  }
+};
 
 absl::Status LoadAttention(OpLoad& l) {
   if (l.op.inputs_size() != 3 || l.op.num_heads() <= 0) {
@@ -58,8 +83,6 @@ absl::Status LoadAttention(OpLoad& l) {
   return absl::OkStatus();
 }
 
-// Long because the per-head loop is one parallel body whose in-place
-// operand strides are clearer kept together with the products they feed.
 absl::StatusOr<HostTensor> ForwardAttention(OpForward& f) {
   const SegmentOp& op = f.op;
   const HostTensor& x = f.x;
@@ -68,125 +91,85 @@ absl::StatusOr<HostTensor> ForwardAttention(OpForward& f) {
   const HostTensor& v = f.values.at(op.inputs(2));
   if (x.shape.size() != 3 || k.shape != x.shape || v.shape != x.shape ||
       cols % op.num_heads() != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        f.where, "attention needs q, k, v of one shape [batch, tokens, d] with d "
-        "divisible by ", op.num_heads(), " heads; got ", x.ShapeString(), ", ",
-        k.ShapeString(), ", ", v.ShapeString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(f.where,
+                     "attention needs q, k, v of one shape [batch, tokens, d] with d "
+                     "divisible by ",
+                     op.num_heads(), " heads; got ", x.ShapeString(), ", ", k.ShapeString(), ", ",
+                     v.ShapeString()));
   }
   const bool train = f.train();
   const int64_t batch = x.shape[0], tokens = x.shape[1], heads = op.num_heads();
-  const int64_t hd = cols / heads;
-  const float inv_sqrt = float(1.0 / std::sqrt(double(hd)));
-  const bool drop = train && op.dropout() > 0;
-  const uint64_t seed = MixSeed(f.mask_seed, f.index);
-  const int64_t tt = tokens * tokens;
-  // Training keeps every head's probabilities for the backward (the
-  // dropout mask is made again there); inference needs one scratch matrix
-  // per thread.
-  if (train) {
-    if (absl::Status s = CheckAttentionMemory(f.where, batch, heads, tokens); !s.ok()) return s;
-  }
-  std::vector<float> probs(train ? batch * heads * tt : 0);
+  const int64_t hd = cols / heads, tt = tokens * tokens;
+  const bool keep = train && KeepWeights(batch, heads, tokens);
+  std::vector<float> kept(keep ? batch * heads * tt : 0);
   HostTensor y(x.shape);
-  // Each head's q, k, v and output are [tokens, hd] blocks with row stride
-  // d inside the [batch, tokens, d] tensors: the products read and write
-  // them in place (BLAS leading dimensions), no copies. The (sample, head)
-  // pairs are independent: split over the threads.
-  const DeviceNode& node = f.node;
+  // Each head's q, k, v and output are read and written in place inside
+  // the [batch, tokens, d] tensors (BLAS leading dimensions), no copies;
+  // the operands rounded as the node takes them, once.
   std::vector<float> qs, ks, vs;
-  const float* qd = NodeOperand(node, x.data.data(), x.num_elements(), &qs);
-  const float* kd = NodeOperand(node, k.data.data(), k.num_elements(), &ks);
-  const float* vd = NodeOperand(node, v.data.data(), v.num_elements(), &vs);
-  const int64_t pair_grain = PairGrain(batch * heads, tokens, hd);
-  ParallelFor(batch * heads, pair_grain, [&](int64_t begin, int64_t end) {
-    std::vector<float> scratch(train ? 0 : tt), weights(drop ? tt : 0), ws;
+  const Pairs pairs{f.node,
+                    NodeOperand(f.node, x.data.data(), x.num_elements(), &qs),
+                    NodeOperand(f.node, k.data.data(), k.num_elements(), &ks),
+                    NodeOperand(f.node, v.data.data(), v.num_elements(), &vs),
+                    heads,
+                    tokens,
+                    hd,
+                    train ? op.dropout() : 0.0,
+                    MixSeed(f.mask_seed, f.index)};
+  const int64_t row_block = AttentionRowBlock(tokens);
+  ParallelFor(batch * heads, PairGrain(batch * heads, tokens, hd), [&](int64_t begin, int64_t end) {
+    AttentionScratch scratch;
     for (int64_t pair = begin; pair < end; ++pair) {
-      const int64_t b = pair / heads, h = pair % heads;
-      const int64_t offset = b * tokens * cols + h * hd;
-      float* p = train ? probs.data() + pair * tt : scratch.data();
-      SgemmBt(tokens, tokens, hd, 1.0f, qd + offset, cols, kd + offset, cols, 0.0f, p, tokens);
-      for (int64_t r = 0; r < tokens; ++r) SoftmaxRow(p + r * tokens, tokens, inv_sqrt);
-      const float* used = p;
-      if (drop) {
-        ApplyDropout(p, weights.data(), tt, op.dropout(), seed, pair * tt, /*parallel=*/false);
-        used = weights.data();
-      }
-      used = NodeOperand(node, used, tt, &ws);
-      Sgemm(tokens, hd, tokens, 1.0f, used, tokens, vd + offset, cols, 0.0f,
-            y.data.data() + offset, cols);
+      HeadForward(pairs.Head(pair), row_block, keep ? kept.data() + pair * tt : nullptr,
+                  y.data.data() + pairs.Offset(pair), scratch);
     }
   });
-  const double pairs = double(batch * heads);
-  f.cost->Gemm(tokens, tokens, hd, pairs);
-  f.cost->Gemm(tokens, hd, tokens, pairs);
-  f.cost->Elementwise((kSoftmaxOps + (drop ? 1 : 0)) * pairs * double(tt));
-  if (train) *f.aux = std::move(probs);
+  const double n = double(batch * heads);
+  f.cost->Gemm(tokens, tokens, hd, n);
+  f.cost->Gemm(tokens, hd, tokens, n);
+  f.cost->Elementwise((kSoftmaxOps + (pairs.dropout > 0 ? 1 : 0)) * n * double(tt));
+  // Empty when not kept: the backward makes them again.
+  if (train) *f.aux = std::move(kept);
   return y;
 }
 
-// Long for the same reason as the forward.
 absl::Status BackwardAttention(OpBackward& bw) {
   const SegmentOp& op = bw.op;
   const HostTensor& x = bw.x;
   const HostTensor& g = bw.g;
-  const int64_t cols = Cols(x);
   const HostTensor& k = bw.values.at(op.inputs(1));
   const HostTensor& v = bw.values.at(op.inputs(2));
   const int64_t batch = x.shape[0], tokens = x.shape[1], heads = op.num_heads();
-  const int64_t hd = cols / heads, tt = tokens * tokens;
-  const float inv_sqrt = float(1.0 / std::sqrt(double(hd)));
-  const std::vector<float>& probs = *bw.aux;
-  const bool drop = op.dropout() > 0;
-  const uint64_t seed = MixSeed(bw.mask_seed, bw.index);
+  const int64_t hd = Cols(x) / heads, tt = tokens * tokens;
+  const float* kept = bw.aux != nullptr && !bw.aux->empty() ? bw.aux->data() : nullptr;
   HostTensor gq(x.shape), gk(x.shape), gv(x.shape);
-  // As in the forward, each head's blocks are read and written in place
-  // with BLAS leading dimensions, the [tokens, tokens] matrices read
-  // transposed by the products, and operands rounded as the node takes
-  // them (whole tensors once, per-head matrices as they are made). Pairs
-  // split over the threads.
-  const DeviceNode& node = bw.node;
+  // As in the forward: blocks in place, operands rounded as the node
+  // takes them (whole tensors once, per-head matrices as they are made).
   std::vector<float> qs, ks, vs, gs;
-  const float* qd = NodeOperand(node, x.data.data(), x.num_elements(), &qs);
-  const float* kd = NodeOperand(node, k.data.data(), k.num_elements(), &ks);
-  const float* vd = NodeOperand(node, v.data.data(), v.num_elements(), &vs);
-  const float* gd = NodeOperand(node, g.data.data(), g.num_elements(), &gs);
-  const int64_t pair_grain = PairGrain(batch * heads, tokens, hd);
-  ParallelFor(batch * heads, pair_grain, [&](int64_t begin, int64_t end) {
-    std::vector<float> gp(tt), used(drop ? tt : 0), os;
+  const Pairs pairs{bw.node,
+                    NodeOperand(bw.node, x.data.data(), x.num_elements(), &qs),
+                    NodeOperand(bw.node, k.data.data(), k.num_elements(), &ks),
+                    NodeOperand(bw.node, v.data.data(), v.num_elements(), &vs),
+                    heads,
+                    tokens,
+                    hd,
+                    op.dropout(),
+                    MixSeed(bw.mask_seed, bw.index)};
+  const float* gd = NodeOperand(bw.node, g.data.data(), g.num_elements(), &gs);
+  const int64_t row_block = AttentionRowBlock(tokens);
+  ParallelFor(batch * heads, PairGrain(batch * heads, tokens, hd), [&](int64_t begin, int64_t end) {
+    AttentionScratch scratch;
     for (int64_t pair = begin; pair < end; ++pair) {
-      const int64_t b = pair / heads, h = pair % heads;
-      const int64_t offset = b * tokens * cols + h * hd;
-      const float* p = probs.data() + pair * tt;
-      const float* pm = p;  // P' = P * mask
-      if (drop) {
-        ApplyDropout(p, used.data(), tt, op.dropout(), seed, pair * tt, /*parallel=*/false);
-        pm = used.data();
-      }
-      // dV = P'^T dO; dP' = dO V^T.
-      SgemmAt(tokens, hd, tokens, 1.0f, NodeOperand(node, pm, tt, &os), tokens, gd + offset,
-              cols, 0.0f, gv.data.data() + offset, cols);
-      SgemmBt(tokens, tokens, hd, 1.0f, gd + offset, cols, vd + offset, cols, 0.0f, gp.data(),
-              tokens);
-      // dP = dP' * mask; dS = P (dP - rowsum(dP P)) / sqrt(hd).
-      if (drop) {
-        ApplyDropout(gp.data(), gp.data(), tt, op.dropout(), seed, pair * tt,
-                     /*parallel=*/false);
-      }
-      for (int64_t r = 0; r < tokens; ++r) {
-        SoftmaxBackwardRow(gp.data() + r * tokens, p + r * tokens, tokens, inv_sqrt);
-      }
-      // dQ = dS K; dK = dS^T Q.
-      const float* ds = NodeOperand(node, gp.data(), tt, &os);
-      Sgemm(tokens, hd, tokens, 1.0f, ds, tokens, kd + offset, cols, 0.0f,
-            gq.data.data() + offset, cols);
-      SgemmAt(tokens, hd, tokens, 1.0f, ds, tokens, qd + offset, cols, 0.0f,
-              gk.data.data() + offset, cols);
+      const int64_t o = pairs.Offset(pair);
+      HeadBackward(pairs.Head(pair), row_block, kept != nullptr ? kept + pair * tt : nullptr,
+                   gd + o, gq.data.data() + o, gk.data.data() + o, gv.data.data() + o, scratch);
     }
   });
-  const double pairs = double(batch * heads);
-  bw.cost->Gemm(tokens, hd, tokens, 3 * pairs);  // dV, dQ, dK
-  bw.cost->Gemm(tokens, tokens, hd, pairs);      // dP'
-  bw.cost->Elementwise(6.0 * pairs * double(tt));
+  const double n = double(batch * heads);
+  bw.cost->Gemm(tokens, hd, tokens, 3 * n);  // dV, dQ, dK
+  bw.cost->Gemm(tokens, tokens, hd, n);      // dP'
+  bw.cost->Elementwise(6.0 * n * double(tt));
   bw.accumulate(op.inputs(0), std::move(gq));
   bw.accumulate(op.inputs(1), std::move(gk));
   bw.accumulate(op.inputs(2), std::move(gv));
