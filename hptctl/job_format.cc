@@ -55,6 +55,9 @@ std::string SkillText(const QualityMetrics& q) {
   return q.values() > 0 && q.persistence_rmse() > 0 ? absl::StrFormat("%.3f", q.skill()) : "-";
 }
 
+// A job of hpt.mode full trains every parameter throughout: no LoRA phase.
+bool FullOnly(const Job& job) { return job.spec().hpt().mode() == TrainingMode::full; }
+
 }  // namespace
 
 std::string FormatList(const std::vector<Job>& jobs) {
@@ -76,7 +79,7 @@ std::string FormatList(const std::vector<Job>& jobs) {
   for (const Job& job : jobs) {
     const JobProgress& p = job.progress();
     const HptStatus& h = job.hpt();
-    const bool full_job = job.spec().hpt().mode() == TrainingMode::full;
+    const bool full_job = FullOnly(job);
     const std::string phase = full_job ? "full*" : h.phase().empty() ? "-" : h.phase();
     const std::string at = full_job               ? "-"
                            : h.switch_step() >= 0 ? absl::StrCat(h.switch_step())
@@ -88,9 +91,8 @@ std::string FormatList(const std::vector<Job>& jobs) {
                               p.step() > 0 ? absl::StrFormat("%.4f", p.loss()) : "-",
                               SkillText(job.test_metrics()), phase, at));
   }
-  const bool any_full = absl::c_any_of(
-      jobs, [](const Job& j) { return j.spec().hpt().mode() == TrainingMode::full; });
-  if (any_full) absl::StrAppend(&out, "full*: hpt.mode full, no LoRA phase\n");
+  if (absl::c_any_of(jobs, FullOnly))
+    absl::StrAppend(&out, "full*: hpt.mode full, no LoRA phase\n");
   if (absl::c_any_of(jobs, [](const Job& j) { return j.test_metrics().persistence_rmse() > 0; })) {
     absl::StrAppend(&out, "SKILL: test skill over persistence (below 0: the model loses to it)\n");
   }
@@ -109,15 +111,18 @@ std::string FormatProgress(const Job& job, int bar_width) {
   const int filled = static_cast<int>(fraction * bar_width);
   std::string bar = std::string(filled, '#') + std::string(bar_width - filled, '.');
   // The phase leads once the controller has named it; while an evaluation
-  // runs, how far it is stands where the training's ETA would.
+  // runs, how far it is stands where the training's ETA would, and after
+  // the last step, before the final evaluation reports, that training is
+  // done.
   const std::string& phase = job.hpt().phase();
   return absl::StrFormat(
       "%s[%s] %3d%% epoch %d/%d step %d/%d loss %s  %.1f samples/s  %s",
       phase.empty() ? "" : absl::StrCat(phase, " "), bar, static_cast<int>(fraction * 100),
       p.epoch(), p.epochs(), p.step(), p.total_steps(),
       p.step() > 0 ? absl::StrFormat("%.4f", p.loss()) : "-", p.samples_per_s(),
-      !p.evaluating().empty()
-          ? absl::StrCat("evaluating ", p.evaluating())
+      !p.evaluating().empty() ? absl::StrCat("evaluating ", p.evaluating())
+      : p.total_steps() > 0 && p.step() >= p.total_steps()
+          ? "training done"
           : absl::StrCat("ETA ", p.step() > 0 ? FormatDuration(p.eta_s()) : "-"));
 }
 
@@ -192,7 +197,7 @@ std::string DeviceLines(const Job& job) {
 std::string OutcomeLines(const Job& job) {
   std::string out;
   const HptStatus& h = job.hpt();
-  const bool full_job = job.spec().hpt().mode() == TrainingMode::full;
+  const bool full_job = FullOnly(job);
   if (full_job) {
     absl::StrAppend(&out, "  phase      full (hpt.mode full: every parameter, no LoRA phase)\n");
   } else if (job.state() != LOADING && job.state() != QUEUED && !h.phase().empty()) {

@@ -55,6 +55,10 @@ TEST(JobFormatTest, AnEvaluationShowsHowFarItIs) {
             std::string::npos);
   job.mutable_progress()->clear_evaluating();
   EXPECT_EQ(FormatSummary(job).find("evaluating"), std::string::npos);
+  // Between the last step and the evaluation's first report: no "ETA 0.0s".
+  job.mutable_progress()->set_eta_s(0);
+  EXPECT_EQ(FormatProgress(job, 4),
+            "[####] 100% epoch 2/3 step 200/200 loss 0.1235  88.0 samples/s  training done");
 }
 
 // list: a header, each job's phase and switch step, names fitted to the
