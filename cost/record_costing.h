@@ -124,14 +124,6 @@ class RecordCosting {
 // comparison.
 void ApplyCosts(const JobCosts& costs, Job* job);
 
-// Appends to `out` the baselines measured on a worker's device: the job's
-// own full-phase GPU steps (libtorch), then each probed baseline
-// (record.probes); `libtorch`: the phases modelled under the libtorch
-// baseline, whose full phase the measured step replaces. HpT's devices
-// stay modelled in every row.
-void AddMeasuredRows(const WorkRecord& record, const RecordedPhases& libtorch,
-                     const ComparisonInputs& in, CostComparison* out);
-
 // The whole path at once.
 absl::StatusOr<JobCosts> CostOfRecord(const WorkRecord& record, const CostSettings& changes);
 
