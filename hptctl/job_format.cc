@@ -235,6 +235,16 @@ std::string OutcomeLines(const Job& job) {
                               c.energy_ratio() > 0 ? absl::StrFormat("%.3gx", c.energy_ratio())
                                                    : std::string("unknown"),
                               GpuBaselineName(c.baseline()), job.job_id()));
+    // "Saved 0.138x" would read as a saving: below 1, say what it cost.
+    std::vector<std::string> more;
+    if (c.time_ratio() < 1) more.push_back(absl::StrFormat("%.3gx the time", 1 / c.time_ratio()));
+    if (c.energy_ratio() > 0 && c.energy_ratio() < 1) {
+      more.push_back(absl::StrFormat("%.3gx the energy", 1 / c.energy_ratio()));
+    }
+    if (!more.empty()) {
+      absl::StrAppend(&out, "             below 1x: HpT took ", absl::StrJoin(more, " and "),
+                      " of GPU-only training\n");
+    }
     // The bar the claim must clear: the fastest GPU-only way, modelled.
     const BaselineComparison* fastest = FastestBaseline(c, /*measured=*/false);
     if (fastest != nullptr && fastest->baseline() != GpuBaselineName(c.baseline())) {

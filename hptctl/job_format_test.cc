@@ -221,6 +221,19 @@ TEST(JobFormatTest, SummaryTellsPhaseSwitchQualityAndSaving) {
             std::string::npos)
       << s;
 
+  // Below 1x: what HpT cost, not a "saving".
+  h.mutable_comparison()->set_time_ratio(0.138);
+  h.mutable_comparison()->set_energy_ratio(0.788);
+  EXPECT_NE(FormatSummary(job).find("\n  HpT saved  0.138x time, 0.788x energy against GPU-only "
+                                    "(paper baseline, simulated steps; hptctl report job-000007 "
+                                    "for each baseline)\n             below 1x: HpT took 7.25x "
+                                    "the time and 1.27x the energy of GPU-only training\n"),
+            std::string::npos)
+      << FormatSummary(job);
+  h.mutable_comparison()->set_energy_ratio(1.5);
+  EXPECT_NE(FormatSummary(job).find("below 1x: HpT took 7.25x the time of GPU-only training\n"),
+            std::string::npos);
+
   // Not switched: how far it got, and where to read why.
   h.set_phase("full");
   h.set_switch_step(-1);

@@ -49,6 +49,22 @@ std::string Card(const std::string& value, const std::string& label,
                       Escape(value), "</b><span>", Escape(label), "</span></div>");
 }
 
+// HpT's time or energy ratio against a GPU-only way (`against`): saved
+// where it is 1 or more, else in red, saying that HpT is the slower one
+// or the one that uses more.
+std::string RatioCard(double ratio, bool time, const std::string& against) {
+  if (!(ratio > 0)) {
+    return Card("–", absl::StrCat(time ? "time" : "energy", " vs ", against, ": not known yet"));
+  }
+  if (ratio >= 1) {
+    return Card(Num(ratio, 3) + "×", absl::StrCat(time ? "time" : "energy", " saved vs ", against));
+  }
+  return Card(Num(ratio, 3) + "×",
+              absl::StrCat(time ? "time" : "energy", " vs ", against,
+                           time ? ": HpT is slower" : ": HpT uses more"),
+              "loses");
+}
+
 // The model's skill over persistence, in red where it loses to it; and
 // climatology's RMSE, the other reference.
 std::string SkillCards(const QualityMetrics& m, const std::string& unit) {
@@ -139,23 +155,24 @@ std::string Header(const Job& job) {
     absl::StrAppend(&out, Card(absl::StrJoin(layers, " · "), "each layer's switch (layerwise)"));
   }
   if (c.hpt_time_s() > 0) {
-    absl::StrAppend(&out, Card(Num(c.time_ratio(), 3) + "×",
-                               "time saved vs GPU-only (" + GpuBaselineName(c.baseline()) + ")"));
+    absl::StrAppend(&out, RatioCard(c.time_ratio(), /*time=*/true,
+                                    "GPU-only (" + GpuBaselineName(c.baseline()) + ")"));
     // The bar the paper's claim must clear: the fastest GPU-only baseline,
     // modelled; and, where this job's GPU measured them, the fastest there.
     for (bool measured : {false, true}) {
       if (const BaselineComparison* f = FastestBaseline(c, measured); f != nullptr) {
-        absl::StrAppend(&out, Card(Num(f->time_ratio(), 3) + "×",
-                                   absl::StrCat("vs the fastest GPU-only (", f->baseline(),
-                                                measured ? ", measured on this GPU)"
-                                                         : ", modelled)")));
+        absl::StrAppend(
+            &out, RatioCard(f->time_ratio(), /*time=*/true,
+                            absl::StrCat("the fastest GPU-only (", f->baseline(),
+                                         measured ? ", measured on this GPU)" : ", modelled)")));
       }
     }
     // No energy ratio: the reference GPU's profile gives no board power.
     absl::StrAppend(&out, c.energy_ratio() > 0
-                              ? Card(Num(c.energy_ratio(), 3) + "×", "energy saved vs GPU-only")
-                              : Card("–", "energy vs GPU-only: not known (the reference GPU's "
-                                          "profile gives no board power)"));
+                              ? RatioCard(c.energy_ratio(), /*time=*/false, "GPU-only")
+                              : Card("–",
+                                     "energy vs GPU-only: not known (the reference GPU's "
+                                     "profile gives no board power)"));
     absl::StrAppend(&out, Card(Num(c.projected_time_ratio(), 3) + "× / " + RatioOrDash(c.projected_energy_ratio()),
                                absl::StrCat("projected to ", Num(c.project_epochs(), 3), " epochs")));
   }

@@ -209,6 +209,35 @@ TEST(JobPageTest, SkillStandsBesideTheRmseAndALosingModelIsRed) {
             std::string::npos) << html;
 }
 
+// A ratio of 1 or more is a saving; below 1 the card is red and says HpT
+// is the slower one (time) or the one that uses more (energy).
+TEST(JobPageTest, RatiosBelowOneAreRedAndSayWhoIsSlower) {
+  JobPageInput in;
+  in.job = SmallJob();
+  CostComparison& c = *in.job.mutable_hpt()->mutable_comparison();
+  c.set_baseline(GpuBaseline::paper);
+  c.set_hpt_time_s(4.9);
+  c.set_time_ratio(3.72);
+  c.set_energy_ratio(4.5);
+  std::string html = RenderJobPage(in, PageOptions());
+  EXPECT_NE(html.find("<div class=\"card\"><b>3.72×</b><span>time saved vs GPU-only (paper)"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<div class=\"card\"><b>4.5×</b><span>energy saved vs GPU-only"),
+            std::string::npos);
+  EXPECT_EQ(html.find("card loses"), std::string::npos);
+  c.set_time_ratio(0.138);
+  c.set_energy_ratio(0.788);
+  html = RenderJobPage(in, PageOptions());
+  EXPECT_NE(html.find("<div class=\"card loses\"><b>0.138×</b><span>time vs GPU-only (paper): "
+                      "HpT is slower"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<div class=\"card loses\"><b>0.788×</b><span>energy vs GPU-only: HpT "
+                      "uses more"),
+            std::string::npos);
+}
+
 TEST(JobPageTest, ManyChecksBecomeTwoPathsAndTheTableItsLastRows) {
   JobPageInput in;
   in.job = SmallJob();
