@@ -4,22 +4,26 @@
 
 namespace hpt {
 
-void QualityAccumulator::Add(double p, double y) {
+void QualityAccumulator::Add(double p, double y, int64_t station) {
   ++n_;
   const double e = p - y;
   sum_sq_err_ += e * e;
   sum_abs_err_ += std::fabs(e);
-  sum_y_ += y;
-  sum_y2_ += y * y;
-  sum_p_ += p;
-  sum_p2_ += p * p;
-  sum_py_ += p * y;
+  if (station >= int64_t(stations_.size())) stations_.resize(station + 1);
+  Sums& s = stations_[station];
+  if (s.n++ == 0) s.shift_y = y, s.shift_p = p;
+  const double dy = y - s.shift_y, dp = p - s.shift_p;
+  s.y += dy;
+  s.y2 += dy * dy;
+  s.p += dp;
+  s.p2 += dp * dp;
+  s.py += dp * dy;
 }
 
-void QualityAccumulator::Add(const std::vector<float>& prediction,
-                             const std::vector<float>& truth) {
+void QualityAccumulator::Add(const std::vector<float>& prediction, const std::vector<float>& truth,
+                             int64_t station) {
   for (size_t i = 0; i < prediction.size() && i < truth.size(); ++i) {
-    Add(prediction[i], truth[i]);
+    Add(prediction[i], truth[i], station);
   }
 }
 
@@ -27,12 +31,17 @@ QualityMetrics QualityAccumulator::Finish() const {
   QualityMetrics m;
   m.set_values(n_);
   if (n_ == 0) return m;
-  const double n = double(n_);
-  m.set_rmse(std::sqrt(sum_sq_err_ / n));
-  m.set_mae(sum_abs_err_ / n);
-  const double ss_y = sum_y2_ - sum_y_ * sum_y_ / n;
-  const double ss_p = sum_p2_ - sum_p_ * sum_p_ / n;
-  const double s_py = sum_py_ - sum_p_ * sum_y_ / n;
+  m.set_rmse(std::sqrt(sum_sq_err_ / double(n_)));
+  m.set_mae(sum_abs_err_ / double(n_));
+  // Sums of squares about each station's own means.
+  double ss_y = 0, ss_p = 0, s_py = 0;
+  for (const Sums& s : stations_) {
+    if (s.n == 0) continue;
+    const double n = double(s.n);
+    ss_y += s.y2 - s.y * s.y / n;
+    ss_p += s.p2 - s.p * s.p / n;
+    s_py += s.py - s.p * s.y / n;
+  }
   if (ss_y > 0) m.set_nse(1.0 - sum_sq_err_ / ss_y);
   if (ss_y > 0 && ss_p > 0) m.set_r2(s_py * s_py / (ss_y * ss_p));
   return m;

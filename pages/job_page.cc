@@ -103,7 +103,7 @@ std::string QualityCards(const Job& job) {
   absl::StrAppend(&out, "<div class=\"cards\" id=\"quality\">",
                   Card(Num(m.rmse(), 4) + unit, "test RMSE"), SkillCards(m, unit),
                   Card(Num(m.mae(), 4) + unit, "test MAE"),
-                  Card(Num(m.nse(), 3), "NSE (1: perfect, 0: the mean)"),
+                  Card(Num(m.nse(), 3), "NSE (1: perfect, 0: each station's mean)"),
                   Card(Num(job.progress().test_loss(), 4), "test loss (MSE, normalised)"),
                   job.progress().selected_epoch() > 0
                       ? Card(absl::StrCat("epoch ", job.progress().selected_epoch()),

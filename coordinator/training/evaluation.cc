@@ -107,7 +107,7 @@ absl::StatusOr<std::optional<TestEvaluation>> EvaluateTestSplit(const WindowData
     const int64_t token = int64_t(e) % tokens;
     const double predicted = data.ToDataUnits(sample, token, p.data[e]);
     const double truth = data.ToDataUnits(sample, token, y.data[e]);
-    quality.Add(predicted, truth);
+    quality.Add(predicted, truth, data.StationOf(sample, token));
     const double persisted = data.ToDataUnits(sample, token, x.data[e * steps + steps - 1]);
     persistence_sq += (persisted - truth) * (persisted - truth);
     const double usual = data.ClimatologyOf(sample, token);
