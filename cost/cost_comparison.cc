@@ -356,8 +356,8 @@ void AddTimeNotes(const std::vector<DeviceCost>& devices, const RecordedPhases& 
   }
   if (gpu_s > 0) {
     c.add_time_notes(absl::StrFormat(
-        "GPU: %.0f kernels, %.0f %% of its %.3g s in kernel launches (a step of small "
-        "kernels is launch-bound)",
+        "GPU: %.0f kernels, %.0f %% of its %.3g s waiting on the host (kernel launches and "
+        "op calls: a step of small kernels is launch-bound)",
         kernels, 100 * launch_bound_s / gpu_s, gpu_s));
   }
   if (reram_s > 0 || systolic_s > 0) {

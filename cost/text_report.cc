@@ -237,12 +237,13 @@ void AppendGpuKernels(const Job& job, std::string* report) {
     if (c.phase() == "lora-gpu") fallback_steps = c.last_step() - c.first_step() + 1;
   }
   if (kernels > 0 && full_steps > 0 && gpu_s > 0) {
-    absl::StrAppend(&out, absl::StrFormat(
-        "\nGPU kernels: %.0f a %s step (trials, loads and evaluation "
-        "included), %.0f %% of simulated GPU time launch-bound\n",
-        kernels / double(full_steps + fallback_steps),
-        fallback_steps > 0 ? "GPU (full-phase or fallback)" : "full-phase",
-        100 * launch_bound_s / gpu_s));
+    absl::StrAppend(
+        &out, absl::StrFormat(
+                  "\nGPU kernels: %.0f a %s step (trials, loads and evaluation "
+                  "included), %.0f %% of simulated GPU time launch-bound (waiting on the host)\n",
+                  kernels / double(full_steps + fallback_steps),
+                  fallback_steps > 0 ? "GPU (full-phase or fallback)" : "full-phase",
+                  100 * launch_bound_s / gpu_s));
   }
 }
 

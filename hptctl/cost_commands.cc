@@ -1,12 +1,11 @@
 #include "hptctl/cost_commands.h"
 
-#include "devices/gpu/roofline.h"
-
 #include <sys/stat.h>
 
 #include <chrono>
 #include <iostream>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -124,7 +123,10 @@ int WhatIfCommand(JobService::Stub& stub, const std::string& job_id,
   get.set_job_id(job_id);
   Job as_run;
   if (UnaryCall(stub, &JobService::Stub::GetJob, get, &as_run, options.prepare).ok()) {
-    std::cout << "\n" << WhatIfChange(as_run, response.job());
+    const bool gpu_changed = absl::c_any_of(options.sets, [](const std::string& set) {
+      return absl::StartsWith(set, "reference_gpu=") || absl::StartsWith(set, "gpu_precision=");
+    });
+    std::cout << "\n" << WhatIfChange(as_run, response.job(), gpu_changed);
   }
   std::cout << "\n" << FormatReport(response.job());
   return kExitOk;

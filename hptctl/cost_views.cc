@@ -356,7 +356,7 @@ absl::StatusOr<TargetResult> FindTarget(const WorkRecord& record, const SweepGri
   return r;
 }
 
-std::string WhatIfChange(const Job& as_run, const Job& what_if) {
+std::string WhatIfChange(const Job& as_run, const Job& what_if, bool gpu_changed) {
   const CostComparison& a = as_run.hpt().comparison();
   const CostComparison& b = what_if.hpt().comparison();
   if (!(a.hpt_time_s() > 0)) return "";
@@ -371,6 +371,27 @@ std::string WhatIfChange(const Job& as_run, const Job& what_if) {
         {"projected energy", a.projected_energy_ratio(), b.projected_energy_ratio()}}) {
     absl::StrAppend(&out,
                     absl::StrFormat("  %-30s %10s %10s\n", name, ratio(before), ratio(after)));
+  }
+  // A time that did not move, on a GPU side mostly spent launching kernels:
+  // the host's dispatch, which a faster GPU does not shorten.
+  if (!gpu_changed || std::fabs(b.time_ratio() - a.time_ratio()) > 1e-3 * a.time_ratio()) {
+    return out;
+  }
+  double launch_bound_s = 0, gpu_s = 0;
+  for (const DeviceCost& d : what_if.device_costs()) {
+    if (d.kind() != DeviceKind::gpu) continue;
+    const auto& counters = d.cost().counters();
+    if (auto it = counters.find("launch_bound_s"); it != counters.end()) {
+      launch_bound_s += it->second;
+    }
+    gpu_s += d.cost().simulated_s();
+  }
+  if (gpu_s > 0 && launch_bound_s >= 0.5 * gpu_s) {
+    absl::StrAppend(&out,
+                    absl::StrFormat("  time unmoved: %.0f %% of the GPU's simulated time waits "
+                                    "on the host (launching kernels, calling ops), not on the "
+                                    "GPU's work, which a faster GPU does not shorten\n",
+                                    100 * launch_bound_s / gpu_s));
   }
   return out;
 }

@@ -82,7 +82,10 @@ absl::StatusOr<TargetResult> FindTarget(const WorkRecord& record, const SweepGri
 
 // whatif's first lines: HpT's ratios against GPU-only as the job ran and
 // under the settings asked for, side by side ("" when `as_run` has none).
-std::string WhatIfChange(const Job& as_run, const Job& what_if);
+// `gpu_changed`: the settings changed the GPU (reference_gpu,
+// gpu_precision); where the time then did not move on a mostly
+// launch-bound GPU side, a line says why.
+std::string WhatIfChange(const Job& as_run, const Job& what_if, bool gpu_changed);
 
 // A step's simulated timeline as Chrome trace-event JSON (Perfetto and
 // chrome://tracing open it): one track per device, one complete ("X")

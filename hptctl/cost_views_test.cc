@@ -173,13 +173,33 @@ TEST(CostViews, WhatIfShowsEachRatioAsRunAndReCosted) {
     c.set_projected_time_ratio(time * 4);
     c.set_projected_energy_ratio(energy * 10);
   }
-  EXPECT_EQ(WhatIfChange(as_run, what_if),
+  EXPECT_EQ(WhatIfChange(as_run, what_if, true),
             "HpT vs GPU-only (paper baseline)      as run    what if\n"
             "  time                                1.28x       2.5x\n"
             "  energy                              1.34x          -\n"
             "  projected time                      5.12x        10x\n"
             "  projected energy                    13.4x          -\n");
-  EXPECT_EQ(WhatIfChange(Job(), what_if), "");
+  EXPECT_EQ(WhatIfChange(Job(), what_if, true), "");
+  // A time ratio that did not move on a launch-bound GPU side: said why.
+  what_if.mutable_hpt()->mutable_comparison()->set_time_ratio(1.28);
+  DeviceCost& gpu = *what_if.add_device_costs();
+  gpu.set_kind(DeviceKind::gpu);
+  gpu.mutable_cost()->set_simulated_s(2.0);
+  (*gpu.mutable_cost()->mutable_counters())["launch_bound_s"] = 1.4;
+  EXPECT_NE(WhatIfChange(as_run, what_if, true)
+                .find("\n  time unmoved: 70 % of the GPU's simulated time waits on the host "
+                      "(launching kernels, calling ops), not on the GPU's work, which a faster "
+                      "GPU does not shorten\n"),
+            std::string::npos)
+      << WhatIfChange(as_run, what_if, true);
+  // Settings that left the GPU as it was, under half launch-bound, or a
+  // time that moved: no such line.
+  EXPECT_EQ(WhatIfChange(as_run, what_if, false).find("unmoved"), std::string::npos);
+  (*gpu.mutable_cost()->mutable_counters())["launch_bound_s"] = 0.6;
+  EXPECT_EQ(WhatIfChange(as_run, what_if, true).find("unmoved"), std::string::npos);
+  (*gpu.mutable_cost()->mutable_counters())["launch_bound_s"] = 1.4;
+  what_if.mutable_hpt()->mutable_comparison()->set_time_ratio(1.5);
+  EXPECT_EQ(WhatIfChange(as_run, what_if, true).find("unmoved"), std::string::npos);
 }
 
 TEST(CostViews, BadGridsAndTargetsNameTheProblem) {

@@ -409,7 +409,12 @@ void GpuKernelTally::AddHostCalls(const HostCalls& calls) {
 
 GpuStepCost GpuKernelTally::Finish(double extra_s) const {
   GpuStepCost c = cost_;
-  if (!gpu_.synchronous) c.time_s = std::max(c.time_s, host_total_s_);
+  // A host slower than the kernels it launches sets the step's time: the
+  // GPU waits for it beyond the launch-bound kernels' own time too.
+  if (!gpu_.synchronous && host_total_s_ > c.time_s) {
+    c.launch_bound_s += host_total_s_ - c.time_s;
+    c.time_s = host_total_s_;
+  }
   c.time_s += extra_s;
   const double stepping_w = gpu_.stepping_power_w();
   c.energy_j = stepping_w * c.time_s + std::max(0.0, gpu_.load_power_w - stepping_w) * loaded_s_;

@@ -97,7 +97,9 @@ struct GpuStepCost {
   double energy_j = 0;
   int64_t kernels = 0;
   int64_t launch_bound_kernels = 0;  // host dispatch above their device time
-  double launch_bound_s = 0;         // time those kernels took
+  // The time those kernels took, and any more the GPU waits for a host
+  // slower than its kernels (host calls that launch none).
+  double launch_bound_s = 0;
   double flops = 0, bytes = 0;
   double launch_bound_share() const { return time_s > 0 ? launch_bound_s / time_s : 0; }
 };

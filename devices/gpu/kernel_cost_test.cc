@@ -330,6 +330,12 @@ TEST(GpuKernelCostTest, AGraphPaysNodesAndOneLaunch) {
               500 * h100.host_op_s, 1e-12);
   EXPECT_DOUBLE_EQ(CostKernels(h100, GpuPrecision::kFp32, views, GpuLaunch::kGraph).time_s,
                    h100.dispatch_s);
+  // Views launch no kernel: the whole eager step waits on the host, and
+  // all of it counts as launch-bound.
+  const GpuStepCost host_bound = CostKernels(h100, GpuPrecision::kFp32, views, GpuLaunch::kEager);
+  EXPECT_EQ(host_bound.launch_bound_kernels, 0);
+  EXPECT_DOUBLE_EQ(host_bound.launch_bound_s, host_bound.time_s);
+  EXPECT_DOUBLE_EQ(host_bound.launch_bound_share(), 1.0);
 }
 
 TEST(GpuKernelCostTest, ASynchronousDeviceAddsDispatchToWork) {
