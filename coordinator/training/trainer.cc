@@ -286,7 +286,18 @@ void Trainer::FinishStep(int64_t steps_done, int64_t samples, double loss, bool 
   p.set_loss(loss);
   p.set_elapsed_s(elapsed);
   p.set_samples_per_s(elapsed > 0 ? cursor_.samples / elapsed : 0);
-  p.set_eta_s(elapsed / steps_done * (p.total_steps() - steps_done));
+  const int64_t remaining = p.total_steps() - steps_done;
+  const absl::Time now = options_.now();
+  // From the end of a run of steps (`report`), whose steps all end at once.
+  if (pace_from_next_ && report) {
+    pace_since_ = now;
+    pace_steps_ = steps_done;
+    pace_from_next_ = false;
+  }
+  const double paced = absl::ToDoubleSeconds(now - pace_since_);
+  p.set_eta_s(steps_done > pace_steps_ && paced > 0
+                  ? paced / double(steps_done - pace_steps_) * double(remaining)
+                  : elapsed / double(steps_done) * double(remaining));
   if (report) Report();
 }
 

@@ -304,6 +304,14 @@ class Trainer {
   TrainerCursor cursor_;
   absl::Time start_;
   absl::Time step_start_;
+  // The ETA's pace: steps done and time since the first run of steps
+  // finished after the placement last changed (the start, a resume, a
+  // switch to LoRA), so a LoRA phase on slower devices is not timed at the
+  // full phase's pace, nor a job at its first step's. pace_from_next_: the
+  // next finished run sets them.
+  absl::Time pace_since_;
+  int64_t pace_steps_ = 0;
+  bool pace_from_next_ = true;
   CostLedger ledger_;
   GpuTasks gpu_;
 

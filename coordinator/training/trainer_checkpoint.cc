@@ -69,6 +69,7 @@ absl::Status Trainer::Restore(const Checkpoint& checkpoint) {
   model_ = identity.model;
   RETURN_IF_ERROR(RestoreSelection(checkpoint));
   start_ = options_.now() - absl::Seconds(identity.elapsed_s);
+  pace_from_next_ = true;
   phase_ = cursor_.lora_phase ? TrainingPhase::kLora : TrainingPhase::kFull;
   events_seen_ = 0;
   ledger_.set_chain(Chain::kRecovery);

@@ -143,6 +143,7 @@ absl::Status Trainer::Switch() {
   reference_weights_.clear();
   cursor_.main_updates = 0;  // the LoRA model's optimizer is a fresh one
   state_.hpt.set_phase("lora");
+  pace_from_next_ = true;
   return absl::OkStatus();
 }
 
@@ -151,6 +152,7 @@ absl::Status Trainer::SwitchLayers(int64_t steps_done) {
   // Adam's moments of the layers that freeze now go; the rest keep theirs
   // (new adapters start without).
   const LoadParametersHeader header = FullHeader(steps_done);
+  pace_from_next_ = true;  // the switched layers train elsewhere, or less
   std::vector<std::string> switched;
   for (int l : header.lora().layers()) switched.push_back(absl::StrCat("layers.", l, "."));
   for (auto it = tensors.begin(); it != tensors.end();) {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "absl/synchronization/mutex.h"
 #include "common/tensor_codec.h"
@@ -186,6 +187,39 @@ TEST(TrainerTest, OneWorkerRunsForwardBackwardUpdatePerStep) {
   EXPECT_NEAR(last.epoch_losses[0], (1 + 0.9 + 0.81) / 3, 1e-12);
   EXPECT_NEAR(last.epoch_losses[1], (0.729 + 0.6561 + 0.59049) / 3, 1e-12);
   EXPECT_NEAR(last.cost.measured_s(), 6 * 0.25, 1e-12);
+}
+
+// The ETA goes at the pace since the first finished step, not at the
+// average over a first step that took ten times as long (a worker's warm
+// up; after a switch, the full phase's pace).
+TEST(TrainerTest, TheEtaGoesAtThePaceSinceTheFirstStep) {
+  class TimedWorker : public FakeWorker {
+   public:
+    TimedWorker(absl::Time* clock) : FakeWorker("w0"), clock_(clock) {}
+    absl::StatusOr<ForwardResponse> Forward(const ForwardRequest& r) override {
+      if (r.train()) *clock_ += absl::Seconds(trained_++ == 0 ? 10 : 1);
+      return FakeWorker::Forward(r);
+    }
+
+   private:
+    absl::Time* clock_;
+    int trained_ = 0;
+  };
+  WindowDataset data = Data(13);  // 6 steps over 2 epochs at batch 4
+  absl::Time clock = absl::UnixEpoch();
+  TimedWorker worker(&clock);
+  std::map<int64_t, double> eta;  // after each step
+  Trainer::Options options;
+  options.now = [&] { return clock; };
+  options.on_progress = [&](const TrainerUpdate& u) {
+    if (u.progress.step() > 0) eta[u.progress.step()] = u.progress.eta_s();
+  };
+  Trainer trainer("job", Spec(2, 4, 1), &data, {&worker}, options);
+  ASSERT_TRUE(trainer.Run().ok());
+  EXPECT_DOUBLE_EQ(eta[1], 10.0 * 5);  // no pace yet: the average
+  EXPECT_DOUBLE_EQ(eta[2], 1.0 * 4);   // the average would say 5.5 s a step
+  EXPECT_DOUBLE_EQ(eta[3], 1.0 * 3);
+  EXPECT_DOUBLE_EQ(eta[6], 0.0);
 }
 
 // While the test split is predicted the job says how far it is, at most
