@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "common/user_file.h"
 
@@ -133,9 +134,33 @@ absl::string_view UnquotedCell(absl::string_view cell) {
   return cell;
 }
 
+std::vector<absl::string_view> SplitCsvLine(absl::string_view line, bool* open_quote) {
+  std::vector<absl::string_view> cells;
+  if (open_quote != nullptr) *open_quote = false;
+  if (!absl::StrContains(line, '"')) {  // most lines: no quotes to respect
+    for (absl::string_view c : absl::StrSplit(line, ',')) cells.push_back(UnquotedCell(c));
+    return cells;
+  }
+  bool quoted = false;  // a doubled quote turns it off and on again
+  size_t start = 0;
+  for (size_t i = 0; i < line.size(); ++i) {
+    if (line[i] == '"') {
+      quoted = !quoted;
+    } else if (line[i] == ',' && !quoted) {
+      cells.push_back(UnquotedCell(line.substr(start, i - start)));
+      start = i + 1;
+    }
+  }
+  cells.push_back(UnquotedCell(line.substr(start)));
+  if (open_quote != nullptr) *open_quote = quoted;
+  return cells;
+}
+
+std::string CsvText(absl::string_view cell) { return absl::StrReplaceAll(cell, {{"\"\"", "\""}}); }
+
 std::vector<std::string> SplitTrimmedCells(absl::string_view line) {
   std::vector<std::string> cells;
-  for (absl::string_view c : absl::StrSplit(line, ',')) cells.emplace_back(UnquotedCell(c));
+  for (absl::string_view c : SplitCsvLine(line)) cells.push_back(CsvText(c));
   return cells;
 }
 

@@ -76,10 +76,20 @@ absl::Status MissingDataFile(const std::string& path, const DataLimits& limits);
 std::string DescribeRoots(const DataLimits& limits);
 
 // One CSV cell whitespace trimmed (a line's trailing '\r' too) and without
-// a pair of double quotes around it. A quoted cell may not hold a comma.
+// a pair of double quotes around it (a doubled quote inside stays doubled:
+// CsvText undoes it).
 absl::string_view UnquotedCell(absl::string_view cell);
 
-// The cells of one CSV line, each as UnquotedCell gives it.
+// The cells of one CSV line, split at the commas outside double quotes
+// (RFC 4180: "flow, m3/s" is one cell), each as UnquotedCell gives it.
+// `open_quote`, where given: whether a quote opened a cell that the line
+// does not close (a cell holding a line break, which is not read).
+std::vector<absl::string_view> SplitCsvLine(absl::string_view line, bool* open_quote = nullptr);
+
+// A cell's text with each doubled quote ("") made one.
+std::string CsvText(absl::string_view cell);
+
+// The cells of one CSV line as text: SplitCsvLine, then CsvText.
 std::vector<std::string> SplitTrimmedCells(absl::string_view line);
 
 }  // namespace hpt

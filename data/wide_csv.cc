@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -34,11 +35,30 @@ bool ParseFloat(absl::string_view cell, float* out) {
   return true;
 }
 
-// A line's cells, each trimmed and without a pair of double quotes around it.
-std::vector<absl::string_view> SplitCells(absl::string_view line) {
-  std::vector<absl::string_view> cells = absl::StrSplit(line, ',');
-  for (absl::string_view& c : cells) c = UnquotedCell(c);
+// Line `line_no`'s cells (SplitCsvLine); a quote left open is refused: a
+// cell over several lines is not read.
+absl::StatusOr<std::vector<absl::string_view>> SplitCells(absl::string_view line,
+                                                          const std::string& source,
+                                                          size_t line_no) {
+  bool open_quote = false;
+  std::vector<absl::string_view> cells = SplitCsvLine(line, &open_quote);
+  if (open_quote) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ":", line_no,
+        ": a double quote opens a cell that the line does not close: "
+        "close it, or take the line break out of the cell (a cell over several lines is not "
+        "read)"));
+  }
   return cells;
+}
+
+// Cells that mark a missing value, as R, pandas and spreadsheets write
+// them: read as an empty cell (data.missing says what becomes of it).
+bool MarksMissing(absl::string_view cell) {
+  for (absl::string_view marker : {"na", "n/a", "#n/a", "nan", "null", "none"}) {
+    if (absl::EqualsIgnoreCase(cell, marker)) return true;
+  }
+  return false;
 }
 
 // A cell as a message quotes it: at most 40 characters, so a line that is
@@ -85,7 +105,7 @@ absl::StatusOr<std::vector<std::string>> StationNames(const std::vector<absl::st
   std::map<std::string, int> first_column;  // each name's column, from 0
   for (int c = 0; c < int(header.size()); ++c) {
     if (c == time_column) continue;
-    std::string name(absl::StripAsciiWhitespace(header[c]));
+    std::string name(absl::StripAsciiWhitespace(CsvText(header[c])));
     if (name.empty()) name = absl::StrCat("column ", c + 1);
     const auto [it, added] = first_column.emplace(name, c);
     if (!added) {
@@ -219,16 +239,34 @@ absl::Status ReadValues(const std::vector<absl::string_view>& cells, int time_co
     }
     const std::string at = absl::StrCat(where, ":", c + 1);
     const absl::string_view cell = absl::StripAsciiWhitespace(cells[c]);
-    if (!cell.empty()) return BadCell(at, cell, time_column, first_row);
+    const bool marked = MarksMissing(cell);
+    if (!cell.empty() && !marked) return BadCell(at, cell, time_column, first_row);
     if (options.missing == MissingCells::kRefuse) {
       return absl::InvalidArgumentError(absl::StrCat(
-          at, ": missing value (data.missing: interpolate or drop_rows accepts gaps; "
-              "hptctl submit --missing=...)"));
+          at, ": missing value", marked ? absl::StrCat(" ('", cell, "')") : "",
+          " (data.missing: interpolate or drop_rows accepts gaps; hptctl submit --missing=...)"));
     }
     *drop |= options.missing == MissingCells::kDropRows;
     row->push_back(std::numeric_limits<float>::quiet_NaN());
   }
   return absl::OkStatus();
+}
+
+// A row of another number of cells than the first line: the counts, and
+// where a header closed by a comma (or a row by one) explains it, that.
+absl::Status CellCountError(const std::string& source, size_t line_no,
+                            const std::vector<absl::string_view>& first, bool header,
+                            const std::vector<absl::string_view>& cells) {
+  std::string why;
+  if (cells.size() + 1 == first.size() && first.back().empty()) {
+    why = absl::StrCat(": the ", header ? "header" : "first line", " ends with a comma; remove it");
+  } else if (cells.size() == first.size() + 1 && cells.back().empty()) {
+    why = ": the line ends with a comma; remove it";
+  } else if (cells.size() > first.size()) {
+    why = ": a cell holding a comma needs double quotes around it";
+  }
+  return absl::InvalidArgumentError(absl::StrCat(source, ":", line_no, ": expected ", first.size(),
+                                                 " columns, got ", cells.size(), why));
 }
 
 }  // namespace
@@ -245,8 +283,19 @@ absl::StatusOr<TimeSeriesMatrix> ParseWideCsv(const std::string& text,
   if (lines.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": file is empty"));
   }
+  // A comma closing every line, as some spreadsheets export, adds no column.
+  if (absl::c_all_of(lines, [](absl::string_view l) {
+        return absl::EndsWith(absl::StripTrailingAsciiWhitespace(l), ",");
+      })) {
+    for (absl::string_view& l : lines) {
+      l = absl::StripTrailingAsciiWhitespace(l);
+      l.remove_suffix(1);
+    }
+  }
   if (absl::Status s = CheckSeparator(lines[0], source); !s.ok()) return s;
-  const std::vector<absl::string_view> first = SplitCells(lines[0]);
+  absl::StatusOr<std::vector<absl::string_view>> first_cells = SplitCells(lines[0], source, 1);
+  if (!first_cells.ok()) return first_cells.status();
+  const std::vector<absl::string_view>& first = *first_cells;
   bool values_only = true;  // every cell a number or a time
   for (absl::string_view c : first) {
     float ignored;
@@ -258,11 +307,14 @@ absl::StatusOr<TimeSeriesMatrix> ParseWideCsv(const std::string& text,
   if (first_data >= lines.size()) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": no data rows after the header"));
   }
+  absl::StatusOr<std::vector<absl::string_view>> first_row =
+      SplitCells(lines[first_data], source, first_data + 1);
+  if (!first_row.ok()) return first_row.status();
   absl::StatusOr<int> time_column =
-      TimeColumn(first, header, SplitCells(lines[first_data]), options.time_column, source);
+      TimeColumn(first, header, *first_row, options.time_column, source);
   if (!time_column.ok()) return time_column.status();
   if (*time_column >= 0) {
-    m.time_name = header ? std::string(absl::StripAsciiWhitespace(first[*time_column])) : "time";
+    m.time_name = header ? CsvText(first[*time_column]) : "time";
   }
   if (header) {
     absl::StatusOr<std::vector<std::string>> names = StationNames(first, *time_column, source);
@@ -280,11 +332,10 @@ absl::StatusOr<TimeSeriesMatrix> ParseWideCsv(const std::string& text,
   for (size_t i = first_data; i < lines.size(); ++i) {
     if (absl::Status s = CheckLoadingEvery(i, source, options.limits); !s.ok()) return s;
     const size_t line_no = i + 1;
-    const std::vector<absl::string_view> cells = SplitCells(lines[i]);
-    if (int64_t(cells.size()) != int64_t(first.size())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          source, ":", line_no, ": expected ", first.size(), " columns, got ", cells.size()));
-    }
+    absl::StatusOr<std::vector<absl::string_view>> split = SplitCells(lines[i], source, line_no);
+    if (!split.ok()) return split.status();
+    const std::vector<absl::string_view>& cells = *split;
+    if (cells.size() != first.size()) return CellCountError(source, line_no, first, header, cells);
     bool drop = false;
     const std::string where = absl::StrCat(source, ":", line_no);
     if (absl::Status s =

@@ -94,10 +94,14 @@ TEST(WideCsvTest, EmptyCellsAreRefusedInterpolatedOrDropped) {
               HasSubstr("t.csv: column 2 has no value at all"));
 }
 
+// An infinity is no value; NaN marks a missing one.
 TEST(WideCsvTest, NonFiniteCellIsRejected) {
-  auto m = ParseWideCsv("1,2\n3,nan\n", "w.csv", {});
+  auto m = ParseWideCsv("1,2\n3,inf\n", "w.csv", {});
   ASSERT_FALSE(m.ok());
-  EXPECT_THAT(m.status().message(), HasSubstr("w.csv:2:2: 'nan'"));
+  EXPECT_THAT(m.status().message(), HasSubstr("w.csv:2:2: 'inf' is not a number"));
+  auto nan = ParseWideCsv("1,2\n3,nan\n", "w.csv", {});
+  ASSERT_FALSE(nan.ok());
+  EXPECT_THAT(nan.status().message(), HasSubstr("w.csv:2:2: missing value ('nan')"));
 }
 
 TEST(WideCsvTest, AMissingFileIsAFailedPrecondition) {
@@ -188,6 +192,59 @@ TEST(WideCsvTest, QuotedCellsAreReadWithoutTheirQuotes) {
   EXPECT_EQ(m->times.size(), 2u);
   EXPECT_FLOAT_EQ(m->at(0, 0), 1.5f);
   EXPECT_FLOAT_EQ(m->at(1, 1), 4.0f);
+}
+
+// RFC 4180: a quoted cell may hold commas and doubled quotes; a quote the
+// line leaves open is refused (a cell over several lines is not read).
+TEST(WideCsvTest, AQuotedCellMayHoldCommasAndQuotes) {
+  auto m = ParseWideCsv(
+      "datetime,\"flow, m3/s\",\"gauge \"\"B\"\"\"\n2024-01-01,1.5,2\n2024-01-02,3,4\n", "q.csv",
+      {});
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_THAT(m->column_names, ::testing::ElementsAre("flow, m3/s", "gauge \"B\""));
+  EXPECT_FLOAT_EQ(m->at(1, 1), 4.0f);
+  auto open = ParseWideCsv("datetime,a,b\n2024-01-01,\"1.5,2\n2024-01-02,3,4\n", "o.csv", {});
+  ASSERT_FALSE(open.ok());
+  EXPECT_EQ(open.status().message(),
+            "o.csv:2: a double quote opens a cell that the line does not close: close it, or "
+            "take the line break out of the cell (a cell over several lines is not read)");
+}
+
+// NA, NaN, null and the like are missing values, read as an empty cell.
+TEST(WideCsvTest, MissingMarkersAreEmptyCells) {
+  const std::string text = "t,a,b\n2024-01-01,1,2\n2024-01-02,NA,4\n2024-01-03,3,nan\n";
+  auto refused = ParseWideCsv(text, "n.csv", {});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("n.csv:3:2: missing value ('NA') (data.missing: interpolate or "
+                        "drop_rows accepts gaps"));
+  WideCsvOptions interpolate;
+  interpolate.missing = MissingCells::kInterpolate;
+  auto m = ParseWideCsv(text, "n.csv", interpolate);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_FLOAT_EQ(m->at(1, 0), 2.0f);  // between 1 and 3
+  EXPECT_FLOAT_EQ(m->at(2, 1), 4.0f);  // held at the last value
+  // Other words are still no number.
+  auto bad = ParseWideCsv("t,a\n2024-01-01,1\n2024-01-02,n.a.\n", "b.csv", interpolate);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("b.csv:3:2: 'n.a.' is not a number"));
+}
+
+// A comma closing every line adds no column; one closing only the header
+// (or a row) is named in the error with the fix.
+TEST(WideCsvTest, ACommaClosingEveryLineIsDropped) {
+  auto m = ParseWideCsv("t,a,b,\r\n2024-01-01,1,2,\r\n2024-01-02,3,4,\r\n", "c.csv", {});
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->columns, 2);
+  EXPECT_THAT(m->column_names, ::testing::ElementsAre("a", "b"));
+  auto header = ParseWideCsv("t,a,b,\n2024-01-01,1,2\n", "h.csv", {});
+  ASSERT_FALSE(header.ok());
+  EXPECT_EQ(header.status().message(),
+            "h.csv:2: expected 4 columns, got 3: the header ends with a comma; remove it");
+  auto row = ParseWideCsv("t,a,b\n2024-01-01,1,2,\n", "r.csv", {});
+  ASSERT_FALSE(row.ok());
+  EXPECT_EQ(row.status().message(),
+            "r.csv:2: expected 3 columns, got 4: the line ends with a comma; remove it");
 }
 
 // A long bad cell is quoted to 40 characters, not whole.
