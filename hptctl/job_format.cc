@@ -144,11 +144,13 @@ std::string DataLines(const DataSummary& d) {
   absl::StrAppendFormat(&out, "  data       %s, %d time steps x %d %s", d.source(), d.rows(),
                         d.columns(), d.source() == "covid" ? "counties" : "stations");
   if (d.skipped_rows() > 0) {
-    absl::StrAppendFormat(&out, ", %d rows %s skipped", d.skipped_rows(),
+    absl::StrAppendFormat(&out, ", %d %s %s skipped", d.skipped_rows(),
+                          d.skipped_rows() == 1 ? "row" : "rows",
                           d.source() == "csv" ? "with an empty cell" : "without a timestamp");
   }
   if (d.filled_cells() > 0) {
-    absl::StrAppendFormat(&out, ", %d gaps interpolated", d.filled_cells());
+    absl::StrAppendFormat(&out, ", %d %s interpolated", d.filled_cells(),
+                          d.filled_cells() == 1 ? "gap" : "gaps");
   }
   absl::StrAppend(&out, "\n");
   if (!d.first_time().empty()) {

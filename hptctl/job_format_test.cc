@@ -160,6 +160,11 @@ TEST(JobFormatTest, SummaryListsLossesAndError) {
   job.mutable_data()->set_source("covid");  // its series are counties
   EXPECT_NE(FormatSummary(job).find("data       covid, 100 time steps x 8 counties"),
             std::string::npos);
+  job.mutable_data()->set_skipped_rows(1);
+  job.mutable_data()->set_filled_cells(1);
+  EXPECT_NE(FormatSummary(job).find(", 1 row without a timestamp skipped, 1 gap interpolated\n"),
+            std::string::npos)
+      << FormatSummary(job);
   EXPECT_NE(s.find("epoch loss 0.5000 0.2500"), std::string::npos);
   EXPECT_NE(s.find("error      worker 127.0.0.1:1 forward: boom"), std::string::npos);
 }
