@@ -42,33 +42,52 @@ bool KeepWeights(int64_t batch, int64_t heads, int64_t tokens) {
   return available.has_value() && bytes <= 0.5 * *available;
 }
 
-// The operands of pair `pair` (sample pair / heads, head pair % heads) in
-// [batch, tokens, heads x hd] tensors.
-struct Pairs {
-  const DeviceNode& node;
-  const float *q, *k, *v;
-  int64_t heads, tokens, hd;
-  double dropout;
-  uint64_t seed;
+// The (sample, head) pairs of q, k, v [batch, tokens, heads x hd] as the
+// node takes them (rounded once, kept here): pair p is sample p / heads,
+// head p % heads, read in place (BLAS leading dimensions), no copies.
+class Pairs {
+ public:
+  Pairs(const DeviceNode& node, const HostTensor& q, const HostTensor& k, const HostTensor& v,
+        int64_t heads, double dropout, uint64_t seed)
+      : node_(node),
+        q_(NodeOperand(node, q.data.data(), q.num_elements(), &qs_)),
+        k_(NodeOperand(node, k.data.data(), k.num_elements(), &ks_)),
+        v_(NodeOperand(node, v.data.data(), v.num_elements(), &vs_)),
+        heads_(heads),
+        tokens_(q.shape[1]),
+        hd_(Cols(q) / heads),
+        dropout_(dropout),
+        seed_(seed) {}
+  Pairs(const Pairs&) = delete;
+  Pairs& operator=(const Pairs&) = delete;
 
-  int64_t cols() const { return heads * hd; }
+  double dropout() const { return dropout_; }
+  // Where pair `pair`'s block starts in a [batch, tokens, heads x hd] tensor.
   int64_t Offset(int64_t pair) const {
-    return (pair / heads) * tokens * cols() + (pair % heads) * hd;
+    return (pair / heads_) * tokens_ * heads_ * hd_ + (pair % heads_) * hd_;
   }
   AttentionHead Head(int64_t pair) const {
     const int64_t o = Offset(pair);
-    return AttentionHead{node,
-                         q + o,
-                         k + o,
-                         v + o,
-                         tokens,
-                         hd,
-                         cols(),
-                         float(1.0 / std::sqrt(double(hd))),
-                         dropout,
-                         seed,
-                         pair * tokens * tokens};
+    return AttentionHead{node_,
+                         q_ + o,
+                         k_ + o,
+                         v_ + o,
+                         tokens_,
+                         hd_,
+                         heads_ * hd_,
+                         float(1.0 / std::sqrt(double(hd_))),
+                         dropout_,
+                         seed_,
+                         pair * tokens_ * tokens_};
   }
+
+ private:
+  const DeviceNode& node_;
+  std::vector<float> qs_, ks_, vs_;  // the rounded operands, where rounded
+  const float *q_, *k_, *v_;
+  int64_t heads_, tokens_, hd_;
+  double dropout_;
+  uint64_t seed_;
 };
 
 absl::Status LoadAttention(OpLoad& l) {
@@ -104,19 +123,8 @@ absl::StatusOr<HostTensor> ForwardAttention(OpForward& f) {
   const bool keep = train && KeepWeights(batch, heads, tokens);
   std::vector<float> kept(keep ? batch * heads * tt : 0);
   HostTensor y(x.shape);
-  // Each head's q, k, v and output are read and written in place inside
-  // the [batch, tokens, d] tensors (BLAS leading dimensions), no copies;
-  // the operands rounded as the node takes them, once.
-  std::vector<float> qs, ks, vs;
-  const Pairs pairs{f.node,
-                    NodeOperand(f.node, x.data.data(), x.num_elements(), &qs),
-                    NodeOperand(f.node, k.data.data(), k.num_elements(), &ks),
-                    NodeOperand(f.node, v.data.data(), v.num_elements(), &vs),
-                    heads,
-                    tokens,
-                    hd,
-                    train ? op.dropout() : 0.0,
-                    MixSeed(f.mask_seed, f.index)};
+  const Pairs pairs(f.node, x, k, v, heads, train ? op.dropout() : 0.0,
+                    MixSeed(f.mask_seed, f.index));
   const int64_t row_block = AttentionRowBlock(tokens);
   ParallelFor(batch * heads, PairGrain(batch * heads, tokens, hd), [&](int64_t begin, int64_t end) {
     AttentionScratch scratch;
@@ -128,7 +136,7 @@ absl::StatusOr<HostTensor> ForwardAttention(OpForward& f) {
   const double n = double(batch * heads);
   f.cost->Gemm(tokens, tokens, hd, n);
   f.cost->Gemm(tokens, hd, tokens, n);
-  f.cost->Elementwise((kSoftmaxOps + (pairs.dropout > 0 ? 1 : 0)) * n * double(tt));
+  f.cost->Elementwise((kSoftmaxOps + (pairs.dropout() > 0 ? 1 : 0)) * n * double(tt));
   // Empty when not kept: the backward makes them again.
   if (train) *f.aux = std::move(kept);
   return y;
@@ -144,18 +152,9 @@ absl::Status BackwardAttention(OpBackward& bw) {
   const int64_t hd = Cols(x) / heads, tt = tokens * tokens;
   const float* kept = bw.aux != nullptr && !bw.aux->empty() ? bw.aux->data() : nullptr;
   HostTensor gq(x.shape), gk(x.shape), gv(x.shape);
-  // As in the forward: blocks in place, operands rounded as the node
-  // takes them (whole tensors once, per-head matrices as they are made).
-  std::vector<float> qs, ks, vs, gs;
-  const Pairs pairs{bw.node,
-                    NodeOperand(bw.node, x.data.data(), x.num_elements(), &qs),
-                    NodeOperand(bw.node, k.data.data(), k.num_elements(), &ks),
-                    NodeOperand(bw.node, v.data.data(), v.num_elements(), &vs),
-                    heads,
-                    tokens,
-                    hd,
-                    op.dropout(),
-                    MixSeed(bw.mask_seed, bw.index)};
+  // As in the forward; the per-head matrices rounded as they are made.
+  const Pairs pairs(bw.node, x, k, v, heads, op.dropout(), MixSeed(bw.mask_seed, bw.index));
+  std::vector<float> gs;
   const float* gd = NodeOperand(bw.node, g.data.data(), g.num_elements(), &gs);
   const int64_t row_block = AttentionRowBlock(tokens);
   ParallelFor(batch * heads, PairGrain(batch * heads, tokens, hd), [&](int64_t begin, int64_t end) {
