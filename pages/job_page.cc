@@ -154,7 +154,14 @@ std::string Header(const Job& job) {
     }
     absl::StrAppend(&out, Card(absl::StrJoin(layers, " · "), "each layer's switch (layerwise)"));
   }
-  if (c.hpt_time_s() > 0) {
+  // Without a switch every step trains as GPU-only training would: its
+  // ratios of 1 are no saving, and say so (as hptctl status does).
+  const bool no_switch = p.step() > 0 && h.switch_step() < 0 && h.layer_switch_steps().empty();
+  if (no_switch) {
+    absl::StrAppend(&out, Card("nothing", absl::StrCat("saved", JobEnded(job.state()) ? "" : " yet",
+                                                       ": without a switch every step trains as "
+                                                       "GPU-only training would")));
+  } else if (c.hpt_time_s() > 0) {
     absl::StrAppend(&out, RatioCard(c.time_ratio(), /*time=*/true,
                                     "GPU-only (" + GpuBaselineName(c.baseline()) + ")"));
     // The bar the paper's claim must clear: the fastest GPU-only baseline,
@@ -173,8 +180,10 @@ std::string Header(const Job& job) {
                               : Card("–",
                                      "energy vs GPU-only: not known (the reference GPU's "
                                      "profile gives no board power)"));
-    absl::StrAppend(&out, Card(Num(c.projected_time_ratio(), 3) + "× / " + RatioOrDash(c.projected_energy_ratio()),
-                               absl::StrCat("projected to ", Num(c.project_epochs(), 3), " epochs")));
+    absl::StrAppend(&out, Card(Num(c.projected_time_ratio(), 3) + "× / " +
+                                   RatioOrDash(c.projected_energy_ratio()),
+                               absl::StrCat("projected to ", Num(c.project_epochs(), 3),
+                                            c.project_epochs() == 1 ? " epoch" : " epochs")));
   }
   absl::StrAppend(&out, "</div>");
   if (const std::string switched = SwitchWhy(job); !switched.empty()) {

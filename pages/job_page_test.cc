@@ -307,6 +307,15 @@ TEST(JobPageTest, ANeverSwitchedJobSaysHowCloseEachTestCame) {
             std::string::npos)
       << html;
   EXPECT_NE(html.find("<b>never</b>"), std::string::npos) << "the switch card";
+  // Its ratios of 1 are no saving: one card says so, none says "saved 1x".
+  in.job.mutable_progress()->set_step(4334);
+  in.job.mutable_hpt()->mutable_comparison()->set_time_ratio(1);
+  const std::string ended = RenderJobContent(in);
+  EXPECT_NE(ended.find("<b>nothing</b><span>saved: without a switch every step trains as "
+                       "GPU-only training would</span>"),
+            std::string::npos)
+      << ended;
+  EXPECT_EQ(ended.find("time saved vs"), std::string::npos);
   // The checks table: each test's verdict with its margin, what decided it on hover.
   EXPECT_NE(html.find("<td title=\"weights: first drop 8.7 % (bound 1 %)\">fail (8.7)</td>"),
             std::string::npos);
