@@ -113,7 +113,7 @@ class NewcomerTest(unittest.TestCase):
         run = self.hptctl("submit", *SMALL, "--csv=gap.csv", "--input_steps=6",
                           "--missing=interpolate", "--mode=full", "--watch", cwd=self.data)
         self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
-        self.assertIn("csv, 120 time steps x 2 stations, 1 gaps interpolated", run.stdout)
+        self.assertIn("csv, 120 time steps x 2 stations, 1 gap interpolated", run.stdout)
         run = self.hptctl("submit", *SMALL, "--csv=gap.csv", "--missing=guess", cwd=self.data)
         self.assertEqual(run.returncode, 3, run.stderr)
         self.assertIn("data.missing 'guess' is not refuse, interpolate or drop_rows", run.stderr)
