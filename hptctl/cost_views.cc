@@ -16,6 +16,7 @@
 #include "common/device_kind.h"
 #include "common/gpu_baseline.h"
 #include "common/json_text.h"
+#include "cost/text_report.h"
 #include "devices/cost_settings.h"
 
 namespace hpt {
@@ -377,21 +378,13 @@ std::string WhatIfChange(const Job& as_run, const Job& what_if, bool gpu_changed
   if (!gpu_changed || std::fabs(b.time_ratio() - a.time_ratio()) > 1e-3 * a.time_ratio()) {
     return out;
   }
-  double launch_bound_s = 0, gpu_s = 0;
-  for (const DeviceCost& d : what_if.device_costs()) {
-    if (d.kind() != DeviceKind::gpu) continue;
-    const auto& counters = d.cost().counters();
-    if (auto it = counters.find("launch_bound_s"); it != counters.end()) {
-      launch_bound_s += it->second;
-    }
-    gpu_s += d.cost().simulated_s();
-  }
-  if (gpu_s > 0 && launch_bound_s >= 0.5 * gpu_s) {
+  const GpuKernelTotals gpu = GpuKernelTotalsOf(what_if);
+  if (gpu.gpu_s > 0 && gpu.launch_bound_s >= 0.5 * gpu.gpu_s) {
     absl::StrAppend(&out,
                     absl::StrFormat("  time unmoved: %.0f %% of the GPU's simulated time waits "
                                     "on the host (launching kernels, calling ops), not on the "
                                     "GPU's work, which a faster GPU does not shorten\n",
-                                    100 * launch_bound_s / gpu_s));
+                                    100 * gpu.launch_bound_s / gpu.gpu_s));
   }
   return out;
 }
