@@ -281,13 +281,13 @@ void Trainer::FinishStep(int64_t steps_done, int64_t samples, double loss, bool 
   cursor_.epoch_loss_sum += loss;
   state_.history->AddStep(steps_done - 1, loss);
   JobProgress& p = state_.progress;
-  const double elapsed = absl::ToDoubleSeconds(options_.now() - start_);
+  const absl::Time now = options_.now();
+  const double elapsed = absl::ToDoubleSeconds(now - start_);
   p.set_step(steps_done);
   p.set_loss(loss);
   p.set_elapsed_s(elapsed);
   p.set_samples_per_s(elapsed > 0 ? cursor_.samples / elapsed : 0);
   const int64_t remaining = p.total_steps() - steps_done;
-  const absl::Time now = options_.now();
   // From the end of a run of steps (`report`), whose steps all end at once.
   if (pace_from_next_ && report) {
     pace_since_ = now;
