@@ -1,5 +1,7 @@
 #include "workers/gpu/guarded.h"
 
+#include <string>
+
 #include "absl/status/statusor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -8,6 +10,14 @@ namespace hpt {
 namespace {
 
 using ::testing::HasSubstr;
+
+// Guarded(`where`) over a step that LibTorch fails with `message`.
+absl::StatusOr<int> FailedInLibTorch(const char* where, const std::string& message) {
+  return Guarded(where, [&]() -> absl::StatusOr<int> {
+    TORCH_CHECK(false, message);
+    return 1;
+  });
+}
 
 // Out of memory, on the device or the host, is RESOURCE_EXHAUSTED with the
 // fix; any other failure INTERNAL with LibTorch's words; a success passes.
@@ -28,17 +38,12 @@ TEST(GuardedTest, WhatLibTorchThrowsBecomesAStatus) {
   EXPECT_THAT(host.status().message(),
               HasSubstr("backward: the worker's host ran out of memory: lower "
                         "training.batch_size"));
-  absl::StatusOr<int> cpu = Guarded("forward", []() -> absl::StatusOr<int> {
-    TORCH_CHECK(false, "DefaultCPUAllocator: not enough memory: you tried to allocate 9 bytes.");
-    return 1;
-  });
+  absl::StatusOr<int> cpu = FailedInLibTorch(
+      "forward", "DefaultCPUAllocator: not enough memory: you tried to allocate 9 bytes.");
   EXPECT_EQ(cpu.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(cpu.status().message(),
               HasSubstr("forward: the worker's host ran out of memory: lower training.batch_size"));
-  absl::StatusOr<int> shape = Guarded("update", []() -> absl::StatusOr<int> {
-    TORCH_CHECK(false, "shapes [2, 3] and [4] do not match");
-    return 1;
-  });
+  absl::StatusOr<int> shape = FailedInLibTorch("update", "shapes [2, 3] and [4] do not match");
   EXPECT_EQ(shape.status().code(), absl::StatusCode::kInternal);
   EXPECT_THAT(shape.status().message(),
               HasSubstr("update failed in LibTorch: shapes [2, 3] and [4] do not match"));
