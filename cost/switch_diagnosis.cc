@@ -151,4 +151,9 @@ std::string SwitchWhy(const Job& job) {
              : absl::StrCat(out, " (", verdict->trial_detail(), ")");
 }
 
+bool TrainedWithoutSwitch(const Job& job) {
+  const HptStatus& h = job.hpt();
+  return job.progress().step() > 0 && h.switch_step() < 0 && h.layer_switch_steps().empty();
+}
+
 }  // namespace hpt

@@ -24,6 +24,11 @@ std::vector<std::string> ClosestApproach(const Job& job);
 // 0.717)"). Empty when the job has not switched.
 std::string SwitchWhy(const Job& job);
 
+// Whether the job has trained steps and switched nothing (no LoRA phase,
+// no layer on its own): every step trained as GPU-only training would, so
+// HpT saved nothing.
+bool TrainedWithoutSwitch(const Job& job);
+
 }  // namespace hpt
 
 #endif  // HPT_COST_SWITCH_DIAGNOSIS_H_

@@ -225,8 +225,7 @@ std::string OutcomeLines(const Job& job) {
     absl::StrAppend(&out, "\n");
   }
   const CostComparison& c = h.comparison();
-  if (!full_job && h.switch_step() < 0 && h.layer_switch_steps().empty() &&
-      job.progress().step() > 0) {
+  if (!full_job && TrainedWithoutSwitch(job)) {
     absl::StrAppend(&out, "  HpT saved  nothing", job.state() == SUCCEEDED ? "" : " yet",
                     ": without a switch every step trains as GPU-only training would\n");
   } else if (!full_job && c.hpt_time_s() > 0 && c.time_ratio() > 0) {

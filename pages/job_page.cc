@@ -156,8 +156,7 @@ std::string Header(const Job& job) {
   }
   // Without a switch every step trains as GPU-only training would: its
   // ratios of 1 are no saving, and say so (as hptctl status does).
-  const bool no_switch = p.step() > 0 && h.switch_step() < 0 && h.layer_switch_steps().empty();
-  if (no_switch) {
+  if (TrainedWithoutSwitch(job)) {
     absl::StrAppend(&out, Card("nothing", absl::StrCat("saved", JobEnded(job.state()) ? "" : " yet",
                                                        ": without a switch every step trains as "
                                                        "GPU-only training would")));
