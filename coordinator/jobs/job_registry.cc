@@ -14,11 +14,19 @@ bool JobRegistry::IsTerminal(JobState state) { return JobEnded(state); }
 
 void JobRegistry::Locked::SetState(JobState state, const std::string& error) {
   Job& job = record_.job;
+  // Elapsed time runs on from the moment the job starts running; not while
+  // it waits in the queue, nor after it ended.
+  if (state != RUNNING) {
+    job = registry_.Current(record_);  // its elapsed time up to now, kept
+    record_.progress_at = absl::InfinitePast();
+  } else if (job.state() != RUNNING) {
+    record_.progress_at = registry_.Now();
+  }
   job.set_state(state);
   if (!error.empty()) job.set_error(error);
   if (IsTerminal(state)) {
     ended_ = true;
-    job.set_end_time_unix_ms(absl::ToUnixMillis(absl::Now()));
+    job.set_end_time_unix_ms(absl::ToUnixMillis(registry_.Now()));
     job.mutable_progress()->clear_evaluating();  // a job cancelled mid-evaluation
     record_.data.reset();                        // the data set is only needed while training
   }
@@ -27,9 +35,14 @@ void JobRegistry::Locked::SetState(JobState state, const std::string& error) {
   registry_.Notify(job);
 }
 
+void JobRegistry::Locked::SetProgress(const JobProgress& progress) {
+  *record_.job.mutable_progress() = progress;
+  if (record_.job.state() == RUNNING) record_.progress_at = registry_.Now();
+}
+
 void JobRegistry::Locked::AddRecovery(const std::string& cause, int64_t from_step) {
   Recovery& r = *record_.job.add_recoveries();
-  r.set_time_unix_ms(absl::ToUnixMillis(absl::Now()));
+  r.set_time_unix_ms(absl::ToUnixMillis(registry_.Now()));
   r.set_cause(cause);
   r.set_from_step(from_step);
   r.set_lost_steps(std::max<int64_t>(0, record_.job.progress().step() - from_step));
@@ -88,16 +101,28 @@ absl::StatusOr<JobRegistry::Record*> JobRegistry::Find(const std::string& job_id
   return it->second.get();
 }
 
+absl::Time JobRegistry::Now() const { return options_.now ? options_.now() : absl::Now(); }
+
+Job JobRegistry::Current(const Record& record) const {
+  Job job = record.job;
+  if (job.state() == RUNNING && record.progress_at != absl::InfinitePast()) {
+    JobProgress& p = *job.mutable_progress();
+    p.set_elapsed_s(p.elapsed_s() +
+                    std::max(0.0, absl::ToDoubleSeconds(Now() - record.progress_at)));
+  }
+  return job;
+}
+
 absl::StatusOr<Job> JobRegistry::Get(const std::string& job_id) const {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Record * record, Find(job_id));
-  return record->job;
+  return Current(*record);
 }
 
 std::vector<Job> JobRegistry::List() const {
   absl::MutexLock lock(&mu_);
   std::vector<Job> jobs;
-  for (const auto& [id, record] : jobs_) jobs.push_back(record->job);
+  for (const auto& [id, record] : jobs_) jobs.push_back(Current(*record));
   return jobs;
 }
 
@@ -108,7 +133,7 @@ std::optional<Job> JobRegistry::JobOfRequest(const std::string& request_id) cons
   if (it == request_ids_.end()) return std::nullopt;
   absl::StatusOr<Record*> record = Find(it->second);
   if (!record.ok()) return std::nullopt;
-  return (*record)->job;
+  return Current(**record);
 }
 
 bool JobRegistry::Cancelled(const std::string& job_id) const {
@@ -150,7 +175,7 @@ void JobRegistry::Notify(const Job& job) {
 
 void JobRegistry::Persist(Record& record, bool force) {
   if (options_.store == nullptr) return;
-  const absl::Time now = absl::Now();
+  const absl::Time now = Now();
   if (!force && now - record.persisted < absl::Seconds(1)) return;
   record.persisted = now;
   if (absl::Status s = options_.store->Put(record.job); !s.ok()) {

@@ -65,6 +65,10 @@ class JobRegistry {
     // Loss per step and epoch (step_history.h), shared with the trainer;
     // written to the store when the job is forced there.
     std::shared_ptr<StepHistory> history;
+    // When the job's progress was last set while it ran (InfinitePast: not
+    // since its state last changed). A copy of a running job counts its
+    // elapsed time to the moment of reading, not to its last step's end.
+    absl::Time progress_at = absl::InfinitePast();
   };
 
   struct Options {
@@ -72,6 +76,7 @@ class JobRegistry {
     JobStore* store = nullptr;              // null: jobs live in memory only
     std::string state_dir;                  // checkpoint and model files; may be empty
     int max_retained_jobs = 100;            // finished jobs beyond this are forgotten
+    std::function<absl::Time()> now;        // the clock; null: absl::Now
   };
 
   // One job's record while an Update holds the registry's lock: what the
@@ -83,6 +88,8 @@ class JobRegistry {
     // The state machine: sets the state (and error), stamps a terminal
     // state's end and drops its data, writes through, recounts, notifies.
     void SetState(JobState state, const std::string& error);
+    // The trainer's latest progress, read at this moment.
+    void SetProgress(const JobProgress& progress);
     // Records that the job went back to `from_step`.
     void AddRecovery(const std::string& cause, int64_t from_step);
     void Notify();
@@ -118,7 +125,8 @@ class JobRegistry {
   // (empty: none); `persist`: written to the store.
   void Add(Job job, const std::string& request_id, bool persist) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // A copy of the job; NOT_FOUND naming it when there is no record.
+  // A copy of the job as of now (a running job's elapsed time counts to
+  // this moment); NOT_FOUND naming it when there is no record.
   absl::StatusOr<Job> Get(const std::string& job_id) const ABSL_LOCKS_EXCLUDED(mu_);
   std::vector<Job> List() const ABSL_LOCKS_EXCLUDED(mu_);
   // The job submitted with `request_id`, if any.
@@ -154,6 +162,8 @@ class JobRegistry {
 
  private:
   absl::StatusOr<Record*> Find(const std::string& job_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Time Now() const;
+  Job Current(const Record& record) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Persist(Record& record, bool force) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Notify(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateCounts() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -76,6 +76,45 @@ TEST(JobRegistryTest, AnEndedJobNoLongerSaysItEvaluates) {
   EXPECT_EQ(registry.Get("job-000003")->state(), CANCELLED);
 }
 
+// Between two steps' reports a running job's elapsed time goes on with
+// the clock; it stops once the job ends, and does not count the queue.
+TEST(JobRegistryTest, ARunningJobsElapsedTimeCountsToTheMomentOfReading) {
+  absl::Time now = absl::FromUnixSeconds(1000);
+  JobRegistry::Options options;
+  options.now = [&] { return now; };
+  JobRegistry registry(options);
+  registry.Add(NewJob("job-000004"), "", /*persist=*/false);
+  now += absl::Seconds(30);  // queued: not elapsed
+  EXPECT_EQ(registry.Get("job-000004")->progress().elapsed_s(), 0);
+  auto update = [&](auto fn) {
+    ASSERT_TRUE(registry
+                    .Update("job-000004",
+                            [&](JobRegistry::Locked& r) {
+                              fn(r);
+                              return absl::OkStatus();
+                            })
+                    .ok());
+  };
+  update([](JobRegistry::Locked& r) { r.SetState(RUNNING, ""); });
+  now += absl::Seconds(2);
+  EXPECT_DOUBLE_EQ(registry.Get("job-000004")->progress().elapsed_s(), 2);
+  JobProgress p;
+  p.set_step(1);
+  p.set_elapsed_s(2.5);  // the trainer's own clock at its step's end
+  update([&](JobRegistry::Locked& r) { r.SetProgress(p); });
+  now += absl::Seconds(7);  // a long step
+  EXPECT_DOUBLE_EQ(registry.Get("job-000004")->progress().elapsed_s(), 9.5);
+  EXPECT_DOUBLE_EQ(registry.List()[0].progress().elapsed_s(), 9.5);
+  // Setting the running state again (a fallback, say) does not restart it.
+  update([](JobRegistry::Locked& r) { r.SetState(RUNNING, ""); });
+  now += absl::Seconds(1);
+  EXPECT_DOUBLE_EQ(registry.Get("job-000004")->progress().elapsed_s(), 10.5);
+  // An ended job keeps the time it ran, to its end.
+  update([](JobRegistry::Locked& r) { r.SetState(SUCCEEDED, ""); });
+  now += absl::Seconds(60);
+  EXPECT_DOUBLE_EQ(registry.Get("job-000004")->progress().elapsed_s(), 10.5);
+}
+
 TEST(JobRegistryTest, ForgetKeepsTheJobWhenTheCheckRefuses) {
   JobRegistry registry({});
   registry.Add(NewJob("job-000001"), "", /*persist=*/false);

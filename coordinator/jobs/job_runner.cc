@@ -340,7 +340,7 @@ void JobRunner::Wire(const std::string& job_id, const TrainingSpec& training,
         ->Update(job_id,
                  [&](JobRegistry::Locked& r) {
                    Job& job = r.job();
-                   *job.mutable_progress() = update.progress;
+                   r.SetProgress(update.progress);
                    job.clear_epoch_losses();
                    for (double l : update.epoch_losses) job.add_epoch_losses(l);
                    *job.mutable_cost() = update.cost;
