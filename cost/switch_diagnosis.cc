@@ -156,4 +156,9 @@ bool TrainedWithoutSwitch(const Job& job) {
   return job.progress().step() > 0 && h.switch_step() < 0 && h.layer_switch_steps().empty();
 }
 
+std::string NothingSavedWhy(const Job& job) {
+  return absl::StrCat(job.state() == SUCCEEDED ? "" : " yet",
+                      ": without a switch every step trains as GPU-only training would");
+}
+
 }  // namespace hpt

@@ -28,6 +28,10 @@ std::string SwitchWhy(const Job& job);
 // no layer on its own): every step trained as GPU-only training would, so
 // HpT saved nothing.
 bool TrainedWithoutSwitch(const Job& job);
+// Why such a job saved nothing, to follow "nothing": ": without a switch
+// every step ..."; " yet: without ..." while it may still switch (running,
+// or failed or cancelled, which a resume continues), not once it succeeded.
+std::string NothingSavedWhy(const Job& job);
 
 }  // namespace hpt
 

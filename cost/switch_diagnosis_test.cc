@@ -133,6 +133,25 @@ TEST(SwitchDiagnosisTest, NoCheckAndSwitchedJobs) {
   EXPECT_TRUE(ClosestApproach(full).empty());
 }
 
+// A job that trained and never switched saved nothing; "yet" while a
+// switch may still come: running, or failed or cancelled (a resume goes on).
+TEST(SwitchDiagnosisTest, NothingSavedSaysYetUnlessTheJobSucceeded) {
+  Job job = NeverSwitched();
+  EXPECT_FALSE(TrainedWithoutSwitch(job)) << "no step trained";
+  job.mutable_progress()->set_step(500);
+  EXPECT_TRUE(TrainedWithoutSwitch(job));
+  EXPECT_EQ(NothingSavedWhy(job),
+            ": without a switch every step trains as GPU-only training would");
+  for (JobState state : {RUNNING, FAILED, CANCELLED}) {
+    job.set_state(state);
+    EXPECT_EQ(NothingSavedWhy(job),
+              " yet: without a switch every step trains as GPU-only training would")
+        << JobState_Name(state);
+  }
+  job.mutable_hpt()->add_layer_switch_steps(120);
+  EXPECT_FALSE(TrainedWithoutSwitch(job)) << "a layer switched on its own";
+}
+
 // A job that switched: the check that started the trials, how many trial
 // windows it took, and the verdict, with the t-test's p or the margin test.
 TEST(SwitchDiagnosisTest, SwitchWhyNamesTheCheckTheTrialsAndTheVerdict) {

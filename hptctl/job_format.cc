@@ -226,8 +226,7 @@ std::string OutcomeLines(const Job& job) {
   }
   const CostComparison& c = h.comparison();
   if (!full_job && TrainedWithoutSwitch(job)) {
-    absl::StrAppend(&out, "  HpT saved  nothing", job.state() == SUCCEEDED ? "" : " yet",
-                    ": without a switch every step trains as GPU-only training would\n");
+    absl::StrAppend(&out, "  HpT saved  nothing", NothingSavedWhy(job), "\n");
   } else if (!full_job && c.hpt_time_s() > 0 && c.time_ratio() > 0) {
     absl::StrAppend(
         &out, absl::StrFormat("  HpT saved  %.3gx time, %s energy against GPU-only (%s baseline, "

@@ -157,9 +157,7 @@ std::string Header(const Job& job) {
   // Without a switch every step trains as GPU-only training would: its
   // ratios of 1 are no saving, and say so (as hptctl status does).
   if (TrainedWithoutSwitch(job)) {
-    absl::StrAppend(&out, Card("nothing", absl::StrCat("saved", JobEnded(job.state()) ? "" : " yet",
-                                                       ": without a switch every step trains as "
-                                                       "GPU-only training would")));
+    absl::StrAppend(&out, Card("nothing", absl::StrCat("saved", NothingSavedWhy(job))));
   } else if (c.hpt_time_s() > 0) {
     absl::StrAppend(&out, RatioCard(c.time_ratio(), /*time=*/true,
                                     "GPU-only (" + GpuBaselineName(c.baseline()) + ")"));
