@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cost/device_totals.h"
 
 namespace hpt {
 namespace {
@@ -334,37 +335,19 @@ void AddTimeNotes(const std::vector<DeviceCost>& devices, const RecordedPhases& 
                   CostComparison* comparison) {
   CostComparison& c = *comparison;
   c.clear_time_notes();
-  double kernels = 0, launch_bound_s = 0, gpu_s = 0, reram_s = 0, systolic_s = 0, stall = 0,
-         cycles = 0;
-  for (const DeviceCost& d : devices) {
-    const auto& k = d.cost().counters();
-    auto get = [&](const char* name) {
-      auto it = k.find(name);
-      return it == k.end() ? 0.0 : it->second;
-    };
-    if (d.kind() == DeviceKind::gpu) {
-      kernels += get("kernels");
-      launch_bound_s += get("launch_bound_s");
-      gpu_s += d.cost().simulated_s();
-    } else if (d.kind() == DeviceKind::reram) {
-      reram_s += d.cost().simulated_s();
-    } else if (d.kind() == DeviceKind::systolic) {
-      systolic_s += d.cost().simulated_s();
-      stall += get("stall_cycles");
-      cycles += get("cycles");
-    }
-  }
-  if (gpu_s > 0) {
+  const DeviceTotals t = DeviceTotalsOf(devices);
+  if (t.gpu_s > 0) {
     c.add_time_notes(absl::StrFormat(
         "GPU: %.0f kernels, %.0f %% of its %.3g s waiting on the host (kernel launches and "
         "op calls: a step of small kernels is launch-bound)",
-        kernels, 100 * launch_bound_s / gpu_s, gpu_s));
+        t.gpu_kernels, 100 * t.launch_bound_s / t.gpu_s, t.gpu_s));
   }
-  if (reram_s > 0 || systolic_s > 0) {
+  if (t.reram_s > 0 || t.systolic_s > 0) {
     c.add_time_notes(absl::StrFormat(
         "LoRA phase: ReRAM reads %.3g s (in parallel across layers' tiles), systolic %.3g s "
         "(%.0f %% of its cycles DRAM stalls)",
-        reram_s, systolic_s, cycles > 0 ? 100 * stall / cycles : 0.0));
+        t.reram_s, t.systolic_s,
+        t.systolic_cycles > 0 ? 100 * t.stall_cycles / t.systolic_cycles : 0.0));
   }
   const double transfer_j =
       EnergyOf(p.full, "interconnect") + EnergyOf(p.lora, "interconnect");

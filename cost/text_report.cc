@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/gpu_baseline.h"
+#include "cost/device_totals.h"
 #include "cost/switch_diagnosis.h"
 
 namespace hpt {
@@ -28,18 +29,6 @@ std::string TrialVerdict(const PhaseEvent& e) {
     return e.significant() ? "not within the margin: another trial" : "within the margin: switch";
   }
   return e.significant() ? "significant: another trial" : "no difference: switch";
-}
-
-GpuKernelTotals GpuKernelTotalsOf(const Job& job) {
-  GpuKernelTotals t;
-  for (const DeviceCost& d : job.device_costs()) {
-    if (d.kind() != DeviceKind::gpu) continue;
-    const auto& c = d.cost().counters();
-    if (auto it = c.find("kernels"); it != c.end()) t.kernels += it->second;
-    if (auto it = c.find("launch_bound_s"); it != c.end()) t.launch_bound_s += it->second;
-    t.gpu_s += d.cost().simulated_s();
-  }
-  return t;
 }
 
 std::string SkillOverPersistence(const QualityMetrics& q, const std::string& unit) {
@@ -235,18 +224,18 @@ void AppendBaselines(const CostComparison& cmp, std::string* report) {
 void AppendGpuKernels(const Job& job, std::string* report) {
   std::string& out = *report;
   const HptStatus& h = job.hpt();
-  const GpuKernelTotals gpu = GpuKernelTotalsOf(job);
+  const DeviceTotals gpu = DeviceTotalsOf(job.device_costs());
   int64_t full_steps = 0, fallback_steps = 0;
   for (const PhaseCost& c : h.phases()) {
     if (c.phase() == "full") full_steps = c.last_step() - c.first_step() + 1;
     if (c.phase() == "lora-gpu") fallback_steps = c.last_step() - c.first_step() + 1;
   }
-  if (gpu.kernels > 0 && full_steps > 0 && gpu.gpu_s > 0) {
+  if (gpu.gpu_kernels > 0 && full_steps > 0 && gpu.gpu_s > 0) {
     absl::StrAppend(
         &out, absl::StrFormat(
                   "\nGPU kernels: %.0f a %s step (trials, loads and evaluation "
                   "included), %.0f %% of simulated GPU time launch-bound (waiting on the host)\n",
-                  gpu.kernels / double(full_steps + fallback_steps),
+                  gpu.gpu_kernels / double(full_steps + fallback_steps),
                   fallback_steps > 0 ? "GPU (full-phase or fallback)" : "full-phase",
                   100 * gpu.launch_bound_s / gpu.gpu_s));
   }

@@ -21,12 +21,6 @@ std::string FormatDuration(double seconds);  // "1m05s"
 // event is not a trial's end or its reason says instead ("inconclusive:
 // ... trial extended").
 std::string TrialVerdict(const PhaseEvent& e);
-// A job's GPU workers summed: kernels, simulated seconds, and the seconds
-// of those the GPU waits on the host (the counter launch_bound_s).
-struct GpuKernelTotals {
-  double kernels = 0, gpu_s = 0, launch_bound_s = 0;
-};
-GpuKernelTotals GpuKernelTotalsOf(const Job& job);
 // "skill 0.242 over persistence (RMSE 0.1409 m/s)": the test skill beside
 // persistence's RMSE in `unit` (" m/s", or ""); "" where persistence was
 // not scored. The report and hptctl status say it in these words.

@@ -16,6 +16,7 @@
 #include "common/device_kind.h"
 #include "common/gpu_baseline.h"
 #include "common/json_text.h"
+#include "cost/device_totals.h"
 #include "cost/text_report.h"
 #include "devices/cost_settings.h"
 
@@ -378,7 +379,7 @@ std::string WhatIfChange(const Job& as_run, const Job& what_if, bool gpu_changed
   if (!gpu_changed || std::fabs(b.time_ratio() - a.time_ratio()) > 1e-3 * a.time_ratio()) {
     return out;
   }
-  const GpuKernelTotals gpu = GpuKernelTotalsOf(what_if);
+  const DeviceTotals gpu = DeviceTotalsOf(what_if.device_costs());
   if (gpu.gpu_s > 0 && gpu.launch_bound_s >= 0.5 * gpu.gpu_s) {
     absl::StrAppend(&out,
                     absl::StrFormat("  time unmoved: %.0f %% of the GPU's simulated time waits "
