@@ -23,6 +23,12 @@
 namespace hpt {
 namespace {
 
+// Two ratios one change left where they were: within 0.1 %, below the
+// third significant figure the tables print. The sweep's "moves nothing"
+// and whatif's "time unmoved" ask this one question.
+bool Unmoved(double a, double b) {
+  return std::fabs(a - b) <= 1e-3 * std::max(std::fabs(a), std::fabs(b));
+}
 
 std::string JsonNumber(double v) {
   if (!std::isfinite(v)) return "null";
@@ -111,9 +117,6 @@ absl::StatusOr<std::vector<SweepPoint>> Sweep(const WorkRecord& record,
 
 bool UnmovedBy(size_t g, const std::vector<SweepPoint>& points, SweepRatios ratios) {
   std::map<std::vector<std::string>, std::pair<double, double>> first;  // others -> ratios
-  const auto near = [](double a, double b) {
-    return std::fabs(a - b) <= 1e-3 * std::max(std::fabs(a), std::fabs(b));
-  };
   for (const SweepPoint& p : points) {
     std::vector<std::string> others;
     for (size_t k = 0; k < p.settings.size(); ++k) {
@@ -123,7 +126,7 @@ bool UnmovedBy(size_t g, const std::vector<SweepPoint>& points, SweepRatios rati
         ratios == SweepRatios::kTime ? std::pair{p.time_ratio, p.projected_time_ratio}
                                      : std::pair{p.projected_time_ratio, p.projected_energy_ratio};
     const auto [it, added] = first.emplace(others, r);
-    if (!added && !(near(it->second.first, r.first) && near(it->second.second, r.second))) {
+    if (!added && !(Unmoved(it->second.first, r.first) && Unmoved(it->second.second, r.second))) {
       return false;
     }
   }
@@ -376,7 +379,7 @@ std::string WhatIfChange(const Job& as_run, const Job& what_if, bool gpu_changed
   }
   // A time that did not move, on a GPU side mostly spent launching kernels:
   // the host's dispatch, which a faster GPU does not shorten.
-  if (!gpu_changed || std::fabs(b.time_ratio() - a.time_ratio()) > 1e-3 * a.time_ratio()) {
+  if (!gpu_changed || !Unmoved(a.time_ratio(), b.time_ratio())) {
     return out;
   }
   const DeviceTotals gpu = DeviceTotalsOf(what_if.device_costs());
