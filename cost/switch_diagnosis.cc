@@ -86,10 +86,21 @@ std::vector<std::string> ClosestApproach(const Job& job) {
                            : finished               ? "no switch before it stopped"
                                                     : "no switch yet";
   if (checks == 0) {
-    out.push_back(absl::StrFormat(
-        "%s: no check ran; the run has %d windows of %d steps and the first check closes the "
-        "third (a shorter hpt.check_window_samples gives more)",
-        lead, windows, h.check_window_steps()));
+    const int64_t window = h.check_window_steps();
+    if (windows >= 3) {  // still to come
+      out.push_back(
+          absl::StrFormat("%s: the first check closes the third window of %d steps, at step %d",
+                          lead, window, 3 * window));
+    } else {
+      out.push_back(absl::StrFormat(
+          "%s: no check ran; %s and the first check closes the third (a shorter "
+          "hpt.check_window_samples, or more epochs, gives checks)",
+          lead,
+          windows == 0 ? absl::StrFormat("the run's %d steps do not fill one window of %d steps,",
+                                         total_steps, window)
+                       : absl::StrFormat("the run has %d window%s of %d steps", windows,
+                                         windows == 1 ? "" : "s", window)));
+    }
     return out;
   }
   out.push_back(absl::StrFormat("%s: %d checks over %d windows of %d steps", lead, checks,

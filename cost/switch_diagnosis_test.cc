@@ -123,9 +123,21 @@ TEST(SwitchDiagnosisTest, NoCheckAndSwitchedJobs) {
   job.mutable_progress()->set_total_steps(250);
   const std::vector<std::string> lines = ClosestApproach(job);
   ASSERT_EQ(lines.size(), 1u);
-  EXPECT_EQ(lines[0], "never switched: no check ran; the run has 2 windows of 100 steps and the "
-                      "first check closes the third (a shorter hpt.check_window_samples gives "
-                      "more)");
+  EXPECT_EQ(lines[0],
+            "never switched: no check ran; the run has 2 windows of 100 steps and the "
+            "first check closes the third (a shorter hpt.check_window_samples, or "
+            "more epochs, gives checks)");
+  job.mutable_progress()->set_total_steps(63);
+  EXPECT_EQ(ClosestApproach(job)[0],
+            "never switched: no check ran; the run's 63 steps do not fill one window of 100 "
+            "steps, and the first check closes the third (a shorter hpt.check_window_samples, "
+            "or more epochs, gives checks)");
+  job.set_state(RUNNING);
+  job.mutable_progress()->set_total_steps(1000);
+  EXPECT_EQ(ClosestApproach(job)[0],
+            "no switch yet: the first check closes the third window of 100 steps, at step 300");
+  job.mutable_progress()->set_total_steps(250);
+  job.set_state(SUCCEEDED);
   job.mutable_hpt()->set_switch_step(120);
   EXPECT_TRUE(ClosestApproach(job).empty());
   Job full = NeverSwitched();
