@@ -108,13 +108,19 @@ std::vector<Bar> CostBars(const Job& job, bool energy) {
     const double gpu = energy ? b.gpu_only_energy_j() : b.gpu_only_time_s();
     const double ratio = energy ? b.energy_ratio() : b.time_ratio();
     const double projected = energy ? b.projected_energy_ratio() : b.projected_time_ratio();
-    bars.push_back(
-        {"gpu-only-" + (b.measured() ? b.baseline() + "-measured" : b.baseline()),
-         "GPU-only, " + name +
-             (!b.measured() && b.baseline() == GpuBaselineName(c.baseline()) ? " (job's)" : ""),
-         {{"gpu-only " + name, gpu, KindColour(b.measured() ? "gpu-measured" : "gpu-only")}},
-         absl::StrCat(energy ? Joules(gpu) : Seconds(gpu), ": HpT ", Num(ratio, 3), "×, projected ",
-                      Num(projected, 3), "×")});
+    // A CPU's wall time stands in for a GPU it is not: never "GPU-only".
+    const std::string label =
+        b.measured() && !b.measured_on_gpu()
+            ? b.baseline() + " measured on a CPU"
+            : "GPU-only, " + name +
+                  (!b.measured() && b.baseline() == GpuBaselineName(c.baseline()) ? " (job's)"
+                                                                                  : "");
+    bars.push_back({"gpu-only-" + (b.measured() ? b.baseline() + "-measured" : b.baseline()),
+                    label,
+                    {{b.measured() && !b.measured_on_gpu() ? "CPU wall time" : "gpu-only " + name,
+                      gpu, KindColour(b.measured() ? "gpu-measured" : "gpu-only")}},
+                    absl::StrCat(energy ? Joules(gpu) : Seconds(gpu), ": HpT ", Num(ratio, 3),
+                                 "×, projected ", Num(projected, 3), "×")});
   }
   return bars;
 }

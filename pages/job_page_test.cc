@@ -87,6 +87,27 @@ TEST(JobPageTest, NamesAreEscapedAndBarsCarryTheirValues) {
   EXPECT_NE(RenderJobPage(in, PageOptions{true, "/"}).find("?part=content"), std::string::npos);
 }
 
+// A row measured on a CPU worker is that CPU's wall time, never called a
+// GPU-only baseline; one timed on a GPU is.
+TEST(JobPageTest, ARowMeasuredOnACpuIsNotCalledGpuOnly) {
+  JobPageInput in;
+  in.job = SmallJob();
+  CostComparison& c = *in.job.mutable_hpt()->mutable_comparison();
+  for (bool on_gpu : {false, true}) {
+    BaselineComparison& b = *c.add_baselines();
+    b.set_baseline(on_gpu ? "graph" : "libtorch");
+    b.set_measured(true);
+    b.set_measured_on_gpu(on_gpu);
+    b.set_gpu_only_time_s(on_gpu ? 0.4 : 7.3);
+    b.set_time_ratio(1);
+  }
+  const std::string html = RenderJobContent(in);
+  EXPECT_NE(html.find(">libtorch measured on a CPU</text>"), std::string::npos) << html;
+  EXPECT_EQ(html.find("GPU-only, libtorch measured"), std::string::npos);
+  EXPECT_NE(html.find(">GPU-only, graph measured</text>"), std::string::npos);
+  EXPECT_NE(html.find(">GPU-only, paper (job&#39;s)</text>"), std::string::npos);
+}
+
 // A job that failed before its first step has no loss, skill or switch to
 // show, where a job that switched shows them.
 TEST(JobPageTest, TheListShowsNoLossOrSwitchBeforeTheFirstStep) {
