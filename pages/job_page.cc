@@ -30,7 +30,7 @@ h3.cards-title{margin:14px 0 -4px;font-size:13px;color:#4a5363;font-weight:600}
 svg.plot{background:#fff;border:1px solid #dde1e7;border-radius:4px;max-width:100%;height:auto;display:block;margin:6px 0}
 .grid{stroke:#eceff3}.axis,.tick-mark{stroke:#8a93a3}.tick,.bar-note{font-size:11px;fill:#4a5363}.label{font-size:12px;fill:#1d2330}
 .bar-label{font-size:12px;fill:#1d2330}
-polyline.series{fill:none;stroke-width:1.6}.train{stroke:#2f5fa7}.band{fill:#2f5fa7;opacity:.16}
+polyline.series{fill:none;stroke-width:1.6}.train{stroke:#2f5fa7}.train.faint{opacity:.4}.trend{stroke:#16335f;stroke-width:2.4}.band{fill:#2f5fa7;opacity:.16}
 circle.test{fill:#e15759;stroke:#fff}rect.validation{fill:#f28e2b;stroke:#fff}.check line{stroke-width:1;stroke-dasharray:3 3}.check.pass line{stroke:#2e9d4f}.check.fail line{stroke:#b9bfca}
 .check path{stroke-width:1}.check.pass path{stroke:#2e9d4f}.check.fail path{stroke:#b9bfca}
 .check.pass circle{fill:#2e9d4f}.check.fail circle{fill:#b9bfca}.trial{fill:#76b7b2;opacity:.22}
@@ -250,6 +250,8 @@ std::string Legend(const std::vector<std::pair<std::string, std::string>>& entri
       colour = PhaseColour(key.substr(6));
     } else if (key == "train") {
       colour = "#2f5fa7";
+    } else if (key == "trend") {
+      colour = "#16335f";
     } else if (key == "band") {
       colour = "rgba(47,95,167,.25)";
     } else if (key == "test" || key == "switch") {

@@ -1,8 +1,11 @@
 #include "pages/job_page.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "pages/svg.h"
 
@@ -85,6 +88,59 @@ TEST(JobPageTest, NamesAreEscapedAndBarsCarryTheirValues) {
                       "hpt.trial_test none: the check decides &lt;now&gt;.</p>"),
             std::string::npos);
   EXPECT_NE(RenderJobPage(in, PageOptions{true, "/"}).find("?part=content"), std::string::npos);
+}
+
+// Batch-1 losses scatter: past 40 points a trend line draws each point's
+// mean over the points around it (a twentieth of them); fewer points draw
+// none. Alternating losses 1 and 3 trend at 2 wherever the window is full.
+TEST(JobPageTest, ManyNoisyStepsDrawTheirTrend) {
+  JobPageInput in;
+  in.job = SmallJob();
+  const auto steps = [&](int n) {
+    in.history = JobHistory();
+    for (int s = 0; s < n; ++s) {
+      const float loss = s % 2 == 0 ? 1.0f : 3.0f;
+      in.history.add_first_step(s), in.history.add_loss_mean(loss);
+      in.history.add_loss_min(loss), in.history.add_loss_max(loss);
+    }
+    in.history.set_steps(n);
+    in.history.set_bucket(1);
+    return RenderJobContent(in);
+  };
+  const std::string few = steps(39);
+  EXPECT_EQ(few.find("train-trend"), std::string::npos);
+  EXPECT_NE(few.find("<polyline class=\"series train\""), std::string::npos);
+  const std::string many = steps(400);
+  // 10 points either side: 21 steps, whose mean is 2 +- 1/21.
+  const size_t at = many.find("data-series=\"train-trend\" data-steps=\"21\" points=\"");
+  ASSERT_NE(at, std::string::npos) << many;
+  EXPECT_NE(many.find("<polyline class=\"series train faint\""), std::string::npos);
+  EXPECT_NE(many.find("its trend: the mean of the 21 steps around"), std::string::npos);
+  EXPECT_NE(many.find("the dark line their trend (each the mean of the 21 steps around it)"),
+            std::string::npos);
+  // The plot is linear (the losses span threefold): where its window is
+  // full, each trend point sits at loss 2 +- 1/21, between the y of the
+  // raw losses 1 and 3.
+  const auto ys_of = [&](const std::string& series) {
+    const size_t start = many.find("data-series=\"" + series + "\"");
+    const size_t from = many.find("points=\"", start) + 8;
+    std::vector<double> ys;
+    for (absl::string_view pair :
+         absl::StrSplit(many.substr(from, many.find('"', from) - from), ' ', absl::SkipEmpty())) {
+      double y = 0;
+      EXPECT_TRUE(absl::SimpleAtod(pair.substr(pair.find(',') + 1), &y)) << pair;
+      ys.push_back(y);
+    }
+    return ys;
+  };
+  const std::vector<double> raw = ys_of("train-loss"), trend = ys_of("train-trend");
+  ASSERT_EQ(raw.size(), 400u);
+  ASSERT_EQ(trend.size(), 400u);
+  const double y1 = raw[0], y3 = raw[1], mid = (y1 + y3) / 2;
+  ASSERT_GT(std::fabs(y1 - y3), 50) << "the raw losses are apart on the plot";
+  for (int i = 10; i < 390; ++i) {
+    EXPECT_NEAR(trend[i], mid, std::fabs(y1 - y3) / 2 / 21 + 0.06) << "point " << i;
+  }
 }
 
 // A row measured on a CPU worker is that CPU's wall time, never called a

@@ -96,8 +96,14 @@ int DrawTrials(const HptStatus& hpt, PlotArea* plot) {
 }
 
 // The training loss: each point's mean, and the band of its least and
-// largest step where points hold several steps; returns the points.
-size_t DrawTrainLoss(const JobHistory& h, PlotArea* plot) {
+// largest step where points hold several steps. Over 40 points, where a
+// small batch's losses scatter around their trend, a darker line draws
+// the trend: each point's mean of the twentieth of the points around it.
+struct TrainLossDrawn {
+  size_t points = 0;
+  int64_t trend_steps = 0;  // steps each trend point averages; 0: no trend line
+};
+TrainLossDrawn DrawTrainLoss(const JobHistory& h, PlotArea* plot) {
   const double half = double(h.bucket() - 1) / 2;
   std::vector<std::pair<double, double>> upper, lower, mean;
   for (int i = 0; i < h.first_step_size(); ++i) {
@@ -111,10 +117,31 @@ size_t DrawTrainLoss(const JobHistory& h, PlotArea* plot) {
     upper.insert(upper.end(), lower.begin(), lower.end());
     absl::StrAppend(&plot->body, "<polygon class=\"band\" points=\"", Points(upper), "\"/>");
   }
-  absl::StrAppend(&plot->body,
-                  "<polyline class=\"series train\" data-series=\"train-loss\" data-count=\"",
-                  mean.size(), "\" points=\"", Points(mean), "\"/>");
-  return mean.size();
+  TrainLossDrawn drawn{mean.size(), 0};
+  const int n = h.first_step_size();
+  const int reach = n / 40;  // points either side: a window of about n / 20
+  absl::StrAppend(&plot->body, "<polyline class=\"series train", reach > 0 ? " faint" : "",
+                  "\" data-series=\"train-loss\" data-count=\"", mean.size(), "\" points=\"",
+                  Points(mean), "\"/>");
+  if (reach == 0) return drawn;
+  std::vector<double> sum(n + 1, 0.0);  // prefix sums of the finite means
+  std::vector<int> count(n + 1, 0);
+  for (int i = 0; i < n; ++i) {
+    const bool finite = std::isfinite(h.loss_mean(i));
+    sum[i + 1] = sum[i] + (finite ? h.loss_mean(i) : 0.0);
+    count[i + 1] = count[i] + finite;
+  }
+  std::vector<std::pair<double, double>> trend;
+  for (int i = 0; i < n; ++i) {
+    const int from = std::max(0, i - reach), to = std::min(n, i + reach + 1);
+    if (count[to] == count[from]) continue;
+    trend.emplace_back(mean[i].first,
+                       plot->Y((sum[to] - sum[from]) / double(count[to] - count[from])));
+  }
+  drawn.trend_steps = int64_t(2 * reach + 1) * h.bucket();
+  absl::StrAppend(&plot->body, "<polyline class=\"series trend\" data-series=\"train-trend\" ",
+                  "data-steps=\"", drawn.trend_steps, "\" points=\"", Points(trend), "\"/>");
+  return drawn;
 }
 
 // Every check as a mark with its hover text; past kMaxMarks checks (a job
@@ -195,7 +222,8 @@ std::string LossSection(const Job& job, const JobHistory& h) {
   bool log = false;
   PlotArea plot = LossPlotArea(h, &log);
   const int trials = DrawTrials(hpt, &plot);
-  const size_t points = DrawTrainLoss(h, &plot);
+  const TrainLossDrawn drawn = DrawTrainLoss(h, &plot);
+  const size_t points = drawn.points;
   int checks = 0, passed = 0;
   DrawChecks(hpt, &plot, &checks, &passed);
   DrawTestLossAndSwitch(h, hpt, &plot);
@@ -204,10 +232,13 @@ std::string LossSection(const Job& job, const JobHistory& h) {
       "data-steps=\"%d\" data-bucket=\"%d\" data-points=\"%d\" data-switch-step=\"%d\" "
       "data-checks=\"%d\" data-trials=\"%d\" aria-label=\"training loss per step\"",
       h.steps(), h.bucket(), points, hpt.switch_step(), checks, trials)));
-  std::vector<std::pair<std::string, std::string>> legend = {
-      {"train", "training loss"},
-      {"band", "least to largest in a point's steps"},
-      {"test", "test loss after an epoch"}};
+  std::vector<std::pair<std::string, std::string>> legend = {{"train", "training loss"}};
+  if (drawn.trend_steps > 0) {
+    legend.push_back(
+        {"trend", absl::StrCat("its trend: the mean of the ", drawn.trend_steps, " steps around")});
+  }
+  if (h.bucket() > 1) legend.push_back({"band", "least to largest in a point's steps"});
+  legend.push_back({"test", "test loss after an epoch"});
   for (const EpochPoint& e : h.epochs()) {
     if (e.validation_loss() <= 0) continue;
     legend.push_back({"validation", "validation loss after an epoch"});
@@ -225,6 +256,10 @@ std::string LossSection(const Job& job, const JobHistory& h) {
                   h.bucket() > 1 ? absl::StrCat("; each point is the mean of ", h.bucket(),
                                                 " steps, the band their least and largest loss")
                                  : "; every step is a point",
+                  drawn.trend_steps > 0
+                      ? absl::StrCat(", the dark line their trend (each the mean of the ",
+                                     drawn.trend_steps, " steps around it)")
+                      : "",
                   ". ", checks, " checks (", passed, " passed both tests), ", trials,
                   " trial window", trials == 1 ? "" : "s", ". Hover a mark for what it saw.</p>");
   return out + ChecksTable(hpt) + "</section>";
