@@ -273,9 +273,12 @@ std::string FormatSummary(const Job& job) {
   if (!job.hpt().fallback_reason().empty()) {
     absl::StrAppend(&out, "  fallback   ", job.hpt().fallback_reason(), "\n");
   }
-  absl::StrAppendFormat(&out, "  progress   epoch %d/%d, step %d/%d, %s elapsed\n",
-                        p.epoch(), p.epochs(), p.step(), p.total_steps(),
-                        FormatDuration(p.elapsed_s()));
+  // A running job's ETA as its last step left it (watch's bar says the same).
+  const bool eta = job.state() == RUNNING && p.step() > 0 && p.step() < p.total_steps() &&
+                   p.evaluating().empty();
+  absl::StrAppendFormat(&out, "  progress   epoch %d/%d, step %d/%d, %s elapsed%s\n", p.epoch(),
+                        p.epochs(), p.step(), p.total_steps(), FormatDuration(p.elapsed_s()),
+                        eta ? absl::StrCat(", ETA ", FormatDuration(p.eta_s())) : "");
   if (!p.evaluating().empty()) absl::StrAppend(&out, "  evaluating ", p.evaluating(), "\n");
   if (job.epoch_losses_size() > 0) {
     std::string losses;

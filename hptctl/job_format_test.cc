@@ -35,6 +35,24 @@ TEST(JobFormatTest, ProgressBarShowsFractionLossAndEta) {
             "lora [##......]  25% epoch 2/3 step 50/200 loss 0.1235  88.0 samples/s  ETA 1m15s");
 }
 
+// Status gives a running job's ETA beside its elapsed time; not once its
+// steps are done or it ended.
+TEST(JobFormatTest, StatusGivesARunningJobsEta) {
+  Job job = RunningJob();
+  job.mutable_progress()->set_elapsed_s(25);
+  EXPECT_NE(FormatSummary(job).find("\n  progress   epoch 2/3, step 50/200, 25s elapsed, ETA "
+                                    "1m15s\n"),
+            std::string::npos)
+      << FormatSummary(job);
+  job.set_state(CANCELLED);
+  EXPECT_NE(FormatSummary(job).find("\n  progress   epoch 2/3, step 50/200, 25s elapsed\n"),
+            std::string::npos)
+      << FormatSummary(job);
+  job.set_state(RUNNING);
+  job.mutable_progress()->set_step(200);
+  EXPECT_EQ(FormatSummary(job).find("ETA"), std::string::npos);
+}
+
 TEST(JobFormatTest, ProgressBeforeFirstStepHasNoLoss) {
   Job job = RunningJob();
   job.mutable_progress()->set_step(0);
