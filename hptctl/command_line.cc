@@ -134,7 +134,11 @@ std::optional<int> HandleHelpAndUnknownFlags(int argc, char** argv) {
       continue;
     }
     if (!absl::StartsWith(arg, "-")) {
-      if (command.empty()) command = arg;
+      if (command.empty() && !help && arg == "help") {
+        help = true;  // `hptctl help [COMMAND]`, as `hptctl [COMMAND] --help`
+      } else if (command.empty()) {
+        command = arg;
+      }
       continue;
     }
     std::string name = arg.substr(arg.find_first_not_of('-'));

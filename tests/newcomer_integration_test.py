@@ -8,7 +8,7 @@ workers over loopback, driven through hptctl), for what a first session tried:
   data roots, never "not found" (exit 4, "no such job");
 - an unknown flag is a bad command line (exit 2); `cancel` waits and
   prints the cancelled job;
-- `hptctl COMMAND --help` lists that command's flags with their defaults;
+- `hptctl COMMAND --help` (or `hptctl help COMMAND`) lists that command's flags with their defaults;
   --d_model, --num_layers and --heads shape the model;
 - `list --state` filters; a submit without data says it trains on a
   synthetic series;
@@ -182,6 +182,13 @@ class NewcomerTest(unittest.TestCase):
         predict = self.hptctl("predict", "--help").stdout
         self.assertIn("  --input\n", predict)
         self.assertNotIn("--epochs", predict)
+        # `hptctl help [COMMAND]` is the same help, exit 0.
+        run = self.hptctl("help", "predict")
+        self.assertEqual((run.returncode, run.stdout), (0, predict), run.stderr)
+        run = self.hptctl("help")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertIn("commands:\n  submit", run.stdout)
+        self.assertNotIn("unknown command", run.stdout + run.stderr)
         run = self.hptctl("submit", *SMALL, "--stations=8", "--time_steps=256", "--d_model=32",
                           "--num_layers=1", "--heads=2", "--mode=full", "--watch",
                           "--format=json")
