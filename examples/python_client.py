@@ -7,7 +7,7 @@ from the repository's proto/ files on first use (into --stubs_dir).
   /usr/bin/python3 examples/python_client.py --coordinator=127.0.0.1:50051 \
       --spec='model { preset: "tiny" } training { epochs: 3 }'
 
-Prints one line per epoch while the job runs, then its report; exits 0 when
+Prints a line as each epoch finishes, then its report; exits 0 when
 the job succeeded, 1 when it failed or was cancelled, 2 on bad usage.
 """
 import argparse
@@ -89,13 +89,15 @@ def main():
         print(f"submit failed: {e.code().name}: {e.details()}", file=sys.stderr)
         return 2 if e.code() == grpc.StatusCode.INVALID_ARGUMENT else 1
     print(f"submitted {job.job_id} ({job.name})")
-    epoch = -1
+    finished = 0  # epochs whose mean loss was printed
     for update in stub.WatchJob(pb.WatchJobRequest(job_id=job.job_id)):
         p = update.progress
-        if p.epoch != epoch and p.epoch_loss:
-            epoch = p.epoch
-            print(f"  epoch {p.epoch}/{p.epochs}  step {p.step}/{p.total_steps}  "
-                  f"loss {p.epoch_loss:.4f}  phase {update.hpt.phase or 'full'}")
+        # One line per finished epoch: epoch_losses grows by one at its end.
+        while finished < len(update.epoch_losses):
+            finished += 1
+            print(f"  epoch {finished}/{p.epochs} done  step {p.step}/{p.total_steps}  "
+                  f"loss {update.epoch_losses[finished - 1]:.4f}  "
+                  f"phase {update.hpt.phase or 'full'}")
     job = stub.GetJob(pb.GetJobRequest(job_id=job.job_id), timeout=args.timeout_s)
     print(report(pb, job))
     return 0 if job.state == pb.SUCCEEDED else 1
