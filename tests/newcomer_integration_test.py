@@ -203,6 +203,17 @@ class NewcomerTest(unittest.TestCase):
         self.assertIn("note: data: no source given, so the job trains on a synthetic series "
                       "(16 stations x 512 steps)", run.stdout)
 
+    def test_a_run_too_short_for_a_check_is_told_at_submission(self):
+        # The synthetic series makes a few dozen steps an epoch at batch 16;
+        # with windows of 400 steps the first check would close at step 1200.
+        run = self.hptctl("submit", *SMALL, "--check_window_steps=400")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertRegex(run.stdout, r"note: hpt: the run's \d+ steps \(1 epoch of \d+\) end "
+                         r"before the phase controller's first check, at step 1200 \(the third "
+                         r"window of 400\), so it trains every parameter throughout and HpT "
+                         r"saves nothing; give --epochs=\d+ or more")
+        self.assertNotIn("first check", self.hptctl("submit", *SMALL).stdout)
+
     def test_the_coordinators_address_may_come_from_the_environment(self):
         env = dict(os.environ, HPT_COORDINATOR=f"127.0.0.1:{self.cluster.port}")
         run = subprocess.run([HPTCTL, "list"], capture_output=True, text=True, timeout=60,

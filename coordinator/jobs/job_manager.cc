@@ -1,5 +1,6 @@
 #include "coordinator/jobs/job_manager.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
@@ -8,6 +9,7 @@
 #include "common/device_kind.h"
 #include "common/status_macros.h"
 #include "coordinator/spec/job_spec.h"
+#include "coordinator/spec/run_length.h"
 #include "coordinator/training/job_data.h"
 
 namespace hpt {
@@ -187,6 +189,13 @@ absl::StatusOr<Job> JobManager::FinishLoading(const std::string& job_id,
     if (!status.ok()) {
       r.SetState(FAILED, absl::StrCat(what, ": ", status.message()));
       return status;
+    }
+    // Said now, not after the run: a run too short for a check never switches.
+    // (A resume loads again: the note is kept once.)
+    const std::string note = NoCheckNote(r.job().spec(), int64_t(data->train_starts().size()));
+    const auto& notes = r.job().spec().notes();
+    if (!note.empty() && std::find(notes.begin(), notes.end(), note) == notes.end()) {
+      r.job().mutable_spec()->add_notes(note);
     }
     r.record().data = std::make_unique<WindowDataset>(std::move(*data));
     *r.job().mutable_data() = summary;

@@ -12,6 +12,7 @@
 #include "common/tensor_codec.h"
 #include "coordinator/dispatch/for_each_worker.h"
 #include "coordinator/spec/job_spec.h"
+#include "coordinator/spec/run_length.h"
 #include "coordinator/training/baseline_probe_call.h"
 #include "coordinator/training/checkpoint_codec.h"  // ToPhaseEvent
 #include "coordinator/training/hybrid_plan.h"
@@ -210,19 +211,7 @@ absl::Status Trainer::TrainStep(const std::vector<int64_t>& indices, int64_t ste
 absl::Status Trainer::Prepare() {
   const TrainingSpec& training = spec_.training();
   const int64_t n_train = static_cast<int64_t>(data_->train_starts().size());
-  const int64_t batch = training.batch_size();
-  int64_t steps_per_epoch = (n_train + batch - 1) / batch;
-  // A last batch smaller than the data-parallel width cannot be sharded.
-  // (The width asked for, not the workers this run has: a failover that
-  // shrinks the group keeps the epoch's steps.)
-  const int64_t width = std::max<int64_t>(spec_.placement().gpu_workers(), 1);
-  if (n_train % batch != 0 && n_train % batch < width) {
-    --steps_per_epoch;
-  }
-  if (training.max_steps_per_epoch() > 0) {
-    steps_per_epoch =
-        std::min<int64_t>(steps_per_epoch, training.max_steps_per_epoch());
-  }
+  const int64_t steps_per_epoch = StepsPerEpoch(spec_, n_train);
   cursor_.steps_per_epoch = steps_per_epoch;
   ledger_.set_steps_per_epoch(steps_per_epoch);
   ledger_.set_job(job_id_, spec_.model().preset());
