@@ -17,7 +17,8 @@ void JobRegistry::Locked::SetState(JobState state, const std::string& error) {
   // Elapsed time runs on from the moment the job starts running; not while
   // it waits in the queue, nor after it ended.
   if (state != RUNNING) {
-    job = registry_.Current(record_);  // its elapsed time up to now, kept
+    JobProgress& p = *job.mutable_progress();  // its elapsed time up to now, kept
+    p.set_elapsed_s(p.elapsed_s() + registry_.SinceProgress(record_));
     record_.progress_at = absl::InfinitePast();
   } else if (job.state() != RUNNING) {
     record_.progress_at = registry_.Now();
@@ -103,12 +104,15 @@ absl::StatusOr<JobRegistry::Record*> JobRegistry::Find(const std::string& job_id
 
 absl::Time JobRegistry::Now() const { return options_.now ? options_.now() : absl::Now(); }
 
+double JobRegistry::SinceProgress(const Record& record) const {
+  if (record.job.state() != RUNNING || record.progress_at == absl::InfinitePast()) return 0;
+  return std::max(0.0, absl::ToDoubleSeconds(Now() - record.progress_at));
+}
+
 Job JobRegistry::Current(const Record& record) const {
   Job job = record.job;
-  if (job.state() == RUNNING && record.progress_at != absl::InfinitePast()) {
-    JobProgress& p = *job.mutable_progress();
-    p.set_elapsed_s(p.elapsed_s() +
-                    std::max(0.0, absl::ToDoubleSeconds(Now() - record.progress_at)));
+  if (const double since = SinceProgress(record); since > 0) {
+    job.mutable_progress()->set_elapsed_s(job.progress().elapsed_s() + since);
   }
   return job;
 }

@@ -163,6 +163,9 @@ class JobRegistry {
  private:
   absl::StatusOr<Record*> Find(const std::string& job_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Time Now() const;
+  // Seconds a running job has run since its progress was last set; 0 for
+  // a job not running.
+  double SinceProgress(const Record& record) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Job Current(const Record& record) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Persist(Record& record, bool force) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Notify(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
