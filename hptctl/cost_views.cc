@@ -17,7 +17,6 @@
 #include "common/gpu_baseline.h"
 #include "common/json_text.h"
 #include "cost/device_totals.h"
-#include "cost/text_report.h"
 #include "devices/cost_settings.h"
 
 namespace hpt {

@@ -109,16 +109,16 @@ std::vector<Bar> CostBars(const Job& job, bool energy) {
     const double ratio = energy ? b.energy_ratio() : b.time_ratio();
     const double projected = energy ? b.projected_energy_ratio() : b.projected_time_ratio();
     // A CPU's wall time stands in for a GPU it is not: never "GPU-only".
+    const bool on_cpu = b.measured() && !b.measured_on_gpu();
     const std::string label =
-        b.measured() && !b.measured_on_gpu()
-            ? b.baseline() + " measured on a CPU"
-            : "GPU-only, " + name +
-                  (!b.measured() && b.baseline() == GpuBaselineName(c.baseline()) ? " (job's)"
-                                                                                  : "");
+        on_cpu ? b.baseline() + " measured on a CPU"
+               : "GPU-only, " + name +
+                     (!b.measured() && b.baseline() == GpuBaselineName(c.baseline()) ? " (job's)"
+                                                                                     : "");
     bars.push_back({"gpu-only-" + (b.measured() ? b.baseline() + "-measured" : b.baseline()),
                     label,
-                    {{b.measured() && !b.measured_on_gpu() ? "CPU wall time" : "gpu-only " + name,
-                      gpu, KindColour(b.measured() ? "gpu-measured" : "gpu-only")}},
+                    {{on_cpu ? "CPU wall time" : "gpu-only " + name, gpu,
+                      KindColour(b.measured() ? "gpu-measured" : "gpu-only")}},
                     absl::StrCat(energy ? Joules(gpu) : Seconds(gpu), ": HpT ", Num(ratio, 3),
                                  "×, projected ", Num(projected, 3), "×")});
   }
