@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/check_windows.h"
 #include "cost/text_report.h"
 
 namespace hpt {
@@ -87,19 +88,22 @@ std::vector<std::string> ClosestApproach(const Job& job) {
                                                     : "no switch yet";
   if (checks == 0) {
     const int64_t window = h.check_window_steps();
-    if (windows >= 3) {  // still to come
+    const HptSpec& spec = job.spec().hpt();
+    const int64_t first = FirstCheckWindows(spec.switch_rule(), spec.trend_windows());
+    if (windows >= first) {  // still to come
       out.push_back(
-          absl::StrFormat("%s: the first check closes the third window of %d steps, at step %d",
-                          lead, window, 3 * window));
+          absl::StrFormat("%s: the first check closes the %s window of %d steps, at step %d", lead,
+                          Ordinal(first), window, first * window));
     } else {
       out.push_back(absl::StrFormat(
-          "%s: no check ran; %s and the first check closes the third (a shorter "
+          "%s: no check ran; %s and the first check closes the %s (a shorter "
           "hpt.check_window_samples, or more epochs, gives checks)",
           lead,
           windows == 0 ? absl::StrFormat("the run's %d steps do not fill one window of %d steps,",
                                          total_steps, window)
                        : absl::StrFormat("the run has %d window%s of %d steps", windows,
-                                         windows == 1 ? "" : "s", window)));
+                                         windows == 1 ? "" : "s", window),
+          Ordinal(first)));
     }
     return out;
   }

@@ -136,6 +136,17 @@ TEST(SwitchDiagnosisTest, NoCheckAndSwitchedJobs) {
   job.mutable_progress()->set_total_steps(1000);
   EXPECT_EQ(ClosestApproach(job)[0],
             "no switch yet: the first check closes the third window of 100 steps, at step 300");
+  // Under the trend rule (5 windows) the first check is the fifth window's.
+  job.mutable_spec()->mutable_hpt()->set_switch_rule(SwitchRule::trend);
+  job.mutable_spec()->mutable_hpt()->set_trend_windows(5);
+  EXPECT_EQ(ClosestApproach(job)[0],
+            "no switch yet: the first check closes the fifth window of 100 steps, at step 500");
+  job.mutable_progress()->set_total_steps(450);
+  EXPECT_EQ(ClosestApproach(job)[0],
+            "no switch yet: no check ran; the run has 4 windows of 100 steps and the first check "
+            "closes the fifth (a shorter hpt.check_window_samples, or more epochs, gives checks)");
+  job.mutable_spec()->mutable_hpt()->clear_switch_rule();
+  job.mutable_spec()->mutable_hpt()->clear_trend_windows();
   job.mutable_progress()->set_total_steps(250);
   job.set_state(SUCCEEDED);
   job.mutable_hpt()->set_switch_step(120);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/check_windows.h"
 
 namespace hpt {
 
@@ -24,13 +25,14 @@ std::string NoCheckNote(const JobSpec& spec, int64_t train_samples) {
   const int64_t per_epoch = StepsPerEpoch(spec, train_samples);
   if (h.mode() == TrainingMode::full || window <= 0 || per_epoch <= 0) return "";
   const int64_t steps = per_epoch * spec.training().epochs();
-  const int64_t check = 3 * window;
+  const int64_t windows = FirstCheckWindows(h.switch_rule(), h.trend_windows());
+  const int64_t check = windows * window;
   if (steps >= check) return "";
   const int64_t epochs = (check + per_epoch - 1) / per_epoch;
   return absl::StrCat("hpt: the run's ", steps, " steps (", spec.training().epochs(),
                       spec.training().epochs() == 1 ? " epoch" : " epochs", " of ", per_epoch,
-                      ") end before the phase controller's first check, at step ", check,
-                      " (the third window of ", window,
+                      ") end before the phase controller's first check, at step ", check, " (the ",
+                      Ordinal(windows), " window of ", window,
                       "), so it trains every parameter throughout and HpT saves nothing; "
                       "give --epochs=",
                       epochs, " or more, or a shorter hpt.check_window_samples");

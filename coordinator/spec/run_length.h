@@ -22,7 +22,8 @@ namespace hpt {
 int64_t StepsPerEpoch(const JobSpec& spec, int64_t train_samples);
 
 // For an HpT job whose steps end before the phase controller's first
-// check (which closes the third check window), so that it trains every
+// check (common/check_windows.h: the third window, or more under the
+// trend rule), so that it trains every
 // parameter throughout: its steps, the check's step, and the epochs that
 // would reach it. "" for a job that reaches a check, or a full-parameter
 // job.

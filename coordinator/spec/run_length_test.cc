@@ -37,6 +37,15 @@ TEST(RunLengthTest, ARunEndingBeforeTheFirstCheckIsToldSo) {
   EXPECT_EQ(NoCheckNote(Spec(1, 4, 8000), 6322), "") << "25,288 steps reach step 24,000";
   EXPECT_EQ(NoCheckNote(Spec(1, 3, 8000), 6322).substr(0, 37),
             "hpt: the run's 18966 steps (3 epochs ");
+  // Under the trend rule the first check closes its own window count.
+  JobSpec trend = Spec(1, 4, 8000);
+  trend.mutable_hpt()->set_switch_rule(SwitchRule::trend);
+  trend.mutable_hpt()->set_trend_windows(5);
+  EXPECT_EQ(NoCheckNote(trend, 6322),
+            "hpt: the run's 25288 steps (4 epochs of 6322) end before the phase controller's "
+            "first check, at step 40000 (the fifth window of 8000), so it trains every "
+            "parameter throughout and HpT saves nothing; give --epochs=7 or more, or a "
+            "shorter hpt.check_window_samples");
   JobSpec full = Spec(1, 1, 8000);
   full.mutable_hpt()->set_mode(TrainingMode::full);
   EXPECT_EQ(NoCheckNote(full, 6322), "") << "a full-parameter job has no switch to miss";

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/check_windows.h"
 #include "coordinator/training/switch_criteria.h"
 
 namespace hpt {
@@ -107,8 +108,7 @@ PhaseController::Action PhaseController::Step(int64_t step, double full_loss,
   window_loss_sum_ = 0;
   window_loss_square_sum_ = 0;
   window_count_ = 0;
-  const size_t needed =
-      options_.rule == SwitchRule::trend ? size_t(std::max<int64_t>(3, options_.trend_windows)) : 3;
+  const size_t needed = size_t(FirstCheckWindows(options_.rule, options_.trend_windows));
   if (window_losses_.size() < needed) return Action::kNone;
   if (options_.rule == SwitchRule::layerwise) return AfterLayerCheck(Check(step));
   return AfterCheck(Check(step));
