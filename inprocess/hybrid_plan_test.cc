@@ -21,8 +21,9 @@ namespace {
 
 constexpr int64_t kBatch = 3, kTokens = 5, kFeatures = 6;
 
-ModelConfig Tiny() {
+ModelConfig Tiny(bool embedding_skip = false) {
   ModelConfig c;
+  c.set_embedding_skip(embedding_skip);
   c.set_preset("tiny");
   c.set_input_features(kFeatures);
   c.set_output_features(1);
@@ -64,11 +65,13 @@ double MaxRelDiff(const HostTensor& a, const torch::Tensor& b) {
   return worst / std::max(scale, 1e-12);
 }
 
-class HybridPlanTest : public ::testing::Test {
+// Parameterised by embedding_skip: the plan reproduces the model with and
+// without the reduction reading the embedding.
+class HybridPlanTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
     torch::manual_seed(3);
-    model_ = SpatioTemporalTransformer(Tiny());
+    model_ = SpatioTemporalTransformer(Tiny(GetParam()));
     auto ranks = ApplyLora(model_, Lora(), {});
     ASSERT_TRUE(ranks.ok()) << ranks.status();
     ranks_ = *ranks;
@@ -96,7 +99,7 @@ class HybridPlanTest : public ::testing::Test {
     systolic_ = *DeviceExecutor::Create(systolic_options);
     reram_client_ = std::make_unique<LocalWorkerClient>("reram", reram_.get());
     systolic_client_ = std::make_unique<LocalWorkerClient>("systolic", systolic_.get());
-    auto plan = PlanHybrid(Tiny(), Lora(), ranks_, {});
+    auto plan = PlanHybrid(Tiny(GetParam()), Lora(), ranks_, {});
     ASSERT_TRUE(plan.ok()) << plan.status();
     OptimizerConfig opt;
     opt.set_learning_rate(1e-3);
@@ -122,8 +125,8 @@ class HybridPlanTest : public ::testing::Test {
   std::unique_ptr<LocalWorkerClient> reram_client_, systolic_client_;
 };
 
-TEST_F(HybridPlanTest, PaperPlacementCutsEightSegmentsPerLayer) {
-  auto plan = PlanHybrid(Tiny(), Lora(), ranks_, {});
+TEST_P(HybridPlanTest, PaperPlacementCutsEightSegmentsPerLayer) {
+  auto plan = PlanHybrid(Tiny(GetParam()), Lora(), ranks_, {});
   ASSERT_TRUE(plan.ok()) << plan.status();
   // Embedding on systolic, then per layer: reram q/k/v, systolic adapters
   // and attention, reram o, systolic norm1, reram ff1, systolic relu,
@@ -145,6 +148,23 @@ TEST_F(HybridPlanTest, PaperPlacementCutsEightSegmentsPerLayer) {
   EXPECT_EQ(plan->segments.front().spec.inputs(0), "x");
   EXPECT_THAT(plan->segments.back().spec.outputs(), ::testing::ElementsAre("prediction"));
   EXPECT_EQ(plan->segments[1].spec.ops_size(), 3);  // q, k, v in one call
+  // The skip: the embedding's output travels from the first segment to
+  // the last, which concatenates it beside the last layer.
+  auto skip = PlanHybrid(Tiny(true), Lora(), ranks_, {});
+  ASSERT_TRUE(skip.ok()) << skip.status();
+  ASSERT_EQ(skip->segments.size(), plan->segments.size());
+  EXPECT_THAT(skip->segments.front().spec.outputs(), ::testing::Contains("emb.2"));
+  EXPECT_THAT(skip->segments.back().spec.inputs(), ::testing::Contains("emb.2"));
+  std::vector<std::vector<std::string>> concats;
+  for (const PlannedSegment& s : skip->segments) {
+    for (const SegmentOp& op : s.spec.ops()) {
+      if (op.type() == SegmentOp::CONCAT) {
+        concats.push_back({op.inputs().begin(), op.inputs().end()});
+      }
+    }
+  }
+  EXPECT_THAT(concats, ::testing::ElementsAre(::testing::ElementsAre("h2", "emb.2")));
+  EXPECT_EQ(skip->segments.back().kind, DeviceKind::systolic);
 
   HybridPlanOptions full;
   full.placement = Placement::reram_full;
@@ -167,11 +187,11 @@ TEST_F(HybridPlanTest, PaperPlacementCutsEightSegmentsPerLayer) {
             absl::StatusCode::kFailedPrecondition);
 }
 
-TEST_F(HybridPlanTest, TokenEncodingTableEqualsTheModels) {
+TEST(TokenEncodingTableTest, EqualsTheModels) {
   EXPECT_LT(MaxRelDiff(TokenEncodingTable(7, 16), TokenEncoding(7, 16)), 1e-6);
 }
 
-TEST_F(HybridPlanTest, SegmentsReproduceTheLibTorchLoraModel) {
+TEST_P(HybridPlanTest, SegmentsReproduceTheLibTorchLoraModel) {
   double loss = 0;
   HostTensor prediction, input_grad;
   std::vector<double> norms;
@@ -208,6 +228,11 @@ TEST_F(HybridPlanTest, SegmentsReproduceTheLibTorchLoraModel) {
   }
   EXPECT_GE(checked, 5);  // embedding, 3 adapters x 2 layers, head segments
 }
+
+INSTANTIATE_TEST_SUITE_P(EmbeddingSkip, HybridPlanTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "Skip" : "NoSkip";
+                         });
 
 TEST(PartialPlanTest, SomeLayersSwitchedReproducesTheLibTorchModel) {
   // Layerwise, layer 0 switched and layer 1 still training in full: only
@@ -283,7 +308,7 @@ TEST(PartialPlanTest, SomeLayersSwitchedReproducesTheLibTorchModel) {
   EXPECT_GT(trained, 20);
 }
 
-TEST_F(HybridPlanTest, ReramSegmentsAreCloseAndWriteEachCellOnce) {
+TEST_P(HybridPlanTest, ReramSegmentsAreCloseAndWriteEachCellOnce) {
   double loss = 0;
   HostTensor prediction, input_grad;
   std::vector<double> norms;

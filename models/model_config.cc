@@ -16,6 +16,12 @@ ModelConfig Make(const std::string& preset, int d_model, int layers, int heads,
   c.set_ff_multiplier(ff);
   c.set_dropout(dropout);
   c.set_reduction_dim(d_model / 2);
+  // Dahal et al.'s models (saimandahal/HpT at 8b22b28,
+  // model/*/hybrid_model.py) concatenate the input embedding with the
+  // encoder's output before the dimension reduction: a skip around the
+  // layers. Without it the 12-layer weather model collapsed to each
+  // station's mean within one epoch (docs/results/2026-12-01-weather-preset-one-epoch.md).
+  c.set_embedding_skip(preset != "tiny");
   return c;
 }
 
@@ -37,6 +43,10 @@ absl::StatusOr<ModelConfig> PresetModelConfig(const std::string& preset) {
   return absl::InvalidArgumentError(
       absl::StrCat("model.preset '", preset, "' is unknown; choose one of ",
                    absl::StrJoin(PresetNames(), ", ")));
+}
+
+int64_t HeadInputFeatures(const ModelConfig& c) {
+  return int64_t(c.d_model()) * (c.embedding_skip() ? 2 : 1);
 }
 
 absl::Status ValidateModelConfig(const ModelConfig& c) {

@@ -16,10 +16,16 @@ namespace hpt {
 
 // The paper's four applications (12 layers, d_model 512; 16 heads and
 // FF x4 for swe and weather, 8 heads for covid and wind, FF x2 for wind)
-// and "tiny" for tests and the demo. input/output_features are left 0:
+// and "tiny" for tests and the demo. The four feed the input embedding
+// beside the encoder's output into the dimension reduction, as the
+// paper's models do; tiny does not. input/output_features are left 0:
 // they come from the data.
 absl::StatusOr<ModelConfig> PresetModelConfig(const std::string& preset);
 std::vector<std::string> PresetNames();
+
+// The width the dimension reduction reads: the last layer's d_model, and
+// with embedding_skip the input embedding's d_model beside it.
+int64_t HeadInputFeatures(const ModelConfig& config);
 
 // Checks every field; messages name the field ("model.num_heads") and value.
 absl::Status ValidateModelConfig(const ModelConfig& config);

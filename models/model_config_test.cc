@@ -18,7 +18,12 @@ TEST(ModelConfigTest, PaperPresetsMatchTable) {
     EXPECT_EQ(c->d_model(), 512) << row.name;
     EXPECT_EQ(c->num_heads(), row.heads) << row.name;
     EXPECT_EQ(c->ff_multiplier(), row.ff) << row.name;
+    EXPECT_TRUE(c->embedding_skip()) << row.name;
+    EXPECT_EQ(HeadInputFeatures(*c), 2 * 512) << row.name;
   }
+  // The small demo model reads its last layer alone.
+  EXPECT_FALSE(PresetModelConfig("tiny")->embedding_skip());
+  EXPECT_EQ(HeadInputFeatures(*PresetModelConfig("tiny")), 32);
 }
 
 TEST(ModelConfigTest, UnknownPresetListsChoices) {

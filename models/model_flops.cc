@@ -1,5 +1,7 @@
 #include "models/model_flops.h"
 
+#include "models/model_config.h"
+
 namespace hpt {
 
 int64_t ParameterCount(const ModelConfig& c, bool encoder_only) {
@@ -7,7 +9,7 @@ int64_t ParameterCount(const ModelConfig& c, bool encoder_only) {
   int64_t n = (c.input_features() * d + d) + (d * d + d);  // embedding MLP
   n += c.num_layers() * (4 * (d * d + d) + (d * ff + ff) + (ff * d + d) + 4 * d);
   if (!encoder_only) {
-    n += (d * c.reduction_dim() + c.reduction_dim()) +
+    n += (HeadInputFeatures(c) * c.reduction_dim() + c.reduction_dim()) +
          (c.reduction_dim() * c.output_features() + c.output_features());
   }
   return n;
@@ -25,8 +27,9 @@ ModelWork ForwardWork(const ModelConfig& c, int64_t batch, int64_t tokens,
                            + 2 * 2 * b * t * t * d;              // scores, context
   w.flops += c.num_layers() * per_layer;
   if (!encoder_only) {
-    w.flops += 2 * rows * (d * c.reduction_dim() +
-                           double(c.reduction_dim()) * c.output_features());
+    w.flops += 2 * rows *
+               (double(HeadInputFeatures(c)) * c.reduction_dim() +
+                double(c.reduction_dim()) * c.output_features());
   }
   // Traffic: every parameter read once, plus each layer's activations
   // written and read about ten times (projections, attention, FF, norms),

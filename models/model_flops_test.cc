@@ -10,9 +10,12 @@ TEST(ModelFlopsTest, WindPresetCountsMatchTheModule) {
   ModelConfig c = *PresetModelConfig("wind");
   c.set_input_features(12);
   c.set_output_features(1);
-  // The LibTorch module has 25,634,305 parameters (st_transformer_test).
-  EXPECT_EQ(ParameterCount(c, false), 25634305);
-  EXPECT_EQ(ParameterCount(c, true), 25634305 - 131328 - 257);
+  // The LibTorch module has 25,765,377 parameters (st_transformer_test),
+  // 131,072 of them the reduction's columns that read the embedding.
+  EXPECT_EQ(ParameterCount(c, false), 25765377);
+  EXPECT_EQ(ParameterCount(c, true), 25765377 - 131328 - 131072 - 257);
+  c.set_embedding_skip(false);
+  EXPECT_EQ(ParameterCount(c, false), 25765377 - 131072);
 }
 
 TEST(ModelFlopsTest, ForwardFlopsByHand) {
@@ -25,6 +28,9 @@ TEST(ModelFlopsTest, ForwardFlopsByHand) {
   ModelWork w = ForwardWork(c, 2, 3, false);
   EXPECT_DOUBLE_EQ(w.flops, 13824 + 2 * 100608 + 6336);
   EXPECT_DOUBLE_EQ(ForwardWork(c, 2, 3, true).flops, 13824 + 2 * 100608);
+  // The reduction reading 64 columns: 2*6*(64*16 + 16) = 12480.
+  c.set_embedding_skip(true);
+  EXPECT_DOUBLE_EQ(ForwardWork(c, 2, 3, false).flops, 13824 + 2 * 100608 + 12480);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "devices/cpu_kernels.h"
+#include "models/model_config.h"
 
 namespace hpt {
 
@@ -174,7 +175,7 @@ SpatioTemporalTransformerImpl::SpatioTemporalTransformerImpl(
   }
   reduction = register_module(
       "reduction",
-      torch::nn::Sequential(torch::nn::Linear(d, config.reduction_dim()),
+      torch::nn::Sequential(torch::nn::Linear(HeadInputFeatures(config), config.reduction_dim()),
                             torch::nn::ReLU()));
   head = register_module(
       "head",
@@ -186,12 +187,14 @@ MultiHeadSelfAttention& SpatioTemporalTransformerImpl::Attention(int64_t layer) 
 }
 
 torch::Tensor SpatioTemporalTransformerImpl::Encode(const torch::Tensor& x) {
-  torch::Tensor h = embedding->forward(x);
-  if (!encoding_.defined() || encoding_.size(0) != x.size(1) || encoding_.device() != h.device()) {
-    encoding_ = TokenEncoding(x.size(1), config_.d_model()).to(h.device());
+  const torch::Tensor embedded = embedding->forward(x);
+  if (!encoding_.defined() || encoding_.size(0) != x.size(1) ||
+      encoding_.device() != embedded.device()) {
+    encoding_ = TokenEncoding(x.size(1), config_.d_model()).to(embedded.device());
   }
-  h = h + encoding_;
+  torch::Tensor h = embedded + encoding_;
   for (const auto& layer : *layers) h = layer->as<EncoderLayer>()->forward(h);
+  if (config_.embedding_skip()) return torch::cat({h, embedded}, -1);
   return h;
 }
 

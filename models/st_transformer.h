@@ -1,7 +1,8 @@
 // The spatio-temporal encoder transformer in LibTorch (docs/method.md, "The model"):
 // input MLP embedding -> sinusoidal token encoding -> L post-norm encoder
 // layers (multi-head self-attention with named q/k/v/o projections,
-// feed-forward, LayerNorm, dropout) -> dimension-reduction MLP -> per-token
+// feed-forward, LayerNorm, dropout) -> dimension-reduction MLP (reading the
+// input embedding beside the last layer under embedding_skip) -> per-token
 // regression head. Attention runs across all tokens of a sample.
 //
 // Input [batch, tokens, input_features]; output [batch, tokens,
@@ -96,7 +97,9 @@ class SpatioTemporalTransformerImpl : public torch::nn::Module {
  public:
   explicit SpatioTemporalTransformerImpl(const ModelConfig& config);
   torch::Tensor forward(const torch::Tensor& x);  // Head(Encode(x))
-  // Embedding, token encoding and encoder layers: [batch, tokens, d_model].
+  // Embedding, token encoding and encoder layers: [batch, tokens,
+  // HeadInputFeatures], the last layer's output and, under
+  // embedding_skip, the embedding (before the token encoding) beside it.
   torch::Tensor Encode(const torch::Tensor& x);
   // Dimension-reduction MLP and regression layer ("reduction.0", "head").
   torch::Tensor Head(const torch::Tensor& h);

@@ -87,8 +87,32 @@ TEST(SpatioTemporalTransformerTest, WindPresetParameterCount) {
   // Per layer: 4 (512x512 + 512) + (512x1024 + 1024) + (1024x512 + 512)
   // + 2 LayerNorms (2 x 1024) = 2,102,784; x 12 = 25,233,408.
   // Embedding 12x512+512 + 512x512+512 = 269,312; reduction 512x256+256 =
-  // 131,328; head 256+1 = 257.
-  EXPECT_EQ(n, 25233408 + 269312 + 131328 + 257);
+  // 131,328 + 131,072 for the 512 columns that read the embedding beside
+  // the last layer (1024 x 256 in all); head 256+1 = 257.
+  EXPECT_EQ(n, 25233408 + 269312 + 131328 + 131072 + 257);
+  EXPECT_EQ(model->reduction->named_parameters()["0.weight"].sizes(),
+            torch::IntArrayRef({256, 1024}));
+}
+
+// Under embedding_skip the reduction reads [last layer, embedding]: its
+// second half of columns sees the embedding alone, so with the layers'
+// part of the weight zeroed the prediction no longer depends on them.
+TEST(SpatioTemporalTransformerTest, TheSkipFeedsTheEmbeddingToTheReduction) {
+  ModelConfig c = TinyConfig();
+  c.set_embedding_skip(true);
+  torch::manual_seed(4);
+  SpatioTemporalTransformer model(c);
+  model->eval();
+  const torch::Tensor x = torch::randn({2, 5, c.input_features()});
+  const torch::Tensor encoded = model->Encode(x);
+  ASSERT_EQ(encoded.size(-1), 2 * c.d_model());
+  EXPECT_TRUE(
+      torch::allclose(encoded.narrow(-1, c.d_model(), c.d_model()), model->embedding->forward(x)));
+  torch::NoGradGuard no_grad;
+  model->reduction->named_parameters()["0.weight"].narrow(1, 0, c.d_model()).zero_();
+  const torch::Tensor before = model->forward(x);
+  for (auto& item : model->layers->named_parameters()) item.value().normal_();
+  EXPECT_TRUE(torch::equal(model->forward(x), before));
 }
 
 TEST(TokenEncodingTest, MatchesSinusoidFormula) {

@@ -91,12 +91,12 @@ def forward(self, x: Tensor) -> Tensor:
     return enc
 
 def forward_normalised(self, x: Tensor) -> Tensor:
-    h = self.embedding.forward(x)
-    h = h + self.token_encoding(x.size(1)).to(h.device)
-    h = self.layers.forward(h)
-    return self.head.forward(self.reduction.forward(h))
+    e = self.embedding.forward(x)
+    h = self.layers.forward(e + self.token_encoding(x.size(1)).to(e.device))
+%4$s    return self.head.forward(self.reduction.forward(h))
 )",
-                         d, -std::log(10000.0) / double(d), d / 2) +
+                         d, -std::log(10000.0) / double(d), d / 2,
+                         c.embedding_skip() ? "    h = torch.cat([h, e], -1)\n" : "") +
          forward;
 }
 

@@ -73,6 +73,23 @@ TEST(TorchModelBytesTest, TorchLoadGivesBackTheSameForward) {
   EXPECT_NE(missing.message().find("'head.bias'"), std::string::npos);
 }
 
+// The paper presets' skip: the script concatenates the embedding beside
+// the last layer as the module does.
+TEST(TorchModelBytesTest, TheScriptKeepsTheEmbeddingSkip) {
+  ModelConfig config = Config();
+  config.set_embedding_skip(true);
+  torch::manual_seed(3);
+  SpatioTemporalTransformer source(config);
+  const absl::StatusOr<std::string> bytes = TorchModelBytes(config, ParamsOf(*source), DataUnits());
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  std::istringstream script_file(*bytes);
+  torch::jit::Module script = torch::jit::load(script_file);
+  source->eval();
+  const torch::Tensor x = torch::randn({2, 3, 4});
+  EXPECT_TRUE(torch::allclose(script.forward({x}).toTensor(), source->forward(x), 1e-6, 1e-6));
+  EXPECT_EQ(source->named_parameters()["reduction.0.weight"].size(1), 16);
+}
+
 // With the job's data units the module takes raw values and gives raw
 // forecasts: each station z-scored on the way in, undone on the way out;
 // forward_normalised is the model itself.

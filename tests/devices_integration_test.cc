@@ -178,7 +178,7 @@ TEST_F(DevicesTest, LinearForwardAndBackwardMatchLibTorch) {
   EXPECT_GT(r.forward_cost.energy_j(), 0);
 }
 
-Job RunJob(int port, DeviceKind::Name head_device) {
+Job RunJob(int port, DeviceKind::Name head_device, const ModelSpec& model = ModelSpec()) {
   auto stub = JobService::NewStub(MakeChannel(absl::StrCat("127.0.0.1:", port), TlsCredentials()));
   SubmitJobRequest submit;
   submit.mutable_spec()->set_name("head-" + KindName(head_device));
@@ -186,6 +186,7 @@ Job RunJob(int port, DeviceKind::Name head_device) {
   submit.mutable_spec()->mutable_data()->mutable_synthetic()->set_stations(8);
   submit.mutable_spec()->mutable_data()->mutable_synthetic()->set_time_steps(160);
   submit.mutable_spec()->mutable_placement()->set_head_device(head_device);
+  *submit.mutable_spec()->mutable_model() = model;
   Job job;
   grpc::ClientContext submit_context;
   EXPECT_TRUE(stub->SubmitJob(&submit_context, submit, &job).ok());
@@ -219,6 +220,24 @@ TEST_F(DevicesTest, HeadOnReramReportsExactlyOneWritePerCellToTheCoordinator) {
   EXPECT_GT(reram->cost().simulated_s(), 0);
   EXPECT_GT(reram->tasks(), 10);
   ASSERT_NE(CostOf(job, DeviceKind::gpu), nullptr);
+}
+
+// A paper preset's head reads the embedding beside the last layer: the
+// GPU worker hands both on, and the ReRAM head holds the wider reduction.
+TEST_F(DevicesTest, AHeadOnReramReadsTheEmbeddingBesideTheLastLayer) {
+  ModelSpec model;
+  model.set_preset("weather");
+  model.set_d_model(16);
+  model.set_num_layers(1);
+  model.set_num_heads(2);
+  Job job = RunJob(coordinator_port_, DeviceKind::reram, model);
+  ASSERT_EQ(job.state(), SUCCEEDED) << job.error();
+  const DeviceCost* reram = CostOf(job, DeviceKind::reram);
+  ASSERT_NE(reram, nullptr);
+  // Reduction 8 x (16 + 16) and regression 1 x 8, each weight in 4 cells.
+  EXPECT_DOUBLE_EQ(reram->cost().counters().at("cell_writes"), (8 * 32 + 8) * 4.0);
+  ASSERT_EQ(job.epoch_losses_size(), 2);
+  EXPECT_TRUE(std::isfinite(job.epoch_losses(1)));
 }
 
 TEST_F(DevicesTest, HeadOnSystolicTrainsAndReportsArrayCosts) {

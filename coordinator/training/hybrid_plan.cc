@@ -9,6 +9,7 @@
 #include "common/device_kind.h"
 #include "common/status_macros.h"
 #include "common/tensor_codec.h"
+#include "models/model_config.h"
 
 namespace hpt {
 namespace {
@@ -194,7 +195,8 @@ absl::Status ListLayer(int i, const ModelConfig& model, const LoraConfig& lora,
 }
 
 // The whole model as ops: the embedding (Linear, ReLU, Linear) and token
-// encoding, the layers, then the dimension reduction (Linear, ReLU) and
+// encoding, the layers, then the dimension reduction (Linear, ReLU; under
+// embedding_skip it reads the embedding beside the last layer) and
 // regression head on the last layer's worker.
 absl::Status ListModel(const ModelConfig& model, const LoraConfig& lora,
                        const std::map<std::string, int>& ranks, const HybridPlan& plan,
@@ -210,8 +212,12 @@ absl::Status ListModel(const ModelConfig& model, const LoraConfig& lora,
     RETURN_IF_ERROR(ListLayer(i, model, lora, ranks, list));
   }
   const int last = std::max(model.num_layers() - 1, 0);
-  const std::string top = absl::StrCat("h", model.num_layers());
-  list->Linear("reduction.0", top, "red", list->Saved("reduction"), last, d,
+  std::string top = absl::StrCat("h", model.num_layers());
+  if (model.embedding_skip()) {
+    list->Systolic(last, SegmentOp::CONCAT, {top, "emb.2"}, "skip");
+    top = "skip";
+  }
+  list->Linear("reduction.0", top, "red", list->Saved("reduction"), last, HeadInputFeatures(model),
                model.reduction_dim());
   list->Systolic(last, SegmentOp::RELU, {"red"}, "red.relu");
   list->Linear("head", "red.relu", plan.prediction, list->Saved("head"), last,

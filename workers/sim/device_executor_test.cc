@@ -451,6 +451,60 @@ TEST(DeviceExecutorTest, TrainableReramPaysWritesOnEveryUpdate) {
   EXPECT_DOUBLE_EQ(updated->cost().counters().at("max_cell_writes"), 2);
 }
 
+// CONCAT puts its inputs side by side along the last dimension, and its
+// backward hands each input its own columns of the gradient (added to
+// what the input's other reader, here an ADD, gives it).
+TEST(SegmentGraphTest, ConcatSplitsItsGradientByColumns) {
+  SegmentSpec spec;
+  spec.set_name("skip");
+  spec.add_inputs("a");
+  spec.add_inputs("b");
+  spec.add_outputs("y");
+  SegmentOp* twice = spec.add_ops();
+  twice->set_type(SegmentOp::ADD);
+  twice->add_inputs("b");
+  twice->add_inputs("b");
+  twice->set_output("b2");
+  SegmentOp* cat = spec.add_ops();
+  cat->set_type(SegmentOp::CONCAT);
+  cat->add_inputs("a");
+  cat->add_inputs("b");
+  cat->add_inputs("b2");
+  cat->set_output("y");
+  DeviceNode node;
+  CostBuilder cost(node);
+  std::map<std::string, HostTensor> no_params;
+  auto graph = SegmentGraph::Create(node, spec, no_params, &cost);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const HostTensor a = Random({2, 3, 2}, 21, 1.0f), b = Random({2, 3, 1}, 22, 1.0f);
+  SegmentGraph::Saved saved;
+  auto y = (*graph)->Forward({{"a", a}, {"b", b}}, 1, &cost, &saved);
+  ASSERT_TRUE(y.ok()) << y.status();
+  const HostTensor& out = y->at("y");
+  ASSERT_EQ(out.shape, (std::vector<int64_t>{2, 3, 4}));
+  for (int64_t r = 0; r < 6; ++r) {
+    EXPECT_EQ(out.data[4 * r], a.data[2 * r]);
+    EXPECT_EQ(out.data[4 * r + 1], a.data[2 * r + 1]);
+    EXPECT_EQ(out.data[4 * r + 2], b.data[r]);
+    EXPECT_EQ(out.data[4 * r + 3], 2 * b.data[r]);
+  }
+  HostTensor g({2, 3, 4});
+  for (size_t e = 0; e < g.data.size(); ++e) g.data[e] = float(e);
+  auto grads = (*graph)->Backward(saved, {{"y", g}}, &cost);
+  ASSERT_TRUE(grads.ok()) << grads.status();
+  for (int64_t r = 0; r < 6; ++r) {
+    EXPECT_EQ(grads->at("a").data[2 * r], float(4 * r));
+    EXPECT_EQ(grads->at("a").data[2 * r + 1], float(4 * r + 1));
+    // Its own column, and twice the column of b + b.
+    EXPECT_EQ(grads->at("b").data[r], float(4 * r + 2) + 2 * float(4 * r + 3));
+  }
+  auto mismatched =
+      (*graph)->Forward({{"a", a}, {"b", Random({3, 2, 1}, 23, 1.0f)}}, 1, &cost, nullptr);
+  EXPECT_EQ(mismatched.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(mismatched.status().message()),
+              HasSubstr("concatenating 'b' [3, 2, 1] beside 'a' [2, 3, 2]"));
+}
+
 TEST(DeviceExecutorTest, BadInputsAreNamed) {
   auto e = *DeviceExecutor::Create({});
   Net n;

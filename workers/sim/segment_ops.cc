@@ -14,6 +14,8 @@ const SegmentOpKernel* FindSegmentOp(SegmentOp::Type type) {
     case SegmentOp::RELU: return &kReluOp;
     case SegmentOp::DROPOUT: return &kDropoutOp;
     case SegmentOp::LAYER_NORM: return &kLayerNormOp;
+    case SegmentOp::CONCAT:
+      return &kConcatOp;
     default: return nullptr;
   }
 }

@@ -4,7 +4,8 @@
 // (device_node.h); element-wise rows run devices/cpu_kernels.h.
 //
 //   segment_ops_linear.cc       LINEAR (crossbars on a ReRAM node), LORA
-//   segment_ops_elementwise.cc  ADD, ADD_CONST, RELU, DROPOUT, LAYER_NORM
+//   segment_ops_elementwise.cc  ADD, ADD_CONST, RELU, DROPOUT, LAYER_NORM,
+//                               CONCAT
 //   segment_ops_attention.cc    ATTENTION (score and context products)
 //
 // Internal to segment_graph.
@@ -101,7 +102,7 @@ const SegmentOpKernel* FindSegmentOp(SegmentOp::Type type);
 
 // The table's entries (one per file above).
 extern const SegmentOpKernel kLinearOp, kLoraOp, kAttentionOp, kAddOp, kAddConstOp, kReluOp,
-    kDropoutOp, kLayerNormOp;
+    kDropoutOp, kLayerNormOp, kConcatOp;
 
 // Helpers the entries share.
 int64_t Cols(const HostTensor& t);  // the last dimension

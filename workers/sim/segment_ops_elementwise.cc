@@ -1,7 +1,9 @@
 // The element-wise segment ops (segment_ops.h): ADD, ADD_CONST, RELU,
-// DROPOUT and LAYER_NORM, on the node's vector unit. Each result starts
+// DROPOUT, LAYER_NORM and CONCAT, on the node's vector unit. Each result starts
 // as its first input (that buffer itself in an inference forward when no
 // later op reads it).
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "devices/cpu_kernels.h"
@@ -35,6 +37,56 @@ absl::StatusOr<HostTensor> ForwardAdd(OpForward& f) {
 absl::Status BackwardAdd(OpBackward& b) {
   for (int j = 1; j < b.op.inputs_size(); ++j) b.accumulate(b.op.inputs(j), b.g);
   b.accumulate(b.op.inputs(0), std::move(b.g));
+  return absl::OkStatus();
+}
+
+// Inputs side by side along the last dimension; each must agree with the
+// first in every other dimension.
+absl::StatusOr<HostTensor> ForwardConcat(OpForward& f) {
+  const SegmentOp& op = f.op;
+  std::vector<const HostTensor*> parts;
+  int64_t cols = 0;
+  for (int j = 0; j < op.inputs_size(); ++j) {
+    const HostTensor& part = j == 0 ? f.x : f.values.at(op.inputs(j));
+    if (part.shape.size() != f.x.shape.size() ||
+        !std::equal(part.shape.begin(), part.shape.end() - 1, f.x.shape.begin())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          f.where, "concatenating '", op.inputs(j), "' ", part.ShapeString(), " beside '",
+          op.inputs(0), "' ", f.x.ShapeString(), ": all but the last dimension must agree"));
+    }
+    parts.push_back(&part);
+    cols += Cols(part);
+  }
+  HostTensor y = WithLastDim(f.x, cols);
+  const int64_t rows = Rows(f.x);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* out = y.data.data() + r * cols;
+    for (const HostTensor* part : parts) {
+      const int64_t c = Cols(*part);
+      std::copy_n(part->data.data() + r * c, c, out);
+      out += c;
+    }
+  }
+  // A copy: one vector-unit pass over the result.
+  f.cost->Elementwise(double(y.data.size()));
+  return y;
+}
+
+// Each input gets its columns of the gradient.
+absl::Status BackwardConcat(OpBackward& b) {
+  const int64_t cols = Cols(b.g), rows = Rows(b.g);
+  int64_t first = 0;
+  for (int j = 0; j < b.op.inputs_size(); ++j) {
+    const HostTensor& part = b.values.at(b.op.inputs(j));
+    const int64_t c = Cols(part);
+    HostTensor g(part.shape);
+    for (int64_t r = 0; r < rows; ++r) {
+      std::copy_n(b.g.data.data() + r * cols + first, c, g.data.data() + r * c);
+    }
+    first += c;
+    b.accumulate(b.op.inputs(j), std::move(g));
+  }
+  b.cost->Elementwise(double(b.g.data.size()));
   return absl::OkStatus();
 }
 
@@ -208,5 +260,6 @@ const SegmentOpKernel kAddConstOp = {LoadAddConst, ForwardAddConst, BackwardIden
 const SegmentOpKernel kReluOp = {NoLoad, ForwardRelu, BackwardRelu};
 const SegmentOpKernel kDropoutOp = {LoadDropout, ForwardDropout, BackwardDropout};
 const SegmentOpKernel kLayerNormOp = {LoadLayerNorm, ForwardLayerNorm, BackwardLayerNorm};
+const SegmentOpKernel kConcatOp = {NoLoad, ForwardConcat, BackwardConcat};
 
 }  // namespace hpt
