@@ -25,6 +25,9 @@ ABSL_FLAG(std::string, preset, "", "submit: model preset (tiny, swe, weather, co
 ABSL_FLAG(int, d_model, 0, "submit: the model's width (0: the preset's).");
 ABSL_FLAG(int, num_layers, 0, "submit: encoder layers (0: the preset's).");
 ABSL_FLAG(int, heads, 0, "submit: attention heads, dividing d_model (0: the preset's).");
+ABSL_FLAG(std::string, embedding_skip, "",
+          "submit: on or off: whether the dimension reduction reads the input embedding "
+          "beside the last layer (empty: the preset's; on for swe, weather, covid and wind).");
 ABSL_FLAG(int, epochs, 0, "submit: epochs (0: spec or default 3).");
 ABSL_FLAG(int, batch_size, 0, "submit: batch size (0: spec or default 16).");
 ABSL_FLAG(double, lr, 0,
@@ -145,7 +148,8 @@ bool AnyJobFlag() {
          absl::GetFlag(FLAGS_plateau_z) || !absl::GetFlag(FLAGS_trial_test).empty() ||
          absl::GetFlag(FLAGS_trial_margin) || !absl::GetFlag(FLAGS_precision).empty() ||
          !absl::GetFlag(FLAGS_launch).empty() || !absl::GetFlag(FLAGS_select).empty() ||
-         absl::GetFlag(FLAGS_validation_share) != 0 || absl::GetFlag(FLAGS_probe_steps);
+         absl::GetFlag(FLAGS_validation_share) != 0 || absl::GetFlag(FLAGS_probe_steps) ||
+         !absl::GetFlag(FLAGS_embedding_skip).empty();
 }
 
 // --`flag`'s `value` as a value of the enum E (its names as a text spec
@@ -331,6 +335,9 @@ absl::StatusOr<SubmitJobRequest> BuildSubmit() {
   spec.mutable_model()->set_d_model(absl::GetFlag(FLAGS_d_model));
   spec.mutable_model()->set_num_layers(absl::GetFlag(FLAGS_num_layers));
   spec.mutable_model()->set_num_heads(absl::GetFlag(FLAGS_heads));
+  EmbeddingSkip::Mode skip = EmbeddingSkip::EMBEDDING_SKIP_UNSPECIFIED;
+  RETURN_IF_ERROR(EnumFlag("embedding_skip", absl::GetFlag(FLAGS_embedding_skip), &skip));
+  spec.mutable_model()->set_embedding_skip(skip);
   if (absl::Status st = TrainingFromFlags(*spec.mutable_training()); !st.ok()) return st;
   spec.mutable_placement()->set_gpu_workers(absl::GetFlag(FLAGS_gpu_workers));
   DeviceKind::Name head_device = DeviceKind::DEVICE_KIND_UNSPECIFIED;

@@ -20,6 +20,7 @@ ABSL_DECLARE_FLAG(std::string, mode);
 ABSL_DECLARE_FLAG(std::string, trial_test);
 ABSL_DECLARE_FLAG(std::string, precision);
 ABSL_DECLARE_FLAG(std::string, csv);
+ABSL_DECLARE_FLAG(std::string, embedding_skip);
 // hptctl_main.cc defines it; submit reads it.
 ABSL_FLAG(std::string, target, "", "the coordinator (unused here)");
 
@@ -121,6 +122,21 @@ TEST(SubmitFlagsTest, PrecisionIsTheSpecsEnum) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(), "--precision 'fp16' is not fp32 or bf16");
   absl::SetFlag(&FLAGS_precision, "");
+}
+
+TEST(SubmitFlagsTest, EmbeddingSkipIsTheSpecsEnum) {
+  absl::StatusOr<SubmitJobRequest> unset = BuildSubmit();
+  ASSERT_TRUE(unset.ok()) << unset.status();
+  EXPECT_EQ(unset->spec().model().embedding_skip(), EmbeddingSkip::EMBEDDING_SKIP_UNSPECIFIED);
+  absl::SetFlag(&FLAGS_embedding_skip, "off");
+  absl::StatusOr<SubmitJobRequest> off = BuildSubmit();
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_EQ(off->spec().model().embedding_skip(), EmbeddingSkip::off);
+  absl::SetFlag(&FLAGS_embedding_skip, "false");
+  absl::StatusOr<SubmitJobRequest> bad = BuildSubmit();
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "--embedding_skip 'false' is not on or off");
+  absl::SetFlag(&FLAGS_embedding_skip, "");
 }
 
 }  // namespace

@@ -446,6 +446,9 @@ absl::StatusOr<ModelConfig> ResolveModelConfig(const ModelSpec& spec,
   if (spec.num_heads() > 0) config->set_num_heads(spec.num_heads());
   if (spec.ff_multiplier() > 0) config->set_ff_multiplier(spec.ff_multiplier());
   if (spec.dropout_set()) config->set_dropout(spec.dropout());
+  if (spec.embedding_skip() != EmbeddingSkip::EMBEDDING_SKIP_UNSPECIFIED) {
+    config->set_embedding_skip(spec.embedding_skip() == EmbeddingSkip::on);
+  }
   config->set_input_features(static_cast<int32_t>(input_features));
   config->set_output_features(static_cast<int32_t>(output_features));
   if (absl::Status s = ValidateModelConfig(*config); !s.ok()) return s;

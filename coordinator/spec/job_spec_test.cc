@@ -423,6 +423,17 @@ TEST(JobSpecTest, ModelOverridesApply) {
   EXPECT_EQ(c->reduction_dim(), 32);
   EXPECT_EQ(c->num_heads(), 8);
   EXPECT_EQ(c->dropout(), 0.0);
+  EXPECT_TRUE(c->embedding_skip());  // the wind preset's
+  m.set_embedding_skip(EmbeddingSkip::off);
+  EXPECT_FALSE(ResolveModelConfig(m, 12, 1)->embedding_skip());
+  ModelSpec tiny;
+  tiny.set_preset("tiny");
+  EXPECT_FALSE(ResolveModelConfig(tiny, 12, 1)->embedding_skip());
+  tiny.set_embedding_skip(EmbeddingSkip::on);
+  EXPECT_TRUE(ResolveModelConfig(tiny, 12, 1)->embedding_skip());
+  auto text = ParseJobSpecText("model { preset: \"weather\" embedding_skip: off }");
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_FALSE(ResolveModelConfig(text->model(), 12, 1)->embedding_skip());
   m.set_num_heads(5);
   EXPECT_EQ(ResolveModelConfig(m, 12, 1).status().message(),
             "model.d_model (64) must be divisible by model.num_heads (5)");
