@@ -51,6 +51,17 @@ std::string TestLine(const std::string& name, const TestTally& t, int checks,
                              : "");
 }
 
+// A trial begun and not ended: the count of ended trials is not the
+// whole story.
+void SayOpenTrial(const PhaseEvent* trial, bool finished, std::vector<std::string>* out) {
+  if (trial == nullptr) return;
+  out->push_back(finished
+                     ? absl::StrFormat("  the trial begun at step %d had not ended when the "
+                                       "run did (more epochs let it end)",
+                                       trial->iteration())
+                     : absl::StrFormat("  a trial is running since step %d", trial->iteration()));
+}
+
 }  // namespace
 
 std::vector<std::string> ClosestApproach(const Job& job) {
@@ -65,8 +76,11 @@ std::vector<std::string> ClosestApproach(const Job& job) {
   TestTally loss, weights;
   int checks = 0, both = 0, rising = 0, trials = 0, significant = 0, lora_lower = 0;
   TestTally margin;  // trials ended by the margin test
+  const PhaseEvent* open_trial = nullptr;  // begun, not yet ended
   for (const PhaseEvent& e : h.events()) {
+    if (e.kind() == PhaseEvent::TRIAL_START) open_trial = &e;
     if (e.kind() == PhaseEvent::TRIAL_END) {
+      open_trial = nullptr;
       ++trials;
       if (e.significant()) ++significant;
       if (e.significant() && e.mean_lora() < e.mean_full()) ++lora_lower;
@@ -124,6 +138,7 @@ std::vector<std::string> ClosestApproach(const Job& job) {
     out.push_back(absl::StrFormat("  closest trial at step %d: %.3g of its bound (%s)",
                                   margin.closest->iteration(), margin.margin,
                                   margin.closest->trial_detail()));
+    SayOpenTrial(open_trial, finished, &out);
     return out;
   }
   absl::StrAppend(&passed, absl::StrFormat("; %d trials, %d of them with LoRA's loss "
@@ -131,6 +146,7 @@ std::vector<std::string> ClosestApproach(const Job& job) {
   // The paper's two-sided t-test also rejects a LoRA copy that learns faster.
   if (significant > 0) absl::StrAppend(&passed, absl::StrFormat(" (%d lower)", lora_lower));
   out.push_back(passed);
+  SayOpenTrial(open_trial, finished, &out);
   return out;
 }
 

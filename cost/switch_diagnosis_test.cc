@@ -97,6 +97,30 @@ TEST(SwitchDiagnosisTest, CountsTrialsAndWhichWayLoraDiffered) {
                       "significantly different (1 lower)");
 }
 
+// A trial begun at the last check may still run when the run ends: the
+// count of ended trials is then not the whole story.
+TEST(SwitchDiagnosisTest, ATrialStillRunningAtTheEndIsSaid) {
+  Job job = NeverSwitched();
+  PhaseEvent& start = *job.mutable_hpt()->add_events();
+  start.set_kind(PhaseEvent::TRIAL_START);
+  start.set_iteration(5999);
+  std::vector<std::string> lines = ClosestApproach(job);
+  ASSERT_EQ(lines.size(), 5u);
+  EXPECT_EQ(lines[3],
+            "  both passed at 0 checks; 0 trials, 0 of them with LoRA's loss "
+            "significantly different");
+  EXPECT_EQ(lines[4],
+            "  the trial begun at step 5999 had not ended when the run did (more epochs let it "
+            "end)");
+  job.set_state(RUNNING);
+  lines = ClosestApproach(job);
+  ASSERT_EQ(lines.size(), 5u);
+  EXPECT_EQ(lines[4], "  a trial is running since step 5999");
+  PhaseEvent& end = *job.mutable_hpt()->add_events();
+  end.set_kind(PhaseEvent::TRIAL_END);
+  EXPECT_EQ(ClosestApproach(job).size(), 4u);
+}
+
 TEST(SwitchDiagnosisTest, MarginTrialsSayTheClosestBound) {
   Job job = NeverSwitched();
   HptStatus& h = *job.mutable_hpt();
