@@ -6,8 +6,8 @@
 namespace hpt {
 namespace {
 
-ModelConfig Make(const std::string& preset, int d_model, int layers, int heads,
-                 int ff, double dropout) {
+ModelConfig Make(const std::string& preset, int d_model, int layers, int heads, int ff,
+                 double dropout, bool embedding_skip) {
   ModelConfig c;
   c.set_preset(preset);
   c.set_d_model(d_model);
@@ -16,12 +16,7 @@ ModelConfig Make(const std::string& preset, int d_model, int layers, int heads,
   c.set_ff_multiplier(ff);
   c.set_dropout(dropout);
   c.set_reduction_dim(d_model / 2);
-  // Dahal et al.'s models (saimandahal/HpT at 8b22b28,
-  // model/*/hybrid_model.py) concatenate the input embedding with the
-  // encoder's output before the dimension reduction: a skip around the
-  // layers. Without it the 12-layer weather model collapsed to each
-  // station's mean within one epoch (docs/results/2026-12-01-weather-preset-one-epoch.md).
-  c.set_embedding_skip(preset != "tiny");
+  c.set_embedding_skip(embedding_skip);
   return c;
 }
 
@@ -33,13 +28,18 @@ std::vector<std::string> PresetNames() {
 
 absl::StatusOr<ModelConfig> PresetModelConfig(const std::string& preset) {
   // Dahal et al., TPDS 2025, Table 2 / Sec. 5.1: 12 encoder layers with
-  // d_model 512 for all four applications; dropout 0.1.
+  // d_model 512 for all four applications; dropout 0.1. Their models
+  // (saimandahal/HpT at 8b22b28, model/*/hybrid_model.py) concatenate the
+  // input embedding with the encoder's output before the dimension
+  // reduction, a skip around the layers: without it the 12-layer weather
+  // model collapsed to each station's mean within one epoch
+  // (docs/results/2026-12-01-weather-preset-one-epoch.md). tiny is ours.
   if (preset == "swe" || preset == "weather") {
-    return Make(preset, 512, 12, 16, 4, 0.1);
+    return Make(preset, 512, 12, 16, 4, 0.1, /*embedding_skip=*/true);
   }
-  if (preset == "covid") return Make(preset, 512, 12, 8, 4, 0.1);
-  if (preset == "wind") return Make(preset, 512, 12, 8, 2, 0.1);
-  if (preset == "tiny") return Make(preset, 32, 2, 4, 2, 0.0);
+  if (preset == "covid") return Make(preset, 512, 12, 8, 4, 0.1, /*embedding_skip=*/true);
+  if (preset == "wind") return Make(preset, 512, 12, 8, 2, 0.1, /*embedding_skip=*/true);
+  if (preset == "tiny") return Make(preset, 32, 2, 4, 2, 0.0, /*embedding_skip=*/false);
   return absl::InvalidArgumentError(
       absl::StrCat("model.preset '", preset, "' is unknown; choose one of ",
                    absl::StrJoin(PresetNames(), ", ")));
