@@ -51,17 +51,6 @@ std::string TestLine(const std::string& name, const TestTally& t, int checks,
                              : "");
 }
 
-// A trial begun and not ended: the count of ended trials is not the
-// whole story.
-void SayOpenTrial(const PhaseEvent* trial, bool finished, std::vector<std::string>* out) {
-  if (trial == nullptr) return;
-  out->push_back(finished
-                     ? absl::StrFormat("  the trial begun at step %d had not ended when the "
-                                       "run did (more epochs let it end)",
-                                       trial->iteration())
-                     : absl::StrFormat("  a trial is running since step %d", trial->iteration()));
-}
-
 }  // namespace
 
 std::vector<std::string> ClosestApproach(const Job& job) {
@@ -138,15 +127,23 @@ std::vector<std::string> ClosestApproach(const Job& job) {
     out.push_back(absl::StrFormat("  closest trial at step %d: %.3g of its bound (%s)",
                                   margin.closest->iteration(), margin.margin,
                                   margin.closest->trial_detail()));
-    SayOpenTrial(open_trial, finished, &out);
-    return out;
+  } else {
+    absl::StrAppend(&passed, absl::StrFormat("; %d trials, %d of them with LoRA's loss "
+                                             "significantly different",
+                                             trials, significant));
+    // The paper's two-sided t-test also rejects a LoRA copy that learns faster.
+    if (significant > 0) absl::StrAppend(&passed, absl::StrFormat(" (%d lower)", lora_lower));
+    out.push_back(passed);
   }
-  absl::StrAppend(&passed, absl::StrFormat("; %d trials, %d of them with LoRA's loss "
-                                           "significantly different", trials, significant));
-  // The paper's two-sided t-test also rejects a LoRA copy that learns faster.
-  if (significant > 0) absl::StrAppend(&passed, absl::StrFormat(" (%d lower)", lora_lower));
-  out.push_back(passed);
-  SayOpenTrial(open_trial, finished, &out);
+  // A trial begun and not ended: the count of ended trials is not the
+  // whole story.
+  if (open_trial != nullptr) {
+    out.push_back(
+        finished ? absl::StrFormat("  the trial begun at step %d had not ended when the "
+                                   "run did (more epochs let it end)",
+                                   open_trial->iteration())
+                 : absl::StrFormat("  a trial is running since step %d", open_trial->iteration()));
+  }
   return out;
 }
 
