@@ -503,6 +503,10 @@ TEST(SegmentGraphTest, ConcatSplitsItsGradientByColumns) {
   EXPECT_EQ(mismatched.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(mismatched.status().message()),
               HasSubstr("concatenating 'b' [3, 2, 1] beside 'a' [2, 3, 2]"));
+  // Scalars have no last dimension to join along.
+  const HostTensor scalar_in{std::vector<int64_t>{}};
+  auto scalar = (*graph)->Forward({{"a", scalar_in}, {"b", scalar_in}}, 1, &cost, nullptr);
+  EXPECT_EQ(scalar.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(DeviceExecutorTest, BadInputsAreNamed) {

@@ -48,7 +48,7 @@ absl::StatusOr<HostTensor> ForwardConcat(OpForward& f) {
   int64_t cols = 0;
   for (int j = 0; j < op.inputs_size(); ++j) {
     const HostTensor& part = j == 0 ? f.x : f.values.at(op.inputs(j));
-    if (part.shape.size() != f.x.shape.size() ||
+    if (part.shape.empty() || part.shape.size() != f.x.shape.size() ||
         !std::equal(part.shape.begin(), part.shape.end() - 1, f.x.shape.begin())) {
       return absl::InvalidArgumentError(absl::StrCat(
           f.where, "concatenating '", op.inputs(j), "' ", part.ShapeString(), " beside '",
