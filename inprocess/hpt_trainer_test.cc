@@ -16,12 +16,14 @@ namespace {
 
 class HptTrainerTest : public ::testing::TestWithParam<std::string> {
  protected:
-  void Run(const std::string& placement) {
+  void Run(const std::string& placement, int epochs = 8, int batch_size = 16,
+           int max_steps_per_epoch = 0) {
     data_ = SmallSyntheticWindows(6);
     JobSpec spec;
     spec.mutable_model()->set_preset("tiny");
-    spec.mutable_training()->set_epochs(8);
-    spec.mutable_training()->set_batch_size(16);
+    spec.mutable_training()->set_epochs(epochs);
+    spec.mutable_training()->set_batch_size(batch_size);
+    spec.mutable_training()->set_max_steps_per_epoch(max_steps_per_epoch);
     spec.mutable_training()->mutable_optimizer()->set_learning_rate(0.003);
     HptSpec& h = *spec.mutable_hpt();
     h.set_check_window_steps(4);
@@ -132,6 +134,37 @@ TEST_P(HptTrainerTest, SwitchesAndTrainsTheLoraPhaseOnItsPlacement) {
     EXPECT_EQ(c.at("cell_writes"), cells * double(1 + lora_steps));
     EXPECT_EQ(c.at("max_cell_writes"), double(1 + lora_steps));
     EXPECT_GT(c.at("worst_wear"), 0);
+  }
+}
+
+// A run that ends while a trial is still open delivers the full model: the
+// job's phase says "full", not "trial", and nothing switched.
+using HptTrainerEndTest = HptTrainerTest;
+TEST_F(HptTrainerEndTest, ARunEndingMidTrialEndsInTheFullPhase) {
+  // Where the first trial starts, from a run long enough to reach it.
+  Run("paper", /*epochs=*/1, /*batch_size=*/4);
+  ASSERT_TRUE(status_.ok()) << status_;
+  int64_t trial_start = -1;
+  for (const PhaseEvent& e : last_.hpt.events()) {
+    if (e.kind() == PhaseEvent::TRIAL_START) {
+      trial_start = e.iteration();
+      break;
+    }
+  }
+  ASSERT_GE(trial_start, 0) << last_.hpt.DebugString();
+  // The same run cut two steps into that trial (a trial lasts a window of 4).
+  Run("paper", /*epochs=*/1, /*batch_size=*/4, /*max_steps_per_epoch=*/trial_start + 3);
+  ASSERT_TRUE(status_.ok()) << status_;
+  const HptStatus& h = last_.hpt;
+  ASSERT_GE(h.events_size(), 1);
+  const PhaseEvent& last_event = h.events(h.events_size() - 1);
+  ASSERT_EQ(last_event.kind(), PhaseEvent::TRIAL_START) << h.DebugString();
+  ASSERT_EQ(last_event.iteration(), trial_start) << h.DebugString();
+  EXPECT_EQ(last_.progress.step(), trial_start + 3);
+  EXPECT_EQ(h.phase(), "full");
+  EXPECT_EQ(h.switch_step(), -1);
+  for (const auto& [name, t] : trainer_->trained_model().parameters) {
+    EXPECT_EQ(name.find("lora_"), std::string::npos) << name;
   }
 }
 

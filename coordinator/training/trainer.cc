@@ -408,9 +408,16 @@ absl::Status Trainer::CloseEpoch(int epoch, int64_t step, std::string* checkpoin
 }
 
 absl::Status Trainer::Finish() {
-  if (cursor_.trial_active) workers_[0]->Release(gpu_.trial_job()).IgnoreError();
+  // A trial still open when the run ends is dropped: the model delivered is
+  // the full one, so the job's phase says so.
+  const bool trial_open = cursor_.trial_active;
+  if (trial_open) {
+    workers_[0]->Release(gpu_.trial_job()).IgnoreError();
+    cursor_.trial_active = false;
+    state_.hpt.set_phase("full");
+  }
   RETURN_IF_ERROR(CollectTrainedModel());
-  if (ApplySelection()) Report();
+  if (ApplySelection() || trial_open) Report();
   if (spec_.hpt().probe_steps() > 0) {
     // Training is done: the probe's scratch model cannot touch it.
     ledger_.SetProbes(ProbeJobBaselines(*workers_[0], model_, spec_.training().batch_size(),
