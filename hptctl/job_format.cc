@@ -20,6 +20,7 @@
 #include "cost/switch_diagnosis.h"
 #include "cost/text_report.h"
 #include "google/protobuf/util/json_util.h"
+#include "models/model_shape.h"
 
 namespace hpt {
 
@@ -266,6 +267,7 @@ std::string FormatSummary(const Job& job) {
   absl::StrAppendFormat(&out, "  model      %s, %d gpu worker(s)\n",
                         job.spec().model().preset(),
                         job.spec().placement().gpu_workers());
+  if (job.has_model()) absl::StrAppend(&out, "  shape      ", ModelShapeLine(job.model()), "\n");
   absl::StrAppend(&out, DataLines(job.data()));
   if (!job.waiting_for().empty()) {
     absl::StrAppend(&out, "  waiting    for ", job.waiting_for(), "\n");

@@ -187,6 +187,32 @@ TEST(JobFormatTest, SummaryListsLossesAndError) {
   EXPECT_NE(s.find("error      worker 127.0.0.1:1 forward: boom"), std::string::npos);
 }
 
+// status names the model's shape once the data has loaded (the spec's
+// overrides resolved), and says nothing of it before.
+TEST(JobFormatTest, SummaryNamesTheModelsShapeOnceKnown) {
+  Job job;
+  job.set_job_id("job-000003");
+  job.mutable_spec()->mutable_model()->set_preset("wind");
+  EXPECT_EQ(FormatSummary(job).find("shape"), std::string::npos) << FormatSummary(job);
+  ModelConfig* m = job.mutable_model();
+  m->set_preset("wind");
+  m->set_input_features(12);
+  m->set_output_features(1);
+  m->set_d_model(64);
+  m->set_num_layers(2);
+  m->set_num_heads(8);
+  m->set_ff_multiplier(2);
+  m->set_reduction_dim(32);
+  m->set_embedding_skip(true);
+  // Embedding 12x64+64 + 64x64+64 = 4,992; a layer 4x(64x64+64) +
+  // (64x128+128) + (128x64+64) + 4x64 = 33,472, two 66,944; reduction
+  // 128x32+32 + 32+1 = 4,161.
+  EXPECT_NE(FormatSummary(job).find("\n  shape      2 layers, d_model 64, 8 heads, FF x2, "
+                                    "reduction 32, embedding skip; 76,097 parameters\n"),
+            std::string::npos)
+      << FormatSummary(job);
+}
+
 // status tells at a glance the phase and why it switched, the quality
 // beside persistence and what HpT saved; a full job says it has no LoRA
 // phase and no saving.

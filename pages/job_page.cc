@@ -9,6 +9,7 @@
 #include "common/gpu_baseline.h"
 #include "cost/switch_diagnosis.h"
 #include "cost/text_report.h"
+#include "models/model_shape.h"
 #include "pages/sections.h"
 #include "pages/svg.h"
 
@@ -140,6 +141,11 @@ std::string Header(const Job& job) {
       Escape(StateName(job.state())), "</span> ", Escape(job.spec().model().preset()),
       " preset · phase <b id=\"phase\">", Escape(h.phase().empty() ? "full" : h.phase()), "</b> · epoch ",
       p.epoch(), " of ", p.epochs(), " · step ", p.step(), " of ", p.total_steps(), "</p>");
+  if (job.has_model()) {  // known once the data loads
+    absl::StrAppend(&out,
+                    "<p class=\"note\" id=\"shape\">model: ", Escape(ModelShapeLine(job.model())),
+                    "</p>");
+  }
   if (!job.error().empty()) absl::StrAppend(&out, "<p class=\"note\">error: ", Escape(job.error()), "</p>");
   absl::StrAppend(&out, QualityCards(job));
   absl::StrAppend(&out, "<h3 class=\"cards-title\">The switch, and what HpT saves on hardware (simulated)</h3><div class=\"cards\">");

@@ -90,6 +90,25 @@ TEST(JobPageTest, NamesAreEscapedAndBarsCarryTheirValues) {
   EXPECT_NE(RenderJobPage(in, PageOptions{true, "/"}).find("?part=content"), std::string::npos);
 }
 
+// The header names the model's shape once the job knows it.
+TEST(JobPageTest, TheHeaderNamesTheModelsShapeOnceKnown) {
+  JobPageInput in;
+  in.job = SmallJob();
+  EXPECT_EQ(RenderJobPage(in, PageOptions()).find("id=\"shape\""), std::string::npos);
+  ModelConfig* m = in.job.mutable_model();
+  m->set_input_features(12);
+  m->set_output_features(1);
+  m->set_d_model(32);
+  m->set_num_layers(2);
+  m->set_num_heads(4);
+  m->set_ff_multiplier(2);
+  m->set_reduction_dim(16);
+  EXPECT_NE(RenderJobPage(in, PageOptions())
+                .find("<p class=\"note\" id=\"shape\">model: 2 layers, d_model 32, 4 heads, "
+                      "FF x2, reduction 16; 19,105 parameters</p>"),
+            std::string::npos);
+}
+
 // Batch-1 losses scatter: past 40 points a trend line draws each point's
 // mean over the points around it (a twentieth of them); fewer points draw
 // none. Alternating losses 1 and 3 trend at 2 wherever the window is full.

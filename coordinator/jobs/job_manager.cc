@@ -175,11 +175,14 @@ absl::StatusOr<Job> JobManager::FinishLoading(const std::string& job_id,
   absl::Status failed;
   RETURN_IF_ERROR(registry_->Update(job_id, [&](JobRegistry::Locked& r) {
     absl::Status status = data.status();
+    ModelConfig model;
     if (status.ok()) {
       // The data loaded; the model it implies may still be refused.
       const JobSpec& spec = r.job().spec();
-      status = ResolveModelConfig(spec.model(), data->input_features(), data->output_features())
-                   .status();
+      absl::StatusOr<ModelConfig> resolved =
+          ResolveModelConfig(spec.model(), data->input_features(), data->output_features());
+      status = resolved.status();
+      if (resolved.ok()) model = *std::move(resolved);
       what = "its model was refused";
     }
     if (r.record().cancel_requested) {
@@ -199,6 +202,7 @@ absl::StatusOr<Job> JobManager::FinishLoading(const std::string& job_id,
     }
     r.record().data = std::make_unique<WindowDataset>(std::move(*data));
     *r.job().mutable_data() = summary;
+    *r.job().mutable_model() = std::move(model);
     scheduler_->Enqueue(job_id);
     r.SetState(QUEUED, "");
     out = r.job();
