@@ -412,8 +412,7 @@ absl::Status Trainer::Finish() {
   // the full one, so the job's phase says so.
   const bool trial_open = cursor_.trial_active;
   if (trial_open) {
-    workers_[0]->Release(gpu_.trial_job()).IgnoreError();
-    cursor_.trial_active = false;
+    DropTrial();
     state_.hpt.set_phase("full");
   }
   RETURN_IF_ERROR(CollectTrainedModel());

@@ -270,6 +270,8 @@ class Trainer {
   };
   absl::StatusOr<WindowDistances> WeightDistances();
   absl::Status StartTrial();
+  // Frees the trial's LoRA copy on the first GPU worker, if any.
+  void DropTrial();
   absl::Status Switch();
   // Layerwise, after `steps_done` steps: the GPU workers reloaded with the
   // switched layers frozen under adapters, the other layers' Adam moments

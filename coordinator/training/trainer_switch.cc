@@ -98,10 +98,14 @@ absl::Status Trainer::StartTrial() {
   return absl::OkStatus();
 }
 
+void Trainer::DropTrial() {
+  workers_[0]->Release(gpu_.trial_job()).IgnoreError();
+  cursor_.trial_active = false;
+}
+
 absl::Status Trainer::Switch() {
   WorkerClient* gpu = workers_[0];
-  gpu->Release(gpu_.trial_job()).IgnoreError();
-  cursor_.trial_active = false;
+  DropTrial();
   std::vector<TensorChunk> chunks;
   // Layers already on ReRAM (layerwise) keep their crossbars' read state.
   std::map<std::string, HostTensor> read_state;
