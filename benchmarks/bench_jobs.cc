@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "common/training_phase.h"
 #include "coordinator/dispatch/local_worker_client.h"
 #include "coordinator/spec/job_spec.h"
 #include "coordinator/training/job_data.h"
@@ -140,7 +141,7 @@ absl::StatusOr<BenchRun> RunWithHooks(const JobSpec& raw, TrainingMode::Name mod
       if (hooks.quiet) return;
       std::fprintf(stderr, "  [%s] epoch %d/%d  train loss %.4f  test MSE %.4f  phase %s\n",
                    label.c_str(), last_epoch, u.progress.epochs(), u.progress.epoch_loss(),
-                   u.progress.test_loss(), u.hpt.phase().c_str());
+                   u.progress.test_loss(), PhaseName(u.hpt.phase()).c_str());
     }
   };
   const auto start = std::chrono::steady_clock::now();

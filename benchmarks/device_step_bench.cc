@@ -25,6 +25,7 @@
 #include "common/device_kind.h"
 #include "common/enum_names.h"
 #include "common/process_setup.h"
+#include "common/training_phase.h"
 #include "coordinator/training/trainer.h"
 
 ABSL_FLAG(std::string, data_dir, "../shared/data", "The real data sets' folder.");
@@ -114,17 +115,17 @@ class StepTimer {
     if (u.epoch_losses.size() != last_epochs_) {
       // The epoch's evaluation just ended.
       eval_s_ = dt;
-      eval_phase_ = u.hpt.phase();
+      eval_phase_ = PhaseName(u.hpt.phase());
       last_epochs_ = u.epoch_losses.size();
     } else if (u.progress.step() == last_step_ + 1 && last_step_ >= 0 &&
-               u.hpt.phase() == last_phase_) {
-      Totals& totals = by_phase_[u.hpt.phase()];
+               PhaseName(u.hpt.phase()) == last_phase_) {
+      Totals& totals = by_phase_[PhaseName(u.hpt.phase())];
       ++totals.steps;
       totals.wall_s += dt;
       for (const auto& [kind, s] : measured) totals.compute_s[kind] += s - last_measured_[kind];
     }
     last_step_ = u.progress.step();
-    last_phase_ = u.hpt.phase();
+    last_phase_ = PhaseName(u.hpt.phase());
     last_measured_ = std::move(measured);
     last_ = now;
   }

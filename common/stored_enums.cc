@@ -16,32 +16,55 @@ using google::protobuf::Reflection;
 using google::protobuf::UnknownField;
 using google::protobuf::UnknownFieldSet;
 
-// Where a closed set's value was text, and the enum field that holds it
-// now (whose type names the values).
-struct TextEnumField {
+// Where a closed set's value was stored before its enum field held it:
+// the old field's number, and the enum field that holds it now (whose type
+// names the values). The old field held the value's name as text, or, with
+// `number_from` > 0, a number counted from 0 (the enum's value less
+// `number_from`).
+struct OldEnumField {
   const char* message;
-  int text_number;
+  int old_number;
   const char* field;
+  int number_from = 0;
 };
-constexpr TextEnumField kTextEnums[] = {
-    {"hpt.RecordedDevice", 2, "kind"},       {"hpt.CostReport", 1, "device_kind"},
-    {"hpt.DeviceCost", 1, "kind"},           {"hpt.PlacementSpec", 2, "head_device"},
-    {"hpt.MeasuredBaseline", 1, "baseline"}, {"hpt.CostComparison", 24, "baseline"},
+constexpr OldEnumField kOldEnums[] = {
+    {"hpt.RecordedDevice", 2, "kind"},
+    {"hpt.CostReport", 1, "device_kind"},
+    {"hpt.DeviceCost", 1, "kind"},
+    {"hpt.PlacementSpec", 2, "head_device"},
+    {"hpt.MeasuredBaseline", 1, "baseline"},
+    {"hpt.CostComparison", 24, "baseline"},
+    {"hpt.HptStatus", 1, "phase"},
+    {"hpt.CheckpointHeader", 6, "phase"},
+    {"hpt.CheckpointInfo", 3, "phase"},
+    {"hpt.PhaseDispatch", 1, "phase"},
+    {"hpt.PhaseControllerState", 1, "phase", 1},  // 0 full, 1 trial, 2 lora
 };
 
-void MoveTextEnum(const TextEnumField& text, Message* message) {
+// The value an old field holds, or null where it names none.
+const EnumValueDescriptor* OldValue(const OldEnumField& old, const FieldDescriptor* field,
+                                    const UnknownField& u) {
+  if (old.number_from == 0) {
+    if (u.type() != UnknownField::TYPE_LENGTH_DELIMITED) return nullptr;
+    return field->enum_type()->FindValueByName(u.length_delimited());
+  }
+  if (u.type() != UnknownField::TYPE_VARINT) return nullptr;
+  return field->enum_type()->FindValueByNumber(int(u.varint()) + old.number_from);
+}
+
+void MoveOldEnum(const OldEnumField& old, Message* message) {
   const Reflection* reflection = message->GetReflection();
-  const FieldDescriptor* field = message->GetDescriptor()->FindFieldByName(text.field);
+  const FieldDescriptor* field = message->GetDescriptor()->FindFieldByName(old.field);
   const UnknownFieldSet& unknown = reflection->GetUnknownFields(*message);
   for (int i = 0; i < unknown.field_count(); ++i) {
     const UnknownField& u = unknown.field(i);
-    if (u.number() != text.text_number || u.type() != UnknownField::TYPE_LENGTH_DELIMITED) continue;
-    const EnumValueDescriptor* value = field->enum_type()->FindValueByName(u.length_delimited());
+    if (u.number() != old.old_number) continue;
+    const EnumValueDescriptor* value = OldValue(old, field, u);
     if (value != nullptr && reflection->GetEnumValue(*message, field) == 0) {
       reflection->SetEnumValue(message, field, value->number());
     }
   }
-  reflection->MutableUnknownFields(message)->DeleteByNumber(text.text_number);
+  reflection->MutableUnknownFields(message)->DeleteByNumber(old.old_number);
 }
 
 }  // namespace
@@ -49,8 +72,8 @@ void MoveTextEnum(const TextEnumField& text, Message* message) {
 void UpgradeStoredEnums(Message* message) {
   const Descriptor* type = message->GetDescriptor();
   const Reflection* reflection = message->GetReflection();
-  for (const TextEnumField& text : kTextEnums) {
-    if (type->full_name() == text.message) MoveTextEnum(text, message);
+  for (const OldEnumField& old : kOldEnums) {
+    if (type->full_name() == old.message) MoveOldEnum(old, message);
   }
   std::vector<const FieldDescriptor*> fields;
   reflection->ListFields(*message, &fields);

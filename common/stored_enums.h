@@ -1,9 +1,10 @@
 // Reads back closed sets that a job store, checkpoint or work record
 // written before they were enums held as text: device kinds
-// (proto/work.proto's DeviceKind) and GPU baselines (GpuBaseline). Those
-// strings sit in field numbers the messages now reserve, so they parse as
-// unknown fields; this moves each into the enum field that replaced it and
-// drops the text.
+// (proto/work.proto's DeviceKind), GPU baselines (GpuBaseline) and
+// training phases (TrainingPhase; the phase controller's state held it as
+// a number counted from 0). Those values sit in field numbers the messages
+// now reserve, so they parse as unknown fields; this moves each into the
+// enum field that replaced it and drops the old one.
 //
 //   Job job;
 //   job.ParseFromArray(blob, size);

@@ -72,6 +72,32 @@ TEST(StoredEnumsTest, BaselinesWrittenAsTextReadBackAsEnums) {
   EXPECT_EQ(checkpoint.work_record().probes(0).baseline(), GpuBaseline::bf16);
 }
 
+TEST(StoredEnumsTest, PhasesWrittenAsTextOrNumbersReadBackAsEnums) {
+  Job old;
+  SetTextKind(old.mutable_hpt(), 1, "trial");
+  SetTextKind(old.mutable_hpt()->add_dispatch(), 1, "lora");
+  CheckpointHeader header;
+  SetTextKind(&header, 6, "lora");
+  SetTextKind(header.mutable_hpt(), 1, "lora");
+  // The controller's phase was a number: 0 full (never written), 1 trial, 2 lora.
+  PhaseControllerState* controller = header.mutable_controller();
+  controller->GetReflection()->MutableUnknownFields(controller)->AddVarint(1, 1);
+  Job job = Reparsed(old);
+  CheckpointHeader checkpoint = Reparsed(header);
+  UpgradeStoredEnums(&job);
+  UpgradeStoredEnums(&checkpoint);
+  EXPECT_EQ(job.hpt().phase(), TrainingPhase::trial);
+  EXPECT_EQ(job.hpt().dispatch(0).phase(), TrainingPhase::lora);
+  EXPECT_EQ(checkpoint.phase(), TrainingPhase::lora);
+  EXPECT_EQ(checkpoint.hpt().phase(), TrainingPhase::lora);
+  EXPECT_EQ(checkpoint.controller().phase(), TrainingPhase::trial);
+  EXPECT_EQ(checkpoint.controller()
+                .GetReflection()
+                ->GetUnknownFields(checkpoint.controller())
+                .field_count(),
+            0);
+}
+
 TEST(StoredEnumsTest, AnEnumAlreadySetWinsAndUnknownTextIsDropped) {
   RecordedDevice both;
   both.set_kind(DeviceKind::systolic);

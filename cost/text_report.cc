@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/gpu_baseline.h"
+#include "common/training_phase.h"
 #include "cost/device_totals.h"
 #include "cost/switch_diagnosis.h"
 
@@ -158,8 +159,8 @@ void AppendPhases(const HptStatus& h, std::string* report) {
                                      d.launch() == Launch::graph ? "graph" : "eager"));
     }
     if (d.task_steps() > 0) ways.push_back(absl::StrCat(d.task_steps(), " task by task"));
-    absl::StrAppend(&out, "  ", d.phase(), " on the GPU workers: ", absl::StrJoin(ways, ", "),
-                    "\n");
+    absl::StrAppend(&out, "  ", PhaseName(d.phase()),
+                    " on the GPU workers: ", absl::StrJoin(ways, ", "), "\n");
     if (!d.launch_note().empty()) absl::StrAppend(&out, "    launch: ", d.launch_note(), "\n");
   }
 }

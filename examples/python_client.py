@@ -97,7 +97,7 @@ def main():
             finished += 1
             print(f"  epoch {finished}/{p.epochs} done  step {p.step}/{p.total_steps}  "
                   f"loss {update.epoch_losses[finished - 1]:.4f}  "
-                  f"phase {update.hpt.phase or 'full'}")
+                  f"phase {pb.TrainingPhase.Name.Name(update.hpt.phase or pb.TrainingPhase.full)}")
     job = stub.GetJob(pb.GetJobRequest(job_id=job.job_id), timeout=args.timeout_s)
     print(report(pb, job))
     return 0 if job.state == pb.SUCCEEDED else 1

@@ -31,6 +31,7 @@
 #include "common/net.h"
 #include "common/tensor_codec.h"
 #include "common/tls_flags.h"
+#include "common/training_phase.h"
 #include "common/user_file.h"
 #include "cost/switch_diagnosis.h"
 #include "cost/text_report.h"
@@ -84,7 +85,7 @@ int Watch(JobService::Stub& stub, const std::string& job_id) {
   Job job;
   Job last;
   int64_t last_printed_epoch = -1;
-  std::string last_printed_phase;
+  TrainingPhase::Name last_printed_phase = TrainingPhase::TRAINING_PHASE_UNSPECIFIED;
   absl::Time last_printed = absl::InfinitePast();
   std::string waited_for, fallback;
   bool got_any = false;
@@ -110,7 +111,7 @@ int Watch(JobService::Stub& stub, const std::string& job_id) {
     }
     waited_for = job.waiting_for();
     fallback = job.hpt().fallback_reason();
-    const std::string& phase = job.hpt().phase();
+    const TrainingPhase::Name phase = job.hpt().phase();
     if (tty) {
       std::cout << "\r" << FormatProgress(job, 30) << "\x1b[K" << std::flush;
     } else if (job.progress().epoch() != last_printed_epoch || phase != last_printed_phase ||
@@ -118,10 +119,11 @@ int Watch(JobService::Stub& stub, const std::string& job_id) {
       // Logs get a line per epoch, per phase and per kLogProgressEvery,
       // not one per step: a long epoch (the LoRA phase on simulated
       // devices) still shows that it moves.
-      if (!last_printed_phase.empty() && phase != last_printed_phase) {
+      if (last_printed_phase != TrainingPhase::TRAINING_PHASE_UNSPECIFIED &&
+          phase != last_printed_phase) {
         const std::string why = SwitchWhy(job);
-        std::cout << "phase: " << phase << " (seen at step " << job.progress().step() << ")"
-                  << (why.empty() ? "" : "; switched " + why) << std::endl;
+        std::cout << "phase: " << PhaseName(phase) << " (seen at step " << job.progress().step()
+                  << ")" << (why.empty() ? "" : "; switched " + why) << std::endl;
       }
       last_printed_epoch = job.progress().epoch();
       last_printed_phase = phase;

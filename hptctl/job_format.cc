@@ -17,6 +17,7 @@
 #include "absl/time/time.h"
 #include "common/device_kind.h"
 #include "common/gpu_baseline.h"
+#include "common/training_phase.h"
 #include "cost/switch_diagnosis.h"
 #include "cost/text_report.h"
 #include "google/protobuf/util/json_util.h"
@@ -81,7 +82,12 @@ std::string FormatList(const std::vector<Job>& jobs) {
     const JobProgress& p = job.progress();
     const HptStatus& h = job.hpt();
     const bool full_job = FullOnly(job);
-    const std::string phase = full_job ? "full*" : h.phase().empty() ? "-" : h.phase();
+    std::string phase = "-";  // not named yet: the job has not started
+    if (full_job) {
+      phase = "full*";
+    } else if (h.phase() != TrainingPhase::TRAINING_PHASE_UNSPECIFIED) {
+      phase = PhaseName(h.phase());
+    }
     const std::string at = full_job               ? "-"
                            : h.switch_step() >= 0 ? absl::StrCat(h.switch_step())
                            : job.state() == SUCCEEDED && p.step() > 0 ? "never"
@@ -115,11 +121,11 @@ std::string FormatProgress(const Job& job, int bar_width) {
   // runs, how far it is stands where the training's ETA would, and after
   // the last step, before the final evaluation reports, that training is
   // done.
-  const std::string& phase = job.hpt().phase();
+  const TrainingPhase::Name phase = job.hpt().phase();
   return absl::StrFormat(
       "%s[%s] %3d%% epoch %d/%d step %d/%d loss %s  %.1f samples/s  %s",
-      phase.empty() ? "" : absl::StrCat(phase, " "), bar, static_cast<int>(fraction * 100),
-      p.epoch(), p.epochs(), p.step(), p.total_steps(),
+      phase == TrainingPhase::TRAINING_PHASE_UNSPECIFIED ? "" : absl::StrCat(PhaseName(phase), " "),
+      bar, static_cast<int>(fraction * 100), p.epoch(), p.epochs(), p.step(), p.total_steps(),
       p.step() > 0 ? absl::StrFormat("%.4f", p.loss()) : "-", p.samples_per_s(),
       !p.evaluating().empty() ? absl::StrCat("evaluating ", p.evaluating())
       : p.total_steps() > 0 && p.step() >= p.total_steps()
@@ -203,8 +209,9 @@ std::string OutcomeLines(const Job& job) {
   const bool full_job = FullOnly(job);
   if (full_job) {
     absl::StrAppend(&out, "  phase      full (hpt.mode full: every parameter, no LoRA phase)\n");
-  } else if (job.state() != LOADING && job.state() != QUEUED && !h.phase().empty()) {
-    absl::StrAppend(&out, "  phase      ", h.phase(),
+  } else if (job.state() != LOADING && job.state() != QUEUED &&
+             h.phase() != TrainingPhase::TRAINING_PHASE_UNSPECIFIED) {
+    absl::StrAppend(&out, "  phase      ", PhaseName(h.phase()),
                     h.switch_step() >= 0 ? absl::StrCat(" since step ", h.switch_step()) : "",
                     "\n");
     if (const std::string why = SwitchWhy(job); !why.empty()) {
@@ -324,7 +331,8 @@ std::string FormatCheckpoints(const std::string& job_id,
                                     "phase", "loss", "size", "time", "why");
   for (const CheckpointInfo& c : checkpoints) {
     absl::StrAppendFormat(
-        &out, "%8d %6d %-6s %10.5g %10s  %-20s %s\n", c.step(), c.epoch(), c.phase(), c.loss(),
+        &out, "%8d %6d %-6s %10.5g %10s  %-20s %s\n", c.step(), c.epoch(), PhaseName(c.phase()),
+        c.loss(),
         c.bytes() > 0 ? absl::StrFormat("%.1f MiB", double(c.bytes()) / (1 << 20)) : "memory",
         absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(c.time_unix_ms()),
                          absl::UTCTimeZone()),

@@ -30,7 +30,7 @@ TEST(JobFormatTest, ProgressBarShowsFractionLossAndEta) {
             "[##......]  25% epoch 2/3 step 50/200 loss 0.1235  88.0 "
             "samples/s  ETA 1m15s");
   Job lora = RunningJob();
-  lora.mutable_hpt()->set_phase("lora");
+  lora.mutable_hpt()->set_phase(TrainingPhase::lora);
   EXPECT_EQ(FormatProgress(lora, 8),
             "lora [##......]  25% epoch 2/3 step 50/200 loss 0.1235  88.0 samples/s  ETA 1m15s");
 }
@@ -83,13 +83,13 @@ TEST(JobFormatTest, AnEvaluationShowsHowFarItIs) {
 // longest (cut at 24 characters), and a full job marked as such.
 TEST(JobFormatTest, ListHasAHeaderAndEachJobsPhaseAndSwitch) {
   Job lora = RunningJob();
-  lora.mutable_hpt()->set_phase("lora");
+  lora.mutable_hpt()->set_phase(TrainingPhase::lora);
   lora.mutable_hpt()->set_switch_step(30);
   Job never = RunningJob();
   never.set_job_id("job-000008");
   never.set_name("a wind run with a long descriptive name");
   never.set_state(SUCCEEDED);
-  never.mutable_hpt()->set_phase("full");
+  never.mutable_hpt()->set_phase(TrainingPhase::full);
   never.mutable_hpt()->set_switch_step(-1);
   Job full = RunningJob();
   full.set_job_id("job-000009");
@@ -220,7 +220,7 @@ TEST(JobFormatTest, SummaryTellsPhaseSwitchQualityAndSaving) {
   Job job = RunningJob();
   job.set_state(SUCCEEDED);
   HptStatus& h = *job.mutable_hpt();
-  h.set_phase("lora");
+  h.set_phase(TrainingPhase::lora);
   h.set_switch_step(30);
   PhaseEvent& check = *h.add_events();
   check.set_kind(PhaseEvent::CHECK);
@@ -284,7 +284,7 @@ TEST(JobFormatTest, SummaryTellsPhaseSwitchQualityAndSaving) {
             std::string::npos);
 
   // Not switched: how far it got, and where to read why.
-  h.set_phase("full");
+  h.set_phase(TrainingPhase::full);
   h.set_switch_step(-1);
   h.set_check_window_steps(5);
   job.mutable_progress()->set_total_steps(40);
@@ -370,12 +370,12 @@ TEST(JobFormatTest, ReportShowsPhasesSwitchRatiosAndMetrics) {
   q.set_duplication(3);
   q.set_tiles(12);
   PhaseDispatch& runs = *h.add_dispatch();
-  runs.set_phase("full");
+  runs.set_phase(TrainingPhase::full);
   runs.set_runs(4);
   runs.set_run_steps(40);
   runs.set_launch(Launch::graph);
   PhaseDispatch& eager = *h.add_dispatch();
-  eager.set_phase("lora");
+  eager.set_phase(TrainingPhase::lora);
   eager.set_runs(2);
   eager.set_run_steps(10);
   eager.set_launch(Launch::eager);

@@ -115,8 +115,8 @@ TEST_P(CheckpointResumeTest, ResumedRunsEndLikeTheUninterruptedOne) {
     EXPECT_LT(c.header.step(), whole.last.progress.step());
     saw_switch |= c.header.reason() == "phase switch" && c.header.step() == switch_step;
     saw_trial |= c.header.trial_active();
-    saw_full |= c.header.phase() == "full";
-    saw_lora |= c.header.phase() == "lora";
+    saw_full |= c.header.phase() == TrainingPhase::full;
+    saw_lora |= c.header.phase() == TrainingPhase::lora;
     EXPECT_EQ(c.header.job_id(), "job-000001");
     EXPECT_FALSE(c.tensors.empty());
   }
@@ -135,16 +135,18 @@ TEST_P(CheckpointResumeTest, ResumedRunsEndLikeTheUninterruptedOne) {
     }
     return false;
   };
-  ASSERT_TRUE(pick([](const Checkpoint& c) { return c.header.phase() == "full" && !c.header.trial_active(); }));
+  ASSERT_TRUE(pick([](const Checkpoint& c) {
+    return c.header.phase() == TrainingPhase::full && !c.header.trial_active();
+  }));
   if (saw_trial) pick([](const Checkpoint& c) { return c.header.trial_active(); });
   ASSERT_TRUE(pick([&](const Checkpoint& c) {
-    return c.header.phase() == "lora" && c.header.step() > switch_step;
+    return c.header.phase() == TrainingPhase::lora && c.header.step() > switch_step;
   }));
   for (const Checkpoint* c : picks) {
     SCOPED_TRACE(::testing::Message() << "resumed at step " << c->header.step() << " ("
                                       << c->header.phase() << ")");
     std::shared_ptr<const Checkpoint> from;
-    if (c->header.phase() == "lora") {
+    if (c->header.phase() == TrainingPhase::lora) {
       const std::string dir =
           CheckpointDir(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp",
                         "job-000001-" + GetParam());
@@ -159,7 +161,7 @@ TEST_P(CheckpointResumeTest, ResumedRunsEndLikeTheUninterruptedOne) {
     ExpectSameRun(whole, resumed);
     // The history before the checkpoint came back with it.
     EXPECT_EQ(resumed.last.hpt.events(0).iteration(), whole.last.hpt.events(0).iteration());
-    if (c->header.phase() == "lora" && GetParam() == "paper") {
+    if (c->header.phase() == TrainingPhase::lora && GetParam() == "paper") {
       // The frozen weights went into the fresh ReRAM worker again.
       bool recovery = false;
       for (const PhaseCost& p : resumed.last.hpt.phases()) {

@@ -59,7 +59,7 @@ TEST_P(HptTrainerTest, SwitchesAndTrainsTheLoraPhaseOnItsPlacement) {
   ASSERT_TRUE(status_.ok()) << status_;
   const HptStatus& h = last_.hpt;
   ASSERT_GT(h.switch_step(), 0) << h.DebugString();
-  EXPECT_EQ(h.phase(), "lora");
+  EXPECT_EQ(h.phase(), TrainingPhase::lora);
   // The events end with a t-test that found no difference, then the switch.
   ASSERT_GE(h.events_size(), 4);
   const PhaseEvent& t_test = h.events(h.events_size() - 2);
@@ -161,7 +161,7 @@ TEST_F(HptTrainerEndTest, ARunEndingMidTrialEndsInTheFullPhase) {
   ASSERT_EQ(last_event.kind(), PhaseEvent::TRIAL_START) << h.DebugString();
   ASSERT_EQ(last_event.iteration(), trial_start) << h.DebugString();
   EXPECT_EQ(last_.progress.step(), trial_start + 3);
-  EXPECT_EQ(h.phase(), "full");
+  EXPECT_EQ(h.phase(), TrainingPhase::full);
   EXPECT_EQ(h.switch_step(), -1);
   for (const auto& [name, t] : trainer_->trained_model().parameters) {
     EXPECT_EQ(name.find("lora_"), std::string::npos) << name;

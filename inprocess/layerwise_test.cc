@@ -106,7 +106,7 @@ TEST_F(LayerwiseTest, LayersSwitchAloneAndResumeBetweenThem) {
   ASSERT_GT(first, 0) << h.DebugString();
   ASSERT_LT(first, last) << "the layers switched together: " << h.DebugString();
   EXPECT_EQ(h.switch_step(), last);
-  EXPECT_EQ(h.phase(), "lora");
+  EXPECT_EQ(h.phase(), TrainingPhase::lora);
   const int frozen = h.layer_switch_steps(0) == first ? 0 : 1;
   const std::string frozen_q = absl::StrCat("layers.", frozen, ".self_attn.q_proj.weight");
   const std::string other_q = absl::StrCat("layers.", 1 - frozen, ".self_attn.q_proj.weight");

@@ -164,7 +164,7 @@ TEST_P(RunEquivalenceTest, RunsTrainWhatTaskCallsTrain) {
     EXPECT_GT(b.dispatch(i).run_steps(), b.dispatch(i).task_steps());
     EXPECT_EQ(b.dispatch(i).launch(), Launch::eager);
   }
-  EXPECT_EQ(a.dispatch(0).phase(), "full");
+  EXPECT_EQ(a.dispatch(0).phase(), TrainingPhase::full);
   EXPECT_EQ(a.dispatch(0).task_steps(), a.switch_step() > 0 ? a.switch_step()
                                                              : tasks.last.progress.step());
   EXPECT_NEAR(runs.last.test_metrics.rmse(), tasks.last.test_metrics.rmse(),

@@ -106,7 +106,7 @@ TEST_P(SwitchReplayTest, ReplayFindsTheRealSwitchAndTheForcedSwitchEndsTheSame) 
   const TrainerOutcome resumed = Run(std::move(forced));
   ASSERT_TRUE(resumed.status.ok()) << resumed.status;
   EXPECT_EQ(resumed.last.hpt.switch_step(), switch_step);
-  EXPECT_EQ(resumed.last.hpt.phase(), "lora");
+  EXPECT_EQ(resumed.last.hpt.phase(), TrainingPhase::lora);
   EXPECT_DOUBLE_EQ(resumed.last.test_metrics.rmse(), real.last.test_metrics.rmse());
   ASSERT_EQ(resumed.model.parameters.size(), real.model.parameters.size());
   for (const auto& [name, t] : real.model.parameters) {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "common/device_kind.h"
 #include "common/gpu_baseline.h"
+#include "common/training_phase.h"
 #include "cost/switch_diagnosis.h"
 #include "cost/text_report.h"
 #include "models/model_shape.h"
@@ -139,8 +140,8 @@ std::string Header(const Job& job) {
       "<h1>", Escape(job.job_id()), job.name().empty() ? "" : " · " + Escape(job.name()),
       "</h1><p><span class=\"state ", JobState_Name(job.state()), "\" id=\"state\">",
       Escape(StateName(job.state())), "</span> ", Escape(job.spec().model().preset()),
-      " preset · phase <b id=\"phase\">", Escape(h.phase().empty() ? "full" : h.phase()), "</b> · epoch ",
-      p.epoch(), " of ", p.epochs(), " · step ", p.step(), " of ", p.total_steps(), "</p>");
+      " preset · phase <b id=\"phase\">", Escape(PhaseName(h.phase())), "</b> · epoch ", p.epoch(),
+      " of ", p.epochs(), " · step ", p.step(), " of ", p.total_steps(), "</p>");
   if (job.has_model()) {  // known once the data loads
     absl::StrAppend(&out,
                     "<p class=\"note\" id=\"shape\">model: ", Escape(ModelShapeLine(job.model())),
@@ -322,7 +323,7 @@ std::string RenderJobsContent(const std::vector<Job>& jobs) {
           &body, "<tr><td><a href=\"/jobs/", Escape(j.job_id()), "\">", Escape(j.job_id()),
           "</a></td><td>", Escape(j.name()), "</td><td><span class=\"state ",
           JobState_Name(j.state()), "\">", Escape(StateName(j.state())), "</span></td><td>",
-          Escape(j.hpt().phase()), "</td><td>", j.progress().step(), " / ",
+          Escape(PhaseName(j.hpt().phase())), "</td><td>", j.progress().step(), " / ",
           j.progress().total_steps(), "</td><td>",
           j.progress().step() > 0 ? Num(j.progress().loss()) : "–", "</td>", SkillCell(j), "<td>",
           j.hpt().switch_step() >= 0 ? absl::StrCat(j.hpt().switch_step()) : "–", "</td><td>",

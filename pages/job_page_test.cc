@@ -25,7 +25,7 @@ Job SmallJob() {
   job.set_state(RUNNING);
   HptStatus* h = job.mutable_hpt();
   h->set_switch_step(12);
-  h->set_phase("lora");
+  h->set_phase(TrainingPhase::lora);
   for (const auto& [phase, s, j] : {std::tuple{"full", 0.3, 2.0}, {"switch", 0.1, 1.0}, {"lora", 0.2, 0.5}}) {
     PhaseCost* p = h->add_phases();
     p->set_phase(phase);
@@ -377,7 +377,7 @@ TEST(JobPageTest, ANeverSwitchedJobSaysHowCloseEachTestCame) {
   in.job.mutable_progress()->set_total_steps(4334);
   HptStatus& h = *in.job.mutable_hpt();
   h.set_switch_step(-1);
-  h.set_phase("full");
+  h.set_phase(TrainingPhase::full);
   h.set_check_window_steps(250);
   PhaseEvent& e = *h.add_events();
   e.set_kind(PhaseEvent::CHECK);

@@ -172,7 +172,7 @@ TEST_F(FailoverTest, ChaosSoakLosesNoStepAndEndsWhereAnUninterruptedRunEnds) {
       start(victim);
     }
     log.push_back(absl::StrCat(victim, " at step ", before.progress().step(), " (",
-                               before.hpt().phase(), ")"));
+                               TrainingPhase::Name_Name(before.hpt().phase()), ")"));
   }
   Job b = WaitUntil(chaos, Finished, absl::Seconds(900));
   std::cout << "chaos soak: " << log.size() << " faults:";

@@ -159,12 +159,12 @@ class ReramFallbackTest : public FailoverTest {
     others->push_back(StartWorker("systolic", "systolic0"));
     const std::string id = Submit(FallbackSpec(epochs));
     Job lora = WaitUntil(id, [&](const Job& j) {
-      return (j.hpt().phase() == "lora" && j.hpt().switch_step() > 0 &&
+      return (j.hpt().phase() == TrainingPhase::lora && j.hpt().switch_step() > 0 &&
               j.progress().step() >= j.hpt().switch_step() + 8) ||
              Finished(j);
     });
-    EXPECT_EQ(lora.hpt().phase(), "lora");
-    if (lora.hpt().phase() != "lora") return "";
+    EXPECT_EQ(lora.hpt().phase(), TrainingPhase::lora);
+    if (lora.hpt().phase() != TrainingPhase::lora) return "";
     EXPECT_EQ(kill(reram.pid(), SIGKILL), 0);
     reram.Stop();
     return id;
@@ -240,9 +240,10 @@ TEST_F(FailoverTest, KilledReramWorkerInTheLoraPhaseIsReplacedByAFreshOne) {
 
   const std::string faulted = Submit(kDevices);
   Job lora = WaitUntil(faulted, [&](const Job& j) {
-    return (j.hpt().phase() == "lora" && j.progress().step() >= switch_step + 8) || Finished(j);
+    return (j.hpt().phase() == TrainingPhase::lora && j.progress().step() >= switch_step + 8) ||
+           Finished(j);
   });
-  ASSERT_EQ(lora.hpt().phase(), "lora");
+  ASSERT_EQ(lora.hpt().phase(), TrainingPhase::lora);
   const absl::Time killed = absl::Now();
   ASSERT_EQ(kill(reram.pid(), SIGKILL), 0);
   reram.Stop();

@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "common/device_kind.h"
+#include "common/training_phase.h"
 
 namespace hpt {
 namespace {
@@ -141,9 +142,9 @@ void CoordinatorMetrics::ObserveJob(const Job& job) {
   job_test_loss.Add(labels).Set(p.test_loss());
   job_steps.Add(labels).Set(static_cast<double>(p.step()));
   job_samples_per_second.Add(labels).Set(p.samples_per_s());
-  const std::string phase = job.hpt().phase().empty() ? "full" : job.hpt().phase();
-  for (const char* name : {"full", "trial", "lora"}) {
-    job_phase.Add({{"job_id", job.job_id()}, {"phase", name}}).Set(phase == name ? 1 : 0);
+  const TrainingPhase::Name phase = PhaseOrFull(job.hpt().phase());
+  for (TrainingPhase::Name p : kTrainingPhases) {
+    job_phase.Add({{"job_id", job.job_id()}, {"phase", PhaseName(p)}}).Set(phase == p ? 1 : 0);
   }
   const HptStatus& hpt = job.hpt();
   job_switch_step.Add(labels).Set(double(hpt.switch_step()));
@@ -214,7 +215,7 @@ void CoordinatorMetrics::ForgetJob(const std::string& job_id) {
       if (family.Has(l)) family.Remove(&family.Add(l));
     }
   };
-  drop(job_phase, "phase", {"full", "trial", "lora"});
+  for (TrainingPhase::Name p : kTrainingPhases) drop(job_phase, "phase", {PhaseName(p).c_str()});
   for (auto* family : {&job_phase_simulated_seconds, &job_phase_energy}) {
     drop(*family, "phase", {"full", "partial", "switch", "lora", "lora-gpu", "recovery"});
   }

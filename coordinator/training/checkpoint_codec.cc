@@ -1,12 +1,13 @@
 #include "coordinator/training/checkpoint_codec.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/training_phase.h"
 
 namespace hpt {
 namespace {
 
 void EncodeController(const PhaseController::State& s, PhaseControllerState* out) {
-  out->set_phase(int(s.phase));
+  out->set_phase(s.phase);
   out->set_window_loss_sum(s.window_loss_sum);
   out->set_window_count(s.window_count);
   for (double v : s.window_losses) out->add_window_losses(v);
@@ -25,7 +26,7 @@ void EncodeController(const PhaseController::State& s, PhaseControllerState* out
 
 PhaseController::State DecodeController(const PhaseControllerState& in) {
   PhaseController::State s;
-  s.phase = TrainingPhase(in.phase());
+  s.phase = PhaseOrFull(in.phase());
   s.window_loss_sum = in.window_loss_sum();
   s.window_count = in.window_count();
   s.window_losses.assign(in.window_losses().begin(), in.window_losses().end());
@@ -54,7 +55,7 @@ CheckpointHeader EncodeCheckpointHeader(const CheckpointIdentity& identity,
   h.set_step(identity.step);
   h.set_time_unix_ms(identity.time_unix_ms);
   h.set_reason(identity.reason);
-  h.set_phase(state.hpt.phase().empty() ? "full" : state.hpt.phase());
+  h.set_phase(PhaseOrFull(state.hpt.phase()));
   *h.mutable_model() = identity.model;
   h.set_steps_per_epoch(cursor.steps_per_epoch);
   *h.mutable_progress() = state.progress;
@@ -101,7 +102,7 @@ absl::Status DecodeCheckpointHeader(const CheckpointHeader& h, CheckpointIdentit
   cursor->trial_active = h.trial_active();
   cursor->main_updates = h.main_updates();
   cursor->trial_updates = h.trial_updates();
-  cursor->lora_phase = h.phase() == "lora";
+  cursor->lora_phase = h.phase() == TrainingPhase::lora;
   ledger->RestoreFrom(h);
   if (controller != nullptr) controller->Restore(DecodeController(h.controller()));
   return absl::OkStatus();

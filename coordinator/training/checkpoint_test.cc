@@ -22,7 +22,7 @@ Checkpoint Make(int64_t step) {
   Checkpoint c;
   c.header.set_job_id("job-000007");
   c.header.set_step(step);
-  c.header.set_phase(step > 20 ? "lora" : "full");
+  c.header.set_phase(step > 20 ? TrainingPhase::lora : TrainingPhase::full);
   c.header.set_reason("every 10 steps");
   c.header.mutable_progress()->set_epoch(2);
   c.header.mutable_progress()->set_loss(0.25 + step);
@@ -71,7 +71,7 @@ TEST(CheckpointTest, WritesKeepsNewestAndReadsBack) {
   ASSERT_EQ(list.size(), 3u);
   EXPECT_EQ(list[0].step(), 30);
   EXPECT_EQ(list[2].step(), 50);
-  EXPECT_EQ(list[2].phase(), "lora");
+  EXPECT_EQ(list[2].phase(), TrainingPhase::lora);
   EXPECT_EQ(list[2].epoch(), 2);
   EXPECT_DOUBLE_EQ(list[2].loss(), 50.25);
 

@@ -20,7 +20,7 @@ bool PhaseController::ThreePointTest(const double v[3], double threshold) {
 }
 
 bool PhaseController::NeedsWeightDistance(int64_t step) const {
-  return phase_ == TrainingPhase::kFull && WindowEnds(step);
+  return phase_ == TrainingPhase::full && WindowEnds(step);
 }
 
 // A trial step: the trial window's losses, and at its end the trial test.
@@ -73,7 +73,7 @@ PhaseController::Action PhaseController::SwitchAfter(int64_t step, std::string r
   sw.step = step;
   sw.reason = std::move(reason);
   events_.push_back(sw);
-  phase_ = TrainingPhase::kLora;
+  phase_ = TrainingPhase::lora;
   switch_step_ = step + 1;
   return Action::kSwitch;
 }
@@ -84,8 +84,8 @@ PhaseController::Action PhaseController::SwitchAfter(int64_t step, std::string r
 PhaseController::Action PhaseController::Step(int64_t step, double full_loss,
                                               double trial_loss, double weight_distance,
                                               const std::vector<double>& layer_distances) {
-  if (phase_ == TrainingPhase::kLora) return Action::kNone;
-  if (phase_ == TrainingPhase::kTrial) return TrialStep(step, full_loss, trial_loss);
+  if (phase_ == TrainingPhase::lora) return Action::kNone;
+  if (phase_ == TrainingPhase::trial) return TrialStep(step, full_loss, trial_loss);
   // Full phase.
   window_loss_sum_ += full_loss;
   window_loss_square_sum_ += full_loss * full_loss;
@@ -204,7 +204,7 @@ PhaseController::Action PhaseController::AfterCheck(ControllerEvent check) {
   start.kind = ControllerEvent::Kind::kTrialStart;
   start.step = check.step;
   events_.push_back(start);
-  phase_ = TrainingPhase::kTrial;
+  phase_ = TrainingPhase::trial;
   return Action::kStartTrial;
 }
 
@@ -310,7 +310,7 @@ int64_t ReplaySwitch(const PhaseControllerOptions& options,
   for (const ControllerSample& s : samples) {
     const double distance = controller.NeedsWeightDistance(s.step) ? s.weight_distance : 0;
     controller.Step(s.step, s.full_loss, s.trial_loss, distance);
-    if (controller.phase() == TrainingPhase::kLora) break;
+    if (controller.phase() == TrainingPhase::lora) break;
   }
   if (events != nullptr) *events = controller.events();
   return controller.switch_step();

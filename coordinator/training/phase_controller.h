@@ -85,8 +85,6 @@ struct PhaseControllerOptions {
   double trial_margin = kDefaultTrialMargin;
 };
 
-enum class TrainingPhase { kFull, kTrial, kLora };
-
 // The fewest losses a side the trial's t-test decides on: with fewer the
 // trial ends "inconclusive" and goes on for another window (a spec's check
 // window spans at least this many steps: coordinator/spec/hpt_spec.cc).
@@ -120,7 +118,7 @@ class PhaseController {
  public:
   explicit PhaseController(PhaseControllerOptions options);
 
-  TrainingPhase phase() const { return phase_; }
+  TrainingPhase::Name phase() const { return phase_; }
   // True when the trainer must pass the weight distance with this
   // step (the last of a full-phase window).
   bool NeedsWeightDistance(int64_t step) const;
@@ -145,7 +143,7 @@ class PhaseController {
   // What it carries from one step to the next (checkpoints). The
   // events are the job's history, kept by the trainer, not part of it.
   struct State {
-    TrainingPhase phase = TrainingPhase::kFull;
+    TrainingPhase::Name phase = TrainingPhase::full;
     double window_loss_sum = 0, window_loss_square_sum = 0;
     int64_t window_count = 0;
     std::vector<double> window_losses, window_variances, distances, trial_full, trial_lora;
@@ -179,7 +177,7 @@ class PhaseController {
   }
 
   PhaseControllerOptions options_;
-  TrainingPhase phase_ = TrainingPhase::kFull;
+  TrainingPhase::Name phase_ = TrainingPhase::full;
   double window_loss_sum_ = 0, window_loss_square_sum_ = 0;
   int64_t window_count_ = 0;
   std::vector<double> window_losses_, window_variances_, distances_;

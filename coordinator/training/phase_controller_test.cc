@@ -84,7 +84,7 @@ TEST(PhaseControllerTest, ChecksEachWindowThenTrialsThenSwitches) {
   EXPECT_DOUBLE_EQ(c.events()[2].losses[0], 0.55);
   EXPECT_DOUBLE_EQ(c.events()[2].distances[2], 3.985);
   EXPECT_EQ(c.events()[3].kind, ControllerEvent::Kind::kTrialStart);
-  EXPECT_EQ(c.phase(), TrainingPhase::kTrial);
+  EXPECT_EQ(c.phase(), TrainingPhase::trial);
 
   // Trial window 20..23: LoRA losses indistinguishable -> switch at 23.
   const double full[4] = {0.53, 0.54, 0.52, 0.535}, lora[4] = {0.535, 0.53, 0.54, 0.525};
@@ -93,7 +93,7 @@ TEST(PhaseControllerTest, ChecksEachWindowThenTrialsThenSwitches) {
     a = c.Step(20 + i, full[i], lora[i]);
     EXPECT_EQ(a, i < 3 ? Action::kNone : Action::kSwitch);
   }
-  EXPECT_EQ(c.phase(), TrainingPhase::kLora);
+  EXPECT_EQ(c.phase(), TrainingPhase::lora);
   EXPECT_EQ(c.switch_step(), 24);
   const ControllerEvent& end = c.events()[4];
   EXPECT_EQ(end.kind, ControllerEvent::Kind::kTrialEnd);
@@ -156,7 +156,7 @@ TEST(PhaseControllerTest, NoTrialSwitchesAtThePassingCheck) {
   o.trial_test = TrialTest::none;
   PhaseController c(o);
   EXPECT_EQ(RunToPassingCheck(c), Action::kSwitch);
-  EXPECT_EQ(c.phase(), TrainingPhase::kLora);
+  EXPECT_EQ(c.phase(), TrainingPhase::lora);
   EXPECT_EQ(c.switch_step(), 9);
   ASSERT_EQ(c.events().size(), 2u);
   EXPECT_EQ(c.events()[0].reason, "initially converged: switch (no trial)");
@@ -180,7 +180,7 @@ TEST(PhaseControllerTest, ATrialTooShortForItsTTestIsExtended) {
             "inconclusive: 1 losses a side, a t-test needs 3: trial extended");
   EXPECT_FALSE(c.events().back().significant);
   EXPECT_EQ(c.Step(4, 0.94, 0.939), Action::kNone);
-  EXPECT_EQ(c.phase(), TrainingPhase::kTrial);
+  EXPECT_EQ(c.phase(), TrainingPhase::trial);
   // The third loss a side decides: the same losses, so a switch.
   EXPECT_EQ(c.Step(5, 0.96, 0.962), Action::kSwitch);
   EXPECT_TRUE(c.events()[c.events().size() - 2].reason.empty());
@@ -199,7 +199,7 @@ TEST(PhaseControllerTest, RisingLossDoesNotStartATrialByDefault) {
   EXPECT_EQ(c.events()[0].step, 5);
   EXPECT_TRUE(c.events()[0].loss_passed);  // the paper's test accepts it...
   EXPECT_EQ(c.events()[0].reason, "loss rising: not a convergence");
-  EXPECT_EQ(c.phase(), TrainingPhase::kFull);
+  EXPECT_EQ(c.phase(), TrainingPhase::full);
 
   PhaseControllerOptions paper = Options(k);
   paper.trial_on_rising_loss = true;  // ...and with the paper's behaviour
@@ -399,7 +399,7 @@ TEST(PhaseControllerTest, LayerwiseSwitchesEachLayerOnItsOwnWeights) {
   const std::vector<double> losses = {1.0, 0.9, 0.85, 0.83, 0.82, 0.815};
   std::vector<std::pair<int64_t, Action>> acts;
   int64_t step = 0;
-  for (size_t w = 0; w < d.size() && c.phase() == TrainingPhase::kFull; ++w) {
+  for (size_t w = 0; w < d.size() && c.phase() == TrainingPhase::full; ++w) {
     for (int i = 0; i < 2; ++i, ++step) {
       const bool end = c.NeedsWeightDistance(step);
       const Action a = c.Step(step, losses[w], 0, end ? d[w][0] : 0,
@@ -412,7 +412,7 @@ TEST(PhaseControllerTest, LayerwiseSwitchesEachLayerOnItsOwnWeights) {
   EXPECT_EQ(acts[1], std::make_pair(int64_t(11), Action::kSwitch));      // window 6's end
   EXPECT_EQ(c.layer_switch_steps(), (std::vector<int64_t>{6, 12}));
   EXPECT_EQ(c.switch_step(), 12);
-  EXPECT_EQ(c.phase(), TrainingPhase::kLora);
+  EXPECT_EQ(c.phase(), TrainingPhase::lora);
   // The checks: layer 0 alone at step 5, nobody at 7 and 9, layer 1 at 11.
   std::vector<std::vector<int>> switched;
   for (const ControllerEvent& e : c.events()) {

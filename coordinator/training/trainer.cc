@@ -224,7 +224,7 @@ absl::Status Trainer::Prepare() {
   p.set_epochs(training.epochs());
   p.set_total_steps(steps_per_epoch * training.epochs());
   hpt_ = spec_.hpt().mode() == TrainingMode::hpt;
-  state_.hpt.set_phase("full");
+  state_.hpt.set_phase(TrainingPhase::full);
   state_.hpt.set_switch_step(-1);
   state_.hpt.set_check_window_steps(spec_.hpt().check_window_steps());
   state_.hpt.set_check_window_samples(spec_.hpt().check_window_samples());
@@ -240,7 +240,7 @@ absl::Status Trainer::Prepare() {
 absl::Status Trainer::RunStep(const std::vector<int64_t>& indices, int64_t step,
                               double learning_rate, bool* switched) {
   step_start_ = options_.now();
-  const bool lora_step = phase_ == TrainingPhase::kLora;
+  const bool lora_step = phase_ == TrainingPhase::lora;
   // The LoRA phase's optimizer keeps its own constant rate (paper_recipes.h).
   if (lora_step) learning_rate = spec_.hpt().lora_optimizer().learning_rate();
   state_.progress.set_learning_rate(learning_rate);
@@ -248,7 +248,7 @@ absl::Status Trainer::RunStep(const std::vector<int64_t>& indices, int64_t step,
   ledger_.set_chain(Chain::kMain);
   RETURN_IF_ERROR(TrainStep(indices, step, learning_rate, &loss));
   ++cursor_.main_updates;
-  if (hpt_ && phase_ == TrainingPhase::kFull) {
+  if (hpt_ && phase_ == TrainingPhase::full) {
     RETURN_IF_ERROR(ControlPhase(indices, step, learning_rate, loss, switched));
   }
   ledger_.set_chain(Chain::kNone);
@@ -311,7 +311,7 @@ absl::StatusOr<int64_t> Trainer::Begin() {
   if (options_.resume != nullptr) {
     RETURN_IF_ERROR(Restore(*options_.resume));
     step = options_.resume->header.step();
-    if (options_.switch_policy != nullptr && hpt_ && phase_ == TrainingPhase::kFull &&
+    if (options_.switch_policy != nullptr && hpt_ && phase_ == TrainingPhase::full &&
         options_.switch_policy->AtResume(step) == SwitchPolicy::Decision::kSwitch) {
       RETURN_IF_ERROR(SwitchNow(step));
     }
@@ -413,7 +413,7 @@ absl::Status Trainer::Finish() {
   const bool trial_open = cursor_.trial_active;
   if (trial_open) {
     DropTrial();
-    state_.hpt.set_phase("full");
+    state_.hpt.set_phase(TrainingPhase::full);
   }
   RETURN_IF_ERROR(CollectTrainedModel());
   if (ApplySelection() || trial_open) Report();

@@ -319,7 +319,7 @@ class Trainer {
 
   // HpT.
   bool hpt_ = false;
-  TrainingPhase phase_ = TrainingPhase::kFull;
+  TrainingPhase::Name phase_ = TrainingPhase::full;
   std::unique_ptr<PhaseController> controller_;
   size_t events_seen_ = 0;
   std::unique_ptr<HybridRunner> hybrid_;

@@ -70,7 +70,7 @@ absl::Status Trainer::Restore(const Checkpoint& checkpoint) {
   RETURN_IF_ERROR(RestoreSelection(checkpoint));
   start_ = options_.now() - absl::Seconds(identity.elapsed_s);
   pace_from_next_ = true;
-  phase_ = cursor_.lora_phase ? TrainingPhase::kLora : TrainingPhase::kFull;
+  phase_ = cursor_.lora_phase ? TrainingPhase::lora : TrainingPhase::full;
   events_seen_ = 0;
   ledger_.set_chain(Chain::kRecovery);
   RETURN_IF_ERROR(Reload(checkpoint));
@@ -112,9 +112,9 @@ absl::Status Trainer::Reload(const Checkpoint& checkpoint) {
   }
   // The full phase trains on the devices once a layer has switched under
   // layerwise, as the LoRA phase does.
-  const bool partial = phase_ == TrainingPhase::kFull && controller_ != nullptr &&
+  const bool partial = phase_ == TrainingPhase::full && controller_ != nullptr &&
                        !controller_->SwitchedLayers().empty();
-  if ((phase_ == TrainingPhase::kLora || partial) && placement_ != Placement::gpu) {
+  if ((phase_ == TrainingPhase::lora || partial) && placement_ != Placement::gpu) {
     std::map<std::string, int> ranks(h.hpt().lora_ranks().begin(), h.hpt().lora_ranks().end());
     // A checkpoint made on the GPU workers (a fallback) lacks the constant.
     std::map<std::string, HostTensor> params = model;
@@ -127,7 +127,7 @@ absl::Status Trainer::Reload(const Checkpoint& checkpoint) {
   }
   const std::map<std::string, HostTensor> on_gpu = GpuModelTensors(model);
   LoadParametersHeader header =
-      phase_ == TrainingPhase::kLora ? LoraHeader(job_id_, kLoraSeedOffset) : FullHeader(h.step());
+      phase_ == TrainingPhase::lora ? LoraHeader(job_id_, kLoraSeedOffset) : FullHeader(h.step());
   header.set_optimizer_steps(cursor_.main_updates);
   if (options_.head_worker != nullptr) header.set_gpu_segment("encoder");
   std::vector<TensorChunk> chunks = SplitTensors(on_gpu);

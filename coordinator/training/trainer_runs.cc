@@ -21,7 +21,8 @@ int64_t Trainer::AddSamples(LoadParametersHeader* header, std::vector<TensorChun
 }
 
 void Trainer::CountDispatch(int64_t steps, const GpuTasks::Run* run) {
-  const std::string phase = phase_ == TrainingPhase::kLora ? "lora" : "full";
+  const TrainingPhase::Name phase =
+      phase_ == TrainingPhase::lora ? TrainingPhase::lora : TrainingPhase::full;
   PhaseDispatch* d = nullptr;
   for (PhaseDispatch& one : *state_.hpt.mutable_dispatch()) {
     if (one.phase() == phase) d = &one;
@@ -52,14 +53,14 @@ void Trainer::CountDispatch(int64_t steps, const GpuTasks::Run* run) {
 
 int64_t Trainer::StepsInRun(int64_t step, int64_t s, const std::vector<int64_t>& sizes) const {
   if (!runs_ || options_.head_worker != nullptr || hybrid_ != nullptr ||
-      (options_.switch_policy != nullptr && phase_ == TrainingPhase::kFull) ||
+      (options_.switch_policy != nullptr && phase_ == TrainingPhase::full) ||
       !options_.fallback_reason.empty()) {
     return 1;
   }
   int64_t n = 1;
   // One shape a run: the epoch's smaller last batch runs on its own.
   while (s + n < int64_t(sizes.size()) && sizes[s + n] == sizes[s]) ++n;
-  if (hpt_ && phase_ == TrainingPhase::kFull) {
+  if (hpt_ && phase_ == TrainingPhase::full) {
     // The controller decides at a window's last step, so a run ends there.
     const int64_t k = std::max<int64_t>(1, controller_->options().check_window_steps);
     n = std::min(n, k - step % k);
@@ -74,7 +75,7 @@ int64_t Trainer::StepsInRun(int64_t step, int64_t s, const std::vector<int64_t>&
 absl::Status Trainer::RunSteps(const std::vector<std::vector<int64_t>>& batches, int64_t step,
                                double learning_rate, bool* switched) {
   step_start_ = options_.now();
-  const bool lora_step = phase_ == TrainingPhase::kLora;
+  const bool lora_step = phase_ == TrainingPhase::lora;
   if (lora_step) learning_rate = spec_.hpt().lora_optimizer().learning_rate();
   state_.progress.set_learning_rate(learning_rate);
   const bool trial = cursor_.trial_active;
@@ -113,7 +114,7 @@ absl::Status Trainer::RunSteps(const std::vector<std::vector<int64_t>>& batches,
     const double loss = run->losses[j];
     RETURN_IF_ERROR(CheckTrainingLoss(loss, at, learning_rate));
     ++cursor_.main_updates;
-    if (hpt_ && phase_ == TrainingPhase::kFull) {
+    if (hpt_ && phase_ == TrainingPhase::full) {
       RETURN_IF_ERROR(ControlPhase(batches[j], at, learning_rate, loss, switched, &*run, j));
     }
     ledger_.set_chain(Chain::kNone);

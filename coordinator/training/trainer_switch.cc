@@ -122,7 +122,7 @@ absl::Status Trainer::Switch() {
     ASSIGN_OR_RETURN(chunks, gpu->Snapshot(job_id_, {}));
   }
   const LoadParametersHeader header = LoraHeader(job_id_, kLoraSeedOffset);
-  phase_ = TrainingPhase::kLora;
+  phase_ = TrainingPhase::lora;
   // LoRA is created on the GPU workers first (adapters from the seed, B = 0,
   // auto ranks from the weight change); the device placement takes its
   // tensors from there.
@@ -146,7 +146,7 @@ absl::Status Trainer::Switch() {
   }
   reference_weights_.clear();
   cursor_.main_updates = 0;  // the LoRA model's optimizer is a fresh one
-  state_.hpt.set_phase("lora");
+  state_.hpt.set_phase(TrainingPhase::lora);
   pace_from_next_ = true;
   return absl::OkStatus();
 }
@@ -214,7 +214,7 @@ absl::Status Trainer::MoveToDevices(const std::map<std::string, int>& ranks,
                                     int64_t optimizer_steps, int64_t steps_done) {
   // The full phase (layerwise) keeps its Adam moments; the LoRA phase
   // starts a fresh optimizer.
-  const bool partial = phase_ == TrainingPhase::kFull;
+  const bool partial = phase_ == TrainingPhase::full;
   ASSIGN_OR_RETURN(std::vector<TensorChunk> made, workers_[0]->Snapshot(job_id_, {}, partial));
   ASSIGN_OR_RETURN(auto params, AssembleChunks(made));
   reference_weights_ = TakeSuffixed(kInitialSuffix, &params);
@@ -242,7 +242,7 @@ absl::Status Trainer::StartHybrid(const std::map<std::string, HostTensor>& param
                                   const std::map<std::string, int>& ranks, int64_t optimizer_steps,
                                   int64_t steps_done) {
   // Before the job's switch only some layers have switched (layerwise).
-  const bool partial = phase_ == TrainingPhase::kFull;
+  const bool partial = phase_ == TrainingPhase::full;
   HybridPlanOptions plan_options;
   if (partial) {
     const std::vector<int> switched = controller_->SwitchedLayers();
@@ -319,7 +319,7 @@ absl::Status Trainer::ControlPhase(const std::vector<int64_t>& indices, int64_t 
       action == PhaseController::Action::kRestartTrial) {
     ledger_.set_chain(Chain::kTrial);
     RETURN_IF_ERROR(StartTrial());
-    state_.hpt.set_phase("trial");
+    state_.hpt.set_phase(TrainingPhase::trial);
   } else if (action == PhaseController::Action::kSwitchLayers) {
     ledger_.set_chain(Chain::kSwitch);
     RETURN_IF_ERROR(SwitchLayers(step + 1));
@@ -328,8 +328,8 @@ absl::Status Trainer::ControlPhase(const std::vector<int64_t>& indices, int64_t 
     RETURN_IF_ERROR(Switch());
     state_.hpt.set_switch_step(step + 1);
     *switched = true;
-  } else if (controller_->phase() == TrainingPhase::kFull) {
-    state_.hpt.set_phase("full");
+  } else if (controller_->phase() == TrainingPhase::full) {
+    state_.hpt.set_phase(TrainingPhase::full);
   }
   return absl::OkStatus();
 }

@@ -178,7 +178,7 @@ TEST(TrainerTest, OneWorkerRunsForwardBackwardUpdatePerStep) {
   EXPECT_EQ(updates.front().progress.epoch(), 1);
   EXPECT_EQ(updates.front().progress.epochs(), 2);
   EXPECT_EQ(updates.front().progress.total_steps(), 6);
-  EXPECT_EQ(updates.front().hpt.phase(), "full");
+  EXPECT_EQ(updates.front().hpt.phase(), TrainingPhase::full);
   const TrainerUpdate& last = updates.back();
   EXPECT_EQ(last.progress.step(), 6);
   EXPECT_EQ(last.progress.total_steps(), 6);
