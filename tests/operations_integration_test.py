@@ -195,10 +195,14 @@ class OperationsTest(unittest.TestCase):
         self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
         self.assertRegex(run.stdout, r"submitted job-\d+ \(python-example\)")
         self.assertIn("): succeeded", run.stdout)
-        # A line per finished epoch, each naming its own epoch once.
-        epochs = re.findall(r"^  epoch (\d+)/6 done  step \d+/\d+  loss \d", run.stdout, re.M)
-        self.assertEqual(epochs, [str(e) for e in range(1, 7)], run.stdout)
+        # A line per finished epoch, each naming its own epoch once and the
+        # phase by name (the protocol carries it as an enum).
+        epochs = re.findall(r"^  epoch (\d+)/6 done  step \d+/\d+  loss \S+  phase (\w+)$",
+                            run.stdout, re.M)
+        self.assertEqual([e for e, _ in epochs], [str(e) for e in range(1, 7)], run.stdout)
         self.assertIn("switched to LoRA at step", run.stdout)
+        self.assertLessEqual({p for _, p in epochs}, {"full", "trial", "lora"}, run.stdout)
+        self.assertEqual(epochs[-1][1], "lora", run.stdout)
         self.assertIn("HpT vs GPU-only: time", run.stdout)
         self.assertRegex(run.stdout, r"test RMSE \d")
 
