@@ -297,6 +297,8 @@ std::string RenderJobPage(const JobPageInput& input, const PageOptions& options)
   return Page(absl::StrCat(input.job.job_id(), " · HpT"), RenderJobContent(input), options);
 }
 
+namespace {
+
 // The list's quality cell: the test skill over persistence, in red where
 // the model loses to it; a dash before there are test metrics.
 std::string SkillCell(const Job& j) {
@@ -305,6 +307,13 @@ std::string SkillCell(const Job& j) {
   return absl::StrCat("<td", q.skill() < 0 ? " class=\"loses\"" : "", ">", Num(q.skill(), 3),
                       "</td>");
 }
+
+// The list's phase cell: a dash until the job has started training.
+std::string PhaseCell(TrainingPhase::Name phase) {
+  return phase == TrainingPhase::TRAINING_PHASE_UNSPECIFIED ? "–" : PhaseName(phase);
+}
+
+}  // namespace
 
 std::string RenderJobsContent(const std::vector<Job>& jobs) {
   std::string body = "<h1>HpT jobs</h1>";
@@ -323,7 +332,7 @@ std::string RenderJobsContent(const std::vector<Job>& jobs) {
           &body, "<tr><td><a href=\"/jobs/", Escape(j.job_id()), "\">", Escape(j.job_id()),
           "</a></td><td>", Escape(j.name()), "</td><td><span class=\"state ",
           JobState_Name(j.state()), "\">", Escape(StateName(j.state())), "</span></td><td>",
-          Escape(PhaseName(j.hpt().phase())), "</td><td>", j.progress().step(), " / ",
+          PhaseCell(j.hpt().phase()), "</td><td>", j.progress().step(), " / ",
           j.progress().total_steps(), "</td><td>",
           j.progress().step() > 0 ? Num(j.progress().loss()) : "–", "</td>", SkillCell(j), "<td>",
           j.hpt().switch_step() >= 0 ? absl::StrCat(j.hpt().switch_step()) : "–", "</td><td>",

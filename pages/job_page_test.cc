@@ -62,6 +62,21 @@ TEST(SvgTest, EscapesAndRoundTicks) {
   EXPECT_EQ(Joules(42.7), "42.7 J");
 }
 
+TEST(JobPageTest, ThePhaseIsNamedOnThePageAndInTheList) {
+  JobPageInput in;
+  in.job = SmallJob();
+  EXPECT_NE(RenderJobPage(in, PageOptions()).find("<b id=\"phase\">lora</b>"), std::string::npos);
+  Job queued = SmallJob();
+  queued.set_state(QUEUED);
+  queued.mutable_hpt()->clear_phase();
+  in.job = queued;
+  // Not started: the page reads it as the full phase, the list as a dash.
+  EXPECT_NE(RenderJobPage(in, PageOptions()).find("<b id=\"phase\">full</b>"), std::string::npos);
+  const std::string list = RenderJobsContent({SmallJob(), queued});
+  EXPECT_NE(list.find("</span></td><td>lora</td>"), std::string::npos) << list;
+  EXPECT_NE(list.find("</span></td><td>–</td>"), std::string::npos) << list;
+}
+
 TEST(JobPageTest, NamesAreEscapedAndBarsCarryTheirValues) {
   JobPageInput in;
   in.job = SmallJob();
