@@ -112,20 +112,20 @@ class StepTimer {
     const Clock::time_point now = Clock::now();
     const double dt = std::chrono::duration<double>(now - last_).count();
     std::map<std::string, double> measured = MeasuredByKind(u);
+    const std::string& phase = PhaseName(u.hpt.phase());
     if (u.epoch_losses.size() != last_epochs_) {
       // The epoch's evaluation just ended.
       eval_s_ = dt;
-      eval_phase_ = PhaseName(u.hpt.phase());
+      eval_phase_ = phase;
       last_epochs_ = u.epoch_losses.size();
-    } else if (u.progress.step() == last_step_ + 1 && last_step_ >= 0 &&
-               PhaseName(u.hpt.phase()) == last_phase_) {
-      Totals& totals = by_phase_[PhaseName(u.hpt.phase())];
+    } else if (u.progress.step() == last_step_ + 1 && last_step_ >= 0 && phase == last_phase_) {
+      Totals& totals = by_phase_[phase];
       ++totals.steps;
       totals.wall_s += dt;
       for (const auto& [kind, s] : measured) totals.compute_s[kind] += s - last_measured_[kind];
     }
     last_step_ = u.progress.step();
-    last_phase_ = PhaseName(u.hpt.phase());
+    last_phase_ = phase;
     last_measured_ = std::move(measured);
     last_ = now;
   }
