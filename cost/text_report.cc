@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/gpu_baseline.h"
+#include "common/launch_mode.h"
 #include "common/training_phase.h"
 #include "cost/device_totals.h"
 #include "cost/switch_diagnosis.h"
@@ -156,7 +157,7 @@ void AppendPhases(const HptStatus& h, std::string* report) {
     if (d.runs() > 0) {
       ways.push_back(absl::StrFormat("%d steps in %d runs of %.3g on average (%s)", d.run_steps(),
                                      d.runs(), double(d.run_steps()) / double(d.runs()),
-                                     d.launch() == Launch::graph ? "graph" : "eager"));
+                                     LaunchName(d.launch())));
     }
     if (d.task_steps() > 0) ways.push_back(absl::StrCat(d.task_steps(), " task by task"));
     absl::StrAppend(&out, "  ", PhaseName(d.phase()),

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "common/launch_mode.h"
 #include "common/status_macros.h"
 #include "common/tensor_codec.h"
 #include "coordinator/dispatch/for_each_worker.h"
@@ -23,7 +24,7 @@ GpuTasks::GpuTasks(std::string job_id, std::vector<WorkerClient*> workers,
       workers_(std::move(workers)),
       head_(head_worker),
       head_kind_(head_kind),
-      launch_(launch == Launch::graph ? Launch::graph : Launch::eager),
+      launch_(LaunchOrEager(launch)),
       sink_(sink) {}
 
 std::vector<int64_t> GpuTasks::ShardSizes(int64_t batch, int workers) {

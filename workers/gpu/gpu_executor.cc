@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/launch_mode.h"
 #include "common/status_macros.h"
 #include "common/tensor_codec.h"
 #include "devices/cost_settings.h"
@@ -193,7 +194,7 @@ absl::StatusOr<TrainRunResponse> GpuExecutor::TrainRun(const TrainRunRequest& re
         std::min(run_device.first_bucket_bytes, impl_->options.allreduce_bucket_bytes);
   }
   run_device.on_wait = [this](const std::string& what) { impl_->HostSync(what); };
-  run_device.launch = request.launch() == Launch::graph ? Launch::graph : Launch::eager;
+  run_device.launch = LaunchOrEager(request.launch());
   run_device.uncaptured_graphs = impl_->options.uncaptured_graphs;
   run_device.cost = [this](const std::string& type, const GpuSession& s,
                            const std::vector<GpuKernel>& kernels,
