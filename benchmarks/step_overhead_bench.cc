@@ -30,6 +30,7 @@
 #include "absl/strings/str_cat.h"
 #include "benchmarks/median_time.h"
 #include "common/enum_names.h"
+#include "common/launch_mode.h"
 #include "common/process_setup.h"
 #include "common/status_macros.h"
 #include "common/test_util.h"
@@ -194,8 +195,7 @@ void PrintFigures(const std::vector<Round>& rounds, const PhaseDispatch& runs_di
   std::printf("in-process step (%s, %s): median %.4f s over %zu rounds\n",
               absl::GetFlag(FLAGS_launch).c_str(), absl::GetFlag(FLAGS_precision).c_str(),
               OverRounds(rounds, [](const Round& r) { return r.local_s; }), rounds.size());
-  std::printf("service runs launched: %s%s%s\n",
-              runs_dispatch.launch() == Launch::graph ? "graph" : "eager",
+  std::printf("service runs launched: %s%s%s\n", LaunchName(runs_dispatch.launch()).c_str(),
               runs_dispatch.launch_note().empty() ? "" : "; ", runs_dispatch.launch_note().c_str());
   using Way = double (*)(const Round&);
   for (const auto& [name, way] :

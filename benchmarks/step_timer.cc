@@ -1,0 +1,83 @@
+#include "benchmarks/step_timer.h"
+
+#include <cstdio>
+#include <utility>
+
+#include "common/device_kind.h"
+#include "common/training_phase.h"
+
+namespace hpt {
+namespace {
+
+// The tasks' measured seconds so far, by device kind.
+std::map<std::string, double> MeasuredByKind(const TrainerUpdate& u) {
+  std::map<std::string, double> by_kind;
+  for (const DeviceCost& d : u.device_costs) by_kind[KindName(d.kind())] += d.cost().measured_s();
+  return by_kind;
+}
+
+void Print(const char* label, const StepTimer::Totals& t) {
+  if (t.steps == 0) {
+    std::printf("%-10s no steps measured\n", label);
+    return;
+  }
+  const double wall = t.wall_s / t.steps;
+  double compute = 0;
+  std::printf("%-10s %lld steps, %.4f s wall per step:", label, static_cast<long long>(t.steps),
+              wall);
+  for (const auto& [kind, s] : t.compute_s) {
+    std::printf(" %s compute %.4f s,", kind.c_str(), s / t.steps);
+    compute += s / t.steps;
+  }
+  std::printf(" rest (coordinator, serialisation) %.4f s\n", wall - compute);
+}
+
+}  // namespace
+
+void StepTimer::Observe(const TrainerUpdate& u, double now_s) {
+  // Progress inside an evaluation: the evaluation is timed from the last
+  // run's end to the update that closes the epoch.
+  if (!u.progress.evaluating().empty()) return;
+  const double dt = now_s - last_s_;
+  std::map<std::string, double> measured = MeasuredByKind(u);
+  const std::string& phase = PhaseName(u.hpt.phase());
+  const int64_t step = u.progress.step();
+  if (u.epoch_losses.size() != last_epochs_) {
+    eval_s_ = dt;
+    eval_phase_ = phase;
+    last_epochs_ = u.epoch_losses.size();
+  } else if (last_step_ >= 0 && step > last_step_ && phase == last_phase_) {
+    Totals& totals = by_phase_[phase];
+    totals.steps += step - last_step_;
+    totals.wall_s += dt;
+    for (const auto& [kind, s] : measured) totals.compute_s[kind] += s - last_measured_[kind];
+  }
+  last_step_ = step;
+  last_phase_ = phase;
+  last_measured_ = std::move(measured);
+  last_s_ = now_s;
+}
+
+StepTimer::Totals StepTimer::PhaseTotals(const std::string& phase) const {
+  const auto it = by_phase_.find(phase);
+  return it == by_phase_.end() ? Totals{} : it->second;
+}
+
+void StepTimer::Report(int64_t test_values) const {
+  const Totals full = PhaseTotals(PhaseName(TrainingPhase::full));
+  const Totals lora = PhaseTotals(PhaseName(TrainingPhase::lora));
+  Print("full", full);
+  if (const Totals trial = PhaseTotals(PhaseName(TrainingPhase::trial)); trial.steps > 0) {
+    Print("trial", trial);
+  }
+  Print("lora", lora);
+  if (full.steps > 0 && lora.steps > 0) {
+    const double f = full.wall_s / full.steps, l = lora.wall_s / lora.steps;
+    std::printf("LoRA-phase step / full-phase step wall time: %.2f (full is %.2fx the LoRA step)\n",
+                l / f, f / l);
+  }
+  std::printf("last evaluation (%s phase, %lld test values): %.2f s\n", eval_phase_.c_str(),
+              static_cast<long long>(test_values), eval_s_);
+}
+
+}  // namespace hpt

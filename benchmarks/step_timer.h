@@ -1,0 +1,57 @@
+// Times a trainer's updates for device_step_bench: the wall time of its
+// steps per phase, each step split into compute per device kind (the tasks'
+// measured time) and the rest, and the wall time of the last evaluation.
+//
+// A phase trains in runs of steps and reports once at a run's end, so an
+// update may stand for several steps: a run's wall time counts for all of
+// them. Not counted: the run that switched phase (its update names the new
+// phase), and progress updates sent while a split is evaluated, which
+// neither end a step nor end the evaluation.
+#ifndef HPT_BENCHMARKS_STEP_TIMER_H_
+#define HPT_BENCHMARKS_STEP_TIMER_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "coordinator/training/training_state.h"
+
+namespace hpt {
+
+class StepTimer {
+ public:
+  struct Totals {
+    int64_t steps = 0;
+    double wall_s = 0;
+    std::map<std::string, double> compute_s;  // by device kind
+  };
+
+  // Starts the clock at `start_s`, on the caller's clock in seconds.
+  explicit StepTimer(double start_s) : last_s_(start_s) {}
+
+  // An update from the trainer, received at `now_s`.
+  void Observe(const TrainerUpdate& u, double now_s);
+
+  // By phase name ("full", "trial", "lora"); empty where none was timed.
+  Totals PhaseTotals(const std::string& phase) const;
+  // The last evaluation's wall time, and the phase it ran in.
+  double eval_s() const { return eval_s_; }
+  const std::string& eval_phase() const { return eval_phase_; }
+
+  // Prints each phase's steps, their ratio and the last evaluation.
+  void Report(int64_t test_values) const;
+
+ private:
+  std::map<std::string, Totals> by_phase_;
+  double last_s_;
+  int64_t last_step_ = -1;
+  size_t last_epochs_ = 0;
+  std::string last_phase_;
+  std::map<std::string, double> last_measured_;
+  double eval_s_ = 0;
+  std::string eval_phase_;
+};
+
+}  // namespace hpt
+
+#endif  // HPT_BENCHMARKS_STEP_TIMER_H_
