@@ -231,7 +231,9 @@ TEST(JobPageTest, TheQualityCardSaysWhyItHasNoMetricsYet) {
   job.mutable_data()->set_source("csv");
   job.mutable_data()->set_test_samples(1677);
   auto card = [&] {
-    const std::string page = RenderJobContent(JobPageInput{job});
+    JobPageInput input;
+    input.job = job;
+    const std::string page = RenderJobContent(input);
     const std::string open = "id=\"quality\">";
     const size_t at = page.find(open);
     if (at == std::string::npos) return page;
