@@ -4,7 +4,7 @@
 // LibTorch GPU worker, the ReRAM and systolic device models). The phase
 // controller's thresholds are opened so the job switches after two windows
 // of `--check_window_steps`; every figure below is measured in this run:
-//   - the mean wall time of a full-phase step (GPU worker) and of a
+//   - the mean and median wall time of a full-phase step (GPU worker) and of a
 //     LoRA-phase step (placement paper: frozen weights on ReRAM, the rest on
 //     systolic; placement gpu: LoRA on the GPU worker), their ratio, and
 //     each step's split into compute per device kind (the tasks' measured

@@ -1,5 +1,6 @@
 #include "benchmarks/step_timer.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
@@ -22,9 +23,10 @@ void Print(const char* label, const StepTimer::Totals& t) {
     return;
   }
   const double wall = t.wall_s / t.steps;
+  const double median = t.median_step_s();
   double compute = 0;
-  std::printf("%-10s %lld steps, %.4f s wall per step:", label, static_cast<long long>(t.steps),
-              wall);
+  std::printf("%-10s %lld steps, wall per step mean %.4f s, median %.4f s; mean:", label,
+              static_cast<long long>(t.steps), wall, median);
   for (const auto& [kind, s] : t.compute_s) {
     std::printf(" %s compute %.4f s,", kind.c_str(), s / t.steps);
     compute += s / t.steps;
@@ -33,6 +35,14 @@ void Print(const char* label, const StepTimer::Totals& t) {
 }
 
 }  // namespace
+
+double StepTimer::Totals::median_step_s() const {
+  if (step_s.empty()) return 0;
+  std::vector<double> s = step_s;
+  std::sort(s.begin(), s.end());
+  const size_t n = s.size();
+  return n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
 
 void StepTimer::Observe(const TrainerUpdate& u, double now_s) {
   // Progress inside an evaluation: the evaluation is timed from the last
@@ -50,6 +60,7 @@ void StepTimer::Observe(const TrainerUpdate& u, double now_s) {
     Totals& totals = by_phase_[phase];
     totals.steps += step - last_step_;
     totals.wall_s += dt;
+    totals.step_s.insert(totals.step_s.end(), step - last_step_, dt / double(step - last_step_));
     for (const auto& [kind, s] : measured) totals.compute_s[kind] += s - last_measured_[kind];
   }
   last_step_ = step;
@@ -73,8 +84,10 @@ void StepTimer::Report(int64_t test_values) const {
   Print("lora", lora);
   if (full.steps > 0 && lora.steps > 0) {
     const double f = full.wall_s / full.steps, l = lora.wall_s / lora.steps;
-    std::printf("LoRA-phase step / full-phase step wall time: %.2f (full is %.2fx the LoRA step)\n",
-                l / f, f / l);
+    std::printf(
+        "LoRA-phase step / full-phase step wall time: mean %.2f (full is %.2fx the LoRA step), "
+        "median %.2f\n",
+        l / f, f / l, lora.median_step_s() / full.median_step_s());
   }
   std::printf("last evaluation (%s phase, %lld test values): %.2f s\n", eval_phase_.c_str(),
               static_cast<long long>(test_values), eval_s_);

@@ -7,12 +7,19 @@
 // them. Not counted: the run that switched phase (its update names the new
 // phase), and progress updates sent while a split is evaluated, which
 // neither end a step nor end the evaluation.
+//
+// The mean is the run's cost; the median is a typical step's. They part
+// where a few steps carry one-time work: the first steps of a phase, and on
+// the ReRAM worker each layer's first read of a direction and every 64th
+// after, which also runs the bit-exact path to calibrate the ADC error
+// (devices/reram/reram_layer.h).
 #ifndef HPT_BENCHMARKS_STEP_TIMER_H_
 #define HPT_BENCHMARKS_STEP_TIMER_H_
 
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "coordinator/training/training_state.h"
 
@@ -24,6 +31,10 @@ class StepTimer {
     int64_t steps = 0;
     double wall_s = 0;
     std::map<std::string, double> compute_s;  // by device kind
+    // Each step's wall time: a run's, divided over its steps.
+    std::vector<double> step_s;
+    // The median of step_s; 0 where there is none.
+    double median_step_s() const;
   };
 
   // Starts the clock at `start_s`, on the caller's clock in seconds.

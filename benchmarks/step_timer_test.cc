@@ -1,5 +1,7 @@
 #include "benchmarks/step_timer.h"
 
+#include <vector>
+
 #include "gtest/gtest.h"
 
 namespace hpt {
@@ -24,11 +26,13 @@ TEST(StepTimer, ARunOfStepsCountsForEachOfItsSteps) {
   StepTimer timer(0);
   timer.Observe(At(0, TrainingPhase::full, 0, 0), 1.0);    // the model is loaded
   timer.Observe(At(4, TrainingPhase::full, 0, 2.0), 3.0);  // a run of 4 steps in 2 s
-  timer.Observe(At(6, TrainingPhase::full, 0, 2.5), 4.0);  // a run of 2 in 1 s
+  timer.Observe(At(6, TrainingPhase::full, 0, 2.5), 3.5);  // a run of 2 in 0.5 s
   const StepTimer::Totals full = timer.PhaseTotals("full");
   EXPECT_EQ(full.steps, 6);
-  EXPECT_DOUBLE_EQ(full.wall_s, 3.0);
+  EXPECT_DOUBLE_EQ(full.wall_s, 2.5);
   EXPECT_DOUBLE_EQ(full.compute_s.at("gpu"), 2.5);
+  EXPECT_EQ(full.step_s, (std::vector<double>{0.5, 0.5, 0.5, 0.5, 0.25, 0.25}));
+  EXPECT_DOUBLE_EQ(full.median_step_s(), 0.5);
   EXPECT_EQ(timer.PhaseTotals("lora").steps, 0);
 }
 
@@ -44,6 +48,11 @@ TEST(StepTimer, TheSwitchingRunIsNotCountedAndLoraIsItsOwn) {
   const StepTimer::Totals lora = timer.PhaseTotals("lora");
   EXPECT_EQ(lora.steps, 2);
   EXPECT_DOUBLE_EQ(lora.wall_s, 1.0);
+  EXPECT_EQ(lora.step_s, (std::vector<double>{0.5, 0.5}));
+  StepTimer::Totals four;
+  four.step_s = {3.0, 0.25, 1.0, 0.5};
+  EXPECT_DOUBLE_EQ(four.median_step_s(), 0.75);
+  EXPECT_EQ(StepTimer::Totals{}.median_step_s(), 0);
 }
 
 TEST(StepTimer, TheEvaluationSpansItsProgressUpdatesAndIsNoStep) {
