@@ -84,48 +84,68 @@ void ReramLayer::ExactRead(const std::vector<float>& xq, int64_t batch,
   const int64_t out_block = transposed ? config_.crossbar_rows : config_.crossbar_cols;
   const int64_t blocks = transposed ? col_blocks() : row_blocks();
   const uint32_t mask = (uint32_t{1} << planes) - 1;
+  const int64_t levels_n = int64_t(signs()) * slices_;
+  // A chunk of rows has every bit-plane's column sums for every (sign,
+  // slice) level matrix made by one product a matrix, the planes stacked
+  // as rows, so each matrix is read once a chunk rather than once a plane.
+  // The ADC, noise and accumulation then run in the device's order (block,
+  // plane, sign, slice). A chunk's sums stay within about 4 MB.
+  const int64_t chunk = std::max<int64_t>(
+      1, std::min<int64_t>(batch, (int64_t{1} << 20) / (levels_n * planes * out_len)));
   std::normal_distribution<double> noise(0.0, 1.0);
   std::fill(out, out + batch * out_len, 0.0f);
-  std::vector<float> bits, sums(batch * out_len);
-  for (int64_t blk = 0; blk < blocks; ++blk) {
-    const int64_t b0 = blk * block, b1 = std::min(in_len, b0 + block), nb = b1 - b0;
-    const double read_sigma = config_.read_noise_sigma * std::sqrt(double(nb));
-    bits.assign(batch * nb, 0.0f);
-    for (int p = 0; p < planes; ++p) {
-      for (int64_t b = 0; b < batch; ++b) {
+  std::vector<float> bits, sums(levels_n * planes * chunk * out_len);
+  for (int64_t r0 = 0; r0 < batch; r0 += chunk) {
+    const int64_t rows = std::min(chunk, batch - r0);
+    float* const rows_out = out + r0 * out_len;
+    // One (sign, slice)'s sums of plane p: rows x out_len, contiguous.
+    const auto plane_sums = [&](int64_t level, int p) {
+      return sums.data() + (level * planes + p) * rows * out_len;
+    };
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      const int64_t b0 = blk * block, b1 = std::min(in_len, b0 + block), nb = b1 - b0;
+      const double read_sigma = config_.read_noise_sigma * std::sqrt(double(nb));
+      // The rows' bit-planes, plane-major: [planes * rows, nb].
+      bits.assign(planes * rows * nb, 0.0f);
+      for (int64_t b = 0; b < rows; ++b) {
         for (int64_t i = 0; i < nb; ++i) {
-          const uint32_t u = static_cast<uint32_t>(
-                                 static_cast<int64_t>(xq[b * in_len + b0 + i])) &
-                             mask;
-          bits[b * nb + i] = float((u >> p) & 1u);
+          const uint32_t u =
+              static_cast<uint32_t>(static_cast<int64_t>(xq[(r0 + b) * in_len + b0 + i])) & mask;
+          for (int p = 0; p < planes; ++p) bits[(p * rows + b) * nb + i] = float((u >> p) & 1u);
         }
       }
-      // Two's complement: the top bit-plane counts negatively.
-      const double plane_weight =
-          (p == planes - 1 ? -1.0 : 1.0) * std::ldexp(1.0, p);
       for (int sign = 0; sign < signs(); ++sign) {
         for (int s = 0; s < slices_; ++s) {
           const float* l = levels(s, sign);
+          float* dst = plane_sums(int64_t(sign) * slices_ + s, 0);
           if (transposed) {
             // Sums along rows of the crossbars in this column block.
-            SgemmBt(batch, k_, nb, 1.0f, bits.data(), nb, l + b0, n_, 0.0f,
-                    sums.data(), k_);
+            SgemmBt(planes * rows, k_, nb, 1.0f, bits.data(), nb, l + b0, n_, 0.0f, dst, k_);
           } else {
-            Sgemm(batch, n_, nb, 1.0f, bits.data(), nb, l + b0 * n_, n_, 0.0f,
-                  sums.data(), n_);
+            Sgemm(planes * rows, n_, nb, 1.0f, bits.data(), nb, l + b0 * n_, n_, 0.0f, dst, n_);
           }
-          const float weight = static_cast<float>(
-              plane_weight * std::ldexp(1.0, s * config_.cell_bits) *
-              (sign == 0 ? 1.0 : -1.0));
-          if (read_sigma > 0) {
-            for (float& v : sums) v += static_cast<float>(read_sigma * noise(rng_));
-          }
-          for (int64_t b = 0; b < batch; ++b) {
-            for (int64_t o0 = 0; o0 < out_len; o0 += out_block) {
-              Adc(&sums[b * out_len + o0], std::min(out_block, out_len - o0), nb);
+        }
+      }
+      for (int p = 0; p < planes; ++p) {
+        // Two's complement: the top bit-plane counts negatively.
+        const double plane_weight = (p == planes - 1 ? -1.0 : 1.0) * std::ldexp(1.0, p);
+        for (int sign = 0; sign < signs(); ++sign) {
+          for (int s = 0; s < slices_; ++s) {
+            float* const plane = plane_sums(int64_t(sign) * slices_ + s, p);
+            const float weight = static_cast<float>(
+                plane_weight * std::ldexp(1.0, s * config_.cell_bits) * (sign == 0 ? 1.0 : -1.0));
+            if (read_sigma > 0) {
+              for (int64_t e = 0; e < rows * out_len; ++e) {
+                plane[e] += static_cast<float>(read_sigma * noise(rng_));
+              }
             }
+            for (int64_t b = 0; b < rows; ++b) {
+              for (int64_t o0 = 0; o0 < out_len; o0 += out_block) {
+                Adc(&plane[b * out_len + o0], std::min(out_block, out_len - o0), nb);
+              }
+            }
+            for (int64_t e = 0; e < rows * out_len; ++e) rows_out[e] += weight * plane[e];
           }
-          for (int64_t e = 0; e < batch * out_len; ++e) out[e] += weight * sums[e];
         }
       }
     }
