@@ -69,6 +69,11 @@ std::pair<float, float> LayerNormRow(float* y, const float* gamma, const float* 
 // `xhat`; gy = g * gamma).
 void LayerNormBackwardRow(const float* g, const float* gamma, const float* x, float mean,
                           float rstd, int64_t cols, float* xhat, float* gy, float* gx);
+// The least and greatest of v[0, n), n >= 1.
+std::pair<float, float> MinMax(const float* v, int64_t n);
+// An ADC's conversion of v[0, n) in place, in double: the nearest of
+// `codes` + 1 levels low + c * step (c = 0..codes), ties to even.
+void Digitise(float* v, int64_t n, double low, double step, double codes);
 // A row of scores s in place: softmax(s * scale). The sum in double; e^x
 // within 1 ulp (a vectorisable Cephes expf).
 void SoftmaxRow(float* s, int64_t n, float scale);

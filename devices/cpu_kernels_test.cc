@@ -1,7 +1,8 @@
 #include "devices/cpu_kernels.h"
 
+#include <algorithm>
 #include <atomic>
-
+#include <cmath>
 #include <random>
 #include <tuple>
 #include <vector>
@@ -51,6 +52,31 @@ TEST(Int8GemmTest, SumsPastTwoToTheTwentyFourAreExact) {
 }
 
 // Every index is visited exactly once, whatever the chunking.
+// The ADC's conversion, element by element against the scalar rule, at
+// lengths past every vector width's tail, with ties (x.5 steps) and
+// values outside the range.
+TEST(DigitiseTest, EveryElementIsItsNearestLevelTiesToEven) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> value(-40.0f, 400.0f);
+  for (int64_t n : {1, 7, 8, 17, 64, 131}) {
+    std::vector<float> v(n);
+    for (int64_t i = 0; i < n; ++i) v[i] = i % 3 == 0 ? float(2 * i) + 0.5f : value(rng);
+    const std::vector<float> in = v;
+    const auto [lo, hi] = MinMax(v.data(), n);
+    EXPECT_EQ(lo, *std::min_element(in.begin(), in.end()));
+    EXPECT_EQ(hi, *std::max_element(in.begin(), in.end()));
+    const double low = 3.0, step = 1.0, codes = 255.0;
+    Digitise(v.data(), n, low, step, codes);
+    for (int64_t i = 0; i < n; ++i) {
+      const double c = std::min(codes, std::max(0.0, std::nearbyint((in[i] - low) / step)));
+      EXPECT_EQ(v[i], float(low + c * step)) << n << " " << i << " " << in[i];
+    }
+  }
+  std::vector<float> ties = {3.5f, 4.5f, 2.0f, 1000.0f};
+  Digitise(ties.data(), 4, 3.0, 1.0, 255.0);
+  EXPECT_EQ(ties, (std::vector<float>{3.0f, 5.0f, 3.0f, 258.0f}));
+}
+
 TEST(ParallelForTest, CoversEveryIndexOnce) {
   for (int64_t n : {0, 1, 999, 100000}) {
     std::vector<std::atomic<int>> seen(n);

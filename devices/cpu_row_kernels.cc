@@ -111,4 +111,21 @@ HPT_VECTOR_CLONES void SoftmaxBackwardRow(float* d, const float* p, int64_t n, f
   for (int64_t c = 0; c < n; ++c) d[c] = p[c] * (d[c] - fdot) * scale;
 }
 
+HPT_VECTOR_CLONES std::pair<float, float> MinMax(const float* v, int64_t n) {
+  float lo = v[0], hi = v[0];
+#pragma omp simd reduction(min : lo) reduction(max : hi)
+  for (int64_t i = 1; i < n; ++i) {
+    lo = std::min(lo, v[i]);
+    hi = std::max(hi, v[i]);
+  }
+  return {lo, hi};
+}
+
+HPT_VECTOR_CLONES void Digitise(float* v, int64_t n, double low, double step, double codes) {
+  for (int64_t i = 0; i < n; ++i) {
+    const double code = std::min(codes, std::max(0.0, std::nearbyint((v[i] - low) / step)));
+    v[i] = static_cast<float>(low + code * step);
+  }
+}
+
 }  // namespace hpt

@@ -94,20 +94,12 @@ void ReramLayer::Adc(float* sums, int64_t count, int64_t lines) const {
   const double codes = double((int64_t{1} << config_.adc_bits) - 1);
   double low = 0, step = FullScaleStep(lines);
   if (config_.adc_ranging == AdcRanging::kPerRead) {
-    float lo = sums[0], hi = sums[0];
-    for (int64_t i = 1; i < count; ++i) {
-      lo = std::min(lo, sums[i]);
-      hi = std::max(hi, sums[i]);
-    }
+    const auto [lo, hi] = MinMax(sums, count);
     low = lo;
     // Line sums are integers (in level units): a step of one resolves them.
     step = std::max(1.0, double(hi - lo) / codes);
   }
-  for (int64_t i = 0; i < count; ++i) {
-    const double code =
-        std::min(codes, std::max(0.0, std::nearbyint((sums[i] - low) / step)));
-    sums[i] = static_cast<float>(low + code * step);
-  }
+  Digitise(sums, count, low, step, codes);
 }
 
 template <typename T>
