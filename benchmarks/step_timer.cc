@@ -17,19 +17,20 @@ std::map<std::string, double> MeasuredByKind(const TrainerUpdate& u) {
   return by_kind;
 }
 
-void Print(const char* label, const StepTimer::Totals& t) {
-  if (t.steps == 0) {
-    std::printf("%-10s no steps measured\n", label);
+void Print(const std::string& label, const StepTimer::Totals& t) {
+  if (t.steps() == 0) {
+    std::printf("%-10s no steps measured\n", label.c_str());
     return;
   }
-  const double wall = t.wall_s / t.steps;
+  const double steps = double(t.steps());
+  const double wall = t.wall_s / steps;
   const double median = t.median_step_s();
   double compute = 0;
-  std::printf("%-10s %lld steps, wall per step mean %.4f s, median %.4f s; mean:", label,
-              static_cast<long long>(t.steps), wall, median);
+  std::printf("%-10s %lld steps, wall per step mean %.4f s, median %.4f s; mean:", label.c_str(),
+              static_cast<long long>(t.steps()), wall, median);
   for (const auto& [kind, s] : t.compute_s) {
-    std::printf(" %s compute %.4f s,", kind.c_str(), s / t.steps);
-    compute += s / t.steps;
+    std::printf(" %s compute %.4f s,", kind.c_str(), s / steps);
+    compute += s / steps;
   }
   std::printf(" rest (coordinator, serialisation) %.4f s\n", wall - compute);
 }
@@ -58,7 +59,6 @@ void StepTimer::Observe(const TrainerUpdate& u, double now_s) {
     last_epochs_ = u.epoch_losses.size();
   } else if (last_step_ >= 0 && step > last_step_ && phase == last_phase_) {
     Totals& totals = by_phase_[phase];
-    totals.steps += step - last_step_;
     totals.wall_s += dt;
     totals.step_s.insert(totals.step_s.end(), step - last_step_, dt / double(step - last_step_));
     for (const auto& [kind, s] : measured) totals.compute_s[kind] += s - last_measured_[kind];
@@ -75,15 +75,16 @@ StepTimer::Totals StepTimer::PhaseTotals(const std::string& phase) const {
 }
 
 void StepTimer::Report(int64_t test_values) const {
+  for (TrainingPhase::Name phase : kTrainingPhases) {
+    const std::string& name = PhaseName(phase);
+    // A trial is shown only where one ran.
+    if (phase == TrainingPhase::trial && PhaseTotals(name).steps() == 0) continue;
+    Print(name, PhaseTotals(name));
+  }
   const Totals full = PhaseTotals(PhaseName(TrainingPhase::full));
   const Totals lora = PhaseTotals(PhaseName(TrainingPhase::lora));
-  Print("full", full);
-  if (const Totals trial = PhaseTotals(PhaseName(TrainingPhase::trial)); trial.steps > 0) {
-    Print("trial", trial);
-  }
-  Print("lora", lora);
-  if (full.steps > 0 && lora.steps > 0) {
-    const double f = full.wall_s / full.steps, l = lora.wall_s / lora.steps;
+  if (full.steps() > 0 && lora.steps() > 0) {
+    const double f = full.wall_s / double(full.steps()), l = lora.wall_s / double(lora.steps());
     std::printf(
         "LoRA-phase step / full-phase step wall time: mean %.2f (full is %.2fx the LoRA step), "
         "median %.2f\n",

@@ -28,11 +28,11 @@ namespace hpt {
 class StepTimer {
  public:
   struct Totals {
-    int64_t steps = 0;
     double wall_s = 0;
     std::map<std::string, double> compute_s;  // by device kind
     // Each step's wall time: a run's, divided over its steps.
     std::vector<double> step_s;
+    int64_t steps() const { return static_cast<int64_t>(step_s.size()); }
     // The median of step_s; 0 where there is none.
     double median_step_s() const;
   };
