@@ -51,7 +51,6 @@ TEST(Int8GemmTest, SumsPastTwoToTheTwentyFourAreExact) {
   EXPECT_EQ(c, 127 * 127 * (k - 1) + 126 * 127);  // 33,032,573 > 2^24
 }
 
-// Every index is visited exactly once, whatever the chunking.
 // The ADC's conversion, element by element against the scalar rule, at
 // lengths past every vector width's tail, with ties (x.5 steps) and
 // values outside the range.
@@ -77,6 +76,7 @@ TEST(DigitiseTest, EveryElementIsItsNearestLevelTiesToEven) {
   EXPECT_EQ(ties, (std::vector<float>{3.0f, 5.0f, 3.0f, 258.0f}));
 }
 
+// Every index is visited exactly once, whatever the chunking.
 TEST(ParallelForTest, CoversEveryIndexOnce) {
   for (int64_t n : {0, 1, 999, 100000}) {
     std::vector<std::atomic<int>> seen(n);

@@ -105,8 +105,9 @@ void ReramLayer::ExactRead(const std::vector<float>& xq, int64_t batch,
     for (int64_t blk = 0; blk < blocks; ++blk) {
       const int64_t b0 = blk * block, b1 = std::min(in_len, b0 + block), nb = b1 - b0;
       const double read_sigma = config_.read_noise_sigma * std::sqrt(double(nb));
-      // The rows' bit-planes, plane-major: [planes * rows, nb].
-      bits.assign(planes * rows * nb, 0.0f);
+      // The rows' bit-planes, plane-major: [planes * rows, nb], every
+      // element written below.
+      bits.resize(planes * rows * nb);
       for (int64_t b = 0; b < rows; ++b) {
         for (int64_t i = 0; i < nb; ++i) {
           const uint32_t u =
