@@ -7,11 +7,13 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "common/training_phase.h"
 #include "coordinator/dispatch/local_worker_client.h"
 #include "coordinator/spec/job_spec.h"
 #include "coordinator/training/job_data.h"
+#include "coordinator/training/step_history.h"
 #include "coordinator/training/trainer.h"
 #include "models/model_config.h"
 #include "workers/gpu/gpu_executor.h"
@@ -139,9 +141,15 @@ absl::StatusOr<BenchRun> RunWithHooks(const JobSpec& raw, TrainingMode::Name mod
     if (u.progress.epoch() != last_epoch && u.epoch_losses.size() == size_t(u.progress.epoch())) {
       last_epoch = u.progress.epoch();
       if (hooks.quiet) return;
-      std::fprintf(stderr, "  [%s] epoch %d/%d  train loss %.4f  test MSE %.4f  phase %s\n",
+      // The epoch's own point: 0 where the epoch's test split was not scored.
+      const JobHistory history = u.history->View(1);
+      const double test_loss =
+          history.epochs().empty() ? 0 : history.epochs(history.epochs_size() - 1).test_loss();
+      const std::string test =
+          test_loss > 0 ? absl::StrFormat("%.4f", test_loss) : std::string("not scored");
+      std::fprintf(stderr, "  [%s] epoch %d/%d  train loss %.4f  test MSE %s  phase %s\n",
                    label.c_str(), last_epoch, u.progress.epochs(), u.progress.epoch_loss(),
-                   u.progress.test_loss(), PhaseName(u.hpt.phase()).c_str());
+                   test.c_str(), PhaseName(u.hpt.phase()).c_str());
     }
   };
   const auto start = std::chrono::steady_clock::now();

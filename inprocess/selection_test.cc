@@ -114,6 +114,36 @@ TEST(SelectionTest, ARunThatScoresTheTestOnlyWhereItImprovesKeepsTheSameEpoch) {
   EXPECT_EQ(sparse.last.progress.selected_epoch(), every.last.progress.selected_epoch());
   EXPECT_EQ(sparse.last.test_metrics.rmse(), every.last.test_metrics.rmse());
   EXPECT_EQ(sparse.last.progress.test_loss(), every.last.progress.test_loss());
+  // Each epoch's point holds the test loss only where that epoch scored it,
+  // and then the same one as the run that scores every epoch.
+  ASSERT_EQ(sparse.history.epochs_size(), every.history.epochs_size());
+  int scored = 0;
+  for (int e = 0; e < sparse.history.epochs_size(); ++e) {
+    const double test = sparse.history.epochs(e).test_loss();
+    EXPECT_EQ(sparse.history.epochs(e).validation_loss(),
+              every.history.epochs(e).validation_loss());
+    if (test == 0) continue;
+    ++scored;
+    EXPECT_EQ(test, every.history.epochs(e).test_loss()) << "epoch " << e + 1;
+  }
+  EXPECT_GE(scored, 1);
+}
+
+TEST(SelectionTest, AnEpochNotScoredHoldsNoScoreInItsPoint) {
+  const Outcome sparse = Train(Selection::last, /*evaluate_every_epoch=*/false);
+  const Outcome every = Train(Selection::last);
+  ASSERT_TRUE(sparse.status.ok()) << sparse.status;
+  ASSERT_TRUE(every.status.ok()) << every.status;
+  ASSERT_EQ(sparse.history.epochs_size(), 6);
+  for (int e = 0; e < 5; ++e) {
+    EXPECT_EQ(sparse.history.epochs(e).test_loss(), 0) << "epoch " << e + 1;
+    EXPECT_EQ(sparse.history.epochs(e).validation_loss(), 0) << "epoch " << e + 1;
+    EXPECT_GT(every.history.epochs(e).test_loss(), 0) << "epoch " << e + 1;
+  }
+  // The last epoch is always scored.
+  EXPECT_EQ(sparse.history.epochs(5).test_loss(), every.history.epochs(5).test_loss());
+  EXPECT_GT(sparse.history.epochs(5).test_loss(), 0);
+  EXPECT_EQ(sparse.history.epochs(5).validation_loss(), every.history.epochs(5).validation_loss());
 }
 
 TEST(SelectionTest, AResumedJobKeepsTheEpochItSelectedBeforeTheCheckpoint) {

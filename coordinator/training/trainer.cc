@@ -388,16 +388,19 @@ absl::Status Trainer::CloseEpoch(int epoch, int64_t step, std::string* checkpoin
   state_.epoch_losses.push_back(epoch_loss);
   p.set_epoch_loss(epoch_loss);
   if (epoch == 0) p.set_first_epoch_loss(epoch_loss);
-  if (options_.evaluate_every_epoch || epoch + 1 == training.epochs() ||
-      training.select() == Selection::best_validation) {
-    RETURN_IF_ERROR(Evaluate(epoch + 1));
+  const bool evaluate = options_.evaluate_every_epoch || epoch + 1 == training.epochs() ||
+                        training.select() == Selection::best_validation;
+  bool tested = false;
+  if (evaluate) {
+    ASSIGN_OR_RETURN(tested, Evaluate(epoch + 1));
   }
+  // An epoch not scored keeps 0 (none) in its point, not an earlier score.
   EpochPoint point;
   point.set_epoch(epoch + 1);
   point.set_last_step(step - 1);
   point.set_train_loss(epoch_loss);
-  point.set_test_loss(p.test_loss());
-  point.set_validation_loss(p.validation_loss());
+  if (tested) point.set_test_loss(p.test_loss());
+  if (evaluate) point.set_validation_loss(p.validation_loss());
   state_.history->AddEpoch(point);
   Report();
   if (!checkpoint_due->empty() && epoch + 1 < training.epochs()) {

@@ -220,8 +220,10 @@ class Trainer {
   // Progress after a step of `samples` samples with `loss`; `report`: tell
   // on_progress (Report).
   void FinishStep(int64_t step, int64_t samples, double loss, bool report = true);
-  // `epoch` (1-based) names the evaluation in the test predictions kept.
-  absl::Status Evaluate(int epoch);
+  // Scores the validation split and, unless the selection skips it, the
+  // test split; true when it scored the test split. `epoch` (1-based) names
+  // the evaluation in the test predictions kept.
+  absl::StatusOr<bool> Evaluate(int epoch);
   // Predict, publishing how many of `split`'s `samples` it has predicted
   // at most once a second.
   Predictor PredictShowingProgress(const std::string& split, int64_t samples);

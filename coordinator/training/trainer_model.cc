@@ -38,7 +38,7 @@ Predictor Trainer::PredictShowingProgress(const std::string& split, int64_t samp
   };
 }
 
-absl::Status Trainer::Evaluate(int epoch) {
+absl::StatusOr<bool> Trainer::Evaluate(int epoch) {
   ASSIGN_OR_RETURN(
       std::optional<double> validation,
       EvaluateValidationSplit(
@@ -54,7 +54,7 @@ absl::Status Trainer::Evaluate(int epoch) {
   const bool keep = selecting && (selected_.epoch == 0 || *validation < selected_.validation_loss);
   // A run that reads only its final quality scores the test split only
   // where it keeps the epoch.
-  if (selecting && !keep && !options_.evaluate_every_epoch) return absl::OkStatus();
+  if (selecting && !keep && !options_.evaluate_every_epoch) return false;
   ASSIGN_OR_RETURN(std::optional<TestEvaluation> result,
                    EvaluateTestSplit(*data_, spec_.training(), model_, predict));
   state_.progress.clear_evaluating();
@@ -68,7 +68,7 @@ absl::Status Trainer::Evaluate(int epoch) {
     state_.history->SetPredictions(std::move(result->predictions));
   }
   if (keep) RETURN_IF_ERROR(Keep(epoch, *validation, std::move(predictions)));
-  return absl::OkStatus();
+  return result.has_value();
 }
 
 absl::Status Trainer::Keep(int epoch, double validation_loss, TestPredictions predictions) {
