@@ -67,7 +67,7 @@ double ProjectedRatio(const JobCosts& c, const PaperLength& length, bool energy,
   const CostComparison& cmp = c.comparison;
   double switch_s = 0, switch_j = 0;
   for (const PhaseCost& p : c.phases) {
-    if (p.phase() == "switch") {
+    if (p.phase() == CostPhase::switch_) {
       switch_s = p.simulated_s();
       switch_j = p.energy_j();
     }

@@ -1,5 +1,7 @@
 #include "common/stored_enums.h"
 
+#include <algorithm>
+#include <string>
 #include <vector>
 
 #include "google/protobuf/descriptor.h"
@@ -18,9 +20,9 @@ using google::protobuf::UnknownFieldSet;
 
 // Where a closed set's value was stored before its enum field held it:
 // the old field's number, and the enum field that holds it now (whose type
-// names the values). The old field held the value's name as text, or, with
-// `number_from` > 0, a number counted from 0 (the enum's value less
-// `number_from`).
+// names the values). The old field held the value's name as text (with
+// '-' where the name has '_'), or, with `number_from` > 0, a number counted
+// from 0 (the enum's value less `number_from`).
 struct OldEnumField {
   const char* message;
   int old_number;
@@ -39,6 +41,9 @@ constexpr OldEnumField kOldEnums[] = {
     {"hpt.CheckpointInfo", 3, "phase"},
     {"hpt.PhaseDispatch", 1, "phase"},
     {"hpt.PhaseControllerState", 1, "phase", 1},  // 0 full, 1 trial, 2 lora
+    {"hpt.StepShape", 1, "phase"},                // "lora-gpu" for lora_gpu
+    {"hpt.RecordedPhase", 1, "phase"},
+    {"hpt.PhaseCost", 1, "phase"},
 };
 
 // The value an old field holds, or null where it names none.
@@ -46,7 +51,9 @@ const EnumValueDescriptor* OldValue(const OldEnumField& old, const FieldDescript
                                     const UnknownField& u) {
   if (old.number_from == 0) {
     if (u.type() != UnknownField::TYPE_LENGTH_DELIMITED) return nullptr;
-    return field->enum_type()->FindValueByName(u.length_delimited());
+    std::string name = u.length_delimited();
+    std::replace(name.begin(), name.end(), '-', '_');
+    return field->enum_type()->FindValueByName(name);
   }
   if (u.type() != UnknownField::TYPE_VARINT) return nullptr;
   return field->enum_type()->FindValueByNumber(int(u.varint()) + old.number_from);

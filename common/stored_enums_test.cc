@@ -98,6 +98,28 @@ TEST(StoredEnumsTest, PhasesWrittenAsTextOrNumbersReadBackAsEnums) {
             0);
 }
 
+TEST(StoredEnumsTest, CostPhasesWrittenAsTextReadBackAsEnums) {
+  Job old;
+  for (const char* phase : {"full", "switch", "lora-gpu"}) {
+    SetTextKind(old.mutable_hpt()->add_phases(), 1, phase);
+  }
+  CheckpointHeader header;
+  SetTextKind(header.mutable_work_record()->add_shapes(), 1, "off-step");
+  SetTextKind(header.mutable_work_record()->add_shapes(), 1, "partial");
+  SetTextKind(header.mutable_work_record()->add_phases(), 1, "recovery");
+  Job job = Reparsed(old);
+  CheckpointHeader checkpoint = Reparsed(header);
+  UpgradeStoredEnums(&job);
+  UpgradeStoredEnums(&checkpoint);
+  ASSERT_EQ(job.hpt().phases_size(), 3);
+  EXPECT_EQ(job.hpt().phases(0).phase(), CostPhase::full);
+  EXPECT_EQ(job.hpt().phases(1).phase(), CostPhase::switch_);
+  EXPECT_EQ(job.hpt().phases(2).phase(), CostPhase::lora_gpu);
+  EXPECT_EQ(checkpoint.work_record().shapes(0).phase(), CostPhase::off_step);
+  EXPECT_EQ(checkpoint.work_record().shapes(1).phase(), CostPhase::partial);
+  EXPECT_EQ(checkpoint.work_record().phases(0).phase(), CostPhase::recovery);
+}
+
 TEST(StoredEnumsTest, AnEnumAlreadySetWinsAndUnknownTextIsDropped) {
   RecordedDevice both;
   both.set_kind(DeviceKind::systolic);

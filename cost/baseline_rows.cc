@@ -81,7 +81,7 @@ void AddMeasuredRows(const WorkRecord& record, const RecordedPhases& libtorch,
   double with_trials =
       libtorch.gpu_only_full_s > 0 ? libtorch.full.simulated_s() / libtorch.gpu_only_full_s : 1;
   for (const RecordedPhase& p : record.phases()) {
-    if (p.phase() != "full" || p.gpu_steps() == 0 || !(p.gpu_main_s() > 0)) continue;
+    if (p.phase() != CostPhase::full || p.gpu_steps() == 0 || !(p.gpu_main_s() > 0)) continue;
     with_trials = p.gpu_all_s() / p.gpu_main_s();
     MeasuredWhere on;
     for (const RecordedDevice& d : record.devices()) {

@@ -113,50 +113,57 @@ StepTotals StepTotals::Of(const CostTimeline& t) {
 }
 
 RecordedPhases::RecordedPhases() {
-  full.set_phase("full");
-  partial.set_phase("partial");
-  switch_cost.set_phase("switch");
-  lora.set_phase("lora");
-  fallback.set_phase("lora-gpu");
-  recovery.set_phase("recovery");
+  full.set_phase(CostPhase::full);
+  partial.set_phase(CostPhase::partial);
+  switch_cost.set_phase(CostPhase::switch_);
+  lora.set_phase(CostPhase::lora);
+  fallback.set_phase(CostPhase::lora_gpu);
+  recovery.set_phase(CostPhase::recovery);
   for (PhaseCost* p : {&full, &partial, &switch_cost, &lora, &fallback, &recovery}) {
     p->set_first_step(-1);
     p->set_last_step(-1);
   }
 }
 
-void RecordedPhases::Add(const std::string& phase, double count, const StepTotals& step,
+PhaseCost* RecordedPhases::Of(CostPhase::Name phase) {
+  switch (phase) {
+    case CostPhase::full:
+      return &full;
+    case CostPhase::partial:
+      return &partial;
+    case CostPhase::switch_:
+      return &switch_cost;
+    case CostPhase::lora:
+      return &lora;
+    case CostPhase::lora_gpu:
+      return &fallback;
+    case CostPhase::recovery:
+      return &recovery;
+    default:
+      return nullptr;
+  }
+}
+
+void RecordedPhases::Add(CostPhase::Name phase, double count, const StepTotals& step,
                          const StepTotals& main_only) {
-  if (phase == "full") {
-    AddSteps(step, count, &full);
+  PhaseCost* p = Of(phase);
+  if (p == nullptr) return;
+  AddSteps(step, count, p);
+  if (phase == CostPhase::full) {
     gpu_only_full_s += count * main_only.makespan_s;
     gpu_only_full_j += count * main_only.energy_j;
-    full_steps += int64_t(count);
-  } else if (phase == "partial") {
-    AddSteps(step, count, &partial);
-    partial_steps += int64_t(count);
-  } else if (phase == "lora") {
-    AddSteps(step, count, &lora);
-    lora_steps += int64_t(count);
-  } else if (phase == "lora-gpu") {
-    AddSteps(step, count, &fallback);
-    fallback_steps += int64_t(count);
-  } else if (phase == "switch") {
-    AddSteps(step, count, &switch_cost);
-  } else if (phase == "recovery") {
-    AddSteps(step, count, &recovery);
   }
+  int64_t* steps = phase == CostPhase::full       ? &full_steps
+                   : phase == CostPhase::partial  ? &partial_steps
+                   : phase == CostPhase::lora     ? &lora_steps
+                   : phase == CostPhase::lora_gpu ? &fallback_steps
+                                                  : nullptr;
+  if (steps != nullptr) *steps += int64_t(count);
 }
 
 void RecordedPhases::SetMeasured(const WorkRecord& record) {
   for (const RecordedPhase& r : record.phases()) {
-    PhaseCost* p = r.phase() == "full"       ? &full
-                   : r.phase() == "partial"  ? &partial
-                   : r.phase() == "lora"     ? &lora
-                   : r.phase() == "lora-gpu" ? &fallback
-                   : r.phase() == "switch"   ? &switch_cost
-                   : r.phase() == "recovery" ? &recovery
-                                             : nullptr;
+    PhaseCost* p = Of(r.phase());
     if (p == nullptr) continue;
     p->set_first_step(r.first_step());
     p->set_last_step(r.last_step());

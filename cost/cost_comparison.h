@@ -4,7 +4,7 @@
 // full-parameter training, projected to the paper's length.
 //
 //   RecordedPhases phases;
-//   phases.Add("full", /*count=*/120, step, main_only);
+//   phases.Add(CostPhase::full, /*count=*/120, step, main_only);
 //   CostComparison c = Compare(phases, inputs);
 #ifndef HPT_COST_COST_COMPARISON_H_
 #define HPT_COST_COST_COMPARISON_H_
@@ -58,8 +58,10 @@ class RecordedPhases {
   RecordedPhases();
   // `count` steps of `phase` costing `step` each; `main_only` is the same
   // without its trial tasks (what GPU-only would run in the full phase).
-  void Add(const std::string& phase, double count, const StepTotals& step,
+  void Add(CostPhase::Name phase, double count, const StepTotals& step,
            const StepTotals& main_only);
+  // The phase's costs: one of the members below; null for off_step.
+  PhaseCost* Of(CostPhase::Name phase);
   // Steps and wall time as the record measured them.
   void SetMeasured(const WorkRecord& record);
   // The full phase's GPU steps as a measured step instead: `step_s` and

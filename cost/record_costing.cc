@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/cost_phase.h"
 #include "common/cost_util.h"
 #include "common/device_kind.h"
 #include "common/gpu_baseline.h"
@@ -329,7 +330,7 @@ absl::StatusOr<StepTimeline> RecordCosting::Timeline(int64_t step) {
   int64_t first = -1, last = -1;  // the record's training steps, for the error
   for (int i = 0; i < record_->shapes_size(); ++i) {
     const StepShape& s = record_->shapes(i);
-    if (s.phase() == "off-step" || s.phase() == "switch" || s.phase() == "recovery") continue;
+    if (!IsTrainingStep(s.phase())) continue;
     for (int r = 0; r < s.run_first_size(); ++r) {
       if (found < 0 && s.run_first(r) <= step && step <= s.run_last(r)) found = i;
       first = first < 0 ? s.run_first(r) : std::min(first, s.run_first(r));

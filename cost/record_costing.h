@@ -66,7 +66,7 @@ struct LaidTask {
 
 struct StepTimeline {
   int64_t step = 0;
-  std::string phase;
+  CostPhase::Name phase = CostPhase::COST_PHASE_UNSPECIFIED;
   double makespan_s = 0;
   double energy_j = 0;
   std::vector<LaidTask> tasks;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/cost_phase.h"
 #include "common/gpu_baseline.h"
 #include "common/launch_mode.h"
 #include "common/training_phase.h"
@@ -121,16 +122,18 @@ namespace {
 void AppendPhases(const HptStatus& h, std::string* report) {
   std::string& out = *report;
   absl::StrAppend(&out, "\nphases\n");
-  // As wide as the longest phase name ("lora-gpu" after a fallback).
+  // As wide as the longest phase name ("lora_gpu" after a fallback).
   int width = 7;
-  for (const PhaseCost& c : h.phases()) width = std::max(width, int(c.phase().size()));
+  for (const PhaseCost& c : h.phases()) {
+    width = std::max(width, int(CostPhaseName(c.phase()).size()));
+  }
   absl::StrAppend(&out, absl::StrFormat("  %-*s %-13s %9s %12s %12s  %s\n", width, "phase",
                                         "steps", "wall", "simulated", "energy", "by device"));
   for (const PhaseCost& c : h.phases()) {
     // The switch's programming follows a step: one, or under layerwise
     // each layer's (listed below the table), from the first to the last.
     const std::string steps = c.first_step() < 0 ? "-"
-                              : c.phase() != "switch"
+                              : c.phase() != CostPhase::switch_
                                   ? absl::StrCat(c.first_step(), "-", c.last_step())
                               : c.first_step() == c.last_step()
                                   ? absl::StrCat("after ", c.last_step())
@@ -145,11 +148,10 @@ void AppendPhases(const HptStatus& h, std::string* report) {
                           ? absl::StrCat(kind, " ", Eng(j, "J"))
                           : absl::StrCat(kind, " ", Eng(busy->second, "s"), "/", Eng(j, "J")));
     }
-    absl::StrAppend(&out, absl::StrFormat("  %-*s %-13s %9s %12s %12s  %s\n", width, c.phase(),
-                                          steps,
-                                          FormatDuration(c.wall_s()),
-                                          Eng(c.simulated_s(), "s"), Eng(c.energy_j(), "J"),
-                                          absl::StrJoin(parts, ", ")));
+    absl::StrAppend(
+        &out, absl::StrFormat("  %-*s %-13s %9s %12s %12s  %s\n", width, CostPhaseName(c.phase()),
+                              steps, FormatDuration(c.wall_s()), Eng(c.simulated_s(), "s"),
+                              Eng(c.energy_j(), "J"), absl::StrJoin(parts, ", ")));
   }
   // How the GPU workers took each phase's steps.
   for (const PhaseDispatch& d : h.dispatch()) {
@@ -229,8 +231,8 @@ void AppendGpuKernels(const Job& job, std::string* report) {
   const DeviceTotals gpu = DeviceTotalsOf(job.device_costs());
   int64_t full_steps = 0, fallback_steps = 0;
   for (const PhaseCost& c : h.phases()) {
-    if (c.phase() == "full") full_steps = c.last_step() - c.first_step() + 1;
-    if (c.phase() == "lora-gpu") fallback_steps = c.last_step() - c.first_step() + 1;
+    if (c.phase() == CostPhase::full) full_steps = c.last_step() - c.first_step() + 1;
+    if (c.phase() == CostPhase::lora_gpu) fallback_steps = c.last_step() - c.first_step() + 1;
   }
   if (gpu.gpu_kernels > 0 && full_steps > 0 && gpu.gpu_s > 0) {
     absl::StrAppend(
@@ -402,7 +404,7 @@ std::string FormatReport(const Job& job) {
   if (!h.group_note().empty()) absl::StrAppend(&out, "data-parallel group: ", h.group_note(), "\n");
   if (!h.fallback_reason().empty()) {
     absl::StrAppend(&out, "fallback: ", h.fallback_reason(),
-                    " (phase lora-gpu below: LoRA-phase steps on the GPU workers)\n");
+                    " (phase lora_gpu below: LoRA-phase steps on the GPU workers)\n");
   }
   if (h.switch_step() >= 0) {
     absl::StrAppend(&out, "switched to LoRA at step ", h.switch_step(), " (",

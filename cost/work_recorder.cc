@@ -22,7 +22,7 @@ std::string Key(const google::protobuf::Message& m) {
   return out;
 }
 
-RecordedPhase* PhaseOf(WorkRecord* record, const std::string& phase) {
+RecordedPhase* PhaseOf(WorkRecord* record, CostPhase::Name phase) {
   for (RecordedPhase& p : *record->mutable_phases()) {
     if (p.phase() == phase) return &p;
   }
@@ -142,7 +142,7 @@ void WorkRecorder::Measure(const FinishedTask& task) {
   d->set_measured_j(d->measured_j() + task.cost.measured_j());
 }
 
-WorkRecorder::StepTally WorkRecorder::AddStep(const std::string& phase,
+WorkRecorder::StepTally WorkRecorder::AddStep(CostPhase::Name phase,
                                               const std::vector<FinishedTask>& main,
                                               const std::vector<FinishedTask>& trial,
                                               int data_parallel_ranks, int64_t step,
@@ -156,7 +156,7 @@ WorkRecorder::StepTally WorkRecorder::AddStep(const std::string& phase,
   if (fresh) *record_.add_shapes() = std::move(shape);
   StepTally tally;
   tally.shape = it->second;
-  if (phase != "off-step") {
+  if (phase != CostPhase::off_step) {
     const GpuMeasured main_gpu = MeasuredGpu(Pointers(main));
     const GpuMeasured trial_gpu = MeasuredGpu(Pointers(trial));
     tally.gpu = main_gpu.any || trial_gpu.any;
@@ -180,7 +180,7 @@ void WorkRecorder::RepeatStep(const StepTally& tally, int64_t step, double wall_
     s.add_run_first(step);
     s.add_run_last(step);
   }
-  if (s.phase() == "off-step") return;
+  if (s.phase() == CostPhase::off_step) return;
   RecordedPhase* p = PhaseOf(&record_, s.phase());
   if (p->steps() == 0) p->set_first_step(step);
   p->set_last_step(step);

@@ -5,7 +5,7 @@
 // switch, recoveries, and the work outside steps such as evaluation).
 //
 //   WorkRecorder recorder;
-//   recorder.AddStep("full", main_tasks, trial_tasks, /*ranks=*/1, step, wall_s);
+//   recorder.AddStep(CostPhase::full, main_tasks, trial_tasks, /*ranks=*/1, step, wall_s);
 //   const WorkRecord& record = recorder.record();
 //
 // Not thread-safe.
@@ -34,9 +34,9 @@ class WorkRecorder {
     bool gpu = false;  // a task of the step ran on a GPU
     double main_s = 0, main_j = 0, trial_s = 0, all_j = 0;
   };
-  // Adds a step of `phase` (a one-off, for switch and recovery; off-step
+  // Adds a step of `phase` (a one-off, for switch and recovery; off_step
   // for work outside steps).
-  StepTally AddStep(const std::string& phase, const std::vector<FinishedTask>& main,
+  StepTally AddStep(CostPhase::Name phase, const std::vector<FinishedTask>& main,
                     const std::vector<FinishedTask>& trial, int data_parallel_ranks, int64_t step,
                     double wall_s);
   // Adds step `step` with the tasks `tally`'s step had (each already passed

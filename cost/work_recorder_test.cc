@@ -28,7 +28,7 @@ const RecordedPhase& Full(const WorkRecorder& r) { return r.record().phases(0); 
 // counted once, not the sum of what each worker read.
 TEST(WorkRecorderTest, TwoWorkersOnOneBoardCountItOnce) {
   WorkRecorder r;
-  r.AddStep("full",
+  r.AddStep(CostPhase::full,
             {Task("a:1", "GPU-1", 100, 110, 10), Task("b:1", "GPU-1", 104, 116, 12),
              Task("c:1", "GPU-2", 50, 55, 5), Task("d:1", "", 0, 0, 3)},
             {}, 4, 0, 0.1);
@@ -37,8 +37,9 @@ TEST(WorkRecorderTest, TwoWorkersOnOneBoardCountItOnce) {
   EXPECT_DOUBLE_EQ(Full(r).gpu_all_j(), 16 + 5 + 3);
   // Spans that do not overlap (one worker's tasks, one after another) add.
   WorkRecorder alone;
-  alone.AddStep("full", {Task("a:1", "GPU-1", 100, 110, 10), Task("a:1", "GPU-1", 110, 113, 3)},
-                {}, 1, 0, 0.1);
+  alone.AddStep(CostPhase::full,
+                {Task("a:1", "GPU-1", 100, 110, 10), Task("a:1", "GPU-1", 110, 113, 3)}, {}, 1, 0,
+                0.1);
   EXPECT_DOUBLE_EQ(Full(alone).gpu_main_j(), 13);
 }
 
@@ -49,7 +50,7 @@ TEST(WorkRecorderTest, TwoWorkersOnOneBoardCountItOnce) {
 TEST(WorkRecorderTest, RunsOnOneBoardCountTheirUnionOnceAStep) {
   WorkRecorder r;
   for (int step = 0; step < 4; ++step) {
-    r.AddStep("full",
+    r.AddStep(CostPhase::full,
               {Task("a:1", "GPU-1", 0, 40, 5), Task("a:1", "GPU-1", 0, 40, 3),
                Task("a:1", "GPU-1", 0, 40, 1), Task("b:1", "GPU-1", 2, 44, 6),
                Task("b:1", "GPU-1", 2, 44, 3), Task("b:1", "GPU-1", 2, 44, 1.5)},
@@ -73,7 +74,7 @@ TEST(WorkRecorderTest, RepeatedStepsRecordAsAddedOnes) {
   WorkRecorder added, repeated;
   WorkRecorder::StepTally tally;
   for (int64_t step : {0, 1, 2, 3, 7, 8}) {
-    const std::string phase = step < 7 ? "full" : "lora-gpu";
+    const CostPhase::Name phase = step < 7 ? CostPhase::full : CostPhase::lora_gpu;
     const double wall_s = 0.1 + 0.01 * double(step);
     for (const FinishedTask& t : main) added.Measure(t), repeated.Measure(t);
     for (const FinishedTask& t : trial) added.Measure(t), repeated.Measure(t);
@@ -83,8 +84,8 @@ TEST(WorkRecorderTest, RepeatedStepsRecordAsAddedOnes) {
     } else {
       repeated.RepeatStep(tally, step, wall_s);
     }
-    added.AddStep("off-step", main, {}, 1, step, 0);
-    repeated.AddStep("off-step", main, {}, 1, step, 0);
+    added.AddStep(CostPhase::off_step, main, {}, 1, step, 0);
+    repeated.AddStep(CostPhase::off_step, main, {}, 1, step, 0);
   }
   EXPECT_EQ(added.record().SerializeAsString(), repeated.record().SerializeAsString());
   ASSERT_EQ(repeated.record().shapes_size(), 3);

@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/cost_phase.h"
 #include "common/device_kind.h"
 #include "common/gpu_baseline.h"
 #include "common/json_text.h"
@@ -48,7 +49,7 @@ SweepPoint PointOf(const JobCosts& costs, CostSettings settings) {
   p.gpu_only_j = c.gpu_only_energy_j();
   p.lora_step_s = c.lora_step_s();
   for (const PhaseCost& phase : costs.phases) {
-    if (phase.phase() != "lora") continue;
+    if (phase.phase() != CostPhase::lora) continue;
     double busiest = -1;
     for (const auto& [kind, s] : phase.device_busy_s()) {
       if (s > busiest) {
@@ -398,7 +399,7 @@ std::string ChromeTrace(const std::string& job_id, const StepTimeline& timeline)
   std::vector<std::string> events;
   events.push_back(absl::StrCat(
       "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 0, \"args\": {\"name\": ",
-      JsonString(absl::StrCat(job_id, " step ", timeline.step, " (", timeline.phase,
+      JsonString(absl::StrCat(job_id, " step ", timeline.step, " (", CostPhaseName(timeline.phase),
                               ", simulated)")),
       "}}"));
   for (const auto& [track, tid] : tids) {

@@ -24,7 +24,7 @@ WorkRecord SmallRecord() {
     dev->set_kind(kind);
   }
   StepShape* full = r.add_shapes();
-  full->set_phase("full");
+  full->set_phase(CostPhase::full);
   full->set_data_parallel_ranks(1);
   full->set_count(10);
   for (const char* type : {"forward", "backward", "update"}) {
@@ -38,7 +38,7 @@ WorkRecord SmallRecord() {
     k->set_count(40);
   }
   StepShape* lora = r.add_shapes();
-  lora->set_phase("lora");
+  lora->set_phase(CostPhase::lora);
   lora->set_data_parallel_ranks(1);
   lora->set_count(30);
   lora->add_run_first(10);
@@ -249,7 +249,7 @@ TEST(CostViews, ChromeTraceSlicesNestOnTheirTracks) {
   ASSERT_TRUE(costing.ok());
   auto timeline = (*costing)->Timeline(12);
   ASSERT_TRUE(timeline.ok()) << timeline.status();
-  EXPECT_EQ(timeline->phase, "lora");
+  EXPECT_EQ(timeline->phase, CostPhase::lora);
   ASSERT_EQ(timeline->tasks.size(), 2u);
   // The product waits for the read and its input's transfer.
   EXPECT_GE(timeline->tasks[1].start_s, timeline->tasks[0].finish_s);

@@ -334,7 +334,7 @@ TEST(JobFormatTest, ReportShowsPhasesSwitchRatiosAndMetrics) {
   t.set_dof(18);
   t.set_p(0.62);
   PhaseCost& full = *h.add_phases();
-  full.set_phase("full");
+  full.set_phase(CostPhase::full);
   full.set_first_step(0);
   full.set_last_step(39);
   full.set_simulated_s(0.002);
@@ -419,7 +419,7 @@ TEST(JobFormatTest, TheSwitchRowSpansEveryLayersSwitch) {
   Job job = RunningJob();
   HptStatus& h = *job.mutable_hpt();
   PhaseCost& once = *h.add_phases();
-  once.set_phase("switch");
+  once.set_phase(CostPhase::switch_);
   once.set_first_step(39);
   once.set_last_step(39);
   once.set_energy_j(0.5);

@@ -165,7 +165,7 @@ TEST_P(CheckpointResumeTest, ResumedRunsEndLikeTheUninterruptedOne) {
       // The frozen weights went into the fresh ReRAM worker again.
       bool recovery = false;
       for (const PhaseCost& p : resumed.last.hpt.phases()) {
-        recovery |= p.phase() == "recovery" && p.energy_j() > 0;
+        recovery |= p.phase() == CostPhase::recovery && p.energy_j() > 0;
       }
       EXPECT_TRUE(recovery) << resumed.last.hpt.DebugString();
       EXPECT_GT(Counter(resumed.last, DeviceKind::reram, "cell_writes"),

@@ -118,7 +118,7 @@ TEST_P(HptTrainerTest, SwitchesAndTrainsTheLoraPhaseOnItsPlacement) {
     // up, never shorter than the one systolic array's busy time.
     const PhaseCost* lora = nullptr;
     for (const PhaseCost& p : h.phases()) {
-      if (p.phase() == "lora") lora = &p;
+      if (p.phase() == CostPhase::lora) lora = &p;
     }
     ASSERT_NE(lora, nullptr);
     double busy = 0;

@@ -138,7 +138,7 @@ TEST_F(LayerwiseTest, LayersSwitchAloneAndResumeBetweenThem) {
   ExpectResumedRunEndsTheSame(whole, a);
 }
 
-const PhaseCost* FindPhase(const HptStatus& h, const std::string& name) {
+const PhaseCost* FindPhase(const HptStatus& h, CostPhase::Name name) {
   for (const PhaseCost& p : h.phases()) {
     if (p.phase() == name) return &p;
   }
@@ -181,14 +181,14 @@ TEST_F(LayerwiseTest, OnTheDevicesEachLayerGoesToReramAsItSwitches) {
   EXPECT_TRUE(other_on_reram) << h.DebugString();
 
   // The record names the stretch between the switches as its own phase.
-  const PhaseCost* partial = FindPhase(h, "partial");
+  const PhaseCost* partial = FindPhase(h, CostPhase::partial);
   ASSERT_NE(partial, nullptr) << h.DebugString();
   EXPECT_EQ(partial->first_step(), first);
   EXPECT_EQ(partial->last_step(), last - 1);
   EXPECT_GT(partial->simulated_s(), 0);
-  ASSERT_NE(FindPhase(h, "full"), nullptr);
-  EXPECT_EQ(FindPhase(h, "full")->last_step(), first - 1);
-  EXPECT_EQ(FindPhase(h, "lora")->first_step(), last);
+  ASSERT_NE(FindPhase(h, CostPhase::full), nullptr);
+  EXPECT_EQ(FindPhase(h, CostPhase::full)->last_step(), first - 1);
+  EXPECT_EQ(FindPhase(h, CostPhase::lora)->first_step(), last);
 
   // On the devices between the switches: the frozen layer's base stands
   // still and keeps its crossbars' read state; the other layer's moves,

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "common/cost_phase.h"
 #include "coordinator/spec/job_spec.h"
 #include "cost/text_report.h"
 #include "data/synthetic.h"
@@ -26,7 +27,7 @@ using google::protobuf::util::MessageDifferencer;
 int64_t TrainingSteps(const WorkRecord& record) {
   int64_t steps = 0;
   for (const RecordedPhase& p : record.phases()) {
-    if (p.phase() == "full" || p.phase() == "lora" || p.phase() == "lora-gpu") steps += p.steps();
+    if (IsTrainingStep(p.phase())) steps += p.steps();
   }
   return steps;
 }
@@ -153,7 +154,7 @@ TEST_P(RecostTest, MeasuredBaselinesRestOnTheMeasuredStep) {
   WorkRecord record = *last_.work_record;
   const RecordedPhase* full = nullptr;
   for (const RecordedPhase& p : record.phases()) {
-    if (p.phase() == "full") full = &p;
+    if (p.phase() == CostPhase::full) full = &p;
   }
   ASSERT_NE(full, nullptr);
   EXPECT_EQ(full->gpu_steps(), full->steps());
@@ -232,7 +233,7 @@ TEST_P(RecostTest, MeasuredEnergyGivesTheOwnRowEnergyFigures) {
   WorkRecord record = *last_.work_record;
   RecordedPhase* full = nullptr;
   for (RecordedPhase& p : *record.mutable_phases()) {
-    if (p.phase() == "full") full = &p;
+    if (p.phase() == CostPhase::full) full = &p;
   }
   ASSERT_NE(full, nullptr);
   const double step_j = 2.5;

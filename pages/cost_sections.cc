@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/cost_phase.h"
 #include "common/device_kind.h"
 #include "common/gpu_baseline.h"
 #include "pages/sections.h"
@@ -86,7 +87,8 @@ std::vector<Bar> CostBars(const Job& job, bool energy) {
   Bar phases{"hpt-phases", "HpT, by phase", {}, ""};
   std::map<std::string, double> by_kind;
   for (const PhaseCost& p : job.hpt().phases()) {
-    phases.segments.push_back({p.phase(), energy ? p.energy_j() : p.simulated_s(), PhaseColour(p.phase())});
+    phases.segments.push_back({CostPhaseName(p.phase()), energy ? p.energy_j() : p.simulated_s(),
+                               PhaseColour(p.phase())});
     for (const auto& [kind, v] : energy ? p.device_energy_j() : p.device_busy_s()) by_kind[kind] += v;
   }
   const double hpt_total = energy ? c.hpt_energy_j() : c.hpt_time_s();
@@ -171,7 +173,8 @@ std::string CostSection(const Job& job) {
   absl::StrAppend(&out, "<h3>Time</h3>", BarChart("time-bars", "simulated seconds", CostBars(job, false), Seconds));
   absl::StrAppend(&out, "<h3>Energy</h3>", BarChart("energy-bars", "joules", CostBars(job, true), Joules));
   std::vector<std::pair<std::string, std::string>> legend;
-  for (const PhaseCost& p : job.hpt().phases()) legend.emplace_back("phase-" + p.phase(), p.phase() + " phase");
+  for (const PhaseCost& p : job.hpt().phases())
+    legend.emplace_back("phase-" + CostPhaseName(p.phase()), CostPhaseName(p.phase()) + " phase");
   for (DeviceKind::Name kind : kDeviceKinds) legend.emplace_back(KindName(kind), KindName(kind));
   legend.emplace_back("interconnect", "interconnect");
   legend.emplace_back("gpu-only", "GPU-only baseline, modelled");
@@ -216,9 +219,11 @@ std::string TimelineSection(const JobPageInput& input) {
             Joules(task.cost.energy_j()), Seconds(task.start_s)));
   }
   plot.Axes("simulated µs from the step's start", "", /*y_ticks=*/false);
-  absl::StrAppend(&out, "<p class=\"note\">Step ", t.step, " (", Escape(t.phase), " phase): ", t.tasks.size(),
-                  " tasks, makespan ", Seconds(t.makespan_s), ", ", Joules(t.energy_j),
-                  ". <code>hptctl trace JOB --format=chrome</code> gives the same as a Chrome trace.</p>");
+  absl::StrAppend(
+      &out, "<p class=\"note\">Step ", t.step, " (", CostPhaseName(t.phase),
+      " phase): ", t.tasks.size(), " tasks, makespan ", Seconds(t.makespan_s), ", ",
+      Joules(t.energy_j),
+      ". <code>hptctl trace JOB --format=chrome</code> gives the same as a Chrome trace.</p>");
   absl::StrAppend(&out, plot.Svg("gantt", absl::StrFormat("data-step=\"%d\" data-tasks=\"%d\" data-makespan=\"%.9g\" "
                                                           "aria-label=\"one step per device\"",
                                                           t.step, t.tasks.size(), t.makespan_s)));

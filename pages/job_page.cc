@@ -239,22 +239,32 @@ std::string KindColour(const std::string& kind) {
   return "#8a93a3";
 }
 
-std::string PhaseColour(const std::string& phase) {
-  if (phase == "full") return "#4e79a7";
-  if (phase == "partial") return "#76b7b2";
-  if (phase == "switch") return "#e15759";
-  if (phase == "lora") return "#59a14f";
-  if (phase == "recovery") return "#b07aa1";
-  if (phase == "lora-gpu") return "#edc948";
-  return "#8a93a3";
+std::string PhaseColour(CostPhase::Name phase) {
+  switch (phase) {
+    case CostPhase::full:
+      return "#4e79a7";
+    case CostPhase::partial:
+      return "#76b7b2";
+    case CostPhase::switch_:
+      return "#e15759";
+    case CostPhase::lora:
+      return "#59a14f";
+    case CostPhase::recovery:
+      return "#b07aa1";
+    case CostPhase::lora_gpu:
+      return "#edc948";
+    default:
+      return "#8a93a3";
+  }
 }
 
 std::string Legend(const std::vector<std::pair<std::string, std::string>>& entries) {
   std::string out = "<div class=\"legend\">";
   for (const auto& [key, label] : entries) {
     std::string colour;
-    if (key.rfind("phase-", 0) == 0) {
-      colour = PhaseColour(key.substr(6));
+    CostPhase::Name phase;
+    if (key.rfind("phase-", 0) == 0 && CostPhase::Name_Parse(key.substr(6), &phase)) {
+      colour = PhaseColour(phase);
     } else if (key == "train") {
       colour = "#2f5fa7";
     } else if (key == "trend") {

@@ -26,7 +26,9 @@ Job SmallJob() {
   HptStatus* h = job.mutable_hpt();
   h->set_switch_step(12);
   h->set_phase(TrainingPhase::lora);
-  for (const auto& [phase, s, j] : {std::tuple{"full", 0.3, 2.0}, {"switch", 0.1, 1.0}, {"lora", 0.2, 0.5}}) {
+  for (const auto& [phase, s, j] : {std::tuple{CostPhase::full, 0.3, 2.0},
+                                    {CostPhase::switch_, 0.1, 1.0},
+                                    {CostPhase::lora, 0.2, 0.5}}) {
     PhaseCost* p = h->add_phases();
     p->set_phase(phase);
     p->set_simulated_s(s);

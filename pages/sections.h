@@ -11,7 +11,7 @@ namespace hpt {
 
 // Colours by device kind and by phase, shared by the plots and legends.
 std::string KindColour(const std::string& kind);
-std::string PhaseColour(const std::string& phase);
+std::string PhaseColour(CostPhase::Name phase);
 // A legend: coloured squares with labels.
 std::string Legend(const std::vector<std::pair<std::string, std::string>>& entries);
 

@@ -171,7 +171,7 @@ class ReramFallbackTest : public FailoverTest {
   }
 };
 
-bool HasPhase(const Job& j, const std::string& name) {
+bool HasPhase(const Job& j, CostPhase::Name name) {
   for (const PhaseCost& p : j.hpt().phases()) {
     if (p.phase() == name) return true;
   }
@@ -188,8 +188,8 @@ TEST_F(ReramFallbackTest, TheOnlyReramWorkerGoneInTheLoraPhaseTheJobFinishesOnTh
   Job done = WaitUntil(id, Finished);
   ASSERT_EQ(done.state(), SUCCEEDED) << done.error();
   EXPECT_THAT(done.hpt().fallback_reason(), HasSubstr("no reram worker within 2s"));
-  EXPECT_TRUE(HasPhase(done, "lora")) << done.hpt().DebugString();
-  EXPECT_TRUE(HasPhase(done, "lora-gpu")) << done.hpt().DebugString();
+  EXPECT_TRUE(HasPhase(done, CostPhase::lora)) << done.hpt().DebugString();
+  EXPECT_TRUE(HasPhase(done, CostPhase::lora_gpu)) << done.hpt().DebugString();
   EXPECT_TRUE(done.waiting_for().empty());
   ASSERT_GE(done.recoveries_size(), 1);
   EXPECT_TRUE(std::isfinite(done.progress().test_loss()));
@@ -211,8 +211,8 @@ TEST_F(ReramFallbackTest, OnTheFallbackTheJobGoesBackToTheChipWhenAReramWorkerRe
   // Back on the chip: no fallback now, steps of both kinds, the new worker
   // programmed (a recovery phase), and the return in the history.
   EXPECT_TRUE(done.hpt().fallback_reason().empty()) << done.hpt().fallback_reason();
-  EXPECT_TRUE(HasPhase(done, "lora-gpu")) << done.hpt().DebugString();
-  EXPECT_TRUE(HasPhase(done, "recovery")) << done.hpt().DebugString();
+  EXPECT_TRUE(HasPhase(done, CostPhase::lora_gpu)) << done.hpt().DebugString();
+  EXPECT_TRUE(HasPhase(done, CostPhase::recovery)) << done.hpt().DebugString();
   bool returned = false;
   for (const Recovery& r : done.recoveries()) {
     returned |= r.cause().find("workers are back") != std::string::npos;
@@ -220,8 +220,8 @@ TEST_F(ReramFallbackTest, OnTheFallbackTheJobGoesBackToTheChipWhenAReramWorkerRe
   EXPECT_TRUE(returned) << done.DebugString();
   int64_t lora_last = -1, fallback_last = -1;
   for (const PhaseCost& p : done.hpt().phases()) {
-    if (p.phase() == "lora") lora_last = p.last_step();
-    if (p.phase() == "lora-gpu") fallback_last = p.last_step();
+    if (p.phase() == CostPhase::lora) lora_last = p.last_step();
+    if (p.phase() == CostPhase::lora_gpu) fallback_last = p.last_step();
   }
   EXPECT_GT(lora_last, fallback_last);  // the last steps ran on the chip again
 }
@@ -259,7 +259,7 @@ TEST_F(FailoverTest, KilledReramWorkerInTheLoraPhaseIsReplacedByAFreshOne) {
   // The fresh ReRAM worker was programmed: its writes are in the costs,
   // and the reprogramming is a phase of its own.
   bool recovery_phase = false;
-  for (const PhaseCost& p : b.hpt().phases()) recovery_phase |= p.phase() == "recovery";
+  for (const PhaseCost& p : b.hpt().phases()) recovery_phase |= p.phase() == CostPhase::recovery;
   EXPECT_TRUE(recovery_phase);
 }
 

@@ -5,6 +5,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "common/cost_phase.h"
 #include "common/device_kind.h"
 #include "common/training_phase.h"
 
@@ -151,7 +152,7 @@ void CoordinatorMetrics::ObserveJob(const Job& job) {
   job_waiting_for_workers.Add(labels).Set(job.waiting_for().empty() ? 0 : 1);
   job_on_fallback.Add(labels).Set(hpt.fallback_reason().empty() ? 0 : 1);
   for (const PhaseCost& c : hpt.phases()) {
-    const prometheus::Labels l{{"job_id", job.job_id()}, {"phase", c.phase()}};
+    const prometheus::Labels l{{"job_id", job.job_id()}, {"phase", CostPhaseName(c.phase())}};
     job_phase_simulated_seconds.Add(l).Set(c.simulated_s());
     job_phase_energy.Add(l).Set(c.energy_j());
   }
@@ -217,7 +218,7 @@ void CoordinatorMetrics::ForgetJob(const std::string& job_id) {
   };
   for (TrainingPhase::Name p : kTrainingPhases) drop(job_phase, "phase", {PhaseName(p).c_str()});
   for (auto* family : {&job_phase_simulated_seconds, &job_phase_energy}) {
-    drop(*family, "phase", {"full", "partial", "switch", "lora", "lora-gpu", "recovery"});
+    for (CostPhase::Name p : kCostPhases) drop(*family, "phase", {CostPhaseName(p).c_str()});
   }
   drop(job_gpu_only_ratio, "quantity", {"time", "energy"});
   drop(job_test_metric, "metric", {"rmse", "mae", "nse", "r2", "skill", "persistence_rmse"});

@@ -53,26 +53,13 @@ void CostLedger::SetReramChips(const HybridPlan& plan, const std::vector<WorkerC
   costing_.reset();  // re-planned copies depend on the chips
 }
 
-void CostLedger::CloseStep(int64_t step, StepPhase phase, int data_parallel_ranks, double wall_s) {
-  CloseOneOff("off-step", step_, &off_step_tasks_);
-  const char* name = "full";
-  switch (phase) {
-    case StepPhase::kFull:
-      break;
-    case StepPhase::kPartial:
-      name = "partial";
-      break;
-    case StepPhase::kLora:
-      name = "lora";
-      break;
-    case StepPhase::kLoraOnGpu:
-      name = "lora-gpu";
-      break;
-  }
+void CostLedger::CloseStep(int64_t step, CostPhase::Name phase, int data_parallel_ranks,
+                           double wall_s) {
+  CloseOneOff(CostPhase::off_step, step_, &off_step_tasks_);
   const StepShape* last =
       last_tally_.shape >= 0 ? &recorder_.record().shapes(last_tally_.shape) : nullptr;
   if (like_last_ && main_tasks_.empty() && trial_tasks_.empty() && last != nullptr &&
-      last->phase() == name && last->data_parallel_ranks() == data_parallel_ranks) {
+      last->phase() == phase && last->data_parallel_ranks() == data_parallel_ranks) {
     recorder_.RepeatStep(last_tally_, step, wall_s);
   } else {
     if (like_last_) {  // measured already; recorded with the step's own tasks
@@ -80,12 +67,12 @@ void CostLedger::CloseStep(int64_t step, StepPhase phase, int data_parallel_rank
       trial_tasks_.insert(trial_tasks_.begin(), last_trial_.begin(), last_trial_.end());
     }
     last_tally_ =
-        recorder_.AddStep(name, main_tasks_, trial_tasks_, data_parallel_ranks, step, wall_s);
+        recorder_.AddStep(phase, main_tasks_, trial_tasks_, data_parallel_ranks, step, wall_s);
     last_main_ = std::move(main_tasks_);
     last_trial_ = std::move(trial_tasks_);
   }
   like_last_ = false;
-  CloseOneOff("switch", step, &switch_tasks_);
+  CloseOneOff(CostPhase::switch_, step, &switch_tasks_);
   main_tasks_.clear();
   trial_tasks_.clear();
   step_ = step + 1;
@@ -99,9 +86,11 @@ void CostLedger::RecordLikeLastStep() {
   dirty_ = true;
 }
 
-void CostLedger::CloseRecovery(int64_t step) { CloseOneOff("recovery", step, &recovery_tasks_); }
+void CostLedger::CloseRecovery(int64_t step) {
+  CloseOneOff(CostPhase::recovery, step, &recovery_tasks_);
+}
 
-void CostLedger::CloseOneOff(const std::string& phase, int64_t step,
+void CostLedger::CloseOneOff(CostPhase::Name phase, int64_t step,
                              std::vector<FinishedTask>* tasks) {
   if (tasks->empty()) return;
   recorder_.AddStep(phase, *tasks, {}, 1, step, 0);
@@ -111,7 +100,7 @@ void CostLedger::CloseOneOff(const std::string& phase, int64_t step,
 
 void CostLedger::Refresh() {
   // Work outside steps since the last (an evaluation pass) is one shape.
-  CloseOneOff("off-step", step_, &off_step_tasks_);
+  CloseOneOff(CostPhase::off_step, step_, &off_step_tasks_);
   if (!dirty_ && costing_ != nullptr) return;
   // A device's settings arrive with its first costed task: cost again
   // from the start when the devices changed.

@@ -12,7 +12,7 @@
 //   ledger.Record(MakeFinishedTask(worker->address(), DeviceKind::gpu, "forward", response.cost(),
 //   bytes));
 //   ...
-//   ledger.CloseStep(step, CostLedger::StepPhase::kFull, /*data_parallel_ranks=*/2, wall_s);
+//   ledger.CloseStep(step, CostPhase::full, /*data_parallel_ranks=*/2, wall_s);
 //   ledger.Compare(spec.hpt().project_epochs(), &status.hpt);
 //
 // Not thread-safe: the trainer records from one thread at a time (tasks
@@ -67,18 +67,12 @@ class CostLedger {
   // workers), for re-planning the layers' copies under other settings.
   void SetReramChips(const HybridPlan& plan, const std::vector<WorkerClient*>& reram);
 
-  // Where a step trained, as the record names its phase.
-  enum class StepPhase {
-    kFull,       // "full": every weight trains, on the GPU workers
-    kPartial,    // "partial": the full phase with some layers switched
-                 // (layerwise), on the ReRAM and systolic workers
-    kLora,       // "lora": the LoRA phase on its planned placement
-    kLoraOnGpu,  // "lora-gpu": the LoRA phase on the fallback GPU workers
-  };
-  // Adds the step's chains to the record as one step of `phase`.
+  // Adds the step's chains to the record as one step of `phase`, where
+  // the step trained: full, partial (layerwise, some layers switched), lora
+  // or lora_gpu (the fallback placement).
   // `data_parallel_ranks` > 1: the main tasks ran data-parallel over that
   // many GPU workers. `wall_s`: the step's measured wall time.
-  void CloseStep(int64_t step, StepPhase phase, int data_parallel_ranks, double wall_s);
+  void CloseStep(int64_t step, CostPhase::Name phase, int data_parallel_ranks, double wall_s);
   // The step under way does what the last closed one did: its main and
   // trial tasks are that step's again (a run's steps share one response's
   // costs). Measures them now, as Record would; CloseStep then counts the
@@ -113,7 +107,7 @@ class CostLedger {
  private:
   // Costs the record as it stands (a new costing when devices came).
   void Refresh();
-  void CloseOneOff(const std::string& phase, int64_t step, std::vector<FinishedTask>* tasks);
+  void CloseOneOff(CostPhase::Name phase, int64_t step, std::vector<FinishedTask>* tasks);
 
   Chain chain_ = Chain::kNone;
   WorkRecorder recorder_;

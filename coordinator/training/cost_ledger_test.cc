@@ -11,7 +11,6 @@ namespace hpt {
 namespace {
 
 using Chain = CostLedger::Chain;
-using StepPhase = CostLedger::StepPhase;
 
 FinishedTask GpuTask(const std::string& worker, const std::string& type, double s, double j,
                      const std::string& op) {
@@ -48,7 +47,7 @@ std::string Record(bool like_last) {
       ledger.RecordLikeLastStep();
     }
     if (step == 3) ledger.sink()(GpuTask("a:1", "forward", 0.004, 0.5, "aten::bmm"));
-    ledger.CloseStep(step, lora ? StepPhase::kLoraOnGpu : StepPhase::kFull, 2,
+    ledger.CloseStep(step, lora ? CostPhase::lora_gpu : CostPhase::full, 2,
                      0.01 + 0.001 * double(step));
   }
   std::string out;  // deterministic: the record's settings are a map
@@ -72,7 +71,7 @@ TEST(CostLedgerTest, StepsLikeTheLastRecordAsRecordedOnes) {
   ASSERT_TRUE(record.ParseFromString(recorded));
   ASSERT_EQ(record.phases_size(), 2);
   EXPECT_EQ(record.phases(0).steps(), 6);
-  EXPECT_EQ(record.phases(1).phase(), "lora-gpu");
+  EXPECT_EQ(record.phases(1).phase(), CostPhase::lora_gpu);
   EXPECT_EQ(record.devices(0).tasks(), 7 * 4 + 1);  // a:1: 3 main, 1 trial a step; the evaluation
 }
 

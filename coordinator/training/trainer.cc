@@ -256,10 +256,8 @@ absl::Status Trainer::RunStep(const std::vector<int64_t>& indices, int64_t step,
   // The step's main tasks ran data-parallel unless they ran on devices.
   const bool data_parallel =
       workers_.size() > 1 && options_.head_worker == nullptr && hybrid_ == nullptr;
-  StepPhase where = hybrid_ != nullptr ? StepPhase::kPartial : StepPhase::kFull;
-  if (lora_step) {
-    where = options_.fallback_reason.empty() ? StepPhase::kLora : StepPhase::kLoraOnGpu;
-  }
+  CostPhase::Name where = hybrid_ != nullptr ? CostPhase::partial : CostPhase::full;
+  if (lora_step) where = options_.fallback_reason.empty() ? CostPhase::lora : CostPhase::lora_gpu;
   ledger_.CloseStep(step, where, data_parallel ? int(workers_.size()) : 1, wall_s);
   FinishStep(step + 1, int64_t(indices.size()), loss);
   return absl::OkStatus();

@@ -159,7 +159,6 @@ class Trainer {
 
  private:
   using Chain = CostLedger::Chain;
-  using StepPhase = CostLedger::StepPhase;
 
   // A GPU worker's header for `job` (this one or its "/trial"): the model,
   // the optimizer, the tokens, and the seed plus `seed_offset` (0 the full

@@ -118,7 +118,7 @@ absl::Status Trainer::RunSteps(const std::vector<std::vector<int64_t>>& batches,
       RETURN_IF_ERROR(ControlPhase(batches[j], at, learning_rate, loss, switched, &*run, j));
     }
     ledger_.set_chain(Chain::kNone);
-    ledger_.CloseStep(at, lora_step ? StepPhase::kLora : StepPhase::kFull, width, wall_s);
+    ledger_.CloseStep(at, lora_step ? CostPhase::lora : CostPhase::full, width, wall_s);
     // One report a run: its steps arrive together, and a report re-costs
     // the record (the controller acts at the run's last step only).
     FinishStep(at + 1, int64_t(batches[j].size()), loss, j + 1 == batches.size());
