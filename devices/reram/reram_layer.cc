@@ -167,10 +167,9 @@ absl::StatusOr<ReramReport> ReramLayer::Program(const float* w) {
   effective_.assign(k_ * n_, 0.0f);
   std::normal_distribution<double> noise(0.0, config_.program_noise_sigma);
   const bool noisy = config_.program_noise_sigma > 0;
-  // Slice s's place value, 2^(s * cell_bits): a product by it is exact, as
-  // ldexp is, without a libm call per cell.
+  // The slices' place values once, without a libm call per cell.
   std::vector<double> place(slices_);
-  for (int s = 0; s < slices_; ++s) place[s] = std::ldexp(1.0, s * config_.cell_bits);
+  for (int s = 0; s < slices_; ++s) place[s] = SlicePlace(s);
   for (int64_t i = 0; i < k_ * n_; ++i) {
     const int64_t q = std::llround(double(w[i]) / w_scale_);
     int64_t mags[2];

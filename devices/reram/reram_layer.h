@@ -46,6 +46,7 @@
 #ifndef HPT_DEVICES_RERAM_RERAM_LAYER_H_
 #define HPT_DEVICES_RERAM_RERAM_LAYER_H_
 
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -131,6 +132,9 @@ class ReramLayer {
   ReramLayer(const ReramConfig& config, int64_t k, int64_t n);
 
   int signs() const { return config_.sign_mode == SignMode::kDifferential ? 2 : 1; }
+  // Slice s's place value, 2^(s * cell_bits), where the shift-and-add
+  // puts it; a product by it is exact.
+  double SlicePlace(int s) const { return std::ldexp(1.0, s * config_.cell_bits); }
   int64_t row_blocks() const;
   int64_t col_blocks() const;  // per slice and sign
   // Level of (slice, sign) at [row][col], possibly with programming noise.

@@ -133,8 +133,8 @@ void ReramLayer::ExactRead(const std::vector<float>& xq, int64_t batch,
         for (int sign = 0; sign < signs(); ++sign) {
           for (int s = 0; s < slices_; ++s) {
             float* const plane = plane_sums(int64_t(sign) * slices_ + s, p);
-            const float weight = static_cast<float>(
-                plane_weight * std::ldexp(1.0, s * config_.cell_bits) * (sign == 0 ? 1.0 : -1.0));
+            const float weight =
+                static_cast<float>(plane_weight * SlicePlace(s) * (sign == 0 ? 1.0 : -1.0));
             if (read_sigma > 0) {
               for (int64_t e = 0; e < rows * out_len; ++e) {
                 plane[e] += static_cast<float>(read_sigma * noise(rng_));
@@ -284,7 +284,7 @@ void ReramLayer::AddReadErrors(int64_t batch, bool transposed, float scale, floa
     double weight_sq = 0;
     for (int p = 0; p < config_.input_bits; ++p) {
       for (int s = 0; s < slices_; ++s) {
-        weight_sq += std::ldexp(1.0, 2 * p) * std::ldexp(1.0, 2 * s * config_.cell_bits);
+        weight_sq += std::ldexp(1.0, 2 * p) * SlicePlace(s) * SlicePlace(s);
       }
     }
     weight_sq *= signs();
