@@ -51,98 +51,115 @@ std::string TestLine(const std::string& name, const TestTally& t, int checks,
                              : "");
 }
 
+// A job's checks and trials, added up.
+struct CheckSummary {
+  TestTally loss, weights;
+  TestTally margin;  // trials ended by the margin test
+  int checks = 0, both = 0, rising = 0, trials = 0, significant = 0, lora_lower = 0;
+  const PhaseEvent* open_trial = nullptr;  // begun, not yet ended
+};
+
+CheckSummary Summarise(const HptStatus& h) {
+  CheckSummary s;
+  for (const PhaseEvent& e : h.events()) {
+    if (e.kind() == PhaseEvent::TRIAL_START) s.open_trial = &e;
+    if (e.kind() == PhaseEvent::TRIAL_END) {
+      s.open_trial = nullptr;
+      ++s.trials;
+      if (e.significant()) ++s.significant;
+      if (e.significant() && e.mean_lora() < e.mean_full()) ++s.lora_lower;
+      if (!e.trial_detail().empty()) Tally(e, !e.significant(), e.trial_margin(), &s.margin);
+    }
+    if (e.kind() != PhaseEvent::CHECK) continue;
+    ++s.checks;
+    Tally(e, e.loss_passed(), e.loss_margin(), &s.loss);
+    // Rules that read the loss alone pass the weight test with margin 0.
+    if (!(e.weight_passed() && e.weight_margin() == 0)) s.weights.read = true;
+    Tally(e, e.weight_passed(), e.weight_margin(), &s.weights);
+    if (e.loss_passed() && e.weight_passed()) ++s.both;
+    if (e.loss_rising()) ++s.rising;
+  }
+  return s;
+}
+
+// A job with no check yet: when the first comes, or why none can.
+std::string NoCheckLine(const Job& job, const std::string& lead, int64_t windows) {
+  const int64_t window = job.hpt().check_window_steps();
+  const HptSpec& spec = job.spec().hpt();
+  const int64_t first = FirstCheckWindows(spec.switch_rule(), spec.trend_windows());
+  if (windows >= first) {  // still to come
+    return absl::StrFormat("%s: the first check closes the %s window of %d steps, at step %d", lead,
+                           Ordinal(first), window, first * window);
+  }
+  const int64_t total_steps = job.progress().total_steps();
+  return absl::StrFormat(
+      "%s: no check ran; %s and the first check closes the %s (a shorter "
+      "hpt.check_window_samples, or more epochs, gives checks)",
+      lead,
+      windows == 0 ? absl::StrFormat("the run's %d steps do not fill one window of %d steps,",
+                                     total_steps, window)
+                   : absl::StrFormat("the run has %d window%s of %d steps", windows,
+                                     windows == 1 ? "" : "s", window),
+      Ordinal(first));
+}
+
+// How often both tests passed and what the trials found; under the margin
+// test, the trial that came closest.
+void AppendTrialLines(const CheckSummary& s, std::vector<std::string>* out) {
+  std::string passed = absl::StrFormat("  both passed at %d checks", s.both);
+  if (s.rising > 0) {
+    absl::StrAppend(&passed, absl::StrFormat(" (%d of them on a rising loss, no trial)", s.rising));
+  }
+  if (s.margin.closest != nullptr) {
+    absl::StrAppend(&passed, absl::StrFormat("; %d trials, %d of them with LoRA's loss not shown "
+                                             "within the margin",
+                                             s.trials, s.significant));
+    out->push_back(passed);
+    out->push_back(absl::StrFormat("  closest trial at step %d: %.3g of its bound (%s)",
+                                   s.margin.closest->iteration(), s.margin.margin,
+                                   s.margin.closest->trial_detail()));
+    return;
+  }
+  absl::StrAppend(&passed, absl::StrFormat("; %d trials, %d of them with LoRA's loss "
+                                           "significantly different",
+                                           s.trials, s.significant));
+  // The paper's two-sided t-test also rejects a LoRA copy that learns faster.
+  if (s.significant > 0) absl::StrAppend(&passed, absl::StrFormat(" (%d lower)", s.lora_lower));
+  out->push_back(passed);
+}
+
 }  // namespace
 
 std::vector<std::string> ClosestApproach(const Job& job) {
   std::vector<std::string> out;
   const HptStatus& h = job.hpt();
-  const int64_t total_steps = job.progress().total_steps();
   const bool finished = JobEnded(job.state());
   if (job.spec().hpt().mode() == TrainingMode::full || h.switch_step() >= 0 ||
       h.check_window_steps() <= 0) {
     return out;
   }
-  TestTally loss, weights;
-  int checks = 0, both = 0, rising = 0, trials = 0, significant = 0, lora_lower = 0;
-  TestTally margin;  // trials ended by the margin test
-  const PhaseEvent* open_trial = nullptr;  // begun, not yet ended
-  for (const PhaseEvent& e : h.events()) {
-    if (e.kind() == PhaseEvent::TRIAL_START) open_trial = &e;
-    if (e.kind() == PhaseEvent::TRIAL_END) {
-      open_trial = nullptr;
-      ++trials;
-      if (e.significant()) ++significant;
-      if (e.significant() && e.mean_lora() < e.mean_full()) ++lora_lower;
-      if (!e.trial_detail().empty()) Tally(e, !e.significant(), e.trial_margin(), &margin);
-    }
-    if (e.kind() != PhaseEvent::CHECK) continue;
-    ++checks;
-    Tally(e, e.loss_passed(), e.loss_margin(), &loss);
-    // Rules that read the loss alone pass the weight test with margin 0.
-    if (!(e.weight_passed() && e.weight_margin() == 0)) weights.read = true;
-    Tally(e, e.weight_passed(), e.weight_margin(), &weights);
-    if (e.loss_passed() && e.weight_passed()) ++both;
-    if (e.reason() == "loss rising: not a convergence") ++rising;
-  }
-  const int64_t windows = total_steps / h.check_window_steps();
+  const CheckSummary s = Summarise(h);
+  const int64_t windows = job.progress().total_steps() / h.check_window_steps();
   // A cancelled or failed job may be resumed: it did not switch "ever".
   const std::string lead = job.state() == SUCCEEDED ? "never switched"
                            : finished               ? "no switch before it stopped"
                                                     : "no switch yet";
-  if (checks == 0) {
-    const int64_t window = h.check_window_steps();
-    const HptSpec& spec = job.spec().hpt();
-    const int64_t first = FirstCheckWindows(spec.switch_rule(), spec.trend_windows());
-    if (windows >= first) {  // still to come
-      out.push_back(
-          absl::StrFormat("%s: the first check closes the %s window of %d steps, at step %d", lead,
-                          Ordinal(first), window, first * window));
-    } else {
-      out.push_back(absl::StrFormat(
-          "%s: no check ran; %s and the first check closes the %s (a shorter "
-          "hpt.check_window_samples, or more epochs, gives checks)",
-          lead,
-          windows == 0 ? absl::StrFormat("the run's %d steps do not fill one window of %d steps,",
-                                         total_steps, window)
-                       : absl::StrFormat("the run has %d window%s of %d steps", windows,
-                                         windows == 1 ? "" : "s", window),
-          Ordinal(first)));
-    }
-    return out;
-  }
-  out.push_back(absl::StrFormat("%s: %d checks over %d windows of %d steps", lead, checks,
+  if (s.checks == 0) return {NoCheckLine(job, lead, windows)};
+  out.push_back(absl::StrFormat("%s: %d checks over %d windows of %d steps", lead, s.checks,
                                 windows, h.check_window_steps()));
-  out.push_back(TestLine("loss test  ", loss, checks, loss.closest->loss_detail()));
-  if (weights.read) {
-    out.push_back(TestLine("weight test", weights, checks, weights.closest->weight_detail()));
+  out.push_back(TestLine("loss test  ", s.loss, s.checks, s.loss.closest->loss_detail()));
+  if (s.weights.read) {
+    out.push_back(TestLine("weight test", s.weights, s.checks, s.weights.closest->weight_detail()));
   }
-  std::string passed = absl::StrFormat("  both passed at %d checks", both);
-  if (rising > 0) absl::StrAppend(&passed, absl::StrFormat(" (%d of them on a rising loss, "
-                                                          "no trial)", rising));
-  if (margin.closest != nullptr) {
-    absl::StrAppend(&passed, absl::StrFormat("; %d trials, %d of them with LoRA's loss not shown "
-                                             "within the margin",
-                                             trials, significant));
-    out.push_back(passed);
-    out.push_back(absl::StrFormat("  closest trial at step %d: %.3g of its bound (%s)",
-                                  margin.closest->iteration(), margin.margin,
-                                  margin.closest->trial_detail()));
-  } else {
-    absl::StrAppend(&passed, absl::StrFormat("; %d trials, %d of them with LoRA's loss "
-                                             "significantly different",
-                                             trials, significant));
-    // The paper's two-sided t-test also rejects a LoRA copy that learns faster.
-    if (significant > 0) absl::StrAppend(&passed, absl::StrFormat(" (%d lower)", lora_lower));
-    out.push_back(passed);
-  }
+  AppendTrialLines(s, &out);
   // A trial begun and not ended: the count of ended trials is not the
   // whole story.
-  if (open_trial != nullptr) {
-    out.push_back(
-        finished ? absl::StrFormat("  the trial begun at step %d had not ended when the "
-                                   "run did (more epochs let it end)",
-                                   open_trial->iteration())
-                 : absl::StrFormat("  a trial is running since step %d", open_trial->iteration()));
+  if (s.open_trial != nullptr) {
+    out.push_back(finished ? absl::StrFormat("  the trial begun at step %d had not ended when the "
+                                             "run did (more epochs let it end)",
+                                             s.open_trial->iteration())
+                           : absl::StrFormat("  a trial is running since step %d",
+                                             s.open_trial->iteration()));
   }
   return out;
 }

@@ -50,6 +50,22 @@ TEST(SwitchDiagnosisTest, SaysHowOftenEachTestFailedAndWhereItCameClosest) {
                       "significantly different");
 }
 
+// A check whose tests passed on a rising loss began no trial: the line
+// counts it among those where both passed, and says so.
+TEST(SwitchDiagnosisTest, ChecksOnARisingLossAreCountedAsBeginningNoTrial) {
+  Job job = NeverSwitched();
+  PhaseEvent rising = Check(599, true, 0.5, true, 0.4, "loss: ...", "weights: ...");
+  rising.set_loss_rising(true);
+  rising.set_reason("any words: the flag decides");
+  *job.mutable_hpt()->add_events() = rising;
+  *job.mutable_hpt()->add_events() = Check(699, true, 0.5, true, 0.4, "loss: ...", "weights: ...");
+  const std::vector<std::string> lines = ClosestApproach(job);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[3],
+            "  both passed at 2 checks (1 of them on a rising loss, no trial); 0 "
+            "trials, 0 of them with LoRA's loss significantly different");
+}
+
 TEST(SwitchDiagnosisTest, ATestThatPassedOftenNamesItsFirstSixChecks) {
   Job job = NeverSwitched();
   for (int64_t step = 599; step <= 1299; step += 100) {

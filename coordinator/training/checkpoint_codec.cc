@@ -124,6 +124,7 @@ PhaseEvent ToPhaseEvent(const ControllerEvent& e, int64_t time_unix_ms) {
       out.set_weight_margin(e.weight_margin);
       out.set_loss_detail(e.loss_detail);
       out.set_weight_detail(e.weight_detail);
+      out.set_loss_rising(e.loss_rising);
       for (int l : e.switched_layers) out.add_switched_layers(l);
       break;
     case ControllerEvent::Kind::kTrialStart:

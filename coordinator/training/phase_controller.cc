@@ -182,6 +182,7 @@ PhaseController::Action PhaseController::AfterCheck(ControllerEvent check) {
   const bool rising = check.losses[0] < check.losses[1] && check.losses[1] < check.losses[2];
   if (rising && !options_.trial_on_rising_loss) {
     check.reason = "loss rising: not a convergence";
+    check.loss_rising = true;
     passes_in_a_row_ = 0;
     events_.push_back(check);
     return Action::kNone;
@@ -238,6 +239,7 @@ PhaseController::Action PhaseController::AfterLayerCheck(ControllerEvent check) 
   const bool rising = check.losses[0] < check.losses[1] && check.losses[1] < check.losses[2];
   if (rising && !options_.trial_on_rising_loss) {
     check.reason = "loss rising: not a convergence";
+    check.loss_rising = true;
     check.switched_layers.clear();
     events_.push_back(check);
     return Action::kNone;

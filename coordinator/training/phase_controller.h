@@ -103,6 +103,9 @@ struct ControllerEvent {
   double loss_margin = 0, weight_margin = 0;
   std::string loss_detail, weight_detail;
   std::string reason;
+  // kCheck: both tests passed on a loss that rose in each window, so no
+  // trial began (PhaseControllerOptions::trial_on_rising_loss false).
+  bool loss_rising = false;
   // kCheck under layerwise: the layers that switch at it.
   std::vector<int> switched_layers;
   // kTrialEnd: the t-test's figures (under either trial test), whether the

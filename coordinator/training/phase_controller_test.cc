@@ -199,6 +199,7 @@ TEST(PhaseControllerTest, RisingLossDoesNotStartATrialByDefault) {
   EXPECT_EQ(c.events()[0].step, 5);
   EXPECT_TRUE(c.events()[0].loss_passed);  // the paper's test accepts it...
   EXPECT_EQ(c.events()[0].reason, "loss rising: not a convergence");
+  EXPECT_TRUE(c.events()[0].loss_rising);
   EXPECT_EQ(c.phase(), TrainingPhase::full);
 
   PhaseControllerOptions paper = Options(k);
@@ -217,6 +218,7 @@ TEST(PhaseControllerTest, OneHigherWindowOnAPlateauIsNotDivergence) {
   EXPECT_EQ(RunFull(c, s, k, &a), 7);  // check at 5 fails (20 % drop), 7 passes
   EXPECT_EQ(a, Action::kStartTrial);
   EXPECT_EQ(c.events()[1].reason, "initially converged: start a LoRA trial");
+  EXPECT_FALSE(c.events()[1].loss_rising);
 }
 
 }  // namespace
@@ -441,6 +443,7 @@ TEST(PhaseControllerTest, LayerwiseHoldsEveryLayerWhileTheLossRises) {
   EXPECT_EQ(c.SwitchedLayers(), std::vector<int>{});
   ASSERT_FALSE(c.events().empty());
   EXPECT_EQ(c.events().back().reason, "loss rising: not a convergence");
+  EXPECT_TRUE(c.events().back().loss_rising);
 }
 
 TEST(PhaseControllerTest, LayerwiseStateRoundTrips) {
