@@ -11,9 +11,9 @@ namespace hpt {
 namespace {
 
 // The tasks' measured seconds so far, by device kind.
-std::map<std::string, double> MeasuredByKind(const TrainerUpdate& u) {
-  std::map<std::string, double> by_kind;
-  for (const DeviceCost& d : u.device_costs) by_kind[KindName(d.kind())] += d.cost().measured_s();
+std::map<DeviceKind::Name, double> MeasuredByKind(const TrainerUpdate& u) {
+  std::map<DeviceKind::Name, double> by_kind;
+  for (const DeviceCost& d : u.device_costs) by_kind[d.kind()] += d.cost().measured_s();
   return by_kind;
 }
 
@@ -29,7 +29,7 @@ void Print(const std::string& label, const StepTimer::Totals& t) {
   std::printf("%-10s %lld steps, wall per step mean %.4f s, median %.4f s; mean:", label.c_str(),
               static_cast<long long>(t.steps()), wall, median);
   for (const auto& [kind, s] : t.compute_s) {
-    std::printf(" %s compute %.4f s,", kind.c_str(), s / steps);
+    std::printf(" %s compute %.4f s,", KindName(kind).c_str(), s / steps);
     compute += s / steps;
   }
   std::printf(" rest (coordinator, serialisation) %.4f s\n", wall - compute);
@@ -50,8 +50,8 @@ void StepTimer::Observe(const TrainerUpdate& u, double now_s) {
   // run's end to the update that closes the epoch.
   if (!u.progress.evaluating().empty()) return;
   const double dt = now_s - last_s_;
-  std::map<std::string, double> measured = MeasuredByKind(u);
-  const std::string& phase = PhaseName(u.hpt.phase());
+  std::map<DeviceKind::Name, double> measured = MeasuredByKind(u);
+  const TrainingPhase::Name phase = PhaseOrFull(u.hpt.phase());
   const int64_t step = u.progress.step();
   if (u.epoch_losses.size() != last_epochs_) {
     eval_s_ = dt;
@@ -69,20 +69,19 @@ void StepTimer::Observe(const TrainerUpdate& u, double now_s) {
   last_s_ = now_s;
 }
 
-StepTimer::Totals StepTimer::PhaseTotals(const std::string& phase) const {
-  const auto it = by_phase_.find(phase);
+StepTimer::Totals StepTimer::PhaseTotals(TrainingPhase::Name phase) const {
+  const auto it = by_phase_.find(PhaseOrFull(phase));
   return it == by_phase_.end() ? Totals{} : it->second;
 }
 
 void StepTimer::Report(int64_t test_values) const {
   for (TrainingPhase::Name phase : kTrainingPhases) {
-    const std::string& name = PhaseName(phase);
     // A trial is shown only where one ran.
-    if (phase == TrainingPhase::trial && PhaseTotals(name).steps() == 0) continue;
-    Print(name, PhaseTotals(name));
+    if (phase == TrainingPhase::trial && PhaseTotals(phase).steps() == 0) continue;
+    Print(PhaseName(phase), PhaseTotals(phase));
   }
-  const Totals full = PhaseTotals(PhaseName(TrainingPhase::full));
-  const Totals lora = PhaseTotals(PhaseName(TrainingPhase::lora));
+  const Totals full = PhaseTotals(TrainingPhase::full);
+  const Totals lora = PhaseTotals(TrainingPhase::lora);
   if (full.steps() > 0 && lora.steps() > 0) {
     const double f = full.wall_s / double(full.steps()), l = lora.wall_s / double(lora.steps());
     std::printf(
@@ -90,8 +89,8 @@ void StepTimer::Report(int64_t test_values) const {
         "median %.2f\n",
         l / f, f / l, lora.median_step_s() / full.median_step_s());
   }
-  std::printf("last evaluation (%s phase, %lld test values): %.2f s\n", eval_phase_.c_str(),
-              static_cast<long long>(test_values), eval_s_);
+  std::printf("last evaluation (%s phase, %lld test values): %.2f s\n",
+              PhaseName(eval_phase_).c_str(), static_cast<long long>(test_values), eval_s_);
 }
 
 }  // namespace hpt

@@ -22,6 +22,8 @@
 #include <vector>
 
 #include "coordinator/training/training_state.h"
+#include "proto/job_service.pb.h"
+#include "proto/work.pb.h"
 
 namespace hpt {
 
@@ -29,7 +31,7 @@ class StepTimer {
  public:
   struct Totals {
     double wall_s = 0;
-    std::map<std::string, double> compute_s;  // by device kind
+    std::map<DeviceKind::Name, double> compute_s;
     // Each step's wall time: a run's, divided over its steps.
     std::vector<double> step_s;
     int64_t steps() const { return static_cast<int64_t>(step_s.size()); }
@@ -43,24 +45,24 @@ class StepTimer {
   // An update from the trainer, received at `now_s`.
   void Observe(const TrainerUpdate& u, double now_s);
 
-  // By phase name ("full", "trial", "lora"); empty where none was timed.
-  Totals PhaseTotals(const std::string& phase) const;
+  // Empty where none of `phase`'s steps was timed.
+  Totals PhaseTotals(TrainingPhase::Name phase) const;
   // The last evaluation's wall time, and the phase it ran in.
   double eval_s() const { return eval_s_; }
-  const std::string& eval_phase() const { return eval_phase_; }
+  TrainingPhase::Name eval_phase() const { return eval_phase_; }
 
   // Prints each phase's steps, their ratio and the last evaluation.
   void Report(int64_t test_values) const;
 
  private:
-  std::map<std::string, Totals> by_phase_;
+  std::map<TrainingPhase::Name, Totals> by_phase_;
   double last_s_;
   int64_t last_step_ = -1;
   size_t last_epochs_ = 0;
-  std::string last_phase_;
-  std::map<std::string, double> last_measured_;
+  TrainingPhase::Name last_phase_ = TrainingPhase::TRAINING_PHASE_UNSPECIFIED;
+  std::map<DeviceKind::Name, double> last_measured_;
   double eval_s_ = 0;
-  std::string eval_phase_;
+  TrainingPhase::Name eval_phase_ = TrainingPhase::TRAINING_PHASE_UNSPECIFIED;
 };
 
 }  // namespace hpt
