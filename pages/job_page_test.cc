@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "pages/svg.h"
@@ -94,6 +95,19 @@ TEST(JobPageTest, NamesAreEscapedAndBarsCarryTheirValues) {
   EXPECT_NE(html.find("data-bar=\"hpt-phases\" data-total=\"0.6000000000"), std::string::npos);
   EXPECT_NE(html.find("data-bar=\"gpu-only-paper\" data-total=\"1.2\""), std::string::npos);
   EXPECT_EQ(html.find("id=\"switch-why\""), std::string::npos) << "no SWITCH event: no why";
+  // Each phase's segment and legend entry carry the phase's own colour.
+  for (const auto& [phase, colour] :
+       {std::pair{"full", "#4e79a7"}, {"switch", "#e15759"}, {"lora", "#59a14f"}}) {
+    EXPECT_NE(html.find(absl::StrCat("data-label=\"", phase, "\" data-value=\"")),
+              std::string::npos)
+        << phase;
+    EXPECT_NE(html.find(absl::StrCat("fill=\"", colour, "\"><title>HpT, by phase, ", phase, ":")),
+              std::string::npos)
+        << phase;
+    EXPECT_NE(html.find(absl::StrCat("<i style=\"background:", colour, "\"></i>", phase, " phase")),
+              std::string::npos)
+        << phase;
+  }
   // A file page has no script; a live one re-reads its content.
   EXPECT_EQ(html.find("<script>"), std::string::npos);
   PhaseEvent& sw = *in.job.mutable_hpt()->add_events();
