@@ -171,18 +171,23 @@ ControllerEvent PhaseController::Check(int64_t step) const {
   return check;
 }
 
+bool PhaseController::MarkRisingLoss(ControllerEvent* check) const {
+  // Divergence: the loss rose in both windows. One higher window on a noisy
+  // plateau is not (it happens half the time).
+  const double* l = check->losses;
+  if (!(l[0] < l[1] && l[1] < l[2]) || options_.trial_on_rising_loss) return false;
+  check->reason = "loss rising: not a convergence";
+  check->loss_rising = true;
+  return true;
+}
+
 PhaseController::Action PhaseController::AfterCheck(ControllerEvent check) {
   if (!check.reason.empty()) {  // a test failed
     passes_in_a_row_ = 0;
     events_.push_back(check);
     return Action::kNone;
   }
-  // Divergence: the loss rose in both windows. One higher window on a noisy
-  // plateau is not (it happens half the time).
-  const bool rising = check.losses[0] < check.losses[1] && check.losses[1] < check.losses[2];
-  if (rising && !options_.trial_on_rising_loss) {
-    check.reason = "loss rising: not a convergence";
-    check.loss_rising = true;
+  if (MarkRisingLoss(&check)) {
     passes_in_a_row_ = 0;
     events_.push_back(check);
     return Action::kNone;
@@ -236,10 +241,7 @@ PhaseController::Action PhaseController::AfterLayerCheck(ControllerEvent check) 
     events_.push_back(check);
     return Action::kNone;
   }
-  const bool rising = check.losses[0] < check.losses[1] && check.losses[1] < check.losses[2];
-  if (rising && !options_.trial_on_rising_loss) {
-    check.reason = "loss rising: not a convergence";
-    check.loss_rising = true;
+  if (MarkRisingLoss(&check)) {
     check.switched_layers.clear();
     events_.push_back(check);
     return Action::kNone;

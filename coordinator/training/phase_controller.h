@@ -168,6 +168,10 @@ class PhaseController {
   // The check that closes a full-phase window at `step`: the rule's tests,
   // their margins and the reason, before the divergence guard.
   ControllerEvent Check(int64_t step) const;
+  // The divergence guard on a check whose tests passed: where the loss rose
+  // in both windows and trial_on_rising_loss is off, marks the check
+  // (reason, loss_rising) and returns true.
+  bool MarkRisingLoss(ControllerEvent* check) const;
   // What follows a check: nothing, or a trial.
   Action AfterCheck(ControllerEvent check);
   // Layerwise: each unswitched layer's weight test (into `check`), and
