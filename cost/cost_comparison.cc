@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/cost_phase.h"
 #include "cost/device_totals.h"
 
 namespace hpt {
@@ -113,13 +114,10 @@ StepTotals StepTotals::Of(const CostTimeline& t) {
 }
 
 RecordedPhases::RecordedPhases() {
-  full.set_phase(CostPhase::full);
-  partial.set_phase(CostPhase::partial);
-  switch_cost.set_phase(CostPhase::switch_);
-  lora.set_phase(CostPhase::lora);
-  fallback.set_phase(CostPhase::lora_gpu);
-  recovery.set_phase(CostPhase::recovery);
-  for (PhaseCost* p : {&full, &partial, &switch_cost, &lora, &fallback, &recovery}) {
+  for (CostPhase::Name phase : kCostPhases) {
+    PhaseCost* p = Of(phase);
+    if (p == nullptr) continue;  // off_step: in no phase's cost
+    p->set_phase(phase);
     p->set_first_step(-1);
     p->set_last_step(-1);
   }

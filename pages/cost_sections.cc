@@ -173,8 +173,10 @@ std::string CostSection(const Job& job) {
   absl::StrAppend(&out, "<h3>Time</h3>", BarChart("time-bars", "simulated seconds", CostBars(job, false), Seconds));
   absl::StrAppend(&out, "<h3>Energy</h3>", BarChart("energy-bars", "joules", CostBars(job, true), Joules));
   std::vector<std::pair<std::string, std::string>> legend;
-  for (const PhaseCost& p : job.hpt().phases())
-    legend.emplace_back("phase-" + CostPhaseName(p.phase()), CostPhaseName(p.phase()) + " phase");
+  for (const PhaseCost& p : job.hpt().phases()) {
+    const std::string& name = CostPhaseName(p.phase());
+    legend.emplace_back("phase-" + name, name + " phase");
+  }
   for (DeviceKind::Name kind : kDeviceKinds) legend.emplace_back(KindName(kind), KindName(kind));
   legend.emplace_back("interconnect", "interconnect");
   legend.emplace_back("gpu-only", "GPU-only baseline, modelled");
