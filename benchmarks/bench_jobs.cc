@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -142,9 +143,8 @@ absl::StatusOr<BenchRun> RunWithHooks(const JobSpec& raw, TrainingMode::Name mod
       last_epoch = u.progress.epoch();
       if (hooks.quiet) return;
       // The epoch's own point: 0 where the epoch's test split was not scored.
-      const JobHistory history = u.history->View(1);
-      const double test_loss =
-          history.epochs().empty() ? 0 : history.epochs(history.epochs_size() - 1).test_loss();
+      const std::optional<EpochPoint> point = u.history->LastEpoch();
+      const double test_loss = point ? point->test_loss() : 0;
       const std::string test =
           test_loss > 0 ? absl::StrFormat("%.4f", test_loss) : std::string("not scored");
       std::fprintf(stderr, "  [%s] epoch %d/%d  train loss %.4f  test MSE %s  phase %s\n",
@@ -171,7 +171,7 @@ absl::StatusOr<HptPair> RunHptOnGpuAndDevices(const JobSpec& spec, const std::st
   std::shared_ptr<const Checkpoint> at_switch;
   ASSIGN_OR_RETURN(pair.gpu, RunInProcess(on_gpu, TrainingMode::hpt, label + " hpt, LoRA on gpu",
                                           threads, nullptr, nullptr, [&](Checkpoint c) {
-                                            if (c.header.reason() == "phase switch") {
+                                            if (c.header.cause() == CheckpointCause::phase_switch) {
                                               at_switch = std::make_shared<Checkpoint>(std::move(c));
                                             }
                                           }));

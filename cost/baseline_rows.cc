@@ -75,7 +75,7 @@ BaselineComparison MeasuredRow(const std::string& name, const std::string& sourc
 
 void AddMeasuredRows(const WorkRecord& record, const RecordedPhases& libtorch,
                      const ComparisonInputs& in, CostComparison* out) {
-  if (libtorch.full_steps == 0) return;
+  if (libtorch.Steps(CostPhase::full) == 0) return;
   // The trial's share of a full-phase step: as the job's GPU measured it,
   // or as the model has it.
   double with_trials =

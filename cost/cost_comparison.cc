@@ -151,12 +151,7 @@ void RecordedPhases::Add(CostPhase::Name phase, double count, const StepTotals& 
     gpu_only_full_s += count * main_only.makespan_s;
     gpu_only_full_j += count * main_only.energy_j;
   }
-  int64_t* steps = phase == CostPhase::full       ? &full_steps
-                   : phase == CostPhase::partial  ? &partial_steps
-                   : phase == CostPhase::lora     ? &lora_steps
-                   : phase == CostPhase::lora_gpu ? &fallback_steps
-                                                  : nullptr;
-  if (steps != nullptr) *steps += int64_t(count);
+  if (IsTrainingStep(phase)) steps_[phase] += int64_t(count);
 }
 
 void RecordedPhases::SetMeasured(const WorkRecord& record) {
@@ -170,7 +165,7 @@ void RecordedPhases::SetMeasured(const WorkRecord& record) {
 }
 
 void RecordedPhases::SetMeasuredFull(double step_s, double step_j, double with_trials) {
-  const double n = double(full_steps);
+  const double n = double(Steps(CostPhase::full));
   gpu_only_full_s = step_s * n;
   gpu_only_full_j = step_j * n;
   full.set_simulated_s(step_s * n * with_trials);
@@ -179,11 +174,11 @@ void RecordedPhases::SetMeasuredFull(double step_s, double step_j, double with_t
 
 std::vector<PhaseCost> RecordedPhases::Listed() const {
   std::vector<PhaseCost> out;
-  if (full_steps > 0) out.push_back(full);
-  if (partial_steps > 0) out.push_back(partial);
+  if (Steps(CostPhase::full) > 0) out.push_back(full);
+  if (Steps(CostPhase::partial) > 0) out.push_back(partial);
   if (HasCost(switch_cost)) out.push_back(switch_cost);
-  if (lora_steps > 0) out.push_back(lora);
-  if (fallback_steps > 0) out.push_back(fallback);
+  if (Steps(CostPhase::lora) > 0) out.push_back(lora);
+  if (Steps(CostPhase::lora_gpu) > 0) out.push_back(fallback);
   if (HasCost(recovery)) out.push_back(recovery);
   return out;
 }
@@ -193,15 +188,21 @@ namespace {
 // The mean full-phase step without trials (what GPU-only training takes a
 // step), in seconds and joules; zero before any.
 double MeanFullStepS(const RecordedPhases& p) {
-  return p.full_steps > 0 ? p.gpu_only_full_s / double(p.full_steps) : 0;
+  const int64_t full_steps = p.Steps(CostPhase::full);
+  return full_steps > 0 ? p.gpu_only_full_s / double(full_steps) : 0;
 }
 double MeanFullStepJ(const RecordedPhases& p) {
-  return p.full_steps > 0 ? p.gpu_only_full_j / double(p.full_steps) : 0;
+  const int64_t full_steps = p.Steps(CostPhase::full);
+  return full_steps > 0 ? p.gpu_only_full_j / double(full_steps) : 0;
 }
 
 // The comparison as run: HpT's every phase against GPU-only training of
 // as many steps, with the method behind the figures.
 void CompareAsRun(const RecordedPhases& p, CostComparison* c) {
+  const int64_t full_steps = p.Steps(CostPhase::full);
+  const int64_t partial_steps = p.Steps(CostPhase::partial);
+  const int64_t lora_steps = p.Steps(CostPhase::lora);
+  const int64_t fallback_steps = p.Steps(CostPhase::lora_gpu);
   const double hpt_s = p.full.simulated_s() + p.partial.simulated_s() +
                        p.switch_cost.simulated_s() + p.lora.simulated_s() +
                        p.recovery.simulated_s() + p.fallback.simulated_s();
@@ -209,7 +210,7 @@ void CompareAsRun(const RecordedPhases& p, CostComparison* c) {
                        p.lora.energy_j() + p.recovery.energy_j() + p.fallback.energy_j();
   // Steps after the first switch (a layer's, under layerwise), wherever
   // they ran.
-  const int64_t after_switch = p.partial_steps + p.lora_steps + p.fallback_steps;
+  const int64_t after_switch = partial_steps + lora_steps + fallback_steps;
   const double mean_s = MeanFullStepS(p), mean_j = MeanFullStepJ(p);
   c->set_hpt_time_s(hpt_s);
   c->set_hpt_energy_j(hpt_j);
@@ -220,23 +221,37 @@ void CompareAsRun(const RecordedPhases& p, CostComparison* c) {
   c->set_method(absl::StrCat(
       "simulated training steps on the cost timeline (evaluation excluded). GPU-only = "
       "the ",
-      p.full_steps, " full-phase steps as run, without trial tasks (measured), + ", after_switch,
+      full_steps, " full-phase steps as run, without trial tasks (measured), + ", after_switch,
       " steps after the switch at the mean full-phase step (", mean_s, " s, ", mean_j,
       " J; projected). HpT = full phase with trials + switch "
       "(LoRA loads, ReRAM programming) + ",
-      p.partial_steps > 0 ? "full-phase steps with some layers on the devices + " : "",
+      partial_steps > 0 ? "full-phase steps with some layers on the devices + " : "",
       "LoRA-phase steps, all as run",
-      p.fallback_steps > 0
-          ? absl::StrCat(" (", p.fallback_steps,
+      fallback_steps > 0
+          ? absl::StrCat(" (", fallback_steps,
                          " of them on the GPU workers while the planned devices were gone)")
           : "",
       HasCost(p.recovery) ? ", + recovery (re-loading devices after a restart or failover)."
                           : "."));
 }
 
+// A phase's mean step over `steps` of them, in seconds and joules; zeros
+// for none.
+struct PerStep {
+  double s = 0, j = 0;
+};
+PerStep MeanStep(const PhaseCost& phase, int64_t steps) {
+  if (steps <= 0) return {};
+  return {phase.simulated_s() / double(steps), phase.energy_j() / double(steps)};
+}
+
 // The comparison projected to the paper's length: every epoch of the data
 // at this batch size, each phase's steps at their mean.
 void CompareProjected(const RecordedPhases& p, const ComparisonInputs& in, CostComparison* c) {
+  const int64_t full_steps = p.Steps(CostPhase::full);
+  const int64_t partial_steps = p.Steps(CostPhase::partial);
+  const int64_t lora_steps = p.Steps(CostPhase::lora);
+  const int64_t fallback_steps = p.Steps(CostPhase::lora_gpu);
   const double epochs = in.project_epochs;
   const int64_t n = int64_t(std::ceil(epochs * double(in.steps_per_epoch)));
   const double mean_s = MeanFullStepS(p), mean_j = MeanFullStepJ(p);
@@ -244,32 +259,26 @@ void CompareProjected(const RecordedPhases& p, const ComparisonInputs& in, CostC
   c->set_project_steps(n);
   c->set_full_step_s(mean_s);
   c->set_full_step_j(mean_j);
-  if (p.full_steps > 0) {
-    c->set_full_step_with_trials_s(p.full.simulated_s() / double(p.full_steps));
-    c->set_full_step_with_trials_j(p.full.energy_j() / double(p.full_steps));
+  if (full_steps > 0) {
+    const PerStep with_trials = MeanStep(p.full, full_steps);
+    c->set_full_step_with_trials_s(with_trials.s);
+    c->set_full_step_with_trials_j(with_trials.j);
   }
   // The projection's LoRA step: the planned placement's mean, or, when no
   // step ran there, the fallback's.
-  const PhaseCost& lora_like = p.lora_steps > 0 ? p.lora : p.fallback;
-  const int64_t lora_like_steps = p.lora_steps > 0 ? p.lora_steps : p.fallback_steps;
-  const double lora_mean_s =
-      lora_like_steps > 0 ? lora_like.simulated_s() / double(lora_like_steps) : 0;
-  const double lora_mean_j =
-      lora_like_steps > 0 ? lora_like.energy_j() / double(lora_like_steps) : 0;
-  c->set_lora_step_s(lora_mean_s);
-  c->set_lora_step_j(lora_mean_j);
-  const bool switched = in.switch_step >= 0 && p.lora_steps + p.fallback_steps > 0;
+  const PerStep lora_mean =
+      lora_steps > 0 ? MeanStep(p.lora, lora_steps) : MeanStep(p.fallback, fallback_steps);
+  c->set_lora_step_s(lora_mean.s);
+  c->set_lora_step_j(lora_mean.j);
+  const bool switched = in.switch_step >= 0 && lora_steps + fallback_steps > 0;
   // Layerwise on the devices: the steps between the first layer's switch
   // and the last's (to the end, where some layer never switched yet).
-  const double partial_mean_s =
-      p.partial_steps > 0 ? p.partial.simulated_s() / double(p.partial_steps) : 0;
-  const double partial_mean_j =
-      p.partial_steps > 0 ? p.partial.energy_j() / double(p.partial_steps) : 0;
-  int64_t before = switched ? std::min<int64_t>(in.switch_step - p.partial_steps, n) : n;
-  if (!switched && p.partial_steps > 0) before = std::min<int64_t>(p.full_steps, n);
+  const PerStep partial_mean = MeanStep(p.partial, partial_steps);
+  int64_t before = switched ? std::min<int64_t>(in.switch_step - partial_steps, n) : n;
+  if (!switched && partial_steps > 0) before = std::min<int64_t>(full_steps, n);
   before = std::max<int64_t>(before, 0);
-  const int64_t partial = switched ? std::min<int64_t>(p.partial_steps, n - before)
-                                   : (p.partial_steps > 0 ? n - before : 0);
+  const int64_t partial = switched ? std::min<int64_t>(partial_steps, n - before)
+                                   : (partial_steps > 0 ? n - before : 0);
   c->set_projected_gpu_only_time_s(mean_s * double(n));
   c->set_projected_gpu_only_energy_j(mean_j * double(n));
   if (switched || partial > 0) {
@@ -278,11 +287,11 @@ void CompareProjected(const RecordedPhases& p, const ComparisonInputs& in, CostC
     // LoRA-phase steps at their mean.
     const int64_t lora_n = n - before - partial;
     c->set_projected_hpt_time_s(c->full_step_with_trials_s() * double(before) +
-                                partial_mean_s * double(partial) + p.switch_cost.simulated_s() +
-                                lora_mean_s * double(lora_n));
+                                partial_mean.s * double(partial) + p.switch_cost.simulated_s() +
+                                lora_mean.s * double(lora_n));
     c->set_projected_hpt_energy_j(c->full_step_with_trials_j() * double(before) +
-                                  partial_mean_j * double(partial) + p.switch_cost.energy_j() +
-                                  lora_mean_j * double(lora_n));
+                                  partial_mean.j * double(partial) + p.switch_cost.energy_j() +
+                                  lora_mean.j * double(lora_n));
   } else {
     c->set_projected_hpt_time_s(c->projected_gpu_only_time_s());
     c->set_projected_hpt_energy_j(c->projected_gpu_only_energy_j());
@@ -303,14 +312,13 @@ void CompareProjected(const RecordedPhases& p, const ComparisonInputs& in, CostC
                 partial > 0 ? absl::StrCat(partial,
                                            " steps with some layers switched, on the "
                                            "devices, at their mean (",
-                                           partial_mean_s, " s), ")
+                                           partial_mean.s, " s), ")
                             : "",
                 "the switch",
-                switched
-                    ? absl::StrCat(", ", n - before - partial, " LoRA-phase steps at their mean (",
-                                   lora_mean_s,
-                                   p.lora_steps > 0 ? " s)" : " s, on the fallback GPU workers)")
-                    : " of the layers so far")
+                switched ? absl::StrCat(", ", n - before - partial,
+                                        " LoRA-phase steps at their mean (", lora_mean.s,
+                                        lora_steps > 0 ? " s)" : " s, on the fallback GPU workers)")
+                         : " of the layers so far")
           : "no switch yet: HpT is full-parameter throughout",
       "; GPU-only: ", n, " steps at the mean full-phase step (", mean_s, " s)."));
 }

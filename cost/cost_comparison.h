@@ -9,6 +9,7 @@
 #ifndef HPT_COST_COST_COMPARISON_H_
 #define HPT_COST_COST_COMPARISON_H_
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -70,12 +71,16 @@ class RecordedPhases {
   void SetMeasuredFull(double step_s, double step_j, double with_trials);
   // The phases that ran, in the report's order.
   std::vector<PhaseCost> Listed() const;
+  // The training steps `phase` ran (0 for the switch, recovery, off_step).
+  int64_t Steps(CostPhase::Name phase) const { return steps_[phase]; }
 
   // `partial`: full-phase steps with some layers switched (layerwise) on
   // the devices; GPU-only training would run them as full steps.
   PhaseCost full, partial, switch_cost, lora, fallback, recovery;
   double gpu_only_full_s = 0, gpu_only_full_j = 0;
-  int64_t full_steps = 0, partial_steps = 0, lora_steps = 0, fallback_steps = 0;
+
+ private:
+  std::array<int64_t, CostPhase::Name_ARRAYSIZE> steps_{};
 };
 
 struct ComparisonInputs {

@@ -110,10 +110,17 @@ TEST_P(CheckpointResumeTest, ResumedRunsEndLikeTheUninterruptedOne) {
   ASSERT_GE(whole.checkpoints.size(), 4u);
   bool saw_switch = false, saw_trial = false, saw_lora = false, saw_full = false;
   for (const Checkpoint& c : whole.checkpoints) {
-    EXPECT_TRUE(c.header.step() % 3 == 0 || c.header.reason() == "phase switch")
-        << c.header.step();
+    // Every 3 steps, or at the switch, each saying which.
+    if (c.header.cause() == CheckpointCause::periodic) {
+      EXPECT_EQ(c.header.step() % 3, 0);
+      EXPECT_EQ(c.header.reason(), "every 3 steps");
+    } else {
+      EXPECT_EQ(c.header.cause(), CheckpointCause::phase_switch) << c.header.step();
+      EXPECT_EQ(c.header.reason(), "phase switch");
+    }
     EXPECT_LT(c.header.step(), whole.last.progress.step());
-    saw_switch |= c.header.reason() == "phase switch" && c.header.step() == switch_step;
+    saw_switch |=
+        c.header.cause() == CheckpointCause::phase_switch && c.header.step() == switch_step;
     saw_trial |= c.header.trial_active();
     saw_full |= c.header.phase() == TrainingPhase::full;
     saw_lora |= c.header.phase() == TrainingPhase::lora;
@@ -203,7 +210,8 @@ TEST_P(CheckpointResumeTest, TheSwitchOfAGpuRunGoesOnOnThisPlacement) {
   ASSERT_GE(on_gpu.last.hpt.switch_step(), 0);
   std::shared_ptr<const Checkpoint> at_switch;
   for (const Checkpoint& c : on_gpu.checkpoints) {
-    if (c.header.reason() == "phase switch") at_switch = std::make_shared<Checkpoint>(c);
+    if (c.header.cause() == CheckpointCause::phase_switch)
+      at_switch = std::make_shared<Checkpoint>(c);
   }
   ASSERT_NE(at_switch, nullptr);
   EXPECT_EQ(at_switch->header.step(), on_gpu.last.hpt.switch_step());

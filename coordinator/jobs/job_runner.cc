@@ -366,7 +366,8 @@ void JobRunner::KeepTrainedModel(const std::string& job_id, const JobSpec& spec,
     Checkpoint file;
     file.header.set_job_id(job_id);
     file.header.set_step(std::max<int64_t>(1, spec.training().epochs()));
-    file.header.set_reason("trained model");
+    file.header.set_cause(CheckpointCause::trained_model);
+    file.header.set_reason(CheckpointReason(CheckpointCause::trained_model, 0));
     *file.header.mutable_model() = trained->config;
     *file.header.mutable_data_units() = trained->units;
     for (const auto& [name, t] : trained->parameters) file.tensors["model/" + name] = t;

@@ -114,6 +114,18 @@ absl::StatusOr<std::string> ReadWhole(const std::string& path) {
   return data;
 }
 
+// The cause of a checkpoint written before causes were kept, from its
+// reason: the words CheckpointReason gave that cause then.
+CheckpointCause::Name CauseOfReason(const std::string& reason) {
+  if (absl::StartsWith(reason, "every ")) return CheckpointCause::periodic;
+  for (CheckpointCause::Name cause :
+       {CheckpointCause::phase_switch, CheckpointCause::placement_back,
+        CheckpointCause::trained_model}) {
+    if (reason == CheckpointReason(cause, 0)) return cause;
+  }
+  return CheckpointCause::CHECKPOINT_CAUSE_UNSPECIFIED;
+}
+
 absl::StatusOr<CheckpointHeader> ParseHeader(RecordReader& reader) {
   ASSIGN_OR_RETURN(std::string_view bytes, reader.Next());
   CheckpointHeader header;
@@ -121,6 +133,9 @@ absl::StatusOr<CheckpointHeader> ParseHeader(RecordReader& reader) {
     return reader.Damaged("has no readable header");
   }
   UpgradeStoredEnums(&header);
+  if (header.cause() == CheckpointCause::CHECKPOINT_CAUSE_UNSPECIFIED) {
+    header.set_cause(CauseOfReason(header.reason()));
+  }
   return header;
 }
 
@@ -171,11 +186,27 @@ std::map<std::string, HostTensor> TensorsUnder(const Checkpoint& checkpoint,
   return out;
 }
 
+std::string CheckpointReason(CheckpointCause::Name cause, int64_t every_steps) {
+  switch (cause) {
+    case CheckpointCause::periodic:
+      return absl::StrCat("every ", every_steps, " steps");
+    case CheckpointCause::phase_switch:
+      return "phase switch";
+    case CheckpointCause::placement_back:
+      return "the planned placement's workers are back";
+    case CheckpointCause::trained_model:
+      return "trained model";
+    default:
+      return "";
+  }
+}
+
 CheckpointInfo InfoOf(const CheckpointHeader& header, int64_t bytes) {
   CheckpointInfo info;
   info.set_step(header.step());
   info.set_epoch(header.progress().epoch());
   info.set_phase(header.phase());
+  info.set_cause(header.cause());
   info.set_reason(header.reason());
   info.set_time_unix_ms(header.time_unix_ms());
   info.set_bytes(bytes);

@@ -32,6 +32,10 @@ struct Checkpoint {
 std::map<std::string, HostTensor> TensorsUnder(const Checkpoint& checkpoint,
                                                const std::string& prefix);
 
+// `cause` in words, as a listing shows it; `every_steps` is the job's
+// training.checkpoint_every (periodic checkpoints name it).
+std::string CheckpointReason(CheckpointCause::Name cause, int64_t every_steps);
+
 // What a listing shows of a checkpoint of `bytes` bytes.
 CheckpointInfo InfoOf(const CheckpointHeader& header, int64_t bytes);
 

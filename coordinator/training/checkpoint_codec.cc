@@ -54,6 +54,7 @@ CheckpointHeader EncodeCheckpointHeader(const CheckpointIdentity& identity,
   h.set_job_id(identity.job_id);
   h.set_step(identity.step);
   h.set_time_unix_ms(identity.time_unix_ms);
+  h.set_cause(identity.cause);
   h.set_reason(identity.reason);
   h.set_phase(PhaseOrFull(state.hpt.phase()));
   *h.mutable_model() = identity.model;

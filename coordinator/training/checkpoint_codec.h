@@ -28,7 +28,8 @@ struct CheckpointIdentity {
   std::string job_id;
   int64_t step = 0;
   int64_t time_unix_ms = 0;
-  std::string reason;
+  CheckpointCause::Name cause = CheckpointCause::CHECKPOINT_CAUSE_UNSPECIFIED;
+  std::string reason;    // the cause in words
   double elapsed_s = 0;  // the job's training time so far
   ModelConfig model;
 };

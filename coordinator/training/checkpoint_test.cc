@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -23,7 +24,8 @@ Checkpoint Make(int64_t step) {
   c.header.set_job_id("job-000007");
   c.header.set_step(step);
   c.header.set_phase(step > 20 ? TrainingPhase::lora : TrainingPhase::full);
-  c.header.set_reason("every 10 steps");
+  c.header.set_cause(CheckpointCause::periodic);
+  c.header.set_reason(CheckpointReason(CheckpointCause::periodic, 10));
   c.header.mutable_progress()->set_epoch(2);
   c.header.mutable_progress()->set_loss(0.25 + step);
   c.header.add_epoch_losses(1.5);
@@ -74,6 +76,8 @@ TEST(CheckpointTest, WritesKeepsNewestAndReadsBack) {
   EXPECT_EQ(list[2].phase(), TrainingPhase::lora);
   EXPECT_EQ(list[2].epoch(), 2);
   EXPECT_DOUBLE_EQ(list[2].loss(), 50.25);
+  EXPECT_EQ(list[2].cause(), CheckpointCause::periodic);
+  EXPECT_EQ(list[2].reason(), "every 10 steps");
 
   absl::StatusOr<Checkpoint> latest = ReadCheckpoint(dir);
   ASSERT_TRUE(latest.ok()) << latest.status();
@@ -128,6 +132,44 @@ TEST(CheckpointTest, DamagedFilesAreDataLossAndSkippedInListings) {
   EXPECT_EQ(list[0].step(), 10);
   EXPECT_EQ(list[1].step(), 20);
   EXPECT_TRUE(ReadCheckpoint(dir, 10).ok());
+}
+
+TEST(CheckpointTest, AnOlderCheckpointsCauseComesFromItsReason) {
+  const std::string dir = CheckpointDir(TempDir(), "job-000007");
+  const std::pair<int64_t, const char*> written[] = {
+      {10, "phase switch"}, {20, "every 10 steps"}, {30, "something else"}};
+  for (const auto& [step, reason] : written) {
+    Checkpoint c = Make(step);
+    c.header.clear_cause();
+    c.header.set_reason(reason);
+    ASSERT_TRUE(WriteCheckpoint(dir, c, /*keep=*/3).ok());
+  }
+  const std::vector<CheckpointInfo> list = ListCheckpoints(dir);
+  ASSERT_EQ(list.size(), 3u);
+  EXPECT_EQ(list[0].cause(), CheckpointCause::phase_switch);
+  EXPECT_EQ(list[1].cause(), CheckpointCause::periodic);
+  EXPECT_EQ(list[2].cause(), CheckpointCause::CHECKPOINT_CAUSE_UNSPECIFIED);
+  absl::StatusOr<Checkpoint> read = ReadCheckpoint(dir, 10);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->header.cause(), CheckpointCause::phase_switch);
+  EXPECT_EQ(read->header.reason(), "phase switch");
+}
+
+TEST(CheckpointTest, EveryCauseHasItsOwnWords) {
+  std::set<std::string> seen;
+  for (int i = CheckpointCause::Name_MIN; i <= CheckpointCause::Name_MAX; ++i) {
+    if (!CheckpointCause::Name_IsValid(i)) continue;
+    const auto cause = static_cast<CheckpointCause::Name>(i);
+    const std::string words = CheckpointReason(cause, 25);
+    if (cause == CheckpointCause::CHECKPOINT_CAUSE_UNSPECIFIED) {
+      EXPECT_EQ(words, "");
+    } else {
+      EXPECT_NE(words, "") << CheckpointCause::Name_Name(cause);
+      EXPECT_TRUE(seen.insert(words).second) << words;
+    }
+  }
+  EXPECT_EQ(CheckpointReason(CheckpointCause::periodic, 25), "every 25 steps");
+  EXPECT_EQ(CheckpointReason(CheckpointCause::phase_switch, 25), "phase switch");
 }
 
 }  // namespace

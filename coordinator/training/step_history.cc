@@ -47,6 +47,12 @@ int64_t StepHistory::steps() const {
   return int64_t(losses_.size());
 }
 
+std::optional<EpochPoint> StepHistory::LastEpoch() const {
+  absl::MutexLock lock(&mu_);
+  if (epochs_.empty()) return std::nullopt;
+  return epochs_.back();
+}
+
 LossHistory StepHistory::ToProto() const {
   absl::MutexLock lock(&mu_);
   LossHistory proto;

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -33,6 +34,8 @@ class StepHistory {
   void SetPredictions(TestPredictions predictions);
 
   int64_t steps() const;
+  // The newest epoch's point; none before the first epoch ends.
+  std::optional<EpochPoint> LastEpoch() const;
   LossHistory ToProto() const;
   // At most `max_points` points (0: 1000) of ceil(steps / max_points) steps
   // each: mean, least and largest loss.

@@ -35,6 +35,22 @@ TEST(StepHistoryTest, AReplayReplacesTheStepsAfterIt) {
   EXPECT_EQ(history.steps(), 4);
   EXPECT_EQ(history.ToProto().step_losses(3), 7.0f);
   EXPECT_EQ(history.ToProto().epochs_size(), 0);  // epoch 2 ended at step 5
+  EXPECT_FALSE(history.LastEpoch().has_value());
+}
+
+TEST(StepHistoryTest, LastEpochIsTheNewestPoint) {
+  StepHistory history;
+  EXPECT_FALSE(history.LastEpoch().has_value());
+  EpochPoint e;
+  e.set_epoch(1);
+  e.set_test_loss(0.5);
+  history.AddEpoch(e);
+  e.set_epoch(2);
+  e.set_test_loss(0);  // not scored
+  history.AddEpoch(e);
+  ASSERT_TRUE(history.LastEpoch().has_value());
+  EXPECT_EQ(history.LastEpoch()->epoch(), 2);
+  EXPECT_EQ(history.LastEpoch()->test_loss(), 0);
 }
 
 TEST(StepHistoryTest, ACheckpointKeepsItsOwnSteps) {

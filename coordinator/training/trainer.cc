@@ -295,7 +295,7 @@ absl::Status Trainer::BackToPlannedPlacement(int64_t step) {
   }
   // The checkpoint of this step boundary: the caller resumes from it on the
   // planned placement, so no step is lost.
-  RETURN_IF_ERROR(SaveCheckpoint(step, "the planned placement's workers are back"));
+  RETURN_IF_ERROR(SaveCheckpoint(step, CheckpointCause::placement_back));
   return absl::AbortedError(absl::StrCat("the ", Placement::Name_Name(spec_.hpt().placement()),
                                          " placement's workers are back at step ", step,
                                          ": leaving the fallback (", options_.fallback_reason,
@@ -325,7 +325,7 @@ absl::StatusOr<int64_t> Trainer::Begin() {
   return step;
 }
 
-absl::Status Trainer::TrainEpoch(int epoch, int64_t* step, std::string* checkpoint_due) {
+absl::Status Trainer::TrainEpoch(int epoch, int64_t* step, CheckpointCause::Name* checkpoint_due) {
   const TrainingSpec& training = spec_.training();
   const int64_t n_train = static_cast<int64_t>(data_->train_starts().size());
   const int64_t batch = training.batch_size();
@@ -367,19 +367,19 @@ absl::Status Trainer::TrainEpoch(int epoch, int64_t* step, std::string* checkpoi
     // the epoch's loss and test metrics are in it. (A run ends at every
     // step a checkpoint or a switch can follow.)
     if (switched) {
-      *checkpoint_due = "phase switch";
+      *checkpoint_due = CheckpointCause::phase_switch;
     } else if (options_.checkpoint_every > 0 && *step % options_.checkpoint_every == 0) {
-      *checkpoint_due = absl::StrCat("every ", options_.checkpoint_every, " steps");
+      *checkpoint_due = CheckpointCause::periodic;
     }
-    if (!checkpoint_due->empty() && s < steps_per_epoch) {
+    if (*checkpoint_due != kNoCheckpointDue && s < steps_per_epoch) {
       RETURN_IF_ERROR(SaveCheckpoint(*step, *checkpoint_due));
-      checkpoint_due->clear();
+      *checkpoint_due = kNoCheckpointDue;
     }
   }
   return absl::OkStatus();
 }
 
-absl::Status Trainer::CloseEpoch(int epoch, int64_t step, std::string* checkpoint_due) {
+absl::Status Trainer::CloseEpoch(int epoch, int64_t step, CheckpointCause::Name* checkpoint_due) {
   const TrainingSpec& training = spec_.training();
   JobProgress& p = state_.progress;
   const double epoch_loss = cursor_.epoch_loss_sum / cursor_.steps_per_epoch;
@@ -401,10 +401,10 @@ absl::Status Trainer::CloseEpoch(int epoch, int64_t step, std::string* checkpoin
   if (evaluate) point.set_validation_loss(p.validation_loss());
   state_.history->AddEpoch(point);
   Report();
-  if (!checkpoint_due->empty() && epoch + 1 < training.epochs()) {
+  if (*checkpoint_due != kNoCheckpointDue && epoch + 1 < training.epochs()) {
     RETURN_IF_ERROR(SaveCheckpoint(step, *checkpoint_due));
   }
-  checkpoint_due->clear();
+  *checkpoint_due = kNoCheckpointDue;
   return absl::OkStatus();
 }
 
@@ -430,7 +430,8 @@ absl::Status Trainer::Finish() {
 
 absl::Status Trainer::Run() {
   ASSIGN_OR_RETURN(int64_t step, Begin());
-  std::string checkpoint_due;  // a reason, at the end of the epoch's evaluation
+  // Why a checkpoint is owed at the end of the epoch's evaluation, if one is.
+  CheckpointCause::Name checkpoint_due = kNoCheckpointDue;
   for (int epoch = int(step / cursor_.steps_per_epoch); epoch < spec_.training().epochs();
        ++epoch) {
     RETURN_IF_ERROR(TrainEpoch(epoch, &step, &checkpoint_due));

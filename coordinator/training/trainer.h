@@ -183,11 +183,14 @@ class Trainer {
   absl::StatusOr<int64_t> Begin();
   // Epoch `epoch`'s steps from `*step` (mid-epoch after a resume), in runs
   // or task by task, with the checkpoints due inside the epoch; a
-  // checkpoint due at its last step is left in `checkpoint_due`.
-  absl::Status TrainEpoch(int epoch, int64_t* step, std::string* checkpoint_due);
+  // checkpoint due at its last step is left in `checkpoint_due`
+  // (kNoCheckpointDue: none).
+  absl::Status TrainEpoch(int epoch, int64_t* step, CheckpointCause::Name* checkpoint_due);
   // The epoch's loss, evaluation, history point, report and the checkpoint
   // left due.
-  absl::Status CloseEpoch(int epoch, int64_t step, std::string* checkpoint_due);
+  absl::Status CloseEpoch(int epoch, int64_t step, CheckpointCause::Name* checkpoint_due);
+  static constexpr CheckpointCause::Name kNoCheckpointDue =
+      CheckpointCause::CHECKPOINT_CAUSE_UNSPECIFIED;
   // The trained model collected and selected, and the probe's baselines.
   absl::Status Finish();
   // One step of the schedule: the model's, then the method's.
@@ -281,8 +284,8 @@ class Trainer {
   void RecordEvents();
 
   // Checkpoints.
-  absl::StatusOr<Checkpoint> MakeCheckpoint(int64_t step, const std::string& reason);
-  absl::Status SaveCheckpoint(int64_t step, const std::string& reason);
+  absl::StatusOr<Checkpoint> MakeCheckpoint(int64_t step, CheckpointCause::Name cause);
+  absl::Status SaveCheckpoint(int64_t step, CheckpointCause::Name cause);
   absl::Status Restore(const Checkpoint& checkpoint);
   // The selected epoch a checkpoint carries (none: none kept yet).
   absl::Status RestoreSelection(const Checkpoint& checkpoint);

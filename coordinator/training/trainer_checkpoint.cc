@@ -12,12 +12,13 @@
 
 namespace hpt {
 
-absl::StatusOr<Checkpoint> Trainer::MakeCheckpoint(int64_t step, const std::string& reason) {
+absl::StatusOr<Checkpoint> Trainer::MakeCheckpoint(int64_t step, CheckpointCause::Name cause) {
   CheckpointIdentity identity;
   identity.job_id = job_id_;
   identity.step = step;
   identity.time_unix_ms = absl::ToUnixMillis(options_.now());
-  identity.reason = reason;
+  identity.cause = cause;
+  identity.reason = CheckpointReason(cause, options_.checkpoint_every);
   identity.model = model_;
   identity.elapsed_s = absl::ToDoubleSeconds(options_.now() - start_);
   Checkpoint c;
@@ -54,9 +55,9 @@ absl::StatusOr<Checkpoint> Trainer::MakeCheckpoint(int64_t step, const std::stri
   return c;
 }
 
-absl::Status Trainer::SaveCheckpoint(int64_t step, const std::string& reason) {
+absl::Status Trainer::SaveCheckpoint(int64_t step, CheckpointCause::Name cause) {
   if (!options_.on_checkpoint) return absl::OkStatus();
-  ASSIGN_OR_RETURN(Checkpoint c, MakeCheckpoint(step, reason));
+  ASSIGN_OR_RETURN(Checkpoint c, MakeCheckpoint(step, cause));
   options_.on_checkpoint(std::move(c));
   return absl::OkStatus();
 }

@@ -140,26 +140,7 @@ bool ReramLayer::Int8Reads() const {
          !effective_i8_.empty();
 }
 
-absl::StatusOr<ReramReport> ReramLayer::Program(const float* w) {
-  const int64_t needed = max_writes_ + 1;
-  if (double(needed) > config_.endurance_writes) {
-    // Every programming writes every cell, so the first crossbar is the
-    // first to wear out.
-    return absl::FailedPreconditionError(absl::StrCat(
-        "reram crossbar 0 (tile 0) would exceed its endurance: its cells "
-        "have been written ", max_writes_, " times and endurance_writes is ",
-        config_.endurance_writes));
-  }
-  float max_abs = 0;
-  for (int64_t i = 0; i < k_ * n_; ++i) {
-    if (!std::isfinite(w[i])) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "reram weight [", i / n_, ", ", i % n_, "] is not finite"));
-    }
-    max_abs = std::max(max_abs, std::fabs(w[i]));
-  }
-  const int64_t qmax = (int64_t{1} << (config_.weight_bits - 1)) - 1;
-  w_scale_ = max_abs > 0 ? max_abs / double(qmax) : 1.0;
+void ReramLayer::WriteLevels(const float* w) {
   const int64_t offset = int64_t{1} << (config_.weight_bits - 1);
   const int64_t level_mask = (int64_t{1} << config_.cell_bits) - 1;
   const float max_level = static_cast<float>(level_mask);
@@ -205,6 +186,29 @@ absl::StatusOr<ReramReport> ReramLayer::Program(const float* w) {
       effective_i8_[i] = static_cast<int8_t>(effective_[i]);
     }
   }
+}
+
+absl::StatusOr<ReramReport> ReramLayer::Program(const float* w) {
+  const int64_t needed = max_writes_ + 1;
+  if (double(needed) > config_.endurance_writes) {
+    // Every programming writes every cell, so the first crossbar is the
+    // first to wear out.
+    return absl::FailedPreconditionError(
+        absl::StrCat("reram crossbar 0 (tile 0) would exceed its endurance: its cells "
+                     "have been written ",
+                     max_writes_, " times and endurance_writes is ", config_.endurance_writes));
+  }
+  float max_abs = 0;
+  for (int64_t i = 0; i < k_ * n_; ++i) {
+    if (!std::isfinite(w[i])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("reram weight [", i / n_, ", ", i % n_, "] is not finite"));
+    }
+    max_abs = std::max(max_abs, std::fabs(w[i]));
+  }
+  const int64_t qmax = (int64_t{1} << (config_.weight_bits - 1)) - 1;
+  w_scale_ = max_abs > 0 ? max_abs / double(qmax) : 1.0;
+  WriteLevels(w);
   adc_error_var_[0] = adc_error_var_[1] = -1;  // new weights: recalibrate
   for (uint32_t& count : writes_) ++count;
   max_writes_ = needed;

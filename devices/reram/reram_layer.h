@@ -135,6 +135,11 @@ class ReramLayer {
   // Slice s's place value, 2^(s * cell_bits), where the shift-and-add
   // puts it; a product by it is exact.
   double SlicePlace(int s) const { return std::ldexp(1.0, s * config_.cell_bits); }
+  // Each of the k x n weights `w`, already checked finite, quantised to
+  // weight_bits at scale w_scale_ and split into the cells' levels (with
+  // programming noise); effective_ holds what the cells then store, and
+  // effective_i8_ the same as int8 where it is exact.
+  void WriteLevels(const float* w);
   int64_t row_blocks() const;
   int64_t col_blocks() const;  // per slice and sign
   // Level of (slice, sign) at [row][col], possibly with programming noise.
