@@ -1,12 +1,12 @@
 #include "workers/sim/device_executor.h"
 
 #include <cmath>
-#include <random>
 
 #include "common/tensor_codec.h"
 #include "devices/work_cost.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "workers/sim/random_tensor.h"
 
 namespace hpt {
 namespace {
@@ -15,19 +15,11 @@ using ::testing::HasSubstr;
 
 constexpr int64_t kRows = 6, kIn = 10, kHidden = 8, kOut = 3;
 
-HostTensor Random(std::vector<int64_t> shape, uint32_t seed, float scale) {
-  HostTensor t(std::move(shape));
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0, scale);
-  for (float& v : t.data) v = normal(rng);
-  return t;
-}
-
 struct Net {
-  HostTensor w1 = Random({kHidden, kIn}, 1, 0.3f), b1 = Random({kHidden}, 2, 0.1f);
-  HostTensor w2 = Random({kOut, kHidden}, 3, 0.3f), b2 = Random({kOut}, 4, 0.1f);
-  HostTensor x = Random({2, kRows / 2, kIn}, 5, 1.0f);
-  HostTensor t = Random({2, kRows / 2, kOut}, 6, 1.0f);
+  HostTensor w1 = RandomTensor({kHidden, kIn}, 1, 0.3f), b1 = RandomTensor({kHidden}, 2, 0.1f);
+  HostTensor w2 = RandomTensor({kOut, kHidden}, 3, 0.3f), b2 = RandomTensor({kOut}, 4, 0.1f);
+  HostTensor x = RandomTensor({2, kRows / 2, kIn}, 5, 1.0f);
+  HostTensor t = RandomTensor({2, kRows / 2, kOut}, 6, 1.0f);
 };
 
 LoadParametersHeader Header(bool trainable) {

@@ -3,23 +3,15 @@
 #include "workers/sim/segment_graph.h"
 
 #include <cmath>
-#include <random>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "workers/sim/random_tensor.h"
 
 namespace hpt {
 namespace {
 
 using ::testing::HasSubstr;
-
-HostTensor Random(std::vector<int64_t> shape, uint32_t seed, float scale) {
-  HostTensor t(std::move(shape));
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0, scale);
-  for (float& v : t.data) v = normal(rng);
-  return t;
-}
 
 // A systolic segment with LayerNorm, attention with dropout on its weights
 // and a dropout op: the backward (which rebuilds the masks from the seed and
@@ -54,8 +46,8 @@ SegmentSpec NormAttentionDropout(double attention_dropout, double dropout) {
 std::unique_ptr<SegmentGraph> Block(double attention_dropout, double dropout) {
   DeviceNode node;
   node.systolic.rows = node.systolic.cols = 8;
-  std::map<std::string, HostTensor> params = {{"gamma", Random({8}, 11, 0.5f)},
-                                              {"beta", Random({8}, 12, 0.5f)}};
+  std::map<std::string, HostTensor> params = {{"gamma", RandomTensor({8}, 11, 0.5f)},
+                                              {"beta", RandomTensor({8}, 12, 0.5f)}};
   for (float& v : params.at("gamma").data) v += 1.0f;
   DeviceNode cost_node;
   CostBuilder cost(cost_node);
@@ -67,9 +59,9 @@ std::unique_ptr<SegmentGraph> Block(double attention_dropout, double dropout) {
 
 TEST(SegmentGraphTest, DropoutAndLayerNormBackwardIsTheForwardsDerivative) {
   auto graph = Block(0.25, 0.3);
-  const HostTensor x = Random({3, 5, 8}, 13, 1.0f);
-  const HostTensor r = Random({3, 5, 8}, 14, 1.0f);  // loss = sum(y * r)
-  const HostTensor dir = Random({3, 5, 8}, 15, 1.0f);
+  const HostTensor x = RandomTensor({3, 5, 8}, 13, 1.0f);
+  const HostTensor r = RandomTensor({3, 5, 8}, 14, 1.0f);  // loss = sum(y * r)
+  const HostTensor dir = RandomTensor({3, 5, 8}, 15, 1.0f);
   constexpr uint64_t kSeed = 77;
   auto loss = [&](const HostTensor& in) {
     DeviceNode cost_node;
@@ -113,7 +105,7 @@ TEST(SegmentGraphTest, DropoutAndLayerNormBackwardIsTheForwardsDerivative) {
 
 TEST(SegmentGraphTest, InferenceForwardEqualsTrainingForwardWithoutDropout) {
   auto graph = Block(0.0, 0.0);
-  const HostTensor x = Random({4, 7, 8}, 16, 1.0f);
+  const HostTensor x = RandomTensor({4, 7, 8}, 16, 1.0f);
   DeviceNode cost_node;
   CostBuilder cost(cost_node);
   SegmentGraph::Saved saved;
@@ -129,7 +121,7 @@ TEST(SegmentGraphTest, InferenceForwardEqualsTrainingForwardWithoutDropout) {
   }
   auto out = graph->Forward({{"x", same}}, 5, &cost, nullptr);
   ASSERT_TRUE(out.ok());
-  const HostTensor gamma = Random({8}, 11, 0.5f), beta = Random({8}, 12, 0.5f);
+  const HostTensor gamma = RandomTensor({8}, 11, 0.5f), beta = RandomTensor({8}, 12, 0.5f);
   for (int64_t t = 0; t < 6; ++t) {
     for (int64_t c = 0; c < 8; ++c) {
       const double xhat = (c - 3.5) / std::sqrt(5.25 + 1e-5);
@@ -163,7 +155,7 @@ TEST(SegmentGraphTest, ConcatSplitsItsGradientByColumns) {
   std::map<std::string, HostTensor> no_params;
   auto graph = SegmentGraph::Create(node, spec, no_params, &cost);
   ASSERT_TRUE(graph.ok()) << graph.status();
-  const HostTensor a = Random({2, 3, 2}, 21, 1.0f), b = Random({2, 3, 1}, 22, 1.0f);
+  const HostTensor a = RandomTensor({2, 3, 2}, 21, 1.0f), b = RandomTensor({2, 3, 1}, 22, 1.0f);
   SegmentGraph::Saved saved;
   auto y = (*graph)->Forward({{"a", a}, {"b", b}}, 1, &cost, &saved);
   ASSERT_TRUE(y.ok()) << y.status();
@@ -186,7 +178,7 @@ TEST(SegmentGraphTest, ConcatSplitsItsGradientByColumns) {
     EXPECT_EQ(grads->at("b").data[r], float(4 * r + 2) + 2 * float(4 * r + 3));
   }
   auto mismatched =
-      (*graph)->Forward({{"a", a}, {"b", Random({3, 2, 1}, 23, 1.0f)}}, 1, &cost, nullptr);
+      (*graph)->Forward({{"a", a}, {"b", RandomTensor({3, 2, 1}, 23, 1.0f)}}, 1, &cost, nullptr);
   EXPECT_EQ(mismatched.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(mismatched.status().message()),
               HasSubstr("concatenating 'b' [3, 2, 1] beside 'a' [2, 3, 2]"));
