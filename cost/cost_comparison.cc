@@ -185,15 +185,26 @@ std::vector<PhaseCost> RecordedPhases::Listed() const {
 
 namespace {
 
-// The mean full-phase step without trials (what GPU-only training takes a
-// step), in seconds and joules; zero before any.
-double MeanFullStepS(const RecordedPhases& p) {
-  const int64_t full_steps = p.Steps(CostPhase::full);
-  return full_steps > 0 ? p.gpu_only_full_s / double(full_steps) : 0;
+// A mean step, in seconds and joules.
+struct PerStep {
+  double s = 0, j = 0;
+};
+
+// `s` seconds and `j` joules over `steps` steps, a step; zeros for none.
+PerStep Mean(double s, double j, int64_t steps) {
+  if (steps <= 0) return {};
+  return {s / double(steps), j / double(steps)};
 }
-double MeanFullStepJ(const RecordedPhases& p) {
-  const int64_t full_steps = p.Steps(CostPhase::full);
-  return full_steps > 0 ? p.gpu_only_full_j / double(full_steps) : 0;
+
+// A phase's mean step over `steps` of them.
+PerStep MeanStep(const PhaseCost& phase, int64_t steps) {
+  return Mean(phase.simulated_s(), phase.energy_j(), steps);
+}
+
+// The mean full-phase step without trials (what GPU-only training takes a
+// step); zeros before any.
+PerStep MeanFullStep(const RecordedPhases& p) {
+  return Mean(p.gpu_only_full_s, p.gpu_only_full_j, p.Steps(CostPhase::full));
 }
 
 // The comparison as run: HpT's every phase against GPU-only training of
@@ -211,7 +222,7 @@ void CompareAsRun(const RecordedPhases& p, CostComparison* c) {
   // Steps after the first switch (a layer's, under layerwise), wherever
   // they ran.
   const int64_t after_switch = partial_steps + lora_steps + fallback_steps;
-  const double mean_s = MeanFullStepS(p), mean_j = MeanFullStepJ(p);
+  const auto [mean_s, mean_j] = MeanFullStep(p);
   c->set_hpt_time_s(hpt_s);
   c->set_hpt_energy_j(hpt_j);
   c->set_gpu_only_time_s(p.gpu_only_full_s + mean_s * double(after_switch));
@@ -235,16 +246,6 @@ void CompareAsRun(const RecordedPhases& p, CostComparison* c) {
                           : "."));
 }
 
-// A phase's mean step over `steps` of them, in seconds and joules; zeros
-// for none.
-struct PerStep {
-  double s = 0, j = 0;
-};
-PerStep MeanStep(const PhaseCost& phase, int64_t steps) {
-  if (steps <= 0) return {};
-  return {phase.simulated_s() / double(steps), phase.energy_j() / double(steps)};
-}
-
 // The comparison projected to the paper's length: every epoch of the data
 // at this batch size, each phase's steps at their mean.
 void CompareProjected(const RecordedPhases& p, const ComparisonInputs& in, CostComparison* c) {
@@ -254,16 +255,14 @@ void CompareProjected(const RecordedPhases& p, const ComparisonInputs& in, CostC
   const int64_t fallback_steps = p.Steps(CostPhase::lora_gpu);
   const double epochs = in.project_epochs;
   const int64_t n = int64_t(std::ceil(epochs * double(in.steps_per_epoch)));
-  const double mean_s = MeanFullStepS(p), mean_j = MeanFullStepJ(p);
+  const auto [mean_s, mean_j] = MeanFullStep(p);
   c->set_project_epochs(epochs);
   c->set_project_steps(n);
   c->set_full_step_s(mean_s);
   c->set_full_step_j(mean_j);
-  if (full_steps > 0) {
-    const PerStep with_trials = MeanStep(p.full, full_steps);
-    c->set_full_step_with_trials_s(with_trials.s);
-    c->set_full_step_with_trials_j(with_trials.j);
-  }
+  const PerStep with_trials = MeanStep(p.full, full_steps);
+  c->set_full_step_with_trials_s(with_trials.s);
+  c->set_full_step_with_trials_j(with_trials.j);
   // The projection's LoRA step: the planned placement's mean, or, when no
   // step ran there, the fallback's.
   const PerStep lora_mean =

@@ -210,8 +210,9 @@ TEST_P(CheckpointResumeTest, TheSwitchOfAGpuRunGoesOnOnThisPlacement) {
   ASSERT_GE(on_gpu.last.hpt.switch_step(), 0);
   std::shared_ptr<const Checkpoint> at_switch;
   for (const Checkpoint& c : on_gpu.checkpoints) {
-    if (c.header.cause() == CheckpointCause::phase_switch)
+    if (c.header.cause() == CheckpointCause::phase_switch) {
       at_switch = std::make_shared<Checkpoint>(c);
+    }
   }
   ASSERT_NE(at_switch, nullptr);
   EXPECT_EQ(at_switch->header.step(), on_gpu.last.hpt.switch_step());
